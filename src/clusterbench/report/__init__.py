@@ -1,0 +1,1 @@
+"""Showing results: terminal tables, JSON lines, CSV, plots and HTML."""

@@ -1,0 +1,135 @@
+"""From a job to a stored run: execute on every rank, collect rank 0's events, store, report.
+
+The CLI builds a ``Job`` and a printer and calls ``run_job``; nothing here parses arguments.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from clusterbench.dist.driver import Event, Job, Outcome, execute
+from clusterbench.records import COMPLETE, FAILED, INCOMPLETE, Measurement, Run, utc_now
+from clusterbench.store import Store, TelemetrySample, default_db_path
+
+
+class Printer(Protocol):
+    def on_event(self, event: Event) -> None: ...
+
+    def finish(self, run: Run, measurements: list[Measurement]) -> None: ...
+
+
+class RunBuilder:
+    """Accumulates a run from events: header, measurements, notes, failures."""
+
+    def __init__(self, benchmark: str, command: list[str], tags: dict[str, str] | None = None,
+                 source: str = "") -> None:
+        from clusterbench import __version__
+
+        self.run = Run(benchmark=benchmark, command=list(command), tags=dict(tags or {}),
+                       source=source or f"clusterbench {__version__}")
+        self.measurements: list[Measurement] = []
+        self.telemetry: list[TelemetrySample] = []
+        self.failures: list[str] = []
+        self._lock = threading.Lock()
+
+    def on_event(self, event: Event) -> None:
+        with self._lock:
+            kind, data = event.kind, event.data
+            if kind == "header":
+                self.run.ranks = int(data.get("ranks", 0))
+                self.run.hosts = list(dict.fromkeys(data.get("hosts", [])))
+                self.run.devices = list(data.get("devices", []))
+                self.run.versions = dict(data.get("versions", {}))
+                self.run.env = dict(data.get("env", {}))
+                for key in ("device_type", "backend", "launcher"):
+                    if key in data:
+                        self.run.meta[key] = data[key]
+                self.run.meta["rank_hosts"] = list(data.get("hosts", []))
+            elif kind == "measurements":
+                self.measurements.extend(data)
+            elif kind == "note":
+                self.run.meta.setdefault("notes", []).append(str(data))
+            elif kind == "fail":
+                self.failures.append(str(data))
+            elif kind == "telemetry":
+                self.telemetry.extend(data)
+            elif kind == "meta":
+                self.run.meta.update(data)
+
+    def finish(self, outcome: Outcome) -> Run:
+        with self._lock:
+            self.run.ended_at = utc_now()
+            self.run.errors = list(outcome.errors) + self.failures
+            if outcome.status != COMPLETE:
+                self.run.status = outcome.status if self.measurements or outcome.status == FAILED \
+                    else FAILED
+            elif self.failures:
+                self.run.status = FAILED
+            else:
+                self.run.status = COMPLETE
+            return self.run
+
+
+@dataclass
+class JobResult:
+    run: Run | None                      # None on worker ranks
+    measurements: list[Measurement] = field(default_factory=list)
+    exit_code: int = 0
+
+
+def _save(store_path: str | os.PathLike[str] | None, builder: RunBuilder) -> int:
+    with Store.open(store_path) as store:
+        return store.save_run(builder.run, builder.measurements, builder.telemetry)
+
+
+def run_job(
+    job: Job,
+    benchmark: str,
+    command: list[str],
+    printer: Printer,
+    db: str | os.PathLike[str] | None = None,
+    tags: dict[str, str] | None = None,
+    meta: dict[str, Any] | None = None,
+    announce: Callable[[str], None] | None = None,
+) -> JobResult:
+    """Execute, store and print one run. Only rank 0 stores and prints."""
+    # Open the store first: a bad --db fails before any rank starts.
+    Store.open(db).close()
+    builder = RunBuilder(benchmark, command, tags)
+    if meta:
+        builder.run.meta.update(meta)
+
+    def sink(event: Event) -> None:
+        builder.on_event(event)
+        printer.on_event(event)
+
+    def on_abort(message: str) -> None:
+        builder.finish(Outcome("root", INCOMPLETE, [message], exit_code=1))
+        _save(db, builder)
+
+    outcome = execute(job, sink, on_abort)
+    if not outcome.is_root:
+        if outcome.errors:
+            for e in outcome.errors:
+                print(f"clusterbench: error: {e}", file=sys.stderr)
+        return JobResult(None, exit_code=outcome.exit_code)
+    run = builder.finish(outcome)
+    _save(db, builder)
+    printer.finish(run, builder.measurements)
+    say = announce or (lambda text: print(text, file=sys.stderr))
+    for e in run.errors:
+        print(f"clusterbench: error: {e}", file=sys.stderr)
+    say(f"# run {run.id} ({run.status}) stored in {Path(db) if db else default_db_path()}")
+    code = outcome.exit_code or (0 if run.status == COMPLETE else 1)
+    return JobResult(run, builder.measurements, code)
+
+
+def new_group_id() -> str:
+    return uuid.uuid4().hex[:12]
