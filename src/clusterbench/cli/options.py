@@ -42,6 +42,9 @@ dist_options = _compose(
                  help="Process-group backend; nccl is RCCL on ROCm."),
     click.option("--timeout", type=click.FloatRange(min=1), default=300.0, show_default=True,
                  help="Seconds a rank may go without progress before the run is ended."),
+    click.option("--telemetry-interval", type=click.FloatRange(min=0), default=1.0, show_default=True,
+                 metavar="SECONDS",
+                 help="Sample GPU power/temperature/clocks and host CPU every SECONDS during the run (0: off)."),
 )
 
 store_options = _compose(json_option, db_option, tag_option)
@@ -58,7 +61,8 @@ def parse_tags(items: tuple[str, ...] | list[str]) -> dict[str, str]:
 
 
 def dist_from(kwargs: dict[str, Any]) -> DistOptions:
-    return DistOptions(device=kwargs["device"], backend=kwargs["backend"], timeout=kwargs["timeout"])
+    return DistOptions(device=kwargs["device"], backend=kwargs["backend"], timeout=kwargs["timeout"],
+                       telemetry_interval=kwargs.get("telemetry_interval", 1.0))
 
 
 def command_line() -> list[str]:

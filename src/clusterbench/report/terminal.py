@@ -24,7 +24,25 @@ class Renderer(Protocol):
 
 
 # measurement.benchmark -> "module:Class" of its renderer. Families add their line here.
-RENDERERS: dict[str, str] = {}
+RENDERERS: dict[str, str] = {
+    "train": "clusterbench.report.workload_tables:TrainRenderer",
+    "ddp_comm": "clusterbench.report.workload_tables:DdpCommRenderer",
+    "infer_tp": "clusterbench.report.workload_tables:InferTpRenderer",
+    "stream": "clusterbench.report.stream_table:StreamRenderer",
+    "gemm": "clusterbench.report.gemm_table:GemmRenderer",
+    "transfer": "clusterbench.report.transfer_table:TransferRenderer",
+    "net": "clusterbench.net.render:NetRenderer",
+    "all_reduce": "clusterbench.report.coll_table:AllReduceTable",
+    "all_gather": "clusterbench.report.coll_table:AllGatherTable",
+    "reduce_scatter": "clusterbench.report.coll_table:ReduceScatterTable",
+    "broadcast": "clusterbench.report.coll_table:BroadcastTable",
+    "reduce": "clusterbench.report.coll_table:ReduceTable",
+    "alltoall": "clusterbench.report.coll_table:AlltoallTable",
+    "sendrecv": "clusterbench.report.coll_table:SendrecvTable",
+    "gather": "clusterbench.report.coll_table:GatherTable",
+    "scatter": "clusterbench.report.coll_table:ScatterTable",
+    "hypercube": "clusterbench.report.coll_table:HypercubeTable",
+}
 
 
 def renderer_for(benchmark: str) -> Renderer:
@@ -89,6 +107,7 @@ class TablePrinter:
         self._run = Run(benchmark="")
         self._renderers: dict[str, Renderer] = {}
         self._seen: dict[str, list[Measurement]] = {}
+        self._closed: set[str] = set()
         self._header_data: dict | None = None
 
     def _write(self, lines: Iterable[str]) -> None:
@@ -113,6 +132,7 @@ class TablePrinter:
                 by_bench.setdefault(m.benchmark, []).append(m)
             for bench, ms in by_bench.items():
                 if bench not in self._renderers:
+                    self._close_tables()  # a new table starts: finish the ones before it
                     self._renderers[bench] = renderer_for(bench)
                     self._run.benchmark = bench
                     self._write(self._renderers[bench].header(self._run))
@@ -120,7 +140,14 @@ class TablePrinter:
                 self._write(self._renderers[bench].rows(ms))
         elif event.kind == "note":
             self._write([f"# {event.data}"])
+        elif event.kind == "meta":  # e.g. per-rank pids a table header shows
+            self._run.meta.update(event.data)
+
+    def _close_tables(self, run: Run | None = None) -> None:
+        for bench, r in self._renderers.items():
+            if bench not in self._closed:
+                self._closed.add(bench)
+                self._write(r.footer(run or self._run, self._seen.get(bench, [])))
 
     def finish(self, run: Run, measurements: list[Measurement]) -> None:
-        for bench, r in self._renderers.items():
-            self._write(r.footer(run, self._seen.get(bench, [])))
+        self._close_tables(run)

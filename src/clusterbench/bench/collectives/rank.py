@@ -1,0 +1,275 @@
+"""The per-rank collective sweep: ``main(ctx, config)`` runs on every rank.
+
+Per op, dtype and reduction, as nccl-tests' TimeTest/BenchTime: warm up at the largest and the
+smallest size, then for each size and placement: (fill when checking) one synchronised op,
+barrier, ``iters`` ops issued back-to-back, one device synchronize, time / iters; the per-rank
+times are combined with one all_reduce per ``-a``; then the check re-fills the inputs, runs the
+op once and counts wrong elements, summed over ranks. Rank 0 emits each finished row at once.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from clusterbench.bench.collectives import calls, data
+from clusterbench.bench.collectives.config import CollConfig
+from clusterbench.bench.collectives.spec import (
+    SPECS,
+    algbw,
+    busbw,
+    placements,
+    row_bytes,
+    row_counts,
+)
+from clusterbench.errors import UsageError
+from clusterbench.records import Measurement
+
+AVERAGE_NAMES = {0: "rank0", 1: "avg", 2: "min", 3: "max"}
+
+
+def time_iters(ctx: Any, call: Callable[[], Any], iters: int) -> float:
+    """Seconds per op on this rank: ``iters`` calls back-to-back, then one device synchronize."""
+    ctx.barrier()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        call()
+    ctx.synchronize()
+    return (time.perf_counter() - t0) / iters
+
+
+def combine(ctx: Any, seconds: float, average: int) -> float:
+    """One value for all ranks per nccl-tests' -a: 0 rank 0, 1 mean, 2 min, 3 max."""
+    import torch
+    import torch.distributed as dist
+
+    t = torch.tensor([seconds], dtype=torch.float64, device=ctx.device)
+    if average == 0:
+        dist.broadcast(t, 0)
+    else:
+        op = {1: dist.ReduceOp.SUM, 2: dist.ReduceOp.MIN, 3: dist.ReduceOp.MAX}[average]
+        dist.all_reduce(t, op)
+        if average == 1:
+            t /= ctx.world_size
+    return float(t.item())
+
+
+def _sum_over_ranks(ctx: Any, value: int) -> int:
+    import torch
+    import torch.distributed as dist
+
+    t = torch.tensor([value], dtype=torch.int64, device=ctx.device)
+    dist.all_reduce(t)
+    return int(t.item())
+
+
+def _all_ok(ctx: Any, ok: bool) -> bool:
+    import torch
+    import torch.distributed as dist
+
+    t = torch.tensor([1 if ok else 0], dtype=torch.int32, device=ctx.device)
+    dist.all_reduce(t, dist.ReduceOp.MIN)
+    return bool(t.item())
+
+
+class Sweep:
+    """One op x dtype x reduction on this rank: buffers allocated once at the largest size."""
+
+    def __init__(self, ctx: Any, config: CollConfig, op: str, dtype: str, redop: str) -> None:
+        self.ctx, self.config, self.op, self.dtype, self.redop = ctx, config, op, dtype, redop
+        self.spec = SPECS[op]
+        self.n = ctx.world_size
+        self.root = config.root if self.spec.has_root else -1
+        self.send_buf = self.recv_buf = None
+        self.notes: list[str] = []  # skipped rows, said once the op's table has started
+
+    def allocate(self, per_max: int) -> None:
+        import torch
+
+        send, recv = calls.buffer_elements(self.op, per_max, self.n)
+        dt = calls.torch_dtype(self.dtype)
+        self.send_buf = torch.zeros(send, dtype=dt, device=self.ctx.device)
+        self.recv_buf = torch.zeros(recv, dtype=dt, device=self.ctx.device)
+
+    def bind(self, placement: str, per: int) -> calls.Bound:
+        return calls.bind(self.op, placement, self.send_buf, self.recv_buf, per, self.ctx.rank, self.n,
+                          max(self.root, 0), self.redop)
+
+    def fill(self, b: calls.Bound, per: int) -> None:
+        """Zero the output, then write this rank's input (nccl-tests' InitData)."""
+        rank, n, root = self.ctx.rank, self.n, max(self.root, 0)
+        if b.output is not None:
+            b.output.zero_()
+        data.write(b.input, lambda idx: data.input_values(self.op, self.redop, rank, n, root, per, idx))
+
+    def count_wrong(self, b: calls.Bound, per: int) -> int:
+        rank, n, root = self.ctx.rank, self.n, max(self.root, 0)
+        if b.output is None:
+            return 0
+        return data.count_wrong(b.output, lambda idx: data.expected_values(self.op, self.redop, rank, n, root,
+                                                                          per, idx), self.dtype, self.redop)
+
+    def probe(self) -> list[str]:
+        """The placements this backend can run for this dtype and reduction, tried for real
+        (one element per rank); every rank agrees, rank 0 says why one is skipped."""
+        usable = []
+        self.allocate(1)
+        for placement in placements(self.op):
+            reason = ""
+            try:
+                b = self.bind(placement, 1)
+                self.fill(b, 1)
+                b.call()
+                self.ctx.synchronize()
+            except Exception as e:  # noqa: BLE001 - the backend's refusal is the reason we report
+                lines = str(e).strip().splitlines()
+                reason = f"{type(e).__name__}: {lines[0] if lines else ''}"[:200]
+            if _all_ok(self.ctx, not reason):
+                usable.append(placement)
+            else:
+                where = "out-of-place" if placement == "out" else "in-place"
+                self.notes.append(f"{self.op} {self.dtype} {self.redop} {where}: skipped, the {self.ctx.backend}"
+                                  f" backend cannot run it ({reason or 'failed on another rank'})")
+        return usable
+
+    def warm_up(self, places: list[str], pers: list[int]) -> None:
+        for per in (max(pers), min(pers)):  # nccl-tests warms up at the largest, then smallest size
+            b = self.bind(places[0], per)
+            for _ in range(self.config.warmup_iters):
+                b.call()
+            self.ctx.synchronize()
+
+    def row(self, size: int, per: int, places: list[str], cycle: int) -> tuple[list[Measurement], list[float], int]:
+        """Measure one size in every placement; returns its records, busbws and #wrong results."""
+        cfg, ctx, n = self.config, self.ctx, self.n
+        counts = row_counts(self.op, size, self.dtype, n)
+        nbytes = row_bytes(self.op, counts, self.dtype)
+        out: list[Measurement] = []
+        bws: list[float] = []
+        bad = 0
+        for placement in places:
+            b = self.bind(placement, per)
+            if cfg.check:
+                self.fill(b, per)
+            b.call()
+            ctx.synchronize()
+            seconds = combine(ctx, time_iters(ctx, b.call, cfg.iters), cfg.average)
+            wrong = None
+            if cfg.check and (placement == "out" or self.spec.in_place_checked):
+                for _ in range(cfg.check):
+                    self.fill(b, per)
+                    b.call()
+                    ctx.synchronize()
+                    wrong = _sum_over_ranks(ctx, self.count_wrong(b, per))
+                    if wrong:
+                        break
+            params: dict[str, Any] = {"bytes": nbytes, "count": counts.param, "dtype": self.dtype,
+                                      "redop": self.redop, "root": self.root, "placement": placement,
+                                      "ranks": n}
+            if cfg.cycles > 1:
+                params["cycle"] = cycle
+            ab = algbw(nbytes, seconds)
+            bb = busbw(self.op, ab, n)
+            out += [Measurement(self.op, "time_us", seconds * 1e6, "us", params),
+                    Measurement(self.op, "algbw", ab, "GB/s", params),
+                    Measurement(self.op, "busbw", bb, "GB/s", params)]
+            if wrong is not None:
+                out.append(Measurement(self.op, "wrong", float(wrong), "", params))
+                bad += 1 if wrong else 0
+            bws.append(bb)
+        return out, bws, bad
+
+
+def sweep_header(config: CollConfig) -> dict[str, Any]:
+    """What nccl-tests prints in its first line, kept in the run's meta for the table header."""
+    factor = config.stepfactor > 1
+    return {"nthread": 1, "ngpus": 1, "minbytes": config.minbytes, "maxbytes": config.maxbytes,
+            "step": config.stepfactor if factor else config.stepbytes,
+            "step_kind": "factor" if factor else "bytes", "warmup_iters": config.warmup_iters,
+            "iters": config.iters, "agg_iters": 1, "validation": config.check, "graph": 0,
+            "average": AVERAGE_NAMES[config.average]}
+
+
+def _identity(ctx: Any) -> dict[str, Any]:
+    """Pid, device index and PCI bus of every rank, for nccl-tests' "# Rank ... Pid" lines."""
+    import torch
+    import torch.distributed as dist
+
+    index, bus = -1, ""
+    if ctx.device_type == "cuda":
+        index = ctx.device.index
+        bus_id = getattr(torch.cuda.get_device_properties(index), "pci_bus_id", None)
+        bus = f"0x{int(bus_id):02x}" if bus_id is not None else ""
+    mine = (os.getpid(), index, bus)
+    everyone: list[Any] = [None] * ctx.world_size
+    dist.all_gather_object(everyone, mine)
+    return {"rank_pids": [e[0] for e in everyone], "rank_device_index": [e[1] for e in everyone],
+            "rank_bus_id": [e[2] for e in everyone]}
+
+
+def run_op(ctx: Any, config: CollConfig, op: str) -> None:
+    spec = SPECS[op]
+    n = ctx.world_size
+    ctx.emit("meta", {f"coll_sweep.{op}": sweep_header(config)})
+    # Notes wait for the op's first row, so they print inside its table rather than before it.
+    notes: list[str] = []
+    if not spec.out_of_place:
+        notes.append(f"{op}: PyTorch offers only an in-place {op}; out-of-place columns are N/A")
+    said: set[str] = set()
+
+    def say() -> None:
+        for text in notes:
+            if text not in said:
+                said.add(text)
+                ctx.emit("note", text)
+        notes.clear()
+
+    combos = [(d, r) for d in config.dtypes for r in (config.redops if spec.reduces else ("none",))]
+    sizes = config.sizes()
+    usable: dict[tuple[str, str], list[str]] = {}
+    records: list[Measurement] = []
+    bws: list[float] = []
+    bad = 0
+    for cycle in range(config.cycles):
+        for dtype, redop in combos:
+            sweep = Sweep(ctx, config, op, dtype, redop)
+            if (dtype, redop) not in usable:
+                usable[(dtype, redop)] = sweep.probe()
+                notes += sweep.notes
+            places = usable[(dtype, redop)]
+            pers = [row_counts(op, s, dtype, n).param for s in sizes]
+            runnable = [(s, p) for s, p in zip(sizes, pers) if p > 0]
+            if cycle == 0 and len(runnable) < len(sizes):
+                too_small = [s for s, p in zip(sizes, pers) if p == 0]
+                notes.append(f"{op} {dtype}: size(s) {', '.join(map(str, too_small))} B hold less "
+                             f"than one element per rank for {n} ranks: skipped")
+            if not places or not runnable:
+                continue
+            sweep.allocate(max(p for _, p in runnable))
+            sweep.warm_up(places, [p for _, p in runnable])
+            for size, per in runnable:
+                ms, row_bws, row_bad = sweep.row(size, per, places, cycle)
+                ctx.emit("measurements", ms)
+                ctx.progress()
+                say()
+                records += ms
+                bws += row_bws
+                bad += row_bad
+    say()
+    if not records:
+        return
+    run_params = {"ranks": n}
+    ctx.emit("measurements", [Measurement(op, "avg_busbw", sum(bws) / len(bws), "GB/s", run_params),
+                              Measurement(op, "out_of_bounds", float(bad), "", run_params)])
+    if bad:
+        ctx.emit("fail", f"{op}: {bad} result(s) with wrong elements (#wrong > 0): data corruption")
+
+
+def main(ctx: Any, config: CollConfig) -> None:
+    if config.root >= ctx.world_size and any(SPECS[op].has_root for op in config.ops):
+        raise UsageError(f"--root {config.root} is not a rank: there are {ctx.world_size} ranks")
+    ctx.emit("meta", _identity(ctx))
+    for op in config.ops:
+        run_op(ctx, config, op)

@@ -1,0 +1,126 @@
+"""Which device a node-benchmark rank works on, and how it times device work.
+
+Node benchmarks run one rank per selected device (``--devices``), so every device works at the
+same time; the process group only carries results to rank 0. CPU is one device that uses every
+core this process may run on.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from clusterbench.errors import UsageError
+
+
+def parse_devices(text: str | None, device_type: str, count: int) -> list[int]:
+    """``all`` / ``None`` -> every device; ``0,2`` -> those indices (checked against ``count``)."""
+    if text is None or text.strip().lower() in ("", "all"):
+        return list(range(count))
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part.isdigit():
+            raise UsageError(f"invalid --devices {text!r}: expected 'all' or indices like 0,1")
+        idx = int(part)
+        if idx >= count:
+            what = "GPU(s)" if device_type == "cuda" else "CPU device (all cores are one device)"
+            raise UsageError(f"--devices {idx}: out of range, this host has {count} {what}")
+        if idx not in out:
+            out.append(idx)
+    return out
+
+
+def rank_device(device_type: str, indices: list[int], rank: int) -> Any:
+    import torch
+
+    if device_type == "cuda":
+        dev = torch.device("cuda", indices[rank])
+        torch.cuda.set_device(dev)
+        return dev
+    return torch.device("cpu")
+
+
+def cpu_threads() -> int:
+    """Use every core the process may run on (affinity), unless OMP_NUM_THREADS says otherwise."""
+    import torch
+
+    if os.environ.get("OMP_NUM_THREADS", "").isdigit():
+        n = int(os.environ["OMP_NUM_THREADS"])
+    else:
+        try:
+            n = len(os.sched_getaffinity(0))
+        except AttributeError:  # not Linux
+            n = os.cpu_count() or 1
+    torch.set_num_threads(max(1, n))
+    return torch.get_num_threads()
+
+
+def device_label(dev: Any) -> str:
+    return f"cuda:{dev.index}" if dev.type == "cuda" else "cpu"
+
+
+def device_name(dev: Any) -> str:
+    if dev.type == "cuda":
+        import torch
+
+        return torch.cuda.get_device_name(dev)
+    from clusterbench.dist.context import cpu_model
+
+    return cpu_model()
+
+
+def free_memory(dev: Any) -> int:
+    """Bytes that can still be allocated on ``dev`` (host: available RAM)."""
+    if dev.type == "cuda":
+        import torch
+
+        return int(torch.cuda.mem_get_info(dev)[0])
+    import psutil
+
+    return int(psutil.virtual_memory().available)
+
+
+def timer(dev: Any) -> Callable[[Callable[[], Any]], float]:
+    """Seconds one call takes on ``dev``: CUDA/HIP events on a GPU, a host clock on CPU."""
+    if dev.type == "cuda":
+        import torch
+
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+        def gpu_time(fn: Callable[[], Any]) -> float:
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end) / 1e3
+
+        return gpu_time
+
+    def cpu_time(fn: Callable[[], Any]) -> float:
+        t0 = time.perf_counter()
+        fn()
+        return time.perf_counter() - t0
+
+    return cpu_time
+
+
+def gather_to_root(ctx: Any, obj: Any) -> list[Any] | None:
+    """Every rank's ``obj`` on rank 0 (in rank order); None on the other ranks."""
+    import torch.distributed as dist
+
+    if ctx.world_size == 1:
+        return [obj]
+    out: list[Any] | None = [None] * ctx.world_size if ctx.is_root else None
+    if ctx.device.type == "cuda":
+        import torch
+
+        # The process group belongs to the rank's own device, which may differ from the one
+        # this rank benchmarks (--devices 2,3).
+        with torch.cuda.device(ctx.device):
+            dist.gather_object(obj, out, dst=0)
+    else:
+        dist.gather_object(obj, out, dst=0)
+    return out

@@ -1,0 +1,1 @@
+"""GEMM throughput through PyTorch's BLAS paths (``clusterbench gemm``)."""

@@ -1,0 +1,152 @@
+"""The per-rank GEMM benchmark: every selected device times the same shape at once.
+
+Per dtype: ``cold_iters`` untimed calls, then ``samples`` samples of ``iterations`` calls each,
+timed as a block; the best and the median sample are reported (the seed's guidance is to take
+the highest of several runs). The result is checked once after timing.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from clusterbench.bench import devices as devs
+from clusterbench.bench.gemm import spec
+from clusterbench.errors import UsageError
+from clusterbench.records import Measurement
+
+DEFAULT_OPS = "clusterbench.bench.gemm.ops"
+
+
+@dataclass(frozen=True)
+class GemmConfig:
+    m: int
+    n: int
+    k: int
+    batch: int = 1
+    dtypes: tuple[str, ...] = ("fp32",)
+    trans_a: str = "N"
+    trans_b: str = "N"
+    alpha: float = 1.0
+    beta: float = 0.0
+    iterations: int = 10
+    cold_iters: int = 2
+    samples: int = 5
+    device_type: str = "cpu"
+    devices: tuple[int, ...] = (0,)
+    check: bool = True
+    strict_size: bool = True
+    ops_module: str = DEFAULT_OPS   # tests substitute a module with a wrong kernel
+
+
+def unsupported(dtype: str, dev: Any) -> str | None:
+    """Why ``dtype`` cannot run on ``dev`` (known ahead), or None; the rest is found by trying."""
+    import torch
+
+    s = spec.DTYPES[dtype]
+    if dev.type != "cuda":
+        return f"{s.gpu_only} (this is a CPU run)" if s.gpu_only else None
+    hip = bool(getattr(torch.version, "hip", None))
+    major, minor = torch.cuda.get_device_capability(dev)
+    if dtype == "tf32" and not hip and major < 8:
+        return f"tf32 needs compute capability 8.0 or newer, this GPU has {major}.{minor}"
+    if dtype.startswith("fp8") and not hip and (major, minor) < (8, 9):
+        return f"fp8 scaled matmul needs compute capability 8.9 or newer, this GPU has {major}.{minor}"
+    return None
+
+
+def _set_tf32(dev: Any, on: bool) -> None:
+    if dev.type == "cuda":
+        import torch
+
+        torch.backends.cuda.matmul.allow_tf32 = on
+
+
+def measure_dtype(cfg: GemmConfig, dtype: str, dev: Any, progress: Any) -> dict[str, Any]:
+    """Time one dtype on this rank's device: {'times': [...], 'error': str|None} or {'skipped'}."""
+    import importlib
+
+    ops_mod = importlib.import_module(cfg.ops_module)
+    reason = unsupported(dtype, dev)
+    if reason:
+        return {"skipped": reason}
+    need = spec.footprint(cfg.m, cfg.n, cfg.k, cfg.batch, dtype, cfg.beta)
+    if need > devs.free_memory(dev):
+        msg = f"{dtype} {cfg.m}x{cfg.n}x{cfg.k} batch {cfg.batch} needs {need} bytes, more than is free"
+        if cfg.strict_size:
+            raise UsageError(msg)
+        return {"skipped": msg}
+    _set_tf32(dev, dtype == "tf32")
+    operands = ops_mod.make_operands(cfg.m, cfg.n, cfg.k, cfg.batch, dtype, cfg.trans_a,
+                                     cfg.trans_b, cfg.beta, dev)
+    call = ops_mod.gemm_call(operands, dtype, cfg.alpha, cfg.beta)
+    try:
+        call()  # the first call also tells whether this device and build support the dtype/layout
+    except (RuntimeError, NotImplementedError, TypeError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        return {"skipped": f"{dtype} with transA={cfg.trans_a} transB={cfg.trans_b} is not supported "
+                           f"on this device by PyTorch: {first[:160]}"}
+    time_fn = devs.timer(dev)
+    for _ in range(max(0, cfg.cold_iters - 1)):
+        call()
+    progress()
+
+    def block() -> None:
+        for _ in range(cfg.iterations):
+            call()
+
+    times = []
+    for _ in range(cfg.samples):
+        times.append(time_fn(block) / cfg.iterations)
+        progress()
+    error = ops_mod.check(operands, dtype, cfg.alpha, cfg.beta) if cfg.check else None
+    _set_tf32(dev, False)
+    return {"times": times, "error": error}
+
+
+def _rows(cfg: GemmConfig, dtype: str, label: str, times: list[float]) -> list[Measurement]:
+    base = {"m": cfg.m, "n": cfg.n, "k": cfg.k, "batch": cfg.batch, "dtype": dtype,
+            "transA": cfg.trans_a, "transB": cfg.trans_b, "device": label}
+    out = []
+    for stat, t in (("best", min(times)), ("median", statistics.median(times))):
+        out.append(Measurement("gemm", "tflops", spec.tflops(cfg.m, cfg.n, cfg.k, cfg.batch, t),
+                               "TFLOP/s", {**base, "stat": stat}))
+        out.append(Measurement("gemm", "time_us", t * 1e6, "us", {**base, "stat": stat}))
+    return out
+
+
+def main(ctx: Any, cfg: GemmConfig) -> None:
+    dev = devs.rank_device(cfg.device_type, list(cfg.devices), ctx.rank)
+    label = devs.device_label(dev)
+    if dev.type == "cpu":
+        threads = devs.cpu_threads()
+        ctx.emit("meta", {"threads": threads})
+        ctx.emit("note", f"CPU: {threads} thread(s)")
+    names = devs.gather_to_root(ctx, (label, devs.device_name(dev)))
+    if ctx.is_root and names:
+        ctx.emit("meta", {"device_names": dict(names), "alpha": cfg.alpha, "beta": cfg.beta,
+                          "iterations": cfg.iterations, "samples": cfg.samples})
+    for dtype in cfg.dtypes:
+        ctx.barrier()  # every device starts each dtype together
+        result = {"label": label, **measure_dtype(cfg, dtype, dev, ctx.progress)}
+        gathered = devs.gather_to_root(ctx, result)
+        if not ctx.is_root or not gathered:
+            continue
+        rows: list[Measurement] = []
+        for r in gathered:
+            if "skipped" in r:
+                ctx.emit("note", f"skipped {dtype} on {r['label']}: {r['skipped']}")
+                continue
+            rows += _rows(cfg, dtype, r["label"], r["times"])
+            if r["error"]:
+                ctx.emit("fail", f"gemm check failed for {dtype} on {r['label']}: {r['error']}")
+        done = [r for r in gathered if "times" in r]
+        if len(gathered) > 1 and done:
+            total = sum(spec.tflops(cfg.m, cfg.n, cfg.k, cfg.batch, min(r["times"])) for r in done)
+            rows.append(Measurement("gemm", "tflops", total, "TFLOP/s", {
+                "m": cfg.m, "n": cfg.n, "k": cfg.k, "batch": cfg.batch, "dtype": dtype,
+                "transA": cfg.trans_a, "transB": cfg.trans_b, "device": "all",
+                "stat": "aggregate", "devices": len(done)}))
+        if rows:
+            ctx.emit("measurements", rows)

@@ -1,0 +1,1 @@
+"""Memory bandwidth with BabelStream's kernels and definitions (``clusterbench stream``)."""

@@ -1,0 +1,128 @@
+"""The per-rank stream benchmark: run the kernels, time each, check the arrays, report.
+
+Each rank owns one device; all ranks run each array size at the same time (a barrier before
+each size), and rank 0 reports every device's rows plus the aggregate over devices.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+from clusterbench.bench import devices as devs
+from clusterbench.bench.stream import spec
+from clusterbench.errors import UsageError
+from clusterbench.records import Measurement
+
+DEFAULT_BACKEND = "clusterbench.bench.stream.kernels:TorchStream"
+
+
+@dataclass(frozen=True)
+class StreamConfig:
+    sizes: tuple[int, ...]              # array sizes in elements
+    kernels: tuple[str, ...] = spec.NAMES
+    numtimes: int = 100
+    dtype: str = "double"
+    device_type: str = "cpu"
+    devices: tuple[int, ...] = (0,)
+    check: bool = True
+    strict_size: bool = True            # a size that does not fit: error (True) or skipped row
+    backend: str = DEFAULT_BACKEND      # "module:Class" implementing the kernels
+
+
+def _backend(target: str) -> Any:
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def run_size(impl: Any, kernels: list[str], numtimes: int, time_fn: Any, progress: Any) -> tuple[
+        dict[str, list[float]], float | None]:
+    """Run ``numtimes`` iterations; return per-kernel times (first iteration dropped) and Dot's sum."""
+    calls = {k: getattr(impl, k.lower()) for k in kernels}
+    times: dict[str, list[float]] = {k: [] for k in kernels}
+    dot_value = None
+    for i in range(numtimes):
+        for k in kernels:
+            if k == "Dot":
+                box: list[Any] = []
+                t = time_fn(lambda box=box: box.append(calls["Dot"]()))
+                dot_value = float(box[0])
+            else:
+                t = time_fn(calls[k])
+            if i > 0 or numtimes == 1:
+                times[k].append(t)
+        progress()
+    return times, dot_value
+
+
+def _rows(kernel: str, n: int, dtype: str, label: str, ts: list[float]) -> list[Measurement]:
+    elem = spec.DTYPES[dtype]
+    base = {"kernel": kernel, "array_size": n, "dtype": dtype, "device": label}
+    tmin, tmax, tavg = min(ts), max(ts), sum(ts) / len(ts)
+    return [
+        Measurement("stream", "bandwidth", spec.bandwidth_gbs(kernel, n, elem, tmin), "GB/s", dict(base)),
+        *(Measurement("stream", "time_us", t * 1e6, "us", {**base, "stat": stat})
+          for stat, t in (("min", tmin), ("max", tmax), ("avg", tavg))),
+    ]
+
+
+def main(ctx: Any, cfg: StreamConfig) -> None:
+    dev = devs.rank_device(cfg.device_type, list(cfg.devices), ctx.rank)
+    label = devs.device_label(dev)
+    if dev.type == "cpu":
+        threads = devs.cpu_threads()
+        ctx.emit("meta", {"threads": threads})
+        ctx.emit("note", f"CPU: {threads} thread(s), {cfg.dtype}, {cfg.numtimes} iterations")
+    names = devs.gather_to_root(ctx, (label, devs.device_name(dev)))
+    if ctx.is_root and names:
+        ctx.emit("meta", {"device_names": dict(names)})
+    kernels = spec.ordered(cfg.kernels)
+    time_fn = devs.timer(dev)
+    backend = _backend(cfg.backend)
+    elem = spec.DTYPES[cfg.dtype]
+    for n in cfg.sizes:
+        need = spec.footprint(n, elem)
+        fits = need <= devs.free_memory(dev)
+        ctx.barrier()  # every device starts each size together
+        if not fits:
+            msg = (f"array size {n} ({need} bytes for 3 {cfg.dtype} arrays) does not fit "
+                   f"in the free memory of {label}")
+            if cfg.strict_size:
+                raise UsageError(msg)
+        result: dict[str, Any] = {"label": label, "skipped": None if fits else msg}
+        if fits:
+            impl = backend(n, cfg.dtype, dev)
+            impl.init_arrays()
+            times, dot = run_size(impl, kernels, cfg.numtimes, time_fn, ctx.progress)
+            result["times"] = times
+            if cfg.check:
+                g = spec.gold(kernels, cfg.numtimes, n, cfg.dtype)
+                result["errors"] = spec.check(g, impl.mean_abs_errors(g.a, g.b, g.c), dot, cfg.dtype)
+            impl.release()
+        gathered = devs.gather_to_root(ctx, result)
+        ctx.progress()
+        if ctx.is_root and gathered:
+            _report(ctx, cfg, kernels, n, gathered)
+
+
+def _report(ctx: Any, cfg: StreamConfig, kernels: list[str], n: int, results: list[dict]) -> None:
+    rows: list[Measurement] = []
+    for r in results:
+        if r["skipped"]:
+            ctx.emit("note", f"skipped: {r['skipped']}")
+            continue
+        for k in kernels:
+            rows += _rows(k, n, cfg.dtype, r["label"], r["times"][k])
+        for e in r.get("errors", []):
+            ctx.emit("fail", f"stream check failed on {r['label']} (array size {n}): {e}")
+    done = [r for r in results if not r["skipped"]]
+    if len(results) > 1 and done:
+        elem = spec.DTYPES[cfg.dtype]
+        for k in kernels:
+            total = sum(spec.bandwidth_gbs(k, n, elem, min(r["times"][k])) for r in done)
+            rows.append(Measurement("stream", "bandwidth", total, "GB/s",
+                                    {"kernel": k, "array_size": n, "dtype": cfg.dtype,
+                                     "device": "all", "stat": "aggregate", "devices": len(done)}))
+    if rows:
+        ctx.emit("measurements", rows)

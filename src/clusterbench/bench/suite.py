@@ -1,0 +1,47 @@
+"""The default suite: what ``clusterbench run`` measures on this machine, one step after another
+inside ONE job (one process group, one stored run).
+
+Add a step by appending a ``SuiteEntry`` to ``SUITE``: a per-rank target (``"module:function"``,
+called as ``fn(ctx, config)`` on every rank, like any benchmark) and its config on CPU ranks and,
+where it differs, on GPU ranks. Steps run in list order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from clusterbench.bench.collectives.config import CollConfig
+from clusterbench.dist.driver import resolve_target
+
+
+@dataclass(frozen=True)
+class SuiteEntry:
+    name: str          # what the step measures, for people reading the list
+    target: str        # "module:function" run on every rank as fn(ctx, config)
+    cpu: Any           # its config on CPU ranks
+    gpu: Any = None    # its config on GPU ranks (None: the CPU config)
+
+    def config_for(self, device_type: str) -> Any:
+        return self.gpu if device_type == "cuda" and self.gpu is not None else self.cpu
+
+
+COLL_TARGET = "clusterbench.bench.collectives.rank:main"
+COLL_OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv")
+
+# CPU ranks (gloo over loopback): a short sweep, the whole suite in about 20 s on 2 cores.
+# GPUs: nccl-tests' usual -b 8 -e 256M -f 2 sweep.
+SUITE: list[SuiteEntry] = [
+    SuiteEntry(
+        name="collectives",
+        target=COLL_TARGET,
+        cpu=CollConfig(ops=COLL_OPS, minbytes=8, maxbytes=1 << 20, stepfactor=8, iters=20, warmup_iters=5),
+        gpu=CollConfig(ops=COLL_OPS, minbytes=8, maxbytes=256 << 20, stepfactor=2, iters=20, warmup_iters=5),
+    ),
+]
+
+
+def main(ctx: Any, entries: list[SuiteEntry]) -> None:
+    for entry in entries:
+        resolve_target(entry.target)(ctx, entry.config_for(ctx.device_type))
+        ctx.progress()

@@ -1,0 +1,1 @@
+"""Copy bandwidth between host memory and devices (``clusterbench transfer``)."""

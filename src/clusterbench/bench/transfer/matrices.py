@@ -1,0 +1,81 @@
+"""The standard transfer matrices as generated tests: h2d, d2h, p2p (uni and bi), a2a, and on
+a host without GPUs, host buffer-to-buffer copies between NUMA nodes (h2h)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from clusterbench.bench.transfer.engine import Topology
+from clusterbench.bench.transfer.lang import Exe, Mem, Test, Transfer
+
+MATRICES = ("h2d", "d2h", "p2p", "a2a", "h2h")
+METHODS = {"D": "copy_engine", "G": "kernel", "C": "CPU"}
+
+
+@dataclass(frozen=True)
+class Planned:
+    test: Test
+    kind: str          # h2d, d2h, p2p, a2a, h2h, or "config"
+    direction: str     # uni, bi
+    method: str        # copy_engine, kernel, CPU, or the executor name for config tests
+    host_memory: str   # pinned, pageable, or "" when no host memory takes part
+
+
+def _t(src: Mem, exe: Exe, dst: Mem, nbytes: int) -> Transfer:
+    return Transfer((src,), exe, (dst,), nbytes)
+
+
+def plan(kinds: list[str], topo: Topology, nbytes: int, methods: list[str]) -> list[Planned]:
+    """Tests for the requested matrices on this topology (GPU matrices need GPUs, h2h does not)."""
+    out: list[Planned] = []
+    gpus = range(topo.gpus)
+    host = topo.numa_nodes[0]
+    for kind in kinds:
+        if kind in ("h2d", "d2h"):
+            for mem, hm in (("C", "pinned"), ("U", "pageable")):
+                for g in gpus:
+                    h, d = Mem(mem, host), Mem("G", g)
+                    src, dst = (h, d) if kind == "h2d" else (d, h)
+                    name = f"{kind} {hm} {src}->{dst}"
+                    out.append(Planned(Test(name, (_t(src, Exe("D", g), dst, nbytes),)), kind, "uni",
+                                       "copy_engine", hm))
+        elif kind == "p2p":
+            for exe_kind in methods:
+                method = METHODS[exe_kind]
+                for i in gpus:
+                    for j in gpus:
+                        a, b = Mem("G", i), Mem("G", j)
+                        out.append(Planned(Test(f"p2p {method} {a}->{b}",
+                                                (_t(a, Exe(exe_kind, i), b, nbytes),)),
+                                           kind, "uni", method, ""))
+                for i in gpus:
+                    for j in gpus:
+                        if i < j:
+                            a, b = Mem("G", i), Mem("G", j)
+                            out.append(Planned(Test(f"p2p {method} {a}<->{b}", (
+                                _t(a, Exe(exe_kind, i), b, nbytes), _t(b, Exe(exe_kind, j), a, nbytes))),
+                                kind, "bi", method, ""))
+        elif kind == "a2a" and topo.gpus > 1:
+            for exe_kind in methods:
+                method = METHODS[exe_kind]
+                ts = tuple(_t(Mem("G", i), Exe(exe_kind, i), Mem("G", j), nbytes)
+                           for i in gpus for j in gpus if i != j)
+                out.append(Planned(Test(f"a2a {method}", ts), kind, "uni", method, ""))
+        elif kind == "h2h":
+            for i in topo.numa_nodes:
+                for j in topo.numa_nodes:
+                    a, b = Mem("C", i), Mem("C", j)
+                    out.append(Planned(Test(f"h2h {a}->{b}", (_t(a, Exe("C", i), b, nbytes),)),
+                                       kind, "uni", "CPU", "pageable"))
+            for i in topo.numa_nodes:
+                for j in topo.numa_nodes:
+                    if i < j:
+                        a, b = Mem("C", i), Mem("C", j)
+                        out.append(Planned(Test(f"h2h {a}<->{b}", (
+                            _t(a, Exe("C", i), b, nbytes), _t(b, Exe("C", j), a, nbytes))),
+                            kind, "bi", "CPU", "pageable"))
+    return out
+
+
+def default_kinds(topo: Topology) -> list[str]:
+    return ["h2d", "d2h", "p2p", "a2a"] if topo.gpus else ["h2h"]

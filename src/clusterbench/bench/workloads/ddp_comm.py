@@ -1,0 +1,142 @@
+"""``ddp_comm``: gradient synchronisation cost of DistributedDataParallel, with no real compute.
+
+After Y. Bulatov's "Benchmarking AWS 100Gbps network": a model of ``layers`` dummy layers holding
+``size_bytes`` of fp32 parameters (defaults 16 layers, 536 MiB, "an approximate common
+transformer") whose forward and backward do almost nothing, so a training step is DDP's bucketed
+gradient all_reduce. The achieved algbw is gradient bytes / step time (nccl-tests' algbw, S/t),
+comparable with ``clusterbench theory``'s optimum B*n/(2(n-1)) for n nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from clusterbench.dist.context import RankContext
+from clusterbench.errors import UsageError
+from clusterbench.records import Measurement
+
+DEFAULT_SIZE = 536 << 20
+BYTES_PER_PARAM = 4  # fp32 gradients, as DDP reduces them
+
+
+@dataclass(frozen=True)
+class DdpCommConfig:
+    layers: int = 16
+    size_bytes: int = DEFAULT_SIZE
+    bucket_cap_mb: float = 25.0   # DDP's default
+    steps: int = 10
+    warmup: int = 2
+    link_speed: float | None = None   # bytes/s, for efficiency against the theory
+    link_text: str = ""
+
+
+def layer_elements(layers: int, size_bytes: int) -> int:
+    """fp32 elements per dummy layer; the total is rounded down to whole elements per layer."""
+    if layers < 1:
+        raise UsageError(f"--layers must be at least 1, got {layers}")
+    n = size_bytes // BYTES_PER_PARAM // layers
+    if n < 1:
+        raise UsageError(f"--size {size_bytes} bytes is too small for {layers} layers of fp32 parameters")
+    return n
+
+
+def check_fits(size_bytes: int, capacity: int, sharing: int, where: str) -> None:
+    # Parameters plus gradients (bucket views share the gradients' storage), per rank.
+    need = 2 * size_bytes * sharing
+    if need > capacity:
+        raise UsageError(f"--size {size_bytes / 2**20:.0f} MiB does not fit: {sharing} rank(s) need "
+                         f"{need / 2**30:.1f} GiB for parameters and gradients, {where} is "
+                         f"{capacity / 2**30:.1f} GiB")
+
+
+def nodes_for_theory(hosts: list[str], world_size: int) -> int:
+    """The n of B*n/(2(n-1)): distinct hosts; on one host, each rank stands for a node
+    (as in an emulated cluster where ranks talk through a shaped link)."""
+    distinct = len(set(hosts))
+    return distinct if distinct > 1 else world_size
+
+
+def build_dummy(layers: int, elements: int, device: Any) -> Any:
+    import torch
+    from torch import nn
+
+    class Dummy(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = nn.ParameterList(
+                nn.Parameter(torch.zeros(elements, device=device)) for _ in range(layers))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            # One element per layer: every layer gets a full-size gradient (zeros but one) that DDP
+            # must all_reduce, at the cost of a memset instead of a matmul.
+            for p in self.layers:
+                x = x + p[:1]
+            return x.sum()
+
+    return Dummy()
+
+
+def main(ctx: RankContext, config: DdpCommConfig) -> None:
+    import torch
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    elements = layer_elements(config.layers, config.size_bytes)
+    grad_bytes = elements * config.layers * BYTES_PER_PARAM
+    if ctx.device.type == "cuda":
+        capacity, sharing, where = torch.cuda.get_device_properties(ctx.device).total_memory, 1, \
+            "device memory"
+    else:
+        import psutil
+
+        capacity, sharing, where = psutil.virtual_memory().available, ctx.env.local_world_size, \
+            "available host RAM"
+    check_fits(grad_bytes, capacity, sharing, where)
+
+    model = build_dummy(config.layers, elements, ctx.device)
+    ddp = DDP(model, device_ids=[ctx.device.index] if ctx.device.type == "cuda" else None,
+              bucket_cap_mb=config.bucket_cap_mb, gradient_as_bucket_view=True)
+    x = torch.ones(1, device=ctx.device)
+    base = {"layers": config.layers, "bytes": grad_bytes, "bucket_cap_mb": config.bucket_cap_mb,
+            "ranks": ctx.world_size}
+    timed: list[float] = []
+    for step in range(config.warmup + config.steps):
+        ctx.barrier()
+        t0 = ctx.now()
+        ddp(x).backward()
+        dt = ctx.now() - t0
+        ddp.zero_grad(set_to_none=False)
+        ctx.progress()
+        if step < config.warmup:
+            continue
+        timed.append(dt)
+        p = {**base, "step": step - config.warmup}
+        ctx.emit("measurements", [
+            Measurement("ddp_comm", "step_time_ms", dt * 1e3, "ms", p),
+            Measurement("ddp_comm", "algbw", grad_bytes / dt / 1e9, "GB/s", p),
+        ])
+    ctx.emit("measurements", summarize(timed, grad_bytes, base, config, ctx.hosts, ctx.world_size))
+
+
+def summarize(timed: list[float], grad_bytes: int, base: dict[str, Any], config: DdpCommConfig,
+              hosts: list[str], world_size: int) -> list[Measurement]:
+    """Average and best step, their algbw, and the efficiency against the theory when a link
+    speed is known."""
+    avg = sum(timed) / len(timed)
+    best = min(timed)
+    avg_bw = grad_bytes / avg / 1e9
+    out = [
+        Measurement("ddp_comm", "step_time_ms", avg * 1e3, "ms", {**base, "stat": "avg"}),
+        Measurement("ddp_comm", "step_time_ms", best * 1e3, "ms", {**base, "stat": "min"}),
+        Measurement("ddp_comm", "algbw", avg_bw, "GB/s", {**base, "stat": "avg"}),
+        Measurement("ddp_comm", "algbw", grad_bytes / best / 1e9, "GB/s", {**base, "stat": "max"}),
+    ]
+    nodes = nodes_for_theory(hosts, world_size)
+    if config.link_speed and nodes > 1:
+        from clusterbench.judge.theory import optimal_allreduce_algbw
+
+        optimal = optimal_allreduce_algbw(config.link_speed, nodes)
+        out.append(Measurement("ddp_comm", "efficiency", avg_bw / optimal, "",
+                               {**base, "stat": "avg", "nodes": nodes, "optimal_algbw": optimal,
+                                "link_speed": config.link_text}))
+    return out

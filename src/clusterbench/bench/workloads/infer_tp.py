@@ -1,0 +1,175 @@
+"""``infer_tp``: toy tensor-parallel inference, as in dstack's AMD partitions study.
+
+A stack of ``layers`` square linear layers (``hidden`` x ``hidden``, GELU between them) is split
+over the ranks in one of two ways:
+
+- ``column``: each rank holds ``hidden / n`` output rows of every weight, computes its slice of
+  the outputs, and an ``all_gather`` rebuilds the full activation for the next layer;
+- ``row``: each rank holds ``hidden / n`` input columns, multiplies its slice of the activation,
+  and an ``all_reduce`` sums the partial outputs.
+
+With one rank the layers run whole, without collectives: the seed's "1 GPU" baseline against
+N ranks on partitions. For every batch size the latency of a full forward pass and samples/s
+are reported; a correctness check against the unsplit layers runs first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from clusterbench.dist.context import RankContext
+from clusterbench.errors import UsageError
+from clusterbench.records import Measurement
+
+MODES = ("column", "row")
+SEED_BATCHES = tuple(128 << i for i in range(9))  # 128 ... 32768, the seed's sweep
+DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
+
+
+@dataclass(frozen=True)
+class InferTpConfig:
+    hidden: int = 4096
+    layers: int = 4
+    batches: tuple[int, ...] = SEED_BATCHES
+    mode: str = "column"
+    dtype: str = "auto"
+    iters: int = 10
+    warmup: int = 3
+    check: bool = True
+
+
+def validate(config: InferTpConfig, world_size: int) -> None:
+    if config.mode not in MODES:
+        raise UsageError(f"unknown mode {config.mode!r}: expected column or row")
+    if config.layers < 1:
+        raise UsageError(f"--layers must be at least 1, got {config.layers}")
+    if config.hidden < 1 or config.hidden % world_size:
+        raise UsageError(f"--hidden {config.hidden} is not divisible by the {world_size} ranks")
+    if not config.batches or min(config.batches) < 1:
+        raise UsageError("--batch-sizes must be positive integers")
+
+
+def memory_need(config: InferTpConfig, world_size: int, dtype_bytes: int) -> int:
+    """Bytes one rank needs: full weights while they are generated and checked, then its shards,
+    plus the largest batch's activations (input, output, gathered buffer and its copy)."""
+    weights = config.layers * config.hidden * config.hidden * dtype_bytes
+    acts = 4 * max(config.batches) * config.hidden * dtype_bytes
+    return weights + weights // world_size + acts
+
+
+def _dtype(option: str, device: Any) -> tuple[Any, str]:
+    import torch
+
+    if option == "auto":
+        option = "bf16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "fp32"
+    table = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+    if option not in table:
+        raise UsageError(f"unknown dtype {option!r}: expected auto, bf16, fp16 or fp32")
+    return table[option], option
+
+
+class TensorParallelStack:
+    """The layers' shards on one rank and the forward pass that joins them."""
+
+    def __init__(self, full: list[Any], mode: str, rank: int, world: int) -> None:
+        h = full[0].shape[0]
+        part = h // world
+        sl = slice(rank * part, (rank + 1) * part)
+        self.mode, self.world, self.sl = mode, world, sl
+        # weight[out, in]: column mode keeps output rows, row mode keeps input columns.
+        self.shards = [(w[sl, :] if mode == "column" else w[:, sl]).contiguous() for w in full]
+
+    def forward(self, x: Any) -> Any:
+        import torch
+        import torch.distributed as dist
+        from torch.nn import functional as F
+
+        for i, w in enumerate(self.shards):
+            if self.world == 1:
+                y = x @ w.t()
+            elif self.mode == "column":
+                local = x @ w.t()                                   # [b, h/n]
+                gathered = torch.empty((self.world * local.shape[0], local.shape[1]), dtype=local.dtype,
+                                       device=local.device)
+                dist.all_gather_into_tensor(gathered, local)            # [n*b, h/n], rank-major
+                y = gathered.view(self.world, *local.shape).permute(1, 0, 2).reshape(x.shape[0], -1)
+            else:
+                y = x[:, self.sl] @ w.t()                           # partial sums, [b, h]
+                dist.all_reduce(y)
+            x = F.gelu(y) if i + 1 < len(self.shards) else y
+        return x
+
+
+def _reference(full: list[Any], x: Any) -> Any:
+    from torch.nn import functional as F
+
+    for i, w in enumerate(full):
+        y = x @ w.t()
+        x = F.gelu(y) if i + 1 < len(full) else y
+    return x
+
+
+def main(ctx: RankContext, config: InferTpConfig) -> None:
+    import torch
+    import torch.distributed as dist
+
+    world = ctx.world_size
+    validate(config, world)
+    dtype, dtype_name = _dtype(config.dtype, ctx.device)
+    need = memory_need(config, world, DTYPE_BYTES[dtype_name])
+    if ctx.device.type == "cuda":
+        capacity, where = torch.cuda.get_device_properties(ctx.device).total_memory, "device memory"
+    else:
+        import psutil
+
+        capacity, where = psutil.virtual_memory().available // ctx.env.local_world_size, \
+            "its share of available host RAM"
+    if need > capacity:
+        raise UsageError(f"infer-tp does not fit: each rank needs {need / 2**30:.1f} GiB, "
+                         f"{where} is {capacity / 2**30:.1f} GiB; lower --hidden, --layers or the batch sizes")
+
+    h = config.hidden
+    gen = torch.Generator(device=ctx.device)
+    gen.manual_seed(1234)  # same full weights on every rank; each keeps its shard
+    full = [torch.randn(h, h, generator=gen, device=ctx.device, dtype=torch.float32).div_(h ** 0.5).to(dtype)
+            for _ in range(config.layers)]
+    stack = TensorParallelStack(full, config.mode, ctx.rank, world)
+    # No "ranks" param: 1 whole device vs N partitions is the comparison this benchmark is for,
+    # so their rows must pair up in ``compare`` (the run records its ranks).
+    base = {"mode": config.mode, "hidden": h, "layers": config.layers, "dtype": dtype_name}
+
+    if config.check:
+        probe = torch.randn(4, h, generator=gen, device=ctx.device, dtype=torch.float32).to(dtype)
+        want = _reference(full, probe).float()
+        got = stack.forward(probe).float()
+        err = float((got - want).abs().max() / want.abs().max().clamp_min(1e-12))
+        tol = 1e-4 if dtype_name == "fp32" else 5e-2
+        if err > tol:
+            ctx.emit("fail", f"tensor-parallel output differs from the unsplit layers: relative error "
+                             f"{err:.3g} > {tol:g}")
+            return
+    del full
+
+    for batch in config.batches:
+        x = torch.randn(batch, h, generator=gen, device=ctx.device, dtype=torch.float32).to(dtype)
+        times: list[float] = []
+        for i in range(config.warmup + config.iters):
+            ctx.barrier()
+            t0 = ctx.now()
+            stack.forward(x)
+            dt = ctx.now() - t0
+            if i >= config.warmup:
+                times.append(dt)
+            ctx.progress()
+        # Every rank's output is ready only when the slowest rank is done: use the max over ranks.
+        t = torch.tensor(times, dtype=torch.float64, device=ctx.device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        mean = float(t.mean())
+        p = {**base, "batch": batch, "stat": "avg", "iters": config.iters}
+        ctx.emit("measurements", [
+            Measurement("infer_tp", "latency_ms", mean * 1e3, "ms", p),
+            Measurement("infer_tp", "latency_ms", float(t.min()) * 1e3, "ms", {**p, "stat": "min"}),
+            Measurement("infer_tp", "samples_per_s", batch / mean, "samples/s", p),
+        ])
+        del x

@@ -1,0 +1,104 @@
+"""Scaling tables from stored runs: throughput at n nodes against n x throughput at the baseline.
+
+Scaling efficiency = T(n) / ((n / n0) x T(n0)), where n0 is the smallest node count measured
+(usually 1) and T the run's overall throughput (for ``train``: samples/s with ``stat=avg``).
+Runs with the same node count are averaged. 1.0 is perfect linear scaling; the OpenShift study's
+L40S pod-network runs (2.04 samples/s on 1 node, 5.46 on 8) give 5.46 / (8 x 2.04) = 0.33.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from clusterbench.errors import UsageError
+from clusterbench.records import Measurement, Run
+
+
+@dataclass(frozen=True)
+class Point:
+    group: str
+    nodes: int
+    ranks: int
+    throughput: float
+    run: int | None = None
+
+
+@dataclass(frozen=True)
+class ScalingRow:
+    group: str
+    nodes: int
+    ranks: int
+    runs: int
+    throughput: float
+    baseline_nodes: int
+    baseline_throughput: float
+
+    @property
+    def speedup(self) -> float:
+        return self.throughput / self.baseline_throughput
+
+    @property
+    def efficiency(self) -> float:
+        return self.speedup / (self.nodes / self.baseline_nodes)
+
+    def measurements(self, benchmark: str, metric: str) -> list[Measurement]:
+        p = {"group": self.group, "nodes": self.nodes, "ranks": self.ranks, "runs": self.runs,
+             "metric": metric, "throughput": self.throughput, "baseline_nodes": self.baseline_nodes,
+             "baseline_throughput": self.baseline_throughput}
+        return [Measurement(benchmark, "speedup", self.speedup, "", p),
+                Measurement(benchmark, "scaling_efficiency", self.efficiency, "", p)]
+
+
+def overall_value(measurements: Iterable[Measurement], metric: str) -> float | None:
+    """A run's overall figure for ``metric``: the row without a ``step`` and with ``stat=avg``."""
+    for m in measurements:
+        if m.metric == metric and "step" not in m.params and m.params.get("stat", "avg") == "avg":
+            return m.value
+    return None
+
+
+def point_for(group: str, run: Run, measurements: list[Measurement], metric: str, by: str) -> Point | None:
+    value = overall_value(measurements, metric)
+    if value is None:
+        return None
+    nodes = max(1, len(set(run.hosts))) if by == "nodes" else max(1, run.ranks)
+    return Point(group, nodes, run.ranks, value, run.id)
+
+
+def scaling_table(points: list[Point], baseline: list[Point] | None = None) -> list[ScalingRow]:
+    """One row per (group, node count). ``baseline``: points shared by every group (e.g. the
+    single-node run that uses no network); otherwise each group's smallest node count."""
+    if not points:
+        raise UsageError("no runs with an overall throughput to build a scaling table from")
+    groups: dict[str, dict[int, list[Point]]] = {}
+    for p in points:
+        groups.setdefault(p.group, {}).setdefault(p.nodes, []).append(p)
+    base_pair: tuple[int, float] | None = None
+    if baseline:
+        n0 = min(p.nodes for p in baseline)
+        vals = [p.throughput for p in baseline if p.nodes == n0]
+        base_pair = (n0, sum(vals) / len(vals))
+    rows = []
+    for group, by_n in groups.items():
+        if base_pair is not None:
+            n0, t0 = base_pair
+        else:
+            n0 = min(by_n)
+            t0 = sum(p.throughput for p in by_n[n0]) / len(by_n[n0])
+        if t0 <= 0:
+            raise UsageError(f"baseline throughput of {group!r} is {t0}: cannot scale against it")
+        for n in sorted(by_n):
+            ps = by_n[n]
+            rows.append(ScalingRow(group, n, max(p.ranks for p in ps), len(ps),
+                                   sum(p.throughput for p in ps) / len(ps), n0, t0))
+    return rows
+
+
+def format_table(rows: list[ScalingRow], unit: str) -> list[str]:
+    lines = [f"# {'group':<24} {'nodes':>5} {'ranks':>5} {'runs':>4} {'throughput':>12} {'speedup':>8} "
+             f"{'efficiency':>10}", f"# throughput in {unit}; efficiency = T(n) / ((n/n0) x T(n0))"]
+    for r in rows:
+        lines.append(f"  {r.group:<24} {r.nodes:>5} {r.ranks:>5} {r.runs:>4} {r.throughput:>12.4g} "
+                     f"{r.speedup:>8.3f} {r.efficiency:>10.3f}")
+    return lines

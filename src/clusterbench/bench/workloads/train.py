@@ -1,0 +1,292 @@
+"""``train``: fully sharded data-parallel training (FSDP2 ``fully_shard``) of the synthetic decoder.
+
+Each rank trains on its own synthetic batches (``batch / world_size`` sequences per step);
+strategies: ``full`` shards parameters, gradients and optimizer state over all ranks;
+``hybrid`` shards within groups of ``shard_size`` ranks (default: the ranks of one host) and
+replicates across groups, as FSDP's HYBRID_SHARD. The model is built on the meta device and
+materialised already sharded, so no rank ever holds the whole model.
+
+Per step (rank 0): ``loss`` (mean over ranks), ``step_time_ms``, ``samples_per_s``,
+``tokens_per_s``. Overall, over the steps after warm-up: the same throughput figures with
+``stat=avg``, ``peak_memory_bytes`` (max over ranks), ``comm_share`` and ``mfu`` where measurable.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import resource
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from clusterbench.bench.workloads.model import (
+    ModelShape,
+    build_model,
+    param_count,
+    synthetic_batch,
+    train_flops_per_token,
+    training_state_bytes,
+)
+from clusterbench.dist.context import RankContext
+from clusterbench.errors import UsageError
+from clusterbench.records import Measurement
+
+STRATEGIES = ("full", "hybrid")
+DTYPES = ("auto", "bf16", "fp32")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    shape: ModelShape
+    batch: int                  # global: sequences per step over all ranks
+    steps: int = 20
+    warmup: int = 2
+    strategy: str = "full"
+    shard_size: int | None = None  # hybrid only; default: ranks per host
+    dtype: str = "auto"
+    lr: float = 3e-3
+    preset: str = ""
+    comm_share: bool = True
+
+
+def check_batch(batch: int, world_size: int) -> int:
+    """Per-rank batch, or a UsageError when the global batch does not split evenly."""
+    if batch < 1:
+        raise UsageError(f"--batch must be at least 1, got {batch}")
+    if batch % world_size:
+        raise UsageError(f"--batch {batch} is not divisible by the {world_size} ranks")
+    return batch // world_size
+
+
+def shard_ranks(strategy: str, world_size: int, shard_size: int | None, local_world_size: int) -> int:
+    """Ranks one parameter is sharded over: all of them (full) or one group (hybrid)."""
+    if strategy not in STRATEGIES:
+        raise UsageError(f"unknown strategy {strategy!r}: expected {' or '.join(STRATEGIES)}")
+    if strategy == "full":
+        return world_size
+    size = shard_size or max(1, min(local_world_size, world_size))
+    if size < 1 or world_size % size:
+        raise UsageError(f"--shard-size {size} does not divide the {world_size} ranks")
+    return size
+
+
+def check_fits(shape: ModelShape, shard: int, capacity_bytes: int, ranks_sharing: int, where: str) -> None:
+    """Refuse a model whose parameters, gradients and AdamW state alone exceed the memory."""
+    need = training_state_bytes(shape, shard) * ranks_sharing
+    if need > capacity_bytes:
+        raise UsageError(
+            f"model does not fit: {param_count(shape) / 1e9:.3g}B parameters need {need / 2**30:.1f} GiB "
+            f"for fp32 weights, gradients and AdamW state ({ranks_sharing} rank(s) sharing {where} of "
+            f"{capacity_bytes / 2**30:.1f} GiB), before activations; use more ranks or a smaller model")
+
+
+def resolve_dtype(option: str, device: Any) -> str:
+    import torch
+
+    if option not in DTYPES:
+        raise UsageError(f"unknown dtype {option!r}: expected {', '.join(DTYPES)}")
+    if option == "bf16" and device.type != "cuda":
+        raise UsageError("--dtype bf16 needs a GPU (CPU ranks train in fp32)")
+    if option != "auto":
+        return option
+    if device.type == "cuda" and torch.cuda.is_bf16_supported():
+        return "bf16"
+    return "fp32"
+
+
+def _memory_capacity(ctx: RankContext) -> tuple[int, int, str]:
+    """(bytes, ranks sharing them, what) for the fit check."""
+    import torch
+
+    if ctx.device.type == "cuda":
+        return torch.cuda.get_device_properties(ctx.device).total_memory, 1, "device memory"
+    import psutil
+
+    return psutil.virtual_memory().available, ctx.env.local_world_size, "available host RAM"
+
+
+def _init_local_shards(model: Any, seed_coord: int) -> None:
+    """Fill each rank's parameter shards. Ranks holding the same shard (hybrid replicas) get the
+    same values, so replicas start identical, as they would from a checkpoint."""
+    import torch
+
+    with torch.no_grad():
+        for i, (_name, p) in enumerate(model.named_parameters()):
+            local = p.to_local() if hasattr(p, "to_local") else p
+            if p.dim() == 1:
+                local.fill_(1.0)
+                continue
+            gen = torch.Generator(device=local.device)
+            gen.manual_seed(7919 * i + seed_coord)
+            std = 0.02 if i == 0 else 1.0 / math.sqrt(p.shape[1])
+            local.normal_(0.0, std, generator=gen)
+
+
+def _peak_memory(ctx: RankContext) -> tuple[int, str]:
+    import torch
+
+    if ctx.device.type == "cuda":
+        return int(torch.cuda.max_memory_allocated(ctx.device)), "device_allocated"
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024, "host_rss"
+
+
+def _union_us(intervals: list[tuple[float, float]]) -> float:
+    total, end = 0.0, -math.inf
+    for a, b in sorted(intervals):
+        if b <= end:
+            continue
+        total += b - max(a, end)
+        end = b
+    return total
+
+
+def _is_comm_event(name: str, on_device: bool) -> bool:
+    n = name.lower()
+    if on_device:
+        return "nccl" in n or "rccl" in n
+    return n.startswith("gloo:")
+
+
+def measure_comm_share(step_fn: Any, device: Any) -> float:
+    """Share of one profiled step's wall time during which a collective was in flight.
+
+    NCCL/RCCL: communication kernels on the device; gloo: the collectives on its worker threads.
+    Overlapped communication counts too, so this is communication's footprint, not its cost.
+    """
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    os.environ.setdefault("KINETO_LOG_LEVEL", "100")  # silence the profiler's start/stop banners
+    on_device = device.type == "cuda"
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_device else [])
+    with profile(activities=acts) as prof:
+        if on_device:
+            torch.cuda.synchronize(device)
+        t0 = time.perf_counter()
+        step_fn()
+        if on_device:
+            torch.cuda.synchronize(device)
+        wall_us = (time.perf_counter() - t0) * 1e6
+    comm = [(e.time_range.start, e.time_range.end) for e in prof.events()
+            if _is_comm_event(e.name, on_device)]
+    return min(1.0, _union_us(comm) / wall_us) if wall_us > 0 else 0.0
+
+
+def main(ctx: RankContext, config: TrainConfig) -> None:
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    from torch.nn import functional as F
+
+    shape, world = config.shape, ctx.world_size
+    local_batch = check_batch(config.batch, world)
+    shard = shard_ranks(config.strategy, world, config.shard_size, ctx.env.local_world_size)
+    capacity, sharing, where = _memory_capacity(ctx)
+    check_fits(shape, shard, capacity, sharing, where)
+    dtype = resolve_dtype(config.dtype, ctx.device)
+
+    if config.strategy == "hybrid":
+        mesh = init_device_mesh(ctx.device.type, (world // shard, shard),
+                                mesh_dim_names=("replicate", "shard"))
+        seed_coord = mesh.get_local_rank("shard")
+    else:
+        mesh = init_device_mesh(ctx.device.type, (world,), mesh_dim_names=("shard",))
+        seed_coord = ctx.rank
+    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) \
+        if dtype == "bf16" else MixedPrecisionPolicy()
+    with torch.device("meta"):
+        model = build_model(shape)
+    for block in model.blocks:
+        fully_shard(block, mesh=mesh, mp_policy=mp)
+    fully_shard(model, mesh=mesh, mp_policy=mp)
+    model.to_empty(device=ctx.device)
+    _init_local_shards(model, seed_coord)
+    opt = torch.optim.AdamW(model.parameters(), lr=config.lr)
+
+    n_params = param_count(shape)
+    base = {"model": config.preset or "custom", "strategy": config.strategy, "dtype": dtype,
+            "batch": config.batch, "seq": shape.seq, "layers": shape.layers, "hidden": shape.hidden,
+            "ranks": world}
+    ctx.emit("meta", {"train": {**base, "params": n_params, "shard_size": shard,
+                                "shape": shape.to_dict(), "steps": config.steps,
+                                "warmup": config.warmup}})
+
+    def one_step(step: int) -> Any:
+        x, y = synthetic_batch(shape, local_batch, step, ctx.rank, ctx.device)
+        logits = model(x)
+        loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten())
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss.detach()
+
+    tokens = config.batch * shape.seq
+    timed: list[float] = []
+    for step in range(config.steps):
+        ctx.barrier()
+        t0 = ctx.now()
+        loss = one_step(step)
+        dt = ctx.now() - t0
+        mean_loss = loss.float().clone()
+        dist.all_reduce(mean_loss)  # SUM: gloo has no AVG
+        value = float(mean_loss.item()) / world
+        if not math.isfinite(value):
+            ctx.emit("fail", f"loss is {value} at step {step}")
+            return
+        if step >= config.warmup:
+            timed.append(dt)
+        p = {**base, "step": step}
+        ctx.emit("measurements", [
+            Measurement("train", "loss", value, "", p),
+            Measurement("train", "step_time_ms", dt * 1e3, "ms", p),
+            Measurement("train", "samples_per_s", config.batch / dt, "samples/s", p),
+            Measurement("train", "tokens_per_s", tokens / dt, "tokens/s", p),
+        ])
+        ctx.progress()
+
+    summary = _summary(ctx, config, base, timed, tokens, dtype)
+    if config.comm_share and world > 1:
+        share = measure_comm_share(lambda: one_step(config.steps), ctx.device)
+        t = torch.tensor([share], dtype=torch.float64, device=ctx.device)
+        dist.all_reduce(t)
+        summary.append(Measurement("train", "comm_share", float(t.item()) / world, "",
+                                   {**base, "stat": "avg"}))
+        ctx.progress()
+    ctx.emit("measurements", summary)
+
+
+def _summary(ctx: RankContext, config: TrainConfig, base: dict[str, Any], timed: list[float],
+             tokens: int, dtype: str) -> list[Measurement]:
+    import torch
+    import torch.distributed as dist
+
+    from clusterbench import peaks
+
+    peak, kind = _peak_memory(ctx)
+    t = torch.tensor([peak], dtype=torch.float64, device=ctx.device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    out = [Measurement("train", "peak_memory_bytes", float(t.item()), "bytes",
+                       {**base, "stat": "max", "memory": kind})]
+    if not timed:
+        ctx.emit("note", "no timed steps (--steps not above --warmup): no overall throughput")
+        return out
+    total = sum(timed)
+    s = {**base, "stat": "avg", "steps": len(timed)}
+    samples_per_s = config.batch * len(timed) / total
+    tokens_per_s = tokens * len(timed) / total
+    out += [
+        Measurement("train", "samples_per_s", samples_per_s, "samples/s", s),
+        Measurement("train", "tokens_per_s", tokens_per_s, "tokens/s", s),
+        Measurement("train", "step_time_ms", total / len(timed) * 1e3, "ms", s),
+    ]
+    device_name = ctx.device_names[0] if ctx.device_names else None
+    peak_tflops = peaks.dense_tflops(device_name, dtype) if ctx.device.type == "cuda" else None
+    if peak_tflops:
+        achieved = train_flops_per_token(config.shape) * tokens_per_s / ctx.world_size / 1e12
+        out.append(Measurement("train", "mfu", achieved / peak_tflops, "",
+                               {**s, "peak_tflops": peak_tflops, "device": device_name}))
+    else:
+        ctx.emit("note", f"mfu: no {dtype} peak for {device_name or 'this device'} in the peak table")
+    return out

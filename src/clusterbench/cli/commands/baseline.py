@@ -1,0 +1,71 @@
+"""``clusterbench baseline create``: write a validation profile derived from known-good runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import click
+
+from clusterbench.cli.options import db_option, json_option
+from clusterbench.errors import UsageError
+from clusterbench.judge.baseline import create_baseline
+from clusterbench.judge.profiles import dump_profile
+from clusterbench.judge.select import load_runs, rows_of
+from clusterbench.store import Store
+
+
+@click.group("baseline")
+def baseline() -> None:
+    """Validation profiles derived from known-good runs."""
+
+
+@baseline.command("create")
+@click.argument("runs", nargs=-1, required=True, metavar="RUN|SELECTOR...")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="Profile YAML to write (use it with validate --profile FILE).")
+@click.option("--name", default=None, help="Profile name (default: the output file's stem).")
+@click.option("--pct", type=float, default=90.0, show_default=True,
+              help="Pass bound as percent of the median (>= pct% for bandwidths, <= 200-pct% for times).")
+@click.option("--metric", "metrics", multiple=True,
+              help="Metrics to include (repeatable; default busbw, bandwidth, tflops).")
+@click.option("--min-bytes", default="1M", show_default=True,
+              help="Leave out collective rows below this message size (latency-bound, noisy).")
+@json_option
+@db_option
+def create(runs: tuple[str, ...], output: str, name: str | None, pct: float, metrics: tuple[str, ...],
+           min_bytes: str, as_json: bool, db: str | None) -> None:
+    """Derive a profile from RUNs: per row, PCT% of the median over the runs, outlier runs left out."""
+    from clusterbench.units import parse_size
+
+    with Store.open(db) as store:
+        loaded = load_runs(store, runs)
+    stem = os.path.splitext(os.path.basename(output))[0]
+    result = create_baseline(rows_of(loaded), name=name or stem, pct=pct, metrics=metrics,
+                             min_bytes=parse_size(min_bytes, "--min-bytes"))
+    text = dump_profile(result.profile)
+    tmp = f"{output}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, output)  # never leave a half-written profile
+    except OSError as e:
+        raise UsageError(f"cannot write {output}: {e.strerror or e}") from None
+    if as_json:
+        print(json.dumps({"profile": output, "criteria": len(result.profile.criteria),
+                          "runs": [r.id for r, _ in loaded], "left_out": result.left_out,
+                          "noisy": result.noisy}))
+        return
+    print(f"wrote {output}: {len(result.profile.criteria)} criteria from run(s) "
+          f"{', '.join(str(r.id) for r, _ in loaded)}")
+    for lo in result.left_out:
+        print(f"# left out run {lo['run']} for {lo['row']}: {lo['value']:.4g} is "
+              f"{lo['rel_dev'] * 100:+.1f}% vs median {lo['median']:.4g} (modified z {lo['z']:+.1f})",
+              file=sys.stderr)
+    for n in result.noisy:
+        print(f"# skipped {n['row']}: runs disagree (CV {n['cv'] * 100:.0f}% over {n['runs']} runs)",
+              file=sys.stderr)
+
+
+commands = [baseline]

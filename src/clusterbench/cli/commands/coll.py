@@ -1,0 +1,61 @@
+"""``clusterbench coll OP``: one collective (or ``all``) swept over sizes, printed as nccl-tests does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from clusterbench.bench.collectives.config import build_config
+from clusterbench.bench.collectives.spec import DTYPES, OPS, REDOPS
+from clusterbench.cli.bench import run_benchmark_command
+from clusterbench.cli.options import dist_from, dist_options, repeat_option, store_options
+from clusterbench.dist.driver import Job
+
+TARGET = "clusterbench.bench.collectives.rank:main"
+
+
+@click.command("coll")
+@click.argument("op", metavar="OP")
+@click.option("-b", "--minbytes", default="8", show_default=True,
+              help="Smallest size in bytes (K/M/G suffixes are binary, as nccl-tests).")
+@click.option("-e", "--maxbytes", default="32M", show_default=True, help="Largest size in bytes.")
+@click.option("-f", "--stepfactor", type=int, default=None,
+              help="Multiply the size by this factor each step [default: 2; 1 with -i].")
+@click.option("-i", "--stepbytes", default=None, help="Add this many bytes each step (when -f is 1).")
+@click.option("-n", "--iters", type=int, default=20, show_default=True, help="Timed iterations per size.")
+@click.option("-w", "--warmup_iters", "warmup_iters", type=int, default=5, show_default=True,
+              help="Warm-up iterations at the largest and the smallest size.")
+@click.option("-c", "--check", type=int, default=1, show_default=True,
+              help="Check iterations per result; 0 disables the correctness check (#wrong N/A).")
+@click.option("-d", "--datatype", default="float", show_default=True,
+              help=f"{', '.join(DTYPES)}, or all (comma lists work too).")
+@click.option("-o", "--op", "redop", default="sum", show_default=True,
+              help=f"Reduction: {', '.join(REDOPS)}, or all.")
+@click.option("-r", "--root", type=int, default=0, show_default=True, help="Root rank of broadcast and reduce.")
+@click.option("-a", "--average", type=int, default=1, show_default=True,
+              help="Time reported across ranks: 0 rank 0, 1 average, 2 minimum, 3 maximum.")
+@click.option("-N", "--run_cycles", "cycles", type=int, default=1, show_default=True,
+              help="Run the whole sweep this many times.")
+@dist_options
+@repeat_option
+@store_options
+def coll(op: str, **kw: Any) -> int:
+    """Collective OP swept over sizes: all_reduce, all_gather, reduce_scatter, broadcast, reduce,
+    alltoall, sendrecv, or all.
+
+    Prints nccl-tests' table (out-of-place and in-place time, algbw, busbw, #wrong) with its
+    definitions (algbw = size/time, busbw = algbw x op factor) and stores the run.
+    """
+    config = build_config(
+        op, minbytes=kw["minbytes"], maxbytes=kw["maxbytes"], stepfactor=kw["stepfactor"],
+        stepbytes=kw["stepbytes"], iters=kw["iters"], warmup_iters=kw["warmup_iters"], check=kw["check"],
+        datatype=kw["datatype"], redop=kw["redop"], root=kw["root"], average=kw["average"],
+        cycles=kw["cycles"])
+    job = Job(TARGET, config, dist_from(kw), np=kw["np"])
+    return run_benchmark_command(job, "coll", as_json=kw["as_json"], db=kw["db"], tags=kw["tags"],
+                                 repeat=kw["repeat"])
+
+
+coll.help = (coll.help or "").replace("OP swept", f"OP ({', '.join(OPS)} or all) swept", 0)
+commands = [coll]

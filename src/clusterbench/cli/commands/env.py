@@ -1,0 +1,154 @@
+"""``clusterbench env``: this host's inventory; ``clusterbench env diff``: drift between runs or hosts."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from clusterbench.cli.options import db_option, json_option
+from clusterbench.envinfo import diff as envdiff
+from clusterbench.envinfo import inventory
+from clusterbench.errors import UsageError
+from clusterbench.store import Store
+
+
+def _size(n: int | None) -> str:
+    return f"{n / 2**30:.1f} GiB" if n else "?"
+
+
+def inventory_lines(inv: dict[str, Any]) -> list[str]:
+    v = inv.get("virtualization") or {}
+    cpu, mem, os_ = inv.get("cpu") or {}, inv.get("memory") or {}, inv.get("os") or {}
+    where = v.get("container") or "bare process"
+    if v.get("vm"):
+        where += " in a VM" + (f" ({v['dmi'].get('sys_vendor')})" if (v.get("dmi") or {}).get("sys_vendor") else "")
+    lines = [
+        f"host      {inv.get('host')}: {os_.get('name')}, kernel {os_.get('kernel')}, {os_.get('arch')}; {where}",
+        f"cpu       {cpu.get('model')}: {cpu.get('sockets') or '?'} socket(s), {cpu.get('cores') or '?'} core(s), "
+        f"{cpu.get('logical') or '?'} logical; governor {cpu.get('governor') or '?'}",
+        f"memory    {_size(mem.get('total_bytes'))}; NUMA nodes: "
+        + (", ".join(f"{n['node']} (cpus {n['cpus']}, {_size(n.get('memory_bytes'))})" for n in cpu.get("numa_nodes") or []) or "?"),
+        "versions  " + ", ".join(f"{k} {val}" for k, val in (inv.get("versions") or {}).items()),
+    ]
+    if inv.get("drivers"):
+        lines.append("drivers   " + ", ".join(f"{k} {val}" for k, val in inv["drivers"].items()))
+    gpus = inv.get("gpus") or []
+    lines.append(f"gpus      {len(gpus)} (via {inv.get('gpu_source')})" if gpus else
+                 "gpus      none found: " + ("; ".join(f"{k}: {e}" for k, e in (inv.get("gpu_library_errors") or {}).items()) or "no GPU"))
+    for g in gpus:
+        part = ""
+        if g.get("compute_partition") or g.get("memory_partition"):
+            part = f", partition {g.get('compute_partition')}/{g.get('memory_partition')}"
+        if isinstance(g.get("mig"), dict):
+            part += f", MIG {'on' if g['mig']['current'] else 'off'}"
+        lines.append(f"  gpu {g.get('index')}: {g.get('name')}, {_size(g.get('memory_bytes'))}, pci {g.get('pci')}, "
+                     f"uuid {g.get('uuid')}{part}")
+    for d in inv.get("pcie") or []:
+        link = d["link"]
+        if link.get("max_width") or link.get("max_speed_gts"):
+            lines.append(f"pcie      {d['bdf']} {d['kind']} {d.get('vendor')}: x{link.get('current_width')}/x{link.get('max_width')} "
+                         f"{link.get('current_speed_gts')}/{link.get('max_speed_gts')} GT/s, numa {d.get('numa_node')}")
+    for n in inv.get("nics") or []:
+        speed = f"{n['speed_mbps'] / 1000:g} Gb/s" if n.get("speed_mbps") else "speed ?"
+        lines.append(f"nic       {n['name']}: {n.get('operstate')}, {speed}, MTU {n.get('mtu')}, "
+                     f"driver {n.get('driver') or ('virtual' if n.get('virtual') else '?')}, pci {n.get('pci') or '-'}")
+    for r in inv.get("rdma") or []:
+        for p in r.get("ports") or []:
+            gids = ", ".join(f"{g['index']}={g.get('type') or '?'}({g.get('netdev') or '-'})" for g in p.get("gids") or [])
+            lines.append(f"rdma      {r['name']} port {p['port']}: {p.get('state')}, {p.get('rate')}, {p.get('link_layer')}, "
+                         f"fw {r.get('fw_ver')}; GIDs {gids or 'none'}")
+    env = inv.get("env") or {}
+    lines.append("env       " + (" ".join(f"{k}={val}" for k, val in env.items()) or "(no NCCL_/RCCL_/UCX_/HIP_ variables set)"))
+    return lines
+
+
+@click.group("env", invoke_without_command=True)
+@json_option
+@click.option("--root", default="/", hidden=True, help="Read host files under this root (tests).")
+@click.pass_context
+def env(ctx: click.Context, as_json: bool, root: str) -> None:
+    """This host's inventory: OS, container/VM, CPUs and NUMA, memory, GPUs, versions, partition
+    modes, PCIe links, NICs, RDMA ports and the NCCL/RCCL/UCX environment. The same inventory is
+    stored with every run (see `clusterbench env diff`)."""
+    if ctx.invoked_subcommand:
+        return
+    inv = inventory.collect(root)
+    if as_json:
+        print(json.dumps(inv, default=str))
+        return
+    for line in inventory_lines(inv):
+        print(line)
+
+
+def _side(store: Store, selector: str, host: str | None) -> tuple[dict[str, Any], str]:
+    if selector == "local":
+        inv = inventory.collect()
+        return inv, f"this host ({inv['host']}, now)"
+    runs = store.select(selector)
+    if len(runs) != 1:
+        raise UsageError(f"selector {selector!r} matches {len(runs)} runs; give one run id")
+    run = runs[0]
+    hosts = envdiff.run_hosts(run)
+    if host is not None and host not in hosts:
+        raise UsageError(f"run {run.id} has no host {host!r} (hosts: {', '.join(hosts) or 'none'})")
+    inv = envdiff.run_environment(run, host)
+    note = "" if (run.meta or {}).get("inventory") else ", versions and env only: no inventory stored"
+    return inv, f"run {run.id} ({inv.get('host') or '?'}{note})"
+
+
+def _print(diffs: list[envdiff.Difference], left: str, right: str, as_json: bool) -> None:
+    if as_json:
+        for d in diffs:
+            print(json.dumps({**d.to_dict(), "left": left, "right": right}, default=str))
+        return
+    print(f"# env diff: {left} vs {right}: {len(diffs)} difference(s)")
+    for d in diffs:
+        a = "(unset)" if d.a is None else json.dumps(d.a, default=str) if not isinstance(d.a, str) else d.a
+        b = "(unset)" if d.b is None else json.dumps(d.b, default=str) if not isinstance(d.b, str) else d.b
+        print(f"{d.category:<12} {d.key:<44} {a}  ->  {b}")
+
+
+@env.command("diff")
+@click.argument("run_a", metavar="RUN_A")
+@click.argument("run_b", metavar="[RUN_B]", required=False)
+@click.option("--hosts", default=None, metavar="HOST_A[,HOST_B]",
+              help="Hosts to compare: two hosts of one run, or the host to take from each of two runs.")
+@click.option("--all", "show_identity", is_flag=True,
+              help="Also show per-host identity (serials, UUIDs, MAC addresses, GID values).")
+@json_option
+@db_option
+def diff_cmd(run_a: str, run_b: str | None, hosts: str | None, show_identity: bool, as_json: bool,
+             db: str | None) -> None:
+    """What differs between the environments of RUN_A and RUN_B (run ids, 'last', or 'local' for
+    this host now): versions, drivers and firmware, partition modes, NIC settings, NCCL/RCCL/UCX
+    variables. With one run, compares its hosts: --hosts A,B, or every host against the first."""
+    names = [h.strip() for h in hosts.split(",")] if hosts else []
+    if len(names) > 2 or any(not h for h in names):
+        raise UsageError(f"--hosts {hosts!r}: expected HOST_A or HOST_A,HOST_B")
+    with Store.open(db) as store:
+        if run_b is not None:
+            ha = names[0] if names else None
+            hb = names[1] if len(names) > 1 else ha
+            a, left = _side(store, run_a, ha)
+            b, right = _side(store, run_b, hb)
+            _print(envdiff.diff(a, b, show_identity), left, right, as_json)
+            return
+        runs = store.select(run_a)
+        if len(runs) != 1:
+            raise UsageError(f"selector {run_a!r} matches {len(runs)} runs; give one run id")
+        all_hosts = envdiff.run_hosts(runs[0])
+        if len(names) == 2:
+            pairs = [(names[0], names[1])]
+        elif len(all_hosts) >= 2:
+            pairs = [(all_hosts[0], h) for h in all_hosts[1:]]
+        else:
+            raise UsageError(f"run {runs[0].id} has {len(all_hosts)} host(s): give RUN_B, or --hosts A,B of a multi-host run")
+        for ha, hb in pairs:
+            a, left = _side(store, run_a, ha)
+            b, right = _side(store, run_a, hb)
+            _print(envdiff.diff(a, b, show_identity), left, right, as_json)
+
+
+commands = [env]

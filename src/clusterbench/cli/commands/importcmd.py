@@ -1,0 +1,92 @@
+"""``clusterbench import``: read the logs of the standard tools into the results store."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+
+import click
+
+from clusterbench.cli.options import command_line, db_option, json_option, parse_tags, tag_option
+from clusterbench.errors import ClusterbenchError
+from clusterbench.ingest import TOOLS, ImportedRun, iter_runs
+from clusterbench.report.jsonl import dump_line
+from clusterbench.store import Store
+
+
+def _runs_of(path: str, tool: str | None) -> Iterator[ImportedRun]:
+    if os.path.isdir(path):
+        raise ClusterbenchError("is a directory")
+    try:
+        # errors="replace": junk bytes become U+FFFD, which the binary check then reports
+        with open(path, encoding="utf-8", errors="replace", newline="") as f:
+            yield from iter_runs(f, tool, name=path)
+    except OSError as e:
+        raise ClusterbenchError(e.strerror or str(e)) from None
+
+
+def _summary(path: str, item: ImportedRun, dry_run: bool) -> str:
+    run = item.run
+    benches = sorted({m.benchmark for m in item.measurements})
+    where = "parsed (not stored)" if dry_run else f"run {run.id}"
+    return (f"{path}: {where}: {run.source or run.meta.get('tool')} {','.join(benches) or '-'} "
+            f"{run.status}, {len(item.measurements)} measurements")
+
+
+@click.command("import")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("--tool", type=click.Choice(TOOLS), default=None,
+              help="The tool that wrote the logs (default: detected from each file's content).")
+@tag_option
+@click.option("--host", default=None, metavar="NAME",
+              help="Host the logs come from, for logs that do not name their hosts.")
+@json_option
+@click.option("--dry-run", is_flag=True, help="Parse and print, but store nothing.")
+@db_option
+def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], host: str | None,
+               as_json: bool, dry_run: bool, db: str | None) -> int:
+    """Import nccl-tests/rccl-tests, TransferBench, BabelStream, rocblas-bench, hipblaslt-bench,
+    perftest, iperf3 -J, OSU and vLLM serving results.
+
+    One run is stored per file, or per run when a file holds several (concatenated nccl-tests
+    logs). A file is stored whole or not at all; files that cannot be read are listed, the others
+    are still stored, and the exit code is 2 if any file failed.
+    """
+    run_tags = parse_tags(tags)
+    store = None if dry_run else Store.open(db)
+    failed = 0
+    try:
+        for path in paths:
+            stored: list[int] = []
+            try:
+                for item in _runs_of(path, tool):
+                    run = item.run
+                    run.tags.update(run_tags)
+                    run.command = command_line()
+                    if host and not run.hosts:
+                        run.hosts = [host]
+                    if store is not None:
+                        stored.append(store.save_run(run, item.measurements))
+                    if as_json:
+                        for m in item.measurements:
+                            dump_line(m.to_dict(run.id))
+                    else:
+                        print(_summary(path, item, dry_run))
+            except (ClusterbenchError, KeyboardInterrupt) as e:
+                if store is not None:  # a file is stored whole or not at all
+                    for run_id in stored:
+                        store.delete_run(run_id)
+                if isinstance(e, KeyboardInterrupt):
+                    raise
+                failed += 1
+                print(f"clusterbench: error: {path}: {e}", file=sys.stderr)
+    finally:
+        if store is not None:
+            store.close()
+    if failed and len(paths) > 1:
+        print(f"clusterbench: error: {failed} of {len(paths)} files not imported", file=sys.stderr)
+    return 2 if failed else 0
+
+
+commands = [import_cmd]

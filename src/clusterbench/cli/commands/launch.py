@@ -1,0 +1,297 @@
+"""``clusterbench launch ENGINE [options] -- <clusterbench command>``: run a clusterbench command
+across nodes with Slurm, Open MPI, torchrun, Kubernetes (Kubeflow) or dstack."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+from clusterbench.errors import ClusterbenchError, UsageError
+from clusterbench.launch import dstack, k8s, mpi, netenv, slurm
+from clusterbench.launch import torchrun as tr
+from clusterbench.launch.common import (
+    DEFAULT_AGENT,
+    Spec,
+    bench_command,
+    env_argv,
+    parse_env,
+    parse_hosts,
+    remote_line,
+    with_store_args,
+)
+
+_CTX = {"ignore_unknown_options": True, "allow_interspersed_args": False}
+
+
+def _common(f: Any) -> Any:
+    for d in reversed([
+        click.option("--nodes", type=int, default=None, help="Nodes to run on."),
+        click.option("--procs-per-node", type=int, default=None,
+                     help="Processes (ranks) per node (default: --gpus-per-node, else 1)."),
+        click.option("--gpus-per-node", type=int, default=0, show_default=True,
+                     help="GPUs per node to request; one rank per GPU."),
+        click.option("--env", "envs", multiple=True, metavar="KEY=VALUE",
+                     help="Environment for every rank, e.g. NCCL_IB_GID_INDEX=3 (repeatable)."),
+        click.option("--auto-net-env", is_flag=True,
+                     help="Detect RDMA devices and interfaces on this node and set NCCL_IB_HCA, "
+                          "NCCL_SOCKET_IFNAME, NCCL_IB_GID_INDEX (explicit --env wins)."),
+        click.option("--sys-root", default="/sys", hidden=True),
+        click.option("--print", "print_only", is_flag=True, help="Only print what would run."),
+        click.argument("command", nargs=-1, type=click.UNPROCESSED),
+    ]):
+        f = d(f)
+    return f
+
+
+def _spec(kw: dict[str, Any], nodes_default: int = 1, store: tuple[str | None, dict[str, str]] = (None, {})
+          ) -> Spec:
+    env: dict[str, str] = {}
+    if kw["auto_net_env"]:
+        choice = netenv.choose(kw["sys_root"])
+        for reason in choice.reasons:
+            click.echo(f"# auto-net-env: {reason}", err=True)
+        click.echo("# auto-net-env: " + " ".join(f"{k}={v}" for k, v in choice.env.items()), err=True)
+        env.update(choice.env)
+    env.update(parse_env(kw["envs"]))
+    gpus = kw["gpus_per_node"]
+    procs = kw["procs_per_node"] or (gpus if gpus else 1)
+    words = with_store_args(bench_command(kw["command"]), *store)
+    return Spec(nodes=kw["nodes"] or nodes_default, procs_per_node=procs, gpus_per_node=gpus,
+                env=env, command=words)
+
+
+@click.group("launch")
+def launch() -> None:
+    """Run a clusterbench command across nodes: slurm, mpi, torchrun, k8s, dstack."""
+
+
+# -- slurm ----------------------------------------------------------------------------------
+
+@launch.command("slurm", context_settings=_CTX)
+@_common
+@click.option("--partition", default=None)
+@click.option("--time", "time_limit", default="00:30:00", show_default=True)
+@click.option("--job-name", default="clusterbench", show_default=True)
+@click.option("--account", default=None)
+@click.option("--output", default=None, help="sbatch --output (default slurm-%j.out).")
+@click.option("--exclusive", is_flag=True)
+@click.option("--sbatch-opt", "extra", multiple=True, metavar="--KEY=VALUE", help="Extra #SBATCH line.")
+@click.option("--script", "script_path", default=None, help="Write the script here (with --submit).")
+@click.option("--submit", is_flag=True, help="Submit with sbatch.")
+@click.option("--wait/--no-wait", default=True, show_default=True,
+              help="With --submit: wait for the job and show the run its ranks stored.")
+@click.option("--wait-timeout", type=float, default=3600.0, show_default=True)
+@click.option("--db", default=None, envvar="CLUSTERBENCH_DB",
+              help="Database the ranks store into (on a shared file system).")
+@click.option("--json", "as_json", is_flag=True, help="With --wait: print the run's measurements as JSON.")
+def slurm_cmd(partition, time_limit, job_name, account, output, exclusive, extra, script_path,
+              submit, wait, wait_timeout, db, as_json, **kw) -> None:
+    """Write an sbatch script that runs the command under srun; --submit sends it."""
+    from clusterbench.store import default_db_path
+
+    launch_id = uuid.uuid4().hex[:12]
+    db_path = str(Path(db).resolve()) if db else (str(default_db_path()) if submit else None)
+    spec = _spec(kw, store=(db_path, {"launch_id": launch_id} if submit else {}))
+    opts = slurm.SlurmOptions(partition=partition, time=time_limit, job_name=job_name,
+                              account=account, output=output, exclusive=exclusive, extra=tuple(extra))
+    script = slurm.sbatch_script(spec, opts)
+    if kw["print_only"] or not submit:
+        click.echo(script, nl=False)
+        return
+    path = Path(script_path) if script_path else \
+        Path(tempfile.mkdtemp(prefix="clusterbench-slurm-")) / "job.sbatch"
+    path.write_text(script)
+    job = slurm.submit(str(path))
+    click.echo(f"# submitted Slurm job {job} (script {path})", err=True)
+    if not wait:
+        return
+    state, code = slurm.wait(job, wait_timeout)
+    raise SystemExit(_show_launched(db_path, launch_id, f"Slurm job {job} {state} (exit {code})", as_json))
+
+
+def _show_launched(db: str | None, launch_id: str, what: str, as_json: bool) -> int:
+    from clusterbench.report.terminal import render_run
+    from clusterbench.store import Store
+
+    with Store.open(db) as store:
+        runs = store.runs_with_tags({"launch_id": launch_id})
+        if not runs:
+            raise ClusterbenchError(f"{what}: no run was stored in {db}")
+        run = runs[-1]
+        ms = store.measurements(run.id)
+    if as_json:
+        for m in ms:
+            click.echo(m.to_json(run.id))
+    else:
+        for line in render_run(run, ms):
+            click.echo(line)
+    click.echo(f"# {what}: run {run.id} ({run.status}), {run.ranks} rank(s) on "
+               f"{', '.join(run.hosts)}", err=True)
+    for e in run.errors:
+        click.echo(f"clusterbench: error: {e}", err=True)
+    return 0 if run.status == "complete" else 1
+
+
+# -- mpi ------------------------------------------------------------------------------------
+
+def _run_argv(argv: list[str], timeout: float, what: str) -> int:
+    try:
+        p = subprocess.Popen(argv, start_new_session=True)
+    except OSError as e:
+        raise UsageError(f"cannot run {argv[0]}: {e.strerror}") from None
+    try:
+        return p.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, 9)
+        p.wait(10)
+        raise ClusterbenchError(f"{what} did not finish within {timeout:g} s (--wall-timeout): ended") from None
+    except KeyboardInterrupt:
+        os.killpg(p.pid, 9)
+        raise
+
+
+@launch.command("mpi", context_settings=_CTX)
+@_common
+@click.option("--hostfile", required=True, type=click.Path(dir_okay=False),
+              help="Open MPI hostfile: 'host slots=N' per line.")
+@click.option("--mca", "mcas", multiple=True, metavar="KEY=VALUE",
+              help="Open MPI MCA parameter, e.g. btl_tcp_if_include=eth0 (repeatable).")
+@click.option("--agent", default=None, help="Launch agent for remote hosts (Open MPI plm_rsh_agent; default ssh).")
+@click.option("--oversubscribe", is_flag=True)
+@click.option("--mpirun", "mpirun_exe", default="mpirun", show_default=True)
+@click.option("--no-preflight", is_flag=True, help="Skip checking that every host answers first.")
+@click.option("--wall-timeout", type=float, default=3600.0, show_default=True,
+              help="End mpirun after this many seconds.")
+@click.option("--db", default=None, envvar="CLUSTERBENCH_DB")
+def mpi_cmd(hostfile, mcas, agent, oversubscribe, mpirun_exe, no_preflight, wall_timeout, db, **kw) -> None:
+    """Build and run mpirun from a hostfile; every rank runs the clusterbench command."""
+    hosts = mpi.read_hostfile(hostfile)
+    spec = _spec(kw, nodes_default=len(hosts),
+                 store=(str(Path(db).resolve()) if db else None, {}))
+    argv = mpi.mpirun_argv(spec, hosts, hostfile=str(Path(hostfile).resolve()), mca=mpi.parse_mca(mcas),
+                           agent=agent, oversubscribe=oversubscribe, mpirun=mpirun_exe)
+    if kw["print_only"]:
+        click.echo(shlex.join(argv))
+        return
+    if not no_preflight:
+        bad = mpi.unreachable([h.host for h in hosts[:spec.nodes]], [agent] if agent else list(DEFAULT_AGENT))
+        if bad:
+            raise ClusterbenchError("unreachable host(s) in the hostfile: "
+                                    + "; ".join(f"{h}: {why}" for h, why in bad))
+    raise SystemExit(_run_argv(argv, wall_timeout, "mpirun"))
+
+
+# -- torchrun -------------------------------------------------------------------------------
+
+@launch.command("torchrun", context_settings=_CTX)
+@_common
+@click.option("--rdzv-endpoint", default=None, metavar="HOST:PORT",
+              help="Rendezvous endpoint (default: the first of --hosts, port 29400).")
+@click.option("--node-rank", type=int, default=None, help="Static rendezvous: this node's rank.")
+@click.option("--rdzv-id", default="clusterbench", show_default=True)
+@click.option("--local-addr", default=None, help="This node's address (torchrun --local_addr).")
+@click.option("--is-host/--not-host", "is_host", default=None,
+              help="Whether this node hosts the c10d store (--rdzv_conf is_host=).")
+@click.option("--join-timeout", type=float, default=120.0, show_default=True,
+              help="Seconds to wait for every node to join the rendezvous.")
+@click.option("--hosts", default=None, help="Start torchrun on these hosts through --agent (a,b or gpu[1-4]).")
+@click.option("--agent", default=None,
+              help="ssh-like agent to reach --hosts: 'AGENT HOST WORD...' (default ssh).")
+@click.option("--wall-timeout", type=float, default=3600.0, show_default=True)
+def torchrun_cmd(rdzv_endpoint, node_rank, rdzv_id, local_addr, is_host, join_timeout, hosts, agent,
+                 wall_timeout, **kw) -> None:
+    """PyTorch elastic launch: one torchrun per node (c10d rendezvous, or static with --node-rank).
+
+    With --hosts, clusterbench starts torchrun on every host itself (like pdsh/ssh would) and
+    names the host at fault when one never joins or fails."""
+    host_list = parse_hosts(hosts) if hosts else None
+    spec = _spec(kw, nodes_default=len(host_list) if host_list else 1)
+    if host_list:
+        port = int(rdzv_endpoint.rpartition(":")[2]) if rdzv_endpoint else tr.DEFAULT_PORT
+        agent_argv = shlex.split(agent) if agent else list(DEFAULT_AGENT)
+        if kw["print_only"]:
+            for i, h in enumerate(host_list):
+                line = tr.torchrun_argv(spec, f"{host_list[0]}:{port}", rdzv_id=rdzv_id, is_host=i == 0,
+                                        local_addr=h, join_timeout=join_timeout)
+                click.echo(shlex.join([*agent_argv, h, *remote_line([*env_argv(spec.env), *line])]))
+            return
+        result = tr.run_torchrun_on_hosts(host_list, agent_argv, spec, port=port, rdzv_id=rdzv_id,
+                                          join_timeout=join_timeout, timeout=wall_timeout, echo=True)
+        tr.check_result(result, f"{host_list[0]}:{port}", join_timeout)
+        return
+    if not rdzv_endpoint:
+        raise UsageError("give --rdzv-endpoint HOST:PORT (or --hosts to start every node from here)")
+    argv = tr.torchrun_argv(spec, rdzv_endpoint, node_rank=node_rank, rdzv_id=rdzv_id,
+                            local_addr=local_addr, is_host=is_host, join_timeout=join_timeout)
+    if kw["print_only"]:
+        click.echo(shlex.join(argv))
+        click.echo(f"# on every node, e.g.: pdsh -w 'node[1-{spec.nodes}]' {shlex.quote(shlex.join(argv))}")
+        return
+    raise SystemExit(_run_argv(argv, wall_timeout, "torchrun"))
+
+
+# -- k8s and dstack -------------------------------------------------------------------------
+
+@launch.command("k8s", context_settings=_CTX)
+@_common
+@click.option("--kind", type=click.Choice(["pytorchjob", "mpijob"]), default="pytorchjob", show_default=True)
+@click.option("--name", default="clusterbench", show_default=True)
+@click.option("--namespace", default=None)
+@click.option("--image", default="clusterbench:latest", show_default=True)
+@click.option("--gpu-resource", default="nvidia.com/gpu", show_default=True, help="amd.com/gpu on AMD.")
+@click.option("--shm-size", default="16Gi", show_default=True, help="Memory-backed /dev/shm size.")
+@click.option("--network", "networks", multiple=True,
+              help="Multus NetworkAttachmentDefinition for a secondary network (repeatable).")
+@click.option("--resource", "resources", multiple=True, metavar="NAME=COUNT",
+              help="Extra resource, e.g. rdma/roce_gdr=1 (repeatable).")
+@click.option("--apply", "do_apply", is_flag=True, help="kubectl apply the manifest.")
+def k8s_cmd(kind, name, namespace, image, gpu_resource, shm_size, networks, resources, do_apply, **kw) -> None:
+    """Kubeflow PyTorchJob (Master + Workers running torchrun) or MPIJob manifest."""
+    spec = _spec(kw)
+    opts = k8s.K8sOptions(name=name, namespace=namespace, image=image, gpu_resource=gpu_resource,
+                          shm_size=shm_size, networks=tuple(networks),
+                          extra_resources=dict(parse_env_like(resources)))
+    doc = k8s.pytorchjob(spec, opts) if kind == "pytorchjob" else k8s.mpijob(spec, opts)
+    text = yaml.safe_dump(doc, sort_keys=False)
+    if do_apply and not kw["print_only"]:
+        click.echo(k8s.apply(text))
+        return
+    click.echo(text, nl=False)
+
+
+def parse_env_like(items: tuple[str, ...]) -> list[tuple[str, str]]:
+    out = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value.isdigit():
+            raise UsageError(f"invalid --resource {item!r}: expected NAME=COUNT, e.g. rdma/roce_gdr=1")
+        out.append((key, value))
+    return out
+
+
+@launch.command("dstack", context_settings=_CTX)
+@_common
+@click.option("--name", default="clusterbench", show_default=True)
+@click.option("--image", default=None)
+@click.option("--gpu", default=None, help="GPU name for resources, e.g. MI300X or H100.")
+@click.option("--startup-order", type=click.Choice(dstack.STARTUP_ORDERS), default="workers-first",
+              show_default=True)
+@click.option("--stop-criteria", type=click.Choice(dstack.STOP_CRITERIA), default="all-done", show_default=True)
+@click.option("--setup", multiple=True, help="Command run before clusterbench (repeatable).")
+def dstack_cmd(name, image, gpu, startup_order, stop_criteria, setup, **kw) -> None:
+    """dstack distributed task YAML (type: task, nodes: N) running torchrun on every node."""
+    spec = _spec(kw)
+    doc = dstack.task(spec, name=name, image=image, gpu=gpu, startup_order=startup_order,
+                      stop_criteria=stop_criteria, setup=tuple(setup))
+    click.echo(yaml.safe_dump(doc, sort_keys=False), nl=False)
+
+
+commands = [launch]

@@ -1,0 +1,97 @@
+"""``clusterbench preflight``: fast health checks before a long run (exit 0 ok, 1 failed, 2 usage)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from clusterbench.cli.options import json_option
+from clusterbench.errors import UsageError
+from clusterbench.preflight import Expectations, exit_code, overall, run_checks
+from clusterbench.preflight.checks import CheckResult
+from clusterbench.units import parse_rate
+
+# Options every command that runs preflight first shares (``clusterbench run`` too).
+expect_options = [
+    click.option("--expect-gpus", type=click.IntRange(min=0), default=None, metavar="N",
+                 help="Fail unless exactly N GPUs are visible on this host."),
+    click.option("--expect-model", default=None, metavar="TEXT",
+                 help="Fail unless every GPU's name contains TEXT (case-insensitive), e.g. H100 or MI300X."),
+    click.option("--expect-nic-speed", default=None, metavar="RATE",
+                 help="Fail for physical NICs and RDMA ports slower than RATE, e.g. 100Gbps or 400G."),
+    click.option("--nic", "nic_names", multiple=True, metavar="NAME",
+                 help="An interface or RDMA device that must be up (repeatable); others only warn when down."),
+    click.option("--expect-compute-partition", default=None, metavar="MODE",
+                 help="AMD compute partition every GPU must be in: SPX, DPX, QPX or CPX."),
+    click.option("--expect-memory-partition", default=None, metavar="MODE",
+                 help="AMD memory partition (NUMA per socket) every GPU must be in: NPS1 or NPS4."),
+]
+
+
+def expectations_from(expect_gpus: int | None, expect_model: str | None, expect_nic_speed: str | None,
+                      nic_names: tuple[str, ...], expect_compute_partition: str | None,
+                      expect_memory_partition: str | None) -> Expectations:
+    speed = None
+    if expect_nic_speed:
+        text = expect_nic_speed.strip()
+        if text[-1:].isdigit() or text.lower().endswith(("g", "m", "t")):
+            text += "bps"  # "400G" and "100" read as bits per second, as NIC speeds are quoted
+        try:
+            speed = parse_rate(text) * 8 / 1e9  # parse_rate gives bytes/s; NICs are rated in Gb/s
+        except (ValueError, UsageError) as e:
+            raise UsageError(f"--expect-nic-speed {expect_nic_speed!r}: {e}") from None
+    return Expectations(gpus=expect_gpus, model=expect_model, nic_speed_gbps=speed, nics=tuple(nic_names),
+                        compute_partition=expect_compute_partition, memory_partition=expect_memory_partition)
+
+
+def result_lines(results: list[CheckResult], verbose: bool = False) -> list[str]:
+    lines = []
+    for r in results:
+        lines.append(f"{r.status:<15} {r.check:<14} {r.summary}")
+        if verbose or r.status in ("warning", "fail"):
+            lines += [f"{'':<15} {'':<14}   {e}" for e in r.evidence]
+    return lines
+
+
+def _apply(f):  # type: ignore[no-untyped-def]
+    for opt in reversed(expect_options):
+        f = opt(f)
+    return f
+
+
+@click.command("preflight")
+@_apply
+@click.option("--kernel-log", "kernel_log", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Check saved `dmesg` output instead of the live kernel log.")
+@click.option("-v", "--verbose", is_flag=True, help="Show the evidence of every check, not only of problems.")
+@click.option("--root", default="/", hidden=True, help="Read host files under this root (tests).")
+@json_option
+def preflight(expect_gpus: int | None, expect_model: str | None, expect_nic_speed: str | None,
+              nic_names: tuple[str, ...], expect_compute_partition: str | None,
+              expect_memory_partition: str | None, kernel_log: str | None, verbose: bool, root: str,
+              as_json: bool) -> None:
+    """Fast health checks of this host: GPU count and model, partition modes, PCIe links below
+    their maximum, PCIe AER counters, GPU ECC errors, Xid/amdgpu/AER lines in the kernel log, NICs
+    and RDMA ports down or slow. Each check ends ok, warning, fail or not-applicable with its
+    evidence; exit code 1 when any check failed."""
+    exp = expectations_from(expect_gpus, expect_model, expect_nic_speed, nic_names,
+                            expect_compute_partition, expect_memory_partition)
+    if kernel_log is not None:
+        try:
+            open(kernel_log, "rb").close()
+        except OSError as e:
+            raise UsageError(f"--kernel-log {kernel_log}: {e.strerror or e}") from None
+    results = run_checks(exp, root=root, log_path=kernel_log)
+    if as_json:
+        for r in results:
+            print(json.dumps(r.to_dict()))
+    else:
+        for line in result_lines(results, verbose):
+            print(line)
+        print(f"# preflight: {overall(results)}", file=sys.stderr)
+    sys.exit(exit_code(results))
+
+
+commands = [preflight]

@@ -1,0 +1,65 @@
+"""``clusterbench theory``: optimal all_reduce bandwidth over a network, and stored runs vs it."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from clusterbench.cli.options import db_option, json_option
+from clusterbench.errors import UsageError
+from clusterbench.judge.efficiency import run_collective_efficiency
+from clusterbench.judge.select import load_runs
+from clusterbench.judge.theory import parse_nodes, theory_table
+from clusterbench.store import Store
+
+
+@click.command("theory")
+@click.option("--link", "--link-speed", "link", default="100Gbps", show_default=True, metavar="RATE",
+              help="Per-node link bandwidth (100Gbps, 400gbit, 50GB/s).")
+@click.option("--nodes", "nodes_text", default="2,4,8,16,24,32", show_default=True,
+              help="Comma-separated node counts.")
+@click.option("--run", "runs", multiple=True, metavar="RUN|SELECTOR",
+              help="Also show the efficiency (measured/optimal algbw) of stored collective runs.")
+@json_option
+@db_option
+def theory(link: str, nodes_text: str, runs: tuple[str, ...], as_json: bool, db: str | None) -> None:
+    """Optimal all_reduce algbw B*n/(2(n-1)) for n nodes on links of bandwidth B.
+
+    With hierarchical all_reduce and free intra-node aggregation the inter-node link bounds the
+    result; busbw at the optimum equals the link speed.
+    """
+    table = theory_table(link, parse_nodes(nodes_text))
+    if as_json:
+        for row in table:
+            print(json.dumps({"benchmark": "all_reduce", "link": link, **row.to_dict()}))
+    else:
+        print(f"# optimal all_reduce over {link} links: algbw = B*n/(2(n-1))")
+        print(f"{'nodes':>6} {'algbw (GB/s)':>13} {'busbw (GB/s)':>13}")
+        for row in table:
+            print(f"{row.nodes:>6} {row.algbw:>13.2f} {row.busbw:>13.2f}")
+    if not runs:
+        return
+    with Store.open(db) as store:
+        loaded = load_runs(store, runs)
+    found = False
+    for run, ms in loaded:
+        effs = run_collective_efficiency(run, ms, link)
+        if not effs:
+            continue
+        found = True
+        for e in effs:
+            if as_json:
+                print(json.dumps({"run": run.id, "benchmark": e.benchmark, "bytes": e.bytes,
+                                  "placement": e.placement, "nodes": e.nodes, "algbw": e.measured_algbw,
+                                  "optimal_algbw": e.optimal_algbw, "efficiency": e.ratio}))
+        if not as_json:
+            largest = max(e.bytes for e in effs)
+            for e in (e for e in effs if e.bytes == largest):
+                print(f"# run {run.id}: {e.benchmark} {e.placement}-place {e.bytes} B on {e.nodes} nodes: "
+                      f"{e.measured_algbw:.2f} GB/s = {e.ratio * 100:.0f}% of {e.optimal_algbw:.2f} GB/s")
+    if not found:
+        raise UsageError("the selected runs have no collective algbw rows on 2 or more hosts")
+
+
+commands = [theory]

@@ -1,0 +1,293 @@
+"""Hardware facts the kernel exposes as files: PCIe links, NICs, RDMA ports, AMD GPU partitions.
+
+Every reader takes ``root`` (default ``/``) so tests point it at a fake tree with the real layout
+(``tests/data/sysfs/``). A file that is missing or unreadable (permissions, a driver that answers
+EINVAL, a node that vanished) reads as ``None``: the caller reports "not available", never crashes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+# PCI class codes (first two bytes of the 24-bit class) that matter for an AI cluster.
+PCI_CLASSES = {
+    "0300": "display",        # VGA-compatible GPU
+    "0302": "gpu",            # 3D controller (NVIDIA data-center GPUs)
+    "0380": "display",
+    "1200": "accelerator",    # processing accelerator (AMD Instinct MI300 and later)
+    "0200": "ethernet",
+    "0207": "infiniband",
+    "0280": "network",
+}
+GPU_KINDS = ("gpu", "display", "accelerator")
+NIC_KINDS = ("ethernet", "infiniband", "network")
+VENDORS = {"0x10de": "NVIDIA", "0x1002": "AMD", "0x15b3": "Mellanox", "0x8086": "Intel",
+           "0x14e4": "Broadcom", "0x1dd8": "AMD Pensando", "0x1d0f": "Amazon", "0x1af4": "virtio"}
+
+
+def read_text(path: Path | str) -> str | None:
+    """The stripped contents of a sysfs/procfs file, or None when it cannot be read."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read().strip()
+    except (OSError, ValueError):
+        return None
+
+
+def read_int(path: Path | str, base: int = 10) -> int | None:
+    text = read_text(path)
+    if text is None:
+        return None
+    try:
+        return int(text, base)
+    except ValueError:
+        return None
+
+
+def _link_name(path: Path) -> str | None:
+    """Basename of a symlink's target (``device/driver`` -> ``mlx5_core``), None if absent."""
+    try:
+        return os.path.basename(os.path.realpath(path)) if os.path.lexists(path) else None
+    except OSError:
+        return None
+
+
+def _listdir(path: Path) -> list[str]:
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+def parse_link_speed(text: str | None) -> float | None:
+    """``"16.0 GT/s PCIe"`` (kernel >= 5.x) or ``"8 GT/s"`` (older) -> 16.0 / 8.0 GT/s; else None."""
+    if not text:
+        return None
+    m = re.match(r"\s*([0-9.]+)\s*GT/s", text)
+    return float(m.group(1)) if m else None
+
+
+# PCIe generation by per-lane transfer rate, for messages ("Gen4 x16").
+_GEN_BY_SPEED = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
+
+
+def pcie_gen(speed: float | None) -> int | None:
+    return _GEN_BY_SPEED.get(speed) if speed is not None else None
+
+
+def _aer_totals(dev: Path) -> dict[str, int]:
+    """PCIe AER counters: ``aer_dev_correctable`` etc. hold ``NAME COUNT`` lines with a TOTAL_ line."""
+    out: dict[str, int] = {}
+    for kind in ("correctable", "nonfatal", "fatal"):
+        text = read_text(dev / f"aer_dev_{kind}")
+        if text is None:
+            continue
+        for line in text.splitlines():
+            name, _, count = line.strip().rpartition(" ")
+            if name.startswith("TOTAL_") and count.isdigit():
+                out[kind] = int(count)
+    return out
+
+
+def pci_devices(root: Path | str = "/", kinds: tuple[str, ...] = GPU_KINDS + NIC_KINDS) -> list[dict[str, Any]]:
+    """PCI functions of the given kinds with their link state, NUMA node, driver and AER totals."""
+    base = Path(root) / "sys/bus/pci/devices"
+    devices = []
+    for bdf in _listdir(base):
+        dev = base / bdf
+        cls = read_text(dev / "class")
+        if not cls or not cls.startswith("0x") or len(cls) < 6:
+            continue
+        kind = PCI_CLASSES.get(cls[2:6])
+        if kind not in kinds:
+            continue
+        vendor = read_text(dev / "vendor")
+        cur_speed_text, max_speed_text = read_text(dev / "current_link_speed"), read_text(dev / "max_link_speed")
+        d: dict[str, Any] = {
+            "bdf": bdf, "kind": kind, "class": cls, "vendor_id": vendor,
+            "vendor": VENDORS.get(vendor or "", vendor), "device_id": read_text(dev / "device"),
+            "driver": _link_name(dev / "driver"), "numa_node": read_int(dev / "numa_node"),
+            "link": {
+                "current_speed_gts": parse_link_speed(cur_speed_text),
+                "max_speed_gts": parse_link_speed(max_speed_text),
+                "current_width": read_int(dev / "current_link_width"),
+                "max_width": read_int(dev / "max_link_width"),
+            },
+        }
+        aer = _aer_totals(dev)
+        if aer:
+            d["aer"] = aer
+        devices.append(d)
+    return devices
+
+
+def link_downgrade(link: dict[str, Any]) -> list[str]:
+    """What a link runs below: ``["width x8 < x16", "speed 8.0 < 16.0 GT/s"]``; [] when at max or unknown."""
+    out = []
+    cw, mw = link.get("current_width"), link.get("max_width")
+    if cw is not None and mw is not None and 0 < cw < mw:
+        out.append(f"width x{cw} < x{mw}")
+    if cw == 0 and mw:
+        out.append(f"link down (width x0, max x{mw})")
+    cs, ms = link.get("current_speed_gts"), link.get("max_speed_gts")
+    if cs is not None and ms is not None and cs < ms:
+        out.append(f"speed {cs:g} < {ms:g} GT/s")
+    return out
+
+
+# -- network interfaces -------------------------------------------------------------------
+
+def nics(root: Path | str = "/") -> list[dict[str, Any]]:
+    """Network interfaces (loopback excluded): speed (Mb/s), MTU, state, driver, PCI address."""
+    base = Path(root) / "sys/class/net"
+    out = []
+    for name in _listdir(base):
+        if name == "lo":
+            continue
+        d = base / name
+        speed = read_int(d / "speed")  # -1 or EINVAL when the link is down or virtual
+        has_device = os.path.lexists(d / "device")
+        out.append({
+            "name": name,
+            "speed_mbps": speed if speed is not None and speed > 0 else None,
+            "mtu": read_int(d / "mtu"),
+            "operstate": read_text(d / "operstate"),
+            "carrier": read_int(d / "carrier"),
+            "address": read_text(d / "address"),
+            "driver": _link_name(d / "device" / "driver") if has_device else None,
+            "pci": _pci_of(d / "device") if has_device else None,
+            "virtual": not has_device,
+        })
+    return out
+
+
+def _pci_of(device_link: Path) -> str | None:
+    name = _link_name(device_link)
+    if name and re.match(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$", name):
+        return name
+    # virtio NICs: device -> .../0000:00:03.0/virtio2: the PCI function is the parent.
+    try:
+        parent = os.path.basename(os.path.dirname(os.path.realpath(device_link)))
+    except OSError:
+        return None
+    return parent if re.match(r"^[0-9a-f]{4}:[0-9a-f]{2}:", parent) else None
+
+
+# -- RDMA ---------------------------------------------------------------------------------
+
+def parse_state(text: str | None) -> str | None:
+    """``"4: ACTIVE"`` -> ``"ACTIVE"``; ``"5: LinkUp"`` -> ``"LinkUp"``."""
+    if text is None:
+        return None
+    return text.split(":", 1)[1].strip() if ":" in text else text
+
+
+def parse_rate_gbps(text: str | None) -> float | None:
+    """``"200 Gb/sec (4X HDR)"`` -> 200.0."""
+    if not text:
+        return None
+    m = re.match(r"\s*([0-9.]+)\s*Gb/sec", text)
+    return float(m.group(1)) if m else None
+
+
+_ZERO_GID = re.compile(r"^[0:]+$")
+
+
+def _gids(port: Path) -> list[dict[str, Any]]:
+    gids = []
+    for idx in sorted(_listdir(port / "gids"), key=lambda s: int(s) if s.isdigit() else 1 << 30):
+        gid = read_text(port / "gids" / idx)
+        if not gid or _ZERO_GID.match(gid):
+            continue  # unused table entries read as all zeros
+        gids.append({
+            "index": int(idx) if idx.isdigit() else idx, "gid": gid,
+            # unused or IB-only entries answer EINVAL here
+            "type": read_text(port / "gid_attrs" / "types" / idx),
+            "netdev": read_text(port / "gid_attrs" / "ndevs" / idx),
+        })
+    return gids
+
+
+def rdma_devices(root: Path | str = "/") -> list[dict[str, Any]]:
+    """RDMA devices from ``/sys/class/infiniband``: firmware, HCA type, ports with rate and GIDs."""
+    base = Path(root) / "sys/class/infiniband"
+    out = []
+    for name in _listdir(base):
+        d = base / name
+        ports = []
+        for p in _listdir(d / "ports"):
+            port = d / "ports" / p
+            rate = read_text(port / "rate")
+            ports.append({
+                "port": int(p) if p.isdigit() else p,
+                "state": parse_state(read_text(port / "state")),
+                "phys_state": parse_state(read_text(port / "phys_state")),
+                "rate": rate, "rate_gbps": parse_rate_gbps(rate),
+                "link_layer": read_text(port / "link_layer"),
+                "lid": read_text(port / "lid"),
+                "gids": _gids(port),
+            })
+        out.append({
+            "name": name, "node_type": read_text(d / "node_type"), "hca_type": read_text(d / "hca_type"),
+            "fw_ver": read_text(d / "fw_ver"), "board_id": read_text(d / "board_id"),
+            "node_guid": read_text(d / "node_guid"),
+            "pci": _pci_of(d / "device") if os.path.lexists(d / "device") else None,
+            "netdevs": _listdir(d / "device" / "net"),
+            "ports": ports,
+        })
+    return out
+
+
+# -- AMD GPUs (amdgpu driver files) -------------------------------------------------------
+
+def _ras_counts(ras: Path) -> dict[str, dict[str, int]]:
+    """``ras/umc_err_count`` holds ``ue: N`` and ``ce: M`` lines (uncorrectable, correctable)."""
+    out: dict[str, dict[str, int]] = {}
+    for f in _listdir(ras):
+        if not f.endswith("_err_count"):
+            continue
+        text = read_text(ras / f)
+        if text is None:
+            continue
+        counts = {}
+        for line in text.splitlines():
+            key, _, value = line.partition(":")
+            if value.strip().isdigit():
+                counts[key.strip()] = int(value.strip())
+        if counts:
+            out[f[: -len("_err_count")]] = counts
+    return out
+
+
+def amdgpu_cards(root: Path | str = "/") -> list[dict[str, Any]]:
+    """amdgpu devices under ``/sys/class/drm/card*/device``: identity, VRAM, partitions, RAS counts."""
+    base = Path(root) / "sys/class/drm"
+    out = []
+    for card in _listdir(base):
+        if not re.fullmatch(r"card\d+", card):
+            continue
+        dev = base / card / "device"
+        if _link_name(dev / "driver") != "amdgpu":
+            continue
+        vram = read_int(dev / "mem_info_vram_total")
+        out.append({
+            "card": card, "pci": _pci_of(dev),
+            "product_name": read_text(dev / "product_name"),
+            "serial_number": read_text(dev / "serial_number"),
+            "unique_id": read_text(dev / "unique_id"),
+            "vbios_version": read_text(dev / "vbios_version"),
+            "vram_bytes": vram,
+            "compute_partition": read_text(dev / "current_compute_partition"),
+            "available_compute_partitions": _split_list(read_text(dev / "available_compute_partition")),
+            "memory_partition": read_text(dev / "current_memory_partition"),
+            "available_memory_partitions": _split_list(read_text(dev / "available_memory_partition")),
+            "ras": _ras_counts(dev / "ras"),
+        })
+    return out
+
+
+def _split_list(text: str | None) -> list[str]:
+    return [s.strip() for s in text.split(",") if s.strip()] if text else []

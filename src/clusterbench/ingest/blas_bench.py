@@ -1,0 +1,109 @@
+"""rocblas-bench and hipblaslt-bench CSV result lines -> ``gemm`` records (GFLOPS -> TFLOP/s).
+
+Both print a CSV header ending in ``<lib>-Gflops,us`` (hipblaslt-bench prefixes it with ``[0]``)
+followed by one value line per problem, which document copies sometimes wrap or separate with
+blank lines. rocblas-bench does not print the function or the data type: they come from a
+command line in the log, else from the file name, else are left out (never guessed).
+"""
+
+from __future__ import annotations
+
+import re
+
+from clusterbench.ingest.common import ImportedRun, clean_lines, new_run, to_float, to_int
+from clusterbench.records import Measurement
+
+BENCH = "gemm"
+# rocblas/hipblaslt type codes and file-name words -> the gemm family's dtype names
+_TYPES = {"s": "fp32", "f32_r": "fp32", "fp32": "fp32", "sgemm": "fp32", "d": "fp64", "f64_r": "fp64",
+          "fp64": "fp64", "dgemm": "fp64", "h": "fp16", "f16_r": "fp16", "fp16_r": "fp16", "fp16": "fp16",
+          "hgemm": "fp16", "bf16_r": "bf16", "bf16": "bf16", "i8_r": "int8", "int8": "int8", "i8": "int8",
+          "f8_r": "fp8_e4m3", "fp8": "fp8_e4m3", "bf8_r": "fp8_e5m2", "xf32_r": "tf32", "tf32": "tf32"}
+_NAME_WORDS = ("fp64", "fp32", "fp16", "bf16", "int8", "fp8", "tf32", "sgemm", "dgemm", "hgemm")
+
+
+def _dtype_from_command(text: str) -> str | None:
+    m = re.search(r"--a_type\s+(\S+)", text) or re.search(r"(?:^|\s)-r\s+(\S+)", text) \
+        or re.search(r"--precision\s+(\S+)", text)
+    return _TYPES.get(m.group(1).lower()) if m else None
+
+
+def _dtype_from_name(name: str) -> str | None:
+    low = name.rsplit("/", 1)[-1].lower()
+    for word in _NAME_WORDS:
+        if re.search(rf"(^|[^a-z0-9]){word}([^a-z0-9]|$)", low):
+            return _TYPES[word]
+    return None
+
+
+def _function(cols: list[str], text: str) -> tuple[str, bool]:
+    m = re.search(r"(?:-f|--function)\s+(\w+)", text)
+    if m:
+        return m.group(1), False
+    if "grouped_gemm" in cols or "hipblaslt-Gflops" in cols:
+        return "matmul", False  # hipblaslt-bench benchmarks hipblasLtMatmul
+    if "stride_a" in cols:
+        return ("gemm_strided_batched_ex" if "ldd" in cols else "gemm_strided_batched"), True
+    return ("gemm_ex" if "ldd" in cols else "gemm"), True
+
+
+def parse(text: str, name: str = "", tool: str = "rocblas-bench") -> list[ImportedRun]:
+    lines = [ln.strip() for ln in clean_lines(text.splitlines())]
+    run = new_run(tool, name)
+    ms: list[Measurement] = []
+    cols: list[str] = []
+    pending = ""
+    for line in lines:
+        if not line:
+            continue
+        m = re.match(r"hipBLASLt version:\s*(\S+)", line)
+        if m:
+            run.versions["hipblaslt"] = m.group(1)
+            run.source = f"{tool} {m.group(1)}"
+        m = re.match(r"Device ID \d+\s*:\s*(.+)$", line)
+        if m:
+            run.devices.append(m.group(1).strip())
+        if "Gflops" in line and "," in line:
+            cols = [c.strip() for c in re.sub(r"^\[\d+\]", "", line).split(",")]
+            pending = ""
+            continue
+        if not cols or "," not in line:
+            continue
+        pending = f"{pending},{line}" if pending else line
+        vals = [v.strip() for v in pending.split(",") if v.strip() != ""]
+        if len(vals) < len(cols):
+            continue  # the value line was wrapped: wait for the rest
+        pending = ""
+        row = dict(zip(cols, vals))
+        ms.extend(_measurements(row, cols, text, name))
+    if not ms:
+        return []
+    return [ImportedRun(run, ms)]
+
+
+def _measurements(row: dict[str, str], cols: list[str], text: str, name: str) -> list[Measurement]:
+    gflops_key = next(c for c in cols if c.endswith("Gflops"))
+    gflops, us = to_float(row.get(gflops_key, "")), to_float(row.get("us", ""))
+    lower = {k.lower(): v for k, v in row.items()}
+    function, inferred = _function(cols, text)
+    params: dict[str, object] = {
+        "m": to_int(lower.get("m", "")), "n": to_int(lower.get("n", "")), "k": to_int(lower.get("k", "")),
+        "batch": to_int(lower.get("batch_count", "1")) or 1,
+        "transA": lower.get("transa", ""), "transB": lower.get("transb", ""), "function": function,
+    }
+    dtype = _TYPES.get(lower.get("a_type", lower.get("d_type", "")).lower()) if ("a_type" in lower or "d_type" in lower) \
+        else None
+    dtype = _dtype_from_command(text) or dtype or _dtype_from_name(name)
+    if dtype:
+        params["dtype"] = dtype
+    if "compute_type" in lower:
+        params["compute_type"] = lower["compute_type"]
+    if inferred:
+        params["function_inferred"] = True
+    params = {k: v for k, v in params.items() if v not in (None, "")}
+    out = []
+    if gflops is not None:
+        out.append(Measurement(BENCH, "tflops", gflops / 1000.0, "TFLOP/s", params))
+    if us is not None:
+        out.append(Measurement(BENCH, "time_us", us, "us", params))
+    return out

@@ -1,0 +1,186 @@
+"""The machine-readable result files of nccl-tests (``-J file.json``) and rccl-tests
+(``-Z csv|json -x file``), mapped to the same records as the text output.
+
+Formats, as the tools' sources write them:
+
+- nccl-tests ``-J`` (src/util.cu, JSON_FILE_VERSION 2): one object with ``config.devices``
+  (rank, hostname, device, device_info), ``results`` (size, count, type, redop, root as a
+  padded string, ``out_of_place``/``in_place`` = {time or cpu_time, alg_bw, bus_bw, nwrong}),
+  ``out_of_bounds`` {count, okay}, ``average_bus_bandwidth`` {bandwidth, okay}, ``errors``.
+  A run that crashed leaves the object unterminated; the finished part is kept (incomplete).
+- rccl-tests ``-Z csv``: ``numCycle,collective,[nodes,ranks,ranksPerNode,gpusPerRank | gpus],
+  size,type,redop,inplace,time,algbw,busbw,#wrong``, one line per size and placement.
+- rccl-tests ``-Z json``: a list of objects with the same fields whose string values are not
+  quoted (``"name":AllReduce``), so it is read field by field, not with a JSON parser.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from typing import Any
+
+from clusterbench.ingest.collectives import normalize_op, op_from_filename
+from clusterbench.ingest.common import (
+    ImportedRun,
+    LogFormatError,
+    add_error,
+    new_run,
+    to_float,
+    to_int,
+)
+from clusterbench.ingest.nccl_tests import BENCH_UNKNOWN, nccl_version_from_code
+from clusterbench.records import COMPLETE, FAILED, INCOMPLETE, Measurement
+
+
+def lenient_json(text: str) -> tuple[Any, bool]:
+    """Parse JSON; if the writer died mid-file, close what is open. Returns (value, was_truncated)."""
+    try:
+        return json.loads(text), False
+    except json.JSONDecodeError:
+        pass
+    cut = text
+    for _ in range(50):
+        candidate = _close_open(cut)
+        if candidate is not None:
+            try:
+                return json.loads(candidate), True
+            except json.JSONDecodeError:
+                pass
+        last = max(cut.rfind("}"), cut.rfind("]"), cut.rfind(","))
+        if last <= 0:
+            break
+        cut = cut[:last] if cut[last] == "," else cut[: last + 1]
+    raise LogFormatError("not valid JSON, and no complete part could be recovered")
+
+
+def _close_open(text: str) -> str | None:
+    stack: list[str] = []
+    in_str = esc = False
+    for ch in text:
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]":
+            if not stack:
+                return None
+            stack.pop()
+    if in_str:
+        return None
+    body = text.rstrip().rstrip(",")
+    if body.endswith(":"):
+        return None
+    return body + "".join(reversed(stack))
+
+
+def parse_nccl_json(text: str, name: str = "") -> list[ImportedRun]:
+    doc, truncated = lenient_json(text)
+    if not isinstance(doc, dict) or "results" not in doc and "config" not in doc:
+        raise LogFormatError("JSON without nccl-tests 'results'")
+    run = new_run("nccl-tests", name)
+    if doc.get("nccl_version"):
+        run.versions["nccl"] = nccl_version_from_code(int(doc["nccl_version"]))
+    args = doc.get("args") or []
+    if args:
+        run.meta["log_command"] = [str(a) for a in args]
+    if doc.get("start_time"):
+        run.meta["log_started_at"] = doc["start_time"]
+    devices = (doc.get("config") or {}).get("devices") or []
+    devices = sorted((d for d in devices if isinstance(d, dict)), key=lambda d: d.get("rank", 0))
+    run.meta["rank_hosts"] = [str(d.get("hostname", "")) for d in devices]
+    run.devices = [str(d.get("device_info", "")) for d in devices]
+    run.hosts = list(dict.fromkeys(run.meta["rank_hosts"]))
+    run.ranks = len(devices)
+    if "rank_hosts" in run.meta and not run.meta["rank_hosts"]:
+        del run.meta["rank_hosts"]
+    op = (normalize_op(str(args[0])) if args else None) or op_from_filename(name) or BENCH_UNKNOWN
+    run.meta["op"] = op
+    ms: list[Measurement] = []
+    for row in doc.get("results") or []:
+        if not isinstance(row, dict):
+            continue
+        root = to_int(str(row.get("root", "-1")).strip())
+        params = {"bytes": int(row.get("size", 0)), "count": int(row.get("count", 0)),
+                  "dtype": str(row.get("type", "")), "redop": str(row.get("redop") or "none"),
+                  "root": -1 if root is None else root, "ranks": run.ranks}
+        for key, placement in (("out_of_place", "out"), ("in_place", "in")):
+            block = row.get(key)
+            if not isinstance(block, dict):
+                continue
+            p = {**params, "placement": placement}
+            time_us = block.get("time", block.get("cpu_time"))
+            for metric, value, unit in (("time_us", time_us, "us"), ("algbw", block.get("alg_bw"), "GB/s"),
+                                        ("busbw", block.get("bus_bw"), "GB/s"), ("wrong", block.get("nwrong"), "")):
+                v = to_float(str(value)) if value is not None else None
+                if v is not None:
+                    ms.append(Measurement(op, metric, v, unit, p))
+    avg = doc.get("average_bus_bandwidth")
+    oob = doc.get("out_of_bounds")
+    if isinstance(avg, dict) and to_float(str(avg.get("bandwidth"))) is not None:
+        ms.append(Measurement(op, "avg_busbw", float(avg["bandwidth"]), "GB/s", {"ranks": run.ranks}))
+    if isinstance(oob, dict) and oob.get("count") is not None:
+        ms.append(Measurement(op, "out_of_bounds", float(oob["count"]), "", {"ranks": run.ranks}))
+    for err in doc.get("errors") or []:
+        add_error(run, str(err))
+    run.status = COMPLETE if isinstance(avg, dict) and not truncated else INCOMPLETE
+    if truncated:
+        run.meta["truncated"] = "the JSON file ends before its end; finished rows kept"
+    if any(isinstance(x, dict) and str(x.get("okay")).lower() == "false" for x in (avg, oob)):
+        run.status = FAILED
+    return [ImportedRun(run, ms)]
+
+
+_RCCL_FIELD = re.compile(r'"(\w+)"\s*:\s*("[^"]*"|[^,}]*)')
+
+
+def _rccl_rows_from_json(text: str) -> list[dict[str, str]]:
+    rows = []
+    for obj in re.finditer(r"\{([^{}]*)\}", text):
+        rows.append({k: v.strip().strip('"') for k, v in _RCCL_FIELD.findall(obj.group(1))})
+    return rows
+
+
+def parse_rccl_results(text: str, name: str = "", fmt: str = "csv") -> list[ImportedRun]:
+    """rccl-tests ``-Z csv|json`` files: one run per file."""
+    if fmt == "csv":
+        rows = list(csv.DictReader(io.StringIO(text.strip())))
+        rows = [{(k or "").strip(): (v or "").strip() for k, v in r.items()} for r in rows]
+    else:
+        rows = _rccl_rows_from_json(text)
+    rows = [r for r in rows if r.get("size")]
+    if not rows:
+        raise LogFormatError("rccl-tests result file without rows")
+    run = new_run("rccl-tests", name)
+    first = rows[0]
+    op = normalize_op(first.get("collective") or first.get("name") or "") or op_from_filename(name) or BENCH_UNKNOWN
+    run.meta["op"] = op
+    ranks = to_int(first.get("ranks") or first.get("gpus") or "0") or 0
+    run.ranks = ranks
+    if first.get("nodes"):
+        run.meta["nodes"] = to_int(first["nodes"])
+    cycles = {r.get("numCycle", "0") for r in rows}
+    ms: list[Measurement] = []
+    for r in rows:
+        inplace = r.get("inplace", r.get("inPlace", "0"))
+        params: dict[str, Any] = {"bytes": to_int(r["size"]) or 0, "dtype": r.get("type", ""),
+                                  "redop": r.get("redop") or "none", "root": -1,
+                                  "placement": "in" if inplace.strip() == "1" else "out", "ranks": ranks}
+        if len(cycles) > 1:
+            params["cycle"] = to_int(r.get("numCycle", "0"))
+        for metric, key, unit in (("time_us", "time", "us"), ("algbw", "algbw", "GB/s"),
+                                  ("busbw", "busbw", "GB/s"), ("wrong", "#wrong", "")):
+            raw = r.get(key) or r.get({"algbw": "algBw", "busbw": "busBw", "#wrong": "wrong"}.get(key, key), "")
+            v = to_float(raw)
+            if v is not None:
+                ms.append(Measurement(op, metric, v, unit, params))
+    return [ImportedRun(run, ms)]

@@ -1,0 +1,134 @@
+"""perftest (ib_write_bw, ib_read_bw, ib_send_bw, ib_atomic_bw and the _lat tools) -> RDMA records.
+
+perftest's ``MB/sec`` is 2^20 bytes per second (checked: bytes x MsgRate equals BW x 2^20 in its
+own output) and ``--report_gbits`` prints ``Gb/sec`` = 10^9 bits per second; both become GB/s
+(10^9 bytes per second). Server and client output is often interleaved in one log, which repeats
+header lines and result rows; a row whose message size was already read is not read again.
+"""
+
+from __future__ import annotations
+
+import re
+
+from clusterbench.ingest.common import (
+    ImportedRun,
+    add_error,
+    clean_lines,
+    new_run,
+    to_float,
+    to_int,
+)
+from clusterbench.records import INCOMPLETE, Measurement
+
+_TITLE = re.compile(r"^(RDMA_Write|RDMA_Read|Send|Atomic\w*|Send\w*|Write|Read)\s+(Bidirectional\s+)?(BW|Latency)\s+Test",
+                    re.IGNORECASE)
+_BENCH = {"rdma_write": "ib_write", "write": "ib_write", "rdma_read": "ib_read", "read": "ib_read",
+          "send": "ib_send"}
+_BW_UNITS = {"MB/sec": 1048576 / 1e9, "Gb/sec": 1e9 / 8 / 1e9}
+_LAT_STATS = {"t_min": "min", "t_max": "max", "t_typical": "typical", "t_avg": "avg", "t_stdev": "stdev",
+              "99%": "p99", "99.9%": "p99.9"}
+_SETTINGS = re.compile(r"([A-Za-z][\w .*-]*?)\s*:\s*(\S+)")
+
+
+def _columns(line: str) -> list[str]:
+    """Column keys of a result header: '#bytes #iterations BW peak[MB/sec] ...' -> names."""
+    text = line.replace("BW peak", "BW_peak").replace("BW average", "BW_average")
+    text = text.replace("99% percentile", "99%").replace("99.9% percentile", "99.9%")
+    return text.split()
+
+
+class _Run:
+    def __init__(self, name: str, title: str) -> None:
+        self.run = new_run("perftest", name)
+        m = _TITLE.match(title)
+        op = m.group(1).lower() if m else "rdma_write"
+        base = "ib_atomic" if op.startswith("atomic") else _BENCH.get(op, "ib_" + op)
+        self.kind = "lat" if m and m.group(3).lower() == "latency" else "bw"
+        self.bench = f"{base}_{self.kind}"
+        self.bidir = bool(m and m.group(2))
+        self.run.meta["test"] = title.strip()
+        self.params: dict[str, object] = {}
+        self.cols: list[str] = []
+        self.seen: set[int] = set()
+        self.ms: list[Measurement] = []
+
+    def setting(self, line: str) -> None:
+        for key, value in _SETTINGS.findall(line):
+            key = key.strip()
+            if key == "Device":
+                self.params["device"] = value
+                if value not in self.run.devices:
+                    self.run.devices.append(value)
+            elif key == "Number of qps":
+                self.params["qps"] = to_int(value)
+            elif key in ("Link type", "Transport type", "Connection type", "Mtu"):
+                self.run.meta[key.lower().replace(" ", "_")] = value
+
+    def row(self, toks: list[str]) -> None:
+        size = to_int(toks[0])
+        if size is None or size in self.seen or len(toks) < len(self.cols):
+            return
+        vals = dict(zip(self.cols, toks))
+        params = {**self.params, "bytes": size, "bidirectional": self.bidir}
+        iters = to_int(vals.get("#iterations", ""))
+        if iters is not None:
+            params["iterations"] = iters
+        added = False
+        for col, raw in vals.items():
+            value = to_float(raw)
+            if value is None:
+                continue
+            if col.startswith(("BW_peak", "BW_average")):
+                unit = col[col.find("[") + 1: col.find("]")]
+                metric = "bw_peak" if col.startswith("BW_peak") else "bw_avg"
+                self.ms.append(Measurement(self.bench, metric, value * _BW_UNITS.get(unit, 1e-3), "GB/s", params))
+                added = True
+            elif col.startswith("MsgRate"):
+                self.ms.append(Measurement(self.bench, "msg_rate", value, "Mpps", params))
+            else:
+                key = col.split("[", 1)[0]
+                if key in _LAT_STATS:
+                    self.ms.append(Measurement(self.bench, "latency_us", value, "us",
+                                               {**params, "stat": _LAT_STATS[key]}))
+                    added = True
+        if added:
+            self.seen.add(size)
+
+
+def parse(text: str, name: str = "") -> list[ImportedRun]:
+    runs: list[_Run] = []
+    cur: _Run | None = None
+    errors: list[str] = []
+    for line in clean_lines(text.splitlines()):
+        s = line.strip()
+        if not s:
+            continue
+        if _TITLE.match(s):
+            if cur is None or (cur.ms and cur.run.meta["test"] != s):
+                cur = _Run(name, s)
+                runs.append(cur)
+            continue
+        if cur is None:
+            if "error" in s.lower() or "fail" in s.lower():
+                errors.append(s)
+            continue
+        if s.startswith("#bytes"):
+            cur.cols = _columns(s)
+        elif cur.cols and s[0].isdigit():
+            cur.row(s.split())
+        elif ":" in s and not s.startswith(("local address", "remote address", "*")):
+            cur.setting(s)
+        if re.search(r"\b(error|failed|Couldn't|Unable)\b", s, re.IGNORECASE) and "Data ex. method" not in s:
+            add_error(cur.run, s)
+    out = []
+    for r in runs:
+        if not r.ms:
+            continue
+        r.run.source = "perftest"
+        for e in errors:
+            add_error(r.run, e)
+        if r.run.errors:
+            r.run.status = INCOMPLETE
+        r.run.meta["benchmark"] = r.bench
+        out.append(ImportedRun(r.run, r.ms))
+    return out

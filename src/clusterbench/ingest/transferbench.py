@@ -1,0 +1,185 @@
+"""TransferBench output: the a2a Summary matrix, the p2p uni/bidirectional matrices, and config-file
+tests (legacy ``|`` and newer box-drawing ``│`` tables) -> ``transfer`` records.
+
+Memory locations use TransferBench's own notation: ``G0`` GPU 0, ``C0`` CPU/NUMA node 0, ``N``
+null (memset / read-only), several for a broadcast (``G0G1``). Class averages of the p2p tables
+use the class letter alone (``G`` all GPUs, ``C`` all CPUs).
+"""
+
+from __future__ import annotations
+
+import re
+
+from clusterbench.ingest.common import (
+    ImportedRun,
+    add_error,
+    clean_lines,
+    new_run,
+    to_float,
+    to_int,
+)
+from clusterbench.records import INCOMPLETE, Measurement
+
+BENCH = "transfer"
+_DEVICE = re.compile(r"\b(CPU|GPU|NIC)\s+(\d+)")
+_VERSION = re.compile(r"TransferBench v?(\d[\w.]*)")
+_EXECUTOR = {"G": "GFX", "GPU": "GFX", "D": "DMA", "DMA": "DMA", "C": "CPU", "CPU": "CPU", "I": "NIC", "NIC": "NIC"}
+_BYTES_PER_TRANSFER = re.compile(r"\[(\d+) bytes per Transfer\]")
+_EXE_TOKEN = re.compile(r"^([A-Za-z]+)(\d+)")
+
+
+def _loc(kind: str, index: str) -> str:
+    return ("C" if kind == "CPU" else "I" if kind == "NIC" else "G") + str(int(index))
+
+
+def _columns(header: str) -> list[str]:
+    return [_loc(k, i) for k, i in _DEVICE.findall(header.split("\\", 1)[-1])]
+
+
+class _Parser:
+    def __init__(self, name: str) -> None:
+        self.run = new_run("transferbench", name)
+        self.ms: list[Measurement] = []
+        self.mode = ""  # a2a | uni | bi
+        self.cols: list[str] = []
+        self.bytes: int | None = None
+        self.method = "GFX"
+        self.avg_labels: list[str] = []
+        self.test: dict[str, object] = {}
+        self.comment = ""
+        self.kind = "config"  # what the Executor/Transfer lines belong to
+
+    def add(self, value: float | None, **params: object) -> None:
+        if value is None:
+            return
+        p = {k: v for k, v in params.items() if v is not None}
+        if self.bytes is not None and "bytes" not in p:
+            p["bytes"] = self.bytes
+        self.ms.append(Measurement(BENCH, "bandwidth", value, "GB/s", p))
+
+    def line(self, line: str) -> None:
+        s = line.strip()
+        if not s or set(s) <= set("=-─┬┼┴|│ "):
+            return
+        m = _VERSION.search(s)
+        if m:
+            self.run.source = f"transferbench {m.group(1)}"
+            self.run.versions["transferbench"] = m.group(1)
+        if "All-To-All" in s:
+            self.kind = "a2a"
+        if s.startswith("Bytes Per Direction"):
+            self.bytes = to_int(s.split()[-1])
+        elif s.startswith("Summary:"):
+            m = _BYTES_PER_TRANSFER.search(s)
+            self.bytes = int(m.group(1)) if m else self.bytes
+            self.mode = "a2a"
+        elif "copy peak bandwidth" in s:
+            self.mode = "uni" if s.startswith("Unidirectional") else "bi"
+            m = re.search(r"GPU-Executor:\s*(\w+)", s)
+            self.method = m.group(1) if m else "GFX"
+        elif s.startswith(("SRC\\DST", "SRC+EXE\\DST")):
+            self.cols = _columns(s)
+        elif s.startswith(("CPU->CPU", "CPU->GPU")) or s.split()[:1] == ["CPU->CPU"]:
+            self.avg_labels = s.split()
+        elif s.startswith("Averages"):
+            self._averages(s)
+        elif s.startswith(("Average bandwidth", "Average   bandwidth", "Aggregate bandwidth")):
+            timing = "cpu" if "CPU Timed" in s else "gpu"
+            stat = "average" if s.startswith("Average") else "aggregate"
+            self.add(to_float(s.split(":")[-1].split()[0]), test="a2a", direction="uni", method=self.method,
+                     stat=stat, timing=timing)
+        elif s.startswith("Test ") and s.rstrip(":").split()[-1].isdigit():
+            self.test = {"index": int(s.rstrip(":").split()[-1]), "comment": self.comment}
+            self.comment = ""
+        elif s.startswith("##"):
+            self.comment = s.lstrip("#").strip()
+        elif ("|" in s or "│" in s) and ("GB/s" in s):
+            self._config_line(s)
+        elif self.mode and self.cols:
+            self._matrix_row(s)
+
+    def _matrix_row(self, s: str) -> None:
+        m = re.match(r"^(CPU|GPU|NIC)\s+(\d+)\s*(<->|->|<-)?\s+(.*)$", s)
+        if self.mode == "a2a" and s.startswith("RTotal"):
+            vals = [to_float(t) for t in s.split()[1:]]
+            for dst, v in zip(self.cols, vals):
+                self.add(v, src="*", dst=dst, test="a2a", direction="uni", method=self.method, stat="col_total")
+            return
+        if not m:
+            return
+        src = _loc(m.group(1), m.group(2))
+        arrow, vals = m.group(3), [to_float(t) for t in m.group(4).replace("N/A", "nan").split()]
+        if self.mode == "a2a":
+            for dst, v in zip(self.cols, vals):
+                self.add(v, src=src, dst=dst, test="a2a", direction="uni", method=self.method, stat="pair")
+            extra = vals[len(self.cols):]
+            if extra:
+                self.add(extra[0], src=src, dst="*", test="a2a", direction="uni", method=self.method,
+                         stat="row_total")
+            if len(extra) > 1:
+                self.add(extra[1], src=src, dst="*", test="a2a", direction="uni", method=self.method,
+                         stat="row_actual")
+            return
+        direction = "uni" if self.mode == "uni" else "bi"
+        leg = {"->": None if direction == "uni" else "src_to_dst", "<-": "dst_to_src", "<->": None}.get(arrow or "->")
+        for dst, v in zip(self.cols, vals):
+            self.add(v, src=src, dst=dst, test="p2p", direction=direction, method=self.method, stat="pair", leg=leg)
+
+    def _averages(self, s: str) -> None:
+        direction = "bi" if "Bi" in s else "uni"
+        vals = [to_float(t) for t in s.split(":", 1)[-1].split()]
+        for label, v in zip(self.avg_labels, vals):
+            src, _, dst = label.partition("->")
+            self.add(v, src=src[0], dst=dst[0], test="p2p", direction=direction, method=self.method, stat="average")
+
+    def _config_line(self, s: str) -> None:
+        cells = [c.strip() for c in re.split(r"[|│]", s)]
+        if len(cells) < 4:
+            return
+        head, bw, ms_, nbytes = cells[0], to_float(cells[1].split()[0]), cells[2], cells[3]
+        time_us = to_float(ms_.split()[0]) if ms_ else None
+        time_us = time_us * 1000 if time_us is not None else None
+        nbytes_i = to_int(nbytes.split()[0]) if nbytes else None
+        base = {"test": self.kind, "test_index": self.test.get("index"), "bytes": nbytes_i}
+        if self.test.get("comment"):
+            base["name"] = self.test["comment"]
+        tail = cells[4] if len(cells) > 4 else ""
+        if head.startswith("Executor"):
+            kind, idx = head.split(":", 1)[1].split()
+            exe = {"GPU": "G", "DMA": "D", "CPU": "C", "NIC": "I"}.get(kind, kind[:1]) + str(int(idx))
+            method = _EXECUTOR.get(kind, kind)
+            self.add(bw, executor=exe, method=method, stat="executor", **base)
+            self.add(to_float(tail.split()[0]) if tail else None, executor=exe, method=method,
+                     stat="executor_sum", **base)
+            self._time(time_us, executor=exe, method=method, stat="executor", **base)
+        elif head.startswith("Transfer"):
+            parts = [p.strip() for p in tail.split("->")]
+            if len(parts) == 3:
+                em = _EXE_TOKEN.match(parts[1])
+                method = _EXECUTOR.get(em.group(1), em.group(1)) if em else None
+                sub = to_int(parts[1].rsplit(":", 1)[-1]) if ":" in parts[1] else None
+                p = dict(base, src=parts[0], dst=parts[2], method=method, transfer=to_int(head.split()[-1]),
+                         subexecutors=sub, stat="transfer")
+                self.add(bw, **p)
+                self._time(time_us, **p)
+        elif head.startswith("Aggregate"):
+            self.add(bw, stat="aggregate", timing="cpu", **base)
+            self._time(time_us, stat="aggregate", timing="cpu", **base)
+
+    def _time(self, value: float | None, **params: object) -> None:
+        if value is not None:
+            p = {k: v for k, v in params.items() if v is not None}
+            self.ms.append(Measurement(BENCH, "time_us", value, "us", p))
+
+
+def parse(text: str, name: str = "") -> list[ImportedRun]:
+    p = _Parser(name)
+    for line in clean_lines(text.splitlines()):
+        if line.lstrip().startswith(("[ERROR]", "ERROR", "Error")):
+            add_error(p.run, line)
+        p.line(line)
+    if not p.ms:
+        return []
+    if p.run.errors:
+        p.run.status = INCOMPLETE
+    return [ImportedRun(p.run, p.ms)]

@@ -1,0 +1,128 @@
+"""vLLM serving benchmark results (``vllm bench serve`` / ``benchmark_serving.py``): the
+``--save-result`` JSON and the printed ``Serving Benchmark Result`` block -> ``serving`` records.
+
+Metrics: request_throughput (req/s), output_token_throughput and total_token_throughput (tok/s),
+ttft_ms / tpot_ms / itl_ms / e2el_ms with stat mean, median, std, p50, p90, p95, p99; completed and
+failed request counts; param request_rate (``inf`` when unlimited). SGLang's bench_serving prints
+the same block and is read the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from clusterbench.ingest.common import ImportedRun, LogFormatError, clean_lines, new_run, to_float
+from clusterbench.records import INCOMPLETE, Measurement
+
+BENCH = "serving"
+_LATENCY = re.compile(r"^(mean|median|std|p\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el)_ms$")
+_THROUGHPUT = {"request_throughput": ("request_throughput", "req/s"),
+               "request_goodput": ("request_goodput", "req/s"),
+               "output_throughput": ("output_token_throughput", "tok/s"),
+               "total_token_throughput": ("total_token_throughput", "tok/s"),
+               "input_throughput": ("input_token_throughput", "tok/s")}
+_COUNTS = {"completed": ("completed", ""), "failed": ("failed", ""), "duration": ("duration_s", "s")}
+_TEXT_LAT = re.compile(r"^(Mean|Median|Std|P\d+(?:\.\d+)?)\s+(TTFT|TPOT|ITL|E2E Latency|E2EL)\s*\(ms\):\s*(\S+)")
+_TEXT_KEYS = {"request throughput (req/s)": "request_throughput", "request goodput (req/s)": "request_goodput",
+              "output token throughput (tok/s)": "output_throughput",
+              "total token throughput (tok/s)": "total_token_throughput",
+              "input token throughput (tok/s)": "input_throughput", "successful requests": "completed",
+              "failed requests": "failed", "benchmark duration (s)": "duration",
+              "traffic request rate": "request_rate", "max request concurrency": "max_concurrency",
+              "maximum request concurrency": "max_concurrency", "backend": "backend"}
+
+
+def _rate(value: Any) -> Any:
+    v = to_float(str(value).split()[0]) if value not in (None, "") else None
+    if v is None:
+        return str(value).split()[0] if value not in (None, "") else None
+    return v
+
+
+def _records(values: dict[str, Any], params: dict[str, Any]) -> list[Measurement]:
+    ms = []
+    for key, raw in values.items():
+        value = to_float(str(raw)) if raw is not None else None
+        if value is None:
+            continue
+        m = _LATENCY.match(key)
+        if m:
+            ms.append(Measurement(BENCH, f"{m.group(2)}_ms", value, "ms", {**params, "stat": m.group(1)}))
+        elif key in _THROUGHPUT:
+            metric, unit = _THROUGHPUT[key]
+            ms.append(Measurement(BENCH, metric, value, unit, params))
+        elif key in _COUNTS:
+            metric, unit = _COUNTS[key]
+            ms.append(Measurement(BENCH, metric, value, unit, params))
+    return ms
+
+
+def _params(values: dict[str, Any]) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    if values.get("request_rate") is not None:
+        params["request_rate"] = _rate(values["request_rate"])
+    for key in ("model_id", "backend", "max_concurrency", "num_prompts", "burstiness"):
+        if values.get(key) not in (None, "", "not set"):
+            params["model" if key == "model_id" else key] = values[key]
+    return params
+
+
+def parse_json(text: str, name: str = "") -> list[ImportedRun]:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise LogFormatError(f"not a vLLM result JSON: {e.msg} at line {e.lineno}") from None
+    docs = doc if isinstance(doc, list) else [doc]
+    out = []
+    for d in docs:
+        if not isinstance(d, dict):
+            continue
+        run = new_run("vllm-serving", name)
+        run.source = "vllm-serving"
+        if d.get("date"):
+            run.meta["log_started_at"] = d["date"]
+        ms = _records(d, _params(d))
+        if ms:
+            out.append(ImportedRun(run, ms))
+    return out
+
+
+def parse_text(text: str, name: str = "") -> list[ImportedRun]:
+    values: dict[str, Any] = {}
+    in_block = closed = False
+    pre_rate = None
+    for line in clean_lines(text.splitlines()):
+        s = line.strip()
+        if "Serving Benchmark Result" in s:
+            in_block = True
+            continue
+        if not in_block:
+            m = re.match(r"Traffic request rate:\s*(\S+)", s)
+            if m:
+                pre_rate = m.group(1)
+            continue
+        if s and set(s) == {"="}:
+            closed = True
+            break
+        m = _TEXT_LAT.match(s)
+        if m:
+            kind = {"E2E Latency": "e2el"}.get(m.group(2), m.group(2).lower())
+            values[f"{m.group(1).lower()}_{kind}_ms"] = m.group(3)
+            continue
+        label, sep, value = s.partition(":")
+        key = _TEXT_KEYS.get(label.strip().lower())
+        if sep and key and value.strip():
+            values[key] = value.strip()
+    if not values:
+        return []
+    if "request_rate" not in values and pre_rate is not None:
+        values["request_rate"] = pre_rate
+    run = new_run("vllm-serving", name)
+    run.source = "vllm-serving"
+    ms = _records(values, _params(values))
+    if not closed:
+        run.status = INCOMPLETE
+        run.meta["truncated"] = "the result block has no closing ===== line"
+    return [ImportedRun(run, ms)] if ms else []

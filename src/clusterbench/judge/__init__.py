@@ -1,0 +1,1 @@
+"""Judging stored measurements: statistics, outliers, profiles, validation, comparison, theory."""

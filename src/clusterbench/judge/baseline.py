@@ -1,0 +1,81 @@
+"""Derive a validation profile from known-good runs: per row, a fraction of the median.
+
+Each row (benchmark, metric, params minus host/rank/device) gets one value per run (the median of
+that run's values, e.g. over its GPUs). Runs whose value is an outlier among the runs (modified
+z-score, judge.outliers) are left out of that row and reported. The criterion is then
+``>= pct% of the median`` for higher-is-better metrics and ``<= (200 - pct)% of the median`` for
+times; every value of a validated run must meet it (aggregate all).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass, field
+
+from clusterbench.errors import UsageError
+from clusterbench.judge.compare import group_rows
+from clusterbench.judge.outliers import flag_outliers
+from clusterbench.judge.profiles import Criterion, Profile
+from clusterbench.judge.select import Row, higher_is_better
+from clusterbench.judge.stats import summarize
+
+DEFAULT_METRICS = ("busbw", "bandwidth", "tflops")
+
+
+@dataclass
+class BaselineResult:
+    profile: Profile
+    left_out: list[dict] = field(default_factory=list)  # outlier runs per row
+    noisy: list[dict] = field(default_factory=list)  # rows skipped because runs disagree
+
+
+def _label(bench: str, metric: str, params: dict) -> str:
+    shown = " ".join(f"{k}={v}" for k, v in params.items())
+    return f"{bench} {metric}" + (f" {shown}" if shown else "")
+
+
+def create_baseline(rows: list[Row], *, name: str, pct: float = 90.0, metrics: tuple[str, ...] = (),
+                    min_bytes: int = 1 << 20, max_cv: float = 0.10) -> BaselineResult:
+    if not 0 < pct < 200:
+        raise UsageError(f"--pct must be between 0 and 200, got {pct:g}")
+    wanted = set(metrics or DEFAULT_METRICS)
+    run_ids = sorted({r.run.id for r in rows if r.run.id is not None})
+    criteria: list[Criterion] = []
+    result = BaselineResult(Profile(name, ()))
+    for (bench, metric, params_json), grp in group_rows(rows).items():
+        if metric not in wanted:
+            continue
+        params = json.loads(params_json)
+        if isinstance(params.get("bytes"), (int, float)) and params["bytes"] < min_bytes:
+            continue  # small messages are latency-bound and too noisy for a pass/fail bound
+        hib = higher_is_better(metric, grp[0].m.unit)
+        per_run: dict[str, list[float]] = {}
+        for r in grp:
+            per_run.setdefault(str(r.run.id), []).append(r.m.value)
+        values = {k: statistics.median(v) for k, v in per_run.items()}
+        label = _label(bench, metric, params)
+        for o in flag_outliers(values, higher_is_better=hib):
+            result.left_out.append({"run": int(o.key), "row": label, "value": o.value,
+                                    "median": o.median, "rel_dev": o.rel_dev, "z": o.z})
+            del values[o.key]
+        s = summarize(list(values.values()))
+        if s.n > 1 and s.cv > max_cv:
+            result.noisy.append({"row": label, "cv": s.cv, "runs": s.n})
+            continue
+        med = statistics.median(values.values())
+        if med <= 0:
+            continue
+        criteria.append(Criterion(
+            name=label, benchmark=bench, metric=metric, params=params,
+            source=f"baseline: median {med:.6g} {grp[0].m.unit} of run(s) {','.join(sorted(values, key=int))}",
+            op=">=" if hib else "<=", baseline=med, pct=pct if hib else 200 - pct, unit=grp[0].m.unit,
+        ))
+    if not criteria:
+        raise UsageError(f"runs {','.join(map(str, run_ids))} have no {'/'.join(sorted(wanted))} "
+                         "measurements to build a baseline from")
+    result.profile = Profile(name, tuple(criteria),
+                             description=f"Baseline from run(s) {','.join(map(str, run_ids))}: "
+                                         f"{pct:g}% of the median per row",
+                             source=f"clusterbench baseline create {' '.join(map(str, run_ids))}")
+    return result

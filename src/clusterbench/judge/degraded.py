@@ -1,0 +1,58 @@
+"""Degraded hosts and devices: outliers among values that should be equal, found automatically.
+
+For every row (benchmark, metric, params minus identity) the values are split by an identity:
+the ``host`` or ``device`` param of the measurements, or the ``node`` tag of the runs. With at
+least three identities, the modified z-score (judge.outliers) flags the slow ones.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass
+
+from clusterbench.judge.compare import group_key
+from clusterbench.judge.outliers import Outlier, flag_outliers
+from clusterbench.judge.select import Row, higher_is_better
+
+IDENTITIES = ("host", "device", "tag:node")
+SKIP_METRICS = frozenset({"wrong", "out_of_bounds", "count"})
+
+
+@dataclass(frozen=True)
+class Degraded:
+    benchmark: str
+    metric: str
+    params: dict
+    unit: str
+    by: str
+    outlier: Outlier
+
+    def to_dict(self) -> dict:
+        o = self.outlier
+        return {"benchmark": self.benchmark, "metric": self.metric, "params": self.params,
+                "unit": self.unit, "by": self.by, "key": o.key, "value": o.value,
+                "median": o.median, "z": o.z, "rel_dev": o.rel_dev}
+
+
+def find_degraded(rows: list[Row], threshold: float = 3.5, min_rel_dev: float = 0.05) -> list[Degraded]:
+    groups: dict[tuple, list[Row]] = {}
+    for r in rows:
+        if r.m.metric not in SKIP_METRICS:
+            groups.setdefault(group_key(r), []).append(r)
+    found = []
+    for (bench, metric, params_json), grp in groups.items():
+        for by in IDENTITIES:
+            per: dict[str, list[float]] = {}
+            for r in grp:
+                k = r.key(by)
+                if k is not None:
+                    per.setdefault(k, []).append(r.m.value)
+            if len(per) < 3:
+                continue
+            values = {k: statistics.median(v) for k, v in per.items()}
+            hib = higher_is_better(metric, grp[0].m.unit)
+            for o in flag_outliers(values, threshold=threshold, higher_is_better=hib, min_rel_dev=min_rel_dev):
+                found.append(Degraded(bench, metric, json.loads(params_json), grp[0].m.unit, by, o))
+    found.sort(key=lambda d: -abs(d.outlier.z))
+    return found

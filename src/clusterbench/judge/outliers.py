@@ -1,0 +1,86 @@
+"""Degraded-node detection: robust outliers among values that should be equal (one per host/device).
+
+Method: the modified z-score of Iglewicz and Hoaglin,
+``M_i = 0.6745 * (x_i - median) / MAD`` with ``MAD = median(|x_i - median|)``; points with
+``|M_i| > 3.5`` are potential outliers (B. Iglewicz and D. C. Hoaglin, "How to Detect and Handle
+Outliers", ASQC Quality Press, 1993, section 3.3). 0.6745 is the 0.75 quantile of the standard
+normal, so MAD/0.6745 estimates the standard deviation of normal data.
+
+When more than half the values are identical the MAD is 0 and the score is undefined; we then
+use the mean absolute deviation around the median, ``M_i = (x_i - median) / (1.253314 * MeanAD)``,
+where 1.253314 = sqrt(pi/2) = 1/0.7979 makes MeanAD a normal-consistent estimate of sigma
+(the variant IBM SPSS documents for its modified z-score; Iglewicz & Hoaglin discuss MeanAD as
+the alternative scale). If every value is equal nothing is an outlier.
+
+Two guards keep identical hardware with benchmark noise from being flagged: only the bad side is
+flagged (slow, not fast, when higher is better), and only when the value also differs from the
+median by more than ``min_rel_dev`` (5% by default): a MAD of 0.1% makes a 0.5% wobble a
+"5 sigma" event that no operator cares about.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+MAD_CONSISTENCY = 0.6745  # Iglewicz & Hoaglin: 0.6745 * (x - median) / MAD
+MEANAD_CONSISTENCY = 0.7978846  # sqrt(2/pi): E|X - mu| = 0.7979 sigma for normal data
+DEFAULT_THRESHOLD = 3.5
+
+
+@dataclass(frozen=True)
+class Outlier:
+    key: str
+    value: float
+    median: float
+    z: float  # modified z-score, signed (negative: below the median)
+    rel_dev: float  # value / median - 1
+
+    def describe(self, unit: str = "") -> str:
+        u = f" {unit}" if unit else ""
+        return (f"{self.key}: {self.value:.4g}{u} is {self.rel_dev * 100:+.1f}% vs median "
+                f"{self.median:.4g}{u} (modified z {self.z:+.1f})")
+
+
+def modified_z_scores(values: Mapping[str, float]) -> tuple[float, dict[str, float]]:
+    """Median and the modified z-score of every value (0 for all when the values are all equal)."""
+    xs = [float(v) for v in values.values()]
+    if not xs:
+        return 0.0, {}
+    med = statistics.median(xs)
+    deviations = [abs(x - med) for x in xs]
+    mad = statistics.median(deviations)
+    if mad > 0:
+        scale = mad / MAD_CONSISTENCY
+    else:
+        mean_ad = sum(deviations) / len(deviations)
+        scale = mean_ad / MEANAD_CONSISTENCY
+    if scale == 0:
+        return med, {k: 0.0 for k in values}
+    return med, {k: (float(v) - med) / scale for k, v in values.items()}
+
+
+def flag_outliers(
+    values: Mapping[str, float],
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    higher_is_better: bool = True,
+    min_rel_dev: float = 0.05,
+) -> list[Outlier]:
+    """Keys whose value is robustly worse than the others, worst first.
+
+    Needs at least 3 values: with two there is no majority to say which one is off.
+    """
+    if len(values) < 3:
+        return []
+    med, scores = modified_z_scores(values)
+    found = []
+    for key, z in scores.items():
+        value = float(values[key])
+        bad_side = z < 0 if higher_is_better else z > 0
+        rel = value / med - 1 if med != 0 else float("inf") if value != 0 else 0.0
+        if bad_side and abs(z) > threshold and abs(rel) > min_rel_dev:
+            found.append(Outlier(key, value, med, z, rel))
+    found.sort(key=lambda o: -abs(o.z))
+    return found

@@ -1,0 +1,290 @@
+"""Validation profiles: declarative YAML criteria, loaded with a strict schema (never evaluated).
+
+A profile::
+
+    name: my-cluster
+    description: what it checks
+    criteria:
+      - name: all_reduce 8 GiB in-place busbw
+        source: vendor guide, Table 4
+        benchmark: all_reduce
+        metric: busbw
+        params: {placement: in, bytes: 8589934592}
+        op: ">="            # >=, >, <=, <, range
+        value: 304          # or baseline: 316.5 with pct: 95 (>= 95% of the baseline)
+        unit: GB/s          # unit of the threshold; converted to the measurement's unit
+        aggregate: all      # all (every match must pass), min, max, mean, median
+      - name: no slow host
+        benchmark: all_reduce
+        metric: busbw
+        params: {placement: in}
+        outliers: none      # degraded-node criterion (modified z-score, see judge.outliers)
+        by: host            # a param name, "run", or "tag:KEY"
+
+Any unknown key, unknown operator or missing field is a UsageError naming the criterion.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from clusterbench.errors import UsageError
+
+OPERATORS = (">=", ">", "<=", "<", "range")
+AGGREGATES = ("all", "min", "max", "mean", "median")
+_PROFILE_KEYS = {"name", "description", "source", "notes", "criteria"}
+_CRITERION_KEYS = {
+    "name", "source", "note", "benchmark", "metric", "params", "op", "value", "min", "max",
+    "baseline", "pct", "unit", "aggregate", "outliers", "by", "threshold", "min_rel_dev",
+    "higher_is_better",
+}
+_OUTLIER_KEYS = {"name", "source", "note", "benchmark", "metric", "params", "outliers", "by",
+                 "threshold", "min_rel_dev", "higher_is_better"}
+
+# Unit scales for converting a threshold to the unit of the measurement it is compared with.
+_SCALES: dict[str, tuple[str, float]] = {
+    "b/s": ("rate", 1.0), "kb/s": ("rate", 1e3), "mb/s": ("rate", 1e6), "gb/s": ("rate", 1e9),
+    "tb/s": ("rate", 1e12),
+    "flop/s": ("flops", 1.0), "gflop/s": ("flops", 1e9), "tflop/s": ("flops", 1e12),
+    "gflops": ("flops", 1e9), "tflops": ("flops", 1e12),
+    "ns": ("time", 1e-9), "us": ("time", 1e-6), "ms": ("time", 1e-3), "s": ("time", 1.0),
+}
+
+
+def convert(value: float, from_unit: str, to_unit: str) -> float:
+    """``value`` in ``from_unit`` expressed in ``to_unit`` (e.g. 94100 GFLOP/s -> 94.1 TFLOP/s)."""
+    if from_unit == to_unit or not from_unit:
+        return value
+    a, b = _SCALES.get(from_unit.lower()), _SCALES.get(to_unit.lower())
+    if a is None or b is None or a[0] != b[0]:
+        raise ValueError(f"cannot convert {from_unit!r} to {to_unit!r}")
+    return value * a[1] / b[1]
+
+
+@dataclass(frozen=True)
+class Criterion:
+    name: str
+    benchmark: str
+    metric: str
+    params: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+    note: str = ""
+    op: str = ">="
+    value: float | None = None
+    low: float | None = None  # range bounds
+    high: float | None = None
+    baseline: float | None = None
+    pct: float | None = None
+    unit: str = ""
+    aggregate: str = "all"
+    outliers: bool = False
+    by: str = "host"
+    threshold: float = 3.5
+    min_rel_dev: float = 0.05
+    higher_is_better: bool | None = None
+
+    def bound(self) -> float | None:
+        """The single threshold of a >=, >, <=, < criterion (baseline * pct / 100 if given)."""
+        if self.value is not None:
+            return self.value
+        if self.baseline is not None and self.pct is not None:
+            return self.baseline * self.pct / 100.0
+        return None
+
+    def describe(self) -> str:
+        u = f" {self.unit}" if self.unit else ""
+        if self.outliers:
+            return f"no outlier by {self.by} (|modified z| > {self.threshold:g})"
+        if self.op == "range":
+            return f"{self.low:g}..{self.high:g}{u}"
+        if self.baseline is not None:
+            return f"{self.op} {self.pct:g}% of {self.baseline:g}{u} = {self.bound():.4g}{u}"
+        return f"{self.op} {self.value:g}{u}"
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    criteria: tuple[Criterion, ...]
+    description: str = ""
+    source: str = ""
+    path: str = ""
+
+
+def _number(where: str, key: str, v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise UsageError(f"{where}: {key} must be a number, got {v!r}")
+    return float(v)
+
+
+def _text(where: str, key: str, v: Any, required: bool = False) -> str:
+    if v is None and not required:
+        return ""
+    if not isinstance(v, str) or (required and not v.strip()):
+        raise UsageError(f"{where}: {key} must be a non-empty string, got {v!r}")
+    return v
+
+
+def _criterion(i: int, d: Any) -> Criterion:
+    where = f"criterion {i + 1}"
+    if not isinstance(d, dict):
+        raise UsageError(f"{where}: expected a mapping, got {type(d).__name__}")
+    if isinstance(d.get("name"), str):
+        where = f"criterion {i + 1} ({d['name']!r})"
+    unknown = sorted(set(map(str, d)) - _CRITERION_KEYS)
+    if unknown:
+        raise UsageError(f"{where}: unknown key(s) {', '.join(unknown)}")
+    for key in ("name", "benchmark", "metric"):
+        if key not in d:
+            raise UsageError(f"{where}: missing required key {key!r}")
+    params = d.get("params") or {}
+    if not isinstance(params, dict):
+        raise UsageError(f"{where}: params must be a mapping")
+    common = dict(
+        name=_text(where, "name", d["name"], True), benchmark=_text(where, "benchmark", d["benchmark"], True),
+        metric=_text(where, "metric", d["metric"], True), params={str(k): v for k, v in params.items()},
+        source=_text(where, "source", d.get("source")), note=_text(where, "note", d.get("note")),
+    )
+    hib = d.get("higher_is_better")
+    if hib is not None and not isinstance(hib, bool):
+        raise UsageError(f"{where}: higher_is_better must be true or false")
+    if "outliers" in d:
+        if d["outliers"] != "none":
+            raise UsageError(f"{where}: outliers must be 'none', got {d['outliers']!r}")
+        extra = sorted(set(map(str, d)) - _OUTLIER_KEYS)
+        if extra:
+            raise UsageError(f"{where}: key(s) {', '.join(extra)} do not apply to an outliers criterion")
+        by = _text(where, "by", d.get("by", "host"), True)
+        return Criterion(**common, outliers=True, by=by,
+                         threshold=_number(where, "threshold", d.get("threshold", 3.5)),
+                         min_rel_dev=_number(where, "min_rel_dev", d.get("min_rel_dev", 0.05)),
+                         higher_is_better=hib)
+    op = d.get("op")
+    if op not in OPERATORS:
+        raise UsageError(f"{where}: op must be one of {', '.join(OPERATORS)}, got {op!r}")
+    aggregate = d.get("aggregate", "all")
+    if aggregate not in AGGREGATES:
+        raise UsageError(f"{where}: aggregate must be one of {', '.join(AGGREGATES)}, got {aggregate!r}")
+    unit = _text(where, "unit", d.get("unit"))
+    kw: dict[str, Any] = dict(op=op, unit=unit, aggregate=aggregate, higher_is_better=hib)
+    if op == "range":
+        if "min" not in d or "max" not in d or any(k in d for k in ("value", "baseline", "pct")):
+            raise UsageError(f"{where}: op range needs min and max (and no value/baseline)")
+        kw["low"], kw["high"] = _number(where, "min", d["min"]), _number(where, "max", d["max"])
+        if kw["low"] > kw["high"]:
+            raise UsageError(f"{where}: min is greater than max")
+    else:
+        if "min" in d or "max" in d:
+            raise UsageError(f"{where}: min/max are only for op range")
+        if "value" in d:
+            if "baseline" in d or "pct" in d:
+                raise UsageError(f"{where}: give either value or baseline with pct, not both")
+            kw["value"] = _number(where, "value", d["value"])
+        elif "baseline" in d and "pct" in d:
+            kw["baseline"] = _number(where, "baseline", d["baseline"])
+            kw["pct"] = _number(where, "pct", d["pct"])
+            if kw["pct"] <= 0:
+                raise UsageError(f"{where}: pct must be positive")
+        else:
+            raise UsageError(f"{where}: op {op} needs value, or baseline and pct")
+    return Criterion(**common, **kw)
+
+
+def parse_profile(data: Any, origin: str = "<profile>") -> Profile:
+    if not isinstance(data, dict):
+        raise UsageError(f"profile {origin}: expected a mapping with name and criteria")
+    unknown = sorted(set(map(str, data)) - _PROFILE_KEYS)
+    if unknown:
+        raise UsageError(f"profile {origin}: unknown key(s) {', '.join(unknown)}")
+    crits = data.get("criteria")
+    if not isinstance(crits, list) or not crits:
+        raise UsageError(f"profile {origin}: no criteria")
+    try:
+        criteria = tuple(_criterion(i, c) for i, c in enumerate(crits))
+    except UsageError as e:
+        raise UsageError(f"profile {origin}: {e}") from None
+    names = [c.name for c in criteria]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise UsageError(f"profile {origin}: duplicate criterion name(s) {', '.join(dup)}")
+    return Profile(name=str(data.get("name") or Path(origin).stem), criteria=criteria,
+                   description=str(data.get("description") or ""), source=str(data.get("source") or ""),
+                   path=origin)
+
+
+# Built-in profiles ship as package data next to the code.
+BUILTIN_DIR = Path(__file__).resolve().parent.parent / "data" / "profiles"
+
+
+def builtin_profiles() -> list[str]:
+    if not BUILTIN_DIR.is_dir():
+        return []
+    return sorted(p.stem for p in BUILTIN_DIR.glob("*.yaml"))
+
+
+def load_profile(name_or_path: str) -> Profile:
+    """Load a built-in profile by name (``amd-mi300x-oem``) or a YAML file by path."""
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        if not path.is_file():
+            raise UsageError(f"profile file {name_or_path} does not exist")
+        try:
+            text = path.read_text()
+        except OSError as e:
+            raise UsageError(f"cannot read profile {name_or_path}: {e.strerror or e}") from None
+        origin = str(path)
+    else:
+        res = BUILTIN_DIR / f"{name_or_path}.yaml"
+        if not res.is_file():
+            known = ", ".join(builtin_profiles()) or "none"
+            raise UsageError(f"unknown profile {name_or_path!r} (built-in: {known}; or give a .yaml file)")
+        text = res.read_text()
+        origin = name_or_path
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        where = getattr(e, "problem_mark", None)
+        at = f" at line {where.line + 1}" if where else ""
+        raise UsageError(f"profile {origin}: invalid YAML{at}") from None
+    return parse_profile(data, origin)
+
+
+def dump_profile(profile: Profile) -> str:
+    """YAML text of a profile (used by ``baseline create``); loads back with ``load_profile``."""
+    out: dict[str, Any] = {"name": profile.name}
+    if profile.description:
+        out["description"] = profile.description
+    if profile.source:
+        out["source"] = profile.source
+    crits = []
+    for c in profile.criteria:
+        d: dict[str, Any] = {"name": c.name}
+        if c.source:
+            d["source"] = c.source
+        if c.note:
+            d["note"] = c.note
+        d.update(benchmark=c.benchmark, metric=c.metric)
+        if c.params:
+            d["params"] = dict(c.params)
+        if c.outliers:
+            d.update(outliers="none", by=c.by, threshold=c.threshold, min_rel_dev=c.min_rel_dev)
+        elif c.op == "range":
+            d.update(op="range", min=c.low, max=c.high)
+        elif c.baseline is not None:
+            d.update(op=c.op, baseline=c.baseline, pct=c.pct)
+        else:
+            d.update(op=c.op, value=c.value)
+        if c.unit and not c.outliers:
+            d["unit"] = c.unit
+        if c.aggregate != "all" and not c.outliers:
+            d["aggregate"] = c.aggregate
+        if c.higher_is_better is not None:
+            d["higher_is_better"] = c.higher_is_better
+        crits.append(d)
+    out["criteria"] = crits
+    return yaml.safe_dump(out, sort_keys=False, width=100)

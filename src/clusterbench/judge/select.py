@@ -1,0 +1,77 @@
+"""Picking measurements out of runs: parameter matching shared by validate, baseline and compare."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from clusterbench.records import Measurement, Run
+
+# Metrics where a smaller number is better; everything else (bandwidths, TFLOP/s, rates) is higher.
+_LOWER_IS_BETTER_UNITS = {"us", "ms", "s", "ns"}
+_LOWER_IS_BETTER_METRICS = {"time_us", "wrong", "out_of_bounds", "loss", "peak_memory_bytes"}
+
+
+def higher_is_better(metric: str, unit: str = "") -> bool:
+    if metric in _LOWER_IS_BETTER_METRICS or unit in _LOWER_IS_BETTER_UNITS:
+        return False
+    return not (metric.startswith("latency") or metric.endswith(("_ms", "_us", "_time")))
+
+
+def _same(want: Any, have: Any) -> bool:
+    if isinstance(want, list):
+        return any(_same(w, have) for w in want)
+    if isinstance(want, bool) or isinstance(have, bool):
+        return str(want).lower() == str(have).lower()
+    if isinstance(want, (int, float)) and not isinstance(have, (int, float)):
+        try:
+            have = float(have)
+        except (TypeError, ValueError):
+            return False
+    if isinstance(have, (int, float)) and isinstance(want, (int, float)):
+        return float(want) == float(have)
+    return str(want) == str(have)
+
+
+def params_match(want: Mapping[str, Any], have: Mapping[str, Any]) -> bool:
+    """Every wanted param is present with an equal value (a list means any of its values)."""
+    return all(k in have and _same(v, have[k]) for k, v in want.items())
+
+
+@dataclass(frozen=True)
+class Row:
+    """A measurement with the run it came from."""
+
+    run: Run
+    m: Measurement
+
+    def key(self, by: str) -> str | None:
+        """Identity for outlier detection: a param (host, device, rank), ``run``, or ``tag:KEY``."""
+        if by == "run":
+            return str(self.run.id)
+        if by.startswith("tag:"):
+            return self.run.tags.get(by[4:])
+        v = self.m.params.get(by)
+        if v is None and by == "host" and len(self.run.hosts) == 1:
+            return self.run.hosts[0]  # single-host run: the run's host is the measurement's host
+        return None if v is None else str(v)
+
+
+def rows_of(runs: Iterable[tuple[Run, list[Measurement]]]) -> list[Row]:
+    return [Row(r, m) for r, ms in runs for m in ms]
+
+
+def select(rows: Iterable[Row], benchmark: str, metric: str, params: Mapping[str, Any]) -> list[Row]:
+    return [r for r in rows if r.m.benchmark == benchmark and r.m.metric == metric
+            and params_match(params, r.m.params)]
+
+
+def load_runs(store, selectors: Iterable[str]) -> list[tuple[Run, list[Measurement]]]:
+    """Resolve selectors (run id, ``last``, ``key=value,...``) to runs with their measurements,
+    each run once, in id order. A selector matching nothing raises UsageError (from the store)."""
+    runs: dict[int, Run] = {}
+    for sel in selectors:
+        for r in store.select(sel):
+            runs.setdefault(r.id, r)
+    return [(runs[i], store.measurements(i)) for i in sorted(runs)]

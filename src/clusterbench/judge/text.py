@@ -1,0 +1,76 @@
+"""Plain-text tables for validation outcomes and comparisons (terminal output)."""
+
+from __future__ import annotations
+
+import json
+
+from clusterbench.judge.compare import Comparison
+from clusterbench.judge.validate import Outcome
+from clusterbench.units import format_size
+
+
+def fmt(v: float | None, unit: str = "") -> str:
+    if v is None:
+        return "-"
+    s = f"{v:.4g}" if abs(v) >= 1e5 or (v and abs(v) < 1e-2) else f"{v:.2f}"
+    return f"{s} {unit}".rstrip()
+
+
+def outcome_lines(outcomes: list[Outcome]) -> list[str]:
+    width = min(60, max((len(o.criterion.name) for o in outcomes), default=10))
+    lines = [f"{'status':<8} {'criterion':<{width}} {'measured':>16}  {'threshold':<22} {'margin':>18}  detail"]
+    counts: dict[str, int] = {}
+    for o in outcomes:
+        counts[o.status] = counts.get(o.status, 0) + 1
+        margin = "-" if o.margin is None else f"{o.margin:+.4g}" + (
+            f" ({o.margin_pct:+.1f}%)" if o.margin_pct is not None else "")
+        name = o.criterion.name if len(o.criterion.name) <= width else o.criterion.name[:width - 3] + "..."
+        lines.append(f"{o.status.upper():<8} {name:<{width}} {fmt(o.measured, o.unit):>16}  "
+                     f"{o.threshold:<22} {margin:>18}  {o.detail}")
+    lines.append("# " + ", ".join(f"{counts.get(s, 0)} {s}" for s in ("pass", "fail", "skipped", "error")))
+    return lines
+
+
+def varying_keys(param_sets: list[dict]) -> set[str]:
+    """Params that differ between rows (constant ones are noise in a table); count follows bytes."""
+    keys = {k for p in param_sets for k in p}
+    out = {k for k in keys if len({json.dumps(p.get(k), default=str) for p in param_sets}) > 1}
+    if "bytes" in out:
+        out.discard("count")
+    return out
+
+
+def params_text(params: dict, keys: set[str] | None = None) -> str:
+    shown = []
+    for k, v in params.items():
+        if keys is not None and k not in keys:
+            continue
+        if k == "bytes" and isinstance(v, int):
+            v = format_size(v)
+        shown.append(f"{k}={v}")
+    return " ".join(shown) if shown else "-"
+
+
+def comparison_lines(rows: list[Comparison]) -> list[str]:
+    keys = varying_keys([c.params for c in rows]) if len(rows) > 1 else None
+    lines = [f"{'benchmark':<12} {'metric':<10} {'params':<40} {'n':>5} {'mean A':>11} {'cv A':>6} "
+             f"{'mean B':>11} {'cv B':>6} {'delta':>8} {'95% CI of B-A':>24} {'p':>8}  verdict"]
+    for c in rows:
+        d = c.to_dict()
+        params = params_text(c.params, keys)
+        params = params if len(params) <= 40 else params[:37] + "..."
+        ci = "-" if d["ci95_low"] is None else f"[{d['ci95_low']:+.3g}, {d['ci95_high']:+.3g}]"
+        p = "-" if d["p_value"] is None else f"{d['p_value']:.3g}"
+        delta = "-" if c.delta_pct is None else f"{c.delta_pct:+.1f}%"
+        lines.append(f"{c.benchmark:<12} {c.metric:<10} {params:<40} {c.a.n:>2}/{c.b.n:<2} "
+                     f"{c.a.mean:>11.4g} {c.a.cv * 100:>5.1f}% {c.b.mean:>11.4g} {c.b.cv * 100:>5.1f}% "
+                     f"{delta:>8} {ci:>24} {p:>8}  {c.verdict}")
+    counts: dict[str, int] = {}
+    for c in rows:
+        counts[c.status] = counts.get(c.status, 0) + 1
+    lines.append("# " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    return lines
+
+
+def dumps(obj: dict) -> str:
+    return json.dumps(obj, default=str)

@@ -1,0 +1,155 @@
+"""Judge runs against a profile: each criterion ends pass, fail, skipped (with why) or error."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from clusterbench.judge.outliers import flag_outliers
+from clusterbench.judge.profiles import Criterion, Profile, convert
+from clusterbench.judge.select import Row, higher_is_better, select
+
+PASS, FAIL, SKIPPED, ERROR = "pass", "fail", "skipped", "error"
+
+
+@dataclass
+class Outcome:
+    criterion: Criterion
+    status: str
+    measured: float | None = None
+    threshold: str = ""
+    margin: float | None = None  # how far inside (+) or outside (-) the bound, in the unit
+    margin_pct: float | None = None
+    unit: str = ""
+    matched: int = 0
+    detail: str = ""
+    runs: list[int] = field(default_factory=list)
+    outliers: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        c = self.criterion
+        return {
+            "criterion": c.name, "source": c.source, "status": self.status,
+            "benchmark": c.benchmark, "metric": c.metric, "params": dict(c.params),
+            "measured": self.measured, "unit": self.unit, "threshold": self.threshold,
+            "margin": self.margin, "margin_pct": self.margin_pct, "matched": self.matched,
+            "detail": self.detail, "runs": self.runs, "outliers": self.outliers,
+        }
+
+
+def _aggregate(values: list[float], how: str) -> float:
+    if how == "min":
+        return min(values)
+    if how == "max":
+        return max(values)
+    if how == "median":
+        return statistics.median(values)
+    return statistics.fmean(values)
+
+
+def _margin(c: Criterion, v: float, bound: float | tuple[float, float]) -> float:
+    """Positive inside the bound, negative outside."""
+    if isinstance(bound, tuple):
+        return min(v - bound[0], bound[1] - v)
+    return v - bound if c.op in (">=", ">") else bound - v
+
+
+def _passes(c: Criterion, v: float, bound: float | tuple[float, float]) -> bool:
+    if isinstance(bound, tuple):
+        return bound[0] <= v <= bound[1]
+    return {">=": v >= bound, ">": v > bound, "<=": v <= bound, "<": v < bound}[c.op]
+
+
+def _judge_bound(c: Criterion, rows: list[Row]) -> Outcome:
+    unit = rows[0].m.unit
+    units = {r.m.unit for r in rows}
+    if len(units) > 1:
+        return Outcome(c, ERROR, matched=len(rows), detail=f"matching measurements mix units {sorted(units)}")
+    try:
+        if c.op == "range":
+            bound: float | tuple[float, float] = (convert(c.low, c.unit, unit), convert(c.high, c.unit, unit))
+            ref = bound[0] if bound[0] else bound[1]
+            shown = f"{bound[0]:.6g}..{bound[1]:.6g} {unit}"
+        else:
+            bound = convert(c.bound(), c.unit, unit)
+            ref = bound
+            shown = f"{c.op} {bound:.6g} {unit}"
+    except ValueError as e:
+        return Outcome(c, ERROR, matched=len(rows), detail=str(e))
+    values = [r.m.value for r in rows]
+    if c.aggregate == "all":
+        # every match must pass; report the worst one
+        worst = min(rows, key=lambda r: _margin(c, r.m.value, bound))
+        measured = worst.m.value
+        ok = all(_passes(c, v, bound) for v in values)
+        failing = sum(not _passes(c, v, bound) for v in values)
+        detail = (f"worst of {len(values)}" if len(values) > 1 else "")
+        if failing:
+            where = ", ".join(f"{k}={v}" for k, v in worst.m.params.items() if k in ("host", "device", "rank", "src", "dst"))
+            detail = f"{failing} of {len(values)} below the bound" if len(values) > 1 else ""
+            if where:
+                detail += (f"; worst at {where}" if detail else f"at {where}")
+    else:
+        measured = _aggregate(values, c.aggregate)
+        ok = _passes(c, measured, bound)
+        detail = f"{c.aggregate} of {len(values)}" if len(values) > 1 else ""
+    margin = _margin(c, measured, bound)
+    return Outcome(c, PASS if ok else FAIL, measured, shown, margin,
+                   margin / abs(ref) * 100 if ref else None, unit, len(rows), detail)
+
+
+def _judge_outliers(c: Criterion, rows: list[Row]) -> Outcome:
+    hib = c.higher_is_better if c.higher_is_better is not None else higher_is_better(c.metric, rows[0].m.unit)
+    # Compare like with like: one group per combination of the other params (e.g. per size).
+    groups: dict[tuple, dict[str, list[float]]] = {}
+    for r in rows:
+        key = r.key(c.by)
+        if key is None:
+            continue
+        rest = tuple(sorted((k, str(v)) for k, v in r.m.params.items() if k not in (c.by, "rank", "device", "host")))
+        groups.setdefault(rest, {}).setdefault(key, []).append(r.m.value)
+    usable = {g: vals for g, vals in groups.items() if len(vals) >= 3}
+    if not usable:
+        n = max((len(v) for v in groups.values()), default=0)
+        return Outcome(c, SKIPPED, matched=len(rows), threshold=c.describe(),
+                       detail=f"needs at least 3 distinct {c.by} values to compare, found {n}")
+    found = []
+    for g, vals in usable.items():
+        per_key = {k: statistics.median(v) for k, v in vals.items()}
+        for o in flag_outliers(per_key, threshold=c.threshold, higher_is_better=hib, min_rel_dev=c.min_rel_dev):
+            found.append({c.by: o.key, "value": o.value, "median": o.median, "z": o.z,
+                          "rel_dev": o.rel_dev, "params": dict(g)})
+    keys = sorted({str(f[c.by]) for f in found})
+    unit = rows[0].m.unit
+    detail = (f"{len(usable)} group(s), {max(len(v) for v in usable.values())} {c.by}s"
+              if not found else "outlier(s): " + "; ".join(
+                  f"{f[c.by]} {f['rel_dev'] * 100:+.1f}% vs median {f['median']:.4g} {unit} (z {f['z']:+.1f})"
+                  for f in sorted(found, key=lambda f: f["z"] if hib else -f["z"])[:5]))
+    worst = min(found, key=lambda f: f["rel_dev"] if hib else -f["rel_dev"]) if found else None
+    return Outcome(c, FAIL if found else PASS, worst["value"] if worst else None, c.describe(),
+                   unit=unit, matched=len(rows), detail=detail if not keys or len(found) <= 5 else detail + " ...",
+                   outliers=found)
+
+
+def evaluate(profile: Profile, rows: list[Row]) -> list[Outcome]:
+    outcomes = []
+    for c in profile.criteria:
+        matched = select(rows, c.benchmark, c.metric, c.params)
+        if not matched:
+            want = ", ".join(f"{k}={v}" for k, v in c.params.items())
+            outcomes.append(Outcome(c, SKIPPED, threshold=c.describe(),
+                                    detail=f"no {c.benchmark}/{c.metric} measurement" + (f" with {want}" if want else "")))
+            continue
+        try:
+            o = _judge_outliers(c, matched) if c.outliers else _judge_bound(c, matched)
+        except (ValueError, ZeroDivisionError, TypeError) as e:
+            o = Outcome(c, ERROR, matched=len(matched), detail=f"{type(e).__name__}: {e}")
+        o.runs = sorted({r.run.id for r in matched if r.run.id is not None})
+        outcomes.append(o)
+    return outcomes
+
+
+def exit_code(outcomes: list[Outcome]) -> int:
+    """0 when nothing failed, 1 when any criterion failed or errored."""
+    return 1 if any(o.status in (FAIL, ERROR) for o in outcomes) else 0

@@ -1,0 +1,146 @@
+"""Open MPI: hostfile parsing and the ``mpirun`` argument list (slots, ``-x`` environment,
+``--mca`` options), plus a reachability check of every host before the job starts.
+
+Under mpirun each rank reads OMPI_COMM_WORLD_*; MASTER_ADDR (the first host) is exported
+with ``-x`` because the process group needs a TCP rendezvous address.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from clusterbench.errors import UsageError
+from clusterbench.launch.common import Spec, check_host
+
+_KV_RE = re.compile(r"^(slots|max_slots|max-slots)=(\d+)$")
+
+
+@dataclass(frozen=True)
+class HostSlots:
+    host: str
+    slots: int = 1
+
+
+def parse_hostfile(text: str, name: str = "hostfile") -> list[HostSlots]:
+    """Open MPI hostfile lines: ``host [slots=N] [max_slots=M]``, ``#`` comments; ``host:N`` too."""
+    out: list[HostSlots] = []
+    seen: set[str] = set()
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        words = line.split()
+        host, _, count = words[0].partition(":") if words[0].count(":") == 1 else (words[0], "", "")
+        try:
+            check_host(host)
+        except UsageError:
+            raise UsageError(f"{name} line {n}: invalid host {host!r}") from None
+        slots = 1
+        if count:
+            if not count.isdigit():
+                raise UsageError(f"{name} line {n}: invalid slot count {count!r}")
+            slots = int(count)
+        for w in words[1:]:
+            m = _KV_RE.match(w)
+            if not m:
+                raise UsageError(f"{name} line {n}: unexpected {w!r} (expected slots=N or max_slots=N)")
+            if m.group(1) == "slots":
+                slots = int(m.group(2))
+        if slots < 1:
+            raise UsageError(f"{name} line {n}: slots must be at least 1")
+        if host in seen:
+            raise UsageError(f"{name} line {n}: host {host!r} listed twice")
+        seen.add(host)
+        out.append(HostSlots(host, slots))
+    if not out:
+        raise UsageError(f"{name}: no hosts")
+    return out
+
+
+def read_hostfile(path: str) -> list[HostSlots]:
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        raise UsageError(f"cannot read hostfile {path}: {e.strerror}") from None
+    return parse_hostfile(text, os.path.basename(path))
+
+
+def mpirun_argv(
+    spec: Spec,
+    hosts: Sequence[HostSlots],
+    *,
+    hostfile: str | None = None,
+    mca: Sequence[tuple[str, str]] = (),
+    agent: str | None = None,
+    master_port: int = 29500,
+    allow_root: bool | None = None,
+    oversubscribe: bool = False,
+    mpirun: str = "mpirun",
+) -> list[str]:
+    """``mpirun -n N`` over the hosts, ``-N`` processes per node, env exported with ``-x``."""
+    np = spec.world_size
+    capacity = sum(h.slots for h in hosts)
+    if not oversubscribe and np > capacity:
+        raise UsageError(f"{np} ranks need more than the {capacity} slots of the hostfile "
+                         "(use --oversubscribe or fewer --procs-per-node)")
+    if spec.nodes > len(hosts):
+        raise UsageError(f"--nodes {spec.nodes} but the hostfile lists {len(hosts)} host(s)")
+    argv = [mpirun]
+    if allow_root if allow_root is not None else os.geteuid() == 0:
+        argv.append("--allow-run-as-root")
+    if oversubscribe:
+        argv.append("--oversubscribe")
+    if hostfile:
+        argv += ["--hostfile", hostfile]
+    else:
+        argv += ["-H", ",".join(f"{h.host}:{h.slots}" for h in hosts[:spec.nodes])]
+    argv += ["-n", str(np), "-N", str(spec.procs_per_node)]
+    if agent:
+        argv += ["--mca", "plm_rsh_agent", agent]
+    for key, value in mca:
+        argv += ["--mca", key, value]
+    argv += ["-x", f"MASTER_ADDR={hosts[0].host}", "-x", f"MASTER_PORT={master_port}"]
+    for key, value in spec.env.items():
+        argv += ["-x", f"{key}={value}"]
+    return [*argv, *spec.argv()]
+
+
+def parse_mca(items: Sequence[str]) -> list[tuple[str, str]]:
+    out = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not re.match(r"^[A-Za-z0-9_]+$", key):
+            raise UsageError(f"invalid --mca {item!r}: expected KEY=VALUE, e.g. btl_tcp_if_include=eth0")
+        out.append((key, value))
+    return out
+
+
+def _is_local(host: str) -> bool:
+    return host in ("localhost", "127.0.0.1", "::1", socket.gethostname())
+
+
+def unreachable(hosts: Sequence[str], agent: Sequence[str], timeout: float = 15.0) -> list[tuple[str, str]]:
+    """Hosts the launch agent cannot run ``true`` on, with the reason; local hosts are skipped."""
+    def probe(host: str) -> tuple[str, str] | None:
+        if _is_local(host):
+            return None
+        try:
+            r = subprocess.run([*agent, host, "true"], capture_output=True, text=True,
+                               timeout=timeout, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            return host, f"no answer within {timeout:g} s"
+        except OSError as e:
+            raise UsageError(f"cannot start the launch agent {agent[0]!r}: {e.strerror}") from None
+        if r.returncode != 0:
+            return host, (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1][:200]
+        return None
+
+    with ThreadPoolExecutor(max_workers=min(16, max(1, len(hosts)))) as pool:
+        return [x for x in pool.map(probe, hosts) if x]

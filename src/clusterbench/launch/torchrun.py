@@ -1,0 +1,257 @@
+"""torchrun (PyTorch elastic) across nodes: the argument list, and a runner that starts it on
+every host through an ssh-like agent and says which host is to blame when it fails.
+
+Two rendezvous styles:
+- c10d (default): every node runs the same line with ``--rdzv_backend=c10d`` and an endpoint on
+  the first host; ``--rdzv_conf is_host=1`` on that host and ``--local_addr`` on each are
+  needed where the machine's host name does not resolve to its cluster address (containers,
+  namespaces);
+- static: ``--node_rank=R`` plus ``--master_addr/--master_port``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from clusterbench.errors import ClusterbenchError, UsageError
+from clusterbench.launch.common import Spec, check_host, env_argv, remote_line
+
+DEFAULT_PORT = 29400
+
+
+def torchrun_argv(
+    spec: Spec,
+    endpoint: str,
+    *,
+    node_rank: int | None = None,
+    rdzv_id: str = "clusterbench",
+    local_addr: str | None = None,
+    is_host: bool | None = None,
+    join_timeout: float | None = None,
+    torchrun: Sequence[str] = ("torchrun",),
+) -> list[str]:
+    """The torchrun line for one node; the clusterbench command runs as ``python -m clusterbench``."""
+    host, _, port = endpoint.rpartition(":")
+    if not host or not port.isdigit():
+        raise UsageError(f"invalid --rdzv-endpoint {endpoint!r}: expected HOST:PORT")
+    check_host(host.strip("[]"), "rendezvous host")
+    argv = [*torchrun, f"--nnodes={spec.nodes}", f"--nproc_per_node={spec.procs_per_node}"]
+    if node_rank is not None:
+        if not 0 <= node_rank < spec.nodes:
+            raise UsageError(f"--node-rank {node_rank} is outside 0..{spec.nodes - 1}")
+        argv += [f"--node_rank={node_rank}", f"--master_addr={host}", f"--master_port={port}"]
+    else:
+        argv += ["--rdzv_backend=c10d", f"--rdzv_endpoint={endpoint}", f"--rdzv_id={rdzv_id}"]
+        conf = []
+        if is_host is not None:
+            conf.append(f"is_host={1 if is_host else 0}")
+        if join_timeout is not None:
+            conf.append(f"join_timeout={int(max(join_timeout, 1))}")
+        if conf:
+            argv.append(f"--rdzv_conf={','.join(conf)}")
+    if local_addr:
+        argv.append(f"--local_addr={check_host(local_addr, 'local address')}")
+    argv += ["--max_restarts=0"]
+    if spec.exe == ["clusterbench"]:
+        argv += ["-m", "clusterbench", *spec.command]
+    else:
+        argv += ["--no_python", *spec.argv()]
+    return argv
+
+
+# -- starting it on every host ------------------------------------------------------------
+
+@dataclass
+class HostProcess:
+    host: str
+    proc: subprocess.Popen
+    stderr: deque = field(default_factory=lambda: deque(maxlen=40))
+    stdout: list[str] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+    ended: float | None = None
+
+
+@dataclass
+class HostsResult:
+    hosts: list[str]
+    returncodes: dict[str, int | None]
+    stdout: str                                   # the first host's (rank 0's) standard output
+    stderr: dict[str, list[str]]
+    timed_out: bool = False
+    killed: list[str] = field(default_factory=list)   # still running when the run was ended
+
+    @property
+    def ok(self) -> bool:
+        return not self.timed_out and all(rc == 0 for rc in self.returncodes.values())
+
+
+def _pump(stream, sink) -> None:
+    for line in iter(stream.readline, ""):
+        sink(line.rstrip("\n"))
+    stream.close()
+
+
+def _kill(hp: HostProcess) -> None:
+    if hp.proc.poll() is None:
+        try:
+            os.killpg(hp.proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        try:
+            hp.proc.wait(3)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(hp.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            hp.proc.wait(3)
+
+
+def start_on_hosts(hosts: Sequence[str], agent: Sequence[str], per_host: Sequence[list[str]],
+                   quote: bool = True, echo: bool = False) -> list[HostProcess]:
+    """Start ``per_host[i]`` on ``hosts[i]`` through the agent (``AGENT HOST WORD...``).
+
+    ``quote``: the agent joins its words into a shell line (ssh); False for agents that
+    execute the words as an argument list (``srun -N1 -n1 -w``, ``kubectl exec``).
+    ``echo``: copy the first host's (rank 0's) output to our stdout as it arrives."""
+    procs: list[HostProcess] = []
+    try:
+        for host, argv in zip(hosts, per_host):
+            full = [*agent, host, *(remote_line(argv) if quote else argv)]
+            try:
+                p = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, start_new_session=True)
+            except OSError as e:
+                raise UsageError(f"cannot start the launch agent {agent[0]!r}: {e.strerror}") from None
+            hp = HostProcess(host, p)
+            out_sink = hp.stdout.append
+            if echo and not procs:
+                def out_sink(line: str, keep=hp.stdout.append) -> None:
+                    keep(line)
+                    print(line, flush=True)
+            threading.Thread(target=_pump, args=(p.stdout, out_sink), daemon=True).start()
+            threading.Thread(target=_pump, args=(p.stderr, hp.stderr.append), daemon=True).start()
+            procs.append(hp)
+    except BaseException:
+        for hp in procs:
+            _kill(hp)
+        raise
+    return procs
+
+
+def wait_hosts(procs: list[HostProcess], timeout: float, grace: float = 5.0) -> HostsResult:
+    """Wait for every host; once one fails, give the others ``grace`` seconds, then end them."""
+    deadline = time.monotonic() + timeout
+    first_fail: float | None = None
+    timed_out = False
+    killed: list[str] = []
+    try:
+        while True:
+            now = time.monotonic()
+            running = [hp for hp in procs if hp.proc.poll() is None]
+            for hp in procs:
+                if hp.ended is None and hp.proc.returncode is not None:
+                    hp.ended = now
+                    if hp.proc.returncode != 0 and first_fail is None:
+                        first_fail = now
+            if not running:
+                break
+            if now > deadline or (first_fail is not None and now - first_fail > grace):
+                timed_out = now > deadline
+                killed = [hp.host for hp in running]
+                break
+            time.sleep(0.1)
+    finally:
+        for hp in procs:
+            _kill(hp)
+    time.sleep(0.1)  # let the pump threads drain the pipes
+    return HostsResult(
+        hosts=[hp.host for hp in procs],
+        returncodes={hp.host: (None if hp.host in killed else hp.proc.returncode) for hp in procs},
+        stdout="\n".join(procs[0].stdout) if procs else "",
+        stderr={hp.host: list(hp.stderr) for hp in procs},
+        timed_out=timed_out, killed=killed,
+    )
+
+
+_RDZV_WORDS = ("rendezvoustimeouterror", "rendezvous timed out", "rendezvousclosederror",
+               "rendezvous' timed out", "timed out waiting for")
+
+
+def _last_error(lines: list[str]) -> str:
+    for line in reversed(lines):
+        text = line.strip()
+        if text.startswith("clusterbench: error:"):
+            return text[len("clusterbench: error:"):].strip()
+    for line in reversed(lines):
+        text = line.strip()
+        if text and ("Error" in text or "error" in text) and not text.startswith(("File ", "[W")):
+            return text[:240]
+    return lines[-1].strip()[:240] if lines else "no output"
+
+
+def diagnose(result: HostsResult, endpoint: str, join_timeout: float) -> str | None:
+    """One line naming the host at fault, or None when every host succeeded."""
+    if result.ok:
+        return None
+    waited = [h for h in result.hosts
+              if any(w in line.lower() for line in result.stderr[h] for w in _RDZV_WORDS)]
+    if waited:
+        missing = [h for h in result.hosts if h not in waited]
+        if missing:
+            return (f"rendezvous at {endpoint} timed out after {join_timeout:g} s: "
+                    f"{', '.join(missing)} never joined (joined: {', '.join(waited)})")
+        return f"rendezvous at {endpoint} timed out after {join_timeout:g} s on every host"
+    early = [h for h in result.hosts if result.returncodes[h] == 255]
+    if early:  # ssh and our agents exit 255 when the host cannot be reached
+        h = early[0]
+        return f"host {h} is unreachable: {_last_error(result.stderr[h])}"
+    failed = [h for h in result.hosts if result.returncodes[h] not in (0, None)]
+    if failed:
+        h = failed[0]
+        return f"host {h} exited with code {result.returncodes[h]}: {_last_error(result.stderr[h])}"
+    if result.timed_out:
+        return f"no result within the time limit; still running on {', '.join(result.killed)}"
+    return f"ended on {', '.join(result.killed)}"
+
+
+def run_torchrun_on_hosts(
+    hosts: Sequence[str],
+    agent: Sequence[str],
+    spec: Spec,
+    *,
+    port: int = DEFAULT_PORT,
+    rdzv_id: str = "clusterbench",
+    join_timeout: float = 60.0,
+    timeout: float = 3600.0,
+    local_addr: bool = True,
+    torchrun: Sequence[str] = ("torchrun",),
+    quote: bool = True,
+    echo: bool = False,
+) -> HostsResult:
+    """torchrun with c10d rendezvous on every host; the first host holds the store (rank 0)."""
+    hosts = [check_host(h) for h in hosts]
+    if len(hosts) != spec.nodes:
+        raise UsageError(f"{len(hosts)} hosts given for --nodes {spec.nodes}")
+    endpoint = f"{hosts[0]}:{port}"
+    per_host = []
+    for i, host in enumerate(hosts):
+        argv = torchrun_argv(spec, endpoint, rdzv_id=rdzv_id, is_host=(i == 0),
+                             local_addr=host if local_addr else None, join_timeout=join_timeout,
+                             torchrun=torchrun)
+        per_host.append([*env_argv(spec.env), *argv])
+    procs = start_on_hosts(hosts, agent, per_host, quote, echo)
+    return wait_hosts(procs, timeout)
+
+
+def check_result(result: HostsResult, endpoint: str, join_timeout: float) -> None:
+    message = diagnose(result, endpoint, join_timeout)
+    if message:
+        raise ClusterbenchError(message)

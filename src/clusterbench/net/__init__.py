@@ -1,0 +1,1 @@
+"""Host-to-host network tests between ranks: TCP bandwidth and round-trip latency, perftest RDMA."""

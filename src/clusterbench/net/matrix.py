@@ -1,0 +1,150 @@
+"""``clusterbench net`` on every rank: TCP bandwidth and round-trip latency between hosts, as a
+matrix over all host pairs (or a ring), one pair at a time so tests never share a link.
+
+One rank per host takes part (the lowest rank on that host); when every rank is on the same
+host (local ranks) the matrix is between ranks over loopback. Each rank runs a server; the
+source of each pair connects to the destination's server while the others wait.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from clusterbench.errors import UsageError
+from clusterbench.net import perftest, tcp
+from clusterbench.records import Measurement
+
+PAIR_MODES = ("all", "ring")
+
+
+@dataclass(frozen=True)
+class NetConfig:
+    streams: int = 4
+    duration: float = 2.0
+    latency_iters: int = 200
+    latency_bytes: int = 8
+    pairs: str = "all"
+    bandwidth: bool = True
+    latency: bool = True
+    rdma: bool = False
+    rdma_qps: int = 1
+    rdma_bidirectional: bool = False
+    rdma_device: str | None = None
+    rdma_gpu: str | None = None        # perftest GPU memory flag, e.g. "--use_cuda=0"
+    link_rate: float | None = None     # bytes/s of the link (--link-rate): adds efficiency rows
+
+    def check(self) -> None:
+        if self.streams < 1 or self.streams > 128:
+            raise UsageError(f"--streams must be 1..128, got {self.streams}")
+        if self.duration <= 0:
+            raise UsageError(f"--duration must be positive, got {self.duration}")
+        if self.latency_iters < 1:
+            raise UsageError(f"--latency-iters must be at least 1, got {self.latency_iters}")
+        if self.pairs not in PAIR_MODES:
+            raise UsageError(f"--pairs must be one of {', '.join(PAIR_MODES)}")
+
+
+def endpoints_of(hosts: list[str]) -> tuple[list[int], str]:
+    """Ranks that take part (one per host) and whether the matrix is per host or per rank."""
+    if len(set(hosts)) > 1:
+        firsts: dict[str, int] = {}
+        for r, h in enumerate(hosts):
+            firsts.setdefault(h, r)
+        return sorted(firsts.values()), "host"
+    return list(range(len(hosts))), "rank"
+
+
+def ordered_pairs(n: int, mode: str) -> list[tuple[int, int]]:
+    """Directed (src, dst) index pairs: every ordered pair, or each node to its ring neighbours."""
+    if n < 2:
+        return []
+    if mode == "ring":
+        pairs = [(i, (i + 1) % n) for i in range(n)] + [((i + 1) % n, i) for i in range(n)]
+        return list(dict.fromkeys(p for p in pairs if p[0] != p[1]))
+    return [(i, j) for i in range(n) for j in range(n) if i != j]
+
+
+def _label(names: list[str], idx: int, per: str, ranks: list[int]) -> str:
+    return names[ranks[idx]] if per == "host" else f"{names[ranks[idx]]}/rank{ranks[idx]}"
+
+
+def main(ctx: Any, cfg: NetConfig) -> None:
+    import torch.distributed as dist
+
+    me = ctx.rank
+    addr = tcp.local_address(ctx.env.master_addr) if ctx.env.launcher != "local" else "127.0.0.1"
+    server = tcp.Server(addr)
+    try:
+        table: list[Any] = [None] * ctx.world_size
+        dist.all_gather_object(table, (addr, server.port))
+        ranks, per = endpoints_of(ctx.hosts)
+        names = ctx.hosts
+        if len(ranks) < 2:
+            ctx.emit("note", "net: a single host (and rank): nothing to measure between hosts;"
+                             " start one rank per host (launcher) or --np 2 for loopback")
+            return
+        ctx.emit("meta", {"net_endpoints": [f"{_label(names, i, per, ranks)}={table[ranks[i]][0]}"
+                                            for i in range(len(ranks))], "net_matrix": per})
+        timeout = max(ctx.options.timeout, cfg.duration + 5.0)
+        if cfg.bandwidth:
+            for i, j in ordered_pairs(len(ranks), cfg.pairs):
+                src, dst = ranks[i], ranks[j]
+                result: Any = None
+                if me == src:
+                    try:
+                        r = tcp.bandwidth(table[dst][0], table[dst][1], streams=cfg.streams,
+                                          duration=cfg.duration, timeout=timeout)
+                        result = (r.bytes, r.seconds)
+                    except (OSError, TimeoutError) as e:
+                        result = str(e)
+                got: list[Any] = [None] * ctx.world_size
+                dist.all_gather_object(got, result)
+                ctx.progress()
+                _emit_bw(ctx, cfg, got[src], _label(names, i, per, ranks),
+                         _label(names, j, per, ranks), src, dst)
+        if cfg.latency:
+            for i, j in [p for p in ordered_pairs(len(ranks), cfg.pairs) if p[0] < p[1]]:
+                src, dst = ranks[i], ranks[j]
+                result = None
+                if me == src:
+                    try:
+                        lat = tcp.latency(table[dst][0], table[dst][1], iters=cfg.latency_iters,
+                                          size=cfg.latency_bytes, timeout=timeout)
+                        result = {s: lat.stat(s) for s in ("min", "avg", "p50", "max")}
+                    except (OSError, TimeoutError) as e:
+                        result = str(e)
+                got = [None] * ctx.world_size
+                dist.all_gather_object(got, result)
+                ctx.progress()
+                _emit_lat(ctx, cfg, got[src], _label(names, i, per, ranks),
+                          _label(names, j, per, ranks), src, dst)
+        if cfg.rdma:
+            perftest.run_pairs(ctx, cfg, ranks, table, names)
+    finally:
+        server.close()
+
+
+def _emit_bw(ctx: Any, cfg: NetConfig, result: Any, src: str, dst: str, sr: int, dr: int) -> None:
+    if isinstance(result, str):
+        ctx.emit("fail", f"net bandwidth {src} -> {dst}: {result}")
+        return
+    nbytes, seconds = result
+    params = {"src_host": src, "dst_host": dst, "src_rank": sr, "dst_rank": dr,
+              "streams": cfg.streams, "bytes": int(nbytes), "protocol": "tcp"}
+    bw = nbytes / seconds / 1e9 if seconds else 0.0
+    rows = [Measurement("net", "bandwidth", bw, "GB/s", params)]
+    if cfg.link_rate:
+        rows.append(Measurement("net", "efficiency", bw * 1e9 / cfg.link_rate, "",
+                                {**params, "link_rate": cfg.link_rate / 1e9}))
+    ctx.emit("measurements", rows)
+
+
+def _emit_lat(ctx: Any, cfg: NetConfig, result: Any, src: str, dst: str, sr: int, dr: int) -> None:
+    if isinstance(result, str):
+        ctx.emit("fail", f"net latency {src} <-> {dst}: {result}")
+        return
+    base = {"src_host": src, "dst_host": dst, "src_rank": sr, "dst_rank": dr, "streams": 1,
+            "bytes": cfg.latency_bytes, "protocol": "tcp", "iterations": cfg.latency_iters}
+    ctx.emit("measurements", [Measurement("net", "latency_us", float(v), "us", {**base, "stat": s})
+                              for s, v in result.items()])

@@ -1,0 +1,116 @@
+"""Known devices' datasheet peaks (``data/peaks.yaml``) and percent-of-peak.
+
+Lookup is by the name PyTorch reports (``torch.cuda.get_device_name()``). An unknown device is
+not an error: every lookup returns ``None`` and reports simply show no percentage.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+
+@dataclass(frozen=True)
+class DevicePeaks:
+    id: str
+    names: tuple[str, ...]
+    source: str
+    hbm_gbs: float | None = None
+    tflops: dict[str, float] = field(default_factory=dict)
+    links: dict[str, float] = field(default_factory=dict)
+
+    def matches(self, device_name: str) -> bool:
+        return any(re.search(p, device_name, re.IGNORECASE) for p in self.names)
+
+
+def _from_dict(d: dict[str, Any]) -> DevicePeaks:
+    return DevicePeaks(
+        id=str(d["id"]), names=tuple(d.get("names") or [d["id"]]), source=str(d.get("source", "")),
+        hbm_gbs=float(d["hbm_gbs"]) if d.get("hbm_gbs") is not None else None,
+        tflops={k: float(v) for k, v in (d.get("tflops") or {}).items()},
+        links={k: float(v) for k, v in (d.get("links") or {}).items()},
+    )
+
+
+@lru_cache(maxsize=1)
+def table() -> tuple[DevicePeaks, ...]:
+    text = resources.files("clusterbench").joinpath("data/peaks.yaml").read_text()
+    return tuple(_from_dict(d) for d in yaml.safe_load(text)["devices"])
+
+
+def lookup(device_name: str | None) -> DevicePeaks | None:
+    """The peaks of a device by its PyTorch name, or None when it is not in the table."""
+    if not device_name:
+        return None
+    for dev in table():
+        if dev.matches(device_name):
+            return dev
+    return None
+
+
+def hbm_bandwidth(device_name: str | None) -> float | None:
+    dev = lookup(device_name)
+    return dev.hbm_gbs if dev else None
+
+
+def dense_tflops(device_name: str | None, dtype: str) -> float | None:
+    dev = lookup(device_name)
+    return dev.tflops.get(dtype) if dev else None
+
+
+def link_bandwidth(device_name: str | None, link: str) -> float | None:
+    dev = lookup(device_name)
+    return dev.links.get(link) if dev else None
+
+
+def percent(value: float, peak: float | None) -> float | None:
+    """``value`` as percent of ``peak``; None when the peak is unknown."""
+    if peak is None or peak <= 0:
+        return None
+    return 100.0 * value / peak
+
+
+def format_percent(value: float, peak: float | None) -> str:
+    p = percent(value, peak)
+    return "" if p is None else f"{p:.1f}%"
+
+
+def device_name_for(label: str, device_names: dict[str, str] | None, rank_devices: list[str]) -> str | None:
+    """The device name behind a record's ``device`` label (``cuda:1``, ``cpu``).
+
+    ``device_names`` is the run's ``meta["device_names"]`` (label -> name) when stored; during a
+    live run only the per-rank names are known, which identify the device when they all agree.
+    """
+    if device_names and label in device_names:
+        return device_names[label]
+    uniq = set(rank_devices)
+    return next(iter(uniq)) if len(uniq) == 1 else None
+
+
+def transfer_peak(device_name: str | None, test: str, src: str, dst: str, direction: str) -> float | None:
+    """The datasheet bound for one transfer measurement, in GB/s per direction, or None.
+
+    Datasheet link figures are bidirectional totals, so one direction gets half:
+    host<->GPU: PCIe / 2; GPU->GPU: NVLink / 2 (NVIDIA, any pair through NVSwitch) or one
+    Infinity Fabric link / 2 (AMD, direct mesh), the whole fabric / 2 for a row total of an
+    all-to-all; a local copy (same GPU) reads and writes, so HBM / 2. Bidirectional: twice that.
+    """
+    dev = lookup(device_name)
+    if dev is None:
+        return None
+    factor = 2.0 if direction == "bi" else 1.0
+    if test in ("h2d", "d2h"):
+        peak = dev.links.get("pcie_gbs")
+        return peak / 2 * factor if peak else None
+    if src == dst and src.startswith("G"):
+        return dev.hbm_gbs / 2 if dev.hbm_gbs else None
+    if dst == "*":  # a row total: everything one GPU sends
+        peak = dev.links.get("nvlink_gbs") or dev.links.get("infinity_fabric_gbs")
+    else:
+        peak = dev.links.get("nvlink_gbs") or dev.links.get("infinity_fabric_link_gbs")
+    return peak / 2 * factor if peak else None

@@ -1,0 +1,70 @@
+"""Preflight: fast health checks of this host before a long run (``clusterbench preflight``).
+
+``run_checks()`` gathers the facts once (inventory, kernel log, ECC counters) and runs every
+check in ``checks``; ``exit_code()`` is 1 when any check failed, as in ``clusterbench validate``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from clusterbench.preflight import checks as c
+from clusterbench.preflight import kernel_log
+from clusterbench.preflight.checks import CheckResult, Expectations
+
+
+def _ecc(use_libraries: bool) -> list[dict[str, Any]]:
+    if not use_libraries:
+        return []
+    from clusterbench.envinfo import gpulib
+
+    rows: list[dict[str, Any]] = []
+    for lib in gpulib.libraries():
+        rows += lib.ecc()
+    return rows
+
+
+def run_checks(expect: Expectations, root: str | Path = "/", log_path: str | Path | None = None,
+               inventory: dict[str, Any] | None = None) -> list[CheckResult]:
+    from clusterbench.envinfo import inventory as inv_mod
+
+    root = Path(root)
+    use_libraries = str(root) == "/"
+    inv = inventory if inventory is not None else inv_mod.collect(root, use_libraries=use_libraries)
+    if log_path is None and not use_libraries:
+        text, source = None, "kernel log not read for a fake sysfs root (give --kernel-log FILE)"
+    else:
+        text, source = kernel_log.read(log_path)
+    findings = kernel_log.parse(text) if text is not None else None
+    return [
+        c.gpu_count(inv, expect),
+        c.gpu_model(inv, expect),
+        c.gpu_partition(inv, expect),
+        c.pcie_links(inv, expect),
+        c.pcie_aer(inv, expect),
+        c.gpu_ecc(inv, _ecc(use_libraries)),
+        c.kernel_log(findings, source),
+        c.nics(inv, expect),
+        c.rdma_ports(inv, expect),
+    ]
+
+
+def overall(results: list[CheckResult]) -> str:
+    statuses = {r.status for r in results}
+    for s in (c.FAIL, c.WARNING, c.OK):
+        if s in statuses:
+            return s
+    return c.NA
+
+
+def exit_code(results: list[CheckResult]) -> int:
+    return 1 if any(r.status == c.FAIL for r in results) else 0
+
+
+def record(results: list[CheckResult]) -> dict[str, Any]:
+    """The outcome as stored with a run (``run.meta["preflight"]``)."""
+    return {"status": overall(results), "checks": [r.to_dict() for r in results]}
+
+
+__all__ = ["CheckResult", "Expectations", "exit_code", "overall", "record", "run_checks"]

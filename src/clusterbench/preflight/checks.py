@@ -1,0 +1,264 @@
+"""The preflight checks: pure functions from facts (an inventory, kernel log findings, ECC
+counters) and expectations to one ``CheckResult`` each, so every one is tested on fake data.
+
+Status: ``ok``, ``warning`` (worth a look, does not fail the preflight), ``fail``, or
+``not-applicable`` (nothing to check here, or the facts could not be read: the evidence says which).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from clusterbench.envinfo.sysfs import GPU_KINDS, NIC_KINDS, link_downgrade, pcie_gen
+from clusterbench.preflight.kernel_log import Finding
+
+OK, WARNING, FAIL, NA = "ok", "warning", "fail", "not-applicable"
+STATUSES = (OK, WARNING, FAIL, NA)
+MAX_EVIDENCE = 12
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    check: str
+    status: str
+    summary: str
+    evidence: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"check": self.check, "status": self.status, "summary": self.summary,
+                "evidence": list(self.evidence)}
+
+
+@dataclass(frozen=True)
+class Expectations:
+    gpus: int | None = None
+    model: str | None = None
+    nic_speed_gbps: float | None = None          # every physical NIC / RDMA port at least this
+    nics: tuple[str, ...] = ()                   # interfaces (or RDMA devices) that must be up
+    compute_partition: str | None = None         # AMD: SPX, DPX, QPX, CPX
+    memory_partition: str | None = None          # AMD: NPS1, NPS4
+
+
+def _cap(lines: list[str]) -> list[str]:
+    return lines if len(lines) <= MAX_EVIDENCE else lines[:MAX_EVIDENCE] + [f"... {len(lines) - MAX_EVIDENCE} more"]
+
+
+def _why_no_gpus(inv: dict[str, Any]) -> str:
+    errs = inv.get("gpu_library_errors") or {}
+    return "; ".join(f"{k}: {v}" for k, v in errs.items()) or "no GPU library or PyTorch device"
+
+
+def gpu_count(inv: dict[str, Any], exp: Expectations) -> CheckResult:
+    gpus = inv.get("gpus") or []
+    n = len(gpus)
+    evidence = [f"{g.get('index')}: {g.get('name')} ({g.get('pci') or 'pci ?'}, via {g.get('source')})" for g in gpus]
+    if exp.gpus is None:
+        if n == 0:
+            return CheckResult("gpu_count", NA, "no GPU found (give --expect-gpus to require some)",
+                               [_why_no_gpus(inv)])
+        return CheckResult("gpu_count", OK, f"{n} GPU(s) found", _cap(evidence))
+    pci_only = n > 0 and all(g.get("source") == "pci" for g in gpus) and inv.get("gpu_library_errors")
+    if n == exp.gpus and pci_only:
+        return CheckResult("gpu_count", WARNING, f"{n} GPU(s) on the PCI bus, but no library or PyTorch sees them",
+                           _cap([_why_no_gpus(inv)] + evidence))
+    if n == exp.gpus:
+        return CheckResult("gpu_count", OK, f"{n} GPU(s) found, as expected", _cap(evidence))
+    if n == 0:
+        evidence = [_why_no_gpus(inv)]
+    return CheckResult("gpu_count", FAIL, f"{n} GPU(s) found, expected {exp.gpus}", _cap(evidence))
+
+
+def gpu_model(inv: dict[str, Any], exp: Expectations) -> CheckResult:
+    gpus = inv.get("gpus") or []
+    if exp.model is None:
+        names = Counter(str(g.get("name")) for g in gpus)
+        if not names:
+            return CheckResult("gpu_model", NA, "no GPU found")
+        return CheckResult("gpu_model", OK, ", ".join(f"{c} x {n}" for n, c in names.items()))
+    if not gpus:
+        return CheckResult("gpu_model", FAIL, f"no GPU found, expected {exp.model}", [_why_no_gpus(inv)])
+    wrong = [g for g in gpus if exp.model.lower() not in str(g.get("name") or "").lower()]
+    if wrong:
+        return CheckResult("gpu_model", FAIL, f"{len(wrong)} of {len(gpus)} GPU(s) are not {exp.model}",
+                           _cap([f"{g.get('index')}: {g.get('name')}" for g in wrong]))
+    return CheckResult("gpu_model", OK, f"all {len(gpus)} GPU(s) match {exp.model!r}")
+
+
+def gpu_partition(inv: dict[str, Any], exp: Expectations) -> CheckResult:
+    """AMD compute/memory partition modes (and NVIDIA MIG mode) against the expected ones."""
+    modes = []
+    for g in inv.get("gpus") or []:
+        if g.get("compute_partition") or g.get("memory_partition"):
+            modes.append((f"gpu {g.get('index')}", g.get("compute_partition"), g.get("memory_partition")))
+    if not modes:  # no library: the amdgpu sysfs files alone
+        modes = [(c["card"], c.get("compute_partition"), c.get("memory_partition"))
+                 for c in inv.get("amdgpu") or [] if c.get("compute_partition") or c.get("memory_partition")]
+    mig = [f"gpu {g.get('index')}: MIG {'on' if g['mig']['current'] else 'off'}"
+           + (" (change pending reset)" if g["mig"]["pending"] != g["mig"]["current"] else "")
+           for g in inv.get("gpus") or [] if isinstance(g.get("mig"), dict)]
+    evidence = [f"{who}: compute {c or '?'}, memory {m or '?'}" for who, c, m in modes] + mig
+    if not modes and not mig:
+        if exp.compute_partition or exp.memory_partition:
+            return CheckResult("gpu_partition", FAIL, "partition modes expected but none readable",
+                               ["no amdgpu current_compute_partition/current_memory_partition files"])
+        return CheckResult("gpu_partition", NA, "no GPU partition information (not an AMD Instinct GPU, or no GPU)")
+    bad = []
+    for who, c, m in modes:
+        if exp.compute_partition and (c or "").upper() != exp.compute_partition.upper():
+            bad.append(f"{who}: compute partition {c or '?'}, expected {exp.compute_partition}")
+        if exp.memory_partition and (m or "").upper() != exp.memory_partition.upper():
+            bad.append(f"{who}: memory partition {m or '?'}, expected {exp.memory_partition}")
+    if bad:
+        return CheckResult("gpu_partition", FAIL, f"{len(bad)} partition mode(s) differ from the expected", _cap(bad))
+    distinct = sorted({f"{c}/{m}" for _, c, m in modes})
+    if len(distinct) > 1:
+        return CheckResult("gpu_partition", WARNING, "GPUs of this host are in different partition modes: "
+                           + ", ".join(distinct), _cap(evidence))
+    return CheckResult("gpu_partition", OK, ("modes " + ", ".join(distinct)) if distinct else "MIG state read",
+                       _cap(evidence))
+
+
+def pcie_links(inv: dict[str, Any], exp: Expectations) -> CheckResult:
+    """GPU and NIC links below their maximum: narrower is a fault (fail); slower is a warning,
+    since GPUs lower the link speed when idle to save power."""
+    devs = [d for d in inv.get("pcie") or [] if d.get("kind") in GPU_KINDS + NIC_KINDS]
+    known = [d for d in devs if d["link"].get("max_width") or d["link"].get("max_speed_gts")]
+    if not known:
+        return CheckResult("pcie_link", NA, "no GPU or NIC with PCIe link information in sysfs",
+                           [f"{len(devs)} GPU/NIC PCI function(s) without link attributes (virtual device?)"] if devs else [])
+    fails, warns, fine = [], [], []
+    for d in known:
+        link = d["link"]
+        problems = link_downgrade(link)
+        gen = pcie_gen(link.get("current_speed_gts"))
+        text = (f"{d['bdf']} {d['kind']} {d.get('vendor') or ''} ({d.get('driver') or 'no driver'}): "
+                f"x{link.get('current_width')}/x{link.get('max_width')}, "
+                f"{link.get('current_speed_gts')}/{link.get('max_speed_gts')} GT/s"
+                + (f" (Gen{gen})" if gen else ""))
+        if any(p.startswith(("width", "link down")) for p in problems):
+            fails.append(f"{text}: {'; '.join(problems)}")
+        elif problems:
+            warns.append(f"{text}: {'; '.join(problems)}")
+        else:
+            fine.append(text)
+    if fails:
+        return CheckResult("pcie_link", FAIL, f"{len(fails)} link(s) narrower than their maximum", _cap(fails + warns))
+    if warns:
+        return CheckResult("pcie_link", WARNING,
+                           f"{len(warns)} link(s) below maximum speed (idle GPUs downshift; re-check under load)",
+                           _cap(warns))
+    return CheckResult("pcie_link", OK, f"{len(fine)} link(s) at maximum width and speed", _cap(fine))
+
+
+def pcie_aer(inv: dict[str, Any], exp: Expectations) -> CheckResult:
+    devs = [d for d in inv.get("pcie") or [] if d.get("aer")]
+    if not devs:
+        return CheckResult("pcie_aer", NA, "no PCIe AER counters exposed (aer_dev_* files)")
+    fails = [f"{d['bdf']} {d['kind']}: {d['aer']}" for d in devs
+             if d["aer"].get("fatal", 0) or d["aer"].get("nonfatal", 0)]
+    warns = [f"{d['bdf']} {d['kind']}: {d['aer']}" for d in devs if d["aer"].get("correctable", 0)]
+    if fails:
+        return CheckResult("pcie_aer", FAIL, f"{len(fails)} device(s) with uncorrectable PCIe errors", _cap(fails + warns))
+    if warns:
+        return CheckResult("pcie_aer", WARNING, f"{len(warns)} device(s) with corrected PCIe errors", _cap(warns))
+    return CheckResult("pcie_aer", OK, f"no PCIe errors counted on {len(devs)} device(s)")
+
+
+def kernel_log(findings: list[Finding] | None, source: str) -> CheckResult:
+    if findings is None:
+        return CheckResult("kernel_log", NA, "kernel log not readable", [source])
+    if not findings:
+        return CheckResult("kernel_log", OK, f"no Xid, amdgpu or PCIe AER errors ({source})")
+    counts = Counter(f"{f.kind} {f.detail}" + (f" on {f.device}" if f.device else "") for f in findings)
+    evidence = [f"{n} x {what}" for what, n in counts.most_common()]
+    evidence += [f.line for f in findings[-3:]]
+    status = FAIL if any(f.severity == FAIL for f in findings) else WARNING
+    kinds = ", ".join(sorted({f.kind for f in findings}))
+    return CheckResult("kernel_log", status, f"{len(findings)} error line(s) ({kinds}) in {source}", _cap(evidence))
+
+
+def gpu_ecc(inv: dict[str, Any], ecc: list[dict[str, Any]]) -> CheckResult:
+    """Uncorrectable ECC errors or pending/failed row remapping fail; corrected ones warn."""
+    rows = list(ecc)
+    for c in inv.get("amdgpu") or []:
+        for block, counts in (c.get("ras") or {}).items():
+            rows.append({"index": f"{c['card']}/{block}", "enabled": True,
+                         "uncorrected": counts.get("ue"), "corrected": counts.get("ce")})
+    enabled = [r for r in rows if r.get("enabled")]
+    if not enabled:
+        return CheckResult("gpu_ecc", NA, "no ECC counters exposed" if not rows else "ECC disabled on every GPU")
+    fails, warns = [], []
+    for r in enabled:
+        text = f"gpu {r['index']}: uncorrected {r.get('uncorrected')}, corrected {r.get('corrected')}"
+        if (r.get("uncorrected") or 0) > 0 or r.get("remap_failed") or r.get("remap_pending"):
+            extra = " (row remap pending: reset the GPU)" if r.get("remap_pending") else ""
+            extra += " (row remap failed)" if r.get("remap_failed") else ""
+            fails.append(text + extra)
+        elif (r.get("corrected") or 0) > 0:
+            warns.append(text)
+    if fails:
+        return CheckResult("gpu_ecc", FAIL, f"{len(fails)} GPU memory block(s) with uncorrectable errors", _cap(fails + warns))
+    if warns:
+        return CheckResult("gpu_ecc", WARNING, f"{len(warns)} with corrected ECC errors", _cap(warns))
+    return CheckResult("gpu_ecc", OK, f"no ECC errors on {len(enabled)} counter set(s)")
+
+
+def nics(inv: dict[str, Any], exp: Expectations) -> CheckResult:
+    """Physical interfaces: down (a warning, or a fail for one named by --nic) or slower than expected."""
+    phys = [n for n in inv.get("nics") or [] if not n.get("virtual")]
+    if exp.nics:
+        missing = [name for name in exp.nics
+                   if name not in {n["name"] for n in inv.get("nics") or []}
+                   and name not in {r["name"] for r in inv.get("rdma") or []}]
+        if missing:
+            return CheckResult("nic", FAIL, f"interface(s) not found: {', '.join(missing)}")
+        phys = [n for n in inv.get("nics") or [] if n["name"] in exp.nics]
+    if not phys:
+        return CheckResult("nic", NA, "no physical network interface")
+    fails, warns, fine = [], [], []
+    for n in phys:
+        speed = n.get("speed_mbps")
+        text = (f"{n['name']} ({n.get('driver') or '?'}): {n.get('operstate')}, "
+                f"{f'{speed / 1000:g} Gb/s' if speed else 'speed unknown'}, MTU {n.get('mtu')}")
+        if n.get("operstate") not in ("up", "unknown"):
+            (fails if n["name"] in exp.nics else warns).append(text)
+        elif exp.nic_speed_gbps and speed is not None and speed / 1000 < exp.nic_speed_gbps:
+            fails.append(f"{text}: below the expected {exp.nic_speed_gbps:g} Gb/s")
+        else:
+            fine.append(text)
+    if fails:
+        return CheckResult("nic", FAIL, f"{len(fails)} interface(s) down or too slow", _cap(fails + warns))
+    if warns:
+        return CheckResult("nic", WARNING, f"{len(warns)} physical interface(s) down", _cap(warns + fine))
+    return CheckResult("nic", OK, f"{len(fine)} physical interface(s) up", _cap(fine))
+
+
+def rdma_ports(inv: dict[str, Any], exp: Expectations) -> CheckResult:
+    devs = inv.get("rdma") or []
+    if not devs:
+        return CheckResult("rdma", NA, "no RDMA device in /sys/class/infiniband")
+    if exp.nics:  # named interfaces: only their RDMA devices are checked
+        devs = [d for d in devs if d["name"] in exp.nics or set(d.get("netdevs") or []) & set(exp.nics)]
+        if not devs:
+            return CheckResult("rdma", NA, "no RDMA device behind the named interface(s)")
+    fails, warns, fine = [], [], []
+    for d in devs:
+        named = bool(exp.nics)
+        for p in d.get("ports") or []:
+            roce = [g for g in p.get("gids") or [] if (g.get("type") or "").startswith("RoCE v2")]
+            text = (f"{d['name']} port {p['port']} ({p.get('link_layer')}, fw {d.get('fw_ver')}): "
+                    f"{p.get('state')}/{p.get('phys_state')}, {p.get('rate') or 'rate ?'}"
+                    + (f", RoCE v2 GID index {','.join(str(g['index']) for g in roce)}" if roce else ""))
+            if p.get("state") != "ACTIVE":
+                (fails if named else warns).append(text)
+            elif exp.nic_speed_gbps and p.get("rate_gbps") is not None and p["rate_gbps"] < exp.nic_speed_gbps:
+                fails.append(f"{text}: below the expected {exp.nic_speed_gbps:g} Gb/s")
+            else:
+                fine.append(text)
+    if fails:
+        return CheckResult("rdma", FAIL, f"{len(fails)} RDMA port(s) not active or too slow", _cap(fails + warns))
+    if warns:
+        return CheckResult("rdma", WARNING, f"{len(warns)} RDMA port(s) not active", _cap(warns + fine))
+    return CheckResult("rdma", OK, f"{len(fine)} RDMA port(s) active", _cap(fine))

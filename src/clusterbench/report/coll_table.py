@@ -1,0 +1,161 @@
+"""The nccl-tests table, rendered from records alone (a native run, a stored run, or an imported
+nccl-tests/rccl-tests log all print the same way).
+
+Reads: measurements ``time_us``/``algbw``/``busbw``/``wrong`` per row and placement, per-run
+``avg_busbw``/``out_of_bounds``; and, when present, run meta ``coll_sweep.<op>`` (the values of
+nccl-tests' first header line) and ``rank_pids``/``rank_device_index``/``rank_bus_id``.
+Missing values print ``N/A``, as nccl-tests does for an unchecked ``#wrong``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clusterbench.records import Measurement, Run
+
+ROW_METRICS = ("time_us", "algbw", "busbw", "wrong")
+RUN_METRICS = ("avg_busbw", "out_of_bounds")
+
+
+def format_time(us: float) -> str:
+    """nccl-tests' time column: %7.0f from 10 ms, %7.1f from 100 us, else %7.2f."""
+    if us >= 10000.0:
+        return f"{us:7.0f}"
+    if us >= 100.0:
+        return f"{us:7.1f}"
+    return f"{us:7.2f}"
+
+
+def _row_key(params: dict[str, Any]) -> tuple:
+    return tuple(sorted((k, str(v)) for k, v in params.items() if k != "placement"))
+
+
+def _cell(values: dict[str, float] | None) -> str:
+    if not values or "time_us" not in values:
+        return f"  {'N/A':>7s}  {'N/A':>6s}  {'N/A':>6s}  {'N/A':>5s}"
+    wrong = f"{int(values['wrong']):5d}" if "wrong" in values else f"{'N/A':>5s}"
+    return (f"  {format_time(values['time_us'])}  {values.get('algbw', 0.0):6.2f}"
+            f"  {values.get('busbw', 0.0):6.2f}  {wrong}")
+
+
+def _int(v: Any, default: int = -1) -> int:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return default
+
+
+class CollTable:
+    """Renderer for one collective; subclasses name the op (the registry maps op -> class)."""
+
+    op = "collective"
+
+    def header(self, run: Run) -> list[str]:
+        lines = [f"# Collective test: {self.op}"]
+        sweep = run.meta.get(f"coll_sweep.{self.op}")
+        if isinstance(sweep, dict):
+            lines.append(
+                f"# nThread {sweep.get('nthread', 1)} nGpus {sweep.get('ngpus', 1)} minBytes "
+                f"{sweep.get('minbytes', '?')} maxBytes {sweep.get('maxbytes', '?')} step: "
+                f"{sweep.get('step', '?')}({sweep.get('step_kind', 'factor')}) warmup iters: "
+                f"{sweep.get('warmup_iters', '?')} iters: {sweep.get('iters', '?')} agg iters: "
+                f"{sweep.get('agg_iters', 1)} validation: {sweep.get('validation', 1)} graph: "
+                f"{sweep.get('graph', 0)}")
+        lines += ["#", "# Using devices"]
+        hosts = run.meta.get("rank_hosts") or run.hosts
+        pids = run.meta.get("rank_pids") or []
+        index = run.meta.get("rank_device_index") or []
+        bus = run.meta.get("rank_bus_id") or []
+        for r, name in enumerate(run.devices):
+            host = hosts[r] if r < len(hosts) else "?"
+            pid = _int(pids[r]) if r < len(pids) else -1
+            dev = _int(index[r]) if r < len(index) else -1
+            where = f"device {dev:2d} [{bus[r] if r < len(bus) and bus[r] else '?'}]" if dev >= 0 \
+                else "device cpu"
+            lines.append(f"#  Rank {r:2d} Group  0 Pid {pid if pid >= 0 else '?':>6} on {host:>10s} {where} {name}")
+        lines += [
+            "#",
+            f"# {'':>10s}  {'':>12s}  {'':>8s}  {'':>6s}  {'':>6s}           out-of-place"
+            "                       in-place          ",
+            f"# {'size':>10s}  {'count':>12s}  {'type':>8s}  {'redop':>6s}  {'root':>6s}  {'time':>7s}  "
+            f"{'algbw':>6s}  {'busbw':>6s} {'#wrong':>6s}  {'time':>7s}  {'algbw':>6s}  {'busbw':>6s} {'#wrong':>6s}",
+            f"# {'(B)':>10s}  {'(elements)':>12s}  {'':>8s}  {'':>6s}  {'':>6s}  {'(us)':>7s}  "
+            f"{'(GB/s)':>6s}  {'(GB/s)':>6s}  {'':>5s}  {'(us)':>7s}  {'(GB/s)':>6s}  {'(GB/s)':>6s}  {'':>5s}",
+        ]
+        return lines
+
+    def rows(self, measurements: list[Measurement]) -> list[str]:
+        rows: dict[tuple, dict[str, Any]] = {}
+        for m in measurements:
+            if m.metric not in ROW_METRICS:
+                continue
+            row = rows.setdefault(_row_key(m.params), {"params": m.params, "out": {}, "in": {}})
+            place = "in" if str(m.params.get("placement", "out")) == "in" else "out"
+            row[place][m.metric] = m.value
+        lines = []
+        for row in rows.values():
+            p = row["params"]
+            lines.append(f"{_int(p.get('bytes'), 0):12d}  {_int(p.get('count'), 0):12d}  "
+                         f"{str(p.get('dtype', '?')):>8s}  {str(p.get('redop', 'none')):>6s}  "
+                         f"{_int(p.get('root')):6d}" + _cell(row["out"]) + _cell(row["in"]))
+        return lines
+
+    def footer(self, run: Run, measurements: list[Measurement]) -> list[str]:
+        oob = [m.value for m in measurements if m.metric == "out_of_bounds"]
+        avg = [m.value for m in measurements if m.metric == "avg_busbw"]
+        if not oob:  # an incomplete run: count from the rows that finished
+            oob = [float(sum(1 for m in measurements if m.metric == "wrong" and m.value > 0))]
+        if not avg:
+            bws = [m.value for m in measurements if m.metric == "busbw"]
+            avg = [sum(bws) / len(bws)] if bws else []
+        bad = int(sum(oob))
+        lines = [f"# Out of bounds values : {bad} {'FAILED' if bad else 'OK'}"]
+        for a in avg or [None]:
+            lines.append(f"# Avg bus bandwidth    : {a:g} " if a is not None else "# Avg bus bandwidth    : N/A")
+        lines += ["#", f"# Collective test concluded: {self.op}"]
+        return lines
+
+
+class AllReduceTable(CollTable):
+    op = "all_reduce"
+
+
+class AllGatherTable(CollTable):
+    op = "all_gather"
+
+
+class ReduceScatterTable(CollTable):
+    op = "reduce_scatter"
+
+
+class BroadcastTable(CollTable):
+    op = "broadcast"
+
+
+class ReduceTable(CollTable):
+    op = "reduce"
+
+
+class AlltoallTable(CollTable):
+    op = "alltoall"
+
+
+class SendrecvTable(CollTable):
+    op = "sendrecv"
+
+
+class GatherTable(CollTable):
+    op = "gather"
+
+
+class ScatterTable(CollTable):
+    op = "scatter"
+
+
+class HypercubeTable(CollTable):
+    op = "hypercube"
+
+
+RENDERER_CLASSES = {cls.op: f"{__name__}:{cls.__name__}" for cls in (
+    AllReduceTable, AllGatherTable, ReduceScatterTable, BroadcastTable, ReduceTable, AlltoallTable,
+    SendrecvTable, GatherTable, ScatterTable, HypercubeTable)}

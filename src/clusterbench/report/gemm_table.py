@@ -1,0 +1,55 @@
+"""The GEMM table: one line per device, dtype and statistic (best, median), rocblas-bench's
+shape columns, TFLOP/s with percent of the device's dense datasheet peak for that dtype."""
+
+from __future__ import annotations
+
+from clusterbench import peaks
+from clusterbench.records import Measurement, Run
+from clusterbench.report.terminal import run_header_lines
+
+
+class GemmRenderer:
+    def __init__(self) -> None:
+        self._names: dict[str, str] = {}
+        self._ranks: list[str] = []
+
+    def header(self, run: Run) -> list[str]:
+        self._names = dict(run.meta.get("device_names") or {})
+        self._ranks = list(run.devices)
+        lines = run_header_lines(run)
+        if run.meta.get("threads"):
+            lines.append(f"# CPU threads: {run.meta['threads']}")
+        for name in sorted(set(self._names.values()) or set(self._ranks)):
+            dev = peaks.lookup(name)
+            lines.append(f"# {name}: dense peaks from {dev.source}" if dev
+                         else f"# {name}: not in the peaks table, no % of peak")
+        lines.append("# TFLOP/s = 2*m*n*k*batch / time per call")
+        lines.append(f"# {'device':>8s} {'m':>6s} {'n':>6s} {'k':>6s} {'batch':>5s} {'dtype':>8s} "
+                     f"{'tA':>2s} {'tB':>2s} {'stat':>9s} {'TFLOP/s':>10s} {'%peak':>6s} {'time_us':>11s}")
+        return lines
+
+    def _peak(self, label: str, dtype: str, devices: int) -> float | None:
+        if label == "all":
+            label = next(iter(self._names), "")
+        peak = peaks.dense_tflops(peaks.device_name_for(label, self._names, self._ranks), dtype)
+        return peak * devices if peak else None
+
+    def rows(self, measurements: list[Measurement]) -> list[str]:
+        times = {(m.param("device"), m.param("dtype"), m.param("stat")): m.value
+                 for m in measurements if m.metric == "time_us"}
+        out = []
+        for m in measurements:
+            if m.metric != "tflops":
+                continue
+            p = m.params
+            label, dtype, stat = str(p.get("device")), str(p.get("dtype")), str(p.get("stat", ""))
+            t = times.get((label, dtype, stat))
+            pct = peaks.format_percent(m.value, self._peak(label, dtype, int(p.get("devices", 1))))
+            tcol = f"{t:>11.1f}" if t is not None else f"{'':>11s}"
+            out.append(f"  {label:>8s} {p.get('m'):>6} {p.get('n'):>6} {p.get('k'):>6} "
+                       f"{p.get('batch'):>5} {dtype:>8s} {p.get('transA'):>2} {p.get('transB'):>2} "
+                       f"{stat:>9s} {m.value:>10.3f} {pct:>6s} {tcol}".rstrip())
+        return out
+
+    def footer(self, run: Run, measurements: list[Measurement]) -> list[str]:
+        return []

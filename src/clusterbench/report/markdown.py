@@ -1,0 +1,69 @@
+"""A Markdown summary for tickets and pull requests: runs, verdicts, changes, outliers, efficiency."""
+
+from __future__ import annotations
+
+from clusterbench.judge.findings import Findings
+from clusterbench.judge.text import fmt, params_text, varying_keys
+from clusterbench.units import format_size
+
+
+def _cell(v: object) -> str:
+    # Pipes and newlines would break the table; angle brackets would render as HTML on most sites.
+    return (str(v).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+            .replace("<", "&lt;").replace(">", "&gt;"))
+
+
+def _table(headers: list[str], rows: list[list[object]]) -> list[str]:
+    out = ["| " + " | ".join(_cell(h) for h in headers) + " |", "|" + "---|" * len(headers)]
+    out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return out + [""]
+
+
+def render_markdown(f: Findings, title: str) -> str:
+    lines = [f"# {_cell(title)}", ""]
+    runs = [[run.id, g.label, run.benchmark + (f" ({run.source})" if run.source else ""), run.status,
+             ", ".join(run.hosts) or "-", run.ranks, ", ".join(dict.fromkeys(run.devices)) or "-",
+             ", ".join(f"{k}={v}" for k, v in run.tags.items()) or "-"]
+            for g in f.groups for run, _ in g.runs]
+    lines += ["## Runs", ""] + _table(["run", "group", "benchmark", "status", "hosts", "ranks", "devices", "tags"], runs)
+    if f.outcomes:
+        failed = [o for o in f.outcomes if o.status in ("fail", "error")]
+        verdict = "FAIL" if failed else "PASS"
+        lines += [f"## Validation: {_cell(f.profile.name)}: **{verdict}**", ""]
+        lines += _table(["status", "criterion", "measured", "threshold", "margin", "detail"],
+                        [[o.status.upper(), o.criterion.name, fmt(o.measured, o.unit), o.threshold,
+                          "-" if o.margin_pct is None else f"{o.margin_pct:+.1f}%", o.detail] for o in f.outcomes])
+    if f.compare_error:
+        lines += ["## Comparison", "", _cell(f.compare_error), ""]
+    elif f.comparisons:
+        changed = [c for c in f.comparisons if c.status in ("better", "worse")]
+        counts = {s: sum(c.status == s for c in f.comparisons) for s in ("worse", "better", "same", "noisy", "insufficient")}
+        lines += [f"## Comparison: A = {_cell(f.groups[0].label)}, B = {_cell(f.groups[1].label)}", "",
+                  ", ".join(f"{n} {s}" for s, n in counts.items() if n) + f" of {len(f.comparisons)} rows.", ""]
+        if changed:
+            keys = varying_keys([c.params for c in f.comparisons])
+            lines += _table(["benchmark", "metric", "params", "n A/B", "delta", "p", "verdict"],
+                            [[c.benchmark, c.metric, params_text(c.params, keys), f"{c.a.n}/{c.b.n}",
+                              f"{c.delta_pct:+.1f}%" if c.delta_pct is not None else "-",
+                              f"{c.test.p:.3g}" if c.test else "-", c.verdict] for c in changed[:40]])
+    lines += ["## Degraded hosts and devices", ""]
+    if f.degraded:
+        lines += _table(["by", "who", "benchmark", "metric", "params", "value", "median", "off by"],
+                        [[d.by, d.outlier.key, d.benchmark, d.metric, params_text(d.params),
+                          fmt(d.outlier.value, d.unit), fmt(d.outlier.median, d.unit),
+                          f"{d.outlier.rel_dev * 100:+.1f}%"] for d in f.degraded[:30]])
+    else:
+        lines += ["None found (modified z-score > 3.5 and > 5% off the median).", ""]
+    if f.efficiencies:
+        largest = max(e.bytes for _, e in f.efficiencies)
+        lines += ["## Efficiency vs theory", ""]
+        lines += _table(["run", "benchmark", "placement", "size", "nodes", "algbw", "optimal", "efficiency"],
+                        [[rid, e.benchmark, e.placement, format_size(e.bytes), e.nodes, f"{e.measured_algbw:.2f}",
+                          f"{e.optimal_algbw:.2f}", f"{e.ratio * 100:.0f}%"]
+                         for rid, e in f.efficiencies if e.bytes == largest])
+    if f.device_percents:
+        lines += ["## Devices vs datasheet peak", ""]
+        lines += _table(["run", "benchmark", "device", "measured", "peak", "%"],
+                        [[rid, d.benchmark, d.device_name, fmt(d.value, d.unit), fmt(d.peak, d.unit),
+                          f"{d.percent:.1f}%"] for rid, d in f.device_percents[:30]])
+    return "\n".join(lines).rstrip() + "\n"

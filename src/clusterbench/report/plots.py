@@ -1,0 +1,207 @@
+"""Figures with matplotlib (Agg, no display): collectives vs message size, transfer heatmaps,
+stream bandwidth, GEMM by dtype, validation margins. Each returns a Figure; ``save`` writes PNG+SVG.
+
+Series are given as ``(label, rows)`` where rows are measurements from one run or a group of runs;
+points at the same x are averaged and their standard deviation drawn as an error bar.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (backend must be chosen first)
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
+
+from clusterbench.records import Measurement  # noqa: E402
+from clusterbench.units import format_size  # noqa: E402
+
+Series = tuple[str, Sequence[Measurement]]
+PASS_COLOR, FAIL_COLOR, SKIP_COLOR = "#2e7d32", "#c62828", "#9e9e9e"
+
+
+def _mean_sd(values: list[float]) -> tuple[float, float]:
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
+
+
+def _points(rows: Sequence[Measurement], x_param: str) -> tuple[list[float], list[float], list[float]]:
+    by_x: dict[float, list[float]] = {}
+    for m in rows:
+        x = m.params.get(x_param)
+        if isinstance(x, (int, float)) and x > 0:
+            by_x.setdefault(float(x), []).append(m.value)
+    xs = sorted(by_x)
+    ms = [_mean_sd(by_x[x]) for x in xs]
+    return xs, [m for m, _ in ms], [s for _, s in ms]
+
+
+def _size_axis(ax, label: str) -> None:
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_size(int(v)) if v >= 1 else f"{v:g}"))
+    ax.set_xlabel(label)
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def collective_figure(benchmark: str, metric: str, series: Sequence[Series],
+                      theory: float | None = None, theory_label: str = "") -> Figure:
+    """``metric`` (busbw/algbw) vs message size on a log2 axis, one line per series."""
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for label, rows in series:
+        xs, ys, sds = _points(rows, "bytes")
+        if xs:
+            ax.errorbar(xs, ys, yerr=sds if any(sds) else None, marker="o", markersize=3,
+                        capsize=2, linewidth=1.2, label=label)
+    if theory:
+        ax.axhline(theory, color="black", linestyle="--", linewidth=1,
+                   label=theory_label or f"theoretical {theory:.2f} GB/s")
+    _size_axis(ax, "message size (bytes)")
+    ax.set_ylabel(f"{metric} (GB/s)")
+    ax.set_title(f"{benchmark} {metric}")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def transfer_heatmap(rows: Sequence[Measurement], title: str) -> Figure:
+    """src x dst matrix of mean bandwidth (GB/s); missing pairs blank."""
+    cells: dict[tuple[str, str], list[float]] = {}
+    for m in rows:
+        cells.setdefault((str(m.params.get("src")), str(m.params.get("dst"))), []).append(m.value)
+    srcs = sorted({s for s, _ in cells}, key=_endpoint_order)
+    dsts = sorted({d for _, d in cells}, key=_endpoint_order)
+    data = [[statistics.fmean(cells[(s, d)]) if (s, d) in cells else float("nan") for d in dsts] for s in srcs]
+    fig, ax = plt.subplots(figsize=(1.0 + 0.75 * max(4, len(dsts)), 1.0 + 0.55 * max(4, len(srcs))))
+    finite = [v for row in data for v in row if v == v]
+    # Local copies (src == dst) can be 30x faster than links and would flatten the colour scale:
+    # scale on the off-diagonal pairs and let the diagonal saturate (its number is still printed).
+    off = [data[i][j] for i, s in enumerate(srcs) for j, d in enumerate(dsts) if s != d and data[i][j] == data[i][j]]
+    lo, hi = (min(off), max(off)) if off and max(finite) > 3 * max(off) else (min(finite or [0]), max(finite or [1]))
+    im = ax.imshow(data, cmap="viridis", aspect="auto", vmin=lo, vmax=hi)
+    ax.set_xticks(range(len(dsts)), dsts, rotation=45, ha="right", fontsize=8)
+    ax.set_yticks(range(len(srcs)), srcs, fontsize=8)
+    ax.set_xlabel("destination")
+    ax.set_ylabel("source")
+    for i, row in enumerate(data):
+        for j, v in enumerate(row):
+            if v == v:
+                frac = (v - lo) / (hi - lo) if hi > lo else 1.0
+                ax.text(j, i, f"{v:.0f}" if v >= 100 else f"{v:.1f}", ha="center", va="center",
+                        fontsize=6, color="white" if frac < 0.6 else "black")
+    fig.colorbar(im, ax=ax, label="GB/s")
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def _endpoint_order(name: str) -> tuple[str, int, str]:
+    head = name.rstrip("0123456789")
+    tail = name[len(head):]
+    return head, int(tail) if tail.isdigit() else -1, name
+
+
+def stream_figure(series: Sequence[Series]) -> Figure:
+    """Bandwidth vs array size per kernel (a line per kernel and series), or bars for one size."""
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    sizes = {m.params.get("array_size") for _, rows in series for m in rows}
+    if len(sizes) > 1:
+        for label, rows in series:
+            kernels = list(dict.fromkeys(str(m.params.get("kernel")) for m in rows))
+            for k in kernels:
+                xs, ys, sds = _points([m for m in rows if str(m.params.get("kernel")) == k], "array_size")
+                name = k if len(series) == 1 else f"{label} {k}"
+                ax.errorbar(xs, ys, yerr=sds if any(sds) else None, marker="o", markersize=3,
+                            capsize=2, label=name)
+        _size_axis(ax, "array size (elements)")
+    else:
+        _bars(ax, series, "kernel")
+    ax.set_ylabel("bandwidth (GB/s)")
+    ax.set_title("stream bandwidth")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _bars(ax, series: Sequence[Series], key: str, label_of=None) -> None:
+    cats: list[str] = []
+    for _, rows in series:
+        for m in rows:
+            c = label_of(m) if label_of else str(m.params.get(key))
+            if c not in cats:
+                cats.append(c)
+    width = 0.8 / max(1, len(series))
+    for i, (label, rows) in enumerate(series):
+        vals = []
+        errs = []
+        for c in cats:
+            v = [m.value for m in rows if (label_of(m) if label_of else str(m.params.get(key))) == c]
+            mean, sd = _mean_sd(v) if v else (0.0, 0.0)
+            vals.append(mean)
+            errs.append(sd)
+        xs = [j + i * width for j in range(len(cats))]
+        ax.bar(xs, vals, width, yerr=errs if any(errs) else None, capsize=2, label=label)
+    ax.set_xticks([j + width * (len(series) - 1) / 2 for j in range(len(cats))], cats,
+                  rotation=20, ha="right", fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+
+
+def gemm_figure(series: Sequence[Series]) -> Figure:
+    """TFLOP/s per dtype and shape, bars per series."""
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+
+    def label_of(m: Measurement) -> str:
+        p = m.params
+        shape = f"{p.get('m')}x{p.get('n')}x{p.get('k')}"
+        batch = p.get("batch")
+        return f"{p.get('dtype')} {shape}" + (f" b{batch}" if batch not in (None, 1) else "")
+
+    _bars(ax, series, "dtype", label_of)
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title("GEMM throughput by dtype")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def validation_figure(names: Sequence[str], margins_pct: Sequence[float | None],
+                      statuses: Sequence[str]) -> Figure:
+    """Horizontal bars: margin to the threshold in percent, green pass, red fail, grey skipped."""
+    fig, ax = plt.subplots(figsize=(8, 0.8 + 0.32 * max(3, len(names))))
+    colors = {"pass": PASS_COLOR, "fail": FAIL_COLOR}
+    ys = list(range(len(names)))[::-1]
+    vals = [m if m is not None else 0.0 for m in margins_pct]
+    ax.barh(ys, vals, color=[colors.get(s, SKIP_COLOR) for s in statuses])
+    for y, v, s in zip(ys, vals, statuses):
+        ax.text(v, y, f" {s}" if s not in ("pass", "fail") else f" {s.upper()} {v:+.1f}%", va="center", fontsize=7)
+    ax.set_yticks(ys, [n if len(n) <= 48 else n[:45] + "..." for n in names], fontsize=7)
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_xlabel("margin to threshold (%)")
+    ax.set_title("validation")
+    fig.tight_layout()
+    return fig
+
+
+def save(fig: Figure, stem: Path) -> list[Path]:
+    """Write ``stem.png`` and ``stem.svg``; close the figure."""
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    out = []
+    for ext in ("png", "svg"):
+        p = stem.with_suffix(f".{ext}")
+        fig.savefig(p, dpi=110 if ext == "png" else None)
+        out.append(p)
+    plt.close(fig)
+    return out
+
+
+def png_data_uri(fig: Figure) -> str:
+    """The figure as a ``data:image/png;base64,...`` URI for a self-contained page."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")

@@ -1,0 +1,57 @@
+"""The stream table: one line per device, size and kernel, BabelStream's columns in GB/s and us,
+with percent of the device's datasheet HBM bandwidth when the device is known."""
+
+from __future__ import annotations
+
+from clusterbench import peaks
+from clusterbench.records import Measurement, Run
+from clusterbench.report.terminal import run_header_lines
+
+
+class StreamRenderer:
+    def __init__(self) -> None:
+        self._names: dict[str, str] = {}
+        self._ranks: list[str] = []
+
+    def _peak(self, label: str, devices: int = 1) -> float | None:
+        if label == "all":
+            label = next(iter(self._names), "cpu")
+        peak = peaks.hbm_bandwidth(peaks.device_name_for(label, self._names, self._ranks))
+        return peak * devices if peak else None
+
+    def header(self, run: Run) -> list[str]:
+        self._names = dict(run.meta.get("device_names") or {})
+        self._ranks = list(run.devices)
+        lines = run_header_lines(run)
+        if run.meta.get("threads"):
+            lines.append(f"# CPU threads: {run.meta['threads']}")
+        names = set(self._names.values()) or set(self._ranks)
+        for name in sorted(names):
+            dev = peaks.lookup(name)
+            lines.append(f"# {name}: peak memory bandwidth {dev.hbm_gbs:g} GB/s ({dev.source})"
+                         if dev and dev.hbm_gbs else f"# {name}: not in the peaks table, no % of peak")
+        lines.append(f"# {'device':>8s} {'array_size':>11s} {'dtype':>6s} {'kernel':>8s} "
+                     f"{'GB/s':>10s} {'%peak':>6s} {'min_us':>10s} {'max_us':>10s} {'avg_us':>10s}")
+        return lines
+
+    def rows(self, measurements: list[Measurement]) -> list[str]:
+        times: dict[tuple, dict[str, float]] = {}
+        for m in measurements:
+            if m.metric == "time_us":
+                key = (m.param("device"), m.param("array_size"), m.param("dtype"), m.param("kernel"))
+                times.setdefault(key, {})[str(m.param("stat"))] = m.value
+        out = []
+        for m in measurements:
+            if m.metric != "bandwidth":
+                continue
+            label = str(m.param("device"))
+            key = (label, m.param("array_size"), m.param("dtype"), m.param("kernel"))
+            t = times.get(key, {})
+            pct = peaks.format_percent(m.value, self._peak(label, int(m.param("devices", 1))))
+            cols = " ".join(f"{t[s]:>10.1f}" if s in t else f"{'':>10s}" for s in ("min", "max", "avg"))
+            out.append(f"  {label:>8s} {m.param('array_size'):>11} {m.param('dtype'):>6s} "
+                       f"{m.param('kernel'):>8s} {m.value:>10.2f} {pct:>6s} {cols}".rstrip())
+        return out
+
+    def footer(self, run: Run, measurements: list[Measurement]) -> list[str]:
+        return []

@@ -1,0 +1,114 @@
+"""Transfer tables: each matrix as SRC\\DST with row totals and the average (as TransferBench's
+p2p/a2a and nvbandwidth print them), config tests as one line per transfer; percent of the
+datasheet link bound where the device is known."""
+
+from __future__ import annotations
+
+from clusterbench import peaks
+from clusterbench.records import Measurement, Run
+from clusterbench.report.terminal import run_header_lines
+
+
+MATRIX_TESTS = ("h2d", "d2h", "p2p", "a2a", "h2h")
+
+
+def _cell(v: float | None) -> str:
+    return f"{v:>10.2f}" if v is not None else f"{'N/A':>10s}"
+
+
+class TransferRenderer:
+    def __init__(self) -> None:
+        self._names: dict[str, str] = {}
+        self._ranks: list[str] = []
+
+    def header(self, run: Run) -> list[str]:
+        self._names = dict(run.meta.get("device_names") or {})
+        self._ranks = list(run.devices)
+        lines = run_header_lines(run)
+        for name in sorted({n for k, n in self._names.items() if k.startswith("G")}):
+            dev = peaks.lookup(name)
+            lines.append(f"# {name}: link peaks from {dev.source}" if dev
+                         else f"# {name}: not in the peaks table, no % of peak")
+        lines.append("# bandwidth in GB/s = bytes / mean time per transfer")
+        return lines
+
+    def _gpu_name(self, *endpoints: str) -> str | None:
+        for e in endpoints:
+            if e.startswith("G") and e in self._names:
+                return self._names[e]
+        return None
+
+    def _pct(self, m: Measurement) -> str:
+        src, dst = str(m.param("src")), str(m.param("dst"))
+        name = self._gpu_name(src, dst) or self._gpu_name(*self._names)
+        if not (src.startswith("G") or dst.startswith("G")) or name is None:
+            return ""
+        return peaks.format_percent(m.value, peaks.transfer_peak(
+            name, str(m.param("test")), src, dst, str(m.param("direction"))))
+
+    def rows(self, measurements: list[Measurement]) -> list[str]:
+        by_test: dict[str, list[Measurement]] = {}
+        for m in measurements:
+            by_test.setdefault(str(m.param("test")), []).append(m)
+        out: list[str] = []
+        for test, tms in by_test.items():
+            if test not in MATRIX_TESTS:
+                out += self._config(test, tms)
+                continue
+            groups: dict[tuple[str, str, str], list[Measurement]] = {}
+            for m in tms:
+                key = (str(m.param("direction")), str(m.param("method")), str(m.param("host_memory", "")))
+                groups.setdefault(key, []).append(m)
+            for (direction, method, host_memory), ms in groups.items():
+                out += self._matrix(test, direction, method, host_memory, ms)
+        return out
+
+    def _matrix(self, test: str, direction: str, method: str, host_memory: str,
+                ms: list[Measurement]) -> list[str]:
+        pairs = [m for m in ms if m.param("stat") == "pair"]
+        if not pairs:
+            return []
+        srcs = list(dict.fromkeys(str(m.param("src")) for m in pairs))
+        dsts = list(dict.fromkeys(str(m.param("dst")) for m in pairs))
+        if direction == "bi":  # symmetric: show both triangles
+            srcs = dsts = list(dict.fromkeys(srcs + dsts))
+        cell: dict[tuple[str, str], Measurement] = {}
+        for m in pairs:
+            cell[(str(m.param("src")), str(m.param("dst")))] = m
+            if direction == "bi":
+                cell[(str(m.param("dst")), str(m.param("src")))] = m
+        totals = {str(m.param("src")): m for m in ms if m.param("stat") == "row_total"}
+        arrow = "<->" if direction == "bi" else "->"
+        what = f"{test} {direction} {method}" + (f" {host_memory}" if host_memory else "")
+        lines = [f"# {what}, {pairs[0].param('bytes')} bytes per transfer",
+                 f"  {'SRC' + arrow + 'DST':<10s}" + "".join(f"{d:>10s}" for d in dsts)
+                 + f"{'total':>10s}"]
+        show_pct = any(self._pct(m) for m in pairs)
+        for s in srcs:
+            row = "".join(_cell(cell[(s, d)].value if (s, d) in cell else None) for d in dsts)
+            tot = totals.get(s)
+            lines.append(f"  {s:<10s}{row}{_cell(tot.value if tot else None)}")
+            if show_pct:
+                pct = "".join(f"{self._pct(cell[(s, d)]) if (s, d) in cell else '':>10s}" for d in dsts)
+                lines.append(f"  {'  %peak':<10s}{pct}{(self._pct(tot) if tot else ''):>10s}")
+        for m in ms:
+            stat = m.param("stat")
+            if stat == "average":
+                lines.append(f"  average {m.value:.2f} GB/s over {'off-diagonal ' if len(srcs) > 1 else ''}pairs")
+            elif stat == "aggregate":
+                lines.append(f"  aggregate {m.value:.2f} GB/s (all {m.param('bytes')} bytes / wall time)")
+        return lines
+
+    def _config(self, test: str, ms: list[Measurement]) -> list[str]:
+        lines = [f"# {test}"]
+        for m in ms:
+            if m.param("stat") == "pair":
+                t = m.param("transfer", 0)
+                lines.append(f"  Transfer {int(t):02d} | {m.value:>10.3f} GB/s | {m.param('bytes'):>11} bytes | "
+                             f"{m.param('src')} -> {m.param('method')} {m.param('executor', '')} -> {m.param('dst')}")
+            elif m.param("stat") == "aggregate":
+                lines.append(f"  Aggregate   | {m.value:>10.3f} GB/s | {m.param('bytes'):>11} bytes | wall time")
+        return lines
+
+    def footer(self, run: Run, measurements: list[Measurement]) -> list[str]:
+        return []

@@ -1,0 +1,102 @@
+"""Terminal tables for the workloads: ``train``, ``ddp_comm``, ``infer_tp``.
+
+Per-step rows (those with a ``step`` param) print one line per step; overall rows (with a
+``stat`` and no ``step``) print as ``# overall`` lines, so live output and ``results show`` match.
+"""
+
+from __future__ import annotations
+
+from clusterbench.records import Measurement, Run
+from clusterbench.report.terminal import run_header_lines
+
+
+def _group(measurements: list[Measurement], key: str) -> dict[object, dict[str, Measurement]]:
+    """``{param value: {metric[/stat]: measurement}}`` in first-seen order."""
+    out: dict[object, dict[str, Measurement]] = {}
+    for m in measurements:
+        if key not in m.params:
+            continue
+        name = m.metric if key == "step" else f"{m.metric}/{m.params.get('stat', '')}"
+        out.setdefault(m.params[key], {})[name] = m
+    return out
+
+
+def _num(m: Measurement | None, fmt: str = "{:>12.4g}") -> str:
+    width = int(fmt.split(">")[1].split(".")[0]) if ">" in fmt else 12
+    return fmt.format(m.value) if m is not None else " " * (width - 1) + "-"
+
+
+def _overall(measurements: list[Measurement]) -> list[str]:
+    lines = []
+    for m in measurements:
+        if "step" in m.params or "stat" not in m.params or "batch" in m.params and m.benchmark == "infer_tp":
+            continue
+        extra = ""
+        if m.metric == "efficiency":
+            extra = f" (optimal algbw {m.params.get('optimal_algbw', 0):.3g} GB/s for {m.params.get('nodes')} nodes)"
+        elif m.metric == "mfu":
+            extra = f" (peak {m.params.get('peak_tflops')} TFLOP/s)"
+        elif m.metric == "peak_memory_bytes":
+            extra = f" ({m.value / 2**20:.1f} MiB, {m.params.get('memory', '')})"
+        lines.append(f"# overall {m.metric} ({m.params['stat']}): {m.value:.6g} {m.unit}{extra}")
+    return lines
+
+
+class TrainRenderer:
+    def header(self, run: Run) -> list[str]:
+        return run_header_lines(run) + [
+            f"# {'step':>6} {'loss':>10} {'step_ms':>12} {'samples/s':>12} {'tokens/s':>12}"]
+
+    def rows(self, measurements: list[Measurement]) -> list[str]:
+        lines = []
+        for step, ms in _group(measurements, "step").items():
+            lines.append(f"  {step:>6} {_num(ms.get('loss'), '{:>10.4f}')} "
+                         f"{_num(ms.get('step_time_ms'), '{:>12.2f}')} {_num(ms.get('samples_per_s'))} "
+                         f"{_num(ms.get('tokens_per_s'))}")
+        return lines + _overall(measurements)
+
+    def footer(self, run: Run, measurements: list[Measurement]) -> list[str]:
+        info = run.meta.get("train") or {}
+        if not info:
+            return []
+        return [f"# model {info.get('model')}: {info.get('params', 0) / 1e6:.3g}M parameters, "
+                f"strategy {info.get('strategy')} (shard size {info.get('shard_size')}), {info.get('dtype')}, "
+                f"global batch {info.get('batch')} x {info.get('seq')} tokens"]
+
+
+class DdpCommRenderer:
+    def header(self, run: Run) -> list[str]:
+        return run_header_lines(run) + [f"# {'step':>6} {'step_ms':>12} {'algbw(GB/s)':>12}"]
+
+    def rows(self, measurements: list[Measurement]) -> list[str]:
+        lines = []
+        for step, ms in _group(measurements, "step").items():
+            lines.append(f"  {step:>6} {_num(ms.get('step_time_ms'), '{:>12.2f}')} "
+                         f"{_num(ms.get('algbw'), '{:>12.3f}')}")
+        return lines + _overall(measurements)
+
+    def footer(self, run: Run, measurements: list[Measurement]) -> list[str]:
+        for m in measurements:
+            return [f"# {m.params.get('layers')} dummy layers, {m.params.get('bytes', 0) / 2**20:.0f} MiB "
+                    f"of gradients, bucket cap {m.params.get('bucket_cap_mb')} MB"]
+        return []
+
+
+class InferTpRenderer:
+    def header(self, run: Run) -> list[str]:
+        return run_header_lines(run) + [
+            f"# {'batch':>8} {'latency_ms':>12} {'min_ms':>12} {'samples/s':>12}"]
+
+    def rows(self, measurements: list[Measurement]) -> list[str]:
+        lines = []
+        for batch, ms in _group(measurements, "batch").items():
+            lines.append(f"  {batch:>8} {_num(ms.get('latency_ms/avg'), '{:>12.3f}')} "
+                         f"{_num(ms.get('latency_ms/min'), '{:>12.3f}')} {_num(ms.get('samples_per_s/avg'))}")
+        return lines
+
+    def footer(self, run: Run, measurements: list[Measurement]) -> list[str]:
+        for m in measurements:
+            return [f"# {m.params.get('mode')}-parallel, {m.params.get('layers')} layers of "
+                    f"{m.params.get('hidden')}x{m.params.get('hidden')}, {m.params.get('dtype')}, "
+                    f"{run.ranks} rank(s)"]
+        return []

@@ -1,0 +1,72 @@
+"""Run a clusterbench test on node subsets through torchrun (one launch per subset, started on
+each host by an ssh-like agent), and read rank 0's ``--json`` records back."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from clusterbench.launch import torchrun as tr
+from clusterbench.launch.common import Spec
+from clusterbench.sweep.analyze import SubsetResult, pick_value
+
+
+@dataclass
+class SweepConfig:
+    hosts: list[str]
+    command: list[str]                       # clusterbench arguments of the test
+    metric: str
+    agent: list[str]
+    quote: bool = True
+    procs_per_node: int = 1
+    single_procs: int = 2
+    env: dict[str, str] = field(default_factory=dict)
+    port: int = 29400
+    join_timeout: float = 60.0
+    timeout: float = 600.0
+    torchrun: list[str] = field(default_factory=lambda: ["torchrun"])
+
+
+def parse_records(stdout: str) -> list[dict]:
+    out = []
+    for line in stdout.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                d = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(d, dict) and "metric" in d and "value" in d:
+                out.append(d)
+    return out
+
+
+def run_subset(cfg: SweepConfig, hosts: Sequence[str], stage: str, index: int) -> SubsetResult:
+    procs = cfg.single_procs if stage == "single" else cfg.procs_per_node
+    spec = Spec(nodes=len(hosts), procs_per_node=procs, env=dict(cfg.env),
+                command=[*cfg.command, "--json"])
+    port = cfg.port + index % 500
+    result = tr.run_torchrun_on_hosts(list(hosts), cfg.agent, spec, port=port,
+                                      rdzv_id=f"sweep{index}", join_timeout=cfg.join_timeout,
+                                      timeout=cfg.timeout, torchrun=cfg.torchrun, quote=cfg.quote)
+    problem = tr.diagnose(result, f"{hosts[0]}:{port}", cfg.join_timeout)
+    records = parse_records(result.stdout)
+    picked = pick_value(records, cfg.metric)
+    if problem is not None:
+        return SubsetResult(tuple(hosts), stage, None, error=problem)
+    if picked is None:
+        return SubsetResult(tuple(hosts), stage, None,
+                            error=f"no {cfg.metric!r} record in the output of {hosts[0]}")
+    return SubsetResult(tuple(hosts), stage, picked[0], picked[1])
+
+
+def run_sweep(cfg: SweepConfig, subsets: Sequence[tuple[str, tuple[str, ...]]],
+              on_result: Callable[[SubsetResult], None] | None = None) -> list[SubsetResult]:
+    results = []
+    for i, (stage, hosts) in enumerate(subsets):
+        r = run_subset(cfg, hosts, stage, i)
+        results.append(r)
+        if on_result is not None:
+            on_result(r)
+    return results

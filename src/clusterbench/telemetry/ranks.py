@@ -1,0 +1,81 @@
+"""What the driver does on every rank around a benchmark: record each host's inventory, and
+sample telemetry on each host while the benchmark runs.
+
+Only local rank 0 of a host collects (one inventory and one sampler per host, however many
+ranks it runs); the results travel to rank 0 with one ``gather_object`` each, and rank 0 emits
+them: the inventories as run metadata (``run.meta["inventory"][host]``), the samples as a
+``telemetry`` event that the runner stores in the run's telemetry table. Every rank calls these
+functions in the same order, because the gathers are collectives.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clusterbench.telemetry.sampler import DEFAULT_INTERVAL_S, Sampler, summarize
+
+
+def _host(ctx: Any) -> str:
+    return ctx.hosts[ctx.rank] if ctx.hosts else ctx.env.host
+
+
+def _gather(ctx: Any, obj: Any) -> list[Any]:
+    import torch.distributed as dist
+
+    if ctx.world_size == 1:
+        return [obj]
+    out: list[Any] | None = [None] * ctx.world_size if ctx.is_root else None
+    dist.gather_object(obj, out, dst=0)
+    return out or []
+
+
+def record_inventory(ctx: Any) -> None:
+    """Gather each host's inventory to rank 0 and emit it as ``meta["inventory"]``."""
+    from clusterbench.envinfo import inventory
+
+    mine = None
+    if ctx.env.local_rank == 0:
+        try:
+            mine = (_host(ctx), inventory.cached())
+        except Exception as e:  # noqa: BLE001 - a broken reader must not cost the benchmark
+            mine = (_host(ctx), {"error": f"{type(e).__name__}: {e}"})
+    gathered = _gather(ctx, mine)
+    if ctx.is_root:
+        ctx.emit("meta", {"inventory": {h: inv for h, inv in (g for g in gathered if g)}})
+
+
+def _interval(ctx: Any) -> float:
+    return float(getattr(ctx.options, "telemetry_interval", DEFAULT_INTERVAL_S))
+
+
+def start_sampler(ctx: Any) -> Sampler | None:
+    """Start this host's sampler on its local rank 0; None elsewhere or when disabled (interval 0)."""
+    interval = _interval(ctx)
+    if interval <= 0 or ctx.env.local_rank != 0:
+        return None
+    return Sampler(interval, host=_host(ctx)).start()
+
+
+def finish_sampler(ctx: Any, sampler: Sampler | None) -> None:
+    """Stop the sampler, gather every host's samples to rank 0 and emit them."""
+    if _interval(ctx) <= 0:  # disabled on every rank alike: no gather at all
+        return
+    samples = sampler.stop() if sampler is not None else None
+    errors = sampler.errors if sampler is not None else {}
+    gathered = _gather(ctx, (samples, errors) if sampler is not None else None)
+    if not ctx.is_root:
+        return
+    all_samples = [s for g in gathered if g for s in g[0]]
+    info: dict[str, Any] = {"interval_s": _interval(ctx), "samples": len(all_samples)}
+    errs = {f"{_host_of(g)}:{k}": v for g in gathered if g for k, v in g[1].items()}
+    if errs:
+        info["errors"] = errs
+    if all_samples:
+        info["summary"] = {k: v for k, v in summarize(all_samples).items()
+                           if "throttle" in k or "temperature" in k or "power" in k}
+        ctx.emit("telemetry", all_samples)
+    ctx.emit("meta", {"telemetry": info})
+
+
+def _host_of(g: tuple[list[Any], dict[str, str]]) -> str:
+    return g[0][0].host if g[0] else "?"

@@ -1,0 +1,127 @@
+"""The telemetry sampler, and telemetry plus inventory stored with every run by the driver."""
+
+import time
+
+import pytest
+
+from clusterbench.dist.context import DistOptions
+from clusterbench.dist.driver import Job, execute
+from clusterbench.runner import run_job
+from clusterbench.store import Store
+from clusterbench.telemetry.sampler import CpuSource, Sampler, summarize
+
+
+class Counting:
+    def __init__(self):
+        self.n = 0
+
+    def __call__(self):
+        self.n += 1
+        return [("gpu0", "gpu_power", 100.0 + self.n, "W"), ("", "cpu_utilization", 50.0, "%")]
+
+
+def broken_source():
+    raise RuntimeError("sensor gone")
+
+
+def test_sampler_ticks_and_labels():
+    src = Counting()
+    s = Sampler(0.02, host="node-a", sources=[src, broken_source]).start()
+    time.sleep(0.2)
+    samples = s.stop()
+    assert src.n >= 3  # first tick at start, then on the interval grid, one at stop
+    assert {x.host for x in samples} == {"node-a"}
+    power = [x for x in samples if x.metric == "gpu_power"]
+    assert power[0].device == "gpu0" and power[0].unit == "W"
+    assert [x.t for x in power] == sorted(x.t for x in power)
+    assert s.errors == {"function": "RuntimeError: sensor gone"}  # the broken source is reported, others go on
+    assert s.stop() == samples  # stopping twice is harmless
+
+
+def test_sampler_rejects_nonpositive_interval():
+    with pytest.raises(ValueError):
+        Sampler(0, sources=[])
+
+
+def test_cpu_source_reads_psutil():
+    src = CpuSource()
+    time.sleep(0.05)
+    readings = {m: (v, u) for _, m, v, u in src()}
+    assert 0.0 <= readings["cpu_utilization"][0] <= 100.0 and readings["cpu_utilization"][1] == "%"
+    assert readings["host_memory_used"][0] > 0
+    # a reading right after the previous one would be noise: left out
+    assert "cpu_utilization" not in {m for _, m, _, _ in src()}
+
+
+def test_summarize():
+    s = Sampler(1.0, host="h", sources=[Counting()])
+    s._tick()
+    s._tick()
+    summary = summarize(s.samples)
+    assert summary["h/gpu0/gpu_power"] == {"min": 101.0, "max": 102.0, "mean": 101.5, "count": 2.0}
+
+
+def slow_steps(ctx, config):
+    """Per-rank function (imported by the ranks): a few steps long enough for several ticks."""
+    import torch
+    import torch.distributed as dist
+
+    from clusterbench.records import Measurement
+
+    for step in range(config["steps"]):
+        time.sleep(config["sleep"])
+        t = torch.ones(1)
+        dist.all_reduce(t)
+        ctx.progress()
+        ctx.emit("measurements", [Measurement("selftest", "value", float(t.item()), "", {"step": step})])
+
+
+def _events(interval, np=2):
+    events = []
+    outcome = execute(Job("test_env_telemetry:slow_steps", {"steps": 3, "sleep": 0.1},
+                          DistOptions(device="cpu", timeout=60, telemetry_interval=interval), np=np),
+                      events.append)
+    assert outcome.status == "complete"
+    return events
+
+
+def test_driver_records_inventory_and_telemetry():
+    events = _events(0.05)
+    kinds = [e.kind for e in events]
+    assert kinds[0] == "header"
+    meta = {}
+    for e in events:
+        if e.kind == "meta":
+            meta.update(e.data)
+    host = events[0].data["hosts"][0]
+    assert list(meta["inventory"]) == [host]  # one inventory per host, not per rank
+    assert meta["inventory"][host]["cpu"]["logical"]
+    samples = [s for e in events if e.kind == "telemetry" for s in e.data]
+    assert {s.metric for s in samples} >= {"cpu_utilization", "host_memory_used"}
+    assert {s.host for s in samples} == {host}
+    assert meta["telemetry"]["samples"] == len(samples) and meta["telemetry"]["interval_s"] == 0.05
+
+
+def test_telemetry_interval_zero_disables():
+    events = _events(0, np=1)
+    assert "telemetry" not in [e.kind for e in events]
+    assert any(e.kind == "meta" and "inventory" in e.data for e in events)
+
+
+class _Quiet:
+    def on_event(self, event):
+        pass
+
+    def finish(self, run, measurements):
+        pass
+
+
+def test_run_job_stores_telemetry_and_inventory(db):
+    job = Job("test_env_telemetry:slow_steps", {"steps": 2, "sleep": 0.05}, DistOptions(device="cpu", timeout=60, telemetry_interval=0.05), np=2)
+    result = run_job(job, "selftest", ["test"], _Quiet(), db=db, announce=lambda _t: None)
+    assert result.exit_code == 0
+    with Store.open(db) as store:
+        run = store.get_run(result.run.id)
+        tel = store.telemetry(run.id)
+    assert run.meta["inventory"] and run.meta["telemetry"]["samples"] == len(tel) > 0
+    assert all(s.unit in ("%", "MHz", "bytes") for s in tel)

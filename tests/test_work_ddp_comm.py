@@ -1,0 +1,73 @@
+"""``clusterbench ddp-comm``: DDP gradient all_reduce over dummy layers, algbw and efficiency."""
+
+import pytest
+from work_helpers import cli, json_rows, overall, stored
+
+from clusterbench.bench.workloads.ddp_comm import DdpCommConfig, layer_elements, nodes_for_theory, summarize
+from clusterbench.errors import UsageError
+
+
+def test_runs_stores_and_is_consistent(capsys, db):
+    code, out, err = cli(capsys, "ddp-comm", "--np", "2", "--device", "cpu", "--layers", "4", "--size", "4M",
+                         "--bucket-cap-mb", "1", "--steps", "3", "--warmup", "1", "--link-speed", "10Gbps",
+                         "--json", "--db", db)
+    assert code == 0, err
+    rows = json_rows(out)
+    grad_bytes = 4 << 20
+    steps = [m for m in rows if "step" in m.params]
+    assert sorted({m.params["step"] for m in steps}) == [0, 1, 2]
+    for s in range(3):
+        ms = {m.metric: m for m in steps if m.params["step"] == s}
+        assert ms["algbw"].value * 1e9 * ms["step_time_ms"].value / 1e3 == pytest.approx(grad_bytes)
+        assert ms["algbw"].params["bytes"] == grad_bytes and ms["algbw"].params["bucket_cap_mb"] == 1.0
+    avg_bw = overall(rows, "algbw")
+    assert avg_bw.value * 1e9 * overall(rows, "step_time_ms").value / 1e3 == pytest.approx(grad_bytes)
+    eff = overall(rows, "efficiency")
+    # One host: each rank stands for a node, so n = 2 and the optimum is B*2/2 = 1.25 GB/s.
+    assert eff.params["nodes"] == 2 and eff.params["optimal_algbw"] == pytest.approx(1.25)
+    assert eff.value == pytest.approx(avg_bw.value / 1.25)
+    [(run, ms)] = stored(db)
+    assert run.status == "complete" and run.benchmark == "ddp_comm" and len(ms) == len(rows)
+
+
+def test_table_output(capsys, db):
+    code, out, _ = cli(capsys, "ddp-comm", "--np", "2", "--device", "cpu", "--layers", "2", "--size", "1M",
+                       "--steps", "2", "--warmup", "0", "--db", db)
+    assert code == 0
+    assert "algbw(GB/s)" in out and "# overall algbw (avg)" in out and "efficiency" not in out
+
+
+def test_summary_without_link_speed_has_no_efficiency():
+    base = {"layers": 16, "bytes": 100, "bucket_cap_mb": 25.0, "ranks": 2}
+    ms = summarize([0.5, 0.25], 10**9, base, DdpCommConfig(), ["a", "b"], 2)
+    by = {(m.metric, m.params["stat"]): m.value for m in ms}
+    assert by[("step_time_ms", "avg")] == pytest.approx(375.0)
+    assert by[("algbw", "max")] == pytest.approx(4.0)
+    assert ("efficiency", "avg") not in by
+    # The AWS study: 6.21 GB/s over 2 machines at 100 Gbps is 50% of the optimal 12.5 GB/s.
+    cfg = DdpCommConfig(link_speed=100e9 / 8, link_text="100Gbps")
+    ms = summarize([10**9 / 6.21e9], 10**9, base, cfg, ["a", "a", "b", "b"], 4)
+    eff = [m for m in ms if m.metric == "efficiency"][0]
+    assert eff.params["nodes"] == 2 and eff.value == pytest.approx(6.21 / 12.5)
+
+
+def test_layer_split_and_nodes():
+    assert layer_elements(16, 536 << 20) == (536 << 20) // 4 // 16
+    with pytest.raises(UsageError):
+        layer_elements(0, 1 << 20)
+    with pytest.raises(UsageError, match="too small"):
+        layer_elements(16, 32)
+    assert nodes_for_theory(["h1", "h1", "h2", "h2"], 4) == 2
+    assert nodes_for_theory(["h1", "h1"], 2) == 2
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--layers", "0"], "--layers must be at least 1"),
+    (["--size", "-4M"], "invalid --size"),
+    (["--link-speed", "fast"], "invalid rate"),
+    (["--size", "1T", "--np", "2"], "does not fit"),
+])
+def test_bad_input(capsys, db, args, message):
+    code, _, err = cli(capsys, "ddp-comm", "--device", "cpu", *args, "--db", db)
+    assert code == 2 and message in err and err.count("\n") == 1
+    assert stored(db) == []

@@ -1,0 +1,35 @@
+"""Helpers shared by the workload tests: run the CLI in-process and read the stored run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from clusterbench.cli import main
+from clusterbench.records import Measurement
+from clusterbench.store import Store
+
+
+def cli(capsys, *args: str) -> tuple[int, str, str]:
+    """Run ``clusterbench ARGS`` in this process; return (exit code, stdout, stderr)."""
+    with pytest.raises(SystemExit) as e:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return int(e.value.code or 0), out, err
+
+
+def json_rows(out: str) -> list[Measurement]:
+    return [Measurement.from_dict(json.loads(line)) for line in out.splitlines() if line.startswith("{")]
+
+
+def stored(db: str) -> list[tuple[object, list[Measurement]]]:
+    with Store.open(db) as store:
+        return [(r, store.measurements(r.id)) for r in reversed(store.list_runs())]
+
+
+def overall(ms: list[Measurement], metric: str, stat: str = "avg", **params: object) -> Measurement:
+    found = [m for m in ms if m.metric == metric and "step" not in m.params
+             and m.params.get("stat") == stat and all(m.params.get(k) == v for k, v in params.items())]
+    assert len(found) == 1, (metric, stat, params, found)
+    return found[0]
