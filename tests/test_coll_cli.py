@@ -95,7 +95,7 @@ def test_results_show_reprints_the_table(capsys, db):
     assert code == 0
     table = [line for line in shown.splitlines() if not line.startswith(("# run ", "# source: "))]
     assert table == _table_lines(live, run.meta.get("notes", []))
-    assert any(line.split()[:5] == ["256", "32", "float", "none", "-1"] for line in table)
+    assert any(line.split()[:5] == ["128", "16", "float", "none", "-1"] for line in table)
 
 
 def _pids_from_header(line):

@@ -125,3 +125,52 @@ def test_run_job_stores_telemetry_and_inventory(db):
         tel = store.telemetry(run.id)
     assert run.meta["inventory"] and run.meta["telemetry"]["samples"] == len(tel) > 0
     assert all(s.unit in ("%", "MHz", "bytes") for s in tel)
+
+
+_LAUNCHED = """
+import json, sys
+from clusterbench.dist.context import DistOptions
+from clusterbench.dist.driver import Job, execute
+events = []
+outcome = execute(Job("test_env_telemetry:slow_steps", {"steps": 3, "sleep": 0.1},
+                      DistOptions(device="cpu", timeout=60, telemetry_interval=0.05)), events.append)
+meta = {}
+for e in events:
+    if e.kind == "meta":
+        meta.update(e.data)
+hosts = sorted({s.host for e in events if e.kind == "telemetry" for s in e.data})
+print(json.dumps({"status": outcome.status, "inventory": sorted(meta.get("inventory", {})),
+                  "telemetry_hosts": hosts}))
+"""
+
+
+def test_two_hosts_under_a_launcher(tmp_path):
+    """Two processes started as a launcher would (torchrun's variables), each its own 'host':
+    rank 0 ends up with both hosts' inventories and telemetry."""
+    import json
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    tests_dir = os.path.dirname(__file__)
+    procs = []
+    for rank, host in enumerate(("node-a", "node-b")):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1",
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), CLUSTERBENCH_HOSTNAME=host,
+                   PYTHONPATH=os.pathsep.join([tests_dir, os.environ.get("PYTHONPATH", "")]))
+        procs.append(subprocess.Popen([sys.executable, "-c", _LAUNCHED], env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        outs.append(json.loads(out.strip().splitlines()[-1]))
+    root = outs[0]
+    assert root["status"] == "complete"
+    assert root["inventory"] == ["node-a", "node-b"]
+    assert root["telemetry_hosts"] == ["node-a", "node-b"]
+    assert outs[1]["inventory"] == []  # only rank 0 holds the run

@@ -1,9 +1,9 @@
 import random
 
 import yaml
+from judge_helpers import cli, coll_rows, json_lines, save
 
 from clusterbench.records import Measurement
-from judge_helpers import cli, coll_rows, json_lines, save
 
 
 def test_baseline_create_leaves_out_outlier_run_and_validates(tmp_path, db, capsys):

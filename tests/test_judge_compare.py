@@ -1,10 +1,11 @@
 import math
 import random
 
+from judge_helpers import cli, coll_rows, json_lines, save
+
 from clusterbench.judge.compare import compare
 from clusterbench.judge.select import Row
 from clusterbench.records import Measurement, Run
-from judge_helpers import cli, coll_rows, json_lines, save
 
 
 def exact_sample(n: int, mean: float, sd: float, seed: int) -> list[float]:

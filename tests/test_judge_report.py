@@ -4,9 +4,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from judge_helpers import cli, coll_rows, json_lines, save
 
 from clusterbench.records import Measurement
-from judge_helpers import cli, coll_rows, json_lines, save
 
 EVIL = "<script>alert(1)</script>node"
 

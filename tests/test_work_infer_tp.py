@@ -16,37 +16,37 @@ def _check(rows, batches):
         assert ms[("latency_ms", "min")].value <= lat.value
 
 
-@pytest.mark.parametrize("mode", ["column", "row"])
-def test_two_ranks_run_check_and_store(capsys, db, mode):
-    code, out, err = cli(capsys, "infer-tp", "--np", "2", "--device", "cpu", "--mode", mode, "--hidden", "128",
-                         "--layers", "2", "--batch-sizes", "16..64", "--iters", "3", "--warmup", "1",
-                         "--json", "--db", db, "--tag", "setup=partitions")
+def test_two_ranks_column_vs_one_whole_device_compare(capsys, db):
+    common = ["--device", "cpu", "--hidden", "128", "--layers", "2", "--batch-sizes", "16..64", "--iters", "3",
+              "--warmup", "1", "--json", "--db", db]
+    code, out, err = cli(capsys, "infer-tp", "--np", "2", *common, "--tag", "setup=split")
     assert code == 0, err
     rows = json_rows(out)
     _check(rows, [16, 32, 64])
-    assert {m.params["mode"] for m in rows} == {mode}
-    [(run, ms)] = stored(db)
-    assert run.status == "complete" and run.ranks == 2 and len(ms) == len(rows) == 9
-
-
-def test_one_rank_whole_device_pairs_with_partitions_in_compare(capsys, db):
-    for np, setup in (("1", "whole"), ("2", "split")):
-        for _ in range(2):
-            code, _, err = cli(capsys, "infer-tp", "--np", np, "--device", "cpu", "--hidden", "64", "--layers", "1",
-                               "--batch-sizes", "32", "--iters", "2", "--warmup", "0", "--db", db,
-                               "--tag", f"setup={setup}")
-            assert code == 0, err
+    assert {m.params["mode"] for m in rows} == {"column"}
+    code, out, err = cli(capsys, "infer-tp", "--np", "1", *common, "--tag", "setup=whole")
+    assert code == 0, err
+    _check(json_rows(out), [16, 32, 64])
+    runs = stored(db)
+    assert [(r.ranks, r.status, len(ms)) for r, ms in runs] == [(2, "complete", 9), (1, "complete", 9)]
+    # The seed's comparison, 1 whole device vs N partitions: rows pair up (no "ranks" param).
     code, out, err = cli(capsys, "compare", "setup=whole", "setup=split", "--metric", "samples_per_s",
                          "--json", "--db", db)
     assert code == 0, err
-    assert out.count("samples_per_s") == 1  # the two setups' rows pair up (no "ranks" param)
+    assert out.count("samples_per_s") == 3
+    code, out, _ = cli(capsys, "results", "show", str(runs[0][0].id), "--db", db)
+    assert code == 0 and "latency_ms" in out and "column-parallel" in out and "2 rank(s)" in out
+    assert len([line for line in out.splitlines() if line.strip().startswith(("16 ", "32 ", "64 "))]) == 3
 
 
-def test_table_output(capsys, db):
-    code, out, _ = cli(capsys, "infer-tp", "--np", "1", "--device", "cpu", "--hidden", "32", "--layers", "1",
-                       "--batch-sizes", "8,16", "--iters", "2", "--db", db)
-    assert code == 0 and "latency_ms" in out and "column-parallel" in out
-    assert len([line for line in out.splitlines() if line.strip().startswith(("8 ", "16 "))]) == 2
+def test_row_parallel_all_reduce(capsys, db):
+    code, out, err = cli(capsys, "infer-tp", "--np", "2", "--device", "cpu", "--mode", "row", "--hidden", "64",
+                         "--layers", "3", "--batch-sizes", "8,24", "--iters", "2", "--warmup", "0", "--json",
+                         "--db", db)
+    assert code == 0, err
+    rows = json_rows(out)
+    _check(rows, [8, 24])
+    assert {m.params["mode"] for m in rows} == {"row"}
 
 
 def test_batch_lists():

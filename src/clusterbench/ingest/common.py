@@ -8,10 +8,11 @@ codes, carriage returns, and the reStructuredText markup of documents that quote
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from typing import Protocol
 
 from clusterbench.errors import UsageError
 from clusterbench.records import COMPLETE, Measurement, Run
@@ -24,12 +25,51 @@ class LogFormatError(UsageError):
     """The text is not a log this importer understands (unknown tool, no results, junk)."""
 
 
-@dataclass
-class ImportedRun:
-    """One run found in a log: the run record and its measurements, ready for ``Store.save_run``."""
+class RecordTable(Protocol):
+    """A compact form of a run's records, for parsers that produce millions of them."""
 
-    run: Run
-    measurements: list[Measurement] = field(default_factory=list)
+    def __len__(self) -> int: ...
+
+    def measurements(self) -> list[Measurement]: ...
+
+    def rows(self) -> Iterator[tuple[str, str, float, str, str]]: ...
+
+
+class ImportedRun:
+    """One run found in a log: the run record and its measurements.
+
+    Parsers give either the measurements or a ``RecordTable``; then ``store_rows`` feeds
+    ``Store.save_run_rows`` without building a Measurement object and a JSON text per record.
+    """
+
+    def __init__(self, run: Run, measurements: list[Measurement] | None = None,
+                 table: RecordTable | None = None) -> None:
+        self.run = run
+        self._measurements = measurements if measurements is not None or table is not None else []
+        self._table = table
+
+    @property
+    def measurements(self) -> list[Measurement]:
+        if self._measurements is None:
+            assert self._table is not None
+            self._measurements = self._table.measurements()
+        return self._measurements
+
+    def __len__(self) -> int:
+        return len(self._measurements) if self._measurements is not None else len(self._table or ())
+
+    def benchmarks(self) -> list[str]:
+        """The benchmark names of the records, without building them."""
+        op = getattr(self._table, "op", None) if self._measurements is None else None
+        if op is not None:
+            return [op]
+        return sorted({m.benchmark for m in self.measurements})
+
+    def store_rows(self) -> Iterator[tuple[str, str, float, str, str]]:
+        if self._measurements is None and self._table is not None:
+            return self._table.rows()
+        return ((m.benchmark, m.metric, float(m.value), m.unit, json.dumps(m.params, default=str))
+                for m in self.measurements)
 
 
 def new_run(tool: str, name: str = "") -> Run:

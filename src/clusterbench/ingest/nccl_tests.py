@@ -29,6 +29,14 @@ from clusterbench.ingest.common import (
     to_float,
     to_int,
 )
+from clusterbench.ingest.nccl_rows import (
+    DEFAULT_LAYOUT,
+    Layout,
+    NcclTable,
+    Row,
+    best_bandwidths,
+    parse_row,
+)
 from clusterbench.records import COMPLETE, FAILED, INCOMPLETE, Measurement
 
 BENCH_UNKNOWN = "collective"  # a table whose collective cannot be named (see docs/import.md)
@@ -48,9 +56,8 @@ _AVG = re.compile(r"Avg bus bandwidth\s*:\s*(\S+)\s*(\w*)")
 _ERROR_MARKS = ("NCCL WARN", "Test NCCL failure", "Test CUDA failure", "Test HIP failure", "Test failure",
                 "NCCL failure", "CUDA failure", "HIP failure", "# error:", "Segmentation fault",
                 "terminate called", "Aborted")
+_ERROR_RE = re.compile("|".join(re.escape(mark) for mark in _ERROR_MARKS))
 _PROGRAM = re.compile(r"\b([a-z_]+_perf)(?:_mpi)?\b")
-DEFAULT_TAIL = ["time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong"]
-_PLACEMENTS = ("out", "in")
 
 
 def nccl_version_from_code(code: int) -> str:
@@ -61,16 +68,6 @@ def nccl_version_from_code(code: int) -> str:
 
 
 @dataclass
-class _Row:
-    size: int
-    count: int
-    dtype: str
-    redop: str
-    root: int
-    values: list[tuple[str, list[tuple[str, float, str, str]]]]  # (placement, [(metric, value, unit, stat)])
-
-
-@dataclass
 class _State:
     name: str
     tool: str = "nccl-tests"
@@ -78,9 +75,9 @@ class _State:
     versions: dict[str, str] = field(default_factory=dict)
     op: str | None = None
     op_hint: str | None = None  # from a command line quoted in the log (x_perf ...)
-    tail: list[str] = field(default_factory=lambda: list(DEFAULT_TAIL))
+    layout: Layout = DEFAULT_LAYOUT
     ranks: dict[int, tuple[str, str, int, int, str]] = field(default_factory=dict)  # host, name, pid, dev, bus
-    rows: list[_Row] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     header: str = ""
     avg_busbw: float | None = None
@@ -93,56 +90,6 @@ class _State:
     @property
     def has_results(self) -> bool:
         return bool(self.rows) or self.avg_busbw is not None
-
-
-def _tail_blocks(tail: list[str]) -> list[list[tuple[int, str]]]:
-    """Split the value columns into one block per placement: [(offset, column name), ...]."""
-    blocks: list[list[tuple[int, str]]] = []
-    for i, name in enumerate(tail):
-        if name in ("time", "cputime"):
-            blocks.append([])
-        if blocks:
-            blocks[-1].append((i, name))
-    return blocks
-
-
-_COLUMN_METRICS = {"time": ("time_us", "us", ""), "cputime": ("time_us", "us", "cpu"),
-                   "algbw": ("algbw", "GB/s", ""), "busbw": ("busbw", "GB/s", ""),
-                   "#wrong": ("wrong", "", ""), "wrong": ("wrong", "", ""), "error": ("max_error", "", ""),
-                   "res": ("max_error", "", ""), "i_min": ("iter_time_us", "us", "min"),
-                   "i_max": ("iter_time_us", "us", "max"), "i_p99": ("iter_time_us", "us", "p99"),
-                   "i_cv%": ("iter_cv_pct", "%", "")}
-
-
-def _parse_row(toks: list[str], tail: list[str]) -> _Row | None:
-    n_tail = len(tail)
-    lead = toks[: len(toks) - n_tail]
-    if not 3 <= len(lead) <= 5:
-        return None
-    size, count = to_int(lead[0]), to_int(lead[1])
-    if size is None or count is None or not lead[2][:1].isalpha():
-        return None
-    redop, root = "", -1
-    for tok in lead[3:]:
-        value = to_int(tok)
-        if value is None:
-            redop = tok
-        else:
-            root = value
-    values = []
-    for placement, block in zip(_PLACEMENTS, _tail_blocks(tail)):
-        out = []
-        for offset, column in block:
-            token = toks[len(lead) + offset]
-            metric, unit, stat = _COLUMN_METRICS.get(column, (column, "", ""))
-            if metric == "wrong" and ("." in token or "e" in token) and to_float(token) is not None \
-                    and to_float(token) != int(to_float(token) or 0):
-                metric = "max_error"  # an old-style relative error under a #wrong-less header
-            value = to_float(token)
-            if value is not None:
-                out.append((metric, value, unit, stat))
-        values.append((placement, out))
-    return _Row(size, count, lead[2], redop, root, values)
 
 
 class NcclTextParser:
@@ -160,20 +107,20 @@ class NcclTextParser:
         first = stripped[0]
         if first.isdigit() and " NCCL INFO " not in stripped:
             toks = stripped.split()
-            row = _parse_row(toks, self.state.tail)
+            row = parse_row(toks, self.state.layout)
             if row is not None:
                 self.state.rows.append(row)
                 self.state.seen = True
                 self.state.partial_row = False
                 return None
-            if len(toks) < 3 + len(self.state.tail) and to_int(toks[0]) is not None \
+            if len(toks) < 3 + self.state.layout.ntail and to_int(toks[0]) is not None \
                     and (len(toks) < 2 or to_int(toks[1]) is not None):
                 self.state.partial_row = True  # a row cut short: the log ends mid-sweep
             return None
         if " NCCL INFO " in stripped:
             self._versions(stripped)
             return None
-        if any(mark in stripped for mark in _ERROR_MARKS):
+        if _ERROR_RE.search(stripped):
             self.state.errors.append(stripped)
             self.state.seen = True
             return None
@@ -196,70 +143,88 @@ class NcclTextParser:
         return None
 
     def _header_or_footer(self, stripped: str, body: str) -> ImportedRun | None:
+        # Cheap substring tests first: in large logs most lines are rank lines or NCCL INFO.
         st = self.state
-        finished: ImportedRun | None = None
-        m = _START.search(body)
-        if m:
-            if m.group(1) == "starting":
-                finished = self._new_run_if_busy()
-                self.state.op = normalize_op(m.group(2)) or self.state.op
-                self.state.seen = True
-                return finished
-            st.op = normalize_op(m.group(2)) or st.op
-            done = self._build()
-            self.state = _State(self.name)
-            return done
-        if body.startswith(("nccl-tests version", "NCCL Tests compiled")) or _RCCL_TESTS_VERSION.search(body):
-            finished = self._new_run_if_busy()
-            st = self.state
-            st.seen = True
-            tv = _TESTS_VERSION.search(body)
-            rv = _RCCL_TESTS_VERSION.search(body)
-            if tv:
-                st.version = tv.group(1)
-                if tv.group(2):
-                    st.versions["nccl"] = nccl_version_from_code(int(tv.group(2)))
-            elif rv:
-                st.tool, st.version = "rccl-tests", rv.group(1)
-            return finished
-        if _NTHREAD.search(body):
+        if body.startswith("Rank"):
+            m = _RANK.match(body)
+            if m:
+                st.ranks[int(m.group(1))] = (m.group(3), m.group(6).strip(), int(m.group(2) or -1),
+                                             int(m.group(4)), m.group(5))
+                st.seen = True
+            return None
+        if "algbw" in body:
+            return self._columns(body)
+        if body.startswith("Out of bounds"):
+            m = _OOB.search(body)
+            if m:
+                st.oob, st.oob_ok = int(m.group(1)), m.group(2)
+                st.seen = True
+            return None
+        if body.startswith("Avg bus bandwidth"):
+            m = _AVG.search(body)
+            if m:
+                st.avg_busbw, st.avg_ok = to_float(m.group(1)), m.group(2)
+                st.seen = True
+            return None
+        if "Collective test" in body:
+            return self._start_or_end(body)
+        if "nGpus" in body and _NTHREAD.search(body):
             finished = self._new_run_if_busy()
             self.state.header = body
             self.state.seen = True
             return finished
-        m = _RANK.search(body)
-        if m and body.startswith("Rank"):
-            st.ranks[int(m.group(1))] = (m.group(3), m.group(6).strip(), int(m.group(2) or -1),
-                                         int(m.group(4)), m.group(5))
-            st.seen = True
-            return None
-        toks = body.split()
-        if ("size" in toks or "bytes" in toks) and "algbw" in toks:
-            if st.has_results:  # a second table without a new header line: a new run
-                finished = self._new_run_if_busy()
-                st = self.state
-            first_time = next((i for i, t in enumerate(toks) if t in ("time", "cputime")), None)
-            if first_time is not None:
-                tail = toks[first_time:]
-                st.tail = tail[:-1] if tail[-1] == "timestamp" else tail
-            st.seen = True
-            return finished
-        m = _OOB.search(body)
-        if m:
-            st.oob, st.oob_ok = int(m.group(1)), m.group(2)
-            st.seen = True
-            return None
-        m = _AVG.search(body)
-        if m:
-            st.avg_busbw, st.avg_ok = to_float(m.group(1)), m.group(2)
-            st.seen = True
-            return None
-        if "version" in body:
-            self._versions(body)
+        if "ersion" in body or body.startswith("NCCL Tests compiled"):
+            return self._version_line(body)
         if "_perf" in body and st.op_hint is None:
             m = _PROGRAM.search(body)
             st.op_hint = normalize_op(m.group(1)) if m else None
         return None
+
+    def _start_or_end(self, body: str) -> ImportedRun | None:
+        m = _START.search(body)
+        if not m:
+            return None
+        if m.group(1) == "starting":
+            finished = self._new_run_if_busy()
+            self.state.op = normalize_op(m.group(2)) or self.state.op
+            self.state.seen = True
+            return finished
+        self.state.op = normalize_op(m.group(2)) or self.state.op
+        done = self._build()
+        self.state = _State(self.name)
+        return done
+
+    def _version_line(self, body: str) -> ImportedRun | None:
+        tv = _TESTS_VERSION.search(body)
+        rv = _RCCL_TESTS_VERSION.search(body)
+        if not (tv or rv or body.startswith("NCCL Tests compiled")):
+            self._versions(body)  # NCCL/RCCL library version lines
+            return None
+        finished = self._new_run_if_busy()
+        st = self.state
+        st.seen = True
+        if tv:
+            st.version = tv.group(1)
+            if tv.group(2):
+                st.versions["nccl"] = nccl_version_from_code(int(tv.group(2)))
+        elif rv:
+            st.tool, st.version = "rccl-tests", rv.group(1)
+        return finished
+
+    def _columns(self, body: str) -> ImportedRun | None:
+        toks = body.split()
+        if not (("size" in toks or "bytes" in toks) and "algbw" in toks):
+            return None
+        finished = None
+        if self.state.has_results:  # a second table without a new header line: a new run
+            finished = self._new_run_if_busy()
+        st = self.state
+        first_time = next((i for i, t in enumerate(toks) if t in ("time", "cputime")), None)
+        if first_time is not None:
+            tail = toks[first_time:]
+            st.layout = Layout(tail[:-1] if tail[-1] == "timestamp" else tail, from_header=True)
+        st.seen = True
+        return finished
 
     def finish(self) -> ImportedRun | None:
         if not (self.state.seen and (self.state.has_results or self.state.errors)):
@@ -289,12 +254,12 @@ class NcclTextParser:
             run.meta["rank_bus_id"] = [st.ranks[r][4] for r in order]
         if st.header:
             run.meta["header"] = st.header
-        pair = _best_pair(st.rows)
+        pair = best_bandwidths(st.rows, st.layout)
         ratio = pair[1] / pair[0] if pair else None
         op = st.op or st.op_hint or op_from_filename(self.name)
         if op is None and st.rows:
             first = st.rows[0]
-            op = infer_op(first.redop not in ("", "none"), first.root, ratio, ranks)
+            op = infer_op(first[3] not in ("", "none"), first[4], ratio, ranks)
             if op:
                 run.meta["op_inferred"] = "redop/root columns and busbw/algbw"
         if ranks is None and op and pair:
@@ -306,19 +271,11 @@ class NcclTextParser:
         if st.header:
             run.meta[f"coll_sweep.{op}"] = sweep_from_header(st.header)
         run.ranks = ranks or 0
-        ms: list[Measurement] = []
-        for row in st.rows:
-            for placement, values in row.values:
-                params = {"bytes": row.size, "count": row.count, "dtype": row.dtype,
-                          "redop": row.redop or "none", "root": row.root, "placement": placement,
-                          "ranks": run.ranks}
-                for metric, value, unit, stat in values:
-                    p = params if not stat else {**params, "stat": stat}
-                    ms.append(Measurement(op, metric, value, unit, p))
+        extra: list[Measurement] = []
         if st.avg_busbw is not None:
-            ms.append(Measurement(op, "avg_busbw", st.avg_busbw, "GB/s", {"ranks": run.ranks}))
+            extra.append(Measurement(op, "avg_busbw", st.avg_busbw, "GB/s", {"ranks": run.ranks}))
         if st.oob is not None:
-            ms.append(Measurement(op, "out_of_bounds", float(st.oob), "", {"ranks": run.ranks}))
+            extra.append(Measurement(op, "out_of_bounds", float(st.oob), "", {"ranks": run.ranks}))
         if st.avg_busbw is None:
             run.status = INCOMPLETE
             run.meta["truncated"] = "no footer (Avg bus bandwidth): the log ends mid-sweep"
@@ -328,7 +285,7 @@ class NcclTextParser:
             run.status = FAILED
         if st.partial_row:
             run.meta["partial_last_row"] = True
-        return ImportedRun(run, ms)
+        return ImportedRun(run, table=NcclTable(op, run.ranks, st.layout, st.rows, extra))
 
 
 def sweep_from_header(header: str) -> dict[str, object]:
@@ -344,18 +301,6 @@ def sweep_from_header(header: str) -> dict[str, object]:
     for word, value in re.findall(r"(?:(warmup|agg)\s+)?iters:\s+(\d+)", header):
         sweep[{"warmup": "warmup_iters", "agg": "agg_iters"}.get(word, "iters")] = int(value)
     return sweep
-
-
-def _best_pair(rows: list[_Row]) -> tuple[float, float] | None:
-    """(algbw, busbw) of the row with the largest algbw (its two-decimal rounding matters least)."""
-    best: tuple[float, float] | None = None
-    for row in rows:
-        for _placement, values in row.values:
-            d = {metric: value for metric, value, _unit, _stat in values}
-            alg, bus = d.get("algbw"), d.get("busbw")
-            if alg and bus and (best is None or alg > best[0]):
-                best = (alg, bus)
-    return best if best and best[0] >= 1.0 else None
 
 
 def parse_lines(lines: Iterable[str], name: str = "") -> Iterator[ImportedRun]:

@@ -71,6 +71,10 @@ def create_baseline(rows: list[Row], *, name: str, pct: float = 90.0, metrics: t
             source=f"baseline: median {med:.6g} {grp[0].m.unit} of run(s) {','.join(sorted(values, key=int))}",
             op=">=" if hib else "<=", baseline=med, pct=pct if hib else 200 - pct, unit=grp[0].m.unit,
         ))
+    if not criteria and result.noisy:
+        raise UsageError(f"all {len(result.noisy)} candidate rows of runs {','.join(map(str, run_ids))} vary by "
+                         f"more than {max_cv * 100:.0f}% CV between runs: no stable baseline (use more "
+                         "repetitions or larger sizes)")
     if not criteria:
         raise UsageError(f"runs {','.join(map(str, run_ids))} have no {'/'.join(sorted(wanted))} "
                          "measurements to build a baseline from")

@@ -89,3 +89,16 @@ def device_percent_of_peak(run: Run, ms: list[Measurement]) -> list[DevicePercen
         if peak and name:
             out.append(DevicePercent(m.benchmark, m.metric, dict(m.params), m.value, m.unit, peak, name))
     return out
+
+
+def best_percent_of_peak(runs: list[tuple[Run, list[Measurement]]]) -> list[tuple[str, DevicePercent]]:
+    """The best result per stream kernel / GEMM dtype and shape, as percent of its device's peak."""
+    best: dict[str, DevicePercent] = {}
+    for run, ms in runs:
+        for d in device_percent_of_peak(run, ms):
+            p = d.params
+            label = (f"stream {p.get('kernel')}" if d.benchmark == "stream" else
+                     f"gemm {p.get('dtype')} {p.get('m')}x{p.get('n')}x{p.get('k')}")
+            if label not in best or d.percent > best[label].percent:
+                best[label] = d
+    return list(best.items())

@@ -34,7 +34,8 @@ def outcome_lines(outcomes: list[Outcome]) -> list[str]:
 def varying_keys(param_sets: list[dict]) -> set[str]:
     """Params that differ between rows (constant ones are noise in a table); count follows bytes."""
     keys = {k for p in param_sets for k in p}
-    out = {k for k in keys if len({json.dumps(p.get(k), default=str) for p in param_sets}) > 1}
+    # rows without the key (e.g. per-run summary metrics) do not make it vary
+    out = {k for k in keys if len({json.dumps(p[k], default=str) for p in param_sets if k in p}) > 1}
     if "bytes" in out:
         out.discard("count")
     return out

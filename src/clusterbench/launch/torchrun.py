@@ -213,6 +213,14 @@ def diagnose(result: HostsResult, endpoint: str, join_timeout: float) -> str | N
     if early:  # ssh and our agents exit 255 when the host cannot be reached
         h = early[0]
         return f"host {h} is unreachable: {_last_error(result.stderr[h])}"
+    died = [h for h in result.hosts if (result.returncodes[h] or 0) < 0]
+    if died:  # killed by a signal: the node (or its agent) went away
+        h = died[0]
+        try:
+            sig = signal.Signals(-(result.returncodes[h] or 0)).name
+        except ValueError:
+            sig = f"signal {-(result.returncodes[h] or 0)}"
+        return f"host {h} died ({sig}) before the run finished"
     failed = [h for h in result.hosts if result.returncodes[h] not in (0, None)]
     if failed:
         h = failed[0]
@@ -246,7 +254,8 @@ def run_torchrun_on_hosts(
         argv = torchrun_argv(spec, endpoint, rdzv_id=rdzv_id, is_host=(i == 0),
                              local_addr=host if local_addr else None, join_timeout=join_timeout,
                              torchrun=torchrun)
-        per_host.append([*env_argv(spec.env), *argv])
+        # Rank 0's rows should reach us as they are printed, not when its pipe buffer fills.
+        per_host.append([*env_argv({"PYTHONUNBUFFERED": "1", **spec.env}), *argv])
     procs = start_on_hosts(hosts, agent, per_host, quote, echo)
     return wait_hosts(procs, timeout)
 

@@ -8,8 +8,13 @@ from clusterbench import peaks
 from clusterbench.records import Measurement, Run
 from clusterbench.report.terminal import run_header_lines
 
-
 MATRIX_TESTS = ("h2d", "d2h", "p2p", "a2a", "h2h")
+
+
+def _endpoint_order(e: str) -> tuple[int, int, str]:
+    """Host memory first, then GPUs, by index (G2 before G10)."""
+    digits = "".join(ch for ch in e[1:] if ch.isdigit())
+    return ("CUG".find(e[:1]), int(digits) if digits else 0, e)
 
 
 def _cell(v: float | None) -> str:
@@ -68,10 +73,10 @@ class TransferRenderer:
         pairs = [m for m in ms if m.param("stat") == "pair"]
         if not pairs:
             return []
-        srcs = list(dict.fromkeys(str(m.param("src")) for m in pairs))
-        dsts = list(dict.fromkeys(str(m.param("dst")) for m in pairs))
+        srcs = sorted({str(m.param("src")) for m in pairs}, key=_endpoint_order)
+        dsts = sorted({str(m.param("dst")) for m in pairs}, key=_endpoint_order)
         if direction == "bi":  # symmetric: show both triangles
-            srcs = dsts = list(dict.fromkeys(srcs + dsts))
+            srcs = dsts = sorted(set(srcs + dsts), key=_endpoint_order)
         cell: dict[tuple[str, str], Measurement] = {}
         for m in pairs:
             cell[(str(m.param("src")), str(m.param("dst")))] = m

@@ -123,6 +123,18 @@ class Store:
         telemetry: Iterable[TelemetrySample] = (),
     ) -> int:
         """Store a run with all its records in one transaction; return its id."""
+        rows = ((m.benchmark, m.metric, float(m.value), m.unit, json.dumps(m.params, default=str))
+                for m in measurements)
+        return self.save_run_rows(run, rows, telemetry)
+
+    def save_run_rows(
+        self,
+        run: Run,
+        rows: Iterable[tuple[str, str, float, str, str]],
+        telemetry: Iterable[TelemetrySample] = (),
+    ) -> int:
+        """``save_run`` with measurements as (benchmark, metric, value, unit, params JSON) rows, for
+        producers that serialize a parameter set once and share it (log importers)."""
         try:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
@@ -144,11 +156,7 @@ class Store:
                 self.conn.executemany(
                     "INSERT INTO measurements (run_id, benchmark, metric, value, unit, params)"
                     " VALUES (?,?,?,?,?,?)",
-                    (
-                        (run_id, m.benchmark, m.metric, float(m.value), m.unit,
-                         json.dumps(m.params, default=str))
-                        for m in measurements
-                    ),
+                    ((run_id, *row) for row in rows),
                 )
                 self.conn.executemany(
                     "INSERT INTO telemetry (run_id, t, host, device, metric, value, unit)"

@@ -62,20 +62,25 @@ def finish_sampler(ctx: Any, sampler: Sampler | None) -> None:
         return
     samples = sampler.stop() if sampler is not None else None
     errors = sampler.errors if sampler is not None else {}
-    gathered = _gather(ctx, (samples, errors) if sampler is not None else None)
+    cost = sampler.cpu_s if sampler is not None else 0.0
+    gathered = _gather(ctx, (samples, errors, cost) if sampler is not None else None)
     if not ctx.is_root:
         return
     all_samples = [s for g in gathered if g for s in g[0]]
-    info: dict[str, Any] = {"interval_s": _interval(ctx), "samples": len(all_samples)}
+    info: dict[str, Any] = {"interval_s": _interval(ctx), "samples": len(all_samples),
+                            # CPU seconds the sampler threads used, summed over hosts
+                            "sampler_cpu_s": round(sum(g[2] for g in gathered if g), 6)}
     errs = {f"{_host_of(g)}:{k}": v for g in gathered if g for k, v in g[1].items()}
     if errs:
         info["errors"] = errs
     if all_samples:
-        info["summary"] = {k: v for k, v in summarize(all_samples).items()
-                           if "throttle" in k or "temperature" in k or "power" in k}
+        summary = {k: v for k, v in summarize(all_samples).items()
+                   if "throttle" in k or "temperature" in k or "power" in k}
+        if summary:
+            info["summary"] = summary
         ctx.emit("telemetry", all_samples)
     ctx.emit("meta", {"telemetry": info})
 
 
-def _host_of(g: tuple[list[Any], dict[str, str]]) -> str:
+def _host_of(g: tuple[list[Any], dict[str, str], float]) -> str:
     return g[0][0].host if g[0] else "?"

@@ -88,6 +88,7 @@ class Sampler:
         self.sources = sources if sources is not None else default_sources()
         self.samples: list[TelemetrySample] = []
         self.errors: dict[str, str] = {}
+        self.cpu_s = 0.0  # CPU time the ticks took: the sampler's whole cost to the benchmark
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="clusterbench-telemetry", daemon=True)
 
@@ -104,7 +105,13 @@ class Sampler:
         return list(self.samples)
 
     def _tick(self) -> None:
-        t = time.time()
+        c0 = time.thread_time()
+        try:
+            self._read(time.time())
+        finally:
+            self.cpu_s += time.thread_time() - c0
+
+    def _read(self, t: float) -> None:
         for source in self.sources:
             try:
                 readings = source()

@@ -18,6 +18,7 @@ class TransferConfig:
     iterations: int = 10
     warmups: int = 3
     check: bool = True
+    notes: tuple[str, ...] = ()         # tests skipped before the run (devices this host lacks)
 
 
 def _bw(nbytes: int, seconds: list[float]) -> float:
@@ -90,6 +91,8 @@ def main(ctx: Any, cfg: TransferConfig) -> None:
     if topo.gpus == 0:
         ctx.emit("note", f"no GPU: host memory copies, {threads} CPU thread(s), "
                          f"{len(topo.numa_nodes)} NUMA node(s)")
+    for note in cfg.notes:
+        ctx.emit("note", note)
     pending: list[Measurement] = []
     current: tuple | None = None
     last: Planned | None = None

@@ -1,1 +1,18 @@
 """End-to-end workloads: FSDP training, DDP gradient sync, tensor-parallel inference, scaling."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def share_cpu(ctx: Any) -> None:
+    """On CPU ranks, split the host's cores between the local ranks instead of letting each
+    rank start one thread per core (oversubscription makes every collective wait)."""
+    if ctx.device.type != "cpu":
+        return
+    import os
+
+    import torch
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    torch.set_num_threads(max(1, cores // max(1, ctx.env.local_world_size)))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from clusterbench.bench.workloads import share_cpu
 from clusterbench.dist.context import RankContext
 from clusterbench.errors import UsageError
 from clusterbench.records import Measurement
@@ -81,6 +82,7 @@ def main(ctx: RankContext, config: DdpCommConfig) -> None:
     import torch
     from torch.nn.parallel import DistributedDataParallel as DDP
 
+    share_cpu(ctx)
     elements = layer_elements(config.layers, config.size_bytes)
     grad_bytes = elements * config.layers * BYTES_PER_PARAM
     if ctx.device.type == "cuda":

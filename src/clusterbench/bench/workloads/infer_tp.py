@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from clusterbench.bench.workloads import share_cpu
 from clusterbench.dist.context import RankContext
 from clusterbench.errors import UsageError
 from clusterbench.records import Measurement
@@ -114,6 +115,7 @@ def main(ctx: RankContext, config: InferTpConfig) -> None:
     import torch
     import torch.distributed as dist
 
+    share_cpu(ctx)
     world = ctx.world_size
     validate(config, world)
     dtype, dtype_name = _dtype(config.dtype, ctx.device)

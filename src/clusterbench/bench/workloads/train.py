@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from clusterbench.bench.workloads import share_cpu
 from clusterbench.bench.workloads.model import (
     ModelShape,
     build_model,
@@ -180,6 +181,7 @@ def main(ctx: RankContext, config: TrainConfig) -> None:
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
     from torch.nn import functional as F
 
+    share_cpu(ctx)
     shape, world = config.shape, ctx.world_size
     local_batch = check_batch(config.batch, world)
     shard = shard_ranks(config.strategy, world, config.shard_size, ctx.env.local_world_size)

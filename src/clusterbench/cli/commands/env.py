@@ -18,6 +18,11 @@ def _size(n: int | None) -> str:
     return f"{n / 2**30:.1f} GiB" if n else "?"
 
 
+def _q(value: Any) -> Any:
+    """Unknown values print as '?'."""
+    return "?" if value is None else value
+
+
 def inventory_lines(inv: dict[str, Any]) -> list[str]:
     v = inv.get("virtualization") or {}
     cpu, mem, os_ = inv.get("cpu") or {}, inv.get("memory") or {}, inv.get("os") or {}
@@ -25,8 +30,8 @@ def inventory_lines(inv: dict[str, Any]) -> list[str]:
     if v.get("vm"):
         where += " in a VM" + (f" ({v['dmi'].get('sys_vendor')})" if (v.get("dmi") or {}).get("sys_vendor") else "")
     lines = [
-        f"host      {inv.get('host')}: {os_.get('name')}, kernel {os_.get('kernel')}, {os_.get('arch')}; {where}",
-        f"cpu       {cpu.get('model')}: {cpu.get('sockets') or '?'} socket(s), {cpu.get('cores') or '?'} core(s), "
+        f"host      {inv.get('host')}: {_q(os_.get('name'))}, kernel {_q(os_.get('kernel'))}, {_q(os_.get('arch'))}; {where}",
+        f"cpu       {_q(cpu.get('model'))}: {cpu.get('sockets') or '?'} socket(s), {cpu.get('cores') or '?'} core(s), "
         f"{cpu.get('logical') or '?'} logical; governor {cpu.get('governor') or '?'}",
         f"memory    {_size(mem.get('total_bytes'))}; NUMA nodes: "
         + (", ".join(f"{n['node']} (cpus {n['cpus']}, {_size(n.get('memory_bytes'))})" for n in cpu.get("numa_nodes") or []) or "?"),
@@ -52,13 +57,13 @@ def inventory_lines(inv: dict[str, Any]) -> list[str]:
                          f"{link.get('current_speed_gts')}/{link.get('max_speed_gts')} GT/s, numa {d.get('numa_node')}")
     for n in inv.get("nics") or []:
         speed = f"{n['speed_mbps'] / 1000:g} Gb/s" if n.get("speed_mbps") else "speed ?"
-        lines.append(f"nic       {n['name']}: {n.get('operstate')}, {speed}, MTU {n.get('mtu')}, "
+        lines.append(f"nic       {n['name']}: {_q(n.get('operstate'))}, {speed}, MTU {_q(n.get('mtu'))}, "
                      f"driver {n.get('driver') or ('virtual' if n.get('virtual') else '?')}, pci {n.get('pci') or '-'}")
     for r in inv.get("rdma") or []:
         for p in r.get("ports") or []:
             gids = ", ".join(f"{g['index']}={g.get('type') or '?'}({g.get('netdev') or '-'})" for g in p.get("gids") or [])
-            lines.append(f"rdma      {r['name']} port {p['port']}: {p.get('state')}, {p.get('rate')}, {p.get('link_layer')}, "
-                         f"fw {r.get('fw_ver')}; GIDs {gids or 'none'}")
+            lines.append(f"rdma      {r['name']} port {p['port']}: {_q(p.get('state'))}, {_q(p.get('rate'))}, "
+                         f"{_q(p.get('link_layer'))}, fw {_q(r.get('fw_ver'))}; GIDs {gids or 'none'}")
     env = inv.get("env") or {}
     lines.append("env       " + (" ".join(f"{k}={val}" for k, val in env.items()) or "(no NCCL_/RCCL_/UCX_/HIP_ variables set)"))
     return lines

@@ -31,7 +31,9 @@ def _config_text(path: str) -> str:
 
 
 def build_plan(matrix: str | None, tests: tuple[str, ...], config: str | None, nbytes: int,
-               methods: str, topo: engine.Topology) -> list[Planned]:
+               methods: str, topo: engine.Topology, notes: list[str] | None = None) -> list[Planned]:
+    """The tests to run. Tests from a config file that name devices this host lacks are
+    skipped with a note (a file serves many machines); anything else out of range is an error."""
     wanted_methods = []
     for m in methods.split(","):
         m = m.strip().lower()
@@ -40,7 +42,15 @@ def build_plan(matrix: str | None, tests: tuple[str, ...], config: str | None, n
         wanted_methods += ["D", "G"] if m == "all" else (["D"] if m == "copy_engine" else ["G"])
     custom: list[lang.Test] = []
     if config:
-        custom += lang.parse_text(_config_text(config), nbytes)
+        for t in lang.parse_text(_config_text(config), nbytes):
+            try:
+                engine.validate(t, topo)
+            except UsageError as e:
+                if notes is None:
+                    raise
+                notes.append(f"skipped {e}")
+                continue
+            custom.append(t)
     for i, t in enumerate(tests):
         parsed = lang.parse_line(t, nbytes, f"cmdline {i + 1}")
         if parsed is None:
@@ -69,7 +79,7 @@ def build_plan(matrix: str | None, tests: tuple[str, ...], config: str | None, n
     for p in planned:
         engine.validate(p.test, topo)
     if not planned:
-        raise UsageError("nothing to run")
+        raise UsageError("nothing to run" + (f": {notes[0]}" if notes else ""))
     return planned
 
 
@@ -110,8 +120,9 @@ def transfer(matrix: str | None, tests: tuple[str, ...], config: str | None, nby
     topo = engine.topology()
     if device_type == "cpu":
         topo = engine.Topology(0, topo.numa_nodes, topo.numa_cpus)
-    planned = build_plan(matrix, tests, config, size, methods, topo)
-    cfg = TransferConfig(tuple(planned), iterations, warmups, not no_check)
+    notes: list[str] = []
+    planned = build_plan(matrix, tests, config, size, methods, topo, notes)
+    cfg = TransferConfig(tuple(planned), iterations, warmups, not no_check, tuple(notes))
     job = Job("clusterbench.bench.transfer.main:main", cfg,
               DistOptions(device=device_type, timeout=timeout), np=1)
     raise SystemExit(run_benchmark_command(job, "transfer", as_json=as_json, db=db, tags=tags,

@@ -9,7 +9,11 @@ import click
 
 from clusterbench.cli.options import db_option, json_option
 from clusterbench.errors import UsageError
-from clusterbench.judge.efficiency import best_per_placement, run_collective_efficiency
+from clusterbench.judge.efficiency import (
+    best_per_placement,
+    best_percent_of_peak,
+    run_collective_efficiency,
+)
 from clusterbench.judge.profiles import builtin_profiles, load_profile
 from clusterbench.judge.select import load_runs, rows_of
 from clusterbench.judge.text import outcome_lines
@@ -43,13 +47,17 @@ def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, n
         print("# note: no collective algbw rows on 2+ nodes to compare with the link speed "
               "(give --nodes for single-host runs)", file=sys.stderr)
     run_ids = [r.id for r, _ in loaded]
+    peaks = best_percent_of_peak(loaded)
     if as_json:
         for o in outcomes:
-            print(json.dumps({"profile": profile.name, **o.to_dict()}, default=str))
+            print(json.dumps({"kind": "criterion", "profile": profile.name, **o.to_dict()}, default=str))
         for e in best_per_placement(effs):
             print(json.dumps({"kind": "efficiency", "benchmark": e.benchmark, "bytes": e.bytes,
                               "placement": e.placement, "nodes": e.nodes, "algbw": e.measured_algbw,
                               "optimal_algbw": e.optimal_algbw, "efficiency": e.ratio}))
+        for label, d in peaks:
+            print(json.dumps({"kind": "percent_of_peak", "what": label, "device_name": d.device_name,
+                              "value": d.value, "unit": d.unit, "peak": d.peak, "percent": d.percent}))
     else:
         print(f"# profile {profile.name}: {len(profile.criteria)} criteria on run(s) "
               f"{', '.join(map(str, run_ids))}")
@@ -59,6 +67,9 @@ def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, n
             print(f"# efficiency {e.benchmark} {e.placement}-place {e.bytes} B on {e.nodes} nodes: "
                   f"algbw {e.measured_algbw:.2f} GB/s = {e.ratio * 100:.0f}% of optimal "
                   f"{e.optimal_algbw:.2f} GB/s")
+        for label, d in peaks:
+            print(f"# peak {label}: best {d.value:.4g} {d.unit} = {d.percent:.1f}% of {d.device_name} "
+                  f"datasheet {d.peak:.4g} {d.unit}")
     if all(o.status == "skipped" for o in outcomes):
         raise UsageError(f"no criterion of profile {profile.name} matched any measurement of run(s) "
                          f"{', '.join(map(str, run_ids))}")

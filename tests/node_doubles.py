@@ -1,0 +1,35 @@
+"""Test doubles for the node benchmarks: kernels that compute the wrong thing, so the checks
+must catch them. Ranks import this module by name (tests/ is on their sys.path)."""
+
+from __future__ import annotations
+
+from clusterbench.bench.gemm import ops as real_ops
+from clusterbench.bench.stream.kernels import TorchStream
+
+make_operands = real_ops.make_operands
+check = real_ops.check
+
+
+class WrongTriad(TorchStream):
+    """Triad with the scalar slightly off: a = b + (s + 1e-3) * c."""
+
+    def triad(self) -> None:
+        self.a.copy_(self.b).add_(self.c, alpha=self.scalar + 1e-3)
+
+
+class WrongOneElement(TorchStream):
+    """Copy that misses the last element."""
+
+    def copy(self) -> None:
+        self.c[:-1].copy_(self.a[:-1])
+
+
+def gemm_call(ops, dtype, alpha, beta):
+    """The real GEMM, then one output element off by a little more than rounding would allow."""
+    call = real_ops.gemm_call(ops, dtype, alpha, beta)
+
+    def wrong() -> None:
+        call()
+        ops.d[0, 0, 0] += 1.0
+
+    return wrong

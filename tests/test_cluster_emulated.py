@@ -1,0 +1,165 @@
+"""Across real network hops: 3 hosts as network namespaces on a bridge (root only), torchrun's
+c10d rendezvous, Open MPI's mpirun, tc tbf shaping one host's link, and the faults: a node
+that never joins, a node that dies mid-run, an unreachable host. The namespaces are removed
+even when a test fails."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from cluster_fixtures import IP, cluster_or_skip
+
+from clusterbench.store import Store
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+COLL = ["coll", "all_reduce", "-b", "4M", "-e", "4M", "-n", "5", "-w", "1", "--device", "cpu"]
+GLOO = ["--env", "GLOO_SOCKET_IFNAME=eth0"]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    yield from cluster_or_skip(3)
+
+
+@pytest.fixture
+def clean(cluster):
+    yield cluster
+    for i in range(cluster.n):
+        cluster.unshape(i)
+        cluster.link(i, True)
+
+
+def _cb(args, timeout=240, ns=None, env=None):
+    argv = [sys.executable, "-m", "clusterbench", *args]
+    if ns:
+        argv = [IP, "netns", "exec", ns, *argv]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+def _sweep(c, db, *extra, test=()):
+    return _cb(["sweep", "--hosts", ",".join(c.hosts), "--agent", c.agent, "--no-single", *GLOO,
+                "--join-timeout", "40", "--timeout", "120", "--db", db, *extra, "--", *COLL, *test])
+
+
+def test_sweep_without_shaping_flags_nobody_and_stores_each_pair(clean, tmp_path):
+    db = str(tmp_path / "sweep.db")
+    marker = tmp_path / "pwned"
+    evil = f"note=$(touch {marker}); `touch {marker}`"
+    r = _sweep(clean, db, test=["--tag", evil])   # the tag crosses the agent's remote shell
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "no suspect" in r.stdout and "SUSPECT" not in r.stdout
+    with Store.open(db) as store:
+        runs = store.list_runs()
+        pairs = [x for x in runs if x.benchmark != "sweep"]
+        sweep_run = next(x for x in runs if x.benchmark == "sweep")
+        assert len(pairs) == 3 and all(x.status == "complete" for x in pairs)
+        # every multi-node torchrun all_reduce stored one run with both hosts recorded
+        assert sorted(tuple(sorted(x.hosts)) for x in pairs) == [
+            ("node0", "node1"), ("node0", "node2"), ("node1", "node2")]
+        assert all(x.meta.get("launcher") == "torchrun" and x.ranks == 2 for x in pairs)
+        assert all(x.tags["sweep"] == sweep_run.tags["sweep"] for x in pairs)
+        assert sorted(sweep_run.hosts) == sorted(clean.hosts) and sweep_run.meta["suspects"] == []
+        assert all(x.tags["note"] == evil for x in pairs)
+    assert not marker.exists()
+
+
+def test_sweep_names_the_host_behind_a_shaped_link(clean, tmp_path):
+    clean.shape(1, "1gbit")
+    db = str(tmp_path / "sweep.db")
+    r = _sweep(clean, db, "--link-rate", "1gbit", "--json")
+    assert r.returncode == 1, r.stdout + r.stderr
+    rows = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    flagged = {m["params"]["host"] for m in rows if m["metric"] == "node_score" and m["params"]["suspect"]}
+    assert flagged == {clean.hosts[1]}
+    # large-message efficiency of the shaped host against the link the test knows (1 Gbit/s)
+    eff = [m for m in rows if m["metric"] == "efficiency" and m["params"]["host"] == clean.hosts[1]]
+    assert len(eff) == 1 and eff[0]["params"]["link_rate"] == 0.125
+    assert 0 < eff[0]["value"] < 1.2   # a tbf link cannot be beaten by much: shaping took effect
+
+
+def test_node_that_never_joins_is_named(clean, tmp_path):
+    clean.link(2, False)   # host 2 is up but cannot reach anyone
+    t0 = time.monotonic()
+    r = _cb(["launch", "torchrun", "--hosts", ",".join(clean.hosts), "--agent", clean.agent, *GLOO,
+             "--join-timeout", "8", "--wall-timeout", "90", "--", *COLL,
+             "--db", str(tmp_path / "x.db")], timeout=120)
+    assert r.returncode != 0
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("clusterbench: error: rendezvous at") and "never joined" in last
+    assert f"{clean.hosts[2]} never joined" in last and clean.hosts[0] in last.split("joined:")[1]
+    assert time.monotonic() - t0 < 100
+
+
+def test_node_dying_mid_run_ends_the_run_incomplete(clean, tmp_path):
+    db = str(tmp_path / "dies.db")
+    argv = [sys.executable, "-m", "clusterbench", "launch", "torchrun", "--hosts",
+            ",".join(clean.hosts[:2]), "--agent", clean.agent, *GLOO, "--join-timeout", "60",
+            "--wall-timeout", "150", "--", "coll", "all_reduce", "-b", "1K", "-e", "64M", "-n", "5",
+            "--device", "cpu", "--timeout", "30", "--json", "--db", db]
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        t0 = time.monotonic()
+        first = ""
+        while time.monotonic() - t0 < 90:
+            first = p.stdout.readline()
+            if first.startswith("{") or not first:
+                break
+        assert first.startswith("{"), "no row arrived before the kill"
+        pids = subprocess.run([IP, "netns", "pids", clean.namespaces[1]], capture_output=True,
+                              text=True, timeout=10).stdout.split()
+        for pid in pids:   # the node dies: every process on it, at once
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        killed_at = time.monotonic()
+        out, err = p.communicate(timeout=100)
+        assert time.monotonic() - killed_at < 90   # at worst --timeout 30 plus the launcher's grace
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode != 0
+    assert err.strip().splitlines()[-1].startswith("clusterbench: error: host ")
+    with Store.open(db) as store:
+        (run,) = store.list_runs()
+        assert run.status == "incomplete" and run.errors
+        assert store.measurements(run.id)   # the rows that finished are kept
+
+
+def _hostfile(tmp_path, lines):
+    f = tmp_path / "hostfile"
+    f.write_text("\n".join(lines) + "\n")
+    return str(f)
+
+
+def test_mpirun_runs_ranks_on_every_host(clean, tmp_path):
+    db = str(tmp_path / "mpi.db")
+    hf = _hostfile(tmp_path, [f"{h} slots=1" for h in clean.hosts])
+    r = _cb(["launch", "mpi", "--hostfile", hf, "--agent", clean.agent, "--mca", "btl=tcp,self",
+             "--mca", "btl_tcp_if_include=eth0", "--mca", "oob_tcp_if_include=eth0", *GLOO,
+             "--wall-timeout", "120", "--", "coll", "all_reduce", "-b", "64K", "-e", "256K",
+             "-n", "3", "-w", "1", "--device", "cpu", "--db", db],
+            ns=clean.namespaces[0], env={"CLUSTERBENCH_HOSTNAME": "node0"}, timeout=150)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    with Store.open(db) as store:
+        (run,) = store.list_runs()
+        assert run.status == "complete" and run.ranks == 3 and run.meta.get("launcher") == "mpi"
+        assert sorted(run.hosts) == ["node0", "node1", "node2"]
+
+
+def test_unreachable_host_in_hostfile_is_one_line(clean, tmp_path):
+    bad = f"{clean.subnet}.99"
+    hf = _hostfile(tmp_path, [f"{clean.hosts[0]} slots=1", f"{bad} slots=1"])
+    r = _cb(["launch", "mpi", "--hostfile", hf, "--agent", clean.agent, "--", "net"], timeout=60)
+    assert r.returncode == 1
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and bad in lines[0] and "unreachable" in lines[0]

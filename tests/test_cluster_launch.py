@@ -1,0 +1,332 @@
+"""Launcher builders: argument lists, scripts and manifests; hostfiles; --auto-net-env on fake
+sysfs trees; host names and tags with shell metacharacters stay data."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from clusterbench.errors import UsageError
+from clusterbench.launch import dstack, k8s, mpi, netenv, slurm
+from clusterbench.launch import torchrun as tr
+from clusterbench.launch.common import Spec, bench_command, parse_env, parse_hosts, remote_line
+
+SCHEMAS = Path(__file__).parent / "data" / "schemas"
+EVIL = "x=$(touch /tmp/cb6-evil); `touch /tmp/cb6-evil` | rm -rf / ; 'q\""
+
+
+def _cb(*args, timeout=60):
+    return subprocess.run([sys.executable, "-m", "clusterbench", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+# -- hostfiles and mpirun --------------------------------------------------------------------
+
+def test_hostfile_forms():
+    hosts = mpi.parse_hostfile("# rack 1\nnode1 slots=8\nnode2 slots=8 max_slots=8\n\nnode3:4\n10.0.0.9\n")
+    assert [(h.host, h.slots) for h in hosts] == [("node1", 8), ("node2", 8), ("node3", 4), ("10.0.0.9", 1)]
+
+
+@pytest.mark.parametrize("text, word", [
+    ("node1 slots=x\n", "line 1"),
+    ("node1 slots=2\nnode2 cpus=4\n", "line 2: unexpected 'cpus=4'"),
+    ("node1\nnode1\n", "listed twice"),
+    ("no$de slots=1\n", "invalid host"),
+    ("# only comments\n", "no hosts"),
+    ("node1 slots=0\n", "at least 1"),
+])
+def test_malformed_hostfile(text, word):
+    with pytest.raises(UsageError, match=word.replace("$", r"\$")):
+        mpi.parse_hostfile(text)
+
+
+def test_malformed_hostfile_cli_is_one_line(tmp_path):
+    f = tmp_path / "hosts"
+    f.write_text("node1 slots=2\nnode2 banana\n")
+    r = _cb("launch", "mpi", "--hostfile", str(f), "--", "net")
+    assert r.returncode == 2
+    assert r.stderr.strip() == "clusterbench: error: hosts line 2: unexpected 'banana' (expected slots=N or max_slots=N)"
+
+
+def test_mpirun_argv_env_mca_slots():
+    spec = Spec(nodes=2, procs_per_node=8, env={"NCCL_IB_GID_INDEX": "3", "UCX_NET_DEVICES": "mlx5_0:1"},
+                command=["coll", "all_reduce"])
+    hosts = mpi.parse_hostfile("a slots=8\nb slots=8\n")
+    argv = mpi.mpirun_argv(spec, hosts, hostfile="/h", mca=[("btl_tcp_if_include", "bond0")],
+                           allow_root=True)
+    assert argv[:6] == ["mpirun", "--allow-run-as-root", "--hostfile", "/h", "-n", "16"]
+    assert argv[argv.index("-N") + 1] == "8"
+    assert ["--mca", "btl_tcp_if_include", "bond0"] == argv[argv.index("--mca"):argv.index("--mca") + 3]
+    assert "MASTER_ADDR=a" in argv and "NCCL_IB_GID_INDEX=3" in argv and "UCX_NET_DEVICES=mlx5_0:1" in argv
+    assert argv[-3:] == ["clusterbench", "coll", "all_reduce"]
+    with pytest.raises(UsageError, match="slots"):
+        mpi.mpirun_argv(Spec(nodes=2, procs_per_node=9, command=["net"]), hosts)
+
+
+# -- torchrun --------------------------------------------------------------------------------
+
+def test_torchrun_c10d_and_static():
+    spec = Spec(nodes=2, procs_per_node=8, command=["coll", "all_reduce"])
+    c10d = tr.torchrun_argv(spec, "10.0.0.1:29400", local_addr="10.0.0.2", is_host=False, join_timeout=30)
+    assert "--rdzv_backend=c10d" in c10d and "--rdzv_endpoint=10.0.0.1:29400" in c10d
+    assert "--rdzv_conf=is_host=0,join_timeout=30" in c10d and "--local_addr=10.0.0.2" in c10d
+    assert c10d[-4:] == ["-m", "clusterbench", "coll", "all_reduce"]
+    static = tr.torchrun_argv(spec, "head:29500", node_rank=1)
+    assert "--node_rank=1" in static and "--master_addr=head" in static and "--master_port=29500" in static
+    with pytest.raises(UsageError):
+        tr.torchrun_argv(spec, "head:29500", node_rank=2)
+    with pytest.raises(UsageError):
+        tr.torchrun_argv(spec, "head;reboot:29500")
+
+
+def test_diagnose_names_missing_and_dead_hosts():
+    r = tr.HostsResult(["a", "b", "c"], {"a": 1, "b": 1, "c": None}, "",
+                       {"a": ["torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError"],
+                        "b": ["RendezvousTimeoutError"], "c": []}, killed=["c"])
+    assert tr.diagnose(r, "a:1", 5) == "rendezvous at a:1 timed out after 5 s: c never joined (joined: a, b)"
+    r = tr.HostsResult(["a", "b"], {"a": 1, "b": -9}, "", {"a": ["x"], "b": []})
+    assert tr.diagnose(r, "a:1", 5) == "host b died (SIGKILL) before the run finished"
+    r = tr.HostsResult(["a", "b"], {"a": 0, "b": 255}, "", {"a": [], "b": ["ssh: connect to host b: No route"]})
+    assert tr.diagnose(r, "a:1", 5).startswith("host b is unreachable: ssh: connect")
+    assert tr.diagnose(tr.HostsResult(["a"], {"a": 0}, "", {"a": []}), "a:1", 5) is None
+
+
+# -- host names and tags with shell metacharacters -------------------------------------------
+
+@pytest.mark.parametrize("bad", ["a;touch /tmp/x", "$(id)", "a b", "`id`", "a|b", "-oProxyCommand=x"])
+def test_hosts_with_metacharacters_are_rejected(bad):
+    with pytest.raises(UsageError):
+        parse_hosts(bad)
+
+
+def test_hostlist_expansion():
+    assert parse_hosts("gpu[01-03],login1") == ["gpu01", "gpu02", "gpu03", "login1"]
+
+
+def test_remote_words_round_trip_through_a_shell(tmp_path):
+    marker = tmp_path / "pwned"
+    words = ["clusterbench", "net", "--tag", f"x=$(touch {marker}); `touch {marker}`", EVIL]
+    line = " ".join(remote_line(words))
+    # what an ssh-like agent does on the far side: one shell line
+    out = subprocess.run(["/bin/sh", "-c", f"printf '%s\\n' {line}"], capture_output=True, text=True,
+                         timeout=10)
+    assert out.stdout.splitlines() == words
+    assert not marker.exists()
+
+
+def test_sbatch_script_quotes_env_and_tags(tmp_path):
+    marker = tmp_path / "pwned"
+    spec = Spec(nodes=2, procs_per_node=8, gpus_per_node=8,
+                env=parse_env(["NCCL_IB_QPS_PER_CONNECTION=4", "NCCL_BUFFSIZE=8388608",
+                               "UCX_NET_DEVICES=mlx5_0:1", f"EVIL=$(touch {marker})"]),
+                command=["coll", "all_reduce", "--tag", f"t=`touch {marker}`"])
+    script = slurm.sbatch_script(spec, slurm.SlurmOptions(partition="gpu", time="01:00:00"))
+    for line in ("#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=8", "#SBATCH --gpus-per-node=8",
+                 "#SBATCH --partition=gpu", "#SBATCH --time=01:00:00",
+                 "export NCCL_IB_QPS_PER_CONNECTION=4", "export UCX_NET_DEVICES=mlx5_0:1"):
+        assert line in script.splitlines()
+    srun = [line for line in script.splitlines() if line.startswith("srun ")][0]
+    assert shlex.split(srun)[-5:] == ["clusterbench", "coll", "all_reduce", "--tag", f"t=`touch {marker}`"]
+    # run the script's shell parts with srun and scontrol replaced by printers
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for tool in ("srun", "scontrol"):
+        (bindir / tool).write_text("#!/bin/sh\nprintf '%s\\n' \"$@\"\n")
+        (bindir / tool).chmod(0o755)
+    r = subprocess.run(["/bin/bash", "-c", script], capture_output=True, text=True, timeout=10,
+                       env={"PATH": f"{bindir}:/usr/bin:/bin", "SLURM_JOB_NODELIST": "n[1-2]"})
+    assert r.returncode == 0, r.stderr
+    assert f"t=`touch {marker}`" in r.stdout.splitlines()
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("opts", [slurm.SlurmOptions(partition="a;b"), slurm.SlurmOptions(time="soon"),
+                                  slurm.SlurmOptions(extra=("--x\n#SBATCH --y",))])
+def test_sbatch_options_validated(opts):
+    with pytest.raises(UsageError):
+        slurm.sbatch_script(Spec(command=["net"]), opts)
+
+
+def test_env_and_command_validation():
+    with pytest.raises(UsageError):
+        parse_env(["1BAD=x"])
+    with pytest.raises(UsageError):
+        parse_env(["NOVALUE"])
+    with pytest.raises(UsageError):
+        bench_command([])
+    assert bench_command(["clusterbench", "net"]) == ["net"]
+
+
+def test_print_makes_no_process_and_bad_host_is_one_line():
+    r = _cb("launch", "torchrun", "--hosts", "a,$(reboot)", "--print", "--", "net")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "invalid host" in r.stderr
+
+
+# -- Kubernetes and dstack -------------------------------------------------------------------
+
+def _strict(schema: dict, doc, path="") -> list[str]:
+    """Fields the schema does not know (the API server would prune them silently)."""
+    out: list[str] = []
+    if not isinstance(doc, dict) or schema.get("x-kubernetes-preserve-unknown-fields"):
+        if isinstance(doc, list) and "items" in schema:
+            for i, x in enumerate(doc):
+                out += _strict(schema["items"], x, f"{path}[{i}]")
+        return out
+    props = schema.get("properties")
+    extra = schema.get("additionalProperties")
+    for k, v in doc.items():
+        if not path and k in ("apiVersion", "kind", "metadata"):
+            continue  # every object has these; the API server never prunes them
+        if props is not None and k in props:
+            out += _strict(props[k], v, f"{path}.{k}")
+        elif isinstance(extra, dict):
+            out += _strict(extra, v, f"{path}.{k}")
+        elif props is not None:
+            out.append(f"{path}.{k}")
+    return out
+
+
+def _pytorchjob_schema() -> dict:
+    return yaml.safe_load((SCHEMAS / "training-operator_pytorchjobs_v1_excerpt.yaml").read_text())["openAPIV3Schema"]
+
+
+def _mpijob_schema() -> dict:
+    crd = yaml.safe_load((SCHEMAS / "mpi-operator_crd.yaml").read_text())
+    return next(v for v in crd["spec"]["versions"] if v["name"] == "v2beta1")["schema"]["openAPIV3Schema"]
+
+
+def _check(schema: dict, doc: dict) -> None:
+    jsonschema.validate(doc, schema)
+    assert _strict(schema, doc) == []
+
+
+def test_pytorchjob_matches_the_crd_schema():
+    spec = Spec(nodes=8, procs_per_node=2, gpus_per_node=2, env={"NCCL_IB_GID_INDEX": "3"},
+                command=["coll", "all_reduce", "-b", "1M", "-e", "1G"])
+    doc = k8s.pytorchjob(spec, k8s.K8sOptions(networks=("sriov-a", "sriov-b"), cpu="1", memory="10Gi",
+                                              extra_resources={"rdma/roce_gdr": "1"}))
+    _check(_pytorchjob_schema(), doc)
+    master, worker = doc["spec"]["pytorchReplicaSpecs"]["Master"], doc["spec"]["pytorchReplicaSpecs"]["Worker"]
+    assert master["replicas"] == 1 and worker["replicas"] == 7
+    pod = worker["template"]
+    c = pod["spec"]["containers"][0]
+    assert c["name"] == "pytorch" and c["resources"]["limits"]["nvidia.com/gpu"] == "2"
+    assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}} in pod["spec"]["volumes"]
+    assert pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] == "sriov-a,sriov-b"
+    assert c["command"][-6:] == ["coll", "all_reduce", "-b", "1M", "-e", "1G"]
+    # a typo'd field is caught: the strict walk knows the schema's fields
+    pod["spec"]["containers"][0]["volumeMount"] = []
+    assert _strict(_pytorchjob_schema(), doc) == [
+        ".spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].volumeMount"]
+
+
+def test_mpijob_matches_the_crd_schema_and_single_node_has_no_worker():
+    spec = Spec(nodes=2, procs_per_node=8, gpus_per_node=8, command=["coll", "all_reduce"])
+    doc = k8s.mpijob(spec, k8s.K8sOptions(gpu_resource="amd.com/gpu"))
+    _check(_mpijob_schema(), doc)
+    assert doc["spec"]["slotsPerWorker"] == 8 and doc["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 2
+    one = k8s.pytorchjob(Spec(nodes=1, command=["net"]), k8s.K8sOptions())
+    _check(_pytorchjob_schema(), one)
+    assert "Worker" not in one["spec"]["pytorchReplicaSpecs"]
+    bad = dict(doc, spec=dict(doc["spec"], slotsPerWorker=0))
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, _mpijob_schema())
+
+
+def test_k8s_cli_yaml_has_no_anchors_and_validates():
+    r = _cb("launch", "k8s", "--nodes", "3", "--gpus-per-node", "8", "--gpu-resource", "amd.com/gpu",
+            "--network", "roce-net", "--", "coll", "all_reduce")
+    assert r.returncode == 0, r.stderr
+    assert "&id" not in r.stdout
+    _check(_pytorchjob_schema(), yaml.safe_load(r.stdout))
+    assert _cb("launch", "k8s", "--name", "Bad_Name", "--", "net").returncode == 2
+
+
+DSTACK_SCHEMA = {  # the fields of a dstack distributed task, from dstack's task reference
+    "type": "object", "required": ["type", "commands", "nodes"],
+    "properties": {
+        "type": {"const": "task"}, "name": {"type": "string", "pattern": "^[a-z][a-z0-9-]{1,40}$"},
+        "nodes": {"type": "integer", "minimum": 1},
+        "startup_order": {"enum": ["any", "master-first", "workers-first"]},
+        "stop_criteria": {"enum": ["all-done", "master-done"]},
+        "image": {"type": "string"}, "env": {"type": "array", "items": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*="}},
+        "commands": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        "resources": {"type": "object", "properties": {"gpu": {"type": ["string", "integer"]},
+                                                       "shm_size": {"type": "string"}}},
+    },
+    "additionalProperties": False,
+}
+
+
+def test_dstack_task_like_the_seed():
+    spec = Spec(nodes=2, gpus_per_node=8, procs_per_node=8, env={"NCCL_IB_GID_INDEX": "3"},
+                command=["coll", "all_reduce", "--tag", EVIL])
+    doc = dstack.task(spec, gpu="MI300X", setup=("pip install clusterbench",))
+    jsonschema.validate(doc, DSTACK_SCHEMA)
+    assert doc["resources"]["gpu"] == "MI300X:8" and doc["nodes"] == 2
+    run = doc["commands"][-1]
+    assert "--node_rank=$DSTACK_NODE_RANK" in run and "--master_addr=$DSTACK_MASTER_NODE_IP" in run
+    assert shlex.split(run)[-1] == EVIL   # the shell dstack runs sees the tag as one word
+    with pytest.raises(UsageError):
+        dstack.task(spec, startup_order="whenever")
+
+
+# -- --auto-net-env on fake sysfs trees ------------------------------------------------------
+
+def _fake_sys(root: Path, ib: dict[str, dict], nets: dict[str, str]) -> Path:
+    for name, state in nets.items():
+        (root / "class/net" / name).mkdir(parents=True)
+        (root / "class/net" / name / "operstate").write_text(state + "\n")
+    for dev, info in ib.items():
+        port = root / "class/infiniband" / dev / "ports" / "1"
+        (port / "gids").mkdir(parents=True)
+        (port / "gid_attrs/types").mkdir(parents=True)
+        (port / "state").write_text(info.get("state", "4: ACTIVE") + "\n")
+        (port / "link_layer").write_text(info.get("link", "Ethernet") + "\n")
+        for i, (gid, typ) in enumerate(info.get("gids", [])):
+            (port / "gids" / str(i)).write_text(gid + "\n")
+            (port / "gid_attrs/types" / str(i)).write_text(typ + "\n")
+    (root / "class/infiniband").mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def test_auto_net_env_roce(tmp_path):
+    v4 = "0000:0000:0000:0000:0000:ffff:0a00:0001"
+    gids = [("fe80:0000:0000:0000:0000:0000:0000:0001", "IB/RoCE v1"),
+            ("fe80:0000:0000:0000:0000:0000:0000:0001", "RoCE v2"), (v4, "IB/RoCE v1"), (v4, "RoCE v2")]
+    root = _fake_sys(tmp_path, {"mlx5_0": {"gids": gids}, "mlx5_1": {"gids": gids},
+                                "mlx5_2": {"state": "1: DOWN", "gids": gids}},
+                     {"lo": "unknown", "eth0": "up", "net1": "up", "docker0": "up", "eth9": "down"})
+    choice = netenv.choose(root)
+    assert choice.env == {"NCCL_SOCKET_IFNAME": "eth0,net1", "GLOO_SOCKET_IFNAME": "eth0",
+                          "NCCL_IB_HCA": "mlx5_0,mlx5_1", "NCCL_IB_DISABLE": "0", "NCCL_IB_GID_INDEX": "3"}
+
+
+def test_auto_net_env_infiniband_and_none(tmp_path):
+    ib = _fake_sys(tmp_path / "ib", {"mlx5_0": {"link": "InfiniBand"}}, {"ib0": "up"})
+    assert netenv.choose(ib).env == {"NCCL_SOCKET_IFNAME": "ib0", "GLOO_SOCKET_IFNAME": "ib0",
+                                     "NCCL_IB_HCA": "mlx5_0", "NCCL_IB_DISABLE": "0"}
+    none = _fake_sys(tmp_path / "none", {}, {"eth0": "up"})
+    choice = netenv.choose(none)
+    assert choice.env["NCCL_IB_DISABLE"] == "1" and "NCCL_IB_HCA" not in choice.env
+    assert any("no active RDMA device" in r for r in choice.reasons)
+
+
+def test_auto_net_env_cli_prints_its_choice(tmp_path):
+    root = _fake_sys(tmp_path, {"mlx5_0": {"link": "InfiniBand"}}, {"ib0": "up"})
+    r = _cb("launch", "slurm", "--auto-net-env", "--sys-root", str(root), "--env", "NCCL_IB_HCA=mlx5_9",
+            "--", "net")
+    assert r.returncode == 0
+    assert "export NCCL_IB_HCA=mlx5_9" in r.stdout   # an explicit --env wins
+    assert "export NCCL_SOCKET_IFNAME=ib0" in r.stdout and "auto-net-env" in r.stderr
+
+
+def test_no_marker_left():
+    assert not os.path.exists("/tmp/cb6-evil")

@@ -1,0 +1,128 @@
+"""gemm: FLOP count, dtypes and presets, the Freivalds check (and a wrong kernel caught),
+the CLI on CPU with skips for GPU-only formats."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from clusterbench.bench.gemm import ops, spec
+from clusterbench.bench.gemm.main import GemmConfig
+from clusterbench.cli import main
+from clusterbench.cli.commands.gemm import build_config, parse_dtypes
+from clusterbench.dist.context import DistOptions
+from clusterbench.dist.driver import Job, execute
+from clusterbench.errors import UsageError
+
+
+def cli(capsys, *args):
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+def test_flops_and_seed_figures():
+    assert spec.flops(4000, 4000, 4000) == 128_000_000_000
+    # The seed's rocblas-bench sgemm line: 97190.6 Gflops at 1317 us.
+    assert spec.tflops(4000, 4000, 4000, 1, 1317e-6) == pytest.approx(97.19, rel=1e-3)
+    # Strided batched half: 159783 Gflops at 67.2 us for 1024x2048x512, batch 5.
+    assert spec.tflops(1024, 2048, 512, 5, 67.2e-6) == pytest.approx(159.78, rel=1e-3)
+
+
+def test_presets_reproduce_the_seed_commands():
+    p = spec.PRESETS
+    assert (p["rocblas-fp32-4k"].m, p["rocblas-fp32-4k"].trans_b, p["rocblas-fp32-4k"].dtype) == (4000, "T", "fp32")
+    half = p["rocblas-half-batched"]
+    assert (half.m, half.n, half.k, half.batch, half.alpha, half.beta, half.dtype) == (1024, 2048, 512, 5, 1.1, 1.0, "fp16")
+    assert p["rocblas-int8-batched"].dtype == "int8" and p["rocblas-int8-batched"].batch == 5
+    cfg = build_config(None, None, None, None, "bf16", None, None, None, None, "rocblas-half-batched",
+                       10, 2, 5, "cpu", [0], True)
+    assert (cfg.m, cfg.batch, cfg.dtypes, cfg.trans_a, cfg.trans_b) == (1024, 5, ("bf16",), "N", "T")
+
+
+def test_dtype_names():
+    assert parse_dtypes("all") == spec.ALL
+    assert parse_dtypes("float,half,bfloat16,i8_r") == ("fp32", "fp16", "bf16", "int8")
+    with pytest.raises(UsageError):
+        parse_dtypes("fp4")
+
+
+@pytest.mark.parametrize("dtype", ["fp64", "fp32", "fp16", "bf16", "int8"])
+@pytest.mark.parametrize("ta,tb", [("N", "N"), ("N", "T"), ("T", "N")])
+def test_real_gemm_passes_the_check(dtype, ta, tb):
+    o = ops.make_operands(48, 40, 64, 2, dtype, ta, tb, 1.0 if dtype != "int8" else 0.0, "cpu")
+    ops.gemm_call(o, dtype, 1.5 if dtype != "int8" else 1.0, 1.0 if dtype != "int8" else 0.0)()
+    assert ops.check(o, dtype, 1.5 if dtype != "int8" else 1.0, 1.0 if dtype != "int8" else 0.0) is None
+
+
+def test_check_catches_a_wrong_result_and_a_wrong_alpha():
+    o = ops.make_operands(64, 64, 64, 1, "fp32", "N", "T", 0.0, "cpu")
+    ops.gemm_call(o, "fp32", 1.0, 0.0)()
+    assert ops.check(o, "fp32", 1.0, 0.0) is None
+    o.d[0, 3, 7] += 0.5
+    assert "exceed the fp32 tolerance" in ops.check(o, "fp32", 1.0, 0.0)
+    ops.gemm_call(o, "fp32", 1.0, 0.0)()
+    assert ops.check(o, "fp32", 1.1, 0.0) is not None
+
+
+def test_wrong_kernel_fails_the_run():
+    events = []
+    cfg = GemmConfig(m=32, n=32, k=32, dtypes=("fp32",), iterations=2, samples=2,
+                     ops_module="node_doubles")
+    execute(Job("clusterbench.bench.gemm.main:main", cfg, DistOptions(device="cpu"), np=1), events.append)
+    fails = [e.data for e in events if e.kind == "fail"]
+    assert fails and fails[0].startswith("gemm check failed for fp32 on cpu")
+
+
+def test_cli_cpu_all_dtypes_json(capsys, db):
+    code, out, err = cli(capsys, "gemm", "-m", "64", "-n", "48", "-k", "32", "--batch", "2", "--transB", "T",
+                         "--dtype", "fp32,tf32,bf16,int8", "-i", "2", "--samples", "3", "--json", "--db", db)
+    assert code == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    tf = [r for r in rows if r["metric"] == "tflops"]
+    assert {r["params"]["dtype"] for r in tf} == {"fp32", "bf16", "int8"}  # tf32 skipped on CPU
+    for r in tf:
+        p = r["params"]
+        assert r["unit"] == "TFLOP/s" and r["value"] > 0 and p["stat"] in ("best", "median")
+        assert (p["m"], p["n"], p["k"], p["batch"], p["transA"], p["transB"], p["device"]) == \
+            (64, 48, 32, 2, "N", "T", "cpu")
+    best = {r["params"]["dtype"]: r["value"] for r in tf if r["params"]["stat"] == "best"}
+    med = {r["params"]["dtype"]: r["value"] for r in tf if r["params"]["stat"] == "median"}
+    assert all(best[d] >= med[d] for d in best)
+    assert {r["unit"] for r in rows if r["metric"] == "time_us"} == {"us"}
+
+
+def test_cli_table_shows_skip_reason(capsys, db):
+    code, out, err = cli(capsys, "gemm", "-m", "32", "-n", "32", "-k", "32", "--dtype", "tf32,fp64",
+                         "-i", "1", "--samples", "1", "--db", db)
+    assert code == 0, err
+    assert "skipped tf32 on cpu: tf32 is a GPU tensor-core mode" in out
+    assert any(ln.split()[5:7] == ["fp64", "N"] for ln in out.splitlines() if not ln.startswith("#"))
+
+
+@pytest.mark.parametrize("args,words", [
+    (["-m", "0"], "invalid -m '0'"),
+    (["-n", "-3"], "invalid -n '-3'"),
+    (["--dtype", "fp4"], "unknown dtype 'fp4'"),
+    (["--transA", "X"], "expected N or T"),
+    (["--preset", "nope"], "unknown preset 'nope'"),
+    (["-m", "1M", "-n", "1M", "-k", "1M"], "more than the"),
+    (["--devices", "2"], "out of range"),
+])
+def test_bad_input(capsys, db, args, words):
+    code, out, err = cli(capsys, "gemm", *args, "--db", db)
+    assert code == 2 and err.count("\n") == 1 and err.startswith("clusterbench: error: "), err
+    assert words in err and "Traceback" not in out + err
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_gpu_dtypes_run_or_skip_with_reason(capsys, db):
+    code, out, err = cli(capsys, "gemm", "-m", "256", "-n", "256", "-k", "256", "--dtype", "all",
+                         "--devices", "0", "--json", "--db", db)
+    assert code == 0, err
+    dtypes = {json.loads(line)["params"]["dtype"] for line in out.splitlines()}
+    assert {"fp32", "fp16", "bf16"} <= dtypes

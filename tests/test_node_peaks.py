@@ -1,0 +1,79 @@
+"""The peaks table: every required device, a cited source, lookup by PyTorch's names, unknown
+devices give no percentage; the stream and gemm tables show % of peak only when known."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterbench import peaks
+from clusterbench.records import Measurement, Run
+from clusterbench.report.gemm_table import GemmRenderer
+from clusterbench.report.stream_table import StreamRenderer
+from clusterbench.report.terminal import renderer_for
+
+
+@pytest.mark.parametrize("torch_name,dev_id,hbm", [
+    ("NVIDIA H100 80GB HBM3", "H100-SXM", 3350),
+    ("NVIDIA H100 PCIe", "H100-PCIe", 2000),
+    ("NVIDIA H200", "H200", 4800),
+    ("NVIDIA A100-SXM4-80GB", "A100-SXM4-80GB", 2039),
+    ("NVIDIA L40S", "L40S", 864),
+    ("AMD Instinct MI300X", "MI300X", 5300),
+    ("AMD Instinct MI325X", "MI325X", 6000),
+    ("AMD Instinct MI355X", "MI355X", 8000),
+])
+def test_known_devices(torch_name, dev_id, hbm):
+    dev = peaks.lookup(torch_name)
+    assert dev is not None and dev.id == dev_id and dev.hbm_gbs == hbm
+    assert "datasheet" in dev.source.lower() or "data sheet" in dev.source.lower()
+    assert dev.tflops["fp16"] > dev.tflops["fp32"] > 0
+
+
+def test_every_entry_is_complete():
+    for dev in peaks.table():
+        assert dev.source and dev.hbm_gbs and dev.tflops and dev.links, dev.id
+
+
+def test_unknown_device_is_not_an_error():
+    assert peaks.lookup("Intel(R) Xeon(R) Processor") is None
+    assert peaks.lookup(None) is None
+    assert peaks.hbm_bandwidth("Some GPU") is None and peaks.dense_tflops("x", "fp16") is None
+    assert peaks.percent(10.0, None) is None and peaks.format_percent(10.0, None) == ""
+    assert peaks.format_percent(2680.0, peaks.hbm_bandwidth("NVIDIA H100 80GB HBM3")) == "80.0%"
+
+
+def test_transfer_peaks():
+    assert peaks.transfer_peak("NVIDIA H100 80GB HBM3", "h2d", "C0", "G0", "uni") == 64.0
+    assert peaks.transfer_peak("NVIDIA H100 80GB HBM3", "p2p", "G0", "G1", "bi") == 900.0
+    assert peaks.transfer_peak("AMD Instinct MI300X", "a2a", "G0", "*", "uni") == 448.0
+    assert peaks.transfer_peak("AMD Instinct MI300X", "p2p", "G0", "G0", "uni") == 2650.0
+    assert peaks.transfer_peak("Unknown", "p2p", "G0", "G1", "uni") is None
+
+
+def _stream_rows(device="cuda:0"):
+    base = {"kernel": "Triad", "array_size": 2**25, "dtype": "double", "device": device}
+    return [Measurement("stream", "bandwidth", 2680.0, "GB/s", base),
+            Measurement("stream", "time_us", 300.0, "us", {**base, "stat": "min"})]
+
+
+def test_stream_table_percent_only_for_known_devices():
+    assert isinstance(renderer_for("stream"), StreamRenderer)
+    r = StreamRenderer()
+    r.header(Run("stream", devices=["NVIDIA H100 80GB HBM3"]))
+    (line,) = r.rows(_stream_rows())
+    assert line.split()[:7] == ["cuda:0", "33554432", "double", "Triad", "2680.00", "80.0%", "300.0"]
+    r = StreamRenderer()
+    r.header(Run("stream", devices=["Mystery Accelerator"]))
+    (line,) = r.rows(_stream_rows())
+    assert "%" not in line and line.split()[5] == "300.0"
+
+
+def test_gemm_table_percent_per_dtype():
+    assert isinstance(renderer_for("gemm"), GemmRenderer)
+    r = GemmRenderer()
+    r.header(Run("gemm", meta={"device_names": {"cuda:0": "AMD Instinct MI300X"}}))
+    p = {"m": 4000, "n": 4000, "k": 4000, "batch": 1, "dtype": "fp32", "transA": "N", "transB": "T",
+         "device": "cuda:0", "stat": "best"}
+    (line,) = r.rows([Measurement("gemm", "tflops", 97.19, "TFLOP/s", p),
+                      Measurement("gemm", "time_us", 1317.0, "us", p)])
+    assert line.split()[9:] == ["97.190", "59.5%", "1317.0"]

@@ -1,0 +1,144 @@
+"""stream: the kernel table, the analytic check, a wrong kernel caught, and the CLI on CPU."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from clusterbench.bench.stream import spec
+from clusterbench.bench.stream.kernels import TorchStream
+from clusterbench.bench.stream.main import StreamConfig, run_size
+from clusterbench.cli import main
+from clusterbench.cli.commands.stream import parse_sweep
+from clusterbench.dist.context import DistOptions
+from clusterbench.dist.driver import Job, execute
+from clusterbench.errors import UsageError
+from clusterbench.store import Store
+
+
+def cli(capsys, *args):
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+def test_kernel_table_matches_babelstream():
+    assert {k.name: k.arrays for k in spec.KERNELS} == {
+        "Copy": 2, "Mul": 2, "Add": 3, "Triad": 3, "Dot": 2, "Nstream": 4}
+    assert spec.bytes_moved("triad", 2**25, 8) == 3 * 8 * 2**25
+    # BabelStream v3.3 TITAN Xp row: Triad 436491.299 MB/s at 0.00184 s, 2^25 doubles.
+    assert spec.bandwidth_gbs("Triad", 2**25, 8, 0.00184) == pytest.approx(437.6, rel=1e-3)
+    assert spec.ordered(["dot", "COPY", "triad"]) == ["Copy", "Triad", "Dot"]
+    with pytest.raises(KeyError):
+        spec.kernel("Scale")
+
+
+def test_gold_follows_the_recurrence():
+    g = spec.gold(["Copy", "Mul", "Add", "Triad", "Dot"], 1, 10, "double")
+    c = 0.1
+    b = 0.4 * c
+    c = 0.1 + b
+    a = b + 0.4 * c
+    assert (g.a, g.b, g.c) == pytest.approx((a, b, c))
+    assert g.dot == pytest.approx(a * b * 10)
+
+
+@pytest.mark.parametrize("dtype", ["float", "double"])
+def test_real_kernels_pass_the_check(dtype):
+    names = list(spec.NAMES)
+    impl = TorchStream(4096, dtype, "cpu")
+    impl.init_arrays()
+    times, dot = run_size(impl, spec.ordered(names), 5, lambda fn: (fn(), 1e-3)[1], lambda: None)
+    assert all(len(v) == 4 for v in times.values())
+    g = spec.gold(spec.ordered(names), 5, 4096, dtype)
+    assert spec.check(g, impl.mean_abs_errors(g.a, g.b, g.c), dot, dtype) == []
+
+
+def test_wrong_kernel_in_process_is_caught():
+    from node_doubles import WrongTriad
+
+    impl = WrongTriad(1000, "double", "cpu")
+    impl.init_arrays()
+    kernels = spec.ordered(spec.NAMES)
+    _, dot = run_size(impl, kernels, 3, lambda fn: (fn(), 1e-3)[1], lambda: None)
+    g = spec.gold(kernels, 3, 1000, "double")
+    errors = spec.check(g, impl.mean_abs_errors(g.a, g.b, g.c), dot, "double")
+    assert any(e.startswith("array a") for e in errors) and any(e.startswith("Dot") for e in errors)
+
+
+def test_wrong_kernel_fails_the_run():
+    events = []
+    cfg = StreamConfig(sizes=(2048,), numtimes=4, backend="node_doubles:WrongOneElement")
+    outcome = execute(Job("clusterbench.bench.stream.main:main", cfg, DistOptions(device="cpu"), np=1),
+                      events.append)
+    assert outcome.status == "complete"  # the ranks finished; the check failure is an event
+    fails = [e.data for e in events if e.kind == "fail"]
+    assert fails and fails[0].startswith("stream check failed on cpu (array size 2048): array ")
+
+
+def test_sweep_parsing():
+    assert parse_sweep("1M:8M") == [1 << 20, 2 << 20, 4 << 20, 8 << 20]
+    assert parse_sweep("1K:64K:4") == [1024, 4096, 16384, 65536]
+    for bad in ("8M:1M", "0:1M", "1M", "1M:2M:1", "x:1M"):
+        with pytest.raises(UsageError):
+            parse_sweep(bad)
+
+
+def test_cli_cpu_run_json_contract_and_store(capsys, db):
+    code, out, err = cli(capsys, "stream", "-s", "64K", "-n", "4", "--float", "--json", "--db", db,
+                         "--tag", "who=test")
+    assert code == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert {r["benchmark"] for r in rows} == {"stream"}
+    bw = [r for r in rows if r["metric"] == "bandwidth"]
+    assert [r["params"]["kernel"] for r in bw] == ["Copy", "Mul", "Add", "Nstream", "Triad", "Dot"]
+    for r in bw:
+        assert r["unit"] == "GB/s" and r["value"] > 0
+        assert r["params"] == {"kernel": r["params"]["kernel"], "array_size": 65536, "dtype": "float",
+                               "device": "cpu"}
+    stats = sorted(r["params"]["stat"] for r in rows if r["metric"] == "time_us")
+    assert stats == sorted(["min", "max", "avg"] * 6)
+    with Store.open(db) as store:
+        run = store.get_run(rows[0]["run"])
+        assert run.status == "complete" and run.tags == {"who": "test"} and run.meta["threads"] >= 1
+
+
+def test_cli_table_sweep_and_kernels(capsys, db):
+    code, out, err = cli(capsys, "stream", "--sizes", "256K:512K", "-n", "3", "--kernels", "Triad,Dot",
+                         "--db", db)
+    assert code == 0, err
+    lines = [ln for ln in out.splitlines() if not ln.startswith("#")]
+    assert len(lines) == 4 and all(ln.split()[0] == "cpu" for ln in lines)
+    assert [ln.split()[1] for ln in lines] == ["32768", "32768", "65536", "65536"]
+    assert "not in the peaks table" in out  # this CPU has no datasheet entry: no percentage
+
+
+@pytest.mark.parametrize("args,words", [
+    (["-s", "0"], "must be positive"),
+    (["-s", "-4"], "must be positive"),
+    (["-s", "1T"], "more than the"),
+    (["--dtype", "half"], "unknown dtype 'half'"),
+    (["--devices", "1"], "out of range"),
+    (["--kernels", "Scale"], "unknown kernel 'Scale'"),
+    (["-n", "1"], "at least 2"),
+    (["--sizes", "4M:1M"], "invalid --sizes"),
+])
+def test_bad_input(capsys, db, args, words):
+    code, out, err = cli(capsys, "stream", *args, "--db", db)
+    assert code == 2 and err.count("\n") == 1 and err.startswith("clusterbench: error: "), err
+    assert words in err and "Traceback" not in out + err
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a GPU")
+def test_every_gpu_at_once(capsys, db):
+    import torch
+
+    code, out, err = cli(capsys, "stream", "-s", "1M", "-n", "5", "--devices", "all", "--json", "--db", db)
+    assert code == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    devices = {r["params"]["device"] for r in rows if r["metric"] == "bandwidth"}
+    expected = {f"cuda:{i}" for i in range(torch.cuda.device_count())}
+    assert expected <= devices and (len(expected) == 1 or "all" in devices)

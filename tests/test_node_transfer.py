@@ -1,0 +1,189 @@
+"""transfer: the config language (the seed's six tests), planning, host copies on CPU with the
+destination check (and a corrupted destination caught), the matrix table, bad input."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import pytest
+
+from clusterbench.bench.transfer import engine, lang
+from clusterbench.bench.transfer import main as tmain
+from clusterbench.bench.transfer.matrices import Planned, plan
+from clusterbench.cli import main
+from clusterbench.errors import UsageError
+from clusterbench.records import Measurement, Run
+from clusterbench.report.transfer_table import TransferRenderer
+
+CPU = engine.Topology(0, (0,), {0: (0,)})
+GPUS8 = engine.Topology(8, (0, 1), {0: (0,), 1: (1,)})
+
+
+def cli(capsys, *args):
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+def test_the_seeds_six_example_tests_parse():
+    text = resources.files("clusterbench").joinpath("data/transfer_example.cfg").read_text()
+    tests = lang.parse_text(text, 64 << 20)
+    assert [[str(t) for t in x.transfers] for x in tests] == [
+        ["G0->G0->G1"], ["G0->D0->G1"], ["G0->G0->G1", "G1->G1->G0"], ["N->G0->G0"],
+        ["C0->C0->N"], ["G0->G0->G0G1"]]
+    assert tests[0].name == "Single GPU-executed Transfer between GPUs 0 and 1 using 4 CUs"
+    assert [t.bytes for t in tests[2].transfers] == [1 << 20, 2 << 20]
+    assert tests[0].transfers[0].subexecs == 4 and tests[5].transfers[0].subexecs == 16
+    assert tests[5].transfers[0].dsts == (lang.Mem("G", 0), lang.Mem("G", 1))
+    for t in tests:
+        engine.validate(t, GPUS8)
+
+
+def test_short_form_and_defaults():
+    t = lang.parse_line("G0->G1 C0->G2@1M; U0->C0", 4096, "x")
+    assert [str(x) for x in t.transfers] == ["G0->D0->G1", "C0->D2->G2", "U0->C0->C0"]
+    assert [x.bytes for x in t.transfers] == [4096, 1 << 20, 4096]
+    assert lang.parse_line("   # only a comment", 4, "x") is None
+
+
+@pytest.mark.parametrize("line,words", [
+    ("G0", "expected SRC->DST"),
+    ("X0->G1", "invalid memory type 'X'"),
+    ("G0->Z0->G1", "invalid executor"),
+    ("N->N", "cannot both be N"),
+    ("G0G1->G2", "several sources"),
+    ("G0->G1@3", "multiple of 4"),
+    ("2 4 (G0->G0->G1)", "says 2 transfer(s), lists 1"),
+    ("-1 (G0 G0 G1 4)", "expected (SRC EXE DST SUBEXECS BYTES)"),
+    ("G->G1", "needs an index"),
+])
+def test_language_errors(line, words):
+    with pytest.raises(UsageError) as e:
+        lang.parse_line(line, 1024, "x")
+    assert words in str(e.value)
+
+
+def test_out_of_range_and_unsupported():
+    with pytest.raises(UsageError, match="GPU 0 does not exist"):
+        engine.validate(lang.parse_line("G0->G1", 1024, "x"), CPU)
+    with pytest.raises(UsageError, match="NUMA node 3 does not exist"):
+        engine.validate(lang.parse_line("C3->C0", 1024, "x"), CPU)
+    un = engine.unsupported
+    assert "CPU executor cannot address GPU memory" in un(lang.parse_transfer("G0->C0->C0", 64))
+    assert "copy engines only copy" in un(lang.parse_transfer("N->D0->G0", 64))
+    assert "whole rows" in un(lang.parse_transfer("G0->G0->G1@1028", 64))
+    assert un(lang.parse_transfer("G0->G0->G1", 1 << 20)) is None
+
+
+def test_plans_for_eight_gpus():
+    p = plan(["h2d", "d2h", "p2p", "a2a"], GPUS8, 1 << 20, ["D", "G"])
+    kinds = [(x.kind, x.direction, x.method, x.host_memory) for x in p]
+    assert kinds.count(("h2d", "uni", "copy_engine", "pinned")) == 8
+    assert kinds.count(("d2h", "uni", "copy_engine", "pageable")) == 8
+    assert kinds.count(("p2p", "uni", "kernel", "")) == 64 and kinds.count(("p2p", "bi", "copy_engine", "")) == 28
+    a2a = [x for x in p if x.kind == "a2a"]
+    assert len(a2a) == 2 and len(a2a[0].test.transfers) == 56
+
+
+def test_host_copies_run_and_are_checked():
+    for line in ("C0->C0 C0->C0@8K", "N->C0->C0", "C0->C0->N", "C0->C0->C0C0"):
+        r = engine.run_test(lang.parse_line(line, 1 << 16, "x"), CPU, iterations=2, warmups=1)
+        assert r.errors == [] and r.skipped is None
+        assert all(len(s) == 2 and min(s) > 0 for s in r.seconds) and len(r.wall) == 2
+
+
+def test_corrupted_destination_is_caught():
+    t = lang.parse_transfer("C0->C0->C0", 1 << 14)
+    b = engine.Buffers(t, CPU, gpu_involved=False)
+    b.run()
+    assert b.check() is None
+    b.dsts[0][100] = -1.0
+    assert b.check() == "1 of 4096 elements differ in the destination C0"
+    m = engine.Buffers(lang.parse_transfer("N->C0->C0", 1 << 12), CPU, gpu_involved=False)
+    m.run()
+    m.dsts[0][0] = 0.0
+    assert "differ" in m.check()
+
+
+def _pair(src, dst, v, stat="pair", direction="uni"):
+    return Measurement("transfer", "bandwidth", v, "GB/s", {
+        "src": src, "dst": dst, "direction": direction, "method": "copy_engine", "bytes": 1024,
+        "test": "a2a", "stat": stat})
+
+
+def test_summary_and_matrix_table():
+    p = Planned(lang.Test("a2a", ()), "a2a", "uni", "copy_engine", "")
+    pairs = [_pair("G0", "G1", 40.0), _pair("G1", "G0", 30.0), _pair("G0", "G0", 1000.0)]
+    summ = tmain.summary_rows(p, pairs)
+    assert [(m.param("src"), m.param("stat"), m.value) for m in summ] == [
+        ("G0", "row_total", 40.0), ("G1", "row_total", 30.0), ("*", "average", 35.0)]
+    r = TransferRenderer()
+    run = Run("transfer", devices=["AMD Instinct MI300X"],
+              meta={"device_names": {"G0": "AMD Instinct MI300X", "G1": "AMD Instinct MI300X"}})
+    lines = r.header(run) + r.rows(pairs + summ)
+    text = "\n".join(lines)
+    assert "SRC->DST" in text and "average 35.00 GB/s" in text
+    g0 = next(ln for ln in lines if ln.strip().startswith("G0 "))
+    assert g0.split() == ["G0", "1000.00", "40.00", "40.00"]
+    # MI300X: one Infinity Fabric link is 128 GB/s both ways, 64 one way: 40 GB/s is 62.5%.
+    assert "62.5%" in text
+
+
+def test_config_rows_and_unknown_device_has_no_percent():
+    p = Planned(lang.parse_line("C0->C0 C0->C0@8K", 1 << 16, "mine"), "config", "uni", "CPU", "")
+    r = engine.TestResult([[1e-3, 1e-3], [1e-5, 1e-5]], [2e-3, 2e-3], [])
+    rows = tmain.test_rows(p, r)
+    assert [(m.param("stat"), round(m.value, 3)) for m in rows] == [
+        ("pair", 0.066), ("pair", 0.819), ("aggregate", 0.037)]
+    assert rows[0].param("method") == "CPU" and rows[0].param("test") == "mine"
+    out = "\n".join(TransferRenderer().rows(rows))
+    assert "Transfer 01" in out and "%" not in out
+
+
+def test_cli_cpu_default_matrix_and_config(capsys, db):
+    code, out, err = cli(capsys, "transfer", "--bytes", "256K", "--iterations", "2", "--json", "--db", db)
+    assert code == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    stats = {r["params"]["stat"] for r in rows}
+    assert stats == {"pair", "row_total", "average"}
+    pair = next(r for r in rows if r["params"]["stat"] == "pair")
+    assert pair["params"] == {"src": "C0", "dst": "C0", "direction": "uni", "method": "CPU",
+                              "bytes": 262144, "test": "h2h", "host_memory": "pageable", "stat": "pair"}
+    code, out, err = cli(capsys, "transfer", "--config", "example", "--test", "C0->C0 N->C0->C0",
+                         "--bytes", "64K", "--iterations", "2", "--db", db)
+    assert code == 0, err
+    assert "# skipped Broadcast from GPU 0 to GPU 0 and GPU 1" in out
+    assert '# "Read-only" by CPU 0' in out and "Transfer 01" in out
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--bytes", "0"], "positive multiple of 4"),
+    (["--bytes", "-8"], "must be positive"),
+    (["--bytes", "6"], "multiple of 4"),
+    (["--test", "G0->G1"], "GPU 0 does not exist"),
+    (["--test", "C0->Q0->C0"], "invalid executor"),
+    (["--matrix", "p2p"], "needs GPUs"),
+    (["--matrix", "x2y"], "unknown --matrix"),
+    (["--config", "/nonexistent/x.cfg"], "cannot read --config"),
+    (["--method", "magic"], "unknown --method"),
+])
+def test_bad_input(capsys, db, args, words):
+    if "needs GPUs" in words and __import__("torch").cuda.is_available():
+        pytest.skip("this host has GPUs")
+    if "GPU 0 does not exist" in words and __import__("torch").cuda.is_available():
+        pytest.skip("this host has GPUs")
+    code, out, err = cli(capsys, "transfer", *args, "--db", db)
+    assert code == 2 and err.count("\n") == 1 and err.startswith("clusterbench: error: "), err
+    assert words in err and "Traceback" not in out + err
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a GPU")
+def test_gpu_host_device_matrices(capsys, db):
+    code, out, err = cli(capsys, "transfer", "--matrix", "h2d,d2h,p2p", "--method", "all",
+                         "--bytes", "4M", "--iterations", "2", "--json", "--db", db)
+    assert code == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert {r["params"]["host_memory"] for r in rows if r["params"]["test"] == "h2d"} == {"pinned", "pageable"}
