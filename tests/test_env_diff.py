@@ -137,3 +137,23 @@ def test_cli_env_table(capsys):
     out = capsys.readouterr().out
     assert "rdma      mlx5_1 port 1: ACTIVE, 100 Gb/sec (2X HDR)" in out
     assert "3=RoCE v2(ens1f0np0)" in out and "x8/x16" in out
+
+
+def test_cli_env_show(db, capsys):
+    rid = _save(db, {"node-a": inventory.collect(DATA / "mi300x-node", environ={"NCCL_IB_GID_INDEX": "3"}),
+                     "node-b": _inv(host="node-b")})
+    code, out, _ = _cli(["env", "show", str(rid), "--db", db], capsys)
+    assert code == 0
+    assert f"# run {rid}, host node-a" in out and f"# run {rid}, host node-b" in out
+    assert "partition CPX/NPS4" in out and "NCCL_IB_GID_INDEX=3" in out
+    with pytest.raises(SystemExit) as e:
+        main(["env", "show", str(rid), "--host", "nope", "--db", db])
+    assert e.value.code == 2
+
+
+def test_cli_env_show_json_one_host(db, capsys):
+    rid = _save(db, {"node-a": _inv(), "node-b": _inv(host="node-b", mtu=1500)})
+    code, out, _ = _cli(["env", "show", str(rid), "--host", "node-b", "--json", "--db", db], capsys)
+    assert code == 0
+    (inv,) = [json.loads(line) for line in out.splitlines()]
+    assert inv["host"] == "node-b" and inv["nics"][0]["mtu"] == 1500

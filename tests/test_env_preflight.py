@@ -6,9 +6,8 @@ from pathlib import Path
 import pytest
 
 from clusterbench.cli import main
-from clusterbench.preflight import Expectations, exit_code, overall, record, run_checks
+from clusterbench.preflight import Expectations, exit_code, kernel_log, overall, record, run_checks
 from clusterbench.preflight import checks as c
-from clusterbench.preflight import kernel_log
 
 DATA = Path(__file__).parent / "data" / "sysfs"
 H100, MI300X, BROKEN = DATA / "h100-node", DATA / "mi300x-node", DATA / "broken-node"
@@ -162,3 +161,28 @@ def test_cli_expect_options(capsys):
 def test_cli_usage_errors(args, message, capsys):
     code, _, err = _cli(["preflight", "--root", str(BROKEN), *args], capsys)
     assert code == 2 and err.startswith("clusterbench: error:") and message in err
+
+
+def test_before_run_records_and_never_raises(monkeypatch):
+    import clusterbench.preflight as pf
+
+    said = []
+    meta = pf.before_run(say=said.append)
+    assert meta["preflight"]["status"] in c.STATUSES and meta["preflight"]["host"]
+    assert said[0].startswith("# preflight on ")
+    json.dumps(meta)
+
+    def broken(*_a, **_k):
+        raise OSError("sysfs vanished")
+
+    monkeypatch.setattr(pf, "run_checks", broken)
+    meta = pf.before_run(say=said.append)
+    assert meta["preflight"]["status"] == "error" and "sysfs vanished" in meta["preflight"]["error"]
+
+
+def test_before_run_only_on_rank0(monkeypatch):
+    import clusterbench.preflight as pf
+
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert pf.before_run(say=lambda _t: None) is None

@@ -174,3 +174,19 @@ def test_two_hosts_under_a_launcher(tmp_path):
     assert root["inventory"] == ["node-a", "node-b"]
     assert root["telemetry_hosts"] == ["node-a", "node-b"]
     assert outs[1]["inventory"] == []  # only rank 0 holds the run
+
+
+def test_cli_option_stores_telemetry(db, capsys):
+    from clusterbench.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["coll", "all_reduce", "-b", "1K", "-e", "1K", "-n", "2", "-w", "1", "--np", "2", "--device", "cpu",
+              "--telemetry-interval", "0.05", "--db", db, "--json"])
+    assert e.value.code == 0
+    with Store.open(db) as store:
+        (run,) = store.list_runs()
+        assert run.meta["telemetry"]["interval_s"] == 0.05
+        assert len(store.telemetry(run.id)) == run.meta["telemetry"]["samples"] > 0
+    with pytest.raises(SystemExit) as e:
+        main(["coll", "all_reduce", "--telemetry-interval", "-1", "--db", db])
+    assert e.value.code == 2 and "--telemetry-interval" in capsys.readouterr().err

@@ -75,6 +75,9 @@ def test_out_of_range_and_unsupported():
     assert "copy engines only copy" in un(lang.parse_transfer("N->D0->G0", 64))
     assert "whole rows" in un(lang.parse_transfer("G0->G0->G1@1028", 64))
     assert un(lang.parse_transfer("G0->G0->G1", 1 << 20)) is None
+    assert un(lang.parse_transfer("C0->G0", 1 << 20)) is None
+    assert "issues this transfer on GPU 0" in un(lang.parse_transfer("G0->D1->G1", 1 << 20))
+    assert un(lang.parse_transfer("N->G1->G1", 1 << 20)) is None
 
 
 def test_plans_for_eight_gpus():

@@ -47,17 +47,6 @@ def test_two_ranks_full_shard_learns_and_stores(capsys, db):
     assert len([line for line in out.splitlines() if line.startswith("       7 ")]) == 1
 
 
-def test_hybrid_shard_replicates_across_groups(capsys, db):
-    code, out, err = cli(capsys, "train", "--np", "2", "--device", "cpu", "--steps", "2", "--warmup", "1",
-                         "--strategy", "hybrid", "--shard-size", "1", "--no-comm-share", "--json", "--db", db)
-    assert code == 0, err
-    rows = json_rows(out)
-    assert {m.params["strategy"] for m in rows} == {"hybrid"}
-    assert not [m for m in rows if m.metric == "comm_share"]
-    [(run, _)] = stored(db)
-    assert run.meta["train"]["shard_size"] == 1
-
-
 @pytest.mark.parametrize("args,message", [
     (["--layers", "0"], "--layers must be at least 1"),
     (["--batch", "7", "--np", "2"], "--batch 7 is not divisible by the 2 ranks"),

@@ -154,7 +154,7 @@ class AmdSmi:
                 "serial": asic.get("asic_serial"),
                 "pci": _try(lambda h=h: m.amdsmi_get_gpu_device_bdf(h)),
                 "memory_bytes": int(vram) if vram is not None else None,
-                "vbios": (_try(lambda h=h: m.amdsmi_get_gpu_vbios_info(h)) or {}).get("version"),
+                "vbios": _vbios(_try(lambda h=h: m.amdsmi_get_gpu_vbios_info(h))),
                 "compute_partition": _try(lambda h=h: m.amdsmi_get_gpu_compute_partition(h)),
                 "memory_partition": _try(lambda h=h: m.amdsmi_get_gpu_memory_partition(h)),
             })
@@ -202,6 +202,13 @@ class AmdSmi:
             if isinstance(ts, (int, float)):
                 out.append((i, "gpu_throttle", float(bool(ts)), ""))
         return out
+
+
+def _vbios(info: Any) -> str | None:
+    """AMD SMI names the field ``version`` (ROCm 6.1+) or ``vbios_version`` (6.0)."""
+    if not isinstance(info, dict):
+        return None
+    return info.get("version") or info.get("vbios_version")
 
 
 def _short_bdf(bus_id: str) -> str:

@@ -37,7 +37,7 @@ HEAD_CHARS = 64 * 1024  # enough to see every tool's signature; the rest is stre
 
 def detect_tool(text: str) -> str | None:
     """The tool that wrote ``text`` (its beginning suffices), or None."""
-    return detect(text[:HEAD_CHARS])
+    return detect("\n".join(clean_lines(text[:HEAD_CHARS].splitlines())))
 
 
 def _whole(parser: Callable[[str, str], list[ImportedRun]]) -> Callable[[Iterable[str], str], Iterator[ImportedRun]]:
@@ -101,7 +101,7 @@ def iter_runs(lines: Iterable[str], tool: str | None = None, name: str = "") -> 
         raise LogFormatError("binary data, not a text log")
     if tool is not None and tool not in _PARSERS:
         raise LogFormatError(f"unknown tool {tool!r}: choose one of {', '.join(TOOLS)}")
-    found = tool or detect_tool("\n".join(clean_lines(head_lines)))
+    found = tool or detect_tool(head)
     if found is None:
         raise LogFormatError(f"unknown format: not the output of {', '.join(TOOLS)} (use --tool to force one)")
     rest = (line if line.endswith("\n") else line + "\n" for line in it)

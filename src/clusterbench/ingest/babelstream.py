@@ -58,7 +58,8 @@ def _text(lines: list[str], name: str) -> ImportedRun | None:
         elif s.startswith("Implementation:"):
             impl = s.split(":", 1)[1].strip()
         elif s.startswith("Precision:"):
-            dtype = _DTYPE.get(s.split(":", 1)[1].strip().lower(), s.split(":", 1)[1].strip())
+            word = s.split(":", 1)[1].strip().strip("*").lower()  # '**double**' in a document copy
+            dtype = _DTYPE.get(word, word)
         elif s.startswith("Array size:"):
             array, exact = _array_elements(s.split(":", 1)[1], dtype)
         elif s.startswith("Array size =") and "elements" in s:  # McCalpin STREAM

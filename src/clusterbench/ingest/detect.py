@@ -17,7 +17,7 @@ _SIGNATURES: list[tuple[str, re.Pattern[str]]] = [
                                r"|Function\s+(MBytes|MiBytes)/sec", re.M)),
     ("hipblaslt-bench", re.compile(r"hipblaslt-Gflops|hipBLASLt version")),
     ("rocblas-bench", re.compile(r"rocblas-Gflops")),
-    ("perftest", re.compile(r"(RDMA_Write|RDMA_Read|Send|Atomic\w*)\s+(Bidirectional\s+)?(BW|Latency)\s+Test"
+    ("perftest", re.compile(r"(RDMA_Write|RDMA_Read|Send|Atomic\w*)\b[\w /]*?\b(BW|Latency)\s+Test"
                             r"|#bytes\s+#iterations\s+(BW peak|t_min)")),
     ("nccl-tests", re.compile(r"Avg bus bandwidth|out-of-place|nThread:?\s+\d+\s+nGpus|Collective test"
                               r"|rccl-tests|\balgbw\b.*\bbusbw\b|Test NCCL failure|Test CUDA failure")),

@@ -150,6 +150,20 @@ def _rccl_rows_from_json(text: str) -> list[dict[str, str]]:
     return rows
 
 
+_WORD = {"int8": 1, "uint8": 1, "half": 2, "bfloat16": 2, "float": 4, "int32": 4, "uint32": 4, "double": 8,
+         "int64": 8, "uint64": 8, "fp8_e4m3": 1, "fp8_e5m2": 1}
+
+
+def _count(op: str, size: int, dtype: str, ranks: int) -> int:
+    """The count column nccl-tests would print (rccl's result files leave it out): elements per rank
+    buffer, which for the gather/scatter-like ops is the printed size split over the ranks."""
+    word = _WORD.get(dtype, 0)
+    if not word:
+        return 0
+    per_rank = op in ("all_gather", "reduce_scatter", "alltoall", "gather", "scatter") and ranks > 0
+    return size // word // (ranks if per_rank else 1)
+
+
 def parse_rccl_results(text: str, name: str = "", fmt: str = "csv") -> list[ImportedRun]:
     """rccl-tests ``-Z csv|json`` files: one run per file."""
     if fmt == "csv":
@@ -172,7 +186,9 @@ def parse_rccl_results(text: str, name: str = "", fmt: str = "csv") -> list[Impo
     ms: list[Measurement] = []
     for r in rows:
         inplace = r.get("inplace", r.get("inPlace", "0"))
-        params: dict[str, Any] = {"bytes": to_int(r["size"]) or 0, "dtype": r.get("type", ""),
+        size = to_int(r["size"]) or 0
+        params: dict[str, Any] = {"bytes": size, "count": _count(op, size, r.get("type", ""), ranks),
+                                  "dtype": r.get("type", ""),
                                   "redop": r.get("redop") or "none", "root": -1,
                                   "placement": "in" if inplace.strip() == "1" else "out", "ranks": ranks}
         if len(cycles) > 1:

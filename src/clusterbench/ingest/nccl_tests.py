@@ -117,8 +117,9 @@ class NcclTextParser:
                     and (len(toks) < 2 or to_int(toks[1]) is not None):
                 self.state.partial_row = True  # a row cut short: the log ends mid-sweep
             return None
-        if " NCCL INFO " in stripped:
-            self._versions(stripped)
+        if " NCCL INFO " in stripped:  # most lines of a NCCL_DEBUG=INFO log: only versions matter
+            if "ersion" in stripped:
+                self._versions(stripped)
             return None
         if _ERROR_RE.search(stripped):
             self.state.errors.append(stripped)

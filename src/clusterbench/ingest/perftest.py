@@ -20,7 +20,7 @@ from clusterbench.ingest.common import (
 )
 from clusterbench.records import INCOMPLETE, Measurement
 
-_TITLE = re.compile(r"^(RDMA_Write|RDMA_Read|Send|Atomic\w*|Send\w*|Write|Read)\s+(Bidirectional\s+)?(BW|Latency)\s+Test",
+_TITLE = re.compile(r"^(RDMA_Write|RDMA_Read|Send|Atomic\w*|Write|Read)\b([\w /]*?)\s*\b(BW|Latency)\s+Test",
                     re.IGNORECASE)
 _BENCH = {"rdma_write": "ib_write", "write": "ib_write", "rdma_read": "ib_read", "read": "ib_read",
           "send": "ib_send"}
@@ -45,7 +45,9 @@ class _Run:
         base = "ib_atomic" if op.startswith("atomic") else _BENCH.get(op, "ib_" + op)
         self.kind = "lat" if m and m.group(3).lower() == "latency" else "bw"
         self.bench = f"{base}_{self.kind}"
-        self.bidir = bool(m and m.group(2))
+        self.bidir = bool(m and "bidirectional" in m.group(2).lower())
+        if m and m.group(2).strip():
+            self.run.meta["variant"] = m.group(2).strip()  # e.g. "Post List"
         self.run.meta["test"] = title.strip()
         self.params: dict[str, object] = {}
         self.cols: list[str] = []

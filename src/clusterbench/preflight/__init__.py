@@ -6,6 +6,7 @@ check in ``checks``; ``exit_code()`` is 1 when any check failed, as in ``cluster
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,4 +68,33 @@ def record(results: list[CheckResult]) -> dict[str, Any]:
     return {"status": overall(results), "checks": [r.to_dict() for r in results]}
 
 
-__all__ = ["CheckResult", "Expectations", "exit_code", "overall", "record", "run_checks"]
+def before_run(expect: Expectations | None = None, say: Callable[[str], None] | None = None) -> dict[str, Any] | None:
+    """Preflight ahead of a benchmark (``clusterbench run``): returns the metadata to store with
+    the run (``{"preflight": {...}}``) and reports problems, but never stops the run: a check
+    that cannot run is recorded as an error. Under a launcher only rank 0, which stores the
+    run, checks its host; other ranks return None."""
+    import sys
+
+    from clusterbench.dist.rankenv import detect
+    from clusterbench.envinfo.inventory import hostname
+
+    say = say or (lambda text: print(text, file=sys.stderr))
+    try:
+        env = detect()
+        if env is not None and env.rank != 0:
+            return None
+        results = run_checks(expect or Expectations())
+    except Exception as e:  # noqa: BLE001 - a broken check must not cost the benchmark
+        say(f"# preflight: error: {type(e).__name__}: {e}")
+        return {"preflight": {"status": "error", "error": f"{type(e).__name__}: {e}", "host": hostname()}}
+    rec = record(results)
+    rec["host"] = hostname()
+    problems = [r for r in results if r.status in (c.FAIL, c.WARNING)]
+    say(f"# preflight on {rec['host']}: {rec['status']}"
+        + (" (details: clusterbench preflight)" if problems else ""))
+    for r in problems:
+        say(f"#   {r.status}: {r.check}: {r.summary}")
+    return {"preflight": rec}
+
+
+__all__ = ["CheckResult", "Expectations", "before_run", "exit_code", "overall", "record", "run_checks"]

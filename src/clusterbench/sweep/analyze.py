@@ -63,6 +63,18 @@ def node_pair_scores(results: Sequence[SubsetResult]) -> dict[str, float]:
     return {h: statistics.median(v) for h, v in per.items()}
 
 
+def blamed_hosts(r: SubsetResult) -> list[str]:
+    """The hosts a launch failure names: 'X, Y never joined', 'host X ...', else all of them."""
+    text = r.error or ""
+    m = re.search(r": ((?:[^\s,:]+(?:, )?)+) never joined", text)
+    if m:
+        return [h for h in m.group(1).split(", ") if h in r.hosts]
+    m = re.search(r"\bhost (\S+)", text)
+    if m and m.group(1) in r.hosts:
+        return [m.group(1)]
+    return list(r.hosts)
+
+
 def parse_topology(text: str) -> dict[str, str]:
     """Slurm topology.conf (tree): leaf ``SwitchName=s1 Nodes=gpu[01-04]`` lines -> host: switch."""
     from clusterbench.dist.rankenv import expand_hostlist
@@ -90,7 +102,7 @@ def analyze(results: Sequence[SubsetResult], *, threshold: float = 3.5, min_rel_
 
     for r in results:
         if r.error is not None:
-            named = [h for h in r.hosts if h in r.error] or list(r.hosts)
+            named = blamed_hosts(r)
             for h in named:
                 add(h, f"{r.stage} run failed", [f"{'+'.join(r.hosts)}: {r.error}"])
 

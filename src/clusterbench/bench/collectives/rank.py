@@ -20,6 +20,7 @@ from clusterbench.bench.collectives.spec import (
     SPECS,
     algbw,
     busbw,
+    element_size,
     placements,
     row_bytes,
     row_counts,
@@ -179,6 +180,7 @@ class Sweep:
                 out.append(Measurement(self.op, "wrong", float(wrong), "", params))
                 bad += 1 if wrong else 0
             bws.append(bb)
+            ctx.progress()
         return out, bws, bad
 
 
@@ -209,6 +211,27 @@ def _identity(ctx: Any) -> dict[str, Any]:
             "rank_bus_id": [e[2] for e in everyone]}
 
 
+def buffer_bytes(op: str, per: int, n: int, dtype: str) -> int:
+    send, recv = calls.buffer_elements(op, per, n)
+    return (send + recv) * element_size(dtype)
+
+
+def _usable_memory(ctx: Any) -> int:
+    """Bytes a rank may give to its buffers: the least over ranks, so all skip the same sizes
+    (nccl-tests likewise lowers maxBytes to fit the device). Headroom covers the check's temporaries."""
+    import psutil
+    import torch
+    import torch.distributed as dist
+
+    if ctx.device_type == "cuda":
+        free = torch.cuda.mem_get_info(ctx.device)[0]
+    else:
+        free = psutil.virtual_memory().available // max(1, ctx.env.local_world_size)
+    usable = torch.tensor([max(0, int(free * 0.8) - (512 << 20))], dtype=torch.int64, device=ctx.device)
+    dist.all_reduce(usable, dist.ReduceOp.MIN)
+    return int(usable.item())
+
+
 def run_op(ctx: Any, config: CollConfig, op: str) -> None:
     spec = SPECS[op]
     n = ctx.world_size
@@ -228,6 +251,7 @@ def run_op(ctx: Any, config: CollConfig, op: str) -> None:
 
     combos = [(d, r) for d in config.dtypes for r in (config.redops if spec.reduces else ("none",))]
     sizes = config.sizes()
+    memory = _usable_memory(ctx)
     usable: dict[tuple[str, str], list[str]] = {}
     records: list[Measurement] = []
     bws: list[float] = []
@@ -245,6 +269,12 @@ def run_op(ctx: Any, config: CollConfig, op: str) -> None:
                 too_small = [s for s, p in zip(sizes, pers) if p == 0]
                 notes.append(f"{op} {dtype}: size(s) {', '.join(map(str, too_small))} B hold less "
                              f"than one element per rank for {n} ranks: skipped")
+            fits = [(s, p) for s, p in runnable if buffer_bytes(op, p, n, dtype) <= memory]
+            if len(fits) < len(runnable):
+                big = [str(s) for s, p in runnable if (s, p) not in fits]
+                notes.append(f"{op} {dtype}: size(s) {', '.join(big)} B skipped: their buffers need more "
+                             f"than the {memory} B of memory free per rank")
+                runnable = fits
             if not places or not runnable:
                 continue
             sweep.allocate(max(p for _, p in runnable))

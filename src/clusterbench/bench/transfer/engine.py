@@ -79,9 +79,22 @@ def validate(test: Test, topo: Topology) -> None:
             raise UsageError(f"{test.name}: {t}: executor {t.exe}: NUMA node {t.exe.index} does not exist")
 
 
+def issuing_gpu(t: Transfer) -> int | None:
+    """The GPU whose stream PyTorch runs this transfer on: a peer copy (memcpy or kernel) is issued
+    on the source GPU, a host<->GPU copy on its GPU, a memset on the destination, a read on the source."""
+    gpus = [m.index for m in (t.srcs or t.dsts) if m.kind == "G"]
+    if not gpus:
+        gpus = [m.index for m in t.dsts if m.kind == "G"]
+    return gpus[0] if gpus else None
+
+
 def unsupported(t: Transfer) -> str | None:
     """Why PyTorch cannot run this transfer as written, or None."""
     mems = t.srcs + t.dsts
+    issuer = issuing_gpu(t)
+    if t.exe.kind in "GD" and issuer is not None and t.exe.index != issuer:
+        return (f"PyTorch issues this transfer on GPU {issuer}; executor {t.exe} (a remote "
+                f"{'read' if t.srcs and t.srcs[0].kind == 'G' else 'write'}) cannot be chosen")
     gpu_mem = any(m.kind == "G" for m in mems)
     if t.exe.kind == "C" and gpu_mem:
         return "a CPU executor cannot address GPU memory through PyTorch (use D<i> or G<i>)"

@@ -59,6 +59,12 @@ def memory_need(config: InferTpConfig, world_size: int, dtype_bytes: int) -> int
     return weights + weights // world_size + acts
 
 
+def check_fits(need: int, capacity: int, where: str) -> None:
+    if need > capacity:
+        raise UsageError(f"infer-tp does not fit: each rank needs {need / 2**30:.1f} GiB, "
+                         f"{where} is {capacity / 2**30:.1f} GiB; lower --hidden, --layers or the batch sizes")
+
+
 def _dtype(option: str, device: Any) -> tuple[Any, str]:
     import torch
 
@@ -121,15 +127,12 @@ def main(ctx: RankContext, config: InferTpConfig) -> None:
     dtype, dtype_name = _dtype(config.dtype, ctx.device)
     need = memory_need(config, world, DTYPE_BYTES[dtype_name])
     if ctx.device.type == "cuda":
-        capacity, where = torch.cuda.get_device_properties(ctx.device).total_memory, "device memory"
+        check_fits(need, torch.cuda.get_device_properties(ctx.device).total_memory, "device memory")
     else:
         import psutil
 
-        capacity, where = psutil.virtual_memory().available // ctx.env.local_world_size, \
-            "its share of available host RAM"
-    if need > capacity:
-        raise UsageError(f"infer-tp does not fit: each rank needs {need / 2**30:.1f} GiB, "
-                         f"{where} is {capacity / 2**30:.1f} GiB; lower --hidden, --layers or the batch sizes")
+        check_fits(need, psutil.virtual_memory().available // ctx.env.local_world_size,
+                   "its share of available host RAM")
 
     h = config.hidden
     gen = torch.Generator(device=ctx.device)

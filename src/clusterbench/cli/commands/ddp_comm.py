@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import click
 
-from clusterbench.bench.workloads.ddp_comm import DEFAULT_SIZE, DdpCommConfig, layer_elements
+from clusterbench.bench.workloads.ddp_comm import (
+    DEFAULT_SIZE,
+    DdpCommConfig,
+    check_fits,
+    layer_elements,
+)
 from clusterbench.cli.bench import run_benchmark_command
+from clusterbench.cli.commands.train import cpu_memory_available, host_ranks, planned_world_size
 from clusterbench.cli.options import dist_from, dist_options, repeat_option, store_options
+from clusterbench.dist.context import resolve_device_type
 from clusterbench.dist.driver import Job
 from clusterbench.units import format_size, parse_rate, parse_size
 
@@ -33,11 +40,15 @@ def ddp_comm(layers: int, size: str, bucket_cap_mb: float, steps: int, warmup: i
     the gradients; algbw = gradient bytes / step time, as in the AWS 100 Gbps study.
     """
     size_bytes = parse_size(size, "--size")
-    layer_elements(layers, size_bytes)
+    elements = layer_elements(layers, size_bytes)
+    options = dist_from(dist)
+    if resolve_device_type(options.device) == "cpu":  # refuse before any rank starts
+        local = host_ranks(planned_world_size(np, options))
+        check_fits(elements * layers * 4, cpu_memory_available(), local, "available host RAM")
     cfg = DdpCommConfig(layers=layers, size_bytes=size_bytes, bucket_cap_mb=bucket_cap_mb, steps=steps,
                         warmup=warmup, link_speed=parse_rate(link_speed) if link_speed else None,
                         link_text=link_speed or "")
-    job = Job("clusterbench.bench.workloads.ddp_comm:main", cfg, dist_from(dist), np=np)
+    job = Job("clusterbench.bench.workloads.ddp_comm:main", cfg, options, np=np)
     raise SystemExit(run_benchmark_command(job, "ddp_comm", as_json=as_json, db=db, tags=tags,
                                            repeat=repeat))
 

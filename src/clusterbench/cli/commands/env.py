@@ -87,6 +87,34 @@ def env(ctx: click.Context, as_json: bool, root: str) -> None:
         print(line)
 
 
+@env.command("show")
+@click.argument("run_sel", metavar="RUN")
+@click.option("--host", default=None, help="The host to show (default: every host of the run).")
+@json_option
+@db_option
+def show_cmd(run_sel: str, host: str | None, as_json: bool, db: str | None) -> None:
+    """The inventory stored with RUN (an id or 'last'), one block per host."""
+    with Store.open(db) as store:
+        runs = store.select(run_sel)
+    if len(runs) != 1:
+        raise UsageError(f"selector {run_sel!r} matches {len(runs)} runs; give one run id")
+    run = runs[0]
+    hosts = envdiff.run_hosts(run)
+    if host is not None:
+        if host not in hosts:
+            raise UsageError(f"run {run.id} has no host {host!r} (hosts: {', '.join(hosts) or 'none'})")
+        hosts = [host]
+    for h in hosts:
+        inv = envdiff.run_environment(run, h)
+        if as_json:
+            print(json.dumps(inv, default=str))
+            continue
+        print(f"# run {run.id}, host {h}" + ("" if (run.meta or {}).get("inventory") else
+                                             " (no inventory stored: versions and env only)"))
+        for line in inventory_lines(inv):
+            print(line)
+
+
 def _side(store: Store, selector: str, host: str | None) -> tuple[dict[str, Any], str]:
     if selector == "local":
         inv = inventory.collect()

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import click
 
-from clusterbench.bench.workloads.infer_tp import MODES, InferTpConfig, validate
+from clusterbench.bench.workloads.infer_tp import (
+    DTYPE_BYTES,
+    MODES,
+    InferTpConfig,
+    check_fits,
+    memory_need,
+    validate,
+)
 from clusterbench.cli.bench import run_benchmark_command
-from clusterbench.cli.commands.train import planned_world_size
+from clusterbench.cli.commands.train import cpu_memory_available, host_ranks, planned_world_size
 from clusterbench.cli.options import dist_from, dist_options, repeat_option, store_options
 from clusterbench.dist.context import resolve_device_type
 from clusterbench.dist.driver import Job
@@ -58,9 +65,13 @@ def infer_tp(hidden: int, layers: int, batch_sizes: str, mode: str, dtype: str, 
     options = dist_from(dist)
     cfg = InferTpConfig(hidden=hidden, layers=layers, batches=parse_batches(batch_sizes), mode=mode,
                         dtype=dtype, iters=iters, warmup=warmup, check=not no_check)
-    validate(cfg, planned_world_size(np, options))
-    if dtype in ("bf16", "fp16") and resolve_device_type(options.device) != "cuda":
-        raise UsageError(f"--dtype {dtype} needs a GPU (CPU ranks run fp32)")
+    world = planned_world_size(np, options)
+    validate(cfg, world)
+    if resolve_device_type(options.device) != "cuda":
+        if dtype in ("bf16", "fp16"):
+            raise UsageError(f"--dtype {dtype} needs a GPU (CPU ranks run fp32)")
+        check_fits(memory_need(cfg, world, DTYPE_BYTES["fp32"]), cpu_memory_available() // host_ranks(world),
+                   "its share of available host RAM")
     job = Job("clusterbench.bench.workloads.infer_tp:main", cfg, options, np=np)
     raise SystemExit(run_benchmark_command(job, "infer_tp", as_json=as_json, db=db, tags=tags,
                                            repeat=repeat))

@@ -9,7 +9,14 @@ import click
 
 from clusterbench.bench.workloads import scaling as sc
 from clusterbench.bench.workloads.model import PRESETS, resolve_shape
-from clusterbench.bench.workloads.train import DTYPES, STRATEGIES, TrainConfig, check_batch
+from clusterbench.bench.workloads.train import (
+    DTYPES,
+    STRATEGIES,
+    TrainConfig,
+    check_batch,
+    check_fits,
+    shard_ranks,
+)
 from clusterbench.cli.bench import run_benchmark_command
 from clusterbench.cli.options import (
     db_option,
@@ -24,6 +31,18 @@ from clusterbench.dist.driver import Job, default_np
 from clusterbench.dist.rankenv import detect
 from clusterbench.errors import UsageError
 from clusterbench.store import Store
+
+
+def host_ranks(world: int) -> int:
+    """Ranks that share this host's memory: the launcher's local ranks, else all local ranks."""
+    env = detect()
+    return env.local_world_size if env is not None else world
+
+
+def cpu_memory_available() -> int:
+    import psutil
+
+    return int(psutil.virtual_memory().available)
 
 
 def planned_world_size(np: int | None, options: DistOptions) -> int:
@@ -82,6 +101,10 @@ def train(preset: str, layers: int | None, hidden: int | None, heads: int | None
         raise UsageError(f"--shard-size {shard_size} does not divide the {world} ranks")
     if dtype == "bf16" and resolve_device_type(options.device) != "cuda":
         raise UsageError("--dtype bf16 needs a GPU (CPU ranks train in fp32)")
+    if resolve_device_type(options.device) == "cpu":  # refuse before any rank starts
+        local = host_ranks(world)
+        check_fits(shape, shard_ranks(strategy, world, shard_size, local), cpu_memory_available(), local,
+                   "available host RAM")
     cfg = TrainConfig(shape=shape, batch=batch, steps=steps, warmup=warmup, strategy=strategy,
                       shard_size=shard_size, dtype=dtype, lr=lr,
                       preset=preset if PRESETS.get(preset) == shape else "custom",

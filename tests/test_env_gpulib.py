@@ -1,0 +1,122 @@
+"""How NVML and AMD SMI answers map to inventory, ECC and telemetry records.
+
+The real libraries are exercised in test_env_inventory.py where a GPU exists; here stand-ins
+with the libraries' call signatures and return shapes check the mapping on any machine,
+including a counter that raises (a GPU without ECC) and values AMD SMI reports as "N/A".
+"""
+
+from types import SimpleNamespace
+
+from clusterbench.envinfo.gpulib import AmdSmi, Nvml
+
+
+class NVMLError(Exception):
+    pass
+
+
+def _fake_nvml(throttle=0x0):
+    def not_supported(*_a):
+        raise NVMLError("Not Supported")
+
+    return SimpleNamespace(
+        NVML_MEMORY_ERROR_TYPE_UNCORRECTED=1, NVML_MEMORY_ERROR_TYPE_CORRECTED=0, NVML_VOLATILE_ECC=0,
+        NVML_TEMPERATURE_GPU=0, NVML_CLOCK_SM=1, NVML_CLOCK_MEM=2,
+        nvmlClocksThrottleReasonSwThermalSlowdown=0x20, nvmlClocksThrottleReasonHwThermalSlowdown=0x40,
+        nvmlClocksThrottleReasonSwPowerCap=0x4, nvmlClocksThrottleReasonHwPowerBrakeSlowdown=0x80,
+        nvmlDeviceGetCount=lambda: 2,
+        nvmlDeviceGetHandleByIndex=lambda i: f"h{i}",
+        nvmlSystemGetDriverVersion=lambda: "550.54.15",
+        nvmlSystemGetCudaDriverVersion=lambda: 12040,
+        nvmlDeviceGetName=lambda h: b"NVIDIA H100 80GB HBM3",
+        nvmlDeviceGetUUID=lambda h: f"GPU-{h}",
+        nvmlDeviceGetSerial=not_supported,
+        nvmlDeviceGetPciInfo=lambda h: SimpleNamespace(busId=b"00000000:3B:00.0" if h == "h0" else "00000000:5D:00.0"),
+        nvmlDeviceGetMemoryInfo=lambda h: SimpleNamespace(total=85520809984, used=1 << 30),
+        nvmlDeviceGetVbiosVersion=lambda h: "96.00.74.00.01",
+        nvmlDeviceGetEnforcedPowerLimit=lambda h: 700000,
+        nvmlDeviceGetMigMode=lambda h: [0, 1] if h == "h1" else [0, 0],
+        nvmlDeviceGetEccMode=lambda h: [1, 1] if h == "h0" else [0, 0],
+        nvmlDeviceGetTotalEccErrors=lambda h, kind, counter: 2 if kind == 1 else 5,
+        nvmlDeviceGetRemappedRows=lambda h: (0, 0, 1, 0),
+        nvmlDeviceGetPowerUsage=lambda h: 312_500,
+        nvmlDeviceGetTemperature=lambda h, s: 61,
+        nvmlDeviceGetClockInfo=lambda h, c: 1980 if c == 1 else 2619,
+        nvmlDeviceGetUtilizationRates=lambda h: SimpleNamespace(gpu=97, memory=40),
+        nvmlDeviceGetCurrentClocksEventReasons=lambda h: throttle,
+    )
+
+
+def test_nvml_devices():
+    lib = Nvml(_fake_nvml())
+    assert lib.versions() == {"nvidia_driver": "550.54.15", "cuda_driver": "12.4"}
+    d0, d1 = lib.devices()
+    assert d0["name"] == "NVIDIA H100 80GB HBM3" and d0["pci"] == "0000:3b:00.0" and d1["pci"] == "0000:5d:00.0"
+    assert d0["serial"] is None  # Not Supported: that field only
+    assert d0["memory_bytes"] == 85520809984 and d0["power_limit_w"] == 700.0
+    assert d1["mig"] == {"current": False, "pending": True}
+
+
+def test_nvml_ecc():
+    e0, e1 = Nvml(_fake_nvml()).ecc()
+    assert e0 == {"index": 0, "enabled": True, "uncorrected": 2, "corrected": 5, "remap_pending": True,
+                  "remap_failed": False}
+    assert e1 == {"index": 1, "enabled": False}
+
+
+def test_nvml_sample_and_throttle_bits():
+    rows = Nvml(_fake_nvml(throttle=0x40)).sample()
+    got = {(i, m): (v, u) for i, m, v, u in rows}
+    assert got[(0, "gpu_power")] == (312.5, "W") and got[(0, "gpu_temperature")] == (61.0, "C")
+    assert got[(1, "gpu_sm_clock")] == (1980.0, "MHz") and got[(1, "gpu_mem_clock")] == (2619.0, "MHz")
+    assert got[(0, "gpu_utilization")] == (97.0, "%") and got[(0, "gpu_memory_used")] == (float(1 << 30), "bytes")
+    assert got[(0, "gpu_throttle_thermal")] == (1.0, "") and got[(0, "gpu_throttle_power")] == (0.0, "")
+    idle = {(i, m): v for i, m, v, _ in Nvml(_fake_nvml(throttle=0x1)).sample()}  # GPU idle: not a throttle
+    assert idle[(0, "gpu_throttle_thermal")] == 0.0 and idle[(0, "gpu_throttle_power")] == 0.0
+
+
+def _fake_amdsmi():
+    class E:
+        VRAM = "vram"
+        HOTSPOT = "hotspot"
+        CURRENT = "current"
+        GFX = "gfx"
+        MEM = "mem"
+
+    def boom(*_a):
+        raise RuntimeError("AMDSMI_STATUS_NOT_SUPPORTED")
+
+    return SimpleNamespace(
+        AmdSmiMemoryType=E, AmdSmiTemperatureType=E, AmdSmiTemperatureMetric=E, AmdSmiClkType=E,
+        amdsmi_get_processor_handles=lambda: ["p0"],
+        amdsmi_get_gpu_driver_info=lambda h: {"driver_name": "amdgpu", "driver_version": "6.8.5"},
+        amdsmi_get_lib_version=lambda: {"major": 24, "minor": 6, "release": 2},
+        amdsmi_get_gpu_asic_info=lambda h: {"market_name": "AMD Instinct MI300X", "asic_serial": "0x1FA8"},
+        amdsmi_get_gpu_memory_total=lambda h, t: 206141652992,
+        amdsmi_get_gpu_device_uuid=lambda h: "1fff74a1-0000-1000-80a8-e3b2c0d4e5f6",
+        amdsmi_get_gpu_device_bdf=lambda h: "0000:0c:00.0",
+        amdsmi_get_gpu_vbios_info=lambda h: {"vbios_version": "113-M3000100-102"},
+        amdsmi_get_gpu_compute_partition=lambda h: "CPX",
+        amdsmi_get_gpu_memory_partition=lambda h: "NPS4",
+        amdsmi_get_gpu_total_ecc_count=lambda h: {"correctable_count": 3, "uncorrectable_count": 0},
+        amdsmi_get_power_info=lambda h: {"current_socket_power": "N/A", "average_socket_power": 654},
+        amdsmi_get_temp_metric=lambda h, t, m: 71,
+        amdsmi_get_clock_info=lambda h, c: {"clk": 2100 if c == "gfx" else 1300},
+        amdsmi_get_gpu_activity=lambda h: {"gfx_activity": 88, "umc_activity": "N/A"},
+        amdsmi_get_gpu_memory_usage=lambda h, t: 4 << 30,
+        amdsmi_get_gpu_metrics_info=boom,
+    )
+
+
+def test_amdsmi_mapping():
+    lib = AmdSmi(_fake_amdsmi())
+    assert lib.versions() == {"amdgpu_driver": "6.8.5", "amdsmi": "24.6.2"}
+    (d,) = lib.devices()
+    assert (d["name"], d["pci"], d["compute_partition"], d["memory_partition"], d["vbios"]) == \
+        ("AMD Instinct MI300X", "0000:0c:00.0", "CPX", "NPS4", "113-M3000100-102")
+    assert lib.ecc() == [{"index": 0, "enabled": True, "uncorrected": 0, "corrected": 3}]
+    got = {m: (v, u) for _, m, v, u in lib.sample()}
+    assert got["gpu_power"] == (654.0, "W")  # the current power is N/A: the average stands in
+    assert got["gpu_temperature"] == (71.0, "C") and got["gpu_sm_clock"] == (2100.0, "MHz")
+    assert got["gpu_mem_clock"] == (1300.0, "MHz") and got["gpu_utilization"] == (88.0, "%")
+    assert got["gpu_memory_used"] == (float(4 << 30), "bytes")
+    assert "gpu_throttle" not in got  # metrics table not supported: left out, not invented

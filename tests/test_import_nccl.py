@@ -1,0 +1,193 @@
+"""nccl-tests / rccl-tests text logs (real ones, tests/data/nccl-tests) -> collective records."""
+
+from pathlib import Path
+
+import pytest
+
+from clusterbench.ingest import detect_tool, iter_runs, parse_text
+from clusterbench.ingest.collectives import (
+    BUSBW_FACTOR,
+    infer_op,
+    normalize_op,
+    op_from_filename,
+    ranks_from_ratio,
+)
+from clusterbench.ingest.nccl_tests import nccl_version_from_code, parse_lines, sweep_from_header
+
+DATA = Path(__file__).parent / "data" / "nccl-tests"
+LOGS = sorted(p for p in DATA.iterdir() if p.name != "README.md")
+
+
+def one(name: str):
+    runs = parse_text((DATA / name).read_text(), name=name)
+    assert len(runs) == 1
+    return runs[0]
+
+
+def by(ms, metric, **params):
+    return [m for m in ms if m.metric == metric and all(m.params.get(k) == v for k, v in params.items())]
+
+
+@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name)
+def test_every_log_is_detected_and_parsed(path):
+    text = path.read_text()
+    assert detect_tool(text) == "nccl-tests"
+    runs = parse_text(text, name=path.name)
+    assert runs and all(len(r.measurements) > 0 for r in runs)
+    for r in runs:
+        assert r.run.benchmark == "import"
+        assert r.run.status in ("complete", "incomplete", "failed")
+        assert len(r) == len(r.measurements) == len(list(r.store_rows()))
+
+
+def test_seed_rccl_all_reduce_table():
+    r = one("seed-mi300x-rccl-all_reduce-8gpu.txt")
+    run, ms = r.run, r.measurements
+    assert run.source == "rccl-tests develop:ae3e635" and run.status == "complete"
+    assert run.ranks == 8 and run.hosts == ["SMC-SC-DC19-06"] and run.devices == ["AMD Instinct MI300X"] * 8
+    assert run.meta["rank_bus_id"][1] == "0000:26:00.0"
+    assert run.meta["coll_sweep.all_reduce"] == {"nthread": 1, "ngpus": 8, "minbytes": 8, "maxbytes": 8589934592,
+                                                 "validation": 1, "graph": 0, "step": 2, "step_kind": "factor",
+                                                 "warmup_iters": 5, "iters": 20, "agg_iters": 1}
+    assert {m.benchmark for m in ms} == {"all_reduce"}
+    assert len(by(ms, "busbw")) == 2 * 31  # 8 B .. 8 GiB, both placements
+    # the last row was split over three :mark: roles in the document
+    last = by(ms, "busbw", bytes=8589934592, placement="in")[0]
+    assert last.value == 315.84
+    assert last.params == {"bytes": 8589934592, "count": 2147483648, "dtype": "float", "redop": "sum", "root": -1,
+                           "placement": "in", "ranks": 8}
+    assert by(ms, "time_us", bytes=128, placement="in")[0].value == 182.4
+    assert by(ms, "avg_busbw")[0].value == 102.138 and by(ms, "out_of_bounds")[0].value == 0
+
+
+def test_headerless_table_names_op_from_footer_and_ranks_from_busbw():
+    r = one("seed-tensorwave-mi355x-4node-all_reduce.txt")
+    assert r.run.meta["op"] == "all_reduce" and r.run.ranks == 32
+    assert r.run.meta["ranks_inferred"] == "busbw/algbw"
+    assert by(r.measurements, "busbw", bytes=2147483648, placement="out")[0].value == 385.03
+    assert by(r.measurements, "avg_busbw")[0].value == 374.161
+
+
+def test_old_format_error_column_na_and_info_line():
+    r = one("superbench-nccl_allreduce.log")
+    ms = r.measurements
+    assert r.run.ranks == 8 and r.run.status == "complete"
+    assert not by(ms, "wrong") and not by(ms, "max_error")  # N/A: validation was off
+    assert len(by(ms, "time_us", bytes=0)) == 4  # two size-0 rows
+    assert by(ms, "busbw", bytes=8589934592, placement="out")[0].params["root"] == -1
+
+
+def test_old_format_empty_redop_and_root_without_redop():
+    a2a = one("superbench-nccl_alltoall.log")
+    assert a2a.run.meta["op"] == "alltoall"
+    assert {m.params["redop"] for m in a2a.measurements if "redop" in m.params} == {"none"}
+    assert by(a2a.measurements, "algbw", bytes=8589934592, placement="in")[0].value == 258.47
+    bc = one("superbench-nccl_broadcast.log")
+    assert {m.params["root"] for m in bc.measurements if "root" in m.params} == {0}
+    assert {m.params["redop"] for m in bc.measurements if "redop" in m.params} == {"none"}
+
+
+def test_two_hosts_and_markdown_around_the_log():
+    r = one("a3mega-h100-2node-all_reduce.txt")
+    assert r.run.ranks == 16 and r.run.hosts == ["ztan-mig-235z", "ztan-mig-gq73"]
+    assert r.run.meta["rank_hosts"][8] == "ztan-mig-gq73"
+    assert by(r.measurements, "avg_busbw")[0].value == 70.742
+
+
+def test_crash_keeps_rows_errors_and_marks_incomplete():
+    r = one("issue280-4090-test-nccl-failure-truncated.txt")
+    assert r.run.status == "incomplete" and r.run.meta["partial_last_row"]
+    assert r.run.meta["op"] == "all_reduce"  # from the quoted command line
+    assert any("Test NCCL failure common.cu:1005" in e for e in r.run.errors)
+    assert sorted({m.params["bytes"] for m in r.measurements}) == [8, 16, 32]  # rows without leading spaces
+    r = one("issue322-16G-test-nccl-failure-truncated.txt")
+    assert r.run.status == "incomplete" and sum("Test NCCL failure" in e for e in r.run.errors) == 5
+    assert by(r.measurements, "busbw", bytes=17179869184, placement="in")[0].value == 367.44
+
+
+def test_exponent_error_column_and_unnamed_collective():
+    r = one("nccl-issue258-v100-old-error-column-truncated.txt")
+    errs = by(r.measurements, "max_error", placement="out")
+    assert [m.value for m in errs] == [1e-07, 3e-08, 3e-08, 3e-08, 3e-08]
+    assert r.run.meta["op"] == "collective"  # algbw 0.00 everywhere: nothing tells which collective
+    assert r.run.status == "incomplete"
+
+
+def footer_logs():
+    for path in LOGS:
+        for r in parse_text(path.read_text(), name=path.name):
+            if any(m.metric == "avg_busbw" for m in r.measurements):
+                yield pytest.param(r, id=path.name)
+
+
+@pytest.mark.parametrize("imported", list(footer_logs()))
+def test_property_mean_busbw_is_footer_average(imported):
+    # nccl-tests adds busbw of every test it times (out-of-place and in-place of each row) and
+    # divides by their count; each busbw was printed with 2 decimals (+-0.005), the average with %g.
+    ms = imported.measurements
+    bus = [m.value for m in ms if m.metric == "busbw"]
+    avg = by(ms, "avg_busbw")[0].value
+    assert abs(sum(bus) / len(bus) - avg) <= 0.005 + 1e-5 * avg
+
+
+@pytest.mark.parametrize("imported", list(footer_logs()))
+def test_property_busbw_over_algbw_is_the_op_factor(imported):
+    run, ms = imported.run, imported.measurements
+    op, n = run.meta["op"], run.ranks
+    factor = BUSBW_FACTOR[op](n)
+    checked = 0
+    for m in by(ms, "algbw"):
+        bus = by(ms, "busbw", bytes=m.params["bytes"], placement=m.params["placement"])[0].value
+        # Below 1 GB/s, rounding to 2 decimals moves the ratio by more than 0.5% (0.00 at the
+        # smallest sizes): those rows say nothing about the factor and are skipped.
+        if m.value < 1.0:
+            continue
+        tolerance = factor * (0.005 / m.value + 0.005 / bus)
+        assert abs(bus / m.value - factor) <= tolerance + 1e-12, (m.params, bus, m.value)
+        checked += 1
+    assert checked >= 5
+
+
+def test_concatenated_logs_stream_run_by_run():
+    texts = [(DATA / n).read_text() for n in ("superbench-nccl_allreduce.log", "a3mega-h100-2node-all_reduce.txt",
+                                               "superbench-nccl_broadcast.log")]
+    lines = "".join(texts).splitlines(keepends=True)
+    consumed = 0
+
+    def source():
+        nonlocal consumed
+        for line in lines:
+            consumed += 1
+            yield line
+
+    it = parse_lines(source(), "cat.log")
+    first = next(it)
+    assert first.run.meta["op"] == "all_reduce" and first.run.ranks == 8
+    assert consumed < len(lines) / 2  # yielded before the rest of the file was read
+    rest = list(it)
+    assert [r.run.meta["op"] for r in rest] == ["all_reduce", "broadcast"]
+    assert [r.run.ranks for r in rest] == [16, 8]
+
+
+def test_iter_runs_accepts_a_file_object(tmp_path):
+    p = tmp_path / "alltoall-twice.log"  # the log does not name its op: the file name does
+    p.write_text((DATA / "superbench-nccl_alltoall.log").read_text() * 2)
+    with p.open() as f:
+        runs = list(iter_runs(f, name=str(p)))
+    assert len(runs) == 2 and all(r.run.meta["op"] == "alltoall" for r in runs)
+
+
+def test_collective_names_and_factors():
+    assert normalize_op("all_reduce_perf_mpi") == "all_reduce" and normalize_op("AllReduce") == "all_reduce"
+    assert normalize_op("/opt/rccl-tests/build/reduce_scatter_perf") == "reduce_scatter"
+    assert normalize_op("bogus") is None
+    assert op_from_filename("logs/nccl_reducescatter.log") == "reduce_scatter"
+    assert op_from_filename("gather.txt") == "gather" and op_from_filename("x_allgather.txt") == "all_gather"
+    assert ranks_from_ratio("all_reduce", 182.30, 353.20) == 32
+    assert ranks_from_ratio("all_reduce", 0.5, 0.88) is None  # too imprecise to tell
+    assert ranks_from_ratio("broadcast", 10.0, 10.0) is None
+    assert infer_op(True, -1, 1.75, 8) == "all_reduce" and infer_op(True, -1, 0.875, 8) == "reduce_scatter"
+    assert infer_op(False, 0, 1.0, None) == "broadcast" and infer_op(False, -1, 0.875, 8) is None
+    assert nccl_version_from_code(22907) == "2.29.7" and nccl_version_from_code(2708) == "2.7.8"
+    assert sweep_from_header("nThread: 1 nGpus: 1 minBytes: 8 maxBytes: 128 step: 2(factor) warmupIters: 5 "
+                             "iters: 20 validation: 1")["warmup_iters"] == 5

@@ -1,0 +1,99 @@
+"""perftest, iperf3 -J and OSU micro-benchmark output (real logs) -> RDMA, net and osu_* records."""
+
+from pathlib import Path
+
+import pytest
+
+from clusterbench.ingest import LogFormatError, detect_tool, parse_text
+
+DATA = Path(__file__).parent / "data"
+
+
+def runs(tool, name):
+    return parse_text((DATA / tool / name).read_text(), name=name)
+
+
+def pick(ms, metric, **params):
+    found = [m for m in ms if m.metric == metric and all(m.params.get(k) == v for k, v in params.items())]
+    assert len(found) == 1, (metric, params, found)
+    return found[0]
+
+
+@pytest.mark.parametrize("tool", ["perftest", "iperf3", "osu"])
+def test_every_log_is_detected(tool):
+    for path in sorted((DATA / tool).iterdir()):
+        if path.name != "README.md" and "invalid" not in path.name:
+            assert detect_tool(path.read_text()) == tool, path.name
+
+
+def test_perftest_interleaved_server_and_client_counted_once():
+    (r,) = runs("perftest", "superbench-ib_loopback_8M_size.log")
+    assert {m.benchmark for m in r.measurements} == {"ib_write_bw"}
+    avg = pick(r.measurements, "bw_avg", bytes=8388608)
+    # MB/sec is 2^20 B/s: 24056.72 MiB/s = 25.225 GB/s, and bytes x MsgRate agrees
+    assert avg.value == pytest.approx(24056.72 * 1048576 / 1e9)
+    assert avg.value == pytest.approx(8388608 * 0.003007e6 / 1e9, rel=2e-4)
+    assert avg.params == {"device": "ib0", "qps": 1, "bytes": 8388608, "bidirectional": False, "iterations": 20000}
+    assert pick(r.measurements, "msg_rate", bytes=8388608).unit == "Mpps"
+
+
+def test_perftest_all_sizes_with_duplicated_lines():
+    (r,) = runs("perftest", "superbench-ib_loopback_all_sizes.log")
+    sizes = [m.params["bytes"] for m in r.measurements if m.metric == "bw_peak"]
+    assert sizes == [2 ** i for i in range(1, 24)]  # 2 B .. 8 MiB, the repeated last row read once
+    assert pick(r.measurements, "bw_peak", bytes=4096).value == pytest.approx(10034.02 * 1048576 / 1e9)
+
+
+def test_perftest_gbits_and_post_list_title():
+    (r,) = runs("perftest", "perftest-issue273-post-list-gbits.txt")
+    assert r.run.meta["variant"] == "Post List" and r.run.meta["link_type"] == "Ethernet"
+    assert pick(r.measurements, "bw_avg", bytes=8).value == pytest.approx(0.48 / 8)  # Gb/s -> GB/s
+    assert pick(r.measurements, "bw_peak", bytes=8).value == 0.0
+
+
+def test_perftest_without_a_complete_row_is_refused():
+    with pytest.raises(LogFormatError, match="no perftest results"):
+        runs("perftest", "perftest-issue234-server-truncated-row.txt")
+
+
+def test_iperf3_tcp_sent_and_received():
+    (r,) = runs("iperf3", "cloudpilot-bw_proxy_target_direct-10s-omit3.json")
+    sent = pick(r.measurements, "bandwidth", side="sent")
+    assert sent.value == pytest.approx(464521026.08410436 / 8e9) and sent.unit == "GB/s"
+    assert sent.params["src_host"] == "10.120.0.11" and sent.params["dst_host"] == "169.44.160.3"
+    assert sent.params["streams"] == 1 and sent.params["protocol"] == "tcp" and sent.params["duration_s"] == 10
+    assert pick(r.measurements, "bandwidth", side="received").params["bytes"] == 584581120
+    assert pick(r.measurements, "retransmits", side="sent").value == 0
+    assert r.run.source == "iperf3 3.9" and r.run.hosts == ["10.120.0.11", "169.44.160.3"]
+
+
+@pytest.mark.parametrize("name", ["cloudpilot-10k_file-bytes-mode.json",
+                                  "cloudpilot-small_file-london-uswest2-receiver-zero.json"])
+def test_iperf3_bytes_mode(name):
+    (r,) = runs("iperf3", name)
+    assert "duration_s" not in pick(r.measurements, "bandwidth", side="sent").params  # -n mode: duration 0
+    assert pick(r.measurements, "bandwidth", side="received").value >= 0
+
+
+def test_iperf3_invalid_json_is_refused():
+    with pytest.raises(LogFormatError):
+        parse_text((DATA / "iperf3" / "iperf-issue613-udp-invalid-json-nan.txt").read_text(), tool="iperf3")
+
+
+def test_osu_bw_seven_runs_with_their_environment():
+    rs = runs("osu", "rocm-blogs-gpu-aware-mpi-osu_bw-rocm-DD-16MiB.txt")
+    assert len(rs) == 7
+    assert [r.run.env["HIP_VISIBLE_DEVICES"] for r in rs] == [f"0,{i}" for i in range(1, 8)]
+    assert rs[0].run.env["HSA_ENABLE_SDMA"] == "0" and rs[0].run.source == "osu 7.0"
+    bw = pick(rs[0].measurements, "bandwidth", bytes=16777216)
+    assert bw.benchmark == "osu_bw" and bw.value == pytest.approx(142.23539) and bw.params["buffers"] == "D D"
+    assert pick(rs[6].measurements, "bandwidth").value == pytest.approx(68.7888)
+
+
+def test_osu_collective_latency_columns():
+    (r,) = runs("osu", "ompi-pr12318-osu_reduce-cuda-192ranks-truncated.txt")
+    assert r.run.meta["benchmark"] == "osu_reduce" and r.run.meta["variant"] == "MPI-CUDA"
+    assert pick(r.measurements, "latency_us", bytes=1, stat="avg").value == 53.34
+    assert pick(r.measurements, "latency_us", bytes=1024, stat="max").value == 134.61
+    assert pick(r.measurements, "latency_us", bytes=2048, stat="min").value == 25.93  # row cut after Max
+    assert "osu_reduce -d cuda -f" in r.run.meta["log_command"]

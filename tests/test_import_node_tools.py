@@ -1,0 +1,117 @@
+"""BabelStream / STREAM and rocblas-bench / hipblaslt-bench output (real logs) -> stream and gemm records."""
+
+from pathlib import Path
+
+import pytest
+
+from clusterbench.ingest import detect_tool, parse_text
+
+DATA = Path(__file__).parent / "data"
+
+
+def load(tool, name, **kw):
+    runs = parse_text((DATA / tool / name).read_text(), name=name, **kw)
+    assert len(runs) == 1
+    return runs[0]
+
+
+def pick(ms, metric, **params):
+    found = [m for m in ms if m.metric == metric and all(m.params.get(k) == v for k, v in params.items())]
+    assert len(found) == 1, (metric, params, found)
+    return found[0]
+
+
+@pytest.mark.parametrize("tool", ["babelstream", "rocblas-bench", "hipblaslt-bench"])
+def test_every_log_is_detected(tool):
+    for path in sorted((DATA / tool).iterdir()):
+        if path.name != "README.md":
+            assert detect_tool(path.read_text()) == tool, path.name
+
+
+@pytest.mark.parametrize("name", ["seed-mi300x-hip-8gpu-mpi.txt", "sysaccept-mi300x-hip-8gpu-mpi-truncated.txt"])
+def test_babelstream_eight_processes_in_one_log(name):
+    r = load("babelstream", name)
+    ms = r.measurements
+    assert r.run.source == "babelstream 5.0" and r.run.meta["implementation"] == "HIP"
+    assert r.run.devices == ["AMD Instinct MI300X", "AMD Instinct MI300X"]  # two tables are shown
+    copy0 = pick(ms, "bandwidth", kernel="Copy", device="0")
+    assert copy0.value == pytest.approx(4255.995148) and copy0.unit == "GB/s"
+    assert copy0.params == {"kernel": "Copy", "dtype": "double", "device": "0", "array_size": 268435456}
+    assert pick(ms, "bandwidth", kernel="Dot", device="1").value == pytest.approx(3927.179117)
+    assert pick(ms, "time_us", kernel="Add", device="1", stat="max").value == pytest.approx(1770.0)
+    assert r.run.status == "complete" and r.run.meta["elided"]
+
+
+def test_babelstream_versions_and_models():
+    r = load("babelstream", "repo-results-v3.3-titanxp-cuda.txt")
+    assert r.run.devices == ["TITAN Xp"] and r.run.meta["implementation"] == "CUDA"
+    assert pick(r.measurements, "bandwidth", kernel="Triad").value == pytest.approx(436.491299)
+    assert pick(r.measurements, "bandwidth", kernel="Triad").params["array_size"] == 33554432
+    r = load("babelstream", "repo-results-v2.0-broadwell-omp-cray.txt")  # GPU-STREAM 2.0 on a CPU, no Dot
+    assert {m.params["kernel"] for m in r.measurements} == {"Copy", "Mul", "Add", "Triad"}
+    assert pick(r.measurements, "time_us", kernel="Copy", stat="avg").value == pytest.approx(6110.0)
+
+
+def test_babelstream_csv():
+    r = load("babelstream", "superbench-hip-stream-csv.log")
+    copy = pick(r.measurements, "bandwidth", kernel="Copy")
+    assert copy.value == pytest.approx(1345.22) and copy.params["array_size"] == 268435456
+    assert copy.params["dtype"] == "double" and r.run.devices == ["BW150"]
+    assert pick(r.measurements, "time_us", kernel="Dot", stat="min").value == pytest.approx(3378.69)
+    assert not [m for m in r.measurements if m.params["kernel"] in ("Init", "Read")]
+
+
+@pytest.mark.parametrize("name,array,copy_gbs,copy_min_s", [
+    ("superbench-streamResultZen.log", 400000000, 342.0083, 0.018713),
+    ("superbench-streamResultNeo.log", 120000000, 108.1805, 0.017748),
+    ("babelstream-repo-results-v2.0-broadwell-mccalpin-cray.txt", 33554432, 92.9804, 0.005774),
+])
+def test_mccalpin_stream(name, array, copy_gbs, copy_min_s):
+    text = (DATA / "stream" / name).read_text()
+    assert detect_tool(text) == "babelstream"  # the same importer reads both
+    r = parse_text(text, name=name)[0]
+    assert r.run.source == "stream 5.10" and r.run.meta["tool"] == "stream"
+    assert {m.params["kernel"] for m in r.measurements} == {"Copy", "Scale", "Add", "Triad"}
+    copy = pick(r.measurements, "bandwidth", kernel="Copy")
+    assert copy.value == pytest.approx(copy_gbs) and copy.params["array_size"] == array
+    # STREAM's columns are Best Rate, Avg, Min, Max (BabelStream's: rate, Min, Max, Average)
+    assert pick(r.measurements, "time_us", kernel="Copy", stat="min").value == pytest.approx(copy_min_s * 1e6)
+
+
+@pytest.mark.parametrize("name,dtype,function,tflops,m,batch", [
+    ("seed-mi300x-sgemm-4000.txt", "fp32", "gemm", 97.1906, 4000, 1),
+    ("seed-mi300x-gemm_strided_batched_ex-bf16.txt", "bf16", "gemm_strided_batched_ex", 159.783, 1024, 5),
+    ("seed-mi300x-gemm_strided_batched_ex-int8.txt", "int8", "gemm_strided_batched_ex", 177.478, 1024, 5),
+    ("superbench-test-fp64.txt", "fp64", "gemm", 10.0375, 7680, 1),
+    ("superbench-test-fp16_x.txt", "fp16", "gemm_ex", 153.728, 7680, 1),
+    ("sysaccept-mi300x-gemm_strided_batched_ex-int8.txt", "int8", "gemm_strided_batched_ex", 177.478, 1024, 5),
+])
+def test_rocblas_bench_lines(name, dtype, function, tflops, m, batch):
+    r = load("rocblas-bench", name)
+    t = pick(r.measurements, "tflops")
+    assert t.value == pytest.approx(tflops) and t.unit == "TFLOP/s"
+    assert (t.params["dtype"], t.params["function"], t.params["m"], t.params["batch"]) == (dtype, function, m, batch)
+    assert t.params["transA"] in ("N", "T") and "time_us" in {x.metric for x in r.measurements}
+
+
+def test_rocblas_seed_time_and_transpose():
+    ms = load("rocblas-bench", "seed-mi300x-sgemm-4000.txt").measurements
+    assert pick(ms, "time_us").value == 1317.0
+    assert pick(ms, "tflops").params | {} == {"m": 4000, "n": 4000, "k": 4000, "batch": 1, "transA": "N", "transB": "T",
+                                              "function": "gemm", "function_inferred": True, "dtype": "fp32"}
+
+
+def test_rocblas_dtype_from_command_line_beats_file_name():
+    text = ("rocblas-bench -f gemm_ex -m 64 -n 64 -k 64 --a_type h --b_type h --c_type s\n"
+            + (DATA / "rocblas-bench" / "superbench-test-fp32_x.txt").read_text())
+    t = pick(parse_text(text, name="fp32.txt")[0].measurements, "tflops")
+    assert t.params["dtype"] == "fp16" and t.params["function"] == "gemm_ex" and "function_inferred" not in t.params
+
+
+def test_hipblaslt_bench():
+    r = load("hipblaslt-bench", "superbench-test-fp16-896.txt")
+    t = pick(r.measurements, "tflops")
+    assert t.value == pytest.approx(58.6245)
+    assert t.params["dtype"] == "fp16" and t.params["function"] == "matmul" and t.params["compute_type"] == "f32_r"
+    assert r.run.source == "hipblaslt-bench 600" and r.run.devices[0].startswith("AMD Radeon Graphics gfx942")
+    assert pick(r.measurements, "time_us").value == 24.54
