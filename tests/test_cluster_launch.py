@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
@@ -22,9 +21,21 @@ SCHEMAS = Path(__file__).parent / "data" / "schemas"
 EVIL = "x=$(touch /tmp/cb6-evil); `touch /tmp/cb6-evil` | rm -rf / ; 'q\""
 
 
-def _cb(*args, timeout=60):
-    return subprocess.run([sys.executable, "-m", "clusterbench", *args], capture_output=True, text=True,
-                          timeout=timeout)
+def _cb(*args):
+    """The CLI in this process (no re-import per call): exit code, stdout, stderr."""
+    import contextlib
+    import io
+
+    from clusterbench.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(list(args))
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
 
 
 # -- hostfiles and mpirun --------------------------------------------------------------------

@@ -148,3 +148,16 @@ def test_concatenated_logs_become_several_runs(capsys, db, tmp_path):
     rc, out, _ = cli(capsys, "import", str(cat), "--db", db)
     assert rc == 0 and len(out.splitlines()) == 2
     assert sorted(r.ranks for r in stored(db)) == [8, 16]
+
+
+def test_gzipped_log(capsys, db, tmp_path):
+    import gzip
+
+    gz = tmp_path / "nccl_alltoall.log.gz"
+    gz.write_bytes(gzip.compress(ALLTOALL.read_bytes()))
+    rc, out, _ = cli(capsys, "import", str(gz), "--db", db)
+    assert rc == 0 and "alltoall complete, 206 measurements" in out
+    bad = tmp_path / "cut.log.gz"
+    bad.write_bytes(gzip.compress(ALLTOALL.read_bytes())[:200])
+    rc, _, err = cli(capsys, "import", str(bad), "--db", db)
+    assert rc == 2 and len(err.splitlines()) == 1 and str(bad) in err

@@ -191,3 +191,28 @@ def test_collective_names_and_factors():
     assert nccl_version_from_code(22907) == "2.29.7" and nccl_version_from_code(2708) == "2.7.8"
     assert sweep_from_header("nThread: 1 nGpus: 1 minBytes: 8 maxBytes: 128 step: 2(factor) warmupIters: 5 "
                              "iters: 20 validation: 1")["warmup_iters"] == 5
+
+
+def _records(text, name):
+    return [sorted((m.benchmark, m.metric, m.value, tuple(sorted(m.params.items()))) for m in r.measurements)
+            for r in parse_text(text, name=name)]
+
+
+QUIRK_LOGS = ["a3mega-h100-2node-all_reduce.txt", "superbench-nccl_alltoall.log", "superbench-nccl_broadcast.log",
+              "seed-tensorwave-mi355x-4node-all_reduce.txt"]
+
+
+@pytest.mark.parametrize("name", QUIRK_LOGS)
+def test_same_records_through_log_viewers_and_launchers(name):
+    text = (DATA / name).read_text()
+    want = _records(text, name)
+    lines = text.splitlines(keepends=True)
+    # a log viewer that strips the leading '#' of every line
+    assert _records("".join(ln.lstrip("#") for ln in lines), name) == want
+    # mpirun --tag-output
+    assert _records("".join(f"[1,0]<stdout>:{ln}" for ln in lines), name) == want
+    # NCCL_DEBUG=INFO output interleaved everywhere (this line is from superbench-nccl_allreduce.log)
+    info = "hostname:3442:3442 [0] NCCL INFO Launch mode Parallel\n"
+    assert _records("".join(info + ln for ln in lines), name) == want
+    # Windows line ends and a missing final newline
+    assert _records(text.replace("\n", "\r\n").rstrip(), name) == want

@@ -115,3 +115,12 @@ def test_hipblaslt_bench():
     assert t.params["dtype"] == "fp16" and t.params["function"] == "matmul" and t.params["compute_type"] == "f32_r"
     assert r.run.source == "hipblaslt-bench 600" and r.run.devices[0].startswith("AMD Radeon Graphics gfx942")
     assert pick(r.measurements, "time_us").value == 24.54
+
+
+def test_hipblaslt_bench_fp8_new_header():
+    r = load("hipblaslt-bench", "gfx950-fp8-4096x65536x14336-doc-example.txt")
+    t = pick(r.measurements, "tflops")
+    assert t.value == pytest.approx(3273.3)  # 3.2733e+06 GFLOPS
+    assert (t.params["m"], t.params["n"], t.params["k"], t.params["transA"]) == (4096, 65536, 14336, "T")
+    assert t.params["dtype"] == "fp8_e4m3" and r.run.source == "hipblaslt-bench 100100"
+    assert pick(r.measurements, "time_us").value == 2351.32

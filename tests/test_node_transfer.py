@@ -134,6 +134,15 @@ def test_summary_and_matrix_table():
     assert "62.5%" in text
 
 
+def test_bidirectional_row_totals_count_both_ends():
+    p = Planned(lang.Test("p2p", ()), "p2p", "bi", "copy_engine", "")
+    pairs = [_pair("G0", "G1", 90.0, direction="bi"), _pair("G0", "G2", 80.0, direction="bi"),
+             _pair("G1", "G2", 70.0, direction="bi")]
+    summ = tmain.summary_rows(p, pairs)
+    assert [(m.param("src"), m.value) for m in summ] == [
+        ("G0", 170.0), ("G1", 160.0), ("G2", 150.0), ("*", 80.0)]
+
+
 def test_config_rows_and_unknown_device_has_no_percent():
     p = Planned(lang.parse_line("C0->C0 C0->C0@8K", 1 << 16, "mine"), "config", "uni", "CPU", "")
     r = engine.TestResult([[1e-3, 1e-3], [1e-5, 1e-5]], [2e-3, 2e-3], [])

@@ -33,14 +33,22 @@ def parse_devices(text: str | None, device_type: str, count: int) -> list[int]:
     return out
 
 
-def rank_device(device_type: str, indices: list[int], rank: int) -> Any:
+def rank_device(device_type: str, indices: list[int], rank: int, own: Any = None) -> Any:
+    """This rank's device: ``indices[rank]``, or the rank's own device when no list is given
+    (inside ``clusterbench run``, where the job already holds one rank per device)."""
     import torch
 
     if device_type == "cuda":
-        dev = torch.device("cuda", indices[rank])
+        dev = torch.device("cuda", indices[rank]) if indices else own
         torch.cuda.set_device(dev)
         return dev
     return torch.device("cpu")
+
+
+def measures(ctx: Any, dev: Any) -> bool:
+    """Whether this rank measures: every GPU rank; on CPU only rank 0, because the host is one
+    device whose cores rank 0 already uses (a job may hold more CPU ranks, e.g. the suite's)."""
+    return dev.type == "cuda" or ctx.rank == 0
 
 
 def cpu_threads() -> int:

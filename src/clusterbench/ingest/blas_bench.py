@@ -64,7 +64,7 @@ def parse(text: str, name: str = "", tool: str = "rocblas-bench") -> list[Import
         if m:
             run.devices.append(m.group(1).strip())
         if "Gflops" in line and "," in line:
-            cols = [c.strip() for c in re.sub(r"^\[\d+\]", "", line).split(",")]
+            cols = [c.strip() for c in re.sub(r"^\[\d+\]:?", "", line).split(",")]
             pending = ""
             continue
         if not cols or "," not in line:
@@ -91,8 +91,7 @@ def _measurements(row: dict[str, str], cols: list[str], text: str, name: str) ->
         "batch": to_int(lower.get("batch_count", "1")) or 1,
         "transA": lower.get("transa", ""), "transB": lower.get("transb", ""), "function": function,
     }
-    dtype = _TYPES.get(lower.get("a_type", lower.get("d_type", "")).lower()) if ("a_type" in lower or "d_type" in lower) \
-        else None
+    dtype = _TYPES.get(lower.get("a_type", lower.get("d_type", "")).lower())
     dtype = _dtype_from_command(text) or dtype or _dtype_from_name(name)
     if dtype:
         params["dtype"] = dtype

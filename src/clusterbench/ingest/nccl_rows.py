@@ -60,13 +60,13 @@ def _number(token: str) -> float | None:
 
 def _values(tokens: list[str]) -> list[float | None]:
     try:
-        floats = list(map(float, tokens))
+        floats: list[float] = list(map(float, tokens))
     except ValueError:  # N/A (unchecked #wrong), a trailing '*' (error over threshold)
         return [None if t == "N/A" else _number(t) for t in tokens]
     total = sum(floats)
     if total != total or total in (_INF, -_INF):  # a nan or inf somewhere: not a measurement
         return [None if (v != v or v in (_INF, -_INF)) else v for v in floats]
-    return list(floats)
+    return floats  # type: ignore[return-value]
 
 
 def parse_row(toks: list[str], layout: Layout) -> Row | None:
@@ -83,12 +83,12 @@ def parse_row(toks: list[str], layout: Layout) -> Row | None:
         return None
     redop, root = "", -1
     for tok in toks[3:nlead]:
-        try:
+        if tok.lstrip("-").isdigit():  # a test, not try/int: most rows carry a redop word
             root = int(tok)
-        except ValueError:
+        else:
             redop = tok
     tail = toks[nlead:]
-    is_error = any("." in tail[i] or "e" in tail[i] for i in layout.wrong_index)
+    is_error = bool(layout.wrong_index) and any("." in tail[i] or "e" in tail[i] for i in layout.wrong_index)
     return (size, count, dtype, redop, root, _values(tail), is_error)
 
 

@@ -34,7 +34,7 @@ class GemmConfig:
     cold_iters: int = 2
     samples: int = 5
     device_type: str = "cpu"
-    devices: tuple[int, ...] = (0,)
+    devices: tuple[int, ...] = ()      # device indices, one per rank; () = each rank's own
     check: bool = True
     strict_size: bool = True
     ops_module: str = DEFAULT_OPS   # tests substitute a module with a wrong kernel
@@ -117,9 +117,10 @@ def _rows(cfg: GemmConfig, dtype: str, label: str, times: list[float]) -> list[M
 
 
 def main(ctx: Any, cfg: GemmConfig) -> None:
-    dev = devs.rank_device(cfg.device_type, list(cfg.devices), ctx.rank)
+    dev = devs.rank_device(cfg.device_type, list(cfg.devices), ctx.rank, ctx.device)
     label = devs.device_label(dev)
-    if dev.type == "cpu":
+    active = devs.measures(ctx, dev)
+    if dev.type == "cpu" and active:
         threads = devs.cpu_threads()
         ctx.emit("meta", {"threads": threads})
         ctx.emit("note", f"CPU: {threads} thread(s)")
@@ -129,8 +130,8 @@ def main(ctx: Any, cfg: GemmConfig) -> None:
                           "iterations": cfg.iterations, "samples": cfg.samples})
     for dtype in cfg.dtypes:
         ctx.barrier()  # every device starts each dtype together
-        result = {"label": label, **measure_dtype(cfg, dtype, dev, ctx.progress)}
-        gathered = devs.gather_to_root(ctx, result)
+        result = {"label": label, **measure_dtype(cfg, dtype, dev, ctx.progress)} if active else None
+        gathered = [r for r in devs.gather_to_root(ctx, result) or [] if r is not None]
         if not ctx.is_root or not gathered:
             continue
         rows: list[Measurement] = []

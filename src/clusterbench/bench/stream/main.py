@@ -25,7 +25,7 @@ class StreamConfig:
     numtimes: int = 100
     dtype: str = "double"
     device_type: str = "cpu"
-    devices: tuple[int, ...] = (0,)
+    devices: tuple[int, ...] = ()      # device indices, one per rank; () = each rank's own
     check: bool = True
     strict_size: bool = True            # a size that does not fit: error (True) or skipped row
     backend: str = DEFAULT_BACKEND      # "module:Class" implementing the kernels
@@ -68,9 +68,10 @@ def _rows(kernel: str, n: int, dtype: str, label: str, ts: list[float]) -> list[
 
 
 def main(ctx: Any, cfg: StreamConfig) -> None:
-    dev = devs.rank_device(cfg.device_type, list(cfg.devices), ctx.rank)
+    dev = devs.rank_device(cfg.device_type, list(cfg.devices), ctx.rank, ctx.device)
     label = devs.device_label(dev)
-    if dev.type == "cpu":
+    active = devs.measures(ctx, dev)
+    if dev.type == "cpu" and active:
         threads = devs.cpu_threads()
         ctx.emit("meta", {"threads": threads})
         ctx.emit("note", f"CPU: {threads} thread(s), {cfg.dtype}, {cfg.numtimes} iterations")
@@ -82,9 +83,12 @@ def main(ctx: Any, cfg: StreamConfig) -> None:
     backend = _backend(cfg.backend)
     elem = spec.DTYPES[cfg.dtype]
     for n in cfg.sizes:
+        ctx.barrier()  # every device starts each size together
+        if not active:
+            gathered = devs.gather_to_root(ctx, None)
+            continue
         need = spec.footprint(n, elem)
         fits = need <= devs.free_memory(dev)
-        ctx.barrier()  # every device starts each size together
         if not fits:
             msg = (f"array size {n} ({need} bytes for 3 {cfg.dtype} arrays) does not fit "
                    f"in the free memory of {label}")
@@ -103,7 +107,7 @@ def main(ctx: Any, cfg: StreamConfig) -> None:
         gathered = devs.gather_to_root(ctx, result)
         ctx.progress()
         if ctx.is_root and gathered:
-            _report(ctx, cfg, kernels, n, gathered)
+            _report(ctx, cfg, kernels, n, [r for r in gathered if r is not None])
 
 
 def _report(ctx: Any, cfg: StreamConfig, kernels: list[str], n: int, results: list[dict]) -> None:

@@ -70,8 +70,10 @@ def summary_rows(p: Planned, pairs: list[Measurement]) -> list[Measurement]:
         return []
     nbytes = int(use[0].param("bytes"))
     out = []
-    for src in dict.fromkeys(str(m.param("src")) for m in use):
-        total = sum(m.value for m in use if m.param("src") == src)
+    bi = p.direction == "bi"  # a bidirectional pair is stored once (src < dst) and counts for both
+    ends = [str(m.param("src")) for m in use] + ([str(m.param("dst")) for m in use] if bi else [])
+    for src in dict.fromkeys(ends):
+        total = sum(m.value for m in use if m.param("src") == src or (bi and m.param("dst") == src))
         out.append(Measurement("transfer", "bandwidth", total, "GB/s",
                                _params(p, src, "*", nbytes, "row_total")))
     out.append(Measurement("transfer", "bandwidth", sum(m.value for m in use) / len(use), "GB/s",

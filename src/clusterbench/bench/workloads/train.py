@@ -142,10 +142,12 @@ def _union_us(intervals: list[tuple[float, float]]) -> float:
     return total
 
 
-def _is_comm_event(name: str, on_device: bool) -> bool:
-    n = name.lower()
-    if on_device:
-        return "nccl" in n or "rccl" in n
+def _is_comm_event(event: Any, on_device: bool) -> bool:
+    n = event.name.lower()
+    if on_device:  # kernels only: ProcessGroupNCCL's host-side "nccl:..." ranges just enqueue
+        from torch.autograd import DeviceType
+
+        return getattr(event, "device_type", None) == DeviceType.CUDA and ("nccl" in n or "rccl" in n)
     return n.startswith("gloo:")
 
 
@@ -170,7 +172,7 @@ def measure_comm_share(step_fn: Any, device: Any) -> float:
             torch.cuda.synchronize(device)
         wall_us = (time.perf_counter() - t0) * 1e6
     comm = [(e.time_range.start, e.time_range.end) for e in prof.events()
-            if _is_comm_event(e.name, on_device)]
+            if _is_comm_event(e, on_device)]
     return min(1.0, _union_us(comm) / wall_us) if wall_us > 0 else 0.0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import os
 import sys
 from collections.abc import Iterator
@@ -20,10 +21,11 @@ def _runs_of(path: str, tool: str | None) -> Iterator[ImportedRun]:
         raise ClusterbenchError("is a directory")
     try:
         # errors="replace": junk bytes become U+FFFD, which the binary check then reports
-        with open(path, encoding="utf-8", errors="replace", newline="") as f:
-            yield from iter_runs(f, tool, name=path)
-    except OSError as e:
-        raise ClusterbenchError(e.strerror or str(e)) from None
+        opener = gzip.open if path.endswith(".gz") else open  # rotated logs are often compressed
+        with opener(path, "rt", encoding="utf-8", errors="replace", newline="") as f:
+            yield from iter_runs(f, tool, name=path[:-3] if path.endswith(".gz") else path)
+    except (OSError, EOFError) as e:  # EOFError: a .gz file cut short
+        raise ClusterbenchError(getattr(e, "strerror", None) or str(e) or "unreadable file") from None
 
 
 def _summary(path: str, item: ImportedRun, dry_run: bool) -> str:
