@@ -106,7 +106,8 @@ def main() -> int:
     what = "bare loop vs itself (--aa noise floor)" if args.aa else "clusterbench vs bare loop"
     print(f"# {what}: all_reduce float sum, {header.get('ranks')} ranks, {header.get('backend')} on "
           f"{header.get('device_type')}; {args.rounds} alternating rounds of {args.iters} iterations; medians")
-    print(f"{'size':>8}  {'clusterbench us':>15}  {'bare loop us':>12}  {'ratio':>6}  {'min ratio':>9}  target")
+    first = "bare loop A us" if args.aa else "clusterbench us"
+    print(f"{'size':>8}  {first:>15}  {'bare loop us':>12}  {'ratio':>6}  {'min ratio':>9}  target")
     for size in sizes:
         row = got.get(size, {})
         target = 1.10 if size < (1 << 20) else 1.03

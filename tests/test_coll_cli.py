@@ -106,7 +106,7 @@ def _pids_from_header(line):
 def test_kill_a_rank_mid_run(tmp_path):
     db = str(tmp_path / "kill.db")
     cmd = [sys.executable, "-m", "clusterbench", "coll", "all_reduce", "-b", "8", "-e", "64M", "-f", "2",
-           "-n", "20", "--np", "3", "--timeout", "60", "--db", db]
+           "-n", "20", "-w", "1", "--np", "3", "--timeout", "60", "--db", db]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     killer = threading.Timer(150, proc.kill)  # never let the test hang
     killer.start()

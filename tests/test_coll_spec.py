@@ -147,3 +147,19 @@ def test_count_wrong_exact_and_avg_tolerance():
     avg = torch.cat([torch.tensor([1.0]), one_ulp_off])
     assert data.count_wrong(avg, lambda idx: idx + 1, "float", "avg") == 0   # avg may pre-scale
     assert data.count_wrong(avg, lambda idx: idx + 1, "float", "sum") == 1   # sum is exact
+
+
+def test_default_suite_is_a_list_of_importable_steps():
+    import pickle
+
+    from clusterbench.bench.suite import SUITE, SuiteEntry
+    from clusterbench.dist.driver import resolve_target
+
+    assert SUITE and all(isinstance(e, SuiteEntry) for e in SUITE)
+    for entry in SUITE:
+        assert callable(resolve_target(entry.target))
+        assert pickle.loads(pickle.dumps(entry)) == entry
+    coll = next(e for e in SUITE if e.name == "collectives")
+    assert set(coll.config_for("cpu").ops) == set(OPS)
+    assert coll.config_for("cpu").maxbytes <= 1 << 20          # small enough for ~20 s on 2 CPU ranks
+    assert coll.config_for("cuda").maxbytes > coll.config_for("cpu").maxbytes

@@ -216,3 +216,10 @@ def test_same_records_through_log_viewers_and_launchers(name):
     assert _records("".join(info + ln for ln in lines), name) == want
     # Windows line ends and a missing final newline
     assert _records(text.replace("\n", "\r\n").rstrip(), name) == want
+
+
+def test_repeated_failure_lines_are_capped():
+    text = (DATA / "issue322-16G-test-nccl-failure-truncated.txt").read_text()
+    fail = "HCA-108: Test NCCL failure common.cu:1204 'unhandled cuda error (run with NCCL_DEBUG=INFO for details) / '\n"
+    (r,) = parse_text(text + fail * 1000, name="x.log")
+    assert len(r.run.errors) == 100 and r.run.meta["errors_dropped"] == 909  # 9 + 1000 - 100

@@ -88,6 +88,10 @@ def test_plans_for_eight_gpus():
     assert kinds.count(("p2p", "uni", "kernel", "")) == 64 and kinds.count(("p2p", "bi", "copy_engine", "")) == 28
     a2a = [x for x in p if x.kind == "a2a"]
     assert len(a2a) == 2 and len(a2a[0].test.transfers) == 56
+    sub = plan(["p2p", "a2a"], GPUS8, 1 << 20, ["D"], gpu_ids=[2, 5])
+    assert [x.test.name for x in sub] == ["p2p copy_engine G2->G2", "p2p copy_engine G2->G5",
+                                          "p2p copy_engine G5->G2", "p2p copy_engine G5->G5",
+                                          "p2p copy_engine G2<->G5", "a2a copy_engine"]
 
 
 def test_host_copies_run_and_are_checked():
@@ -180,6 +184,7 @@ def test_cli_cpu_default_matrix_and_config(capsys, db):
     (["--matrix", "x2y"], "unknown --matrix"),
     (["--config", "/nonexistent/x.cfg"], "cannot read --config"),
     (["--method", "magic"], "unknown --method"),
+    (["--devices", "3"], "out of range"),
 ])
 def test_bad_input(capsys, db, args, words):
     if "needs GPUs" in words and __import__("torch").cuda.is_available():

@@ -1,6 +1,7 @@
 """``clusterbench ddp-comm``: DDP gradient all_reduce over dummy layers, algbw and efficiency."""
 
 import pytest
+import torch
 from work_helpers import cli, json_rows, overall, stored
 
 from clusterbench.bench.workloads.ddp_comm import (
@@ -71,3 +72,13 @@ def test_bad_input(capsys, db, args, message):
     code, _, err = cli(capsys, "ddp-comm", "--device", "cpu", *args, "--db", db)
     assert code == 2 and message in err and err.count("\n") == 1
     assert stored(db) == []
+
+
+@pytest.mark.gpu
+def test_gpu_nccl_ddp_comm(capsys, db):
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA or ROCm GPU")
+    code, out, err = cli(capsys, "ddp-comm", "--np", "1", "--device", "cuda", "--size", "64M", "--steps", "2",
+                         "--json", "--db", db)
+    assert code == 0, err
+    assert overall(json_rows(out), "algbw").value > 0

@@ -1,6 +1,7 @@
 """``clusterbench infer-tp``: column- and row-parallel toy inference on gloo, 1 rank vs 2."""
 
 import pytest
+import torch
 from work_helpers import cli, json_rows, stored
 
 from clusterbench.bench.workloads.infer_tp import SEED_BATCHES, InferTpConfig, memory_need, validate
@@ -77,3 +78,15 @@ def test_bad_input(capsys, db, args, message):
     code, _, err = cli(capsys, "infer-tp", "--device", "cpu", *args, "--db", db)
     assert code == 2 and message in err and err.count("\n") == 1
     assert stored(db) == []
+
+
+@pytest.mark.gpu
+def test_gpu_bf16_column_parallel(capsys, db):
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA or ROCm GPU")
+    code, out, err = cli(capsys, "infer-tp", "--np", "1", "--device", "cuda", "--dtype", "bf16", "--hidden",
+                         "1024", "--batch-sizes", "128..512", "--iters", "3", "--json", "--db", db)
+    assert code == 0, err
+    rows = json_rows(out)
+    _check(rows, [128, 256, 512])
+    assert {m.params["dtype"] for m in rows} == {"bf16"}

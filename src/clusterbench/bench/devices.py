@@ -91,6 +91,14 @@ def free_memory(dev: Any) -> int:
     return int(psutil.virtual_memory().available)
 
 
+def release_cache(dev: Any) -> None:
+    """Give cached blocks back, so the next size's free-memory check sees them as free."""
+    if dev.type == "cuda":
+        import torch
+
+        torch.cuda.empty_cache()
+
+
 def timer(dev: Any) -> Callable[[Callable[[], Any]], float]:
     """Seconds one call takes on ``dev``: CUDA/HIP events on a GPU, a host clock on CPU."""
     if dev.type == "cuda":

@@ -15,13 +15,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from clusterbench.ingest.collectives import (
-    BUSBW_FACTOR,
     infer_op,
     normalize_op,
     op_from_filename,
     ranks_from_ratio,
 )
 from clusterbench.ingest.common import (
+    MAX_ERROR_LINES,
     ImportedRun,
     add_error,
     clean_lines,
@@ -85,6 +85,7 @@ class _State:
     oob: int | None = None
     oob_ok: str = ""
     partial_row: bool = False
+    errors_dropped: int = 0
     seen: bool = False  # any nccl-tests line at all
 
     @property
@@ -122,11 +123,15 @@ class NcclTextParser:
                 self._versions(stripped)
             return None
         if _ERROR_RE.search(stripped):
-            self.state.errors.append(stripped)
-            self.state.seen = True
+            st = self.state
+            if len(st.errors) < MAX_ERROR_LINES:  # every rank may print the same failure
+                st.errors.append(stripped)
+            else:
+                st.errors_dropped += 1
+            st.seen = True
             return None
         body = stripped.lstrip("#").strip()
-        return self._header_or_footer(stripped, body)
+        return self._header_or_footer(body)
 
     def _versions(self, text: str) -> None:
         m = _LIB_VERSION.search(text)
@@ -143,7 +148,7 @@ class NcclTextParser:
             return done
         return None
 
-    def _header_or_footer(self, stripped: str, body: str) -> ImportedRun | None:
+    def _header_or_footer(self, body: str) -> ImportedRun | None:
         # Cheap substring tests first: in large logs most lines are rank lines or NCCL INFO.
         st = self.state
         if body.startswith("Rank"):
@@ -244,6 +249,8 @@ class NcclTextParser:
             run.versions[st.tool] = st.version
         for line in st.errors:
             add_error(run, line)
+        if st.errors_dropped:
+            run.meta["errors_dropped"] = st.errors_dropped
         ranks = len(st.ranks) or None
         if st.ranks:
             order = sorted(st.ranks)
@@ -314,8 +321,3 @@ def parse_lines(lines: Iterable[str], name: str = "") -> Iterator[ImportedRun]:
     done = parser.finish()
     if done is not None:
         yield done
-
-
-def factor_for(op: str, ranks: int) -> float | None:
-    f = BUSBW_FACTOR.get(op)
-    return f(ranks) if f and ranks > 0 else None

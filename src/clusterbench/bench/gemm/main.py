@@ -65,6 +65,14 @@ def _set_tf32(dev: Any, on: bool) -> None:
 
 def measure_dtype(cfg: GemmConfig, dtype: str, dev: Any, progress: Any) -> dict[str, Any]:
     """Time one dtype on this rank's device: {'times': [...], 'error': str|None} or {'skipped'}."""
+    try:
+        return _measure(cfg, dtype, dev, progress)
+    finally:  # the operands are gone once _measure returns: hand their memory back
+        _set_tf32(dev, False)
+        devs.release_cache(dev)
+
+
+def _measure(cfg: GemmConfig, dtype: str, dev: Any, progress: Any) -> dict[str, Any]:
     import importlib
 
     ops_mod = importlib.import_module(cfg.ops_module)
@@ -101,7 +109,6 @@ def measure_dtype(cfg: GemmConfig, dtype: str, dev: Any, progress: Any) -> dict[
         times.append(time_fn(block) / cfg.iterations)
         progress()
     error = ops_mod.check(operands, dtype, cfg.alpha, cfg.beta) if cfg.check else None
-    _set_tf32(dev, False)
     return {"times": times, "error": error}
 
 

@@ -85,7 +85,7 @@ def main(ctx: Any, cfg: StreamConfig) -> None:
     for n in cfg.sizes:
         ctx.barrier()  # every device starts each size together
         if not active:
-            gathered = devs.gather_to_root(ctx, None)
+            devs.gather_to_root(ctx, None)
             continue
         need = spec.footprint(n, elem)
         fits = need <= devs.free_memory(dev)
@@ -104,6 +104,7 @@ def main(ctx: Any, cfg: StreamConfig) -> None:
                 g = spec.gold(kernels, cfg.numtimes, n, cfg.dtype)
                 result["errors"] = spec.check(g, impl.mean_abs_errors(g.a, g.b, g.c), dot, cfg.dtype)
             impl.release()
+            devs.release_cache(dev)
         gathered = devs.gather_to_root(ctx, result)
         ctx.progress()
         if ctx.is_root and gathered:

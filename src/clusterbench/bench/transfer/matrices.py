@@ -25,10 +25,12 @@ def _t(src: Mem, exe: Exe, dst: Mem, nbytes: int) -> Transfer:
     return Transfer((src,), exe, (dst,), nbytes)
 
 
-def plan(kinds: list[str], topo: Topology, nbytes: int, methods: list[str]) -> list[Planned]:
-    """Tests for the requested matrices on this topology (GPU matrices need GPUs, h2h does not)."""
+def plan(kinds: list[str], topo: Topology, nbytes: int, methods: list[str],
+         gpu_ids: list[int] | None = None) -> list[Planned]:
+    """Tests for the requested matrices on this topology (GPU matrices need GPUs, h2h does not),
+    over ``gpu_ids`` (default: every GPU)."""
     out: list[Planned] = []
-    gpus = range(topo.gpus)
+    gpus = list(range(topo.gpus)) if gpu_ids is None else list(gpu_ids)
     host = topo.numa_nodes[0]
     for kind in kinds:
         if kind in ("h2d", "d2h"):
@@ -55,7 +57,7 @@ def plan(kinds: list[str], topo: Topology, nbytes: int, methods: list[str]) -> l
                             out.append(Planned(Test(f"p2p {method} {a}<->{b}", (
                                 _t(a, Exe(exe_kind, i), b, nbytes), _t(b, Exe(exe_kind, j), a, nbytes))),
                                 kind, "bi", method, ""))
-        elif kind == "a2a" and topo.gpus > 1:
+        elif kind == "a2a" and len(gpus) > 1:
             for exe_kind in methods:
                 method = METHODS[exe_kind]
                 ts = tuple(_t(Mem("G", i), Exe(exe_kind, i), Mem("G", j), nbytes)

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from clusterbench.bench.collectives.config import build_config
-from clusterbench.bench.collectives.spec import DTYPES, OPS, REDOPS
+from clusterbench.bench.collectives.spec import DTYPES, REDOPS
 from clusterbench.cli.bench import run_benchmark_command
 from clusterbench.cli.options import dist_from, dist_options, repeat_option, store_options
 from clusterbench.dist.driver import Job
@@ -57,5 +57,4 @@ def coll(op: str, **kw: Any) -> int:
                                  repeat=kw["repeat"])
 
 
-coll.help = (coll.help or "").replace("OP swept", f"OP ({', '.join(OPS)} or all) swept", 0)
 commands = [coll]

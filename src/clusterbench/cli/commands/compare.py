@@ -9,6 +9,7 @@ import click
 from clusterbench.cli.options import db_option, json_option
 from clusterbench.errors import UsageError
 from clusterbench.judge.compare import compare as compare_rows
+from clusterbench.judge.compare import group_rows
 from clusterbench.judge.select import load_runs, rows_of
 from clusterbench.judge.text import comparison_lines
 from clusterbench.store import Store
@@ -48,7 +49,9 @@ def compare(selector_a: str, selector_b: str, benchmark: str | None, metric: str
         return [r for r in rows if (not benchmark or r.m.benchmark == benchmark)
                 and (not metric or r.m.metric == metric)]
 
-    rows = compare_rows(keep(a), keep(b), alpha=alpha, min_effect=min_effect / 100, max_cv=max_cv / 100)
+    a, b = keep(a), keep(b)
+    rows = compare_rows(a, b, alpha=alpha, min_effect=min_effect / 100, max_cv=max_cv / 100)
+    ka, kb = set(group_rows(a)), set(group_rows(b))
     if only_changes:
         rows = [c for c in rows if c.status in ("better", "worse")]
     if as_json:
@@ -59,6 +62,8 @@ def compare(selector_a: str, selector_b: str, benchmark: str | None, metric: str
           f"({len({r.run.id for r in b})} run(s))")
     for line in comparison_lines(rows):
         print(line)
+    if ka != kb:
+        print(f"# not compared: {len(ka - kb)} row(s) only in A, {len(kb - ka)} only in B")
 
 
 commands = [compare]

@@ -24,8 +24,10 @@ from clusterbench.units import format_size, parse_rate, parse_size
               help="Total fp32 parameter (= gradient) bytes over all layers; K/M/G are binary.")
 @click.option("--bucket-cap-mb", type=click.FloatRange(min=0, min_open=True), default=25.0,
               show_default=True, help="DDP gradient bucket size (DDP's default is 25).")
-@click.option("--steps", type=click.IntRange(min=1), default=10, show_default=True)
-@click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True)
+@click.option("--steps", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Timed steps, after the --warmup steps.")
+@click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True,
+              help="Untimed steps first (DDP builds its buckets in the first one).")
 @click.option("--link-speed", default=None, metavar="RATE",
               help="Inter-node link speed (e.g. 100Gbps): adds efficiency against the optimal algbw.")
 @dist_options

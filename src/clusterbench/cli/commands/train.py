@@ -68,7 +68,8 @@ def planned_world_size(np: int | None, options: DistOptions) -> int:
 @click.option("--ffn", type=int, default=None, help="MLP inner width.")
 @click.option("--batch", type=int, default=8, show_default=True,
               help="Global batch in sequences per step, split evenly over the ranks.")
-@click.option("--steps", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--steps", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Training steps in all; every step prints its loss.")
 @click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True,
               help="First steps left out of the overall figures.")
 @click.option("--strategy", type=click.Choice(STRATEGIES), default="full", show_default=True,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from clusterbench.bench import devices as devs
 from clusterbench.bench.transfer import engine, lang
 from clusterbench.bench.transfer.main import TransferConfig
 from clusterbench.bench.transfer.matrices import MATRICES, Planned, default_kinds, plan
@@ -31,7 +32,8 @@ def _config_text(path: str) -> str:
 
 
 def build_plan(matrix: str | None, tests: tuple[str, ...], config: str | None, nbytes: int,
-               methods: str, topo: engine.Topology, notes: list[str] | None = None) -> list[Planned]:
+               methods: str, topo: engine.Topology, notes: list[str] | None = None,
+               gpu_ids: list[int] | None = None) -> list[Planned]:
     """The tests to run. Tests from a config file that name devices this host lacks are
     skipped with a note (a file serves many machines); anything else out of range is an error."""
     wanted_methods = []
@@ -67,7 +69,7 @@ def build_plan(matrix: str | None, tests: tuple[str, ...], config: str | None, n
                 raise UsageError(f"unknown --matrix {k!r}: expected {', '.join(MATRICES)} or all")
             if k != "h2h" and topo.gpus == 0:
                 raise UsageError(f"--matrix {k} needs GPUs; this host has none (use h2h)")
-    planned = plan(kinds, topo, nbytes, list(dict.fromkeys(wanted_methods)))
+    planned = plan(kinds, topo, nbytes, list(dict.fromkeys(wanted_methods)), gpu_ids)
     for t in custom:
         engine.validate(t, topo)
         method = "+".join(sorted({x.exe.name for x in t.transfers}))
@@ -98,12 +100,13 @@ def build_plan(matrix: str | None, tests: tuple[str, ...], config: str | None, n
 @click.option("--no-check", "no_check", is_flag=True, help="Skip the check of destination buffers.")
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
               help="cpu: host copies only, even where GPUs exist.")
+@click.option("--devices", default=None, metavar="all|0,1", help="GPUs the matrices cover (default all).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=300.0, show_default=True)
 @repeat_option
 @store_options
 def transfer(matrix: str | None, tests: tuple[str, ...], config: str | None, nbytes: str,
              methods: str, iterations: int, warmups: int, no_check: bool, device: str,
-             timeout: float, repeat: int, as_json: bool, db: str | None, tags: tuple[str, ...]) -> None:
+             devices: str | None, timeout: float, repeat: int, as_json: bool, db: str | None, tags: tuple[str, ...]) -> None:
     """Copy bandwidth: host<->device, device<->device (uni/bi), all-to-all, custom tests.
 
     One process drives every device, as TransferBench does; tests run one after another and the
@@ -120,8 +123,13 @@ def transfer(matrix: str | None, tests: tuple[str, ...], config: str | None, nby
     topo = engine.topology()
     if device_type == "cpu":
         topo = engine.Topology(0, topo.numa_nodes, topo.numa_cpus)
+    gpu_ids: list[int] | None = None
+    if topo.gpus:
+        gpu_ids = devs.parse_devices(devices, "cuda", topo.gpus)
+    else:
+        devs.parse_devices(devices, "cpu", 1)  # only validates: without GPUs the host is one device
     notes: list[str] = []
-    planned = build_plan(matrix, tests, config, size, methods, topo, notes)
+    planned = build_plan(matrix, tests, config, size, methods, topo, notes, gpu_ids)
     cfg = TransferConfig(tuple(planned), iterations, warmups, not no_check, tuple(notes))
     job = Job("clusterbench.bench.transfer.main:main", cfg,
               DistOptions(device=device_type, timeout=timeout), np=1)
