@@ -5,7 +5,7 @@ import json
 import pytest
 from work_helpers import cli
 
-from clusterbench.bench.workloads.scaling import Point, scaling_table
+from clusterbench.bench.workloads.scaling import Point, overall_value, scaling_table
 from clusterbench.errors import UsageError
 from clusterbench.records import Measurement, Run
 from clusterbench.store import Store
@@ -49,6 +49,11 @@ def test_groups_without_baseline_use_their_smallest_count_and_average_repeats():
     assert rows[1].speedup == pytest.approx(3.0)
     with pytest.raises(UsageError):
         scaling_table([])
+    sweep = [Measurement("infer_tp", "samples_per_s", v, "samples/s", {"batch": b, "stat": "avg"})
+             for b, v in ((128, 1.0), (256, 2.0))]
+    with pytest.raises(UsageError, match="a sweep"):
+        overall_value(sweep, "samples_per_s")
+    assert overall_value(sweep[:1], "samples_per_s") == 1.0 and overall_value(sweep, "loss") is None
 
 
 def test_real_runs_by_ranks_full_then_hybrid(capsys, db):

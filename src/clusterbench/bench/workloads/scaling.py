@@ -51,11 +51,13 @@ class ScalingRow:
 
 
 def overall_value(measurements: Iterable[Measurement], metric: str) -> float | None:
-    """A run's overall figure for ``metric``: the row without a ``step`` and with ``stat=avg``."""
-    for m in measurements:
-        if m.metric == metric and "step" not in m.params and m.params.get("stat", "avg") == "avg":
-            return m.value
-    return None
+    """A run's overall figure for ``metric``: its one row without a ``step`` and with ``stat=avg``.
+    A run with several such rows (a sweep, e.g. infer_tp's batch sizes) has no single figure."""
+    rows = [m for m in measurements
+            if m.metric == metric and "step" not in m.params and m.params.get("stat", "avg") == "avg"]
+    if len(rows) > 1:
+        raise UsageError(f"{len(rows)} overall {metric} rows in one run (a sweep): scaling needs one per run")
+    return rows[0].value if rows else None
 
 
 def point_for(group: str, run: Run, measurements: list[Measurement], metric: str, by: str) -> Point | None:
