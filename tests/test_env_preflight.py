@@ -186,3 +186,16 @@ def test_before_run_only_on_rank0(monkeypatch):
     monkeypatch.setenv("RANK", "1")
     monkeypatch.setenv("WORLD_SIZE", "2")
     assert pf.before_run(say=lambda _t: None) is None
+
+
+def test_run_command_records_preflight(monkeypatch, capsys):
+    """``clusterbench run`` runs the preflight first and hands its outcome to the stored run."""
+    import clusterbench.cli.commands.run as run_cmd
+
+    seen = []
+    monkeypatch.setattr(run_cmd, "run_benchmark_command", lambda job, name, **kw: seen.append(kw["meta"]) or 0)
+    code, _, err = _cli(["run", "--db", "unused.db"], capsys)
+    assert code == 0 and seen[0]["preflight"]["status"] in c.STATUSES
+    assert "# preflight on " in err
+    code, _, err = _cli(["run", "--no-preflight", "--db", "unused.db"], capsys)
+    assert code == 0 and seen[1] is None and "preflight" not in err

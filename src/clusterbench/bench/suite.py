@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusterbench.bench.collectives.config import CollConfig
+from clusterbench.bench.gemm.main import GemmConfig
+from clusterbench.bench.stream.main import StreamConfig
 from clusterbench.dist.driver import resolve_target
 
 
@@ -37,6 +39,21 @@ SUITE: list[SuiteEntry] = [
         target=COLL_TARGET,
         cpu=CollConfig(ops=COLL_OPS, minbytes=8, maxbytes=1 << 20, stepfactor=8, iters=20, warmup_iters=5),
         gpu=CollConfig(ops=COLL_OPS, minbytes=8, maxbytes=256 << 20, stepfactor=2, iters=20, warmup_iters=5),
+    ),
+    # Node benchmarks: every GPU at once (rank 0 alone on CPU); about 3 s on 2 cores.
+    SuiteEntry(
+        name="memory bandwidth (stream)",
+        target="clusterbench.bench.stream.main:main",
+        cpu=StreamConfig(sizes=(1 << 22,), numtimes=20, strict_size=False),
+        gpu=StreamConfig(sizes=(1 << 27,), numtimes=100, device_type="cuda", strict_size=False),
+    ),
+    SuiteEntry(
+        name="gemm",
+        target="clusterbench.bench.gemm.main:main",
+        cpu=GemmConfig(m=512, n=512, k=512, dtypes=("fp32", "bf16"), iterations=5, samples=3,
+                       strict_size=False),
+        gpu=GemmConfig(m=8192, n=8192, k=8192, dtypes=("fp32", "tf32", "bf16", "fp16", "fp8_e4m3"),
+                       trans_b="T", device_type="cuda", strict_size=False),
     ),
 ]
 
