@@ -150,7 +150,7 @@ def test_run_stores_one_run_with_every_collective(tmp_path):
         (run,) = store.list_runs()
         ms = store.measurements(run.id)
     assert run.status == COMPLETE and run.benchmark == "suite" and run.ranks == 2
-    ops = {m.benchmark for m in ms}
-    assert ops == {"all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv"}
-    assert all(m.value == 0 for m in ms if m.metric in ("wrong", "out_of_bounds"))
+    collectives = {"all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv"}
+    assert collectives <= {m.benchmark for m in ms}  # other suite steps may add their own benchmarks
+    assert all(m.value == 0 for m in ms if m.benchmark in collectives and m.metric in ("wrong", "out_of_bounds"))
     assert proc.stdout.count("# Out of bounds values : 0 OK") == 7

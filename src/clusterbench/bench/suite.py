@@ -44,7 +44,7 @@ SUITE: list[SuiteEntry] = [
     SuiteEntry(
         name="memory bandwidth (stream)",
         target="clusterbench.bench.stream.main:main",
-        cpu=StreamConfig(sizes=(1 << 22,), numtimes=20, strict_size=False),
+        cpu=StreamConfig(sizes=(1 << 22,), numtimes=10, strict_size=False),
         gpu=StreamConfig(sizes=(1 << 27,), numtimes=100, device_type="cuda", strict_size=False),
     ),
     SuiteEntry(

@@ -1,0 +1,46 @@
+"""The default suite's stream and gemm steps: small on CPU, and correct inside a multi-rank job
+(the suite holds 2 CPU ranks; the host is one device, so only rank 0 measures)."""
+
+from __future__ import annotations
+
+from clusterbench.bench.gemm import spec as gemm_spec
+from clusterbench.bench.stream import spec as stream_spec
+from clusterbench.bench.suite import SUITE
+from clusterbench.dist.context import DistOptions
+from clusterbench.dist.driver import Job, execute
+
+NODE_TARGETS = ("clusterbench.bench.stream.main:main", "clusterbench.bench.gemm.main:main")
+
+
+def _entries():
+    return [e for e in SUITE if e.target in NODE_TARGETS]
+
+
+def test_suite_has_small_cpu_steps_and_full_gpu_steps():
+    entries = {e.target: e for e in _entries()}
+    assert set(entries) == set(NODE_TARGETS)
+    stream = entries[NODE_TARGETS[0]]
+    assert all(stream_spec.footprint(n, 8) <= 256 << 20 for n in stream.cpu.sizes)
+    assert stream.gpu.device_type == "cuda" and stream.gpu.devices == ()
+    gemm = entries[NODE_TARGETS[1]]
+    assert gemm_spec.flops(gemm.cpu.m, gemm.cpu.n, gemm.cpu.k) <= 2 * 1024**3
+    assert not gemm.cpu.strict_size and not stream.cpu.strict_size
+
+
+def test_two_cpu_ranks_report_the_host_once():
+    from clusterbench.bench.gemm.main import GemmConfig
+    from clusterbench.bench.stream.main import StreamConfig
+    from clusterbench.bench.suite import SuiteEntry
+
+    small = [SuiteEntry("stream", NODE_TARGETS[0], cpu=StreamConfig(sizes=(4096,), numtimes=3)),
+             SuiteEntry("gemm", NODE_TARGETS[1], cpu=GemmConfig(
+                 m=32, n=32, k=32, dtypes=("fp32",), iterations=1, samples=2))]
+    events = []
+    outcome = execute(Job("clusterbench.bench.suite:main", small, DistOptions(device="cpu"), np=2),
+                      events.append)
+    assert outcome.status == "complete", outcome.errors
+    assert not [e for e in events if e.kind == "fail"]
+    rows = [m for e in events if e.kind == "measurements" for m in e.data]
+    assert {m.param("device") for m in rows} == {"cpu"}  # no per-rank duplicates, no aggregate
+    assert len([m for m in rows if m.benchmark == "stream" and m.metric == "bandwidth"]) == 6
+    assert len([m for m in rows if m.benchmark == "gemm" and m.metric == "tflops"]) == 2
