@@ -6,8 +6,9 @@ Peers:
   the minimum time, 3 arrays counted, as BabelStream does.
 - gemm: a bare ``torch.matmul(a, b, out=c)`` loop, best sample of ``--iters`` calls.
 
-clusterbench runs as the user runs it (the CLI in a subprocess, its JSON read back); rounds
-alternate between clusterbench and the peers so load changes hit both. Ratio = clusterbench / peer
+clusterbench runs as the user runs it (the CLI in a subprocess, its JSON read back); each peer
+runs in a fresh subprocess too (this script with ``--peer``), so both sides start from the same
+process state (thread pools, allocator); rounds alternate so load changes hit both. Ratio = clusterbench / peer
 (target >= 0.97), both as best/best and as the median of per-round ratios. Usage: python benchmarks/node_vs_bare.py [--rounds 3] [--array-size 2^25]
 """
 
@@ -96,8 +97,21 @@ def bare_matmul(m: int, iters: int, samples: int) -> float:
     return 2 * m**3 / best / 1e12
 
 
+PEERS = {"torch-triad": lambda a: bare_torch_triad(a.array_size, a.numtimes),
+         "numpy-triad": lambda a: bare_numpy_triad(a.array_size, a.numtimes),
+         "matmul": lambda a: bare_matmul(a.gemm_size, a.iters, a.samples)}
+
+
+def peer(name: str, a: argparse.Namespace) -> float:
+    cmd = [sys.executable, __file__, "--peer", name, "--array-size", str(a.array_size),
+           "--numtimes", str(a.numtimes), "--gemm-size", str(a.gemm_size), "--iters", str(a.iters),
+           "--samples", str(a.samples)]
+    return float(subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=600).stdout)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--peer", choices=sorted(PEERS), help=argparse.SUPPRESS)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--array-size", type=int, default=2**25)
     ap.add_argument("--numtimes", type=int, default=100)
@@ -105,6 +119,10 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--samples", type=int, default=5)
     a = ap.parse_args()
+    if a.peer:
+        threads()
+        print(PEERS[a.peer](a))
+        return
     print(f"# {threads()} threads, torch {torch.__version__}, numpy {np.__version__}; "
           f"best of {a.rounds} alternating rounds")
     with tempfile.TemporaryDirectory() as tmp:
@@ -112,10 +130,10 @@ def main() -> None:
         cb_s, bt, bn, cb_g, bm = [], [], [], [], []
         for _ in range(a.rounds):
             cb_s.append(cb_triad(a.array_size, a.numtimes, db))
-            bt.append(bare_torch_triad(a.array_size, a.numtimes))
-            bn.append(bare_numpy_triad(a.array_size, a.numtimes))
+            bt.append(peer("torch-triad", a))
+            bn.append(peer("numpy-triad", a))
             cb_g.append(cb_gemm(a.gemm_size, a.iters, a.samples, db))
-            bm.append(bare_matmul(a.gemm_size, a.iters, a.samples))
+            bm.append(peer("matmul", a))
     def ratios(xs: list[float], ys: list[float]) -> str:
         per = sorted(x / y for x, y in zip(xs, ys))
         return (f"best/best {max(xs) / max(ys):.3f}, median of per-round ratios "

@@ -22,10 +22,13 @@ def test_events_from_rank0():
 
 
 def test_dead_rank_is_named_and_rows_kept():
-    outcome, events = _run("rankfns:die_after", {"rank": 1, "step": 2}, 3)
+    outcome, events = _run("rankfns:die_after", {"rank": 1, "step": 4}, 3)
     assert outcome.status == "incomplete" and outcome.exit_code == 1
     assert outcome.errors and outcome.errors[0].startswith("rank 1 on ")
-    assert len([e for e in events if e.kind == "measurements"]) == 2
+    # Rank 1 reaching step 4 proves rank 0 finished and sent steps 0-2; step 3 may be lost when
+    # the dying rank resets its sockets before rank 0 has read the last message of that step.
+    steps = [e.data[0].params["step"] for e in events if e.kind == "measurements"]
+    assert steps[:3] == [0, 1, 2] and len(steps) <= 4
 
 
 def test_hung_rank_is_named_within_timeout():

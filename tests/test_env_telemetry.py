@@ -190,3 +190,24 @@ def test_cli_option_stores_telemetry(db, capsys):
     with pytest.raises(SystemExit) as e:
         main(["coll", "all_reduce", "--telemetry-interval", "-1", "--db", db])
     assert e.value.code == 2 and "--telemetry-interval" in capsys.readouterr().err
+
+
+def test_one_sampler_per_host_is_kept(monkeypatch):
+    """Under a launcher that sets no local rank every rank samples; rank 0 keeps one per host."""
+    from types import SimpleNamespace
+
+    from clusterbench.store import TelemetrySample
+    from clusterbench.telemetry import ranks
+
+    def rows(host):
+        return ([TelemetrySample(1.0, "cpu_utilization", 5.0, "%", host, "")], {}, 0.001)
+
+    monkeypatch.setattr(ranks, "_gather", lambda ctx, obj: [rows("a"), rows("a"), rows("b"), None])
+    emitted = []
+    ctx = SimpleNamespace(options=DistOptions(telemetry_interval=1.0), is_root=True,
+                          emit=lambda kind, data: emitted.append((kind, data)))
+    ranks.finish_sampler(ctx, None)
+    (samples,) = [d for k, d in emitted if k == "telemetry"]
+    assert sorted(s.host for s in samples) == ["a", "b"]
+    (meta,) = [d for k, d in emitted if k == "meta"]
+    assert meta["telemetry"]["samples"] == 2 and meta["telemetry"]["sampler_cpu_s"] == 0.002

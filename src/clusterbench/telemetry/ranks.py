@@ -66,11 +66,19 @@ def finish_sampler(ctx: Any, sampler: Sampler | None) -> None:
     gathered = _gather(ctx, (samples, errors, cost) if sampler is not None else None)
     if not ctx.is_root:
         return
-    all_samples = [s for g in gathered if g for s in g[0]]
+    # A launcher that sets no local rank makes every rank "local rank 0": keep one sampler per host.
+    seen: set[str] = set()
+    kept = []
+    for g in gathered:
+        if g and g[0] and g[0][0].host not in seen:
+            seen.add(g[0][0].host)
+            kept.append(g)
+    gathered = kept
+    all_samples = [s for g in gathered for s in g[0]]
     info: dict[str, Any] = {"interval_s": _interval(ctx), "samples": len(all_samples),
                             # CPU seconds the sampler threads used, summed over hosts
-                            "sampler_cpu_s": round(sum(g[2] for g in gathered if g), 6)}
-    errs = {f"{_host_of(g)}:{k}": v for g in gathered if g for k, v in g[1].items()}
+                            "sampler_cpu_s": round(sum(g[2] for g in gathered), 6)}
+    errs = {f"{_host_of(g)}:{k}": v for g in gathered for k, v in g[1].items()}
     if errs:
         info["errors"] = errs
     if all_samples:
