@@ -1,0 +1,393 @@
+"""Run a per-rank benchmark function on every rank and stream rank 0's events to one sink.
+
+Two ways in, one code path per rank:
+- under a launcher (torchrun, srun, mpirun), this process *is* a rank: it runs the function
+  itself, and rank 0 feeds the sink;
+- otherwise the driver starts ``np`` local ranks (a forkserver that has imported torch once,
+  so ranks start in milliseconds), relays rank 0's events to the sink as they arrive, and
+  watches every rank: one that exits, raises, or makes no progress for ``timeout`` seconds
+  ends the whole run, with the rank and host named. Events that arrived before the failure
+  are kept, so the caller can store the finished rows as an incomplete run.
+
+The per-rank function is named by ``"module:function"`` and called as ``fn(ctx, config)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import queue as queue_mod
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from clusterbench.dist import context as ctxmod
+from clusterbench.dist.context import DistOptions, RankContext
+from clusterbench.dist.rankenv import RankEnv, detect
+from clusterbench.errors import ClusterbenchError, RankFailure, UsageError
+from clusterbench.records import COMPLETE, FAILED, INCOMPLETE
+from clusterbench.telemetry import ranks as hostinfo
+
+
+@dataclass(frozen=True)
+class Job:
+    target: str                       # "module:function", called on every rank as fn(ctx, config)
+    config: Any = None                # picklable
+    options: DistOptions = field(default_factory=DistOptions)
+    np: int | None = None             # local ranks to start when not under a launcher
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: str   # "header", "measurements", "note", or a benchmark's own kind
+    data: Any
+
+
+@dataclass
+class Outcome:
+    role: str                      # "root": this process holds the results; "worker": it does not
+    status: str = COMPLETE         # complete | incomplete | failed
+    errors: list[str] = field(default_factory=list)
+    exit_code: int = 0
+
+    @property
+    def is_root(self) -> bool:
+        return self.role == "root"
+
+
+Sink = Callable[[Event], None]
+
+
+def resolve_target(target: str) -> Callable[[RankContext, Any], None]:
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def default_np(options: DistOptions) -> int:
+    device_type = ctxmod.resolve_device_type(options.device)
+    return ctxmod.local_device_count(device_type) if device_type == "cuda" else 2
+
+
+def _header(ctx: RankContext) -> dict[str, Any]:
+    return {
+        "ranks": ctx.world_size,
+        "hosts": ctx.hosts,
+        "devices": ctx.device_names,
+        "device_type": ctx.device_type,
+        "backend": ctx.backend,
+        "launcher": ctx.env.launcher,
+        "versions": ctxmod.software_versions(),
+        "env": ctxmod.comm_env(),
+    }
+
+
+def _run_rank(env: RankEnv, job: Job, emit: Callable[[str, Any], None] | None,
+              progress: Callable[[int], None] | None) -> None:
+    ctx = ctxmod.setup(env, job.options)
+    ctx.emit_fn = emit
+    ctx.progress_fn = progress
+    try:
+        ctx.emit("header", _header(ctx))
+        hostinfo.record_inventory(ctx)
+        sampler = hostinfo.start_sampler(ctx)
+        try:
+            resolve_target(job.target)(ctx, job.config)
+        except BaseException:
+            if sampler is not None:
+                sampler.stop()
+            raise
+        hostinfo.finish_sampler(ctx, sampler)
+        ctx.barrier()
+    finally:
+        ctxmod.teardown()
+
+
+# -- local ranks --------------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _describe(exc: BaseException) -> tuple[str, int]:
+    if isinstance(exc, ClusterbenchError):
+        return str(exc), exc.exit_code
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": "), 1
+
+
+def _local_rank_main(env: RankEnv, job: Job, q: Any) -> None:
+    # The parent decides when ranks die; ignore the terminal's Ctrl-C so it can report first.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    rank = env.rank
+    try:
+        _run_rank(
+            env, job,
+            emit=(lambda kind, data: q.put(("event", rank, kind, data))) if rank == 0 else None,
+            progress=lambda n: q.put(("progress", rank, n, None)),
+        )
+        q.put(("done", rank, None, None))
+    except BaseException as e:  # noqa: BLE001 - every failure is reported to the parent
+        msg, code = _describe(e)
+        q.put(("error", rank, msg, code))
+        q.close()
+        q.join_thread()
+        os._exit(1)
+    q.close()
+    q.join_thread()
+
+
+_mp_context = None
+
+
+def _context() -> Any:
+    global _mp_context
+    if _mp_context is None:
+        import multiprocessing as mp
+
+        _mp_context = mp.get_context("forkserver")
+        # Ranks fork from a server that imported torch once but never touched a GPU.
+        _mp_context.set_forkserver_preload(["torch", "torch.distributed", "clusterbench.dist.driver"])
+    return _mp_context
+
+
+@contextlib.contextmanager
+def _main_module_hidden() -> Iterator[None]:
+    """Ranks need only clusterbench, not the caller's script: stop multiprocessing from
+    re-running ``__main__`` in each rank (which would start the benchmark again there)."""
+    main = sys.modules.get("__main__")
+    saved = {k: main.__dict__.pop(k) for k in ("__file__", "__spec__") if main and k in main.__dict__}
+    if main is not None:
+        main.__dict__["__spec__"] = None
+    try:
+        yield
+    finally:
+        if main is not None:
+            main.__dict__.update(saved)
+
+
+def _stop(procs: list[Any]) -> None:
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    deadline = time.monotonic() + 3.0
+    for p in procs:
+        p.join(max(0.0, deadline - time.monotonic()))
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+            p.join(2.0)
+
+
+def _exit_text(code: int | None) -> str:
+    if code is None:
+        return "did not exit"
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+_COMM_ERROR_WORDS = ("connection reset", "connection closed", "timed out", "timeout", "broken pipe",
+                     "connection refused", "socket", "nccl communicator was aborted", "watchdog")
+
+
+def _short(message: str) -> str:
+    first = message.split(". This is typically", 1)[0]
+    return first if len(first) <= 240 else first[:237] + "..."
+
+
+def _blame(procs: list[Any], done: set[int], errors: dict[int, tuple[str, int]], steps: list[int],
+           dead: list[int], host: str, timeout: float) -> tuple[str, int]:
+    """Name the rank that caused a failure rather than the peers that noticed it."""
+    if dead:
+        r = dead[0]
+        return (f"rank {r} on {host} {_exit_text(procs[r].exitcode)}", 1)
+    own = [(r, e) for r, e in sorted(errors.items())
+           if not any(w in e[0].lower() for w in _COMM_ERROR_WORDS)]
+    if own:
+        r, (msg, code) = own[0]
+        return (f"rank {r} on {host}: {_short(msg)}", code)
+    silent = [r for r in range(len(procs)) if r not in done and r not in errors]
+    if silent and not errors:  # nobody complained: the ones furthest behind are stuck
+        behind = min(steps[r] for r in silent)
+        silent = [r for r in silent if steps[r] == behind]
+    if silent:
+        names = ", ".join(f"rank {r} on {host}" for r in silent)
+        return (f"{names} made no progress for {timeout:g} s (--timeout); its peers gave up waiting", 1)
+    r, (msg, code) = sorted(errors.items())[0]
+    return (f"rank {r} on {host}: {_short(msg)}", code)
+
+
+def _run_local(job: Job, sink: Sink, np: int) -> Outcome:
+    mp = _context()
+    q = mp.Queue()
+    port = _free_port()
+    host = socket.gethostname()
+    procs = []
+    with _main_module_hidden():
+        for r in range(np):
+            env = RankEnv(rank=r, world_size=np, local_rank=r, local_world_size=np,
+                          master_addr="127.0.0.1", master_port=port, launcher="local", host=host)
+            p = mp.Process(target=_local_rank_main, args=(env, job, q), name=f"clusterbench-rank{r}",
+                           daemon=True)
+            p.start()
+            procs.append(p)
+
+    done: set[int] = set()
+    steps = [0] * np
+    last_activity = time.monotonic()
+    failure: tuple[str, int] | None = None
+    timeout = job.options.timeout
+
+    errors: dict[int, tuple[str, int]] = {}
+
+    def handle(msg: tuple[str, int, Any, Any]) -> None:
+        kind, rank, a, b = msg
+        if kind == "event":
+            sink(Event(a, b))
+        elif kind == "progress":
+            steps[rank] = a
+        elif kind == "done":
+            done.add(rank)
+        elif kind == "error":
+            errors[rank] = (a, b)
+
+    def dead() -> list[int]:
+        return [r for r, p in enumerate(procs) if r not in done and r not in errors and p.exitcode is not None]
+
+    try:
+        while len(done) < np and not errors:
+            try:
+                handle(q.get(timeout=0.1))
+                last_activity = time.monotonic()
+                continue
+            except queue_mod.Empty:
+                pass
+            if dead():
+                try:  # a message sent just before exit may still be in the pipe
+                    handle(q.get(timeout=0.5))
+                    continue
+                except queue_mod.Empty:
+                    break
+            if time.monotonic() - last_activity > timeout:
+                break
+        if len(done) < np:
+            # One failure causes others (peers see resets or time out): wait a moment so
+            # the rank that caused it can be told apart from the ranks that noticed it.
+            grace = time.monotonic() + 1.0
+            while time.monotonic() < grace:
+                try:
+                    handle(q.get(timeout=0.1))
+                except queue_mod.Empty:
+                    pass
+            failure = _blame(procs, done, errors, steps, dead(), host, timeout)
+    except KeyboardInterrupt:
+        failure = ("interrupted", 130)
+    finally:
+        if failure is not None:
+            _stop(procs)
+            # Keep events that were already sent (finished rows) before the failure.
+            while True:
+                try:
+                    kind, rank, a, b = q.get(timeout=0.05)
+                except (queue_mod.Empty, OSError, EOFError):
+                    break
+                if kind == "event":
+                    sink(Event(a, b))
+        else:
+            for p in procs:
+                p.join(10.0)
+            _stop(procs)
+        q.close()
+    if failure is None:
+        return Outcome("root", COMPLETE)
+    msg, code = failure
+    if code == 2:
+        raise UsageError(msg.split(": ", 1)[-1])
+    return Outcome("root", INCOMPLETE, [msg], exit_code=code)
+
+
+# -- under a launcher ---------------------------------------------------------------------
+
+class _Watchdog:
+    """Ends this process when it makes no progress for ``timeout`` seconds (a hung peer)."""
+
+    def __init__(self, timeout: float, env: RankEnv, on_abort: Callable[[str], None]) -> None:
+        self.timeout = timeout
+        self.env = env
+        self.on_abort = on_abort
+        self.last = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True, name="clusterbench-watchdog")
+
+    def beat(self, _n: int = 0) -> None:
+        self.last = time.monotonic()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.5):
+            if time.monotonic() - self.last > self.timeout:
+                msg = (f"rank {self.env.rank} on {self.env.host}: no progress for {self.timeout:g} s"
+                       " (a peer rank hung or died; --timeout)")
+                try:
+                    self.on_abort(msg)
+                finally:
+                    print(f"clusterbench: error: {msg}", file=sys.stderr, flush=True)
+                    os._exit(1)
+
+
+def _run_launched(env: RankEnv, job: Job, sink: Sink, on_abort: Callable[[str], None]) -> Outcome:
+    role = "root" if env.rank == 0 else "worker"
+    watchdog = _Watchdog(job.options.timeout, env, on_abort if env.rank == 0 else (lambda _m: None))
+    watchdog.start()
+    try:
+        _run_rank(env, job,
+                  emit=(lambda kind, data: sink(Event(kind, data))) if env.rank == 0 else None,
+                  progress=watchdog.beat)
+    except UsageError:
+        raise
+    except BaseException as e:  # noqa: BLE001 - a peer's death surfaces here as a comm error
+        msg, code = _describe(e)
+        return Outcome(role, INCOMPLETE if role == "root" else FAILED,
+                       [f"rank {env.rank} on {env.host}: {msg}"], exit_code=code)
+    finally:
+        watchdog.stop()
+    return Outcome(role, COMPLETE)
+
+
+def execute(job: Job, sink: Sink, on_abort: Callable[[str], None] | None = None) -> Outcome:
+    """Run ``job`` on every rank. Returns on every rank; only the root's outcome holds results.
+
+    ``on_abort`` is called (from a watchdog thread, under a launcher) just before a hung
+    process exits, so the caller can store what it has.
+    """
+    env = detect()
+    if env is not None:
+        if job.np is not None and job.np != env.world_size:
+            raise UsageError(f"--np {job.np} conflicts with the launcher's {env.world_size} ranks")
+        return _run_launched(env, job, sink, on_abort or (lambda _m: None))
+    np = job.np if job.np is not None else default_np(job.options)
+    if np < 1:
+        raise UsageError(f"--np must be at least 1, got {np}")
+    device_type = ctxmod.resolve_device_type(job.options.device)
+    if device_type == "cuda" and np > ctxmod.local_device_count("cuda"):
+        raise UsageError(f"--np {np} is larger than the {ctxmod.local_device_count('cuda')} visible GPUs")
+    return _run_local(job, sink, np)
+
+
+__all__ = ["Event", "Job", "Outcome", "RankFailure", "execute", "default_np"]
