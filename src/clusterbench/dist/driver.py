@@ -123,9 +123,27 @@ def _describe(exc: BaseException) -> tuple[str, int]:
     return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": "), 1
 
 
-def _local_rank_main(env: RankEnv, job: Job, q: Any) -> None:
+def _exit_with_parent(parent_pid: int) -> None:
+    """Ranks are children of the forkserver, not of the command: if the command is killed
+    (SIGKILL leaves it no chance to stop them), end this rank too instead of orphaning it."""
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            try:
+                os.kill(parent_pid, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:
+                pass
+
+    threading.Thread(target=watch, daemon=True, name="clusterbench-parent-watch").start()
+
+
+def _local_rank_main(env: RankEnv, job: Job, q: Any, parent_pid: int) -> None:
     # The parent decides when ranks die; ignore the terminal's Ctrl-C so it can report first.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _exit_with_parent(parent_pid)
     rank = env.rank
     try:
         _run_rank(
@@ -238,7 +256,7 @@ def _run_local(job: Job, sink: Sink, np: int) -> Outcome:
         for r in range(np):
             env = RankEnv(rank=r, world_size=np, local_rank=r, local_world_size=np,
                           master_addr="127.0.0.1", master_port=port, launcher="local", host=host)
-            p = mp.Process(target=_local_rank_main, args=(env, job, q), name=f"clusterbench-rank{r}",
+            p = mp.Process(target=_local_rank_main, args=(env, job, q, os.getpid()), name=f"clusterbench-rank{r}",
                            daemon=True)
             p.start()
             procs.append(p)

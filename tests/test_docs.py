@@ -1,0 +1,70 @@
+"""The README stays true: every command is documented, and every example in it parses."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import warnings
+from pathlib import Path
+
+import click
+import pytest
+
+from clusterbench.cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+def _command_paths(cmd: click.Command, prefix: list[str]) -> list[list[str]]:
+    if isinstance(cmd, click.Group):
+        out = [prefix] if prefix else []
+        for name, sub in cmd.commands.items():
+            out += _command_paths(sub, prefix + [name])
+        return out
+    return [prefix]
+
+
+def _examples() -> list[list[str]]:
+    """Every `clusterbench ...` invocation in the README's code blocks, as argument lists."""
+    examples = []
+    for block in re.findall(r"```bash\n(.*?)```", README, re.S):
+        for line in block.splitlines():
+            for part in line.split(";"):
+                part = part.split(" #", 1)[0].split(" > ", 1)[0].strip()
+                part = part.split("&&")[-1].strip()
+                if part.startswith("clusterbench "):
+                    examples.append(shlex.split(part)[1:])
+    return examples
+
+
+@pytest.mark.parametrize("path", [" ".join(p) for p in _command_paths(cli, [])])
+def test_every_command_is_in_the_readme(path):
+    assert f"clusterbench {path}" in README, f"README shows no example of `clusterbench {path}`"
+
+
+def _rest(ctx: click.Context) -> list[str]:
+    with warnings.catch_warnings():  # click 8.2 keeps the subcommand in protected_args
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return list(getattr(ctx, "protected_args", [])) + list(ctx.args)
+
+
+@pytest.mark.parametrize("args", _examples(), ids=lambda a: " ".join(a)[:60])
+def test_readme_examples_parse(args, monkeypatch):
+    """Parse each example with the real CLI parser (types, choices, unknown options), without running it."""
+    monkeypatch.chdir(ROOT)
+    ctx = cli.make_context("clusterbench", list(args))
+    cmd: click.Command = cli
+    rest = _rest(ctx)
+    while isinstance(cmd, click.Group) and rest:
+        name, sub, rest = cmd.resolve_command(ctx, rest)
+        assert sub is not None, f"unknown command {name}"
+        ctx = sub.make_context(name, list(rest), parent=ctx)
+        cmd = sub
+        rest = _rest(ctx) if isinstance(sub, click.Group) else []
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "```bash\nmake test\n```" in README
+    assert re.search(r"^make test$", ci, re.M)
