@@ -50,7 +50,7 @@ def test_dtype_names():
         parse_dtypes("fp4")
 
 
-@pytest.mark.parametrize("dtype", ["fp64", "fp32", "fp16", "bf16", "int8"])
+@pytest.mark.parametrize("dtype", ["fp64", "fp32", "fp16", "bf16", "int8", "fp8_e4m3"])
 @pytest.mark.parametrize("ta,tb", [("N", "N"), ("N", "T"), ("T", "N")])
 def test_real_gemm_passes_the_check(dtype, ta, tb):
     o = ops.make_operands(48, 40, 64, 2, dtype, ta, tb, 1.0 if dtype != "int8" else 0.0, "cpu")
