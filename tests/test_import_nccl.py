@@ -6,7 +6,7 @@ import pytest
 
 from clusterbench.ingest import detect_tool, iter_runs, parse_text
 from clusterbench.ingest.collectives import (
-    BUSBW_FACTOR,
+    BUSBW_FACTORS,
     infer_op,
     normalize_op,
     op_from_filename,
@@ -134,7 +134,7 @@ def test_property_mean_busbw_is_footer_average(imported):
 def test_property_busbw_over_algbw_is_the_op_factor(imported):
     run, ms = imported.run, imported.measurements
     op, n = run.meta["op"], run.ranks
-    factor = BUSBW_FACTOR[op](n)
+    factor = BUSBW_FACTORS[op](n)
     checked = 0
     for m in by(ms, "algbw"):
         bus = by(ms, "busbw", bytes=m.params["bytes"], placement=m.params["placement"])[0].value

@@ -7,20 +7,8 @@ does not name its collective (a table copied without its command line) is identi
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
-BUSBW_FACTOR: dict[str, Callable[[int], float]] = {
-    "all_reduce": lambda n: 2 * (n - 1) / n,
-    "reduce_scatter": lambda n: (n - 1) / n,
-    "all_gather": lambda n: (n - 1) / n,
-    "alltoall": lambda n: (n - 1) / n,
-    "gather": lambda n: (n - 1) / n,
-    "scatter": lambda n: (n - 1) / n,
-    "hypercube": lambda n: (n - 1) / n,
-    "broadcast": lambda n: 1.0,
-    "reduce": lambda n: 1.0,
-    "sendrecv": lambda n: 1.0,
-}
+from clusterbench.bench.collectives.spec import BUSBW_FACTORS
 
 # Spellings seen in program names (all_reduce_perf_mpi), rccl-tests CSV (AllReduce), file names.
 # Longest first, so "allreduce" wins over "reduce" and "allgather" over "gather".
@@ -62,7 +50,7 @@ def ranks_from_ratio(op: str, algbw: float, busbw: float) -> int | None:
     dratio = ratio * (0.005 / algbw + 0.005 / busbw)
     if op == "all_reduce" and ratio < 2:
         n, dn = 2 / (2 - ratio), 2 / (2 - ratio) ** 2 * dratio
-    elif op in BUSBW_FACTOR and BUSBW_FACTOR[op](4) != 1.0 and ratio < 1:
+    elif op in BUSBW_FACTORS and BUSBW_FACTORS[op](4) != 1.0 and ratio < 1:
         n, dn = 1 / (1 - ratio), 1 / (1 - ratio) ** 2 * dratio
     else:
         return None
@@ -81,7 +69,7 @@ def infer_op(has_redop: bool, root: int, ratio: float | None, ranks: int | None)
 
     def closest(candidates: list[str]) -> str:
         if ranks:
-            return min(candidates, key=lambda op: abs(BUSBW_FACTOR[op](ranks) - ratio))
+            return min(candidates, key=lambda op: abs(BUSBW_FACTORS[op](ranks) - ratio))
         return candidates[0] if ratio >= 0.99 else candidates[1]
 
     if has_redop and root < 0:

@@ -15,19 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from clusterbench.bench.collectives.spec import BUSBW_FACTORS
 from clusterbench.errors import UsageError
 from clusterbench.units import parse_rate
-
-# busbw / algbw for each collective with n ranks (nccl-tests PERFORMANCE.md).
-_BUS_FACTORS = {
-    "all_reduce": lambda n: 2 * (n - 1) / n,
-    "all_gather": lambda n: (n - 1) / n,
-    "reduce_scatter": lambda n: (n - 1) / n,
-    "alltoall": lambda n: (n - 1) / n,
-    "broadcast": lambda n: 1.0,
-    "reduce": lambda n: 1.0,
-    "sendrecv": lambda n: 1.0,
-}
 
 
 def optimal_allreduce_algbw(link_bytes_per_s: float, nodes: int) -> float:
@@ -43,7 +33,7 @@ def optimal_algbw(benchmark: str, link_bytes_per_s: float, nodes: int) -> float 
     busbw is defined so that a collective at full link speed shows busbw == B, hence the optimum
     algbw is B / factor(n); for all_reduce that is B*n/(2(n-1)). None for unknown collectives.
     """
-    factor = _BUS_FACTORS.get(benchmark)
+    factor = BUSBW_FACTORS.get(benchmark)
     if factor is None or nodes < 2:
         return None
     return link_bytes_per_s / factor(nodes) / 1e9

@@ -76,6 +76,22 @@ def _factor_one(n: int) -> float:
     return 1.0
 
 
+# busbw / algbw for every collective nccl-tests measures, including those clusterbench only
+# imports (gather, scatter, hypercube): the one table importers and theory also use.
+BUSBW_FACTORS: dict[str, Callable[[int], float]] = {
+    "all_reduce": _factor_allreduce,
+    "all_gather": _factor_gather,
+    "reduce_scatter": _factor_gather,
+    "alltoall": _factor_gather,
+    "gather": _factor_gather,
+    "scatter": _factor_gather,
+    "hypercube": _factor_gather,
+    "broadcast": _factor_one,
+    "reduce": _factor_one,
+    "sendrecv": _factor_one,
+}
+
+
 @dataclass(frozen=True)
 class OpSpec:
     name: str
