@@ -110,3 +110,29 @@ def test_json_contract():
     with pytest.raises(ValueError):
         Measurement("a", "b", float("nan"), "")
     assert Run(benchmark="x", status=INCOMPLETE).to_dict()["status"] == "incomplete"
+
+
+def test_full_disk_is_one_error_and_stores_nothing(tmp_path):
+    """A database on a full file system: StoreError with SQLite's reason, no run left behind."""
+    import os
+    import subprocess
+
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=160k", "tmpfs", str(mnt)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("needs root to mount a small tmpfs")
+    try:
+        db = mnt / "r.db"
+        Store.open(db).close()
+        with Store.open(db) as s:
+            big = [Measurement("all_reduce", "busbw", float(i), "GB/s", {"pad": "x" * 200, "i": i})
+                   for i in range(5000)]
+            with pytest.raises(StoreError, match="full"):
+                s.save_run(Run(benchmark="coll"), big)
+        con = sqlite3.connect(db)
+        assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+        assert con.execute("SELECT count(*) FROM measurements").fetchone()[0] == 0
+        con.close()
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)

@@ -83,6 +83,12 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _rollback(self) -> None:
+        # SQLite has already rolled back on some errors (a full disk): rolling back again would
+        # replace the real error with "no transaction is active".
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+
     # -- schema -------------------------------------------------------------------------
     def migrate(self) -> None:
         try:
@@ -107,7 +113,7 @@ class Store:
                     )
                     self.conn.execute("COMMIT")
                 except BaseException:
-                    self.conn.execute("ROLLBACK")
+                    self._rollback()
                     raise
         except sqlite3.DatabaseError as e:
             raise StoreError(f"results database {self.path} is not usable: {e}") from None
@@ -165,7 +171,7 @@ class Store:
                 )
                 self.conn.execute("COMMIT")
             except BaseException:
-                self.conn.execute("ROLLBACK")
+                self._rollback()
                 raise
         except sqlite3.DatabaseError as e:
             raise StoreError(f"cannot write to results database {self.path}: {e}") from None
