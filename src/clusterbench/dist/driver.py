@@ -123,33 +123,51 @@ def _describe(exc: BaseException) -> tuple[str, int]:
     return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": "), 1
 
 
-def _exit_with_parent(parent_pid: int) -> None:
-    """Ranks are children of the forkserver, not of the command: if the command is killed
-    (SIGKILL leaves it no chance to stop them), end this rank too instead of orphaning it."""
+HEARTBEAT_S = 0.5
 
-    def watch() -> None:
+
+class _Companion:
+    """A rank's background thread, waking every HEARTBEAT_S:
+
+    - it forwards the rank's progress count to the parent, at most once per period, so a
+      benchmark's inner loop never pays for (or competes with) a queue write per step;
+    - ranks are children of the forkserver, not of the command: if the command is killed
+      (SIGKILL leaves it no chance to stop them), it ends this rank instead of orphaning it.
+    """
+
+    def __init__(self, rank: int, q: Any, parent_pid: int) -> None:
+        self.rank, self.q, self.parent_pid = rank, q, parent_pid
+        self.steps = 0
+        threading.Thread(target=self._run, daemon=True, name="clusterbench-rank-companion").start()
+
+    def progress(self, n: int) -> None:
+        self.steps = n
+
+    def _run(self) -> None:
+        sent = 0
         while True:
-            time.sleep(1.0)
+            time.sleep(HEARTBEAT_S)
             try:
-                os.kill(parent_pid, 0)
+                os.kill(self.parent_pid, 0)
             except ProcessLookupError:
                 os._exit(1)
             except PermissionError:
                 pass
-
-    threading.Thread(target=watch, daemon=True, name="clusterbench-parent-watch").start()
+            if self.steps != sent:
+                sent = self.steps
+                self.q.put(("progress", self.rank, sent, None))
 
 
 def _local_rank_main(env: RankEnv, job: Job, q: Any, parent_pid: int) -> None:
     # The parent decides when ranks die; ignore the terminal's Ctrl-C so it can report first.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _exit_with_parent(parent_pid)
     rank = env.rank
+    companion = _Companion(rank, q, parent_pid)
     try:
         _run_rank(
             env, job,
             emit=(lambda kind, data: q.put(("event", rank, kind, data))) if rank == 0 else None,
-            progress=lambda n: q.put(("progress", rank, n, None)),
+            progress=companion.progress,
         )
         q.put(("done", rank, None, None))
     except BaseException as e:  # noqa: BLE001 - every failure is reported to the parent
