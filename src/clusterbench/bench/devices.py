@@ -140,3 +140,20 @@ def gather_to_root(ctx: Any, obj: Any) -> list[Any] | None:
     else:
         dist.gather_object(obj, out, dst=0)
     return out
+
+
+def join(ctx: Any, device_type: str, indices: list[int], note: str = "",
+         **meta: Any) -> tuple[Any, str, bool]:
+    """This rank's device, its label and whether it measures; the CPU thread count is noted,
+    and rank 0 records every device's name (plus ``meta``) in the run."""
+    dev = rank_device(device_type, indices, ctx.rank, ctx.device)
+    label = device_label(dev)
+    active = measures(ctx, dev)
+    if dev.type == "cpu" and active:
+        threads = cpu_threads()
+        ctx.emit("meta", {"threads": threads})
+        ctx.emit("note", f"CPU: {threads} thread(s){note}")
+    names = gather_to_root(ctx, (label, device_name(dev)))
+    if ctx.is_root and names:
+        ctx.emit("meta", {"device_names": dict(names), **meta})
+    return dev, label, active

@@ -124,17 +124,8 @@ def _rows(cfg: GemmConfig, dtype: str, label: str, times: list[float]) -> list[M
 
 
 def main(ctx: Any, cfg: GemmConfig) -> None:
-    dev = devs.rank_device(cfg.device_type, list(cfg.devices), ctx.rank, ctx.device)
-    label = devs.device_label(dev)
-    active = devs.measures(ctx, dev)
-    if dev.type == "cpu" and active:
-        threads = devs.cpu_threads()
-        ctx.emit("meta", {"threads": threads})
-        ctx.emit("note", f"CPU: {threads} thread(s)")
-    names = devs.gather_to_root(ctx, (label, devs.device_name(dev)))
-    if ctx.is_root and names:
-        ctx.emit("meta", {"device_names": dict(names), "alpha": cfg.alpha, "beta": cfg.beta,
-                          "iterations": cfg.iterations, "samples": cfg.samples})
+    dev, label, active = devs.join(ctx, cfg.device_type, list(cfg.devices), alpha=cfg.alpha,
+                                   beta=cfg.beta, iterations=cfg.iterations, samples=cfg.samples)
     for dtype in cfg.dtypes:
         ctx.barrier()  # every device starts each dtype together
         result = {"label": label, **measure_dtype(cfg, dtype, dev, ctx.progress)} if active else None

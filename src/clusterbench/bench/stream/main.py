@@ -68,16 +68,8 @@ def _rows(kernel: str, n: int, dtype: str, label: str, ts: list[float]) -> list[
 
 
 def main(ctx: Any, cfg: StreamConfig) -> None:
-    dev = devs.rank_device(cfg.device_type, list(cfg.devices), ctx.rank, ctx.device)
-    label = devs.device_label(dev)
-    active = devs.measures(ctx, dev)
-    if dev.type == "cpu" and active:
-        threads = devs.cpu_threads()
-        ctx.emit("meta", {"threads": threads})
-        ctx.emit("note", f"CPU: {threads} thread(s), {cfg.dtype}, {cfg.numtimes} iterations")
-    names = devs.gather_to_root(ctx, (label, devs.device_name(dev)))
-    if ctx.is_root and names:
-        ctx.emit("meta", {"device_names": dict(names)})
+    dev, label, active = devs.join(ctx, cfg.device_type, list(cfg.devices),
+                                   note=f", {cfg.dtype}, {cfg.numtimes} iterations")
     kernels = spec.ordered(cfg.kernels)
     time_fn = devs.timer(dev)
     backend = _backend(cfg.backend)
