@@ -47,7 +47,9 @@ def test_cli_theory_table(capsys):
     for n, v in ((2, "12.50"), (4, "8.33"), (8, "7.14"), (16, "6.67"), (24, "6.52"), (32, "6.45")):
         assert f"{n:>6} {v:>13}" in out
     rc, out, _ = cli(capsys, "theory", "--nodes", "2", "--json")
-    assert json_lines(out)[0]["optimal_algbw"] == 12.5
+    lines = json_lines(out)
+    assert {(o["metric"], o["value"], o["unit"], o["params"]["nodes"]) for o in lines} == {
+        ("optimal_algbw", 12.5, "GB/s", 2), ("optimal_busbw", 12.5, "GB/s", 2)}
     rc, _, err = cli(capsys, "theory", "--link", "100 furlongs")
     assert rc == 2 and err.startswith("clusterbench: error: invalid rate")
 
@@ -60,10 +62,15 @@ def test_cli_efficiency_of_stored_runs(db, capsys):
           for m in ("algbw", "busbw")]
     rid = save(db, ms, hosts=["a", "b"], tags={"link_speed": "100Gbps"})
     rc, out, _ = cli(capsys, "theory", "--nodes", "2", "--run", str(rid), "--db", db)
-    assert rc == 0 and f"# run {rid}: all_reduce out-place 4294967296 B on 2 nodes: 8.42 GB/s = 67% of 12.50 GB/s" in out
+    assert rc == 0 and (f"# run {rid}: all_reduce out-place 4294967296 B on 2 nodes: 8.42 GB/s = 67% of"
+                        " 12.50 GB/s over 100Gbps") in out
     rc, out, _ = cli(capsys, "theory", "--link", "400Gbps", "--run", str(rid), "--db", db, "--json")
-    eff = [o for o in json_lines(out) if "efficiency" in o]
-    assert eff and abs(eff[0]["efficiency"] - 8.42 / 50) < 1e-9
+    eff = [o for o in json_lines(out) if o["metric"] == "efficiency"]
+    assert eff and eff[0]["run"] == rid and abs(eff[0]["value"] - 8.42 / 50) < 1e-9
+    # without --link, each run's own link_speed tag is the link it is judged against
+    fast = save(db, ms, hosts=["a", "b"], tags={"link_speed": "400Gbps"})
+    rc, out, _ = cli(capsys, "theory", "--nodes", "2", "--run", str(fast), "--db", db)
+    assert rc == 0 and "8.42 GB/s = 17% of 50.00 GB/s over 400Gbps" in out
     single = save(db, ms, hosts=["a"])
     rc, _, err = cli(capsys, "theory", "--run", str(single), "--db", db)
     assert rc == 2 and "2 or more hosts" in err

@@ -46,10 +46,6 @@ class TheoryRow:
     algbw: float  # GB/s
     busbw: float  # GB/s
 
-    def to_dict(self) -> dict[str, float | int]:
-        return {"nodes": self.nodes, "link_gbit_s": self.link_gbps, "optimal_algbw": self.algbw,
-                "optimal_busbw": self.busbw}
-
 
 def theory_table(link: str, nodes: list[int]) -> list[TheoryRow]:
     rate = parse_rate(link)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from clusterbench.cli.options import db_option, json_option
@@ -11,12 +9,16 @@ from clusterbench.errors import UsageError
 from clusterbench.judge.efficiency import run_collective_efficiency
 from clusterbench.judge.select import load_runs
 from clusterbench.judge.theory import parse_nodes, theory_table
+from clusterbench.records import Measurement
 from clusterbench.store import Store
+
+DEFAULT_LINK = "100Gbps"
 
 
 @click.command("theory")
-@click.option("--link", "--link-speed", "link", default="100Gbps", show_default=True, metavar="RATE",
-              help="Per-node link bandwidth (100Gbps, 400gbit, 50GB/s).")
+@click.option("--link", "--link-speed", "link", default=None, metavar="RATE",
+              help="Per-node link bandwidth (100Gbps, 400gbit, 50GB/s). Default: 100Gbps for the "
+                   "table; for --run, each run's link_speed tag, else 100Gbps.")
 @click.option("--nodes", "nodes_text", default="2,4,8,16,24,32", show_default=True,
               help="Comma-separated node counts.")
 @click.option("--run", "runs", multiple=True, metavar="RUN|SELECTOR",
@@ -29,12 +31,15 @@ def theory(link: str, nodes_text: str, runs: tuple[str, ...], as_json: bool, db:
     With hierarchical all_reduce and free intra-node aggregation the inter-node link bounds the
     result; busbw at the optimum equals the link speed.
     """
-    table = theory_table(link, parse_nodes(nodes_text))
+    table_link = link or DEFAULT_LINK
+    table = theory_table(table_link, parse_nodes(nodes_text))
     if as_json:
         for row in table:
-            print(json.dumps({"benchmark": "all_reduce", "link": link, **row.to_dict()}))
+            for metric, value in (("optimal_algbw", row.algbw), ("optimal_busbw", row.busbw)):
+                print(Measurement("all_reduce", metric, value, "GB/s",
+                                  {"nodes": row.nodes, "link": table_link}).to_json())
     else:
-        print(f"# optimal all_reduce over {link} links: algbw = B*n/(2(n-1))")
+        print(f"# optimal all_reduce over {table_link} links: algbw = B*n/(2(n-1))")
         print(f"{'nodes':>6} {'algbw (GB/s)':>13} {'busbw (GB/s)':>13}")
         for row in table:
             print(f"{row.nodes:>6} {row.algbw:>13.2f} {row.busbw:>13.2f}")
@@ -44,20 +49,22 @@ def theory(link: str, nodes_text: str, runs: tuple[str, ...], as_json: bool, db:
         loaded = load_runs(store, runs)
     found = False
     for run, ms in loaded:
-        effs = run_collective_efficiency(run, ms, link)
+        run_link = link or run.tags.get("link_speed") or DEFAULT_LINK
+        effs = run_collective_efficiency(run, ms, run_link)
         if not effs:
             continue
         found = True
         for e in effs:
             if as_json:
-                print(json.dumps({"run": run.id, "benchmark": e.benchmark, "bytes": e.bytes,
-                                  "placement": e.placement, "nodes": e.nodes, "algbw": e.measured_algbw,
-                                  "optimal_algbw": e.optimal_algbw, "efficiency": e.ratio}))
+                print(Measurement(e.benchmark, "efficiency", e.ratio, "", {
+                    "bytes": e.bytes, "placement": e.placement, "nodes": e.nodes, "link": run_link,
+                    "algbw": e.measured_algbw, "optimal_algbw": e.optimal_algbw}).to_json(run.id))
         if not as_json:
             largest = max(e.bytes for e in effs)
             for e in (e for e in effs if e.bytes == largest):
                 print(f"# run {run.id}: {e.benchmark} {e.placement}-place {e.bytes} B on {e.nodes} nodes: "
-                      f"{e.measured_algbw:.2f} GB/s = {e.ratio * 100:.0f}% of {e.optimal_algbw:.2f} GB/s")
+                      f"{e.measured_algbw:.2f} GB/s = {e.ratio * 100:.0f}% of {e.optimal_algbw:.2f} GB/s"
+                      f" over {run_link}")
     if not found:
         raise UsageError("the selected runs have no collective algbw rows on 2 or more hosts")
 
