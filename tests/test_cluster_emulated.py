@@ -53,17 +53,20 @@ def test_sweep_without_shaping_flags_nobody_and_stores_each_pair(clean, tmp_path
     db = str(tmp_path / "sweep.db")
     marker = tmp_path / "pwned"
     evil = f"note=$(touch {marker}); `touch {marker}`"
-    r = _sweep(clean, db, test=["--tag", evil])   # the tag crosses the agent's remote shell
+    # Unshaped, the veth links are CPU-bound on 2 cores: two rounds, best of each, so a transient
+    # slowdown of the first launches is not taken for a degraded node.
+    r = _sweep(clean, db, "--rounds", "2", test=["--tag", evil])   # the tag crosses the agent's shell
     assert r.returncode == 0, r.stdout + r.stderr
     assert "no suspect" in r.stdout and "SUSPECT" not in r.stdout
     with Store.open(db) as store:
         runs = store.list_runs()
         pairs = [x for x in runs if x.benchmark != "sweep"]
         sweep_run = next(x for x in runs if x.benchmark == "sweep")
-        assert len(pairs) == 3 and all(x.status == "complete" for x in pairs)
-        # every multi-node torchrun all_reduce stored one run with both hosts recorded
+        assert len(pairs) == 6 and all(x.status == "complete" for x in pairs)
+        # every multi-node torchrun all_reduce stored one run per round with both hosts recorded
         assert sorted(tuple(sorted(x.hosts)) for x in pairs) == [
-            ("node0", "node1"), ("node0", "node2"), ("node1", "node2")]
+            ("node0", "node1"), ("node0", "node1"), ("node0", "node2"), ("node0", "node2"),
+            ("node1", "node2"), ("node1", "node2")]
         assert all(x.meta.get("launcher") == "torchrun" and x.ranks == 2 for x in pairs)
         assert all(x.tags["sweep"] == sweep_run.tags["sweep"] for x in pairs)
         assert sorted(sweep_run.hosts) == sorted(clean.hosts) and sweep_run.meta["suspects"] == []

@@ -144,3 +144,30 @@ def test_net_bad_input_is_one_line():
     r = subprocess.run([sys.executable, "-m", "clusterbench", "net", "--streams", "0"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and r.stderr.strip().startswith("clusterbench: error: --streams")
+
+
+def test_rounds_keep_each_subsets_best_and_alternate_the_order(monkeypatch):
+    """A transient slowdown in one round does not survive best-of-rounds; a slow node does."""
+    from clusterbench.sweep import run as sweep_run
+
+    calls: list[tuple[str, ...]] = []
+    # round 1: the first launches are slow (a transient); every pair with c is slow (degraded)
+    values = {("a", "b"): [0.5, 1.0], ("a", "c"): [0.6, 0.6], ("b", "c"): [0.6, 0.61]}
+
+    def fake(cfg, hosts, stage, index):
+        calls.append(tuple(hosts))
+        v = values[tuple(hosts)][index // 3]
+        return SubsetResult(tuple(hosts), stage, v, "GB/s")
+
+    monkeypatch.setattr(sweep_run, "run_subset", fake)
+    cfg = sweep_run.SweepConfig(hosts=["a", "b", "c"], command=["coll"], metric="busbw", agent=["ssh"])
+    subsets = [("pair", ("a", "b")), ("pair", ("a", "c")), ("pair", ("b", "c"))]
+    best = sweep_run.run_sweep(cfg, subsets, rounds=2)
+    assert calls == [("a", "b"), ("a", "c"), ("b", "c"), ("b", "c"), ("a", "c"), ("a", "b")]
+    assert [r.value for r in best] == [1.0, 0.6, 0.61]
+    assert [s.host for s in analyze(best).suspects] == ["c"]
+    once = sweep_run.run_sweep(cfg, subsets, rounds=1)
+    assert [r.value for r in once] == [0.5, 0.6, 0.6]
+    # lower is better (a latency): the smallest value is kept
+    lat = sweep_run.run_sweep(cfg, subsets, rounds=2, higher_is_better=False)
+    assert [r.value for r in lat] == [0.5, 0.6, 0.6]

@@ -61,12 +61,29 @@ def run_subset(cfg: SweepConfig, hosts: Sequence[str], stage: str, index: int) -
     return SubsetResult(tuple(hosts), stage, picked[0], picked[1])
 
 
+def _better(kept: SubsetResult | None, new: SubsetResult, higher_is_better: bool) -> SubsetResult:
+    if kept is None or kept.value is None:
+        return new
+    if new.value is None:
+        return kept
+    wins = new.value > kept.value if higher_is_better else new.value < kept.value
+    return new if wins else kept
+
+
 def run_sweep(cfg: SweepConfig, subsets: Sequence[tuple[str, tuple[str, ...]]],
-              on_result: Callable[[SubsetResult], None] | None = None) -> list[SubsetResult]:
-    results = []
-    for i, (stage, hosts) in enumerate(subsets):
-        r = run_subset(cfg, hosts, stage, i)
-        results.append(r)
-        if on_result is not None:
-            on_result(r)
-    return results
+              on_result: Callable[[SubsetResult], None] | None = None, *, rounds: int = 1,
+              higher_is_better: bool = True) -> list[SubsetResult]:
+    """Run every subset ``rounds`` times, in reverse order on odd rounds, and keep each subset's
+    best result: a transient (a busy host, the first launch after boot) costs a subset one round,
+    not its score, while a degraded node is slow in every round."""
+    best: dict[int, SubsetResult] = {}
+    for rnd in range(rounds):
+        order = list(enumerate(subsets))
+        if rnd % 2:
+            order.reverse()
+        for i, (stage, hosts) in order:
+            r = run_subset(cfg, hosts, stage, rnd * len(subsets) + i)
+            best[i] = _better(best.get(i), r, higher_is_better)
+            if on_result is not None:
+                on_result(r)
+    return [best[i] for i in range(len(subsets))]

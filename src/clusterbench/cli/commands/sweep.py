@@ -65,13 +65,16 @@ def _default_test() -> list[str]:
 @click.option("--join-timeout", type=float, default=60.0, show_default=True,
               help="Seconds for every node of a subset to join.")
 @click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds per subset run.")
+@click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Run every subset N times (alternating the order) and keep each one's best result, "
+                   "so a transient slowdown is not taken for a degraded node.")
 @json_option
 @db_option
 @tag_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_is_better, threshold,
           min_rel_dev, topology, link_rate, procs_per_node, single_procs, envs, port, join_timeout, timeout,
-          as_json, db, tags, command) -> None:
+          rounds, as_json, db, tags, command) -> None:
     """Find the bad node: the test (after --; default a collective or `net`) on each node alone
     and on pairs of nodes, launched with torchrun on each host through an ssh-like agent.
 
@@ -106,7 +109,7 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
         what = f"{r.value:.4g} {r.unit}" if r.value is not None else f"FAILED: {r.error}"
         print(f"# {r.stage:<6s} {'+'.join(r.hosts):<40s} {metric} {what}", file=sys.stderr, flush=True)
 
-    results = run_sweep(cfg, subsets, progress)
+    results = run_sweep(cfg, subsets, progress, rounds=rounds, higher_is_better=not lower_is_better)
     result = analyze(results, threshold=threshold, min_rel_dev=min_rel_dev,
                      higher_is_better=not lower_is_better, switches=switches)
     run, ms = _to_run(results, result, test, metric, started, {**run_tags, "sweep": sweep_id}, rate)
