@@ -5,24 +5,13 @@ from __future__ import annotations
 
 from clusterbench import peaks
 from clusterbench.records import Measurement, Run
-from clusterbench.report.terminal import run_header_lines
+from clusterbench.report.device_table import DeviceTable
 
 
-class GemmRenderer:
-    def __init__(self) -> None:
-        self._names: dict[str, str] = {}
-        self._ranks: list[str] = []
-
+class GemmRenderer(DeviceTable):
     def header(self, run: Run) -> list[str]:
-        self._names = dict(run.meta.get("device_names") or {})
-        self._ranks = list(run.devices)
-        lines = run_header_lines(run)
-        if run.meta.get("threads"):
-            lines.append(f"# CPU threads: {run.meta['threads']}")
-        for name in sorted(set(self._names.values()) or set(self._ranks)):
-            dev = peaks.lookup(name)
-            lines.append(f"# {name}: dense peaks from {dev.source}" if dev
-                         else f"# {name}: not in the peaks table, no % of peak")
+        lines = self._begin(run)
+        lines += self._peak_lines(self._device_names(), lambda d: f"dense peaks from {d.source}")
         lines.append("# TFLOP/s = 2*m*n*k*batch / time per call")
         lines.append(f"# {'device':>8s} {'m':>6s} {'n':>6s} {'k':>6s} {'batch':>5s} {'dtype':>8s} "
                      f"{'tA':>2s} {'tB':>2s} {'stat':>9s} {'TFLOP/s':>10s} {'%peak':>6s} {'time_us':>11s}")

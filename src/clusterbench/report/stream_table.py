@@ -5,14 +5,10 @@ from __future__ import annotations
 
 from clusterbench import peaks
 from clusterbench.records import Measurement, Run
-from clusterbench.report.terminal import run_header_lines
+from clusterbench.report.device_table import DeviceTable
 
 
-class StreamRenderer:
-    def __init__(self) -> None:
-        self._names: dict[str, str] = {}
-        self._ranks: list[str] = []
-
+class StreamRenderer(DeviceTable):
     def _peak(self, label: str, devices: int = 1) -> float | None:
         if label == "all":
             label = next(iter(self._names), "cpu")
@@ -20,16 +16,9 @@ class StreamRenderer:
         return peak * devices if peak else None
 
     def header(self, run: Run) -> list[str]:
-        self._names = dict(run.meta.get("device_names") or {})
-        self._ranks = list(run.devices)
-        lines = run_header_lines(run)
-        if run.meta.get("threads"):
-            lines.append(f"# CPU threads: {run.meta['threads']}")
-        names = set(self._names.values()) or set(self._ranks)
-        for name in sorted(names):
-            dev = peaks.lookup(name)
-            lines.append(f"# {name}: peak memory bandwidth {dev.hbm_gbs:g} GB/s ({dev.source})"
-                         if dev and dev.hbm_gbs else f"# {name}: not in the peaks table, no % of peak")
+        lines = self._begin(run)
+        lines += self._peak_lines(self._device_names(), lambda d: (
+            f"peak memory bandwidth {d.hbm_gbs:g} GB/s ({d.source})" if d.hbm_gbs else None))
         lines.append(f"# {'device':>8s} {'array_size':>11s} {'dtype':>6s} {'kernel':>8s} "
                      f"{'GB/s':>10s} {'%peak':>6s} {'min_us':>10s} {'max_us':>10s} {'avg_us':>10s}")
         return lines

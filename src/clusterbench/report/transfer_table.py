@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from clusterbench import peaks
 from clusterbench.records import Measurement, Run
-from clusterbench.report.terminal import run_header_lines
+from clusterbench.report.device_table import DeviceTable
 
 MATRIX_TESTS = ("h2d", "d2h", "p2p", "a2a", "h2h")
 
@@ -21,19 +21,11 @@ def _cell(v: float | None) -> str:
     return f"{v:>10.2f}" if v is not None else f"{'N/A':>10s}"
 
 
-class TransferRenderer:
-    def __init__(self) -> None:
-        self._names: dict[str, str] = {}
-        self._ranks: list[str] = []
-
+class TransferRenderer(DeviceTable):
     def header(self, run: Run) -> list[str]:
-        self._names = dict(run.meta.get("device_names") or {})
-        self._ranks = list(run.devices)
-        lines = run_header_lines(run)
-        for name in sorted({n for k, n in self._names.items() if k.startswith("G")}):
-            dev = peaks.lookup(name)
-            lines.append(f"# {name}: link peaks from {dev.source}" if dev
-                         else f"# {name}: not in the peaks table, no % of peak")
+        lines = self._begin(run, show_threads=False)
+        gpus = {n for k, n in self._names.items() if k.startswith("G")}
+        lines += self._peak_lines(gpus, lambda d: f"link peaks from {d.source}")
         lines.append("# bandwidth in GB/s = bytes / mean time per transfer")
         return lines
 

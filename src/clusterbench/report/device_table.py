@@ -1,0 +1,37 @@
+"""What the node-benchmark tables (stream, gemm, transfer) share: which device each record's
+label names, and the header lines they all begin with (run header, CPU threads, peak sources)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from clusterbench import peaks
+from clusterbench.records import Run
+from clusterbench.report.terminal import run_header_lines
+
+
+class DeviceTable:
+    def __init__(self) -> None:
+        self._names: dict[str, str] = {}   # record label (cpu, cuda:0, G0) -> device name
+        self._ranks: list[str] = []        # device name per rank
+
+    def _begin(self, run: Run, show_threads: bool = True) -> list[str]:
+        self._names = dict(run.meta.get("device_names") or {})
+        self._ranks = list(run.devices)
+        lines = run_header_lines(run)
+        if show_threads and run.meta.get("threads"):
+            lines.append(f"# CPU threads: {run.meta['threads']}")
+        return lines
+
+    def _device_names(self) -> set[str]:
+        return set(self._names.values()) or set(self._ranks)
+
+    @staticmethod
+    def _peak_lines(names: Iterable[str], describe: Callable[[peaks.DevicePeaks], str | None]) -> list[str]:
+        """One line per device: where its peaks come from, or that it has none (no % of peak)."""
+        lines = []
+        for name in sorted(names):
+            dev = peaks.lookup(name)
+            text = describe(dev) if dev else None
+            lines.append(f"# {name}: {text}" if text else f"# {name}: not in the peaks table, no % of peak")
+        return lines
