@@ -19,9 +19,3 @@ class StoreError(ClusterbenchError):
     """The results database cannot be opened, read or written."""
 
     exit_code = 2
-
-
-class RankFailure(ClusterbenchError):
-    """A rank died, hung or raised; the message names the rank and host."""
-
-    exit_code = 1

@@ -61,7 +61,7 @@ def parse_rate(text: str) -> float:
     number, unit = float(m.group(1)), m.group(2)
     if unit.endswith("b/s") and not unit.endswith("B/s") and len(unit) <= 4:
         unit = unit[:-3] + "bit/s"  # Gb/s means gigabits
-    factor = _RATE_UNITS.get(unit.lower()) if not unit.endswith("B/s") else _RATE_UNITS.get(unit.lower())
+    factor = _RATE_UNITS.get(unit.lower())
     if factor is None:
         raise UsageError(f"invalid rate {text!r}: unknown unit {unit!r}")
     if number <= 0:

@@ -30,7 +30,7 @@ from typing import Any
 from clusterbench.dist import context as ctxmod
 from clusterbench.dist.context import DistOptions, RankContext
 from clusterbench.dist.rankenv import RankEnv, detect
-from clusterbench.errors import ClusterbenchError, RankFailure, UsageError
+from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.records import COMPLETE, FAILED, INCOMPLETE
 from clusterbench.telemetry import ranks as hostinfo
 
@@ -426,4 +426,4 @@ def execute(job: Job, sink: Sink, on_abort: Callable[[str], None] | None = None)
     return _run_local(job, sink, np)
 
 
-__all__ = ["Event", "Job", "Outcome", "RankFailure", "execute", "default_np"]
+__all__ = ["Event", "Job", "Outcome", "execute", "default_np"]
