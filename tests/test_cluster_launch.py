@@ -175,6 +175,14 @@ def test_env_and_command_validation():
     assert bench_command(["clusterbench", "net"]) == ["net"]
 
 
+def test_an_unknown_launcher_option_is_not_taken_for_the_command():
+    r = _cb("launch", "torchrun", "--nnodes", "2", "--rdzv-endpoint", "node1:29500", "--print", "--", "net")
+    assert r.returncode == 2
+    assert r.stderr == ("clusterbench: error: no such option: --nnodes (options go before --, "
+                        "the clusterbench command after it)\n")
+    assert _cb("launch", "slurm", "--nodes", "2", "coll", "all_reduce", "-b", "8").returncode == 0
+
+
 def test_print_makes_no_process_and_bad_host_is_one_line():
     r = _cb("launch", "torchrun", "--hosts", "a,$(reboot)", "--print", "--", "net")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "invalid host" in r.stderr

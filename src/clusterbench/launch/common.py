@@ -72,6 +72,11 @@ def parse_env(items: Iterable[str]) -> dict[str, str]:
 def bench_command(words: Sequence[str]) -> list[str]:
     """The clusterbench arguments after ``--`` (a leading ``clusterbench`` is dropped)."""
     words = list(words)
+    if words and words[0].startswith("-") and words[0] != "--":
+        # click passes an unknown option on as the start of the command, which would
+        # swallow every launcher option after it: say so instead
+        raise UsageError(f"no such option: {words[0]} (options go before --, the "
+                         "clusterbench command after it)")
     if words and words[0] == "--":
         words = words[1:]
     if words and words[0] in ("clusterbench", "clusterbench.exe"):
