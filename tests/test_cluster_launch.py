@@ -175,6 +175,14 @@ def test_env_and_command_validation():
     assert bench_command(["clusterbench", "net"]) == ["net"]
 
 
+def test_an_unknown_launcher_option_is_not_taken_for_the_command():
+    r = _cb("launch", "torchrun", "--nnodes", "2", "--rdzv-endpoint", "node1:29500", "--print", "--", "net")
+    assert r.returncode == 2
+    assert r.stderr == ("clusterbench: error: no such option: --nnodes (options go before --, "
+                        "the clusterbench command after it)\n")
+    assert _cb("launch", "slurm", "--nodes", "2", "coll", "all_reduce", "-b", "8").returncode == 0
+
+
 def test_print_makes_no_process_and_bad_host_is_one_line():
     r = _cb("launch", "torchrun", "--hosts", "a,$(reboot)", "--print", "--", "net")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "invalid host" in r.stderr
@@ -240,7 +248,8 @@ def test_pytorchjob_matches_the_crd_schema():
 
 def test_mpijob_matches_the_crd_schema_and_single_node_has_no_worker():
     spec = Spec(nodes=2, procs_per_node=8, gpus_per_node=8, command=["coll", "all_reduce"])
-    doc = k8s.mpijob(spec, k8s.K8sOptions(gpu_resource="amd.com/gpu"))
+    doc = k8s.mpijob(spec, k8s.K8sOptions(gpu_resource="amd.com/gpu", image="registry.example/cb:0.1",
+                                          install=None))
     _check(_mpijob_schema(), doc)
     assert doc["spec"]["slotsPerWorker"] == 8 and doc["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 2
     one = k8s.pytorchjob(Spec(nodes=1, command=["net"]), k8s.K8sOptions())
@@ -341,3 +350,125 @@ def test_auto_net_env_cli_prints_its_choice(tmp_path):
 
 def test_no_marker_left():
     assert not os.path.exists("/tmp/cb6-evil")
+
+
+# -- results home from Kubernetes and dstack (issue 17) ---------------------------------------
+
+def _master(doc: dict) -> dict:
+    return doc["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+
+
+def test_k8s_db_secret_sets_the_url_from_the_secret_never_the_url():
+    r = _cb("launch", "k8s", "--nodes", "2", "--db-secret", "team-db:pg-url", "--env", "NCCL_DEBUG=INFO",
+            "--", "coll", "all_reduce")
+    assert r.returncode == 0, r.stderr
+    doc = yaml.safe_load(r.stdout)
+    _check(_pytorchjob_schema(), doc)
+    for role in ("Master", "Worker"):
+        env = doc["spec"]["pytorchReplicaSpecs"][role]["template"]["spec"]["containers"][0]["env"]
+        assert env == [{"name": "NCCL_DEBUG", "value": "INFO"},
+                       {"name": "CLUSTERBENCH_DB", "valueFrom": {"secretKeyRef": {"name": "team-db", "key": "pg-url"}}}]
+    assert "--db" not in _master(doc)["command"]
+    default_key = k8s.SecretRef.parse("team-db")
+    assert (default_key.name, default_key.key) == ("team-db", "url")
+    # a wrong field inside the reference is caught by the transcribed schema
+    _master(doc)["env"][1]["valueFrom"]["secretKeyRef"]["keyy"] = "x"
+    assert _strict(_pytorchjob_schema(), doc) == [
+        ".spec.pytorchReplicaSpecs.Master.template.spec.containers[0].env[1].valueFrom.secretKeyRef.keyy"]
+
+
+def test_k8s_mpijob_forwards_the_secret_to_the_ranks_and_needs_an_image():
+    r = _cb("launch", "k8s", "--kind", "mpijob", "--image", "registry.example/cb:0.1", "--db-secret", "team-db",
+            "--", "coll", "all_reduce")
+    assert r.returncode == 0, r.stderr
+    doc = yaml.safe_load(r.stdout)
+    _check(_mpijob_schema(), doc)
+    launcher = doc["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    cmd = launcher["command"]
+    assert cmd[cmd.index("clusterbench") - 2:cmd.index("clusterbench")] == ["-x", "CLUSTERBENCH_DB"]
+    assert {"name": "CLUSTERBENCH_DB", "valueFrom": {"secretKeyRef": {"name": "team-db", "key": "url"}}} \
+        in launcher["env"]
+    assert cmd[-3:] == ["coll", "--json", "all_reduce"]
+    for args, word in ((["--kind", "mpijob"], "needs --image"),
+                       (["--kind", "mpijob", "--image", "x/y:1", "--install", "clusterbench"], "does not apply"),
+                       (["--db-secret", "team-db", "--env", "CLUSTERBENCH_DB=sqlite.db"], "give one"),
+                       (["--db-secret", "Team_DB"], "invalid --db-secret"),
+                       (["--install", "x", "--no-install"], "give one"),
+                       (["--install", "--index-url=http://evil/"], "invalid --install")):
+        r = _cb("launch", "k8s", *args, "--", "net")
+        assert r.returncode == 2 and word in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
+
+
+def test_k8s_installs_clusterbench_on_a_public_pytorch_image(tmp_path):
+    from clusterbench import __version__
+
+    r = _cb("launch", "k8s", "--nodes", "2", "--", "coll", "all_reduce", "--tag", EVIL)
+    doc = yaml.safe_load(r.stdout)
+    _check(_pytorchjob_schema(), doc)
+    c = _master(doc)
+    assert c["image"] == "pytorch/pytorch:latest"
+    assert c["command"][:6] == ["sh", "-c", k8s.INSTALL_SCRIPT, "clusterbench-install",
+                                f"clusterbench=={__version__}", "torchrun"]
+    assert c["command"][-7:] == ["-m", "clusterbench", "coll", "--json", "all_reduce", "--tag", EVIL]
+    # the install script, run by a shell as the container would, with pip and torchrun recorders
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for tool in ("pip", "torchrun"):
+        (bindir / tool).write_text(f"#!/bin/sh\nprintf '{tool} %s\\n' \"$@\" >> {tmp_path}/log\n")
+        (bindir / tool).chmod(0o755)
+    subprocess.run(c["command"], env={"PATH": f"{bindir}:/usr/bin:/bin"}, timeout=10, check=True)
+    log = (tmp_path / "log").read_text().splitlines()
+    assert log[:4] == ["pip install", "pip --quiet", "pip --no-cache-dir", f"pip clusterbench=={__version__}"]
+    assert log[-1] == f"torchrun {EVIL}"
+    amd = yaml.safe_load(_cb("launch", "k8s", "--gpu-resource", "amd.com/gpu", "--install",
+                             "clusterbench @ https://example.org/cb-0.1-py3-none-any.whl", "--", "net").stdout)
+    assert _master(amd)["image"] == "rocm/pytorch:latest"
+    assert _master(amd)["command"][4] == "clusterbench @ https://example.org/cb-0.1-py3-none-any.whl"
+    own = yaml.safe_load(_cb("launch", "k8s", "--image", "registry.example/cb:0.1", "--no-install",
+                             "--", "net").stdout)
+    assert _master(own)["command"][:4] == ["torchrun", "--nnodes=1", "--nproc_per_node=1", "-m"]
+
+
+def test_k8s_json_is_added_once_and_only_where_the_command_has_it():
+    r = _cb("launch", "k8s", "--", "stream", "--json")
+    assert _master(yaml.safe_load(r.stdout))["command"][-2:] == ["stream", "--json"]
+    r = _cb("launch", "k8s", "--", "results", "list")
+    assert _master(yaml.safe_load(r.stdout))["command"][-2:] == ["results", "list"]
+    assert "has no --json" in r.stderr
+
+
+def test_dstack_secret_and_install():
+    from clusterbench import __version__
+
+    r = _cb("launch", "dstack", "--nodes", "2", "--gpus-per-node", "8", "--db-secret", "team_db",
+            "--setup", "nvidia-smi", "--", "coll", "all_reduce")
+    assert r.returncode == 0, r.stderr
+    doc = yaml.safe_load(r.stdout)
+    jsonschema.validate(doc, DSTACK_SCHEMA)
+    assert doc["env"] == ["CLUSTERBENCH_DB=${{ secrets.team_db }}"]
+    assert doc["commands"][:2] == ["nvidia-smi", f"pip install --quiet --no-cache-dir clusterbench=={__version__}"]
+    assert shlex.split(doc["commands"][-1])[-3:] == ["coll", "--json", "all_reduce"]
+    r = _cb("launch", "dstack", "--no-install", "--", "net")
+    assert [c.split()[0] for c in yaml.safe_load(r.stdout)["commands"]] == ["torchrun"]
+    for bad in ("team-db", "x }}", "secrets.a"):
+        r = _cb("launch", "dstack", "--db-secret", bad, "--", "net")
+        assert r.returncode == 2 and "invalid --db-secret" in r.stderr
+
+
+def test_torchrun_env_without_hosts_reaches_the_ranks(tmp_path, monkeypatch):
+    """--env without --hosts: printed as the line's environment, and given to torchrun when run."""
+    r = _cb("launch", "torchrun", "--rdzv-endpoint", "node1:29400", "--env", "NCCL_IB_HCA=mlx5_0",
+            "--env", f"EVIL={EVIL}", "--print", "--", "net")
+    assert r.returncode == 0
+    first = shlex.split(r.stdout.splitlines()[0])
+    assert first[:4] == ["env", "NCCL_IB_HCA=mlx5_0", f"EVIL={EVIL}", "torchrun"]
+    assert shlex.split(r.stdout.splitlines()[1].split(": ", 1)[1])[-1] == r.stdout.splitlines()[0]
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "torchrun").write_text(f"#!/bin/sh\nprintf '%s\\n' \"$NCCL_IB_HCA\" \"$EVIL\" > {tmp_path}/env\n")
+    (bindir / "torchrun").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    r = _cb("launch", "torchrun", "--rdzv-endpoint", "node1:29400", "--env", "NCCL_IB_HCA=mlx5_0",
+            "--env", f"EVIL={EVIL}", "--", "net")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "env").read_text().splitlines() == ["mlx5_0", EVIL]

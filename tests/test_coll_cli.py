@@ -68,16 +68,19 @@ def test_json_lines_follow_the_contract(capsys, db):
     assert code == 0, err
     units = {"time_us": "us", "algbw": "GB/s", "busbw": "GB/s", "wrong": "", "avg_busbw": "GB/s",
              "out_of_bounds": ""}
-    records = [json.loads(line) for line in out.splitlines()]
+    records = [d for d in map(json.loads, out.splitlines()) if d["kind"] == "measurement"]
     assert records
     for r in records:
-        assert list(r) == ["run", "benchmark", "metric", "value", "unit", "params"]
+        assert list(r) == ["kind", "run", "benchmark", "metric", "value", "unit", "params"]
         assert r["benchmark"] == "reduce_scatter" and isinstance(r["run"], int)
         assert r["unit"] == units[r["metric"]]
         if r["metric"] in ("time_us", "algbw", "busbw", "wrong"):
             assert {"bytes", "count", "dtype", "redop", "root", "placement", "ranks"} <= set(r["params"])
             assert r["params"]["redop"] == "sum" and r["params"]["root"] == -1
     assert {r["metric"] for r in records} == set(units)
+    last = json.loads(out.splitlines()[-1])  # after the measurements: the whole run record
+    assert last["kind"] == "run" and last["id"] == records[0]["run"] and last["status"] == "complete"
+    assert last["benchmark"] == "coll" and last["ranks"] >= 1 and last["hosts"]
 
 
 def _table_lines(text, notes):

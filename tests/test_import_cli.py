@@ -55,14 +55,18 @@ def test_reprint_of_imported_run_is_the_nccl_tests_table(capsys, db):
 def test_json_prints_the_measurement_contract(capsys, db):
     rc, out, _ = cli(capsys, "import", str(ALLTOALL), "--db", db, "--json")
     lines = [json.loads(x) for x in out.splitlines()]
-    assert rc == 0 and len(lines) == 206
-    assert set(lines[0]) == {"run", "benchmark", "metric", "value", "unit", "params"}
-    assert {x["run"] for x in lines} == {1} and {x["benchmark"] for x in lines} == {"alltoall"}
+    assert rc == 0 and len(lines) == 207
+    *measurements, run = lines
+    assert set(measurements[0]) == {"kind", "run", "benchmark", "metric", "value", "unit", "params"}
+    assert {x["kind"] for x in measurements} == {"measurement"}
+    assert {x["run"] for x in measurements} == {1} and {x["benchmark"] for x in measurements} == {"alltoall"}
+    assert run["kind"] == "run" and run["id"] == 1 and run["benchmark"] == "import"
 
 
 def test_dry_run_stores_nothing(capsys, db):
     rc, out, _ = cli(capsys, "import", str(SEED_NCCL), "--db", db, "--dry-run", "--json")
     assert rc == 0 and json.loads(out.splitlines()[0])["run"] is None
+    assert json.loads(out.splitlines()[-1])["id"] is None
     assert stored(db) == []
 
 
@@ -88,8 +92,8 @@ def test_bad_files_are_listed_and_good_ones_stored(capsys, db, tmp_path):
         f"clusterbench: error: {junk}: binary data, not a text log",
         f"clusterbench: error: {empty}: empty file",
         f"clusterbench: error: {unknown}: unknown format: not the output of nccl-tests, rccl-tests, transferbench, "
-        "babelstream, stream, rocblas-bench, hipblaslt-bench, perftest, iperf3, osu, vllm-serving "
-        "(use --tool to force one)",
+        "babelstream, stream, rocblas-bench, hipblaslt-bench, perftest, iperf3, osu, vllm-serving, "
+        "clusterbench-jsonl (use --tool to force one)",
         f"clusterbench: error: {tmp_path / 'missing.log'}: No such file or directory",
         f"clusterbench: error: {tmp_path}: is a directory",
         "clusterbench: error: 5 of 6 files not imported",

@@ -81,7 +81,7 @@ def test_cli_cpu_all_dtypes_json(capsys, db):
     code, out, err = cli(capsys, "gemm", "-m", "64", "-n", "48", "-k", "32", "--batch", "2", "--transB", "T",
                          "--dtype", "fp32,tf32,bf16,int8", "-i", "2", "--samples", "3", "--json", "--db", db)
     assert code == 0, err
-    rows = [json.loads(line) for line in out.splitlines()]
+    rows = [d for d in map(json.loads, out.splitlines()) if d["kind"] == "measurement"]
     tf = [r for r in rows if r["metric"] == "tflops"]
     assert {r["params"]["dtype"] for r in tf} == {"fp32", "bf16", "int8"}  # tf32 skipped on CPU
     for r in tf:
@@ -124,5 +124,5 @@ def test_gpu_dtypes_run_or_skip_with_reason(capsys, db):
     code, out, err = cli(capsys, "gemm", "-m", "256", "-n", "256", "-k", "256", "--dtype", "all",
                          "--devices", "0", "--json", "--db", db)
     assert code == 0, err
-    dtypes = {json.loads(line)["params"]["dtype"] for line in out.splitlines()}
+    dtypes = {d["params"]["dtype"] for d in map(json.loads, out.splitlines()) if d["kind"] == "measurement"}
     assert {"fp32", "fp16", "bf16"} <= dtypes

@@ -90,7 +90,7 @@ def test_cli_cpu_run_json_contract_and_store(capsys, db):
     code, out, err = cli(capsys, "stream", "-s", "64K", "-n", "4", "--float", "--json", "--db", db,
                          "--tag", "who=test")
     assert code == 0, err
-    rows = [json.loads(line) for line in out.splitlines()]
+    rows = [d for d in map(json.loads, out.splitlines()) if d["kind"] == "measurement"]
     assert {r["benchmark"] for r in rows} == {"stream"}
     bw = [r for r in rows if r["metric"] == "bandwidth"]
     assert [r["params"]["kernel"] for r in bw] == ["Copy", "Mul", "Add", "Nstream", "Triad", "Dot"]
@@ -138,7 +138,7 @@ def test_every_gpu_at_once(capsys, db):
 
     code, out, err = cli(capsys, "stream", "-s", "1M", "-n", "5", "--devices", "all", "--json", "--db", db)
     assert code == 0, err
-    rows = [json.loads(line) for line in out.splitlines()]
+    rows = [d for d in map(json.loads, out.splitlines()) if d["kind"] == "measurement"]
     devices = {r["params"]["device"] for r in rows if r["metric"] == "bandwidth"}
     expected = {f"cuda:{i}" for i in range(torch.cuda.device_count())}
     assert expected <= devices and (len(expected) == 1 or "all" in devices)

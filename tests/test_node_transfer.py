@@ -161,7 +161,7 @@ def test_config_rows_and_unknown_device_has_no_percent():
 def test_cli_cpu_default_matrix_and_config(capsys, db):
     code, out, err = cli(capsys, "transfer", "--bytes", "256K", "--iterations", "2", "--json", "--db", db)
     assert code == 0, err
-    rows = [json.loads(line) for line in out.splitlines()]
+    rows = [d for d in map(json.loads, out.splitlines()) if d["kind"] == "measurement"]
     stats = {r["params"]["stat"] for r in rows}
     assert stats == {"pair", "row_total", "average"}
     pair = next(r for r in rows if r["params"]["stat"] == "pair")
@@ -202,5 +202,5 @@ def test_gpu_host_device_matrices(capsys, db):
     code, out, err = cli(capsys, "transfer", "--matrix", "h2d,d2h,p2p", "--method", "all",
                          "--bytes", "4M", "--iterations", "2", "--json", "--db", db)
     assert code == 0, err
-    rows = [json.loads(line) for line in out.splitlines()]
+    rows = [d for d in map(json.loads, out.splitlines()) if d["kind"] == "measurement"]
     assert {r["params"]["host_memory"] for r in rows if r["params"]["test"] == "h2d"} == {"pinned", "pageable"}

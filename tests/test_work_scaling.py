@@ -62,7 +62,7 @@ def test_real_runs_by_ranks_full_then_hybrid(capsys, db):
         code, out, err = cli(capsys, "train", "--np", np, "--device", "cpu", "--steps", "2", "--warmup", "1",
                              "--batch", "4", "--no-comm-share", "--json", "--db", db, "--tag", "exp=scale", *extra)
         assert code == 0, err
-    rows = [json.loads(line) for line in out.splitlines()]
+    rows = [d for d in map(json.loads, out.splitlines()) if d["kind"] == "measurement"]
     assert {r["params"]["strategy"] for r in rows} == {"hybrid"}
     assert not [r for r in rows if r["metric"] == "comm_share"]
     with Store.open(db) as store:

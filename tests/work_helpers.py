@@ -20,7 +20,8 @@ def cli(capsys, *args: str) -> tuple[int, str, str]:
 
 
 def json_rows(out: str) -> list[Measurement]:
-    return [Measurement.from_dict(json.loads(line)) for line in out.splitlines() if line.startswith("{")]
+    records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return [Measurement.from_dict(d) for d in records if d.get("kind") == "measurement"]
 
 
 def stored(db: str) -> list[tuple[object, list[Measurement]]]:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from clusterbench.ingest import (
     babelstream,
     blas_bench,
+    clusterbench_jsonl,
     iperf3,
     nccl_files,
     nccl_tests,
@@ -31,7 +32,7 @@ from clusterbench.ingest.detect import detect
 __all__ = ["IMPORT_BENCHMARK", "TOOLS", "ImportedRun", "LogFormatError", "detect_tool", "iter_runs", "parse_text"]
 
 TOOLS = ("nccl-tests", "rccl-tests", "transferbench", "babelstream", "stream", "rocblas-bench", "hipblaslt-bench",
-         "perftest", "iperf3", "osu", "vllm-serving")
+         "perftest", "iperf3", "osu", "vllm-serving", clusterbench_jsonl.TOOL)
 HEAD_CHARS = 64 * 1024  # enough to see every tool's signature; the rest is streamed
 
 
@@ -77,6 +78,7 @@ _PARSERS: dict[str, Callable[[Iterable[str], str, str], Iterator[ImportedRun]]] 
     "iperf3": lambda lines, name, head: _whole(iperf3.parse)(lines, name),
     "osu": lambda lines, name, head: _whole(osu.parse)(lines, name),
     "vllm-serving": _vllm,
+    clusterbench_jsonl.TOOL: lambda lines, name, head: clusterbench_jsonl.iter_parse(lines, name),
 }
 
 

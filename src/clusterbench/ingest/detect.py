@@ -7,6 +7,9 @@ import re
 # Checked in order; the first tool whose signature matches wins. Signatures are lines or keys the
 # tool itself prints, chosen so that one tool's output never matches another's.
 _SIGNATURES: list[tuple[str, re.Pattern[str]]] = [
+    # first: clusterbench's own lines may hold any other tool's words in their params and meta
+    ("clusterbench-jsonl", re.compile(r'\{"kind": "(measurement|run)", '
+                                      r'|\{"run": (\d+|null), "benchmark": "[^"]*", "metric": ')),
     ("vllm-serving", re.compile(r'"request_throughput"|Serving Benchmark Result|"mean_ttft_ms"')),
     ("iperf3", re.compile(r'"intervals"\s*:|"sum_sent"\s*:|"version"\s*:\s*"iperf')),
     ("nccl-tests", re.compile(r'^\s*numCycle,|"numCycle"\s*:|"bus_bw"\s*:|"nccl_version"\s*:', re.M)),

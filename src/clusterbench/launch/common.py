@@ -4,7 +4,9 @@ line a rank runs, and quoting for ssh-like agents.
 Commands are argument lists. Where a shell is unavoidable (an sbatch script, ssh's remote
 command line, a container's command), every word is quoted with ``shlex.quote`` and host
 names must match a strict pattern, so a host name or tag with shell metacharacters is data,
-never code.
+never code. No value given to a launcher may hold a control character (newline, NUL, ...):
+a newline would end a line of a script, hostfile or directive, and a line break inside a
+quoted word would still end a ``#`` comment line of the printed text.
 """
 
 from __future__ import annotations
@@ -19,13 +21,23 @@ from clusterbench.errors import UsageError
 # Host names, IPv4/IPv6 addresses and Slurm node names; nothing a shell would interpret.
 _HOST_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:%\-]*$")
 _ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 
 DEFAULT_AGENT = ("ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10")
 
 
+def check_text(value: str, what: str) -> str:
+    """``value`` unless it holds a control character; ``what`` names the option in the error."""
+    m = _CONTROL_RE.search(value)
+    if m:
+        raise UsageError(f"invalid {what} {value!r}: control character {m.group(0)!r} "
+                         "(newline, NUL, ...) not allowed")
+    return value
+
+
 def check_host(host: str, where: str = "host") -> str:
     host = host.strip()
-    if not host or not _HOST_RE.match(host) or len(host) > 253:
+    if not host or not _HOST_RE.fullmatch(host) or len(host) > 253:
         raise UsageError(f"invalid {where} {host!r}: expected a host name or address")
     return host
 
@@ -34,7 +46,12 @@ def parse_hosts(text: str) -> list[str]:
     """``a,b,c`` or a Slurm hostlist ``gpu[01-04]``."""
     from clusterbench.dist.rankenv import expand_hostlist
 
-    hosts = [check_host(h) for h in expand_hostlist(text.strip()) if h.strip()]
+    check_text(text, "--hosts")
+    try:
+        names = expand_hostlist(text.strip())
+    except ValueError:  # a range that is not numeric, e.g. gpu[a-c]
+        raise UsageError(f"invalid --hosts {text!r}: ranges in [] must be numbers, e.g. gpu[01-04]") from None
+    hosts = [check_host(h) for h in names if h.strip()]
     if not hosts:
         raise UsageError("--hosts: no host given")
     if len(set(hosts)) != len(hosts):
@@ -46,21 +63,28 @@ def parse_env(items: Iterable[str]) -> dict[str, str]:
     env: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep or not _ENV_KEY_RE.match(key):
+        if not sep or not _ENV_KEY_RE.fullmatch(key):
             raise UsageError(f"invalid --env {item!r}: expected KEY=VALUE with a variable name as KEY")
-        env[key] = value
+        env[key] = check_text(value, "--env value")
     return env
 
 
 def bench_command(words: Sequence[str]) -> list[str]:
     """The clusterbench arguments after ``--`` (a leading ``clusterbench`` is dropped)."""
     words = list(words)
+    if words and words[0].startswith("-") and words[0] != "--":
+        # click passes an unknown option on as the start of the command, which would
+        # swallow every launcher option after it: say so instead
+        raise UsageError(f"no such option: {words[0]} (options go before --, the "
+                         "clusterbench command after it)")
     if words and words[0] == "--":
         words = words[1:]
     if words and words[0] in ("clusterbench", "clusterbench.exe"):
         words = words[1:]
     if not words:
         raise UsageError("no command: give the clusterbench command after --, e.g. -- coll all_reduce")
+    for w in words:
+        check_text(w, "command word")
     return words
 
 
@@ -80,6 +104,18 @@ def remote_line(argv: Sequence[str]) -> list[str]:
     return [shlex.quote(str(a)) for a in argv]
 
 
+def split_agent(text: str, what: str = "--agent") -> list[str]:
+    """An agent command given as one string (``"ssh -p 2222"``) as an argument list."""
+    check_text(text, what)
+    try:
+        words = shlex.split(text)
+    except ValueError as e:  # an unclosed quote
+        raise UsageError(f"invalid {what} {text!r}: {e}") from None
+    if not words:
+        raise UsageError(f"invalid {what} {text!r}: empty")
+    return words
+
+
 def env_argv(env: dict[str, str]) -> list[str]:
     return ["env", *[f"{k}={v}" for k, v in env.items()]] if env else []
 
@@ -96,6 +132,13 @@ class Spec:
     exe: list[str] = field(default_factory=lambda: ["clusterbench"])
 
     def __post_init__(self) -> None:
+        # Builders are called from Python too (sweep, tests): check here what the CLI checks.
+        for key, value in self.env.items():
+            if not _ENV_KEY_RE.fullmatch(key):
+                raise UsageError(f"invalid environment variable name {key!r}")
+            check_text(value, "--env value")
+        for w in [*self.exe, *self.command]:
+            check_text(w, "command word")
         if self.nodes < 1:
             raise UsageError(f"--nodes must be at least 1, got {self.nodes}")
         if self.procs_per_node < 1:

@@ -1,5 +1,12 @@
 """A dstack distributed task (``type: task`` with ``nodes``), as in dstack's cluster examples:
-every node runs torchrun with dstack's node rank, master address and GPU counts."""
+every node runs torchrun with dstack's node rank, master address and GPU counts.
+
+dstack runs ``commands`` in a shell, so each of our words there is quoted with ``shlex.quote``;
+the only expansions left are dstack's own variables (``$DSTACK_NODE_RANK``...). ``--setup``
+commands are shell text the user wrote, run as given. The team database URL comes from a dstack
+secret through dstack's ``${{ secrets.NAME }}`` interpolation in ``env``, so the manifest never
+holds it.
+"""
 
 from __future__ import annotations
 
@@ -8,21 +15,48 @@ import shlex
 from typing import Any
 
 from clusterbench.errors import UsageError
-from clusterbench.launch.common import Spec
+from clusterbench.launch.common import Spec, check_text
+from clusterbench.launch.k8s import DB_ENV, check_image, check_install
 
 STARTUP_ORDERS = ("any", "master-first", "workers-first")
 STOP_CRITERIA = ("all-done", "master-done")
+# GPU specs as dstack's resources take them: H100, MI300X, A100:80GB, 24GB..80GB, H100,H200.
+_GPU_RE = re.compile(r"[A-Za-z0-9_.,:\-]+")
+# Plain identifiers: the name sits inside dstack's ${{ secrets.NAME }} expression.
+_SECRET_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def task(spec: Spec, *, name: str = "clusterbench", image: str | None = None,
-         gpu: str | None = None, startup_order: str = "workers-first",
-         stop_criteria: str = "all-done", setup: tuple[str, ...] = ()) -> dict[str, Any]:
-    if not re.match(r"^[a-z][a-z0-9-]{0,40}$", name):
+def secret_env(secret: str) -> str:
+    """``CLUSTERBENCH_DB=${{ secrets.NAME }}``: dstack fills the value in when the run starts."""
+    if not _SECRET_RE.fullmatch(secret):
+        raise UsageError(f"invalid --db-secret {secret!r}: a dstack secret name (letters, digits, '_')")
+    return f"{DB_ENV}=${{{{ secrets.{secret} }}}}"
+
+
+def _check(name: str, image: str | None, gpu: str | None, startup_order: str, stop_criteria: str,
+           setup: tuple[str, ...], install: str | None) -> None:
+    if not re.fullmatch(r"^[a-z][a-z0-9-]{0,40}$", name):
         raise UsageError(f"invalid --name {name!r}: lower-case letters, digits and '-'")
     if startup_order not in STARTUP_ORDERS:
         raise UsageError(f"--startup-order must be one of {', '.join(STARTUP_ORDERS)}")
     if stop_criteria not in STOP_CRITERIA:
         raise UsageError(f"--stop-criteria must be one of {', '.join(STOP_CRITERIA)}")
+    if image is not None:
+        check_image(image)
+    if gpu is not None and not _GPU_RE.fullmatch(gpu):
+        raise UsageError(f"invalid --gpu {gpu!r}: a GPU name or spec such as MI300X or A100:80GB")
+    for line in setup:
+        check_text(line, "--setup")  # one command per --setup: a newline would hide a second
+    if install is not None:
+        check_install(install)
+
+
+def task(spec: Spec, *, name: str = "clusterbench", image: str | None = None,
+         gpu: str | None = None, startup_order: str = "workers-first",
+         stop_criteria: str = "all-done", setup: tuple[str, ...] = (),
+         install: str | None = None, db_secret: str | None = None) -> dict[str, Any]:
+    """The task: ``setup`` commands, ``pip install`` of ``install`` when given, then torchrun."""
+    _check(name, image, gpu, startup_order, stop_criteria, setup, install)
     run = " ".join([
         "torchrun", f"--nnodes={spec.nodes}",
         "--nproc_per_node=$DSTACK_GPUS_PER_NODE" if spec.gpus_per_node else
@@ -36,9 +70,15 @@ def task(spec: Spec, *, name: str = "clusterbench", image: str | None = None,
     }
     if image:
         doc["image"] = image
-    if spec.env:
-        doc["env"] = [f"{k}={v}" for k, v in spec.env.items()]
-    doc["commands"] = [*setup, run]
+    env = [f"{k}={v}" for k, v in spec.env.items()]
+    if db_secret is not None:
+        if DB_ENV in spec.env:
+            raise UsageError(f"--env {DB_ENV}=... and --db-secret both set the database: give one")
+        env.append(secret_env(db_secret))
+    if env:
+        doc["env"] = env
+    installs = [shlex.join(["pip", "install", "--quiet", "--no-cache-dir", install])] if install else []
+    doc["commands"] = [*setup, *installs, run]
     if spec.gpus_per_node:
         doc["resources"] = {"gpu": f"{gpu}:{spec.gpus_per_node}" if gpu else spec.gpus_per_node,
                             "shm_size": "16GB"}

@@ -2,7 +2,14 @@
 MPIJob (Launcher + Worker) variant, with GPU resources, a memory-backed /dev/shm, and optional
 Multus secondary networks (``k8s.v1.cni.cncf.io/networks``) as the OpenShift RDMA study used.
 
-The container runs the clusterbench command as an argument list; no shell is involved.
+The container runs the clusterbench command as an argument list. Where clusterbench is installed
+in the pod first, a fixed ``sh -c`` script does it and every user value reaches that shell as a
+positional argument (``"$1"``, ``"$@"``), never as script text. The manifest is produced by a
+YAML dumper, so a value cannot change its structure.
+
+Results come home two ways: the team database URL from a Kubernetes Secret
+(``CLUSTERBENCH_DB`` from ``valueFrom.secretKeyRef``, never the URL itself in the manifest), and
+the JSON lines rank 0 prints (``kubectl logs POD | clusterbench import -``).
 """
 
 from __future__ import annotations
@@ -13,36 +20,124 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
+from clusterbench import __version__
 from clusterbench.errors import ClusterbenchError, UsageError
-from clusterbench.launch.common import Spec
+from clusterbench.launch.common import Spec, check_text
 
 _DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_SECRET_KEY = re.compile(r"[-._a-zA-Z0-9]+")
 _QUANTITY = re.compile(r"^\d+(\.\d+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m)?$")
+# An image reference: [registry[:port]/]path[:tag][@digest]; no white space or quotes.
+_IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+\-]*")
+# An extended resource name: [domain/]name, e.g. nvidia.com/gpu, rdma/roce_gdr.
+_RESOURCE = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+
+DB_ENV = "CLUSTERBENCH_DB"
+DEFAULT_SECRET_KEY = "url"
+# Same version as the launching clusterbench, so the pods print the JSON lines this one imports.
+DEFAULT_INSTALL = f"clusterbench=={__version__}"
+# Public images with PyTorch (and so torchrun); clusterbench is pip-installed on top.
+DEFAULT_IMAGES = {"amd.com/gpu": "rocm/pytorch:latest"}
+DEFAULT_IMAGE = "pytorch/pytorch:latest"
+# The fixed installer: the requirement is $1, the command the rest; no user text is script text.
+INSTALL_SCRIPT = 'pip install --quiet --no-cache-dir "$1" && shift && exec "$@"'
+
+
+def check_image(image: str) -> str:
+    if not _IMAGE.fullmatch(image):
+        raise UsageError(f"invalid --image {image!r}: expected an image reference such as "
+                         "registry.example.com/team/clusterbench:0.1")
+    return image
+
+
+def check_install(spec: str) -> str:
+    """A pip requirement or URL: any text but control characters, and no leading '-' (an option)."""
+    check_text(spec, "--install")
+    if not spec.strip() or spec.lstrip().startswith("-"):
+        raise UsageError(f"invalid --install {spec!r}: expected a pip requirement or URL, "
+                         "e.g. clusterbench==0.1.0 or https://host/clusterbench-0.1.0-py3-none-any.whl")
+    return spec
+
+
+def default_image(gpu_resource: str) -> str:
+    return DEFAULT_IMAGES.get(gpu_resource, DEFAULT_IMAGE)
+
+
+@dataclass(frozen=True)
+class SecretRef:
+    """A key of a Kubernetes Secret: ``NAME[:KEY]`` on the command line."""
+
+    name: str
+    key: str = DEFAULT_SECRET_KEY
+
+    @classmethod
+    def parse(cls, text: str) -> SecretRef:
+        name, _, key = text.partition(":")
+        key = key or DEFAULT_SECRET_KEY
+        if not _DNS1123_SUBDOMAIN.fullmatch(name) or len(name) > 253:
+            raise UsageError(f"invalid --db-secret {text!r}: expected NAME[:KEY], NAME a Secret's "
+                             "name (lower-case letters, digits, '-', '.')")
+        if not _SECRET_KEY.fullmatch(key) or len(key) > 253:
+            raise UsageError(f"invalid --db-secret key {key!r}: letters, digits, '-', '_' and '.' only")
+        return cls(name, key)
 
 
 @dataclass(frozen=True)
 class K8sOptions:
     name: str = "clusterbench"
     namespace: str | None = None
-    image: str = "clusterbench:latest"
+    image: str | None = None                 # None: a public PyTorch image for the GPU vendor
     gpu_resource: str = "nvidia.com/gpu"     # amd.com/gpu on AMD
     shm_size: str = "16Gi"
     networks: tuple[str, ...] = ()           # Multus NetworkAttachmentDefinitions
     cpu: str | None = None
     memory: str | None = None
     extra_resources: dict[str, str] = field(default_factory=dict)   # e.g. rdma/roce_gdr: "1"
+    install: str | None = DEFAULT_INSTALL    # pip-installed in the pod first; None: in the image
+    db_secret: SecretRef | None = None       # CLUSTERBENCH_DB from this Secret key
+
+    @property
+    def image_ref(self) -> str:
+        return self.image or default_image(self.gpu_resource)
 
     def check(self) -> None:
-        if not _DNS1123.match(self.name) or len(self.name) > 63:
+        if not _DNS1123.fullmatch(self.name) or len(self.name) > 63:
             raise UsageError(f"invalid --name {self.name!r}: lower-case letters, digits and '-'")
-        if self.namespace is not None and not _DNS1123.match(self.namespace):
+        if self.namespace is not None and not _DNS1123.fullmatch(self.namespace):
             raise UsageError(f"invalid --namespace {self.namespace!r}")
         for what, q in (("--shm-size", self.shm_size), ("--cpu", self.cpu), ("--memory", self.memory)):
-            if q is not None and not _QUANTITY.match(q):
+            if q is not None and not _QUANTITY.fullmatch(q):
                 raise UsageError(f"invalid {what} {q!r}: expected a Kubernetes quantity such as 16Gi")
         for n in self.networks:
-            if not re.match(r"^[a-z0-9]([-a-z0-9./]*[a-z0-9])?$", n):
+            if not re.fullmatch(r"^[a-z0-9]([-a-z0-9./]*[a-z0-9])?$", n):
                 raise UsageError(f"invalid --network {n!r}: a NetworkAttachmentDefinition name")
+        check_image(self.image_ref)
+        for what, r in (("--gpu-resource", self.gpu_resource), *(("--resource", n) for n in self.extra_resources)):
+            if not _RESOURCE.fullmatch(r):
+                raise UsageError(f"invalid {what} {r!r}: a resource name such as nvidia.com/gpu")
+        for r, count in self.extra_resources.items():
+            if not re.fullmatch(r"[0-9]+", count):
+                raise UsageError(f"invalid --resource {r}={count!r}: expected a whole count")
+        if self.install is not None:
+            check_install(self.install)
+
+
+def _env(spec: Spec, opts: K8sOptions) -> list[dict[str, Any]]:
+    env: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in spec.env.items()]
+    if opts.db_secret is not None:
+        if DB_ENV in spec.env:
+            raise UsageError(f"--env {DB_ENV}=... and --db-secret both set the database: give one")
+        env.append({"name": DB_ENV, "valueFrom": {"secretKeyRef": {
+            "name": opts.db_secret.name, "key": opts.db_secret.key}}})
+    return env
+
+
+def _installing(command: list[str], install: str | None) -> list[str]:
+    """``command``, preceded by pip-installing ``install`` when given."""
+    if install is None:
+        return list(command)
+    return ["sh", "-c", INSTALL_SCRIPT, "clusterbench-install", install, *command]
 
 
 def _container(spec: Spec, opts: K8sOptions, name: str, command: list[str], gpus: int) -> dict[str, Any]:
@@ -56,8 +151,8 @@ def _container(spec: Spec, opts: K8sOptions, name: str, command: list[str], gpus
     if opts.memory:
         requests["memory"] = opts.memory
     c: dict[str, Any] = {
-        "name": name, "image": opts.image, "command": list(command),
-        "env": [{"name": k, "value": v} for k, v in spec.env.items()],
+        "name": name, "image": opts.image_ref, "command": list(command),
+        "env": _env(spec, opts),
         "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
     }
     if limits or requests:
@@ -85,8 +180,8 @@ def _meta(opts: K8sOptions) -> dict[str, Any]:
 def pytorchjob(spec: Spec, opts: K8sOptions) -> dict[str, Any]:
     """Kubeflow PyTorchJob: the operator sets MASTER_ADDR/RANK/WORLD_SIZE; torchrun per pod."""
     opts.check()
-    cmd = ["torchrun", f"--nnodes={spec.nodes}", f"--nproc_per_node={spec.procs_per_node}",
-           "-m", "clusterbench", *spec.command]
+    cmd = _installing(["torchrun", f"--nnodes={spec.nodes}", f"--nproc_per_node={spec.procs_per_node}",
+                       "-m", "clusterbench", *spec.command], opts.install)
     gpus = spec.gpus_per_node
 
     def replica(n: int) -> dict[str, Any]:
@@ -102,11 +197,22 @@ def pytorchjob(spec: Spec, opts: K8sOptions) -> dict[str, Any]:
 
 
 def mpijob(spec: Spec, opts: K8sOptions) -> dict[str, Any]:
-    """Kubeflow MPIJob (v2beta1): a launcher pod runs mpirun over the worker pods."""
+    """Kubeflow MPIJob (v2beta1): a launcher pod runs mpirun over the worker pods.
+
+    mpirun reaches the workers through their sshd, so clusterbench, Open MPI and sshd must be in
+    the image (docs/multi-node.md shows how to build one): no public image has all three, and
+    an install step in the worker would race the launcher's first ssh."""
+    if opts.image is None:
+        raise UsageError("--kind mpijob needs --image: an image with Open MPI, sshd, PyTorch and "
+                         "clusterbench (see docs/multi-node.md)")
+    if opts.install is not None:
+        raise UsageError("--install does not apply to --kind mpijob, which runs the clusterbench "
+                         "of its image (see docs/multi-node.md)")
     opts.check()
     mpirun = ["mpirun", "-n", str(spec.world_size), "-N", str(spec.procs_per_node),
               "-x", "MASTER_ADDR=" + f"{opts.name}-worker-0.{opts.name}-worker",
-              *[x for k in spec.env for x in ("-x", k)], *spec.argv()]
+              *[x for k in spec.env for x in ("-x", k)],
+              *(["-x", DB_ENV] if opts.db_secret else []), *spec.argv()]
     launcher = _pod(spec, opts, _container(spec, opts, "launcher", mpirun, 0))
     launcher["spec"]["containers"][0].pop("resources", None)
     worker = _pod(spec, opts, _container(spec, opts, "worker", ["/usr/sbin/sshd", "-De"],

@@ -16,9 +16,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from clusterbench.errors import UsageError
-from clusterbench.launch.common import Spec, check_host
+from clusterbench.launch.common import Spec, check_host, check_text, split_agent
 
 _KV_RE = re.compile(r"^(slots|max_slots|max-slots)=(\d+)$")
+# Open MPI copies MCA parameters onto the command line that starts its daemon on every remote
+# host, read there by the agent's (ssh's) shell without shell-safe quoting: values stay in this set.
+_MCA_VALUE_RE = re.compile(r"[A-Za-z0-9_.,:/@%+=^*\-]+")
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,7 @@ def parse_hostfile(text: str, name: str = "hostfile") -> list[HostSlots]:
                 raise UsageError(f"{name} line {n}: invalid slot count {count!r}")
             slots = int(count)
         for w in words[1:]:
-            m = _KV_RE.match(w)
+            m = _KV_RE.fullmatch(w)
             if not m:
                 raise UsageError(f"{name} line {n}: unexpected {w!r} (expected slots=N or max_slots=N)")
             if m.group(1) == "slots":
@@ -64,6 +67,7 @@ def parse_hostfile(text: str, name: str = "hostfile") -> list[HostSlots]:
 
 
 def read_hostfile(path: str) -> list[HostSlots]:
+    check_text(path, "--hostfile")
     try:
         with open(path) as f:
             text = f.read()
@@ -103,7 +107,7 @@ def mpirun_argv(
         argv += ["-H", ",".join(f"{h.host}:{h.slots}" for h in hosts[:spec.nodes])]
     argv += ["-n", str(np), "-N", str(spec.procs_per_node)]
     if agent:
-        argv += ["--mca", "plm_rsh_agent", agent]
+        argv += ["--mca", "plm_rsh_agent", " ".join(check_agent(agent))]
     for key, value in mca:
         argv += ["--mca", key, value]
     argv += ["-x", f"MASTER_ADDR={hosts[0].host}", "-x", f"MASTER_PORT={master_port}"]
@@ -116,10 +120,24 @@ def parse_mca(items: Sequence[str]) -> list[tuple[str, str]]:
     out = []
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep or not re.match(r"^[A-Za-z0-9_]+$", key):
+        if not sep or not re.fullmatch(r"^[A-Za-z0-9_]+$", key):
             raise UsageError(f"invalid --mca {item!r}: expected KEY=VALUE, e.g. btl_tcp_if_include=eth0")
+        if not _MCA_VALUE_RE.fullmatch(value):
+            raise UsageError(f"invalid --mca value {value!r}: letters, digits and '_ . , : / @ % + = ^ * -' "
+                             "only (Open MPI passes it to the remote hosts' shells without shell quoting)")
         out.append((key, value))
     return out
+
+
+def check_agent(agent: str) -> list[str]:
+    """The ``--agent`` words; Open MPI hands ``plm_rsh_agent`` on like any MCA value, so each
+    word stays in the MCA character set."""
+    words = split_agent(agent)
+    for w in words:
+        if not _MCA_VALUE_RE.fullmatch(w):
+            raise UsageError(f"invalid --agent {agent!r}: word {w!r} has characters other than "
+                             "letters, digits and '_ . , : / @ % + = ^ * -'")
+    return words
 
 
 def _is_local(host: str) -> bool:

@@ -2,6 +2,10 @@
 ``--submit``: sbatch it, wait for the job, and find its run in the database the ranks stored to.
 
 The script is the one place a shell reads our words, so each is quoted with ``shlex.quote``.
+``#SBATCH`` lines are read by sbatch, not by a shell, and cannot be quoted: sbatch splits them
+at white space, takes quotes as its own and ``#`` as the start of a comment. So every value on
+them is checked against a character set instead, and a newline (which would start a new line
+of the script) is refused everywhere.
 """
 
 from __future__ import annotations
@@ -18,6 +22,12 @@ from clusterbench.launch.common import Spec
 
 _TIME_RE = re.compile(r"^(\d+-)?\d{1,3}(:\d{2}){0,2}$|^UNLIMITED$|^INFINITE$", re.IGNORECASE)
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
+# sbatch --output file patterns (%j, %x, %N...): paths without white space, quotes, '#', '$',
+# '\\' or '`', so sbatch reads the value as one word and no shell ever expands it.
+_PATH_RE = re.compile(r"^[A-Za-z0-9_./%@+,=:\-]+$")
+# A further directive: --key or --key=value, the value in a set wide enough for constraints
+# (a&b|[c*2]), gres (gpu:a100:2), dependencies (afterok:12), exports (ALL,FOO=1), mail addresses.
+_EXTRA_RE = re.compile(r"^--[A-Za-z][A-Za-z0-9\-]*(=[A-Za-z0-9_./%@+,=:&|*!^~()\[\]\-]+)?$")
 DONE_STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
                "PREEMPTED", "BOOT_FAIL", "DEADLINE")
 
@@ -35,13 +45,18 @@ class SlurmOptions:
     def check(self) -> None:
         for what, value in (("--partition", self.partition), ("--job-name", self.job_name),
                             ("--account", self.account)):
-            if value is not None and not _NAME_RE.match(value):
+            if value is not None and not _NAME_RE.fullmatch(value):
                 raise UsageError(f"invalid {what} {value!r}: letters, digits, '.', '_' and '-' only")
-        if self.time is not None and not _TIME_RE.match(self.time):
+        if self.time is not None and not _TIME_RE.fullmatch(self.time):
             raise UsageError(f"invalid --time {self.time!r}: expected [D-]HH:MM:SS, MM or UNLIMITED")
+        if self.output is not None and not _PATH_RE.fullmatch(self.output):
+            raise UsageError(f"invalid --output {self.output!r}: a path of letters, digits and "
+                             "'_ . / % @ + , = : -' only (sbatch reads #SBATCH lines unquoted)")
         for line in self.extra:
-            if "\n" in line or not line.startswith("--"):
-                raise UsageError(f"invalid --sbatch option {line!r}: expected one --key=value")
+            if not _EXTRA_RE.fullmatch(line):
+                raise UsageError(f"invalid --sbatch-opt {line!r}: expected one --key or --key=value "
+                                 "without spaces, quotes, '#', '$' or '\\' (sbatch reads #SBATCH lines "
+                                 "unquoted)")
 
 
 def sbatch_script(spec: Spec, opts: SlurmOptions) -> str:

@@ -12,6 +12,7 @@ Two rendezvous styles:
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -21,9 +22,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from clusterbench.errors import ClusterbenchError, UsageError
-from clusterbench.launch.common import Spec, check_host, env_argv, remote_line
+from clusterbench.launch.common import Spec, check_host, check_text, env_argv, remote_line
 
 DEFAULT_PORT = 29400
+
+
+def parse_endpoint(endpoint: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[v6addr]:PORT`` too) with a plain host name and a port number."""
+    host, _, port = endpoint.rpartition(":")
+    if not host or not re.fullmatch(r"[0-9]{1,5}", port) or int(port) > 65535:
+        raise UsageError(f"invalid --rdzv-endpoint {endpoint!r}: expected HOST:PORT")
+    check_host(host.strip("[]"), "rendezvous host")
+    return host, int(port)
 
 
 def torchrun_argv(
@@ -38,10 +48,8 @@ def torchrun_argv(
     torchrun: Sequence[str] = ("torchrun",),
 ) -> list[str]:
     """The torchrun line for one node; the clusterbench command runs as ``python -m clusterbench``."""
-    host, _, port = endpoint.rpartition(":")
-    if not host or not port.isdigit():
-        raise UsageError(f"invalid --rdzv-endpoint {endpoint!r}: expected HOST:PORT")
-    check_host(host.strip("[]"), "rendezvous host")
+    host, port = parse_endpoint(endpoint)
+    check_text(rdzv_id, "--rdzv-id")
     argv = [*torchrun, f"--nnodes={spec.nodes}", f"--nproc_per_node={spec.procs_per_node}"]
     if node_rank is not None:
         if not 0 <= node_rank < spec.nodes:

@@ -1,21 +1,50 @@
-"""``--json``: one JSON object per measurement, the public contract (see clusterbench.records)."""
+"""``--json``: JSON lines, the public contract (see clusterbench.records and docs/architecture.md).
+
+Every line is one JSON object with a ``"kind"``:
+
+- ``"measurement"``: one measurement, ``{"kind": "measurement", "run": 12, "benchmark": ...,
+  "metric": ..., "value": ..., "unit": ..., "params": {...}}``;
+- ``"run"``: after a run's measurements, the whole run record (``Run.to_dict()``), so the lines
+  alone carry everything ``clusterbench import -`` needs to store the run again elsewhere
+  (a pod's log, a pdsh session).
+"""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 from clusterbench.dist.driver import Event
 from clusterbench.records import Measurement, Run
+
+MEASUREMENT = "measurement"
+RUN = "run"
 
 
 def dump_line(obj: dict[str, Any], out: IO[str] | None = None) -> None:
     (out or sys.stdout).write(json.dumps(obj, default=str) + "\n")
 
 
+def measurement_line(m: Measurement, run_id: int | None) -> dict[str, Any]:
+    return {"kind": MEASUREMENT, **m.to_dict(run_id)}
+
+
+def run_line(run: Run) -> dict[str, Any]:
+    return {"kind": RUN, **run.to_dict()}
+
+
+def run_lines(run: Run, measurements: Iterable[Measurement]) -> Iterator[str]:
+    """The JSON lines of one run: its measurements, then the run record."""
+    for m in measurements:
+        yield json.dumps(measurement_line(m, run.id), default=str)
+    yield json.dumps(run_line(run), default=str)
+
+
 class JsonPrinter:
-    """Prints every measurement once the run is stored, so each line carries the run id."""
+    """Prints every measurement once the run is stored, so each line carries the run id, and then
+    the run record."""
 
     def __init__(self, out: IO[str] | None = None) -> None:
         self.out = out
@@ -25,6 +54,6 @@ class JsonPrinter:
 
     def finish(self, run: Run, measurements: list[Measurement]) -> None:
         out = self.out or sys.stdout
-        for m in measurements:
-            out.write(m.to_json(run.id) + "\n")
+        for line in run_lines(run, measurements):
+            out.write(line + "\n")
         out.flush()

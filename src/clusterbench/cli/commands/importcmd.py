@@ -3,20 +3,33 @@
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import sys
 from collections.abc import Iterator
+from typing import IO
 
 import click
 
 from clusterbench.cli.options import command_line, db_option, json_option, parse_tags, tag_option
 from clusterbench.errors import ClusterbenchError
 from clusterbench.ingest import TOOLS, ImportedRun, iter_runs
-from clusterbench.report.jsonl import dump_line
+from clusterbench.report.jsonl import run_lines
 from clusterbench.store import Store
 
 
+def _stdin() -> IO[str]:
+    """Standard input as text; undecodable bytes become U+FFFD, as for files."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:  # already text (a test harness, an embedding program)
+        return sys.stdin
+    return io.TextIOWrapper(buffer, encoding="utf-8", errors="replace", newline="")
+
+
 def _runs_of(path: str, tool: str | None) -> Iterator[ImportedRun]:
+    if path == "-":  # e.g. kubectl logs POD | clusterbench import -
+        yield from iter_runs(_stdin(), tool, name="stdin")
+        return
     if os.path.isdir(path):
         raise ClusterbenchError("is a directory")
     try:
@@ -49,7 +62,8 @@ def _summary(path: str, item: ImportedRun, dry_run: bool) -> str:
 def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], host: str | None,
                as_json: bool, dry_run: bool, db: str | None) -> int:
     """Import nccl-tests/rccl-tests, TransferBench, BabelStream, rocblas-bench, hipblaslt-bench,
-    perftest, iperf3 -J, OSU and vLLM serving results.
+    perftest, iperf3 -J, OSU and vLLM serving results, and clusterbench's own --json lines
+    (PATH '-' reads standard input: kubectl logs POD | clusterbench import -).
 
     One run is stored per file, or per run when a file holds several (concatenated nccl-tests
     logs). A file is stored whole or not at all; files that cannot be read are listed, the others
@@ -69,14 +83,15 @@ def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], 
                 for item in _runs_of(path, tool):
                     run = item.run
                     run.tags.update(run_tags)
-                    run.command = command_line()
+                    if not run.command:  # only a re-imported clusterbench run has the command it ran
+                        run.command = command_line()
                     if host and not run.hosts:
                         run.hosts = [host]
                     if store is not None:
                         stored.append(store.save_run_rows(run, item.store_rows()))
                     if as_json:
-                        for m in item.measurements:
-                            dump_line(m.to_dict(run.id))
+                        for line in run_lines(run, item.measurements):
+                            print(line)
                     else:
                         print(_summary(path, item, dry_run))
             except (ClusterbenchError, KeyboardInterrupt) as e:

@@ -4,6 +4,7 @@ across nodes with Slurm, Open MPI, torchrun, Kubernetes (Kubeflow) or dstack."""
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import tempfile
@@ -21,10 +22,12 @@ from clusterbench.launch.common import (
     DEFAULT_AGENT,
     Spec,
     bench_command,
+    check_text,
     env_argv,
     parse_env,
     parse_hosts,
     remote_line,
+    split_agent,
     with_store_args,
 )
 
@@ -51,8 +54,34 @@ def _common(f: Any) -> Any:
     return f
 
 
-def _spec(kw: dict[str, Any], nodes_default: int = 1, store: tuple[str | None, dict[str, str]] = (None, {})
-          ) -> Spec:
+def _check_options() -> None:
+    """No option value may hold a control character: a newline in a value would end a line of
+    the generated script, directive or hostfile. (Command words are checked by bench_command.)"""
+    for name, value in click.get_current_context().params.items():
+        if name == "command":
+            continue
+        for v in value if isinstance(value, tuple) else (value,):
+            if isinstance(v, str):
+                check_text(v, "--" + name.replace("_", "-"))
+
+
+def _with_json(words: list[str]) -> list[str]:
+    """``words`` with ``--json`` after the subcommand, so the pod's log carries the JSON lines
+    ``clusterbench import -`` reads; unchanged when it is there or the command has no --json."""
+    from clusterbench.cli import cli
+
+    cmd = cli.commands.get(words[0])
+    takes_json = (cmd is not None and not isinstance(cmd, click.Group)
+                  and any("--json" in p.opts for p in cmd.params))
+    if not takes_json:
+        click.echo(f"# {words[0]} has no --json: its results reach home only through --db-secret",
+                   err=True)
+        return words
+    return words if "--json" in words else [words[0], "--json", *words[1:]]
+
+
+def _spec(kw: dict[str, Any], nodes_default: int = 1, store: tuple[str | None, dict[str, str]] = (None, {}),
+          json_lines: bool = False) -> Spec:
     env: dict[str, str] = {}
     if kw["auto_net_env"]:
         choice = netenv.choose(kw["sys_root"])
@@ -64,6 +93,8 @@ def _spec(kw: dict[str, Any], nodes_default: int = 1, store: tuple[str | None, d
     gpus = kw["gpus_per_node"]
     procs = kw["procs_per_node"] or (gpus if gpus else 1)
     words = with_store_args(bench_command(kw["command"]), *store)
+    if json_lines:
+        words = _with_json(words)
     return Spec(nodes=kw["nodes"] or nodes_default, procs_per_node=procs, gpus_per_node=gpus,
                 env=env, command=words)
 
@@ -91,10 +122,12 @@ def launch() -> None:
 @click.option("--wait-timeout", type=float, default=3600.0, show_default=True)
 @click.option("--db", default=None, envvar="CLUSTERBENCH_DB",
               help="Database the ranks store into (on a shared file system).")
-@click.option("--json", "as_json", is_flag=True, help="With --wait: print the run's measurements as JSON.")
+@click.option("--json", "as_json", is_flag=True,
+              help="With --wait: print the run as JSON lines (measurements, then the run).")
 def slurm_cmd(partition, time_limit, job_name, account, output, exclusive, extra, script_path,
               submit, wait, wait_timeout, db, as_json, **kw) -> None:
     """Write an sbatch script that runs the command under srun; --submit sends it."""
+    _check_options()
     from clusterbench.store import default_db_path
 
     launch_id = uuid.uuid4().hex[:12]
@@ -118,6 +151,7 @@ def slurm_cmd(partition, time_limit, job_name, account, output, exclusive, extra
 
 
 def _show_launched(db: str | None, launch_id: str, what: str, as_json: bool) -> int:
+    from clusterbench.report.jsonl import run_lines
     from clusterbench.report.terminal import render_run
     from clusterbench.store import Store
 
@@ -128,8 +162,8 @@ def _show_launched(db: str | None, launch_id: str, what: str, as_json: bool) -> 
         run = runs[-1]
         ms = store.measurements(run.id)
     if as_json:
-        for m in ms:
-            click.echo(m.to_json(run.id))
+        for line in run_lines(run, ms):
+            click.echo(line)
     else:
         for line in render_run(run, ms):
             click.echo(line)
@@ -142,9 +176,9 @@ def _show_launched(db: str | None, launch_id: str, what: str, as_json: bool) -> 
 
 # -- mpi ------------------------------------------------------------------------------------
 
-def _run_argv(argv: list[str], timeout: float, what: str) -> int:
+def _run_argv(argv: list[str], timeout: float, what: str, env: dict[str, str] | None = None) -> int:
     try:
-        p = subprocess.Popen(argv, start_new_session=True)
+        p = subprocess.Popen(argv, start_new_session=True, env={**os.environ, **env} if env else None)
     except OSError as e:
         raise UsageError(f"cannot run {argv[0]}: {e.strerror}") from None
     try:
@@ -160,7 +194,7 @@ def _run_argv(argv: list[str], timeout: float, what: str) -> int:
 
 @launch.command("mpi", context_settings=_CTX)
 @_common
-@click.option("--hostfile", required=True, type=click.Path(dir_okay=False),
+@click.option("--hostfile", required=True, metavar="PATH",  # a str: click.Path fails on a NUL
               help="Open MPI hostfile: 'host slots=N' per line.")
 @click.option("--mca", "mcas", multiple=True, metavar="KEY=VALUE",
               help="Open MPI MCA parameter, e.g. btl_tcp_if_include=eth0 (repeatable).")
@@ -173,6 +207,7 @@ def _run_argv(argv: list[str], timeout: float, what: str) -> int:
 @click.option("--db", default=None, envvar="CLUSTERBENCH_DB")
 def mpi_cmd(hostfile, mcas, agent, oversubscribe, mpirun_exe, no_preflight, wall_timeout, db, **kw) -> None:
     """Build and run mpirun from a hostfile; every rank runs the clusterbench command."""
+    _check_options()
     hosts = mpi.read_hostfile(hostfile)
     spec = _spec(kw, nodes_default=len(hosts),
                  store=(str(Path(db).resolve()) if db else None, {}))
@@ -182,7 +217,8 @@ def mpi_cmd(hostfile, mcas, agent, oversubscribe, mpirun_exe, no_preflight, wall
         click.echo(shlex.join(argv))
         return
     if not no_preflight:
-        bad = mpi.unreachable([h.host for h in hosts[:spec.nodes]], [agent] if agent else list(DEFAULT_AGENT))
+        bad = mpi.unreachable([h.host for h in hosts[:spec.nodes]],
+                              mpi.check_agent(agent) if agent else list(DEFAULT_AGENT))
         if bad:
             raise ClusterbenchError("unreachable host(s) in the hostfile: "
                                     + "; ".join(f"{h}: {why}" for h, why in bad))
@@ -212,11 +248,12 @@ def torchrun_cmd(rdzv_endpoint, node_rank, rdzv_id, local_addr, is_host, join_ti
 
     With --hosts, clusterbench starts torchrun on every host itself (like pdsh/ssh would) and
     names the host at fault when one never joins or fails."""
+    _check_options()
     host_list = parse_hosts(hosts) if hosts else None
     spec = _spec(kw, nodes_default=len(host_list) if host_list else 1)
     if host_list:
-        port = int(rdzv_endpoint.rpartition(":")[2]) if rdzv_endpoint else tr.DEFAULT_PORT
-        agent_argv = shlex.split(agent) if agent else list(DEFAULT_AGENT)
+        port = tr.parse_endpoint(rdzv_endpoint)[1] if rdzv_endpoint else tr.DEFAULT_PORT
+        agent_argv = split_agent(agent) if agent else list(DEFAULT_AGENT)
         if kw["print_only"]:
             for i, h in enumerate(host_list):
                 line = tr.torchrun_argv(spec, f"{host_list[0]}:{port}", rdzv_id=rdzv_id, is_host=i == 0,
@@ -232,20 +269,43 @@ def torchrun_cmd(rdzv_endpoint, node_rank, rdzv_id, local_addr, is_host, join_ti
     argv = tr.torchrun_argv(spec, rdzv_endpoint, node_rank=node_rank, rdzv_id=rdzv_id,
                             local_addr=local_addr, is_host=is_host, join_timeout=join_timeout)
     if kw["print_only"]:
-        click.echo(shlex.join(argv))
-        click.echo(f"# on every node, e.g.: pdsh -w 'node[1-{spec.nodes}]' {shlex.quote(shlex.join(argv))}")
+        # --env reaches torchrun's ranks as the line's environment: `env K=V torchrun ...`
+        line = shlex.join([*env_argv(spec.env), *argv])
+        click.echo(line)
+        click.echo(f"# on every node, e.g.: pdsh -w 'node[1-{spec.nodes}]' {shlex.quote(line)}")
         return
-    raise SystemExit(_run_argv(argv, wall_timeout, "torchrun"))
+    raise SystemExit(_run_argv(argv, wall_timeout, "torchrun", env=spec.env))
 
 
 # -- k8s and dstack -------------------------------------------------------------------------
 
-@launch.command("k8s", context_settings=_CTX)
+def _install(install: str | None, no_install: bool) -> str | None:
+    if no_install:
+        if install is not None:
+            raise UsageError("--install and --no-install: give one")
+        return None
+    return install or k8s.DEFAULT_INSTALL
+
+
+_HOME_HELP = ("Results come home as JSON lines in the log (the command gets --json: "
+              "`kubectl logs POD | clusterbench import -`) and, with --db-secret, in the team database.")
+
+
+@launch.command("k8s", context_settings=_CTX, epilog=_HOME_HELP)
 @_common
 @click.option("--kind", type=click.Choice(["pytorchjob", "mpijob"]), default="pytorchjob", show_default=True)
 @click.option("--name", default="clusterbench", show_default=True)
 @click.option("--namespace", default=None)
-@click.option("--image", default="clusterbench:latest", show_default=True)
+@click.option("--image", default=None,
+              help=f"Container image (default {k8s.DEFAULT_IMAGE}, {k8s.DEFAULT_IMAGES['amd.com/gpu']} with "
+                   "--gpu-resource amd.com/gpu; --kind mpijob needs one with Open MPI, sshd and clusterbench).")
+@click.option("--install", default=None, metavar="REQUIREMENT",
+              help=f"pip-install this in the pod before the run (default {k8s.DEFAULT_INSTALL}; a wheel "
+                   "or git URL works too).")
+@click.option("--no-install", is_flag=True, help="The image has clusterbench: install nothing.")
+@click.option("--db-secret", default=None, metavar="NAME[:KEY]",
+              help=f"Set {k8s.DB_ENV} in the pods from this Secret's key (default key "
+                   f"{k8s.DEFAULT_SECRET_KEY}): the ranks store into the team database.")
 @click.option("--gpu-resource", default="nvidia.com/gpu", show_default=True, help="amd.com/gpu on AMD.")
 @click.option("--shm-size", default="16Gi", show_default=True, help="Memory-backed /dev/shm size.")
 @click.option("--network", "networks", multiple=True,
@@ -253,12 +313,19 @@ def torchrun_cmd(rdzv_endpoint, node_rank, rdzv_id, local_addr, is_host, join_ti
 @click.option("--resource", "resources", multiple=True, metavar="NAME=COUNT",
               help="Extra resource, e.g. rdma/roce_gdr=1 (repeatable).")
 @click.option("--apply", "do_apply", is_flag=True, help="kubectl apply the manifest.")
-def k8s_cmd(kind, name, namespace, image, gpu_resource, shm_size, networks, resources, do_apply, **kw) -> None:
+def k8s_cmd(kind, name, namespace, image, install, no_install, db_secret, gpu_resource, shm_size,
+            networks, resources, do_apply, **kw) -> None:
     """Kubeflow PyTorchJob (Master + Workers running torchrun) or MPIJob manifest."""
-    spec = _spec(kw)
+    _check_options()
+    spec = _spec(kw, json_lines=True)
+    if kind == "mpijob" and install is not None:
+        raise UsageError("--install does not apply to --kind mpijob, which runs the clusterbench of "
+                         "its image (see docs/multi-node.md)")
     opts = k8s.K8sOptions(name=name, namespace=namespace, image=image, gpu_resource=gpu_resource,
                           shm_size=shm_size, networks=tuple(networks),
-                          extra_resources=dict(parse_env_like(resources)))
+                          extra_resources=dict(parse_env_like(resources)),
+                          install=None if kind == "mpijob" else _install(install, no_install),
+                          db_secret=k8s.SecretRef.parse(db_secret) if db_secret else None)
     doc = k8s.pytorchjob(spec, opts) if kind == "pytorchjob" else k8s.mpijob(spec, opts)
     text = yaml.safe_dump(doc, sort_keys=False)
     if do_apply and not kw["print_only"]:
@@ -271,26 +338,36 @@ def parse_env_like(items: tuple[str, ...]) -> list[tuple[str, str]]:
     out = []
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep or not key or not value.isdigit():
+        if not sep or not key or not re.fullmatch(r"[0-9]+", value):
             raise UsageError(f"invalid --resource {item!r}: expected NAME=COUNT, e.g. rdma/roce_gdr=1")
         out.append((key, value))
     return out
 
 
-@launch.command("dstack", context_settings=_CTX)
+@launch.command("dstack", context_settings=_CTX, epilog=_HOME_HELP.replace("kubectl logs POD", "dstack logs RUN"))
 @_common
 @click.option("--name", default="clusterbench", show_default=True)
-@click.option("--image", default=None)
+@click.option("--image", default=None, help="Container image (default: dstack's base image).")
 @click.option("--gpu", default=None, help="GPU name for resources, e.g. MI300X or H100.")
 @click.option("--startup-order", type=click.Choice(dstack.STARTUP_ORDERS), default="workers-first",
               show_default=True)
 @click.option("--stop-criteria", type=click.Choice(dstack.STOP_CRITERIA), default="all-done", show_default=True)
-@click.option("--setup", multiple=True, help="Command run before clusterbench (repeatable).")
-def dstack_cmd(name, image, gpu, startup_order, stop_criteria, setup, **kw) -> None:
+@click.option("--setup", multiple=True, help="Shell command run before clusterbench, as given (repeatable).")
+@click.option("--install", default=None, metavar="REQUIREMENT",
+              help=f"pip-install this before the run (default {k8s.DEFAULT_INSTALL}; a wheel or git URL "
+                   "works too).")
+@click.option("--no-install", is_flag=True, help="The image has clusterbench: install nothing.")
+@click.option("--db-secret", default=None, metavar="NAME",
+              help=f"Set {k8s.DB_ENV} from this dstack secret (${{{{ secrets.NAME }}}}): the ranks store "
+                   "into the team database.")
+def dstack_cmd(name, image, gpu, startup_order, stop_criteria, setup, install, no_install, db_secret,
+               **kw) -> None:
     """dstack distributed task YAML (type: task, nodes: N) running torchrun on every node."""
-    spec = _spec(kw)
+    _check_options()
+    spec = _spec(kw, json_lines=True)
     doc = dstack.task(spec, name=name, image=image, gpu=gpu, startup_order=startup_order,
-                      stop_criteria=stop_criteria, setup=tuple(setup))
+                      stop_criteria=stop_criteria, setup=tuple(setup),
+                      install=_install(install, no_install), db_secret=db_secret)
     click.echo(yaml.safe_dump(doc, sort_keys=False), nl=False)
 
 
