@@ -91,7 +91,7 @@ def _contents(db):
                 for r in s.list_runs()}
 
 
-def test_copy_is_idempotent_in_both_directions(capsys, any_db, tmp_path):
+def test_copy_is_idempotent_in_both_directions(capsys, any_db, tmp_path, monkeypatch):
     laptop = tmp_path / "laptop.db"
     _laptop(laptop, 3)
     cli(capsys, "import", ALLTOALL, "--db", any_db)   # the team database has a run of its own
@@ -118,7 +118,8 @@ def test_copy_is_idempotent_in_both_directions(capsys, any_db, tmp_path):
         assert len(s.list_runs()) == 5 and sum(s.measurement_counts().values()) == 206 + 20
 
     back = tmp_path / "back.db"   # and the other way: the team database into a fresh file
-    rc, out, _ = cli(capsys, "results", "copy", "--from", any_db, "--to", back, "--json")
+    monkeypatch.setenv("CLUSTERBENCH_DB", str(back))   # --to defaults to it
+    rc, out, _ = cli(capsys, "results", "copy", "--from", any_db, "--json")
     assert json.loads(out)["copied"] == 5
     assert _contents(back) == _contents(any_db)
     assert set(_contents(laptop)) <= set(_contents(back))

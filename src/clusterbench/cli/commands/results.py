@@ -122,7 +122,8 @@ def tag_cmd(run_id: int, tags: tuple[str, ...], db: str | None) -> None:
 @click.option("--from", "source", type=DatabaseParam(), required=True, metavar="PATH|URL",
               help="Database to copy from: an SQLite file or postgresql://... (must exist).")
 @click.option("--to", "dest", type=DatabaseParam(), required=True, metavar="PATH|URL",
-              help="Database to copy into (created and migrated as needed).")
+              envvar="CLUSTERBENCH_DB",
+              help="Database to copy into (created and migrated as needed; env CLUSTERBENCH_DB).")
 @db_passfile_option
 @click.option("--json", "as_json", is_flag=True, help='Print one {"kind": "summary", ...} object.')
 def copy_cmd(source: str, dest: str, as_json: bool) -> None:
