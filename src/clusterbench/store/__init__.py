@@ -31,10 +31,8 @@ _RUN_WRITE_COLS = ("uid", "benchmark", "source", "command", "started_at", "ended
 
 def default_db_path() -> Path:
     """The SQLite file used when no ``--db`` is given: ``CLUSTERBENCH_DB`` when that is a path."""
-    env = os.environ.get("CLUSTERBENCH_DB")
-    if env and loc.parse(env).kind == loc.SQLITE:
-        return Path(env)
-    return loc.default_db_path()
+    where = loc.parse(os.environ.get("CLUSTERBENCH_DB"))
+    return where.path if where.kind == loc.SQLITE and where.path else loc.default_db_path()
 
 
 def describe(db: str | os.PathLike[str] | None) -> str:
@@ -100,7 +98,7 @@ class Store:
     @property
     def conn(self) -> Any:
         """The driver's connection (sqlite3 or psycopg), for engine-specific work."""
-        return self.db.conn  # type: ignore[attr-defined]
+        return self.db.conn
 
     def close(self) -> None:
         self.db.close()

@@ -21,6 +21,7 @@ Row = Sequence[Any]
 
 class Backend(ABC):
     kind: str
+    conn: Any  # the driver's connection
     # Exception types of the driver: the store turns them into one-line StoreErrors.
     errors: tuple[type[BaseException], ...]
     # Column types that migrations name as ${...} (string.Template), per engine.
