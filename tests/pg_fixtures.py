@@ -91,13 +91,16 @@ class PgServer:
         if r.returncode != 0:
             raise RuntimeError(f"initdb failed: {r.stderr.strip()}")
         (self.dir / "data" / "pg_hba.conf").write_text(_HBA)
-        # A port free in the root namespace; inside a fresh namespace every port is free.
-        self.port = _free_port("127.0.0.1") if not self.prefix else 5432
-        opts = (f"-p {self.port} -k {self.dir} -c listen_addresses={self.listen} -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=120 "
-                "-c shared_buffers=32MB")
-        r = self._as_postgres(str(bindir / "pg_ctl"), "-D", str(self.dir / "data"), "-l",
-                              str(self.dir / "log"), "-w", "-t", "60", "-o", opts, "start")
+        for _attempt in range(3):  # the free port may be taken before the server binds it
+            # A port free in the root namespace; inside a fresh namespace every port is free.
+            self.port = _free_port("127.0.0.1") if not self.prefix else 5432
+            opts = (f"-p {self.port} -k {self.dir} -c listen_addresses={self.listen} -c fsync=off "
+                    "-c synchronous_commit=off -c full_page_writes=off -c max_connections=120 "
+                    "-c shared_buffers=32MB")
+            r = self._as_postgres(str(bindir / "pg_ctl"), "-D", str(self.dir / "data"), "-l",
+                                  str(self.dir / "log"), "-w", "-t", "60", "-o", opts, "start")
+            if r.returncode == 0:
+                break
         if r.returncode != 0:
             log = (self.dir / "log").read_text() if (self.dir / "log").exists() else ""
             raise RuntimeError(f"pg_ctl start failed: {r.stdout.strip()} {r.stderr.strip()} {log[-2000:]}")
