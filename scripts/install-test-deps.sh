@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs what the test suite needs: Debian packages for the launcher, network and browser
-# tests (when running as root), then clusterbench itself with its test extras.
+# Installs what the test suite needs: Debian packages for the launcher, network, browser and
+# PostgreSQL store tests (when running as root), then clusterbench itself with its test extras.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +11,9 @@ missing=()
 for i in "${!DEBS[@]}"; do
   command -v "${BINS[$i]}" >/dev/null 2>&1 || [ -x "/usr/sbin/${BINS[$i]}" ] || missing+=("${DEBS[$i]}")
 done
+# The PostgreSQL server for the store tests (they start their own throwaway cluster); its
+# binaries are not on PATH.
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
 if [ "${#missing[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing Debian packages: ${missing[*]}"

@@ -1,3 +1,6 @@
+"""The store's API on both backends: every test taking ``db`` runs against an SQLite file and
+against a real PostgreSQL database (``any_db`` in conftest.py)."""
+
 import json
 import multiprocessing as mp
 import sqlite3
@@ -9,8 +12,17 @@ from clusterbench.records import INCOMPLETE, Measurement, Run
 from clusterbench.store import Store, TelemetrySample
 
 
+@pytest.fixture
+def db(any_db):
+    return any_db
+
+
 def _ms(n, bench="all_reduce"):
     return [Measurement(bench, "busbw", float(i), "GB/s", {"bytes": 8 << i, "placement": "out"}) for i in range(n)]
+
+
+def _count(store, table):
+    return store.db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
 
 
 def test_roundtrip(db):
@@ -49,15 +61,14 @@ def test_failed_write_leaves_nothing(db):
         with pytest.raises(StoreError):
             s.save_run(run, bad)
         assert s.list_runs() == []
-        assert s.conn.execute("SELECT count(*) FROM measurements").fetchone()[0] == 0
+        assert _count(s, "measurements") == 0 and _count(s, "runs") == 0
 
 
 def test_delete_cascades(db):
     with Store.open(db) as s:
         rid = s.save_run(Run(benchmark="coll", tags={"a": "b"}), _ms(4))
         s.delete_run(rid)
-        assert s.conn.execute("SELECT count(*) FROM measurements").fetchone()[0] == 0
-        assert s.conn.execute("SELECT count(*) FROM run_tags").fetchone()[0] == 0
+        assert _count(s, "measurements") == 0 and _count(s, "run_tags") == 0
 
 
 def test_corrupt_database(tmp_path):
@@ -95,11 +106,12 @@ def test_two_concurrent_writers(db):
     for p in procs:
         p.join(120)
         assert p.exitcode == 0
-    con = sqlite3.connect(db)
-    per_run = con.execute("SELECT run_id, count(*) FROM measurements GROUP BY run_id").fetchall()
-    assert len(per_run) == 40 and all(c == 200 for _, c in per_run)
-    writers = con.execute("SELECT value, count(*) FROM run_tags WHERE key='writer' GROUP BY value").fetchall()
-    assert dict(writers) == {"a": 20, "b": 20}
+    with Store.open(db) as s:
+        per_run = s.measurement_counts()
+        assert len(per_run) == 40 and all(c == 200 for c in per_run.values())
+        writers = s.db.execute("SELECT value, count(*) FROM run_tags WHERE key='writer' GROUP BY value").fetchall()
+        assert dict(writers) == {"a": 20, "b": 20}
+        assert len(s.uids()) == 40
 
 
 def test_json_contract():
@@ -136,3 +148,108 @@ def test_full_disk_is_one_error_and_stores_nothing(tmp_path):
         con.close()
     finally:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def test_tags_are_replaced_not_duplicated(db):
+    with Store.open(db) as s:
+        rid = s.save_run(Run(benchmark="coll", tags={"node": "gpu-01", "env": "bare"}), _ms(1))
+        s.set_tags(rid, {"node": "gpu-07", "rack": "r3"})
+        assert s.get_run(rid).tags == {"env": "bare", "node": "gpu-07", "rack": "r3"}
+        with pytest.raises(UsageError, match="no run 99"):
+            s.set_tags(99, {"a": "b"})
+
+
+def test_values_come_back_exactly(db):
+    """8-byte floats on both engines (PostgreSQL's REAL would be 4 bytes)."""
+    values = [315.84, 1e-300, 1.7976931348623157e308, 0.1 + 0.2, -0.0, 123456789.123456789]
+    with Store.open(db) as s:
+        rid = s.save_run(Run(benchmark="x"), [Measurement("b", "m", v, "GB/s", {"i": i, "big": 2**62})
+                                              for i, v in enumerate(values)],
+                         [TelemetrySample(1722.000001, "power", 612.345678901, "W", "h", "0")])
+        assert [m.value for m in s.measurements(rid)] == values
+        assert s.measurements(rid)[0].params == {"i": 0, "big": 2**62}
+        assert s.telemetry(rid) == [TelemetrySample(1722.000001, "power", 612.345678901, "W", "h", "0")]
+
+
+def test_every_run_gets_a_unique_uid(db):
+    with Store.open(db) as s:
+        ids = [s.save_run(Run(benchmark="x"), []) for _ in range(5)]
+        uids = s.uids()
+        assert sorted(uids.values()) == ids and len(set(uids)) == 5
+        assert all(len(u) == 36 and u.count("-") == 4 for u in uids)  # uuid4 text
+        assert s.uid_of(ids[0]) in uids
+
+
+def _old_database(db, n_runs):
+    """A database as the previous release left it: migrations 0001-0003 applied, runs without uid."""
+    from clusterbench.store import connect, location
+    from clusterbench.store.migrations import MIGRATIONS, statements
+
+    backend = connect(location.parse(db))
+    with backend.write():
+        backend.execute("CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+        for m in MIGRATIONS[:3]:
+            for step in m.steps:
+                for stmt in statements(step, backend):
+                    backend.execute(stmt)
+            backend.execute("INSERT INTO schema_migrations VALUES (?, ?)", (m.name, "2024-01-01 00:00:00"))
+        for i in range(n_runs):
+            backend.execute("INSERT INTO runs (benchmark, started_at, status) VALUES (?, ?, 'complete')",
+                            (f"b{i}", "2024-01-01T00:00:00Z"))
+    backend.close()
+
+
+def test_uid_migration_backfills_existing_runs(db):
+    _old_database(db, 4)
+    with Store.open(db) as s:
+        assert s.applied_migrations()[-1] == "0004_run_uid"
+        uids = s.uids()
+        assert len(uids) == 4 and None not in uids and sorted(uids.values()) == [1, 2, 3, 4]
+        first = dict(uids)
+    with Store.open(db) as s:
+        assert s.uids() == first  # stable: backfilled once, not on every open
+        s.save_run(Run(benchmark="new"), [])
+        assert len(s.uids()) == 5
+
+
+def _opener(db, tag):
+    with Store.open(db) as s:
+        s.save_run(Run(benchmark="coll", tags={"writer": tag}), _ms(10))
+
+
+def test_concurrent_first_opens_migrate_once(db):
+    """Four processes open a brand-new database at the same moment: one migrates, all write."""
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_opener, args=(db, str(i))) for i in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    with Store.open(db) as s:
+        names = s.applied_migrations()
+        assert len(names) == len(set(names)) == 4
+        assert sorted(r.tags["writer"] for r in s.list_runs()) == ["0", "1", "2", "3"]
+
+
+def test_passwords_in_urls_are_never_stored(db):
+    secret = "s3cr3t-pw"
+    run = Run(benchmark="coll",
+              command=["clusterbench", "coll", "--db", f"postgresql://cb:{secret}@db1:5432/cb?sslmode=require",
+                       f"--db=postgres://cb@db1/cb?password={secret}&application_name=x"],
+              meta={"db": f"postgresql://cb:{secret}@db1/cb", "notes": ["plain text stays"]},
+              errors=[f"could not reach postgresql://u:{secret}@h/db"])
+    with Store.open(db) as s:
+        rid = s.save_run(run, [])
+        got = s.get_run(rid)
+        stored = s.db.execute("SELECT command, meta, errors FROM runs WHERE id=?", (rid,)).fetchone()
+    assert secret not in "".join(stored)
+    assert got.command[3] == "postgresql://cb@db1:5432/cb?sslmode=require"
+    assert got.command[4] == "--db=postgres://cb@db1/cb?application_name=x"
+    assert got.meta == {"db": "postgresql://cb@db1/cb", "notes": ["plain text stays"]}
+
+
+def test_missing_source_is_an_error_not_a_new_file(tmp_path):
+    with pytest.raises(StoreError, match="no results database at"):
+        Store.open(tmp_path / "nothing.db", create=False)
+    assert not (tmp_path / "nothing.db").exists()

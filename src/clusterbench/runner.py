@@ -11,12 +11,11 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 from clusterbench.dist.driver import Event, Job, Outcome, execute
 from clusterbench.records import COMPLETE, FAILED, INCOMPLETE, Measurement, Run, utc_now
-from clusterbench.store import Store, TelemetrySample, default_db_path
+from clusterbench.store import Store, TelemetrySample, describe
 
 
 class Printer(Protocol):
@@ -126,7 +125,7 @@ def run_job(
     say = announce or (lambda text: print(text, file=sys.stderr))
     for e in run.errors:
         print(f"clusterbench: error: {e}", file=sys.stderr)
-    say(f"# run {run.id} ({run.status}) stored in {Path(db) if db else default_db_path()}")
+    say(f"# run {run.id} ({run.status}) stored in {describe(db)}")
     code = outcome.exit_code or (0 if run.status == COMPLETE else 1)
     return JobResult(run, builder.measurements, code)
 

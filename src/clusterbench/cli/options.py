@@ -3,6 +3,8 @@ options mean the same thing everywhere."""
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -26,8 +28,51 @@ def _compose(*decorators: Callable[[F], F]) -> Callable[[F], F]:
 
 json_option = click.option("--json", "as_json", is_flag=True,
                            help="Print one JSON object per measurement instead of a table.")
-db_option = click.option("--db", "db", type=click.Path(dir_okay=False), envvar="CLUSTERBENCH_DB",
-                         default=None, help="Results database (default ~/.local/share/clusterbench/results.db; env CLUSTERBENCH_DB).")
+
+
+class DatabaseParam(click.ParamType):
+    """``--db``: an SQLite file path, ``sqlite:///PATH`` or ``postgresql://USER@HOST:PORT/DB``.
+    A URL of any other scheme is refused here, before anything runs, instead of becoming a
+    directory named ``mysql:``; the value itself goes on as given."""
+
+    name = "path|url"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from clusterbench.store.location import SQLITE, parse
+
+        value = os.fspath(value)
+        try:
+            where = parse(value)
+        except UsageError as e:
+            self.fail(str(e), param, ctx)
+        if where.kind == SQLITE and where.path is not None and where.path.is_dir():
+            self.fail(f"{where.display} is a directory", param, ctx)
+        return value
+
+
+def _use_passfile(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if not value:
+        return
+    mode = os.stat(value).st_mode
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        # libpq would ignore it with a warning and then fail to authenticate: say why now
+        raise click.BadParameter(f"{value} is accessible by group or others, so libpq ignores it: "
+                                 f"chmod 600 {value}", ctx, param)
+    # libpq reads the passfile named here for every connection this process (and the ranks it
+    # starts) makes; the password itself never appears on a command line.
+    os.environ["PGPASSFILE"] = os.path.abspath(value)
+
+
+db_passfile_option = click.option(
+    "--db-passfile", type=click.Path(exists=True, dir_okay=False), expose_value=False,
+    callback=_use_passfile, metavar="FILE",
+    help="PostgreSQL password file (libpq's PGPASSFILE format: host:port:db:user:password, mode 600).")
+db_option = _compose(
+    click.option("--db", "db", type=DatabaseParam(), envvar="CLUSTERBENCH_DB", default=None,
+                 help="Results database: a file path (default ~/.local/share/clusterbench/results.db) "
+                      "or postgresql://USER@HOST:PORT/DBNAME; env CLUSTERBENCH_DB."),
+    db_passfile_option,
+)
 tag_option = click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE",
                           help="Tag the stored run (repeatable), e.g. --tag env=container.")
 repeat_option = click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,

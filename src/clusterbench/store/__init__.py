@@ -1,15 +1,16 @@
-"""The results store: an embedded SQLite database holding every run with its context.
+"""The results store: every run with its context, in SQLite (the default, one file) or
+PostgreSQL (one database a whole cluster writes to).
 
-A run is written in one transaction with all its measurements (and telemetry), so a
-crash or a full disk never leaves half a run behind. WAL mode and a busy timeout let
-several processes write to one database at once.
+A run is written in one transaction with all its measurements (and telemetry), so a crash,
+a killed writer or a full disk never leaves half a run behind. Engine differences live in
+``Backend`` (``store/backend.py``): ``sqlite.py`` and ``postgres.py``; the SQL here is shared.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,17 +18,26 @@ from typing import Any
 
 from clusterbench.errors import StoreError, UsageError
 from clusterbench.records import Measurement, Run
-from clusterbench.store.migrations import MIGRATIONS
+from clusterbench.store import location as loc
+from clusterbench.store.backend import Backend
+from clusterbench.store.location import Location
+from clusterbench.store.migrations import MIGRATIONS, new_uid, statements
+from clusterbench.store.warn import warn_once
 
-BUSY_TIMEOUT_S = 30.0
+MeasurementRow = tuple[str, str, float, str, str]   # benchmark, metric, value, unit, params JSON
+_RUN_WRITE_COLS = ("uid", "benchmark", "source", "command", "started_at", "ended_at", "status",
+                   "hosts", "ranks", "devices", "versions", "env", "errors", "meta")
 
 
 def default_db_path() -> Path:
-    env = os.environ.get("CLUSTERBENCH_DB")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(base) / "clusterbench" / "results.db"
+    """The SQLite file used when no ``--db`` is given: ``CLUSTERBENCH_DB`` when that is a path."""
+    where = loc.parse(os.environ.get("CLUSTERBENCH_DB"))
+    return where.path if where.kind == loc.SQLITE and where.path else loc.default_db_path()
+
+
+def describe(db: str | os.PathLike[str] | None) -> str:
+    """How messages name a database: its path, or its URL without the password."""
+    return loc.parse(db).display
 
 
 @dataclass(frozen=True)
@@ -40,42 +50,58 @@ class TelemetrySample:
     device: str = ""
 
 
-def _connect(path: Path) -> sqlite3.Connection:
-    if str(path) != ":memory:":
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise StoreError(f"cannot create database directory {path.parent}: {e.strerror or e}") from None
-        if path.exists() and path.is_dir():
-            raise StoreError(f"database path {path} is a directory")
-    try:
-        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        if str(path) != ":memory:":
-            conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.DatabaseError as e:
-        raise StoreError(f"cannot open results database {path}: {e}") from None
-    return conn
+def connect(where: Location) -> Backend:
+    """An open connection to the database at ``where``, not migrated (``Store.open`` migrates)."""
+    if where.kind == loc.POSTGRESQL:
+        from clusterbench.store.postgres import PostgresBackend
+
+        if where.has_password:
+            warn_once("the database URL holds a password, which shows in process lists and shell "
+                      "history: put it in a passfile (--db-passfile FILE or PGPASSFILE)")
+        return PostgresBackend.connect(where)
+    from clusterbench.store.sqlite import SqliteBackend
+
+    return SqliteBackend.connect(where)
+
+
+def _clean(value: Any) -> str:
+    """JSON for a stored column, with any password in a URL taken out (a ``--db`` URL in the
+    command line, an error message that quotes one)."""
+    return loc.redact(json.dumps(value, default=str))
 
 
 class Store:
-    """Results database. Open with ``Store.open(path)``; use as a context manager."""
+    """Results database. Open with ``Store.open(path_or_url)``; use as a context manager."""
 
-    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
-        self.conn = conn
-        self.path = path
+    def __init__(self, db: Backend) -> None:
+        self.db = db
+        self.location = db.location
+        self.where = db.location.display          # for messages: never a password
+        self.path = db.location.path              # SQLite file, None for PostgreSQL
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str] | None = None) -> Store:
-        p = Path(path) if path is not None else default_db_path()
-        store = cls(_connect(p), p)
-        store.migrate()
+    def open(cls, db: str | os.PathLike[str] | None = None, create: bool = True) -> Store:
+        """Open (and migrate) the database ``db`` names: a path, ``sqlite:///PATH`` or
+        ``postgresql://...``; None: ``CLUSTERBENCH_DB`` or the default file. ``create=False``:
+        a missing SQLite file is an error instead of a new database."""
+        where = loc.parse(db)
+        if not create and where.kind == loc.SQLITE and where.path and not where.path.is_file():
+            raise StoreError(f"no results database at {where.display}")
+        store = cls(connect(where))
+        try:
+            store.migrate()
+        except BaseException:
+            store.close()
+            raise
         return store
 
+    @property
+    def conn(self) -> Any:
+        """The driver's connection (sqlite3 or psycopg), for engine-specific work."""
+        return self.db.conn
+
     def close(self) -> None:
-        self.conn.close()
+        self.db.close()
 
     def __enter__(self) -> Store:
         return self
@@ -83,43 +109,42 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _rollback(self) -> None:
-        # SQLite has already rolled back on some errors (a full disk): rolling back again would
-        # replace the real error with "no transaction is active".
-        if self.conn.in_transaction:
-            self.conn.execute("ROLLBACK")
+    def relax_durability(self) -> None:
+        """Commits stay atomic but stop waiting for the disk: for storing many runs at once."""
+        try:
+            self.db.relax_durability()
+        except self.db.errors as e:
+            raise StoreError(f"results database {self.where}: {self.db.describe(e)}") from None
 
     # -- schema -------------------------------------------------------------------------
     def migrate(self) -> None:
+        db = self.db
         try:
-            self.conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
-            )
-            done = {r[0] for r in self.conn.execute("SELECT name FROM schema_migrations")}
-            for name, sql in MIGRATIONS:
-                if name in done:
-                    continue
-                self.conn.execute("BEGIN IMMEDIATE")
-                try:
+            if db.table_exists("schema_migrations"):
+                done = {r[0] for r in db.execute("SELECT name FROM schema_migrations").fetchall()}
+                if all(m.name in done for m in MIGRATIONS):
+                    return  # the common case: no write, no lock
+            for m in MIGRATIONS:
+                with db.write():
+                    db.lock_schema()
+                    db.execute("CREATE TABLE IF NOT EXISTS schema_migrations"
+                               " (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
                     # Another process may have applied it while we waited for the lock.
-                    if self.conn.execute("SELECT 1 FROM schema_migrations WHERE name=?", (name,)).fetchone():
-                        self.conn.execute("COMMIT")
+                    if db.execute("SELECT 1 FROM schema_migrations WHERE name=?", (m.name,)).fetchone():
                         continue
-                    for stmt in sql.split(";"):
-                        if stmt.strip():
-                            self.conn.execute(stmt)
-                    self.conn.execute(
-                        "INSERT INTO schema_migrations VALUES (?, datetime('now'))", (name,)
-                    )
-                    self.conn.execute("COMMIT")
-                except BaseException:
-                    self._rollback()
-                    raise
-        except sqlite3.DatabaseError as e:
-            raise StoreError(f"results database {self.path} is not usable: {e}") from None
+                    for step in m.steps:
+                        if isinstance(step, str):
+                            for stmt in statements(step, db):
+                                db.execute(stmt)
+                        else:
+                            step(db)
+                    db.execute("INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
+                               (m.name, time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())))
+        except db.errors as e:
+            raise StoreError(f"results database {self.where} is not usable: {db.describe(e)}") from None
 
     def applied_migrations(self) -> list[str]:
-        return [r[0] for r in self.conn.execute("SELECT name FROM schema_migrations ORDER BY name")]
+        return [r[0] for r in self.db.execute("SELECT name FROM schema_migrations ORDER BY name")]
 
     # -- writing ------------------------------------------------------------------------
     def save_run(
@@ -136,98 +161,114 @@ class Store:
     def save_run_rows(
         self,
         run: Run,
-        rows: Iterable[tuple[str, str, float, str, str]],
+        rows: Iterable[MeasurementRow],
         telemetry: Iterable[TelemetrySample] = (),
     ) -> int:
         """``save_run`` with measurements as (benchmark, metric, value, unit, params JSON) rows, for
         producers that serialize a parameter set once and share it (log importers)."""
+        run_id = self._write_run(run, new_uid(), rows, telemetry)
+        assert run_id is not None  # a fresh uuid4 is never taken
+        return run_id
+
+    def add_copied_run(self, run: Run, uid: str, rows: Iterable[MeasurementRow],
+                       telemetry: Iterable[TelemetrySample] = ()) -> int | None:
+        """Store a run from another database under its uid; None (nothing written) when a run
+        with that uid is here already."""
+        return self._write_run(run, uid, rows, telemetry)
+
+    def _write_run(self, run: Run, uid: str, rows: Iterable[MeasurementRow],
+                   telemetry: Iterable[TelemetrySample]) -> int | None:
+        db = self.db
+        values = (uid, run.benchmark, run.source, loc.redact(json.dumps(run.command)), run.started_at,
+                  run.ended_at, run.status, json.dumps(run.hosts), run.ranks, json.dumps(run.devices),
+                  json.dumps(run.versions), _clean(run.env), _clean(run.errors), _clean(run.meta))
         try:
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                cur = self.conn.execute(
-                    "INSERT INTO runs (benchmark, source, command, started_at, ended_at, status, hosts,"
-                    " ranks, devices, versions, env, errors, meta) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        run.benchmark, run.source, json.dumps(run.command), run.started_at,
-                        run.ended_at, run.status, json.dumps(run.hosts), run.ranks,
-                        json.dumps(run.devices), json.dumps(run.versions), json.dumps(run.env),
-                        json.dumps(run.errors), json.dumps(run.meta, default=str),
-                    ),
-                )
-                run_id = int(cur.lastrowid)
-                self.conn.executemany(
-                    "INSERT INTO run_tags (run_id, key, value) VALUES (?,?,?)",
-                    [(run_id, k, str(v)) for k, v in run.tags.items()],
-                )
-                self.conn.executemany(
-                    "INSERT INTO measurements (run_id, benchmark, metric, value, unit, params)"
-                    " VALUES (?,?,?,?,?,?)",
-                    ((run_id, *row) for row in rows),
-                )
-                self.conn.executemany(
-                    "INSERT INTO telemetry (run_id, t, host, device, metric, value, unit)"
-                    " VALUES (?,?,?,?,?,?,?)",
-                    ((run_id, s.t, s.host, s.device, s.metric, s.value, s.unit) for s in telemetry),
-                )
-                self.conn.execute("COMMIT")
-            except BaseException:
-                self._rollback()
-                raise
-        except sqlite3.DatabaseError as e:
-            raise StoreError(f"cannot write to results database {self.path}: {e}") from None
+            with db.write():
+                run_id = db.insert_unique("runs", _RUN_WRITE_COLS, values, unique="uid")
+                if run_id is None:
+                    return None
+                db.insert_rows("run_tags", ("run_id", "key", "value"),
+                               [(run_id, k, str(v)) for k, v in run.tags.items()])
+                db.insert_rows("measurements", ("run_id", "benchmark", "metric", "value", "unit", "params"),
+                               ((run_id, *row) for row in rows))
+                db.insert_rows("telemetry", ("run_id", "t", "host", "device", "metric", "value", "unit"),
+                               ((run_id, s.t, s.host, s.device, s.metric, s.value, s.unit)
+                                for s in telemetry))
+        except db.errors as e:
+            raise StoreError(f"cannot write to results database {self.where}: {db.describe(e)}") from None
         run.id = run_id
         return run_id
 
     def delete_run(self, run_id: int) -> None:
         self.get_run(run_id)
         try:
-            with self.conn:
-                self.conn.execute("BEGIN IMMEDIATE")
-                self.conn.execute("DELETE FROM runs WHERE id=?", (run_id,))
-        except sqlite3.DatabaseError as e:
-            raise StoreError(f"cannot delete run {run_id}: {e}") from None
+            with self.db.write():
+                self.db.execute("DELETE FROM runs WHERE id=?", (run_id,))
+        except self.db.errors as e:
+            raise StoreError(f"cannot delete run {run_id} from {self.where}: {self.db.describe(e)}") from None
 
     def set_tags(self, run_id: int, tags: dict[str, str]) -> None:
         self.get_run(run_id)
-        with self.conn:
-            self.conn.execute("BEGIN IMMEDIATE")
-            self.conn.executemany(
-                "INSERT OR REPLACE INTO run_tags (run_id, key, value) VALUES (?,?,?)",
-                [(run_id, k, str(v)) for k, v in tags.items()],
-            )
+        try:
+            with self.db.write():
+                self.db.upsert("run_tags", ("run_id", "key", "value"), ("run_id", "key"),
+                               [(run_id, k, str(v)) for k, v in tags.items()])
+        except self.db.errors as e:
+            raise StoreError(f"cannot tag run {run_id} in {self.where}: {self.db.describe(e)}") from None
 
     # -- reading ------------------------------------------------------------------------
-    def _run_from_row(self, row: sqlite3.Row | tuple[Any, ...]) -> Run:
-        (rid, benchmark, source, command, started, ended, status, hosts, ranks, devices,
-         versions, env, errors, meta) = row
-        tags = dict(self.conn.execute("SELECT key, value FROM run_tags WHERE run_id=? ORDER BY key", (rid,)))
-        return Run(
-            id=rid, benchmark=benchmark, source=source, command=json.loads(command),
-            started_at=started, ended_at=ended, status=status, hosts=json.loads(hosts),
-            ranks=ranks, devices=json.loads(devices), versions=json.loads(versions),
-            env=json.loads(env), errors=json.loads(errors), meta=json.loads(meta), tags=tags,
-        )
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        try:
+            return list(self.db.execute(sql, args).fetchall())
+        except self.db.errors as e:
+            raise StoreError(f"cannot read results database {self.where}: {self.db.describe(e)}") from None
+
+    def _stream(self, sql: str, args: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
+        try:
+            yield from self.db.execute(sql, args)
+        except self.db.errors as e:
+            raise StoreError(f"cannot read results database {self.where}: {self.db.describe(e)}") from None
 
     _RUN_COLS = ("id, benchmark, source, command, started_at, ended_at, status, hosts, ranks,"
                  " devices, versions, env, errors, meta")
 
-    def get_run(self, run_id: int) -> Run:
-        row = self.conn.execute(f"SELECT {self._RUN_COLS} FROM runs WHERE id=?", (run_id,)).fetchone()
-        if row is None:
-            raise UsageError(f"no run {run_id} in {self.path}")
-        return self._run_from_row(row)
+    def _runs_from_rows(self, rows: list[tuple[Any, ...]]) -> list[Run]:
+        # One tag query per few hundred runs, not one per run: each is a round trip to a server.
+        tags: dict[int, dict[str, str]] = {r[0]: {} for r in rows}
+        ids = list(tags)
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            for rid, key, value in self._query(
+                    f"SELECT run_id, key, value FROM run_tags WHERE run_id IN ({','.join('?' * len(chunk))})"
+                    " ORDER BY run_id, key", chunk):
+                tags[rid][key] = value
+        return [
+            Run(id=rid, benchmark=benchmark, source=source, command=json.loads(command),
+                started_at=started, ended_at=ended, status=status, hosts=json.loads(hosts),
+                ranks=ranks, devices=json.loads(devices), versions=json.loads(versions),
+                env=json.loads(env), errors=json.loads(errors), meta=json.loads(meta), tags=tags[rid])
+            for (rid, benchmark, source, command, started, ended, status, hosts, ranks, devices,
+                 versions, env, errors, meta) in rows
+        ]
 
-    def list_runs(self, limit: int | None = None, benchmark: str | None = None) -> list[Run]:
+    def get_run(self, run_id: int) -> Run:
+        rows = self._query(f"SELECT {self._RUN_COLS} FROM runs WHERE id=?", (run_id,))
+        if not rows:
+            raise UsageError(f"no run {run_id} in {self.where}")
+        return self._runs_from_rows(rows)[0]
+
+    def list_runs(self, limit: int | None = None, benchmark: str | None = None,
+                  oldest_first: bool = False) -> list[Run]:
         sql = f"SELECT {self._RUN_COLS} FROM runs"
         args: list[Any] = []
         if benchmark:
             sql += " WHERE benchmark=?"
             args.append(benchmark)
-        sql += " ORDER BY id DESC"
+        sql += " ORDER BY id" if oldest_first else " ORDER BY id DESC"
         if limit:
             sql += " LIMIT ?"
             args.append(limit)
-        return [self._run_from_row(r) for r in self.conn.execute(sql, args).fetchall()]
+        return self._runs_from_rows(self._query(sql, args))
 
     def runs_with_tags(self, tags: dict[str, str]) -> list[Run]:
         """Runs carrying every given tag (key=value); ordered by id."""
@@ -237,7 +278,7 @@ class Store:
             sql += " AND id IN (SELECT run_id FROM run_tags WHERE key=? AND value=?)"
             args += [k, v]
         sql += " ORDER BY id"
-        return [self._run_from_row(r) for r in self.conn.execute(sql, args).fetchall()]
+        return self._runs_from_rows(self._query(sql, args))
 
     def select(self, selector: str) -> list[Run]:
         """Resolve a selector: a run id (``12``), ``last``, or tag filters (``env=container,node=gpu-07``)."""
@@ -247,7 +288,7 @@ class Store:
         if selector == "last":
             runs = self.list_runs(limit=1)
             if not runs:
-                raise UsageError(f"no runs in {self.path}")
+                raise UsageError(f"no runs in {self.where}")
             return runs
         tags: dict[str, str] = {}
         for part in selector.split(","):
@@ -260,9 +301,28 @@ class Store:
             raise UsageError(f"selector {selector!r} matches no run")
         return runs
 
+    def measurement_counts(self) -> dict[int, int]:
+        """Measurements per run id."""
+        return dict(self._query("SELECT run_id, count(*) FROM measurements GROUP BY run_id"))
+
+    def uids(self) -> dict[str, int]:
+        """Every run's uid and its id here."""
+        return dict(self._query("SELECT uid, id FROM runs"))
+
+    def uid_of(self, run_id: int) -> str:
+        rows = self._query("SELECT uid FROM runs WHERE id=?", (run_id,))
+        if not rows:
+            raise UsageError(f"no run {run_id} in {self.where}")
+        return str(rows[0][0])
+
     def measurements(self, run_id: int, benchmark: str | None = None,
                      metric: str | None = None) -> list[Measurement]:
         return list(self.iter_measurements([run_id], benchmark, metric))
+
+    def measurement_rows(self, run_id: int) -> Iterator[MeasurementRow]:
+        """A run's measurements as stored (params as JSON text), in order: for copying."""
+        yield from self._stream("SELECT benchmark, metric, value, unit, params FROM measurements"
+                                " WHERE run_id=? ORDER BY id", (run_id,))
 
     def iter_measurements(self, run_ids: Sequence[int], benchmark: str | None = None,
                           metric: str | None = None) -> Iterator[Measurement]:
@@ -278,12 +338,10 @@ class Store:
             sql += " AND metric=?"
             args.append(metric)
         sql += " ORDER BY id"
-        for b, m, v, u, p in self.conn.execute(sql, args):
+        for b, m, v, u, p in self._stream(sql, args):
             yield Measurement(b, m, v, u, json.loads(p))
 
     def telemetry(self, run_id: int) -> list[TelemetrySample]:
-        rows = self.conn.execute(
-            "SELECT t, metric, value, unit, host, device FROM telemetry WHERE run_id=? ORDER BY id",
-            (run_id,),
-        )
+        rows = self._query("SELECT t, metric, value, unit, host, device FROM telemetry WHERE run_id=?"
+                           " ORDER BY id", (run_id,))
         return [TelemetrySample(*r) for r in rows]

@@ -1,16 +1,50 @@
 """Named, ordered schema migrations, each applied once in its own transaction.
 
-To change the schema, append a new ``(name, sql)`` pair; never edit one that has shipped.
+To change the schema, append a new ``Migration``; never change what one that has shipped does.
+SQL is shared by every backend: where engines differ, a migration names a column type as
+``${serial_pk}``, ``${ref}`` or ``${double}`` and each backend fills in its own (an SQLite
+``INTEGER PRIMARY KEY AUTOINCREMENT`` is a PostgreSQL identity column; SQLite's ``REAL`` is
+8 bytes, PostgreSQL's 4, so there it is ``DOUBLE PRECISION``). A step may also be a function
+of the backend, for data changes that SQL cannot express the same way on both.
 """
 
 from __future__ import annotations
 
-MIGRATIONS: list[tuple[str, str]] = [
-    (
-        "0001_runs_and_measurements",
-        """
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from string import Template
+
+from clusterbench.store.backend import Backend
+
+Step = str | Callable[[Backend], None]
+
+
+@dataclass(frozen=True)
+class Migration:
+    name: str
+    steps: tuple[Step, ...]
+
+
+def new_uid() -> str:
+    """The identity of a run everywhere it is copied to."""
+    return str(uuid.uuid4())
+
+
+def statements(sql: str, backend: Backend) -> list[str]:
+    text = Template(sql).substitute(backend.types)
+    return [s for s in text.split(";") if s.strip()]
+
+
+def _backfill_uids(db: Backend) -> None:
+    ids = [r[0] for r in db.execute("SELECT id FROM runs WHERE uid IS NULL").fetchall()]
+    db.executemany("UPDATE runs SET uid=? WHERE id=?", [(new_uid(), i) for i in ids])
+
+
+MIGRATIONS: list[Migration] = [
+    Migration("0001_runs_and_measurements", ("""
         CREATE TABLE runs (
-            id          INTEGER PRIMARY KEY AUTOINCREMENT,
+            id          ${serial_pk},
             benchmark   TEXT NOT NULL,
             source      TEXT NOT NULL DEFAULT '',
             command     TEXT NOT NULL DEFAULT '[]',
@@ -26,45 +60,45 @@ MIGRATIONS: list[tuple[str, str]] = [
             meta        TEXT NOT NULL DEFAULT '{}'
         );
         CREATE TABLE run_tags (
-            run_id  INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            run_id  ${ref} NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
             key     TEXT NOT NULL,
             value   TEXT NOT NULL,
             PRIMARY KEY (run_id, key)
         );
         CREATE INDEX run_tags_kv ON run_tags(key, value);
         CREATE TABLE measurements (
-            id         INTEGER PRIMARY KEY AUTOINCREMENT,
-            run_id     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            id         ${serial_pk},
+            run_id     ${ref} NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
             benchmark  TEXT NOT NULL,
             metric     TEXT NOT NULL,
-            value      REAL NOT NULL,
+            value      ${double} NOT NULL,
             unit       TEXT NOT NULL,
             params     TEXT NOT NULL DEFAULT '{}'
         );
         CREATE INDEX measurements_run ON measurements(run_id);
         CREATE INDEX measurements_bm ON measurements(benchmark, metric);
-        """,
-    ),
-    (
-        "0002_telemetry",
-        """
+        """,)),
+    Migration("0002_telemetry", ("""
         CREATE TABLE telemetry (
-            id      INTEGER PRIMARY KEY AUTOINCREMENT,
-            run_id  INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-            t       REAL NOT NULL,
+            id      ${serial_pk},
+            run_id  ${ref} NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            t       ${double} NOT NULL,
             host    TEXT NOT NULL DEFAULT '',
             device  TEXT NOT NULL DEFAULT '',
             metric  TEXT NOT NULL,
-            value   REAL NOT NULL,
+            value   ${double} NOT NULL,
             unit    TEXT NOT NULL DEFAULT ''
         );
         CREATE INDEX telemetry_run ON telemetry(run_id);
-        """,
-    ),
-    (
-        # Every query selects measurements by run first; the (benchmark, metric) index only cost
-        # about a quarter of the insert time of a large import.
-        "0003_drop_measurements_bm_index",
-        "DROP INDEX IF EXISTS measurements_bm",
-    ),
+        """,)),
+    # Every query selects measurements by run first; the (benchmark, metric) index only cost
+    # about a quarter of the insert time of a large import.
+    Migration("0003_drop_measurements_bm_index", ("DROP INDEX IF EXISTS measurements_bm",)),
+    # A run's identity across databases (``results copy`` skips runs whose uid is there).
+    # Runs written before this get one now; new runs get theirs when they are saved.
+    Migration("0004_run_uid", (
+        "ALTER TABLE runs ADD COLUMN uid TEXT",
+        _backfill_uids,
+        "CREATE UNIQUE INDEX runs_uid ON runs(uid)",
+    )),
 ]

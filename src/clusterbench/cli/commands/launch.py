@@ -30,6 +30,7 @@ from clusterbench.launch.common import (
     split_agent,
     with_store_args,
 )
+from clusterbench.store.location import for_other_hosts
 
 _CTX = {"ignore_unknown_options": True, "allow_interspersed_args": False}
 
@@ -131,7 +132,7 @@ def slurm_cmd(partition, time_limit, job_name, account, output, exclusive, extra
     from clusterbench.store import default_db_path
 
     launch_id = uuid.uuid4().hex[:12]
-    db_path = str(Path(db).resolve()) if db else (str(default_db_path()) if submit else None)
+    db_path = for_other_hosts(db) if db else (str(default_db_path()) if submit else None)
     spec = _spec(kw, store=(db_path, {"launch_id": launch_id} if submit else {}))
     opts = slurm.SlurmOptions(partition=partition, time=time_limit, job_name=job_name,
                               account=account, output=output, exclusive=exclusive, extra=tuple(extra))
@@ -210,7 +211,7 @@ def mpi_cmd(hostfile, mcas, agent, oversubscribe, mpirun_exe, no_preflight, wall
     _check_options()
     hosts = mpi.read_hostfile(hostfile)
     spec = _spec(kw, nodes_default=len(hosts),
-                 store=(str(Path(db).resolve()) if db else None, {}))
+                 store=(for_other_hosts(db), {}))
     argv = mpi.mpirun_argv(spec, hosts, hostfile=str(Path(hostfile).resolve()), mca=mpi.parse_mca(mcas),
                            agent=agent, oversubscribe=oversubscribe, mpirun=mpirun_exe)
     if kw["print_only"]:

@@ -1,4 +1,4 @@
-"""``clusterbench results``: list, show, export and delete stored runs."""
+"""``clusterbench results``: list, show, export, delete, tag and copy stored runs."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import sys
 
 import click
 
-from clusterbench.cli.options import db_option, json_option
+from clusterbench.cli.options import DatabaseParam, db_option, db_passfile_option, json_option
 from clusterbench.report.terminal import render_run
 from clusterbench.store import Store
 
 
 @click.group("results")
 def results() -> None:
-    """Stored runs: list, show, export, delete."""
+    """Stored runs: list, show, export, delete, tag, copy."""
 
 
 @results.command("list")
@@ -27,7 +27,7 @@ def list_cmd(as_json: bool, db: str | None, limit: int, benchmark: str | None) -
     """List runs, newest first."""
     with Store.open(db) as store:
         runs = store.list_runs(limit=limit, benchmark=benchmark)
-        counts = dict(store.conn.execute("SELECT run_id, count(*) FROM measurements GROUP BY run_id"))
+        counts = store.measurement_counts()
     if as_json:
         for r in runs:
             print(json.dumps({**r.to_dict(), "measurements": counts.get(r.id, 0)}))
@@ -115,6 +115,41 @@ def tag_cmd(run_id: int, tags: tuple[str, ...], db: str | None) -> None:
 
     with Store.open(db) as store:
         store.set_tags(run_id, parse_tags(tags))
+
+
+
+@results.command("copy")
+@click.option("--from", "source", type=DatabaseParam(), required=True, metavar="PATH|URL",
+              help="Database to copy from: an SQLite file or postgresql://... (must exist).")
+@click.option("--to", "dest", type=DatabaseParam(), required=True, metavar="PATH|URL",
+              envvar="CLUSTERBENCH_DB",
+              help="Database to copy into (created and migrated as needed; env CLUSTERBENCH_DB).")
+@db_passfile_option
+@click.option("--json", "as_json", is_flag=True, help='Print one {"kind": "summary", ...} object.')
+def copy_cmd(source: str, dest: str, as_json: bool) -> None:
+    """Copy every run the destination lacks, e.g. a laptop's history into the team database.
+
+    Runs are known by their uid: a run copied twice is stored once, and a copy that was
+    interrupted finishes when run again. Run ids differ between databases; tags do not.
+    """
+    from clusterbench.store.copy import CopiedRun, copy_runs
+
+    def say(item: CopiedRun) -> None:
+        if as_json:
+            return
+        if item.copied:
+            print(f"run {item.source_id}: copied as run {item.dest_id} "
+                  f"({item.benchmark}, {item.measurements} measurements)")
+        else:
+            print(f"run {item.source_id}: skipped, already there as run {item.dest_id}")
+
+    with Store.open(source, create=False) as src, Store.open(dest) as dst:
+        summary = copy_runs(src, dst, on_run=say)
+    if as_json:
+        print(json.dumps(summary.to_dict()))
+        return
+    print(f"copied {summary.copied} run(s) ({summary.measurements} measurements), skipped "
+          f"{summary.skipped} already present: {summary.source} -> {summary.dest}")
 
 
 commands = [results]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import shlex
 import sys
-from pathlib import Path
 
 import click
 
@@ -20,6 +19,7 @@ from clusterbench.launch.common import (
 )
 from clusterbench.records import COMPLETE, FAILED, Measurement, Run, utc_now
 from clusterbench.runner import new_group_id
+from clusterbench.store.location import for_other_hosts
 from clusterbench.sweep import plan
 from clusterbench.sweep.analyze import Analysis, SubsetResult, analyze, parse_topology
 from clusterbench.sweep.run import SweepConfig, run_sweep
@@ -98,7 +98,7 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
     rate = parse_rate(link_rate) if link_rate else None
     sweep_id = new_group_id()
     # Every subset run is stored too, in the same database, tagged with this sweep's id.
-    test_argv = with_store_args(test, str(Path(db).resolve()) if db else None, {"sweep": sweep_id})
+    test_argv = with_store_args(test, for_other_hosts(db), {"sweep": sweep_id})
     cfg = SweepConfig(hosts=host_list, command=test_argv, metric=metric,
                       agent=shlex.split(agent) if agent else list(DEFAULT_AGENT), quote=not agent_exec,
                       procs_per_node=procs_per_node, single_procs=single_procs, env=parse_env(envs),

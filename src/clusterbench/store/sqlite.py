@@ -1,0 +1,117 @@
+"""SQLite: the default backend, one file on this machine.
+
+WAL mode and a busy timeout let several local processes write at once. On a shared file
+system WAL is unsafe (its index lives in shared memory that other hosts cannot see), so there
+the rollback journal with its file locks is used, and the user is told once that writers on
+many hosts belong in PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from clusterbench.errors import StoreError
+from clusterbench.store import fstype
+from clusterbench.store.backend import Backend, Row
+from clusterbench.store.location import EXAMPLE_URL, Location
+from clusterbench.store.warn import warn_once
+
+BUSY_TIMEOUT_S = 30.0
+
+
+def journal_mode(shared: str | None) -> str:
+    return "DELETE" if shared else "WAL"
+
+
+class SqliteBackend(Backend):
+    kind = "sqlite"
+    errors = (sqlite3.DatabaseError,)
+    types = {"serial_pk": "INTEGER PRIMARY KEY AUTOINCREMENT", "ref": "INTEGER", "double": "REAL"}
+
+    def __init__(self, location: Location, conn: sqlite3.Connection) -> None:
+        super().__init__(location)
+        self.conn = conn
+
+    @classmethod
+    def connect(cls, location: Location) -> SqliteBackend:
+        path = location.path or Path(location.display)
+        memory = str(path) == ":memory:"
+        if not memory:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise StoreError(f"cannot create database directory {path.parent}: {e.strerror or e}") from None
+            if path.exists() and path.is_dir():
+                raise StoreError(f"database path {path} is a directory")
+        shared = None if memory else fstype.shared_fs(path)
+        try:
+            conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            if not memory:
+                conn.execute(f"PRAGMA journal_mode = {journal_mode(shared)}")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.DatabaseError as e:
+            why = str(e)
+            if shared and "locked" in why:
+                # a WAL database cannot leave WAL while another process has it open
+                why += f" (it is in WAL mode, unsafe on {shared}: close its other users once)"
+            raise StoreError(f"cannot open results database {path}: {why}") from None
+        if shared:
+            warn_once(f"results database {path} is on {shared}: using SQLite's rollback journal, not WAL "
+                      f"(unsafe there); concurrent writers from many hosts belong in PostgreSQL "
+                      f"(--db {EXAMPLE_URL})")
+        return cls(location, conn)
+
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> sqlite3.Cursor:
+        return self.conn.execute(sql, args)
+
+    def executemany(self, sql: str, rows: Iterable[Row]) -> None:
+        self.conn.executemany(sql, rows)
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        # IMMEDIATE: take the write lock now, so a transaction never fails half-way on a lock
+        # another writer took after our first read.
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            self.conn.execute("COMMIT")
+        except BaseException:
+            # SQLite has already rolled back on some errors (a full disk): rolling back again
+            # would replace the real error with "no transaction is active".
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise
+
+    def insert_unique(self, table: str, cols: Sequence[str], values: Row, unique: str) -> int | None:
+        # The write lock is held since BEGIN IMMEDIATE, so look-then-insert cannot race. (Not
+        # INSERT OR IGNORE: that would also skip rows failing a CHECK constraint.)
+        pos = list(cols).index(unique)
+        if self.conn.execute(f"SELECT 1 FROM {table} WHERE {unique}=?", (values[pos],)).fetchone():
+            return None
+        cur = self.conn.execute(
+            f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({','.join('?' * len(cols))})", values)
+        return int(cur.lastrowid)
+
+    def upsert(self, table: str, cols: Sequence[str], key: Sequence[str], rows: Iterable[Row]) -> None:
+        self.conn.executemany(
+            f"INSERT OR REPLACE INTO {table} ({', '.join(cols)}) VALUES ({','.join('?' * len(cols))})", rows)
+
+    def table_exists(self, name: str) -> bool:
+        return self.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)).fetchone() is not None
+
+    def lock_schema(self) -> None:
+        pass  # BEGIN IMMEDIATE in write() already excludes every other writer
+
+    def relax_durability(self) -> None:
+        # In WAL mode a commit then no longer waits for fsync; each run is still atomic.
+        self.conn.execute("PRAGMA synchronous = NORMAL")
+
+    def close(self) -> None:
+        self.conn.close()
