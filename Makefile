@@ -3,6 +3,7 @@
 # The whole test suite, from a fresh clone: installs system and Python dependencies first.
 test: deps
 	ruff check src tests benchmarks
+	lint-imports
 	python -m pytest -q
 
 deps:
@@ -10,3 +11,4 @@ deps:
 
 lint:
 	ruff check src tests benchmarks
+	lint-imports

@@ -21,10 +21,10 @@ from typing import Any
 
 from clusterbench.bench.collectives.config import CollConfig
 from clusterbench.bench.collectives.rank import Sweep, combine
-from clusterbench.bench.collectives.spec import row_counts
-from clusterbench.dist.context import DistOptions
-from clusterbench.dist.driver import Event, Job, execute
-from clusterbench.records import Measurement
+from clusterbench.families.collectives.spec import row_counts
+from clusterbench.ranks.context import RankOptions
+from clusterbench.ranks.driver import Job, execute
+from clusterbench.records import Event, Header, Measurement, Rows
 from clusterbench.units import format_size, parse_size
 
 
@@ -65,7 +65,7 @@ def rank_main(ctx: Any, cfg: dict[str, Any]) -> None:
             ctx.progress()
         ratios = [a / b for a, b in zip(ours, bare)]
         p = {"bytes": size, "ranks": ctx.world_size, "rounds": cfg["rounds"], "iters": cfg["iters"]}
-        ctx.emit("measurements", [
+        ctx.record([
             Measurement("all_reduce", "time_us", statistics.median(ours), "us", {**p, "method": "clusterbench"}),
             Measurement("all_reduce", "time_us", statistics.median(bare), "us", {**p, "method": "bare"}),
             Measurement("all_reduce", "ratio", statistics.median(ratios), "", p),
@@ -90,15 +90,17 @@ def main() -> int:
     header: dict[str, Any] = {}
 
     def sink(event: Event) -> None:
-        if event.kind == "header":
-            header.update(event.data)
-        elif event.kind == "measurements":
-            for m in event.data:
+        if isinstance(event, Header):
+            header.update(ranks=event.ranks, backend=event.backend, device_type=event.device_type)
+        elif isinstance(event, Rows):
+            for m in event.measurements:
                 key = m.params["method"] if m.metric == "time_us" else m.metric
                 got.setdefault(m.params["bytes"], {})[key] = m.value
 
-    job = Job("collective_overhead:rank_main", {"sizes": sizes, "rounds": args.rounds, "iters": args.iters, "aa": args.aa},
-              DistOptions(device=args.device, timeout=600), np=args.np)
+    import collective_overhead  # ranks find the function by this module's name, not __main__
+
+    job = Job(collective_overhead.rank_main, {"sizes": sizes, "rounds": args.rounds, "iters": args.iters, "aa": args.aa},
+              RankOptions(device=args.device, timeout=600), np=args.np)
     outcome = execute(job, sink)
     if outcome.errors:
         print("\n".join(outcome.errors), file=sys.stderr)

@@ -19,27 +19,29 @@ import statistics
 import sys
 import time
 
-from clusterbench.bench.collectives.config import build_config
-from clusterbench.dist.context import DistOptions
-from clusterbench.dist.driver import Job, execute
+from clusterbench.bench.collectives import rank
+from clusterbench.bench.collectives.config import coll_config as build_config
+from clusterbench.ranks.context import RankOptions
+from clusterbench.ranks.driver import Job, execute
+from clusterbench.records import Meta, Rows, Telemetry
 from clusterbench.telemetry.sampler import Sampler, default_sources
 
-TARGET = "clusterbench.bench.collectives.rank:main"
+TARGET = rank.main
 
 
 def one_run(config: object, np: int, device: str, interval: float) -> tuple[float, int, float, float]:
     """(avg_busbw GB/s, telemetry samples, wall seconds, sampler CPU seconds) of one run."""
     events = []
     t0 = time.perf_counter()
-    outcome = execute(Job(TARGET, config, DistOptions(device=device, timeout=300, telemetry_interval=interval),
+    outcome = execute(Job(TARGET, config, RankOptions(device=device, timeout=300, telemetry_interval=interval),
                           np=np), events.append)
     wall = time.perf_counter() - t0
     if outcome.status != "complete":
         sys.exit(f"benchmark failed: {outcome.errors}")
-    bw = [m.value for e in events if e.kind == "measurements" for m in e.data if m.metric == "avg_busbw"]
-    samples = sum(len(e.data) for e in events if e.kind == "telemetry")
+    bw = [m.value for e in events if isinstance(e, Rows) for m in e.measurements if m.metric == "avg_busbw"]
+    samples = sum(len(e.samples) for e in events if isinstance(e, Telemetry))
     cpu = sum(e.data["telemetry"].get("sampler_cpu_s", 0.0) for e in events
-              if e.kind == "meta" and "telemetry" in e.data)
+              if isinstance(e, Meta) and "telemetry" in e.data)
     return bw[-1], samples, wall, cpu
 
 

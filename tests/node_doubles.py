@@ -4,10 +4,8 @@ must catch them. Ranks import this module by name (tests/ is on their sys.path).
 from __future__ import annotations
 
 from clusterbench.bench.gemm import ops as real_ops
+from clusterbench.bench.gemm.ops import TorchGemm
 from clusterbench.bench.stream.kernels import TorchStream
-
-make_operands = real_ops.make_operands
-check = real_ops.check
 
 
 class WrongTriad(TorchStream):
@@ -24,12 +22,14 @@ class WrongOneElement(TorchStream):
         self.c[:-1].copy_(self.a[:-1])
 
 
-def gemm_call(ops, dtype, alpha, beta):
-    """The real GEMM, then one output element off by a little more than rounding would allow."""
-    call = real_ops.gemm_call(ops, dtype, alpha, beta)
+class WrongGemm(TorchGemm):
+    @staticmethod
+    def gemm_call(ops, dtype, alpha, beta):
+        """The real GEMM, then one output element off by a little more than rounding would allow."""
+        call = real_ops.gemm_call(ops, dtype, alpha, beta)
 
-    def wrong() -> None:
-        call()
-        ops.d[0, 0, 0] += 1.0
+        def wrong() -> None:
+            call()
+            ops.d[0, 0, 0] += 1.0
 
-    return wrong
+        return wrong

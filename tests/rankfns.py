@@ -16,7 +16,7 @@ def sum_ranks(ctx, config):
     for step in range(config.get("steps", 3)):
         dist.all_reduce(t)
         ctx.progress()
-        ctx.emit("measurements", [Measurement("selftest", "value", float(t.item()), "", {"step": step})])
+        ctx.record([Measurement("selftest", "value", float(t.item()), "", {"step": step})])
         t = torch.tensor([float(ctx.rank + 1)])
 
 
@@ -29,7 +29,7 @@ def die_after(ctx, config):
         t = torch.ones(4)
         dist.all_reduce(t)
         ctx.progress()
-        ctx.emit("measurements", [Measurement("selftest", "value", float(t[0]), "", {"step": step})])
+        ctx.record([Measurement("selftest", "value", float(t[0]), "", {"step": step})])
 
 
 def raise_on(ctx, config):

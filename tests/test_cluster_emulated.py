@@ -80,6 +80,7 @@ def test_sweep_names_the_host_behind_a_shaped_link(clean, tmp_path):
     r = _sweep(clean, db, "--link-rate", "1gbit", "--json")
     assert r.returncode == 1, r.stdout + r.stderr
     rows = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    rows = [m for m in rows if m["kind"] == "measurement"]
     flagged = {m["params"]["host"] for m in rows if m["metric"] == "node_score" and m["params"]["suspect"]}
     assert flagged == {clean.hosts[1]}
     # large-message efficiency of the shaped host against the link the test knows (1 Gbit/s)

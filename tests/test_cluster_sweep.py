@@ -7,9 +7,10 @@ import sys
 
 import pytest
 
+from clusterbench.bench.net import perftest
+from clusterbench.bench.net.pairs import endpoints_of, ordered_pairs
 from clusterbench.errors import UsageError
-from clusterbench.net import perftest
-from clusterbench.net.matrix import endpoints_of, ordered_pairs
+from clusterbench.judge.efficiency import run_link_efficiency
 from clusterbench.store import Store
 from clusterbench.sweep import plan
 from clusterbench.sweep.analyze import SubsetResult, analyze, parse_topology, pick_value
@@ -136,8 +137,54 @@ def test_net_over_loopback_stores_a_matrix(tmp_path):
     assert {(m.params["src_rank"], m.params["dst_rank"]) for m in bw} == \
         {(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)}
     assert len(lat) == 12 and {m.params["stat"] for m in lat} == {"min", "avg", "p50", "max"}
-    eff = [m for m in ms if m.metric == "efficiency"]
-    assert len(eff) == 6 and all(abs(e.value - b.value / 12.5) < 1e-9 for e, b in zip(eff, bw))
+    # the --link-rate is the run's link_speed: each pair is judged against it when read
+    assert run.tags["link_speed"] == "100Gbps"
+    eff = run_link_efficiency(run, ms, None)
+    assert len(eff) == 6 and all(abs(e.ratio - b.value / 12.5) < 1e-9 for e, b in zip(eff, bw))
+
+
+def test_net_keeps_its_telemetry_interval(tmp_path):
+    db = str(tmp_path / "net.db")
+    for interval in ("0", "0.05"):
+        r = subprocess.run([sys.executable, "-m", "clusterbench", "net", "--np", "2", "--duration", "0.3",
+                            "--no-latency", "--telemetry-interval", interval, "--db", db],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+    with Store.open(db) as store:
+        off, on = reversed(store.list_runs())
+        assert "telemetry" not in off.meta and store.telemetry(off.id) == []
+        assert on.meta["telemetry"]["interval_s"] == 0.05 and store.telemetry(on.id)
+
+
+def test_perftest_client_waits_until_the_server_listens(tmp_path):
+    """The server side polls its own listening sockets (no fixed sleep, no probe connection)."""
+    import socket
+    import textwrap
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert not perftest.listening(port)
+    slow = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import socket, time
+        time.sleep(1.5)  # longer than the fixed sleep this replaces
+        s = socket.socket(); s.bind(("127.0.0.1", {port})); s.listen(); time.sleep(30)""")])
+    try:
+        t0 = time.monotonic()
+        assert perftest.wait_listening(slow, port, timeout=20) is None
+        assert 1.4 < time.monotonic() - t0 < 15 and perftest.listening(port)
+    finally:
+        slow.kill()
+        slow.wait()
+    dead = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    assert "exited with code 3" in perftest.wait_listening(dead, port, timeout=20)
+    never = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert "did not listen" in perftest.wait_listening(never, port, timeout=0.5)
+    finally:
+        never.kill()
+        never.wait()
 
 
 def test_net_bad_input_is_one_line():

@@ -157,3 +157,18 @@ def test_run_stores_one_run_with_every_collective(tmp_path):
     assert collectives <= {m.benchmark for m in ms}  # other suite steps may add their own benchmarks
     assert all(m.value == 0 for m in ms if m.benchmark in collectives and m.metric in ("wrong", "out_of_bounds"))
     assert proc.stdout.count("# Out of bounds values : 0 OK") == 7
+
+
+def test_repeat_under_torchrun_runs_every_repetition_on_every_rank(tmp_path):
+    """Under a launcher every process repeats: a worker that left after the first repetition
+    made the second one fail waiting for it."""
+    db = str(tmp_path / "rep.db")
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+                           "-m", "clusterbench", "coll", "all_reduce", "-b", "8", "-e", "64", "--device", "cpu",
+                           "--repeat", "2", "--telemetry-interval", "0", "--timeout", "60", "--db", db],
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    with Store.open(db) as store:
+        runs = store.list_runs()
+    assert [r.status for r in runs] == [COMPLETE, COMPLETE]
+    assert {r.tags["repeat"] for r in runs} == {"1", "2"} and len({r.tags["repeat_group"] for r in runs}) == 1

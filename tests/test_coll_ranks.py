@@ -4,24 +4,26 @@ from __future__ import annotations
 
 import io
 
+import coll_rankfns
 import pytest
 import torch
 
-from clusterbench.bench.collectives.config import build_config
-from clusterbench.bench.collectives.spec import OPS
-from clusterbench.dist.context import DistOptions
-from clusterbench.dist.driver import Job
+from clusterbench.bench.collectives import rank
+from clusterbench.bench.collectives.config import coll_config as build_config
+from clusterbench.families.collectives.spec import OPS
+from clusterbench.ranks.context import RankOptions
+from clusterbench.ranks.driver import Job
 from clusterbench.records import COMPLETE, FAILED
 from clusterbench.report.terminal import TablePrinter
 from clusterbench.runner import run_job
 from clusterbench.store import Store
 
-TARGET = "clusterbench.bench.collectives.rank:main"
+TARGET = rank.main
 
 
 def _run(config, np, db, target=TARGET):
     out = io.StringIO()
-    job = Job(target, config, DistOptions(device="cpu", timeout=60), np=np)
+    job = Job(target, config, RankOptions(device="cpu", timeout=60), np=np)
     result = run_job(job, "coll", ["test"], TablePrinter(out=out), db=db, announce=lambda _t: None)
     return result, out.getvalue()
 
@@ -61,7 +63,7 @@ def test_unsupported_combination_is_a_skipped_note_not_a_failure(db):
 def test_corrupted_rank_is_caught(db):
     config = build_config("all_reduce,all_gather", minbytes="64", maxbytes="256", stepfactor=4, iters=2,
                           warmup_iters=1)
-    result, text = _run(config, 2, db, target="coll_rankfns:corrupt_rank1")
+    result, text = _run(config, 2, db, target=coll_rankfns.corrupt_rank1)
     assert result.exit_code == 1
     assert result.run.status == FAILED
     wrong = {(m.benchmark, m.params["bytes"], m.params["placement"]): m.value
@@ -106,7 +108,7 @@ def test_every_op_on_gpus(db):
     config = build_config("all", minbytes="8", maxbytes="1M", stepfactor=16, iters=5, warmup_iters=1,
                           datatype="float,half,bfloat16,int8", redop="sum,prod,max,min,avg")
     out = io.StringIO()
-    job = Job(TARGET, config, DistOptions(device="cuda", timeout=120), np=n)
+    job = Job(TARGET, config, RankOptions(device="cuda", timeout=120), np=n)
     result = run_job(job, "coll", ["test"], TablePrinter(out=out), db=db, announce=lambda _t: None)
     assert result.exit_code == 0, out.getvalue()
     wrong = [m for m in result.measurements if m.metric == "wrong"]

@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from clusterbench.bench.collectives import data
-from clusterbench.bench.collectives.config import CollConfig, build_config
-from clusterbench.bench.collectives.spec import (
+from clusterbench.bench.collectives import calls, data
+from clusterbench.bench.collectives.config import CollConfig
+from clusterbench.bench.collectives.config import coll_config as build_config
+from clusterbench.errors import UsageError
+from clusterbench.families.collectives.spec import (
     OPS,
     SPECS,
     Counts,
@@ -18,7 +20,6 @@ from clusterbench.bench.collectives.spec import (
     row_counts,
     sweep_sizes,
 )
-from clusterbench.errors import UsageError
 
 
 # (op, requested bytes, dtype, ranks) -> (send, recv, count column, size column), per nccl-tests.
@@ -122,7 +123,7 @@ def test_reduction_closed_forms_match_brute_force(redop, n):
 @pytest.mark.parametrize("op", ["all_gather", "alltoall", "sendrecv", "broadcast", "reduce_scatter"])
 def test_data_moving_expectations_match_a_simulation(op):
     n, per, root = 3, 5, 1
-    inputs = [data.input_values(op, "sum", r, n, root, per, torch.arange(per * n)) for r in range(n)]
+    inputs = [calls.CALLS[op].inputs("sum", r, n, root, per, torch.arange(per * n)) for r in range(n)]
     for r in range(n):
         if op == "all_gather":
             got = torch.cat([inputs[j][:per] for j in range(n)])
@@ -134,7 +135,7 @@ def test_data_moving_expectations_match_a_simulation(op):
             got = inputs[root][:per]
         else:
             got = sum(inputs[j] for j in range(n))[r * per:(r + 1) * per]
-        want = data.expected_values(op, "sum", r, n, root, per, torch.arange(got.numel()))
+        want = calls.CALLS[op].expected("sum", r, n, root, per, torch.arange(got.numel()))
         assert torch.equal(got, want), (op, r)
 
 
@@ -153,11 +154,10 @@ def test_default_suite_is_a_list_of_importable_steps():
     import pickle
 
     from clusterbench.bench.suite import SUITE, SuiteEntry
-    from clusterbench.dist.driver import resolve_target
 
     assert SUITE and all(isinstance(e, SuiteEntry) for e in SUITE)
     for entry in SUITE:
-        assert callable(resolve_target(entry.target))
+        assert callable(entry.target)
         assert pickle.loads(pickle.dumps(entry)) == entry
     coll = next(e for e in SUITE if e.name == "collectives")
     assert set(coll.config_for("cpu").ops) == set(OPS)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import io
 
-from clusterbench.dist.driver import Event
-from clusterbench.records import Measurement, Run
-from clusterbench.report.coll_table import AllGatherTable, AllReduceTable, format_time
+from clusterbench.families.collectives.table import CollTable, format_time
+from clusterbench.records import Header, Measurement, Meta, Rows, Run
 from clusterbench.report.terminal import TablePrinter, render_run, renderer_for
 
 COLUMNS = ["size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
@@ -37,26 +36,26 @@ def test_rows_split_into_the_nccl_tests_columns():
           + _row("all_gather", 1024, 64, "in", 130.25, 0.01, 0.01, 3)
           + _row("all_gather", 1048576, 65536, "out", 12345.6, 84.9, 63.7, 0)
           + _row("all_gather", 1048576, 65536, "in", 12000.0, 87.4, 65.5))  # in-place unchecked
-    lines = AllGatherTable().rows(ms)
+    lines = CollTable("all_gather").rows(ms)
     assert len(lines) == 2
     first, second = (line.split() for line in lines)
     assert first == ["1024", "64", "float", "sum", "-1", "12.50", "0.08", "0.06", "0", "130.2", "0.01",
                      "0.01", "3"]
     assert second[5] == "12346" and second[12] == "N/A"
     # the column header splits into the same 13 names
-    header = AllGatherTable().header(_run())
+    header = CollTable("all_gather").header(_run())
     names = next(h for h in header if "#wrong" in h).lstrip("#").split()
     assert names == COLUMNS
 
 
 def test_missing_placement_prints_na_in_every_column():
-    line = AllReduceTable().rows(_row("all_reduce", 8, 2, "in", 20.0, 0.0, 0.0, 0))[0].split()
+    line = CollTable("all_reduce").rows(_row("all_reduce", 8, 2, "in", 20.0, 0.0, 0.0, 0))[0].split()
     assert len(line) == 13
     assert line[5:9] == ["N/A"] * 4 and line[9] == "20.00"
 
 
 def test_header_names_ranks_pids_hosts_devices_and_sweep():
-    text = "\n".join(AllGatherTable().header(_run()))
+    text = "\n".join(CollTable("all_gather").header(_run()))
     assert "# nThread 1 nGpus 1 minBytes 8 maxBytes 1024 step: 2(factor) warmup iters: 5 iters: 20" in text
     assert "#  Rank  0 Group  0 Pid    101 on      nodeA device  0 [0x1b] GPU A" in text
     assert "#  Rank  1 Group  0 Pid    102 on      nodeA device  1 [0x2c] GPU B" in text
@@ -65,12 +64,12 @@ def test_header_names_ranks_pids_hosts_devices_and_sweep():
 
 def test_footer_uses_run_records_or_falls_back_to_rows():
     rows = _row("all_reduce", 8, 2, "in", 20.0, 1.0, 2.0, 0) + _row("all_reduce", 16, 4, "in", 20.0, 1.0, 4.0, 5)
-    footer = AllReduceTable().footer(Run("coll"), rows)
+    footer = CollTable("all_reduce").footer(Run("coll"), rows)
     assert footer[0] == "# Out of bounds values : 1 FAILED"
     assert footer[1].split(":")[1].split() == ["3"]
     stored = rows + [Measurement("all_reduce", "avg_busbw", 41.5, "GB/s", {"ranks": 2}),
                      Measurement("all_reduce", "out_of_bounds", 0.0, "", {"ranks": 2})]
-    footer = AllReduceTable().footer(Run("coll"), stored)
+    footer = CollTable("all_reduce").footer(Run("coll"), stored)
     assert footer[0] == "# Out of bounds values : 0 OK"
     assert footer[1] == "# Avg bus bandwidth    : 41.5 "
 
@@ -91,12 +90,13 @@ def test_live_printer_and_stored_run_print_the_same_table():
     run = _run()
     out = io.StringIO()
     printer = TablePrinter(out=out)
-    printer.on_event(Event("header", {"ranks": 2, "hosts": ["nodeA", "nodeA"], "devices": run.devices}))
-    printer.on_event(Event("meta", {k: v for k, v in run.meta.items() if k != "rank_hosts"}))
+    printer.on_event(Header(ranks=2, hosts=["nodeA", "nodeA"], devices=run.devices, device_type="cpu",
+                            backend="gloo", launcher="local"))
+    printer.on_event(Meta({k: v for k, v in run.meta.items() if k != "rank_hosts"}))
     batches = [_row("all_gather", 1024, 64, "out", 12.5, 0.08, 0.06, 0) + _row("all_gather", 1024, 64, "in", 13, 1, 1, 0),
                _row("all_reduce", 8, 2, "in", 20.0, 0.0, 0.0, 0)]
     for b in batches:
-        printer.on_event(Event("measurements", b))
+        printer.on_event(Rows(tuple(b)))
     everything = [m for b in batches for m in b]
     printer.finish(run, everything)
     assert out.getvalue().splitlines() == render_run(run, everything)

@@ -4,8 +4,9 @@ import time
 
 import pytest
 
-from clusterbench.dist.context import DistOptions
-from clusterbench.dist.driver import Job, execute
+from clusterbench.ranks.context import RankOptions
+from clusterbench.ranks.driver import Job, execute
+from clusterbench.records import Header, Meta, Telemetry
 from clusterbench.runner import run_job
 from clusterbench.store import Store
 from clusterbench.telemetry.sampler import CpuSource, Sampler, summarize
@@ -73,13 +74,13 @@ def slow_steps(ctx, config):
         t = torch.ones(1)
         dist.all_reduce(t)
         ctx.progress()
-        ctx.emit("measurements", [Measurement("selftest", "value", float(t.item()), "", {"step": step})])
+        ctx.record([Measurement("selftest", "value", float(t.item()), "", {"step": step})])
 
 
 def _events(interval, np=2):
     events = []
-    outcome = execute(Job("test_env_telemetry:slow_steps", {"steps": 3, "sleep": 0.1},
-                          DistOptions(device="cpu", timeout=60, telemetry_interval=interval), np=np),
+    outcome = execute(Job(slow_steps, {"steps": 3, "sleep": 0.1},
+                          RankOptions(device="cpu", timeout=60, telemetry_interval=interval), np=np),
                       events.append)
     assert outcome.status == "complete"
     return events
@@ -87,16 +88,15 @@ def _events(interval, np=2):
 
 def test_driver_records_inventory_and_telemetry():
     events = _events(0.05)
-    kinds = [e.kind for e in events]
-    assert kinds[0] == "header"
+    assert isinstance(events[0], Header)
     meta = {}
     for e in events:
-        if e.kind == "meta":
+        if isinstance(e, Meta):
             meta.update(e.data)
-    host = events[0].data["hosts"][0]
+    host = events[0].hosts[0]
     assert list(meta["inventory"]) == [host]  # one inventory per host, not per rank
     assert meta["inventory"][host]["cpu"]["logical"]
-    samples = [s for e in events if e.kind == "telemetry" for s in e.data]
+    samples = [s for e in events if isinstance(e, Telemetry) for s in e.samples]
     assert {s.metric for s in samples} >= {"cpu_utilization", "host_memory_used"}
     assert {s.host for s in samples} == {host}
     assert meta["telemetry"]["samples"] == len(samples) and meta["telemetry"]["interval_s"] == 0.05
@@ -104,8 +104,8 @@ def test_driver_records_inventory_and_telemetry():
 
 def test_telemetry_interval_zero_disables():
     events = _events(0, np=1)
-    assert "telemetry" not in [e.kind for e in events]
-    assert any(e.kind == "meta" and "inventory" in e.data for e in events)
+    assert not any(isinstance(e, Telemetry) for e in events)
+    assert any(isinstance(e, Meta) and "inventory" in e.data for e in events)
 
 
 class _Quiet:
@@ -117,7 +117,7 @@ class _Quiet:
 
 
 def test_run_job_stores_telemetry_and_inventory(db):
-    job = Job("test_env_telemetry:slow_steps", {"steps": 2, "sleep": 0.05}, DistOptions(device="cpu", timeout=60, telemetry_interval=0.05), np=2)
+    job = Job(slow_steps, {"steps": 2, "sleep": 0.05}, RankOptions(device="cpu", timeout=60, telemetry_interval=0.05), np=2)
     result = run_job(job, "selftest", ["test"], _Quiet(), db=db, announce=lambda _t: None)
     assert result.exit_code == 0
     with Store.open(db) as store:
@@ -129,16 +129,18 @@ def test_run_job_stores_telemetry_and_inventory(db):
 
 _LAUNCHED = """
 import json, sys
-from clusterbench.dist.context import DistOptions
-from clusterbench.dist.driver import Job, execute
+from clusterbench.ranks.context import RankOptions
+from clusterbench.ranks.driver import Job, execute
+from clusterbench.records import Meta, Telemetry
+from test_env_telemetry import slow_steps
 events = []
-outcome = execute(Job("test_env_telemetry:slow_steps", {"steps": 3, "sleep": 0.1},
-                      DistOptions(device="cpu", timeout=60, telemetry_interval=0.05)), events.append)
+outcome = execute(Job(slow_steps, {"steps": 3, "sleep": 0.1},
+                      RankOptions(device="cpu", timeout=60, telemetry_interval=0.05)), events.append)
 meta = {}
 for e in events:
-    if e.kind == "meta":
+    if isinstance(e, Meta):
         meta.update(e.data)
-hosts = sorted({s.host for e in events if e.kind == "telemetry" for s in e.data})
+hosts = sorted({s.host for e in events if isinstance(e, Telemetry) for s in e.samples})
 print(json.dumps({"status": outcome.status, "inventory": sorted(meta.get("inventory", {})),
                   "telemetry_hosts": hosts}))
 """
@@ -196,16 +198,17 @@ def test_one_sampler_per_host_is_kept(monkeypatch):
     """Under a launcher that sets no local rank every rank samples; rank 0 keeps one per host."""
     from types import SimpleNamespace
 
+    from clusterbench.ranks import hostinfo as ranks
     from clusterbench.store import TelemetrySample
-    from clusterbench.telemetry import ranks
 
     def rows(host):
         return ([TelemetrySample(1.0, "cpu_utilization", 5.0, "%", host, "")], {}, 0.001)
 
     monkeypatch.setattr(ranks, "_gather", lambda ctx, obj: [rows("a"), rows("a"), rows("b"), None])
     emitted = []
-    ctx = SimpleNamespace(options=DistOptions(telemetry_interval=1.0), is_root=True,
-                          emit=lambda kind, data: emitted.append((kind, data)))
+    ctx = SimpleNamespace(options=RankOptions(telemetry_interval=1.0), is_root=True,
+                          telemetry=lambda samples: emitted.append(("telemetry", samples)),
+                          meta=lambda data: emitted.append(("meta", data)))
     ranks.finish_sampler(ctx, None)
     (samples,) = [d for k, d in emitted if k == "telemetry"]
     assert sorted(s.host for s in samples) == ["a", "b"]

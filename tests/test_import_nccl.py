@@ -4,14 +4,11 @@ from pathlib import Path
 
 import pytest
 
+from clusterbench.families.collectives.spec import SPECS
+from clusterbench.families.collectives.spec import op_in_text as op_from_filename
+from clusterbench.families.collectives.spec import op_name as normalize_op
 from clusterbench.ingest import detect_tool, iter_runs, parse_text
-from clusterbench.ingest.collectives import (
-    BUSBW_FACTORS,
-    infer_op,
-    normalize_op,
-    op_from_filename,
-    ranks_from_ratio,
-)
+from clusterbench.ingest.collectives import infer_op, ranks_from_ratio
 from clusterbench.ingest.nccl_tests import nccl_version_from_code, parse_lines, sweep_from_header
 
 DATA = Path(__file__).parent / "data" / "nccl-tests"
@@ -134,7 +131,7 @@ def test_property_mean_busbw_is_footer_average(imported):
 def test_property_busbw_over_algbw_is_the_op_factor(imported):
     run, ms = imported.run, imported.measurements
     op, n = run.meta["op"], run.ranks
-    factor = BUSBW_FACTORS[op](n)
+    factor = SPECS[op].busbw_factor(n)
     checked = 0
     for m in by(ms, "algbw"):
         bus = by(ms, "busbw", bytes=m.params["bytes"], placement=m.params["placement"])[0].value

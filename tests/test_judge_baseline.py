@@ -42,5 +42,5 @@ def test_baseline_times_use_upper_bound(tmp_path, db, capsys):
 def test_baseline_without_usable_metrics_is_usage_error(tmp_path, db, capsys):
     save(db, [Measurement("gemm", "time_us", 1.0, "us", {})])
     rc, _, err = cli(capsys, "baseline", "create", "1", "-o", str(tmp_path / "x.yaml"), "--db", db)
-    assert rc == 2 and "no bandwidth/busbw/tflops" in err
+    assert rc == 2 and "have no headline measurements" in err
     assert not (tmp_path / "x.yaml").exists()

@@ -1,12 +1,8 @@
 import pytest
 
 from clusterbench.errors import UsageError
-from clusterbench.judge.theory import (
-    collective_efficiency,
-    optimal_algbw,
-    parse_nodes,
-    theory_table,
-)
+from clusterbench.families.collectives.spec import optimal_algbw
+from clusterbench.judge.theory import link_efficiency, parse_nodes, theory_table
 from clusterbench.records import Measurement
 
 
@@ -27,7 +23,7 @@ def test_efficiency_seed_two_machines():
     # The seed: 8.42 GB/s algbw on 2 machines is 67% of the 12.5 GB/s maximum.
     ms = [Measurement("all_reduce", "algbw", 8.42, "GB/s", {"bytes": 1 << 32, "placement": "out"}),
           Measurement("all_reduce", "busbw", 8.42, "GB/s", {"bytes": 1 << 32, "placement": "out"})]
-    (e,) = collective_efficiency(ms, 2, 12.5e9)
+    (e,) = link_efficiency(ms, 2, 12.5e9)
     assert round(e.ratio, 2) == 0.67
 
 

@@ -4,8 +4,9 @@ import pytest
 from judge_helpers import cli, coll_rows, json_lines, save
 
 from clusterbench.errors import UsageError
-from clusterbench.judge.profiles import convert, dump_profile, load_profile, parse_profile
+from clusterbench.judge.profiles import dump_profile, load_profile, parse_profile
 from clusterbench.records import Measurement
+from clusterbench.units import convert
 
 PROFILE = """
 name: t

@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import json
 
+import node_doubles
 import pytest
 import torch
 
+from clusterbench.bench.gemm import main as gemm_main
 from clusterbench.bench.gemm import ops, spec
+from clusterbench.bench.gemm.config import gemm_config as build_config
+from clusterbench.bench.gemm.config import parse_dtypes
 from clusterbench.bench.gemm.main import GemmConfig
 from clusterbench.cli import main
-from clusterbench.cli.commands.gemm import build_config, parse_dtypes
-from clusterbench.dist.context import DistOptions
-from clusterbench.dist.driver import Job, execute
 from clusterbench.errors import UsageError
+from clusterbench.ranks.context import RankOptions
+from clusterbench.ranks.driver import Job, execute
+from clusterbench.records import Failure
 
 
 def cli(capsys, *args):
@@ -39,7 +43,7 @@ def test_presets_reproduce_the_seed_commands():
     assert (half.m, half.n, half.k, half.batch, half.alpha, half.beta, half.dtype) == (1024, 2048, 512, 5, 1.1, 1.0, "fp16")
     assert p["rocblas-int8-batched"].dtype == "int8" and p["rocblas-int8-batched"].batch == 5
     cfg = build_config(None, None, None, None, "bf16", None, None, None, None, "rocblas-half-batched",
-                       10, 2, 5, "cpu", [0], True)
+                       10, 2, 5, "cpu", None, True)
     assert (cfg.m, cfg.batch, cfg.dtypes, cfg.trans_a, cfg.trans_b) == (1024, 5, ("bf16",), "N", "T")
 
 
@@ -71,9 +75,9 @@ def test_check_catches_a_wrong_result_and_a_wrong_alpha():
 def test_wrong_kernel_fails_the_run():
     events = []
     cfg = GemmConfig(m=32, n=32, k=32, dtypes=("fp32",), iterations=2, samples=2,
-                     ops_module="node_doubles")
-    execute(Job("clusterbench.bench.gemm.main:main", cfg, DistOptions(device="cpu"), np=1), events.append)
-    fails = [e.data for e in events if e.kind == "fail"]
+                     kernels=node_doubles.WrongGemm)
+    execute(Job(gemm_main.main, cfg, RankOptions(device="cpu"), np=1), events.append)
+    fails = [e.reason for e in events if isinstance(e, Failure)]
     assert fails and fails[0].startswith("gemm check failed for fp32 on cpu")
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from clusterbench import peaks
+from clusterbench.families.gemm.table import GemmTable as GemmRenderer
+from clusterbench.families.stream.table import StreamTable as StreamRenderer
 from clusterbench.records import Measurement, Run
-from clusterbench.report.gemm_table import GemmRenderer
-from clusterbench.report.stream_table import StreamRenderer
 from clusterbench.report.terminal import renderer_for
 
 

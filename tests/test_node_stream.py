@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import json
 
+import node_doubles
 import pytest
 
+from clusterbench.bench.stream import main as stream_main
 from clusterbench.bench.stream import spec
+from clusterbench.bench.stream.config import parse_sweep
 from clusterbench.bench.stream.kernels import TorchStream
 from clusterbench.bench.stream.main import StreamConfig, run_size
 from clusterbench.cli import main
-from clusterbench.cli.commands.stream import parse_sweep
-from clusterbench.dist.context import DistOptions
-from clusterbench.dist.driver import Job, execute
 from clusterbench.errors import UsageError
+from clusterbench.ranks.context import RankOptions
+from clusterbench.ranks.driver import Job, execute
+from clusterbench.records import Failure
 from clusterbench.store import Store
 
 
@@ -70,11 +73,10 @@ def test_wrong_kernel_in_process_is_caught():
 
 def test_wrong_kernel_fails_the_run():
     events = []
-    cfg = StreamConfig(sizes=(2048,), numtimes=4, backend="node_doubles:WrongOneElement")
-    outcome = execute(Job("clusterbench.bench.stream.main:main", cfg, DistOptions(device="cpu"), np=1),
-                      events.append)
+    cfg = StreamConfig(sizes=(2048,), numtimes=4, backend=node_doubles.WrongOneElement)
+    outcome = execute(Job(stream_main.main, cfg, RankOptions(device="cpu"), np=1), events.append)
     assert outcome.status == "complete"  # the ranks finished; the check failure is an event
-    fails = [e.data for e in events if e.kind == "fail"]
+    fails = [e.reason for e in events if isinstance(e, Failure)]
     assert fails and fails[0].startswith("stream check failed on cpu (array size 2048): array ")
 
 

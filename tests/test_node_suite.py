@@ -3,13 +3,17 @@
 
 from __future__ import annotations
 
+from clusterbench.bench import suite
+from clusterbench.bench.gemm import main as gemm_main
 from clusterbench.bench.gemm import spec as gemm_spec
+from clusterbench.bench.stream import main as stream_main
 from clusterbench.bench.stream import spec as stream_spec
 from clusterbench.bench.suite import SUITE
-from clusterbench.dist.context import DistOptions
-from clusterbench.dist.driver import Job, execute
+from clusterbench.ranks.context import RankOptions
+from clusterbench.ranks.driver import Job, execute
+from clusterbench.records import Failure, Rows
 
-NODE_TARGETS = ("clusterbench.bench.stream.main:main", "clusterbench.bench.gemm.main:main")
+NODE_TARGETS = (stream_main.main, gemm_main.main)
 
 
 def _entries():
@@ -36,11 +40,10 @@ def test_two_cpu_ranks_report_the_host_once():
              SuiteEntry("gemm", NODE_TARGETS[1], cpu=GemmConfig(
                  m=32, n=32, k=32, dtypes=("fp32",), iterations=1, samples=2))]
     events = []
-    outcome = execute(Job("clusterbench.bench.suite:main", small, DistOptions(device="cpu"), np=2),
-                      events.append)
+    outcome = execute(Job(suite.main, small, RankOptions(device="cpu"), np=2), events.append)
     assert outcome.status == "complete", outcome.errors
-    assert not [e for e in events if e.kind == "fail"]
-    rows = [m for e in events if e.kind == "measurements" for m in e.data]
+    assert not [e for e in events if isinstance(e, Failure)]
+    rows = [m for e in events if isinstance(e, Rows) for m in e.measurements]
     assert {m.param("device") for m in rows} == {"cpu"}  # no per-rank duplicates, no aggregate
     assert len([m for m in rows if m.benchmark == "stream" and m.metric == "bandwidth"]) == 6
     assert len([m for m in rows if m.benchmark == "gemm" and m.metric == "tflops"]) == 2

@@ -13,8 +13,8 @@ from clusterbench.bench.transfer import main as tmain
 from clusterbench.bench.transfer.matrices import Planned, plan
 from clusterbench.cli import main
 from clusterbench.errors import UsageError
+from clusterbench.families.transfer.table import TransferTable as TransferRenderer
 from clusterbench.records import Measurement, Run
-from clusterbench.report.transfer_table import TransferRenderer
 
 CPU = engine.Topology(0, (0,), {0: (0,)})
 GPUS8 = engine.Topology(8, (0, 1), {0: (0,), 1: (1,)})

@@ -1,7 +1,7 @@
 import pytest
 
-from clusterbench.dist.rankenv import detect, expand_hostlist
 from clusterbench.errors import UsageError
+from clusterbench.ranks.env import detect, expand_hostlist
 
 
 def test_no_launcher():

@@ -1,16 +1,18 @@
 """``clusterbench ddp-comm``: DDP gradient all_reduce over dummy layers, algbw and efficiency."""
 
+import json
+
 import pytest
 import torch
 from work_helpers import cli, json_rows, overall, stored
 
 from clusterbench.bench.workloads.ddp_comm import (
-    DdpCommConfig,
     layer_elements,
     nodes_for_theory,
     summarize,
 )
 from clusterbench.errors import UsageError
+from clusterbench.judge.theory import link_efficiency
 
 
 def test_runs_stores_and_is_consistent(capsys, db):
@@ -28,28 +30,30 @@ def test_runs_stores_and_is_consistent(capsys, db):
         assert ms["algbw"].params["bytes"] == grad_bytes and ms["algbw"].params["bucket_cap_mb"] == 1.0
     avg_bw = overall(rows, "algbw")
     assert avg_bw.value * 1e9 * overall(rows, "step_time_ms").value / 1e3 == pytest.approx(grad_bytes)
-    eff = overall(rows, "efficiency")
+    # the efficiency is judged from the stored run and its link_speed tag, not stored itself
+    (eff,) = [d for d in map(json.loads, out.splitlines()) if d["kind"] == "efficiency"]
     # One host: each rank stands for a node, so n = 2 and the optimum is B*2/2 = 1.25 GB/s.
-    assert eff.params["nodes"] == 2 and eff.params["optimal_algbw"] == pytest.approx(1.25)
-    assert eff.value == pytest.approx(avg_bw.value / 1.25)
+    assert eff["nodes"] == 2 and eff["optimal_algbw"] == pytest.approx(1.25)
+    assert eff["efficiency"] == pytest.approx(avg_bw.value / 1.25)
     [(run, ms)] = stored(db)
     assert run.status == "complete" and run.benchmark == "ddp_comm" and len(ms) == len(rows)
+    assert run.tags["link_speed"] == "10Gbps" and not [m for m in ms if m.metric == "efficiency"]
     code, out, _ = cli(capsys, "results", "show", str(run.id), "--db", db)
-    assert code == 0 and "algbw(GB/s)" in out and "# overall efficiency (avg)" in out
+    assert code == 0 and "algbw(GB/s)" in out
+    assert "# efficiency ddp_comm: algbw" in out and "of the optimal 1.25 GB/s for 2 nodes over 10Gbps" in out
 
 
-def test_summary_without_link_speed_has_no_efficiency():
+def test_summary_records_measurements_and_efficiency_is_judged_at_read_time():
     base = {"layers": 16, "bytes": 100, "bucket_cap_mb": 25.0, "ranks": 2}
-    ms = summarize([0.5, 0.25], 10**9, base, DdpCommConfig(), ["a", "b"], 2)
+    ms = summarize([0.5, 0.25], 10**9, base, ["a", "b"], 2)
     by = {(m.metric, m.params["stat"]): m.value for m in ms}
     assert by[("step_time_ms", "avg")] == pytest.approx(375.0)
     assert by[("algbw", "max")] == pytest.approx(4.0)
     assert ("efficiency", "avg") not in by
     # The AWS study: 6.21 GB/s over 2 machines at 100 Gbps is 50% of the optimal 12.5 GB/s.
-    cfg = DdpCommConfig(link_speed=100e9 / 8, link_text="100Gbps")
-    ms = summarize([10**9 / 6.21e9], 10**9, base, cfg, ["a", "a", "b", "b"], 4)
-    eff = [m for m in ms if m.metric == "efficiency"][0]
-    assert eff.params["nodes"] == 2 and eff.value == pytest.approx(6.21 / 12.5)
+    ms = summarize([10**9 / 6.21e9], 10**9, base, ["a", "a", "b", "b"], 4)
+    (eff,) = link_efficiency(ms, 4, 100e9 / 8)
+    assert eff.nodes == 2 and eff.ratio == pytest.approx(6.21 / 12.5)
 
 
 def test_layer_split_and_nodes():

@@ -4,8 +4,13 @@ import pytest
 import torch
 from work_helpers import cli, json_rows, stored
 
-from clusterbench.bench.workloads.infer_tp import SEED_BATCHES, InferTpConfig, memory_need, validate
-from clusterbench.cli.commands.infer_tp import parse_batches
+from clusterbench.bench.workloads.infer_tp import (
+    SEED_BATCHES,
+    InferTpConfig,
+    memory_need,
+    parse_batches,
+    validate,
+)
 from clusterbench.errors import UsageError
 
 

@@ -5,8 +5,8 @@ import json
 import pytest
 from work_helpers import cli
 
-from clusterbench.bench.workloads.scaling import Point, overall_value, scaling_table
 from clusterbench.errors import UsageError
+from clusterbench.judge.scaling import Point, overall_value, scaling_table
 from clusterbench.records import Measurement, Run
 from clusterbench.store import Store
 

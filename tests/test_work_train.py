@@ -7,7 +7,8 @@ import torch
 from work_helpers import cli, json_rows, overall, stored
 
 from clusterbench.bench.workloads.model import PRESETS
-from clusterbench.bench.workloads.train import _union_us, check_fits, shard_ranks
+from clusterbench.bench.workloads.train import _union_us, shard_ranks
+from clusterbench.bench.workloads.train import check_model_fits as check_fits
 from clusterbench.errors import UsageError
 
 BATCH = 8

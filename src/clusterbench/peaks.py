@@ -63,9 +63,14 @@ def dense_tflops(device_name: str | None, dtype: str) -> float | None:
     return dev.tflops.get(dtype) if dev else None
 
 
-def link_bandwidth(device_name: str | None, link: str) -> float | None:
-    dev = lookup(device_name)
-    return dev.links.get(link) if dev else None
+def peak_of(kind: str, device_name: str | None, params: dict[str, Any]) -> float | None:
+    """The datasheet figure a metric declares it is held against (``Metric.peak``):
+    ``memory_bandwidth`` (HBM, GB/s) or ``dense_tflops`` (TFLOP/s for the row's ``dtype``)."""
+    if kind == "memory_bandwidth":
+        return hbm_bandwidth(device_name)
+    if kind == "dense_tflops":
+        return dense_tflops(device_name, str(params.get("dtype", "")))
+    return None
 
 
 def percent(value: float, peak: float | None) -> float | None:

@@ -104,3 +104,72 @@ class Run:
             "errors": list(self.errors),
             "meta": dict(self.meta),
         }
+
+
+@dataclass(frozen=True)
+class TelemetrySample:
+    """One reading of a host or device counter during a run (GPU power, temperature, CPU load)."""
+
+    t: float
+    metric: str
+    value: float
+    unit: str = ""
+    host: str = ""
+    device: str = ""
+
+
+# -- rank events ------------------------------------------------------------------------------
+# What a benchmark reports while it runs, through its RankContext (``record``, ``note``, ``fail``,
+# ``meta``, ``telemetry``); the driver adds the ``Header``. Only rank 0's events are kept. Every
+# consumer (the run builder, the table and JSON printers) handles each type.
+
+@dataclass(frozen=True)
+class Header:
+    """Who runs: sent by the driver once every rank has joined, before the benchmark starts."""
+
+    ranks: int
+    hosts: list[str]            # host of each rank, in rank order
+    devices: list[str]          # device name of each rank
+    device_type: str            # cuda | cpu
+    backend: str                # nccl | gloo
+    launcher: str               # local | torchrun | slurm | mpi
+    versions: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Rows:
+    """Finished measurements, sent as soon as each row is done so a crash keeps them."""
+
+    measurements: tuple[Measurement, ...]
+
+
+@dataclass(frozen=True)
+class Note:
+    """A line for the reader: a skipped row and why, a caveat about the numbers."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Failure:
+    """The run measured something wrong (a failed correctness check): it ends ``failed``."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Meta:
+    """Run metadata (table headers, inventories, device names), merged into ``Run.meta``."""
+
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Telemetry:
+    """Every host's samples, gathered to rank 0 at the end of the benchmark."""
+
+    samples: tuple[TelemetrySample, ...]
+
+
+Event = Header | Rows | Note | Failure | Meta | Telemetry

@@ -13,9 +13,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from clusterbench.dist.driver import Event, Job, Outcome, execute
-from clusterbench.records import COMPLETE, FAILED, INCOMPLETE, Measurement, Run, utc_now
-from clusterbench.store import Store, TelemetrySample, describe
+from clusterbench.ranks.driver import Job, JobOutcome, execute
+from clusterbench.records import (
+    COMPLETE,
+    FAILED,
+    INCOMPLETE,
+    Event,
+    Failure,
+    Header,
+    Measurement,
+    Meta,
+    Note,
+    Rows,
+    Run,
+    Telemetry,
+    TelemetrySample,
+    utc_now,
+)
+from clusterbench.store import Store, describe
 
 
 class Printer(Protocol):
@@ -40,29 +55,29 @@ class RunBuilder:
 
     def on_event(self, event: Event) -> None:
         with self._lock:
-            kind, data = event.kind, event.data
-            if kind == "header":
-                self.run.ranks = int(data.get("ranks", 0))
-                self.run.hosts = list(dict.fromkeys(data.get("hosts", [])))
-                self.run.devices = list(data.get("devices", []))
-                self.run.versions = dict(data.get("versions", {}))
-                self.run.env = dict(data.get("env", {}))
-                for key in ("device_type", "backend", "launcher"):
-                    if key in data:
-                        self.run.meta[key] = data[key]
-                self.run.meta["rank_hosts"] = list(data.get("hosts", []))
-            elif kind == "measurements":
-                self.measurements.extend(data)
-            elif kind == "note":
-                self.run.meta.setdefault("notes", []).append(str(data))
-            elif kind == "fail":
-                self.failures.append(str(data))
-            elif kind == "telemetry":
-                self.telemetry.extend(data)
-            elif kind == "meta":
-                self.run.meta.update(data)
+            match event:
+                case Header():
+                    self.run.ranks = event.ranks
+                    self.run.hosts = list(dict.fromkeys(event.hosts))
+                    self.run.devices = list(event.devices)
+                    self.run.versions = dict(event.versions)
+                    self.run.env = dict(event.env)
+                    self.run.meta.update(device_type=event.device_type, backend=event.backend,
+                                         launcher=event.launcher, rank_hosts=list(event.hosts))
+                case Rows():
+                    self.measurements.extend(event.measurements)
+                case Note():
+                    self.run.meta.setdefault("notes", []).append(event.text)
+                case Failure():
+                    self.failures.append(event.reason)
+                case Telemetry():
+                    self.telemetry.extend(event.samples)
+                case Meta():
+                    self.run.meta.update(event.data)
+                case _:
+                    raise TypeError(f"unknown rank event {event!r}")
 
-    def finish(self, outcome: Outcome) -> Run:
+    def finish(self, outcome: JobOutcome) -> Run:
         with self._lock:
             self.run.ended_at = utc_now()
             self.run.errors = list(outcome.errors) + self.failures
@@ -110,7 +125,7 @@ def run_job(
         printer.on_event(event)
 
     def on_abort(message: str) -> None:
-        builder.finish(Outcome("root", INCOMPLETE, [message], exit_code=1))
+        builder.finish(JobOutcome("root", INCOMPLETE, [message], exit_code=1))
         _save(db, builder)
 
     outcome = execute(job, sink, on_abort)

@@ -40,12 +40,49 @@ def format_size(n: int) -> str:
     return str(n)
 
 
-_RATE_UNITS = {
-    "bps": 1 / 8, "kbps": 1e3 / 8, "mbps": 1e6 / 8, "gbps": 1e9 / 8, "tbps": 1e12 / 8,
-    "bit/s": 1 / 8, "kbit/s": 1e3 / 8, "mbit/s": 1e6 / 8, "gbit/s": 1e9 / 8, "tbit/s": 1e12 / 8,
-    "kbit": 1e3 / 8, "mbit": 1e6 / 8, "gbit": 1e9 / 8, "tbit": 1e12 / 8,
-    "b/s": 1, "kb/s": 1e3, "mb/s": 1e6, "gb/s": 1e9, "tb/s": 1e12,
+# Every unit clusterbench reads or converts: unit -> (kind, factor to the kind's base unit).
+# Rates are in bytes per second (bits are /8), FLOP rates in FLOP/s, times in seconds. Lower-case
+# keys; ``unit_scale`` keeps the one distinction case carries: the b of Gb/s is bits.
+_BITS = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+_UNITS: dict[str, tuple[str, float]] = {
+    **{f"{p}bps": ("rate", f / 8) for p, f in _BITS.items()},
+    **{f"{p}bit/s": ("rate", f / 8) for p, f in _BITS.items()},
+    **{f"{p}bit": ("rate", f / 8) for p, f in _BITS.items() if p},
+    **{f"{p}b/s": ("rate", f) for p, f in _BITS.items()},
+    **{f"{p}ib/s": ("rate", float(1 << (10 * i))) for i, p in enumerate(("", "k", "m", "g", "t")) if p},
+    **{f"{p}flop/s": ("flops", f) for p, f in _BITS.items()},
+    **{f"{p}flops": ("flops", f) for p, f in _BITS.items() if p},
+    "ns": ("time", 1e-9), "us": ("time", 1e-6), "ms": ("time", 1e-3), "s": ("time", 1.0),
 }
+
+
+def unit_scale(unit: str) -> tuple[str, float] | None:
+    """(kind, factor to base) of a unit as users and tools write it, or None if unknown.
+
+    ``GB/s`` is bytes, ``Gb/s``, ``Gbps``, ``Gbit/s`` and ``gbit`` are bits; ``TFLOP/s`` and
+    ``TFLOPS`` are FLOP rates; ``us``, ``ms`` are times.
+    """
+    u = unit.strip()
+    if u.endswith("b/s") and not u.endswith("B/s") and len(u) <= 4 and u[:-3].lower() in _BITS:
+        return _UNITS[f"{u[:-3].lower()}bit/s"]  # Gb/s means gigabits
+    return _UNITS.get(u.lower())
+
+
+def is_time_unit(unit: str) -> bool:
+    scale = unit_scale(unit) if unit else None
+    return scale is not None and scale[0] == "time"
+
+
+def convert(value: float, from_unit: str, to_unit: str) -> float:
+    """``value`` in ``from_unit`` expressed in ``to_unit`` (94100 GFLOP/s -> 94.1 TFLOP/s)."""
+    if from_unit == to_unit or not from_unit:
+        return value
+    a, b = unit_scale(from_unit), unit_scale(to_unit)
+    if a is None or b is None or a[0] != b[0]:
+        raise ValueError(f"cannot convert {from_unit!r} to {to_unit!r}")
+    return value * a[1] / b[1]
+
+
 _RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z/]+)\s*$", re.IGNORECASE)
 
 
@@ -59,11 +96,9 @@ def parse_rate(text: str) -> float:
     if not m:
         raise UsageError(f"invalid rate {text!r}: expected e.g. 100Gbps, 1gbit or 50GB/s")
     number, unit = float(m.group(1)), m.group(2)
-    if unit.endswith("b/s") and not unit.endswith("B/s") and len(unit) <= 4:
-        unit = unit[:-3] + "bit/s"  # Gb/s means gigabits
-    factor = _RATE_UNITS.get(unit.lower())
-    if factor is None:
+    scale = unit_scale(unit)
+    if scale is None or scale[0] != "rate":
         raise UsageError(f"invalid rate {text!r}: unknown unit {unit!r}")
     if number <= 0:
         raise UsageError(f"invalid rate {text!r}: must be positive")
-    return number * factor
+    return number * scale[1]

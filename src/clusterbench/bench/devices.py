@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from clusterbench.errors import UsageError
+from clusterbench.ranks.context import RankContext, local_device_count, resolve_device_type
 
 
 def parse_devices(text: str | None, device_type: str, count: int) -> list[int]:
@@ -33,6 +34,12 @@ def parse_devices(text: str | None, device_type: str, count: int) -> list[int]:
     return out
 
 
+def resolve(device: str, devices: str | None) -> tuple[str, list[int]]:
+    """``--device`` and ``--devices`` of a node benchmark: the device type and the indices to use."""
+    device_type = resolve_device_type(device)
+    return device_type, parse_devices(devices, device_type, local_device_count(device_type))
+
+
 def rank_device(device_type: str, indices: list[int], rank: int, own: Any = None) -> Any:
     """This rank's device: ``indices[rank]``, or the rank's own device when no list is given
     (inside ``clusterbench run``, where the job already holds one rank per device)."""
@@ -45,7 +52,7 @@ def rank_device(device_type: str, indices: list[int], rank: int, own: Any = None
     return torch.device("cpu")
 
 
-def measures(ctx: Any, dev: Any) -> bool:
+def measures(ctx: RankContext, dev: Any) -> bool:
     """Whether this rank measures: every GPU rank; on CPU only rank 0, because the host is one
     device whose cores rank 0 already uses (a job may hold more CPU ranks, e.g. the suite's)."""
     return dev.type == "cuda" or ctx.rank == 0
@@ -75,7 +82,7 @@ def device_name(dev: Any) -> str:
         import torch
 
         return torch.cuda.get_device_name(dev)
-    from clusterbench.dist.context import cpu_model
+    from clusterbench.envinfo.software import cpu_model
 
     return cpu_model()
 
@@ -123,7 +130,7 @@ def timer(dev: Any) -> Callable[[Callable[[], Any]], float]:
     return cpu_time
 
 
-def gather_to_root(ctx: Any, obj: Any) -> list[Any] | None:
+def gather_to_root(ctx: RankContext, obj: Any) -> list[Any] | None:
     """Every rank's ``obj`` on rank 0 (in rank order); None on the other ranks."""
     import torch.distributed as dist
 
@@ -142,7 +149,7 @@ def gather_to_root(ctx: Any, obj: Any) -> list[Any] | None:
     return out
 
 
-def join(ctx: Any, device_type: str, indices: list[int], note: str = "",
+def join(ctx: RankContext, device_type: str, indices: list[int], note: str = "",
          **meta: Any) -> tuple[Any, str, bool]:
     """This rank's device, its label and whether it measures; the CPU thread count is noted,
     and rank 0 records every device's name (plus ``meta``) in the run."""
@@ -151,9 +158,9 @@ def join(ctx: Any, device_type: str, indices: list[int], note: str = "",
     active = measures(ctx, dev)
     if dev.type == "cpu" and active:
         threads = cpu_threads()
-        ctx.emit("meta", {"threads": threads})
-        ctx.emit("note", f"CPU: {threads} thread(s){note}")
+        ctx.meta({"threads": threads})
+        ctx.note(f"CPU: {threads} thread(s){note}")
     names = gather_to_root(ctx, (label, device_name(dev)))
     if ctx.is_root and names:
-        ctx.emit("meta", {"device_names": dict(names), **meta})
+        ctx.meta({"device_names": dict(names), **meta})
     return dev, label, active

@@ -1,18 +1,21 @@
-"""Option bundles shared by every command, so ``--json``, ``--db``, ``--tag`` and the rank
-options mean the same thing everywhere."""
+"""Option bundles shared by every command, so ``--json``, ``--db``, ``--tag``, ``--repeat`` and
+the rank options mean the same thing everywhere. A bundle hands the command one typed value
+(``out: RunOutput``, ``ranks: RankOptions``) instead of loose keyword arguments."""
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import click
 
-from clusterbench.dist.context import DistOptions
 from clusterbench.errors import UsageError
+from clusterbench.ranks.context import RankOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -78,7 +81,27 @@ tag_option = click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE",
 repeat_option = click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
                              help="Run the benchmark N times; each repetition is stored as its own run in one group.")
 
-dist_options = _compose(
+@dataclass(frozen=True)
+class RunOutput:
+    """Where a benchmark's runs go and how they print: ``--json``, ``--db``, ``--tag``, ``--repeat``."""
+
+    as_json: bool = False
+    db: str | None = None
+    tags: dict[str, str] | None = None
+    repeat: int = 1
+
+
+def run_output(f: F) -> F:
+    """``--json --db --tag --repeat`` as one ``out: RunOutput`` argument."""
+    @functools.wraps(f)
+    def command(*args: Any, as_json: bool, db: str | None, tags: tuple[str, ...], repeat: int,
+                **kwargs: Any) -> Any:
+        return f(*args, out=RunOutput(as_json, db, parse_tags(tags), repeat), **kwargs)
+
+    return _compose(json_option, db_option, tag_option, repeat_option)(command)  # type: ignore[return-value]
+
+
+_RANK_OPTIONS = (
     click.option("--np", "np", type=int, default=None,
                  help="Ranks to start on this host (default: one per visible GPU, or 2 CPU ranks). Ignored under torchrun/srun/mpirun."),
     click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
@@ -92,7 +115,31 @@ dist_options = _compose(
                  help="Sample GPU power/temperature/clocks and host CPU every SECONDS during the run (0: off)."),
 )
 
-store_options = _compose(json_option, db_option, tag_option)
+
+def rank_options(f: F) -> F:
+    """``--np --device --backend --timeout --telemetry-interval`` as ``np`` and ``ranks: RankOptions``."""
+    @functools.wraps(f)
+    def command(*args: Any, device: str, backend: str, timeout: float, telemetry_interval: float,
+                **kwargs: Any) -> Any:
+        return f(*args, ranks=RankOptions(device, backend, timeout, telemetry_interval), **kwargs)
+
+    return _compose(*_RANK_OPTIONS)(command)  # type: ignore[return-value]
+
+
+def node_options(f: F) -> F:
+    """The node benchmarks' ``--device --devices --timeout --telemetry-interval``: one rank per
+    selected device, as ``devices`` and ``ranks: RankOptions``."""
+    @functools.wraps(f)
+    def command(*args: Any, device: str, timeout: float, telemetry_interval: float, **kwargs: Any) -> Any:
+        return f(*args, ranks=RankOptions(device, "auto", timeout, telemetry_interval), **kwargs)
+
+    return _compose(
+        click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto",
+                     show_default=True, help="Device type; cuda also means ROCm GPUs."),
+        click.option("--devices", default=None, metavar="all|0,1",
+                     help="Devices to run on at once, one rank each (default: all GPUs; CPU is one device)."),
+        _RANK_OPTIONS[3], _RANK_OPTIONS[4],
+    )(command)  # type: ignore[return-value]
 
 
 def parse_tags(items: tuple[str, ...] | list[str]) -> dict[str, str]:
@@ -103,11 +150,6 @@ def parse_tags(items: tuple[str, ...] | list[str]) -> dict[str, str]:
             raise UsageError(f"invalid tag {item!r}: expected KEY=VALUE")
         tags[key.strip()] = value.strip()
     return tags
-
-
-def dist_from(kwargs: dict[str, Any]) -> DistOptions:
-    return DistOptions(device=kwargs["device"], backend=kwargs["backend"], timeout=kwargs["timeout"],
-                       telemetry_interval=kwargs.get("telemetry_interval", 1.0))
 
 
 def command_line() -> list[str]:

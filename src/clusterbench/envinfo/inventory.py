@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterbench.envinfo import gpulib, sysfs
+from clusterbench.envinfo.software import comm_env, software_versions
 from clusterbench.envinfo.sysfs import read_text
 from clusterbench.records import utc_now
 
@@ -210,16 +211,12 @@ def gpus(root: Path, use_libraries: bool = True) -> tuple[list[dict[str, Any]], 
 def collect(root: Path | str = "/", use_libraries: bool | None = None,
             environ: dict[str, str] | None = None) -> dict[str, Any]:
     """The full inventory of this host as a JSON-ready dict."""
-    from clusterbench.dist.context import comm_env
-
     root = Path(root)
     if use_libraries is None:
         use_libraries = str(root) == "/"
     found, source, lib_versions = gpus(root, use_libraries)
     versions: dict[str, str] = {"python": platform.python_version()}
     if use_libraries:
-        from clusterbench.dist.context import software_versions
-
         try:
             versions.update(software_versions())
         except Exception as e:  # noqa: BLE001 - torch missing: report the rest

@@ -11,75 +11,41 @@ docs/architecture.md, so an imported run is selected, validated and compared lik
 
 from __future__ import annotations
 
+import importlib
 import itertools
-from collections.abc import Callable, Iterable, Iterator
+import pkgutil
+from collections.abc import Iterable, Iterator
 
-from clusterbench.ingest import (
-    babelstream,
-    blas_bench,
-    clusterbench_jsonl,
-    iperf3,
-    nccl_files,
-    nccl_tests,
-    osu,
-    perftest,
-    transferbench,
-    vllm_serving,
-)
 from clusterbench.ingest.common import IMPORT_BENCHMARK, ImportedRun, LogFormatError, clean_lines
-from clusterbench.ingest.detect import detect
+from clusterbench.ingest.registry import Importer
 
-__all__ = ["IMPORT_BENCHMARK", "TOOLS", "ImportedRun", "LogFormatError", "detect_tool", "iter_runs", "parse_text"]
+__all__ = ["IMPORT_BENCHMARK", "IMPORTERS", "TOOLS", "ImportedRun", "LogFormatError", "detect_tool",
+           "iter_runs", "parse_text"]
 
-TOOLS = ("nccl-tests", "rccl-tests", "transferbench", "babelstream", "stream", "rocblas-bench", "hipblaslt-bench",
-         "perftest", "iperf3", "osu", "vllm-serving", clusterbench_jsonl.TOOL)
 HEAD_CHARS = 64 * 1024  # enough to see every tool's signature; the rest is streamed
+
+
+def _discover() -> tuple[Importer, ...]:
+    """Every ``IMPORTERS`` entry of this package's modules, in detection order."""
+    found: list[Importer] = []
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        found += getattr(module, "IMPORTERS", ())
+    return tuple(sorted(found, key=lambda imp: imp.order))
+
+
+IMPORTERS = _discover()
+_BY_TOOL: dict[str, Importer] = {}
+for _imp in IMPORTERS:
+    for _name in (_imp.tool, *_imp.aliases):
+        _BY_TOOL.setdefault(_name, _imp)
+TOOLS = tuple(sorted(_BY_TOOL))
 
 
 def detect_tool(text: str) -> str | None:
     """The tool that wrote ``text`` (its beginning suffices), or None."""
-    return detect("\n".join(clean_lines(text[:HEAD_CHARS].splitlines())))
-
-
-def _whole(parser: Callable[[str, str], list[ImportedRun]]) -> Callable[[Iterable[str], str], Iterator[ImportedRun]]:
-    def run(lines: Iterable[str], name: str) -> Iterator[ImportedRun]:
-        yield from parser("".join(lines), name)
-    return run
-
-
-def _nccl(lines: Iterable[str], name: str, head: str) -> Iterator[ImportedRun]:
-    start = head.lstrip()[:1]
-    if head.lstrip().startswith("numCycle,") or start == "[" and '"numCycle"' in head:
-        fmt = "csv" if start != "[" else "json"
-        yield from nccl_files.parse_rccl_results("".join(lines), name, fmt)
-    elif start == "{":
-        yield from nccl_files.parse_nccl_json("".join(lines), name)
-    else:
-        yield from nccl_tests.parse_lines(lines, name)
-
-
-def _vllm(lines: Iterable[str], name: str, head: str) -> Iterator[ImportedRun]:
-    text = "".join(lines)
-    if head.lstrip()[:1] in "{[":
-        yield from vllm_serving.parse_json(text, name)
-    else:
-        yield from vllm_serving.parse_text(text, name)
-
-
-_PARSERS: dict[str, Callable[[Iterable[str], str, str], Iterator[ImportedRun]]] = {
-    "nccl-tests": _nccl,
-    "rccl-tests": _nccl,
-    "transferbench": lambda lines, name, head: _whole(transferbench.parse)(lines, name),
-    "babelstream": lambda lines, name, head: _whole(babelstream.parse)(lines, name),
-    "stream": lambda lines, name, head: _whole(babelstream.parse)(lines, name),
-    "rocblas-bench": lambda lines, name, head: iter(blas_bench.parse("".join(lines), name, "rocblas-bench")),
-    "hipblaslt-bench": lambda lines, name, head: iter(blas_bench.parse("".join(lines), name, "hipblaslt-bench")),
-    "perftest": lambda lines, name, head: _whole(perftest.parse)(lines, name),
-    "iperf3": lambda lines, name, head: _whole(iperf3.parse)(lines, name),
-    "osu": lambda lines, name, head: _whole(osu.parse)(lines, name),
-    "vllm-serving": _vllm,
-    clusterbench_jsonl.TOOL: lambda lines, name, head: clusterbench_jsonl.iter_parse(lines, name),
-}
+    head = "\n".join(clean_lines(text[:HEAD_CHARS].splitlines()))
+    return next((imp.tool for imp in IMPORTERS if imp.detects(head)), None)
 
 
 def iter_runs(lines: Iterable[str], tool: str | None = None, name: str = "") -> Iterator[ImportedRun]:
@@ -101,14 +67,14 @@ def iter_runs(lines: Iterable[str], tool: str | None = None, name: str = "") -> 
         raise LogFormatError("empty file")
     if "\x00" in head or _binary(head):
         raise LogFormatError("binary data, not a text log")
-    if tool is not None and tool not in _PARSERS:
+    if tool is not None and tool not in _BY_TOOL:
         raise LogFormatError(f"unknown tool {tool!r}: choose one of {', '.join(TOOLS)}")
     found = tool or detect_tool(head)
     if found is None:
         raise LogFormatError(f"unknown format: not the output of {', '.join(TOOLS)} (use --tool to force one)")
     rest = (line if line.endswith("\n") else line + "\n" for line in it)
     count = 0
-    for run in _PARSERS[found](itertools.chain(head_lines, rest), name, head):
+    for run in _BY_TOOL[found].parse(itertools.chain(head_lines, rest), name, head):
         count += 1
         yield run
     if count == 0:

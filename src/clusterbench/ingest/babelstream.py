@@ -12,6 +12,7 @@ import csv
 import io
 import re
 
+from clusterbench.families.stream.spec import BANDWIDTH, BENCHMARK, TIME
 from clusterbench.ingest.common import (
     ImportedRun,
     clean_lines,
@@ -20,12 +21,11 @@ from clusterbench.ingest.common import (
     to_float,
     to_int,
 )
+from clusterbench.ingest.registry import Importer, whole
 from clusterbench.records import Measurement
 
-BENCH = "stream"
 KERNELS = ("Copy", "Mul", "Add", "Triad", "Dot", "Nstream", "Scale")
 _DTYPE = {"double": "double", "float": "float", "8": "double", "4": "float"}
-_MB_TO_GB = {"MBytes/sec": 1e-3, "MiBytes/sec": 1048576 / 1e9, "mbytes": 1e-3, "mibytes": 1048576 / 1e9}
 
 
 def _array_elements(mb_text: str, dtype: str) -> tuple[int | None, bool]:
@@ -85,9 +85,9 @@ def _text(lines: list[str], name: str) -> ImportedRun | None:
             params = {"kernel": kernel, "dtype": dtype, "device": str(table)}
             if array:
                 params["array_size"] = array
-            ms.append(Measurement(BENCH, "bandwidth", rate * factor, "GB/s", params))
+            ms.append(BANDWIDTH(BENCHMARK, rate * factor, params))
             for stat, sec in (("min", t_min), ("max", t_max), ("avg", t_avg)):
-                ms.append(Measurement(BENCH, "time_us", sec * 1e6, "us", {**params, "stat": stat}))
+                ms.append(TIME(BENCHMARK, sec * 1e6, {**params, "stat": stat}))
     if not ms:
         return None
     tool = "stream" if mccalpin and impl == "STREAM" else "babelstream"
@@ -131,11 +131,11 @@ def _csv(text: str, name: str) -> ImportedRun | None:
         params = {"kernel": kernel, "dtype": dtype, "device": str(table),
                   "array_size": to_int(row.get("n_elements", "")) or 0}
         factor = 1048576 / 1e9 if "mibytes" in rate_key else 1e-3
-        ms.append(Measurement(BENCH, "bandwidth", rate * factor, "GB/s", params))
+        ms.append(BANDWIDTH(BENCHMARK, rate * factor, params))
         for stat in ("min", "max", "avg"):
             sec = to_float(row.get(f"{stat}_runtime", ""))
             if sec is not None:
-                ms.append(Measurement(BENCH, "time_us", sec * 1e6, "us", {**params, "stat": stat}))
+                ms.append(TIME(BENCHMARK, sec * 1e6, {**params, "stat": stat}))
     if not ms:
         return None
     run.source = "babelstream"
@@ -155,3 +155,10 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
         # a document quoting the output left parts out; the tables it shows are whole
         result.run.meta["elided"] = "the log shows '. . .' where output was left out"
     return [result]
+
+
+IMPORTERS = (
+    Importer("babelstream", re.compile(r"BabelStream|GPU-STREAM|^\s*function,num_times,n_elements|STREAM version"
+                                       r"|Function\s+(MBytes|MiBytes)/sec", re.M), whole(parse), order=60,
+             aliases=("stream",)),
+)

@@ -9,11 +9,13 @@ command line in the log, else from the file name, else are left out (never guess
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 
+from clusterbench.families.gemm.spec import BENCHMARK, TFLOPS, TIME
 from clusterbench.ingest.common import ImportedRun, clean_lines, new_run, to_float, to_int
+from clusterbench.ingest.registry import Importer, Parse
 from clusterbench.records import Measurement
 
-BENCH = "gemm"
 # rocblas/hipblaslt type codes and file-name words -> the gemm family's dtype names
 _TYPES = {"s": "fp32", "f32_r": "fp32", "fp32": "fp32", "sgemm": "fp32", "d": "fp64", "f64_r": "fp64",
           "fp64": "fp64", "dgemm": "fp64", "h": "fp16", "f16_r": "fp16", "fp16_r": "fp16", "fp16": "fp16",
@@ -102,7 +104,20 @@ def _measurements(row: dict[str, str], cols: list[str], text: str, name: str) ->
     params = {k: v for k, v in params.items() if v not in (None, "")}
     out = []
     if gflops is not None:
-        out.append(Measurement(BENCH, "tflops", gflops / 1000.0, "TFLOP/s", params))
+        out.append(TFLOPS(BENCHMARK, gflops / 1000.0, params))
     if us is not None:
-        out.append(Measurement(BENCH, "time_us", us, "us", params))
+        out.append(TIME(BENCHMARK, us, params))
     return out
+
+
+def _parser(tool: str) -> Parse:
+    def run(lines: Iterable[str], name: str, head: str) -> Iterator[ImportedRun]:
+        yield from parse("".join(lines), name, tool)
+    return run
+
+
+IMPORTERS = (
+    Importer("hipblaslt-bench", re.compile(r"hipblaslt-Gflops|hipBLASLt version"), _parser("hipblaslt-bench"),
+             order=70),
+    Importer("rocblas-bench", re.compile(r"rocblas-Gflops"), _parser("rocblas-bench"), order=80),
+)

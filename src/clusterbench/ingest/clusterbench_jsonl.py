@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from clusterbench.ingest.common import IMPORT_BENCHMARK, ImportedRun, LogFormatError
+from clusterbench.ingest.registry import Importer
 from clusterbench.records import INCOMPLETE, RUN_STATUSES, Measurement, Run
 
 TOOL = "clusterbench-jsonl"
@@ -128,3 +130,10 @@ def iter_parse(lines: Iterable[str], name: str = "") -> Iterator[ImportedRun]:
 def parse(text: str, name: str = "") -> list[ImportedRun]:
     """Every run in ``text`` (see the module's docstring); [] when it holds none."""
     return list(iter_parse(text.splitlines(), name))
+
+
+IMPORTERS = (
+    # first: clusterbench's own lines may hold any other tool's words in their params and meta
+    Importer(TOOL, re.compile(r'\{"kind": "(measurement|run)", |\{"run": (\d+|null), "benchmark": "[^"]*", "metric": '),
+             lambda lines, name, head: iter_parse(lines, name), order=0),
+)

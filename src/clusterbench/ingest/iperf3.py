@@ -8,12 +8,13 @@ hold several JSON documents one after another (a loop appending ``-J`` output): 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
+from clusterbench.families.net.spec import BANDWIDTH, JITTER, LOST, NET, RETRANSMITS
 from clusterbench.ingest.common import ImportedRun, LogFormatError, add_error, new_run
+from clusterbench.ingest.registry import Importer, whole
 from clusterbench.records import FAILED, INCOMPLETE, Measurement
-
-BENCH = "net"
 
 
 def _documents(text: str) -> list[dict[str, Any]]:
@@ -69,13 +70,13 @@ def _run(doc: dict[str, Any], name: str) -> ImportedRun | None:
         if not isinstance(s, dict) or "bits_per_second" not in s:
             continue
         p = {**params, "side": side, "bytes": int(s.get("bytes", 0))}
-        ms.append(Measurement(BENCH, "bandwidth", float(s["bits_per_second"]) / 8e9, "GB/s", p))
+        ms.append(BANDWIDTH(NET, float(s["bits_per_second"]) / 8e9, p))
         if "retransmits" in s:
-            ms.append(Measurement(BENCH, "retransmits", float(s["retransmits"]), "", p))
+            ms.append(RETRANSMITS(NET, float(s["retransmits"]), p))
         if "jitter_ms" in s:
-            ms.append(Measurement(BENCH, "jitter_us", float(s["jitter_ms"]) * 1000, "us", p))
+            ms.append(JITTER(NET, float(s["jitter_ms"]) * 1000, p))
         if "lost_percent" in s:
-            ms.append(Measurement(BENCH, "lost_percent", float(s["lost_percent"]), "%", p))
+            ms.append(LOST(NET, float(s["lost_percent"]), p))
     if doc.get("error"):
         add_error(run, str(doc["error"]))
         run.status = FAILED if not ms else INCOMPLETE
@@ -93,3 +94,7 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
         if r is not None:
             out.append(r)
     return out
+
+
+IMPORTERS = (Importer("iperf3", re.compile(r'"intervals"\s*:|"sum_sent"\s*:|"version"\s*:\s*"iperf'),
+                      whole(parse), order=20),)

@@ -20,9 +20,19 @@ import csv
 import io
 import json
 import re
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from clusterbench.ingest.collectives import normalize_op, op_from_filename
+from clusterbench.families.collectives.spec import (
+    ALGBW,
+    AVG_BUSBW,
+    BUSBW,
+    OUT_OF_BOUNDS,
+    TIME,
+    WRONG,
+    op_in_text,
+    op_name,
+)
 from clusterbench.ingest.common import (
     ImportedRun,
     LogFormatError,
@@ -31,7 +41,8 @@ from clusterbench.ingest.common import (
     to_float,
     to_int,
 )
-from clusterbench.ingest.nccl_tests import BENCH_UNKNOWN, nccl_version_from_code
+from clusterbench.ingest.nccl_tests import BENCH_UNKNOWN, nccl_version_from_code, parse_lines
+from clusterbench.ingest.registry import Importer
 from clusterbench.records import COMPLETE, FAILED, INCOMPLETE, Measurement
 
 
@@ -103,7 +114,7 @@ def parse_nccl_json(text: str, name: str = "") -> list[ImportedRun]:
     run.ranks = len(devices)
     if "rank_hosts" in run.meta and not run.meta["rank_hosts"]:
         del run.meta["rank_hosts"]
-    op = (normalize_op(str(args[0])) if args else None) or op_from_filename(name) or BENCH_UNKNOWN
+    op = (op_name(str(args[0])) if args else None) or op_in_text(name) or BENCH_UNKNOWN
     run.meta["op"] = op
     ms: list[Measurement] = []
     for row in doc.get("results") or []:
@@ -119,17 +130,17 @@ def parse_nccl_json(text: str, name: str = "") -> list[ImportedRun]:
                 continue
             p = {**params, "placement": placement}
             time_us = block.get("time", block.get("cpu_time"))
-            for metric, value, unit in (("time_us", time_us, "us"), ("algbw", block.get("alg_bw"), "GB/s"),
-                                        ("busbw", block.get("bus_bw"), "GB/s"), ("wrong", block.get("nwrong"), "")):
+            for metric, value in ((TIME, time_us), (ALGBW, block.get("alg_bw")),
+                                  (BUSBW, block.get("bus_bw")), (WRONG, block.get("nwrong"))):
                 v = to_float(str(value)) if value is not None else None
                 if v is not None:
-                    ms.append(Measurement(op, metric, v, unit, p))
+                    ms.append(metric(op, v, p))
     avg = doc.get("average_bus_bandwidth")
     oob = doc.get("out_of_bounds")
     if isinstance(avg, dict) and to_float(str(avg.get("bandwidth"))) is not None:
-        ms.append(Measurement(op, "avg_busbw", float(avg["bandwidth"]), "GB/s", {"ranks": run.ranks}))
+        ms.append(AVG_BUSBW(op, float(avg["bandwidth"]), {"ranks": run.ranks}))
     if isinstance(oob, dict) and oob.get("count") is not None:
-        ms.append(Measurement(op, "out_of_bounds", float(oob["count"]), "", {"ranks": run.ranks}))
+        ms.append(OUT_OF_BOUNDS(op, float(oob["count"]), {"ranks": run.ranks}))
     for err in doc.get("errors") or []:
         add_error(run, str(err))
     run.status = COMPLETE if isinstance(avg, dict) and not truncated else INCOMPLETE
@@ -176,7 +187,7 @@ def parse_rccl_results(text: str, name: str = "", fmt: str = "csv") -> list[Impo
         raise LogFormatError("rccl-tests result file without rows")
     run = new_run("rccl-tests", name)
     first = rows[0]
-    op = normalize_op(first.get("collective") or first.get("name") or "") or op_from_filename(name) or BENCH_UNKNOWN
+    op = op_name(first.get("collective") or first.get("name") or "") or op_in_text(name) or BENCH_UNKNOWN
     run.meta["op"] = op
     ranks = to_int(first.get("ranks") or first.get("gpus") or "0") or 0
     run.ranks = ranks
@@ -193,10 +204,30 @@ def parse_rccl_results(text: str, name: str = "", fmt: str = "csv") -> list[Impo
                                   "placement": "in" if inplace.strip() == "1" else "out", "ranks": ranks}
         if len(cycles) > 1:
             params["cycle"] = to_int(r.get("numCycle", "0"))
-        for metric, key, unit in (("time_us", "time", "us"), ("algbw", "algbw", "GB/s"),
-                                  ("busbw", "busbw", "GB/s"), ("wrong", "#wrong", "")):
+        for metric, key in ((TIME, "time"), (ALGBW, "algbw"), (BUSBW, "busbw"), (WRONG, "#wrong")):
             raw = r.get(key) or r.get({"algbw": "algBw", "busbw": "busBw", "#wrong": "wrong"}.get(key, key), "")
             v = to_float(raw)
             if v is not None:
-                ms.append(Measurement(op, metric, v, unit, params))
+                ms.append(metric(op, v, params))
     return [ImportedRun(run, ms)]
+
+
+def _parse(lines: Iterable[str], name: str, head: str) -> Iterator[ImportedRun]:
+    """nccl-tests' text output, its -J JSON, or rccl-tests' -Z csv/json, told apart by the head."""
+    start = head.lstrip()[:1]
+    if head.lstrip().startswith("numCycle,") or start == "[" and '"numCycle"' in head:
+        yield from parse_rccl_results("".join(lines), name, "csv" if start != "[" else "json")
+    elif start == "{":
+        yield from parse_nccl_json("".join(lines), name)
+    else:
+        yield from parse_lines(lines, name)
+
+
+IMPORTERS = (
+    # the result files' keys early; the text's words last (other tools' logs may quote them)
+    Importer("nccl-tests", re.compile(r'^\s*numCycle,|"numCycle"\s*:|"bus_bw"\s*:|"nccl_version"\s*:', re.M),
+             _parse, order=30, aliases=("rccl-tests",)),
+    Importer("nccl-tests", re.compile(r"Avg bus bandwidth|out-of-place|nThread:?\s+\d+\s+nGpus|Collective test"
+                                      r"|rccl-tests|\balgbw\b.*\bbusbw\b|Test NCCL failure|Test CUDA failure"),
+             _parse, order=100, aliases=("rccl-tests",)),
+)

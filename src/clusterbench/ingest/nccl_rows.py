@@ -10,22 +10,31 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
+from clusterbench.families.collectives.spec import (
+    ALGBW,
+    BUSBW,
+    ITER_CV,
+    ITER_TIME,
+    MAX_ERROR,
+    TIME,
+    WRONG,
+)
 from clusterbench.ingest.common import to_float
 from clusterbench.records import Measurement
 
 PLACEMENTS = ("out", "in")
 DEFAULT_TAIL = ["time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong"]
 # column header word -> (metric, unit, stat)
-COLUMN_METRICS = {"time": ("time_us", "us", ""), "cputime": ("time_us", "us", "cpu"),
-                  "algbw": ("algbw", "GB/s", ""), "busbw": ("busbw", "GB/s", ""),
-                  "#wrong": ("wrong", "", ""), "wrong": ("wrong", "", ""), "error": ("max_error", "", ""),
-                  "res": ("max_error", "", ""), "i_min": ("iter_time_us", "us", "min"),
-                  "i_max": ("iter_time_us", "us", "max"), "i_p99": ("iter_time_us", "us", "p99"),
-                  "i_cv%": ("iter_cv_pct", "%", "")}
+COLUMN_METRICS = {"time": (TIME.name, TIME.unit, ""), "cputime": (TIME.name, TIME.unit, "cpu"),
+                  "algbw": (ALGBW.name, ALGBW.unit, ""), "busbw": (BUSBW.name, BUSBW.unit, ""),
+                  "#wrong": (WRONG.name, WRONG.unit, ""), "wrong": (WRONG.name, WRONG.unit, ""),
+                  "error": (MAX_ERROR.name, MAX_ERROR.unit, ""), "res": (MAX_ERROR.name, MAX_ERROR.unit, ""),
+                  "i_min": (ITER_TIME.name, ITER_TIME.unit, "min"), "i_max": (ITER_TIME.name, ITER_TIME.unit, "max"),
+                  "i_p99": (ITER_TIME.name, ITER_TIME.unit, "p99"), "i_cv%": (ITER_CV.name, ITER_CV.unit, "")}
 _INF = float("inf")
 
 # (size, count, dtype, redop, root, values in tail order (None where N/A), 4th column is an error)
-Row = tuple[int, int, str, str, int, list["float | None"], bool]
+TableRow = tuple[int, int, str, str, int, list["float | None"], bool]
 
 
 class Layout:
@@ -41,8 +50,8 @@ class Layout:
             if self.blocks:
                 self.blocks[-1].append((i, *COLUMN_METRICS.get(name, (name, "", ""))))
         self.blocks = self.blocks[: len(PLACEMENTS)]
-        self.bw_index = [(next((i for i, m, _u, _s in b if m == "algbw"), None),
-                          next((i for i, m, _u, _s in b if m == "busbw"), None)) for b in self.blocks]
+        self.bw_index = [(next((i for i, m, _u, _s in b if m == ALGBW.name), None),
+                          next((i for i, m, _u, _s in b if m == BUSBW.name), None)) for b in self.blocks]
         # Without a header we do not know whether the 4th value is #wrong or an old error column.
         self.wrong_index = [i for b in self.blocks for i, m, _u, _s in b if m == "wrong"] if not from_header else []
 
@@ -69,7 +78,7 @@ def _values(tokens: list[str]) -> list[float | None]:
     return floats  # type: ignore[return-value]
 
 
-def parse_row(toks: list[str], layout: Layout) -> Row | None:
+def parse_row(toks: list[str], layout: Layout) -> TableRow | None:
     """A table row split on whitespace, or None when the tokens are not one."""
     nlead = len(toks) - layout.ntail
     if nlead < 3 or nlead > 5:
@@ -92,7 +101,7 @@ def parse_row(toks: list[str], layout: Layout) -> Row | None:
     return (size, count, dtype, redop, root, _values(tail), is_error)
 
 
-def best_bandwidths(rows: list[Row], layout: Layout) -> tuple[float, float] | None:
+def best_bandwidths(rows: list[TableRow], layout: Layout) -> tuple[float, float] | None:
     """(algbw, busbw) of the row with the largest algbw (its two-decimal rounding matters least)."""
     best: tuple[float, float] | None = None
     for row in rows:
@@ -109,7 +118,7 @@ def best_bandwidths(rows: list[Row], layout: Layout) -> tuple[float, float] | No
 class NcclTable:
     """A run's collective records in row form (see ``RecordTable`` in ingest.common)."""
 
-    def __init__(self, op: str, ranks: int, layout: Layout, rows: list[Row], extra: list[Measurement]) -> None:
+    def __init__(self, op: str, ranks: int, layout: Layout, rows: list[TableRow], extra: list[Measurement]) -> None:
         self.op, self.ranks, self.layout, self.table, self.extra = op, ranks, layout, rows, extra
         self._count: int | None = None
 
@@ -118,15 +127,15 @@ class NcclTable:
             self._count = sum(1 for _ in self._values()) + len(self.extra)
         return self._count
 
-    def _values(self) -> Iterator[tuple[Row, str, str, float, str, str]]:
+    def _values(self) -> Iterator[tuple[TableRow, str, str, float, str, str]]:
         for row in self.table:
             values = row[5]
             for placement, block in zip(PLACEMENTS, self.layout.blocks):
                 for index, metric, unit, stat in block:
                     v = values[index]
                     if v is not None:
-                        if row[6] and metric == "wrong":
-                            metric = "max_error"
+                        if row[6] and metric == WRONG.name:
+                            metric = MAX_ERROR.name
                         yield row, placement, metric, v, unit, stat
 
     def measurements(self) -> list[Measurement]:
@@ -142,7 +151,7 @@ class NcclTable:
     def rows(self) -> Iterator[tuple[str, str, float, str, str]]:
         op, ranks = self.op, self.ranks
         quoted: dict[str, str] = {}
-        last: tuple[Row, str] | None = None
+        last: tuple[TableRow, str] | None = None
         base = ""
         for row, placement, metric, value, unit, stat in self._values():
             if last is None or last[0] is not row or last[1] != placement:

@@ -14,12 +14,8 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from clusterbench.ingest.collectives import (
-    infer_op,
-    normalize_op,
-    op_from_filename,
-    ranks_from_ratio,
-)
+from clusterbench.families.collectives.spec import AVG_BUSBW, OUT_OF_BOUNDS, op_in_text, op_name
+from clusterbench.ingest.collectives import infer_op, ranks_from_ratio
 from clusterbench.ingest.common import (
     MAX_ERROR_LINES,
     ImportedRun,
@@ -33,7 +29,7 @@ from clusterbench.ingest.nccl_rows import (
     DEFAULT_LAYOUT,
     Layout,
     NcclTable,
-    Row,
+    TableRow,
     best_bandwidths,
     parse_row,
 )
@@ -77,7 +73,7 @@ class _State:
     op_hint: str | None = None  # from a command line quoted in the log (x_perf ...)
     layout: Layout = DEFAULT_LAYOUT
     ranks: dict[int, tuple[str, str, int, int, str]] = field(default_factory=dict)  # host, name, pid, dev, bus
-    rows: list[Row] = field(default_factory=list)
+    rows: list[TableRow] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     header: str = ""
     avg_busbw: float | None = None
@@ -183,7 +179,7 @@ class NcclTextParser:
             return self._version_line(body)
         if "_perf" in body and st.op_hint is None:
             m = _PROGRAM.search(body)
-            st.op_hint = normalize_op(m.group(1)) if m else None
+            st.op_hint = op_name(m.group(1)) if m else None
         return None
 
     def _start_or_end(self, body: str) -> ImportedRun | None:
@@ -192,10 +188,10 @@ class NcclTextParser:
             return None
         if m.group(1) == "starting":
             finished = self._new_run_if_busy()
-            self.state.op = normalize_op(m.group(2)) or self.state.op
+            self.state.op = op_name(m.group(2)) or self.state.op
             self.state.seen = True
             return finished
-        self.state.op = normalize_op(m.group(2)) or self.state.op
+        self.state.op = op_name(m.group(2)) or self.state.op
         done = self._build()
         self.state = _State(self.name)
         return done
@@ -264,7 +260,7 @@ class NcclTextParser:
             run.meta["header"] = st.header
         pair = best_bandwidths(st.rows, st.layout)
         ratio = pair[1] / pair[0] if pair else None
-        op = st.op or st.op_hint or op_from_filename(self.name)
+        op = st.op or st.op_hint or op_in_text(self.name)
         if op is None and st.rows:
             first = st.rows[0]
             op = infer_op(first[3] not in ("", "none"), first[4], ratio, ranks)
@@ -281,9 +277,9 @@ class NcclTextParser:
         run.ranks = ranks or 0
         extra: list[Measurement] = []
         if st.avg_busbw is not None:
-            extra.append(Measurement(op, "avg_busbw", st.avg_busbw, "GB/s", {"ranks": run.ranks}))
+            extra.append(AVG_BUSBW(op, st.avg_busbw, {"ranks": run.ranks}))
         if st.oob is not None:
-            extra.append(Measurement(op, "out_of_bounds", float(st.oob), "", {"ranks": run.ranks}))
+            extra.append(OUT_OF_BOUNDS(op, float(st.oob), {"ranks": run.ranks}))
         if st.avg_busbw is None:
             run.status = INCOMPLETE
             run.meta["truncated"] = "no footer (Avg bus bandwidth): the log ends mid-sweep"

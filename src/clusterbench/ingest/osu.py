@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from clusterbench.families.net.spec import LATENCY, MSG_RATE, OSU_BANDWIDTH, OSU_PREFIX
 from clusterbench.ingest.common import (
     ImportedRun,
     add_error,
@@ -17,6 +18,7 @@ from clusterbench.ingest.common import (
     to_float,
     to_int,
 )
+from clusterbench.ingest.registry import Importer, whole
 from clusterbench.records import INCOMPLETE, Measurement
 
 _TITLE = re.compile(r"^#\s*OSU\s+(\S+)\s+(.*?)\s+Test(?:\s+v?([\d.]+))?\s*$")
@@ -32,7 +34,7 @@ def bench_name(title: str) -> str:
     if key in _NAMES:
         return _NAMES[key]
     words = key.replace("non-blocking", "i").replace(" latency", "").replace(" bandwidth", "").split()
-    return "osu_" + "".join(words).replace("-", "_").replace("ireduce", "ireduce")
+    return OSU_PREFIX + "".join(words).replace("-", "_").replace("ireduce", "ireduce")
 
 
 class _Run:
@@ -77,11 +79,11 @@ class _Run:
             if value is None or metric == "iterations":
                 continue
             if metric == "bandwidth":
-                self.ms.append(Measurement(self.bench, "bandwidth", value / 1000.0, "GB/s", params))
+                self.ms.append(OSU_BANDWIDTH(self.bench, value / 1000.0, params))
             elif metric == "msg_rate":
-                self.ms.append(Measurement(self.bench, "msg_rate", value / 1e6, "Mpps", params))
+                self.ms.append(MSG_RATE(self.bench, value / 1e6, params))
             else:
-                self.ms.append(Measurement(self.bench, "latency_us", value, "us", {**params, "stat": stat}))
+                self.ms.append(LATENCY(self.bench, value, {**params, "stat": stat}))
 
 
 def parse(text: str, name: str = "") -> list[ImportedRun]:
@@ -103,7 +105,7 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
             key, _, value = s[len("export "):].partition("=")
             env[key.strip()] = value.strip()
             continue
-        if "osu_" in s and not s.startswith("#"):
+        if OSU_PREFIX in s and not s.startswith("#"):
             command = s
             continue
         if cur is None:
@@ -128,3 +130,6 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
             r.run.status = INCOMPLETE
         out.append(ImportedRun(r.run, r.ms))
     return out
+
+
+IMPORTERS = (Importer("osu", re.compile(r"^\s*#\s*OSU\s+\S+.*Test", re.M), whole(parse), order=40),)

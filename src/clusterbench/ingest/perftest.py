@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from clusterbench.families.net.spec import BW_AVG, BW_PEAK, LATENCY, MSG_RATE
 from clusterbench.ingest.common import (
     ImportedRun,
     add_error,
@@ -18,6 +19,7 @@ from clusterbench.ingest.common import (
     to_float,
     to_int,
 )
+from clusterbench.ingest.registry import Importer, whole
 from clusterbench.records import INCOMPLETE, Measurement
 
 _TITLE = re.compile(r"^(RDMA_Write|RDMA_Read|Send|Atomic\w*|Write|Read)\b([\w /]*?)\s*\b(BW|Latency)\s+Test",
@@ -82,16 +84,15 @@ class _Run:
                 continue
             if col.startswith(("BW_peak", "BW_average")):
                 unit = col[col.find("[") + 1: col.find("]")]
-                metric = "bw_peak" if col.startswith("BW_peak") else "bw_avg"
-                self.ms.append(Measurement(self.bench, metric, value * _BW_UNITS.get(unit, 1e-3), "GB/s", params))
+                metric = BW_PEAK if col.startswith("BW_peak") else BW_AVG
+                self.ms.append(metric(self.bench, value * _BW_UNITS.get(unit, 1e-3), params))
                 added = True
             elif col.startswith("MsgRate"):
-                self.ms.append(Measurement(self.bench, "msg_rate", value, "Mpps", params))
+                self.ms.append(MSG_RATE(self.bench, value, params))
             else:
                 key = col.split("[", 1)[0]
                 if key in _LAT_STATS:
-                    self.ms.append(Measurement(self.bench, "latency_us", value, "us",
-                                               {**params, "stat": _LAT_STATS[key]}))
+                    self.ms.append(LATENCY(self.bench, value, {**params, "stat": _LAT_STATS[key]}))
                     added = True
         if added:
             self.seen.add(size)
@@ -134,3 +135,9 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
         r.run.meta["benchmark"] = r.bench
         out.append(ImportedRun(r.run, r.ms))
     return out
+
+
+IMPORTERS = (
+    Importer("perftest", re.compile(r"(RDMA_Write|RDMA_Read|Send|Atomic\w*)\b[\w /]*?\b(BW|Latency)\s+Test"
+                                    r"|#bytes\s+#iterations\s+(BW peak|t_min)"), whole(parse), order=90),
+)

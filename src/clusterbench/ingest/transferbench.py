@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from clusterbench.families.transfer.spec import BANDWIDTH, BENCHMARK, TIME
 from clusterbench.ingest.common import (
     ImportedRun,
     add_error,
@@ -18,9 +19,9 @@ from clusterbench.ingest.common import (
     to_float,
     to_int,
 )
+from clusterbench.ingest.registry import Importer, whole
 from clusterbench.records import INCOMPLETE, Measurement
 
-BENCH = "transfer"
 _DEVICE = re.compile(r"\b(CPU|GPU|NIC)\s+(\d+)")
 _VERSION = re.compile(r"TransferBench v?(\d[\w.]*)")
 _EXECUTOR = {"G": "GFX", "GPU": "GFX", "D": "DMA", "DMA": "DMA", "C": "CPU", "CPU": "CPU", "I": "NIC", "NIC": "NIC"}
@@ -55,7 +56,7 @@ class _Parser:
         p = {k: v for k, v in params.items() if v is not None}
         if self.bytes is not None and "bytes" not in p:
             p["bytes"] = self.bytes
-        self.ms.append(Measurement(BENCH, "bandwidth", value, "GB/s", p))
+        self.ms.append(BANDWIDTH(BENCHMARK, value, p))
 
     def line(self, line: str) -> None:
         s = line.strip()
@@ -169,7 +170,7 @@ class _Parser:
     def _time(self, value: float | None, **params: object) -> None:
         if value is not None:
             p = {k: v for k, v in params.items() if v is not None}
-            self.ms.append(Measurement(BENCH, "time_us", value, "us", p))
+            self.ms.append(TIME(BENCHMARK, value, p))
 
 
 def parse(text: str, name: str = "") -> list[ImportedRun]:
@@ -183,3 +184,9 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
     if p.run.errors:
         p.run.status = INCOMPLETE
     return [ImportedRun(p.run, p.ms)]
+
+
+IMPORTERS = (
+    Importer("transferbench", re.compile(r"TransferBench|SRC\\+DST|SRC\+EXE\\+DST|Aggregate bandwidth \(GPU Timed\)"
+                                         r"|Bytes Per Direction|Aggregate \(CPU\)\s*[|│]"), whole(parse), order=50),
+)

@@ -11,19 +11,21 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Iterator
 from typing import Any
 
+from clusterbench.families import serving
 from clusterbench.ingest.common import ImportedRun, LogFormatError, clean_lines, new_run, to_float
+from clusterbench.ingest.registry import Importer
 from clusterbench.records import INCOMPLETE, Measurement
 
-BENCH = "serving"
 _LATENCY = re.compile(r"^(mean|median|std|p\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el)_ms$")
-_THROUGHPUT = {"request_throughput": ("request_throughput", "req/s"),
-               "request_goodput": ("request_goodput", "req/s"),
-               "output_throughput": ("output_token_throughput", "tok/s"),
-               "total_token_throughput": ("total_token_throughput", "tok/s"),
-               "input_throughput": ("input_token_throughput", "tok/s")}
-_COUNTS = {"completed": ("completed", ""), "failed": ("failed", ""), "duration": ("duration_s", "s")}
+# vLLM's result keys -> the serving family's metrics
+_METRICS = {"request_throughput": serving.REQUEST_THROUGHPUT, "request_goodput": serving.REQUEST_GOODPUT,
+            "output_throughput": serving.OUTPUT_TOKEN_THROUGHPUT,
+            "total_token_throughput": serving.TOTAL_TOKEN_THROUGHPUT,
+            "input_throughput": serving.INPUT_TOKEN_THROUGHPUT, "completed": serving.COMPLETED,
+            "failed": serving.FAILED, "duration": serving.DURATION}
 _TEXT_LAT = re.compile(r"^(Mean|Median|Std|P\d+(?:\.\d+)?)\s+(TTFT|TPOT|ITL|E2E Latency|E2EL)\s*\(ms\):\s*(\S+)")
 _TEXT_KEYS = {"request throughput (req/s)": "request_throughput", "request goodput (req/s)": "request_goodput",
               "output token throughput (tok/s)": "output_throughput",
@@ -49,13 +51,9 @@ def _records(values: dict[str, Any], params: dict[str, Any]) -> list[Measurement
             continue
         m = _LATENCY.match(key)
         if m:
-            ms.append(Measurement(BENCH, f"{m.group(2)}_ms", value, "ms", {**params, "stat": m.group(1)}))
-        elif key in _THROUGHPUT:
-            metric, unit = _THROUGHPUT[key]
-            ms.append(Measurement(BENCH, metric, value, unit, params))
-        elif key in _COUNTS:
-            metric, unit = _COUNTS[key]
-            ms.append(Measurement(BENCH, metric, value, unit, params))
+            ms.append(serving.LATENCIES[m.group(2)](serving.BENCHMARK, value, {**params, "stat": m.group(1)}))
+        elif key in _METRICS:
+            ms.append(_METRICS[key](serving.BENCHMARK, value, params))
     return ms
 
 
@@ -126,3 +124,14 @@ def parse_text(text: str, name: str = "") -> list[ImportedRun]:
         run.status = INCOMPLETE
         run.meta["truncated"] = "the result block has no closing ===== line"
     return [ImportedRun(run, ms)] if ms else []
+
+
+def _parse(lines: Iterable[str], name: str, head: str) -> Iterator[ImportedRun]:
+    text = "".join(lines)
+    yield from (parse_json(text, name) if head.lstrip()[:1] in "{[" else parse_text(text, name))
+
+
+IMPORTERS = (
+    Importer("vllm-serving", re.compile(r'"request_throughput"|Serving Benchmark Result|"mean_ttft_ms"'),
+             _parse, order=10),
+)

@@ -14,13 +14,12 @@ import statistics
 from dataclasses import dataclass, field
 
 from clusterbench.errors import UsageError
+from clusterbench.families import family_of, higher_is_better
 from clusterbench.judge.compare import group_rows
 from clusterbench.judge.outliers import flag_outliers
 from clusterbench.judge.profiles import Criterion, Profile
-from clusterbench.judge.select import Row, higher_is_better
+from clusterbench.judge.select import Row
 from clusterbench.judge.stats import summarize
-
-DEFAULT_METRICS = ("busbw", "bandwidth", "tflops")
 
 
 @dataclass
@@ -35,21 +34,28 @@ def _label(bench: str, metric: str, params: dict) -> str:
     return f"{bench} {metric}" + (f" {shown}" if shown else "")
 
 
+def _wanted(benchmark: str, metric: str, metrics: tuple[str, ...]) -> bool:
+    """The metrics asked for, else each family's headline (busbw, bandwidth, TFLOP/s, ...)."""
+    if metrics:
+        return metric in metrics
+    family = family_of(benchmark)
+    return family is not None and family.headline is not None and family.headline.name == metric
+
+
 def create_baseline(rows: list[Row], *, name: str, pct: float = 90.0, metrics: tuple[str, ...] = (),
                     min_bytes: int = 1 << 20, max_cv: float = 0.10) -> BaselineResult:
     if not 0 < pct < 200:
         raise UsageError(f"--pct must be between 0 and 200, got {pct:g}")
-    wanted = set(metrics or DEFAULT_METRICS)
     run_ids = sorted({r.run.id for r in rows if r.run.id is not None})
     criteria: list[Criterion] = []
     result = BaselineResult(Profile(name, ()))
     for (bench, metric, params_json), grp in group_rows(rows).items():
-        if metric not in wanted:
+        if not _wanted(bench, metric, metrics):
             continue
         params = json.loads(params_json)
         if isinstance(params.get("bytes"), (int, float)) and params["bytes"] < min_bytes:
             continue  # small messages are latency-bound and too noisy for a pass/fail bound
-        hib = higher_is_better(metric, grp[0].m.unit)
+        hib = higher_is_better(bench, metric, grp[0].m.unit)
         per_run: dict[str, list[float]] = {}
         for r in grp:
             per_run.setdefault(str(r.run.id), []).append(r.m.value)
@@ -76,8 +82,9 @@ def create_baseline(rows: list[Row], *, name: str, pct: float = 90.0, metrics: t
                          f"more than {max_cv * 100:.0f}% CV between runs: no stable baseline (use more "
                          "repetitions or larger sizes)")
     if not criteria:
-        raise UsageError(f"runs {','.join(map(str, run_ids))} have no {'/'.join(sorted(wanted))} "
-                         "measurements to build a baseline from")
+        what = "/".join(metrics) if metrics else "headline"
+        raise UsageError(f"runs {','.join(map(str, run_ids))} have no {what} measurements to build a "
+                         "baseline from")
     result.profile = Profile(name, tuple(criteria),
                              description=f"Baseline from run(s) {','.join(map(str, run_ids))}: "
                                          f"{pct:g}% of the median per row",

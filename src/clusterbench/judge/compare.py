@@ -20,10 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusterbench.errors import UsageError
-from clusterbench.judge.select import Row, higher_is_better
+from clusterbench.families import IDENTITY_PARAMS, higher_is_better
+from clusterbench.judge.select import Row
 from clusterbench.judge.stats import Summary, WelchResult, summarize, welch
-
-IDENTITY_PARAMS = frozenset({"host", "rank", "device", "pid", "hostname", "node", "local_rank"})
 
 SAME, BETTER, WORSE, NOISY, INSUFFICIENT = "same", "better", "worse", "noisy", "insufficient"
 
@@ -107,7 +106,7 @@ def compare(rows_a: list[Row], rows_b: list[Row], *, alpha: float = 0.05, min_ef
         sa, sb = summarize(va), summarize(vb)
         test = welch(va, vb)
         unit = ga[key][0].m.unit
-        status, verdict = judge(sa, sb, test, higher_is_better(metric, unit), alpha=alpha,
+        status, verdict = judge(sa, sb, test, higher_is_better(bench, metric, unit), alpha=alpha,
                                 min_effect=min_effect, max_cv=max_cv)
         out.append(Comparison(bench, metric, json.loads(params), unit, sa, sb, test, status, verdict))
     return out

@@ -11,12 +11,12 @@ import json
 import statistics
 from dataclasses import dataclass
 
+from clusterbench.families import higher_is_better, is_judged
 from clusterbench.judge.compare import group_key
 from clusterbench.judge.outliers import Outlier, flag_outliers
-from clusterbench.judge.select import Row, higher_is_better
+from clusterbench.judge.select import Row
 
 IDENTITIES = ("host", "device", "tag:node")
-SKIP_METRICS = frozenset({"wrong", "out_of_bounds", "count"})
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class Degraded:
 def find_degraded(rows: list[Row], threshold: float = 3.5, min_rel_dev: float = 0.05) -> list[Degraded]:
     groups: dict[tuple, list[Row]] = {}
     for r in rows:
-        if r.m.metric not in SKIP_METRICS:
+        if is_judged(r.m.benchmark, r.m.metric):
             groups.setdefault(group_key(r), []).append(r)
     found = []
     for (bench, metric, params_json), grp in groups.items():
@@ -51,7 +51,7 @@ def find_degraded(rows: list[Row], threshold: float = 3.5, min_rel_dev: float = 
             if len(per) < 3:
                 continue
             values = {k: statistics.median(v) for k, v in per.items()}
-            hib = higher_is_better(metric, grp[0].m.unit)
+            hib = higher_is_better(bench, metric, grp[0].m.unit)
             for o in flag_outliers(values, threshold=threshold, higher_is_better=hib, min_rel_dev=min_rel_dev):
                 found.append(Degraded(bench, metric, json.loads(params_json), grp[0].m.unit, by, o))
     found.sort(key=lambda d: -abs(d.outlier.z))

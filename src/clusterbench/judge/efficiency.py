@@ -1,18 +1,17 @@
-"""How close results come to a limit: collectives vs the optimal algbw over the link, device
-results (stream bandwidth, GEMM TFLOP/s) vs the datasheet peaks of ``clusterbench.peaks``."""
+"""How close results come to a limit, judged at read time: link-bound rows (collective algbw,
+DDP's gradient sync, a host pair's bandwidth) against the optimum over the network
+(``judge.theory``), and device rows against the datasheet peaks their metric declares
+(``Metric.peak``: stream bandwidth vs HBM, GEMM TFLOP/s vs the dense peak of its dtype)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from clusterbench.judge.theory import Efficiency, collective_efficiency, link_speed_for
+from clusterbench import peaks
+from clusterbench.families import family_of, metric_of
+from clusterbench.judge.theory import Efficiency, link_efficiency, link_speed_for
 from clusterbench.records import Measurement, Run
-
-try:  # the peak table lives with the node benchmarks; without it, no percentages are shown
-    from clusterbench import peaks as _peaks
-except ImportError:  # pragma: no cover - depends on the installed tree
-    _peaks = None
 
 
 def nodes_of(run: Run, override: int | None = None) -> int:
@@ -24,14 +23,14 @@ def nodes_of(run: Run, override: int | None = None) -> int:
     return len(run.hosts)
 
 
-def run_collective_efficiency(run: Run, ms: list[Measurement], link: str | None,
-                              nodes: int | None = None) -> list[Efficiency]:
-    """measured/optimal algbw for a run's collective rows; empty without a link speed or with < 2 nodes."""
+def run_link_efficiency(run: Run, ms: list[Measurement], link: str | None,
+                        nodes: int | None = None) -> list[Efficiency]:
+    """measured/optimal for a run's link-bound rows; empty without a link speed (``--link-speed``
+    or the run's ``link_speed`` tag)."""
     rate = link_speed_for(run.tags, link)
-    n = nodes_of(run, nodes)
-    if rate is None or n < 2:
+    if rate is None:
         return []
-    return collective_efficiency(ms, n, rate)
+    return link_efficiency(ms, nodes_of(run, nodes), rate)
 
 
 def best_per_placement(effs: list[Efficiency]) -> list[Efficiency]:
@@ -42,6 +41,15 @@ def best_per_placement(effs: list[Efficiency]) -> list[Efficiency]:
         if k not in best or e.bytes > best[k].bytes:
             best[k] = e
     return list(best.values())
+
+
+def efficiency_lines(run: Run, ms: list[Measurement], link: str | None = None) -> list[str]:
+    """What a terminal table adds below a run judged against its link speed."""
+    text = link or run.tags.get("link_speed")
+    return [f"# efficiency {e.benchmark}{f' {e.placement}' if e.placement else ''}: algbw "
+            f"{e.measured_algbw:.3g} GB/s = {e.ratio * 100:.1f}% of the optimal {e.optimal_algbw:.3g} GB/s "
+            f"for {e.nodes} nodes over {text}"
+            for e in best_per_placement(run_link_efficiency(run, ms, link))]
 
 
 @dataclass(frozen=True)
@@ -58,6 +66,11 @@ class DevicePercent:
     def percent(self) -> float:
         return 100.0 * self.value / self.peak
 
+    def label(self) -> str:
+        """What was measured, as its family names a row (``stream Triad``)."""
+        family = family_of(self.benchmark)
+        return family.label(self.benchmark, self.params) if family else self.benchmark
+
 
 def _device_name(run: Run, m: Measurement) -> str | None:
     dev = m.params.get("device")
@@ -73,32 +86,25 @@ def _device_name(run: Run, m: Measurement) -> str | None:
 
 
 def device_percent_of_peak(run: Run, ms: list[Measurement]) -> list[DevicePercent]:
-    """Stream bandwidth vs HBM peak and GEMM TFLOP/s vs dense peak, where the device is known."""
-    if _peaks is None:
-        return []
+    """Every row whose metric declares a datasheet peak, where the device is known."""
     out = []
     for m in ms:
-        peak = None
-        name = None
-        if m.benchmark == "stream" and m.metric == "bandwidth":
-            name = _device_name(run, m)
-            peak = _peaks.hbm_bandwidth(name)
-        elif m.benchmark == "gemm" and m.metric == "tflops":
-            name = _device_name(run, m)
-            peak = _peaks.dense_tflops(name, str(m.params.get("dtype", "")))
+        metric = metric_of(m.benchmark, m.metric)
+        if metric is None or not metric.peak:
+            continue
+        name = _device_name(run, m)
+        peak = peaks.peak_of(metric.peak, name, m.params)
         if peak and name:
             out.append(DevicePercent(m.benchmark, m.metric, dict(m.params), m.value, m.unit, peak, name))
     return out
 
 
 def best_percent_of_peak(runs: list[tuple[Run, list[Measurement]]]) -> list[tuple[str, DevicePercent]]:
-    """The best result per stream kernel / GEMM dtype and shape, as percent of its device's peak."""
+    """The best result per row label (stream kernel, GEMM dtype and shape), as percent of peak."""
     best: dict[str, DevicePercent] = {}
     for run, ms in runs:
         for d in device_percent_of_peak(run, ms):
-            p = d.params
-            label = (f"stream {p.get('kernel')}" if d.benchmark == "stream" else
-                     f"gemm {p.get('dtype')} {p.get('m')}x{p.get('n')}x{p.get('k')}")
+            label = d.label()
             if label not in best or d.percent > best[label].percent:
                 best[label] = d
     return list(best.items())

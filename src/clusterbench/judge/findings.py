@@ -6,17 +6,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from clusterbench.errors import UsageError
+from clusterbench.families.collectives.spec import ALGBW, BUSBW, optimal_algbw
 from clusterbench.judge.compare import Comparison, compare
 from clusterbench.judge.degraded import Degraded, find_degraded
 from clusterbench.judge.efficiency import (
     DevicePercent,
     device_percent_of_peak,
     nodes_of,
-    run_collective_efficiency,
+    run_link_efficiency,
 )
 from clusterbench.judge.profiles import Profile
 from clusterbench.judge.select import Row, rows_of
-from clusterbench.judge.theory import Efficiency, link_speed_for, optimal_algbw
+from clusterbench.judge.theory import Efficiency, link_speed_for
 from clusterbench.judge.validate import Outcome, evaluate
 from clusterbench.records import Measurement, Run
 
@@ -63,15 +64,17 @@ def gather(groups: list[Group], *, profile: Profile | None = None, link: str | N
     f.degraded = find_degraded(rows)
     for g in groups:
         for run, ms in g.runs:
-            f.efficiencies += [(run.id, e) for e in run_collective_efficiency(run, ms, link, nodes)]
+            f.efficiencies += [(run.id, e) for e in run_link_efficiency(run, ms, link, nodes)]
             f.device_percents += [(run.id, d) for d in device_percent_of_peak(run, ms)]
             rate = link_speed_for(run.tags, link)
             n = nodes_of(run, nodes)
             if rate and n >= 2:
                 for m in ms:
-                    if m.metric in ("algbw", "busbw") and (m.benchmark, m.metric) not in f.theory:
-                        opt = optimal_algbw(m.benchmark, rate, n)
-                        if opt is not None:
-                            # busbw at the optimum is the link speed itself
-                            f.theory[(m.benchmark, m.metric)] = opt if m.metric == "algbw" else rate / 1e9
+                    opt = optimal_algbw(m.benchmark, rate, n)
+                    if opt is None or (m.benchmark, m.metric) in f.theory:
+                        continue
+                    if m.metric == ALGBW.name:
+                        f.theory[(m.benchmark, m.metric)] = opt
+                    elif m.metric == BUSBW.name:  # busbw at the optimum is the link speed itself
+                        f.theory[(m.benchmark, m.metric)] = rate / 1e9
     return f

@@ -46,26 +46,6 @@ _CRITERION_KEYS = {
 _OUTLIER_KEYS = {"name", "source", "note", "benchmark", "metric", "params", "outliers", "by",
                  "threshold", "min_rel_dev", "higher_is_better"}
 
-# Unit scales for converting a threshold to the unit of the measurement it is compared with.
-_SCALES: dict[str, tuple[str, float]] = {
-    "b/s": ("rate", 1.0), "kb/s": ("rate", 1e3), "mb/s": ("rate", 1e6), "gb/s": ("rate", 1e9),
-    "tb/s": ("rate", 1e12),
-    "flop/s": ("flops", 1.0), "gflop/s": ("flops", 1e9), "tflop/s": ("flops", 1e12),
-    "gflops": ("flops", 1e9), "tflops": ("flops", 1e12),
-    "ns": ("time", 1e-9), "us": ("time", 1e-6), "ms": ("time", 1e-3), "s": ("time", 1.0),
-}
-
-
-def convert(value: float, from_unit: str, to_unit: str) -> float:
-    """``value`` in ``from_unit`` expressed in ``to_unit`` (e.g. 94100 GFLOP/s -> 94.1 TFLOP/s)."""
-    if from_unit == to_unit or not from_unit:
-        return value
-    a, b = _SCALES.get(from_unit.lower()), _SCALES.get(to_unit.lower())
-    if a is None or b is None or a[0] != b[0]:
-        raise ValueError(f"cannot convert {from_unit!r} to {to_unit!r}")
-    return value * a[1] / b[1]
-
-
 @dataclass(frozen=True)
 class Criterion:
     name: str

@@ -8,16 +8,6 @@ from typing import Any
 
 from clusterbench.records import Measurement, Run
 
-# Metrics where a smaller number is better; everything else (bandwidths, TFLOP/s, rates) is higher.
-_LOWER_IS_BETTER_UNITS = {"us", "ms", "s", "ns"}
-_LOWER_IS_BETTER_METRICS = {"time_us", "wrong", "out_of_bounds", "loss", "peak_memory_bytes"}
-
-
-def higher_is_better(metric: str, unit: str = "") -> bool:
-    if metric in _LOWER_IS_BETTER_METRICS or unit in _LOWER_IS_BETTER_UNITS:
-        return False
-    return not (metric.startswith("latency") or metric.endswith(("_ms", "_us", "_time")))
-
 
 def _same(want: Any, have: Any) -> bool:
     if isinstance(want, list):

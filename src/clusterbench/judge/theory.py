@@ -1,10 +1,11 @@
-"""Theoretical limits: the best all_reduce can do over a given network.
+"""Theoretical limits: the best a collective can do over a given network.
 
 For n nodes on links of bandwidth B (bytes/s each way, full duplex), every node must send and
 receive 2(n-1)/n of the buffer, so the optimal algorithm bandwidth (nccl-tests' algbw = S/t) is
 ``B * n / (2 (n - 1))`` (Y. Bulatov, "Benchmarking AWS 100Gbps network", which tabulates
 12.5, 8.33, 7.14, 6.67, 6.52, 6.45 GB/s for 2..32 nodes at 100 Gbps). The matching bus bandwidth
-(algbw * 2(n-1)/n) is B itself: busbw's definition makes it comparable to the link speed.
+(algbw * 2(n-1)/n) is B itself: busbw's definition makes it comparable to the link speed. Other
+collectives follow from their bus factors (``families.collectives.spec.optimal_algbw``).
 
 This holds for the inter-node link when intra-node aggregation is free (hierarchical all_reduce),
 so ``nodes`` is the number of hosts, not GPUs.
@@ -12,31 +13,16 @@ so ``nodes`` is the number of hosts, not GPUs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from clusterbench.bench.collectives.spec import BUSBW_FACTORS
 from clusterbench.errors import UsageError
+from clusterbench.families import family_of, metric_of
+from clusterbench.families.collectives.spec import busbw, optimal_algbw
+from clusterbench.records import Measurement
 from clusterbench.units import parse_rate
 
-
-def optimal_allreduce_algbw(link_bytes_per_s: float, nodes: int) -> float:
-    """Optimal all_reduce algbw in GB/s for ``nodes`` nodes over links of the given bytes/s."""
-    if nodes < 2:
-        raise UsageError(f"theory needs at least 2 nodes, got {nodes}")
-    return link_bytes_per_s * nodes / (2 * (nodes - 1)) / 1e9
-
-
-def optimal_algbw(benchmark: str, link_bytes_per_s: float, nodes: int) -> float | None:
-    """Optimal algbw (GB/s) of a collective across ``nodes`` nodes: link speed / bus factor.
-
-    busbw is defined so that a collective at full link speed shows busbw == B, hence the optimum
-    algbw is B / factor(n); for all_reduce that is B*n/(2(n-1)). None for unknown collectives.
-    """
-    factor = BUSBW_FACTORS.get(benchmark)
-    if factor is None or nodes < 2:
-        return None
-    return link_bytes_per_s / factor(nodes) / 1e9
+THEORY_OP = "all_reduce"   # the collective ``clusterbench theory`` tabulates
 
 
 @dataclass(frozen=True)
@@ -51,8 +37,9 @@ def theory_table(link: str, nodes: list[int]) -> list[TheoryRow]:
     rate = parse_rate(link)
     rows = []
     for n in nodes:
-        algbw = optimal_allreduce_algbw(rate, n)
-        rows.append(TheoryRow(n, rate * 8 / 1e9, algbw, algbw * 2 * (n - 1) / n))
+        algbw = optimal_algbw(THEORY_OP, rate, n)
+        assert algbw is not None  # parse_nodes admits 2 or more
+        rows.append(TheoryRow(n, rate * 8 / 1e9, algbw, busbw(THEORY_OP, algbw, n)))
     return rows
 
 
@@ -76,7 +63,7 @@ def link_speed_for(tags: Mapping[str, str], override: str | None) -> float | Non
 class Efficiency:
     benchmark: str
     bytes: int
-    placement: str
+    placement: str      # out / in for collectives, src->dst for a pair of hosts, "" otherwise
     nodes: int
     measured_algbw: float
     optimal_algbw: float
@@ -86,15 +73,38 @@ class Efficiency:
         return self.measured_algbw / self.optimal_algbw
 
 
-def collective_efficiency(measurements, nodes: int, link_bytes_per_s: float) -> list[Efficiency]:
-    """measured algbw / optimal algbw for every collective algbw row (largest rows matter most)."""
+def _where(m: Measurement) -> str:
+    if "placement" in m.params:
+        return str(m.params["placement"])
+    if "src_host" in m.params and "dst_host" in m.params:
+        return f"{m.params['src_host']}->{m.params['dst_host']}"
+    return ""
+
+
+def _nodes(m: Measurement, run_nodes: int) -> int:
+    """The n of a row: its own ``nodes`` param (DDP on one host), 2 for a pair of hosts, else the run's."""
+    if "nodes" in m.params:
+        return int(m.params["nodes"])
+    if "src_host" in m.params and "dst_host" in m.params:
+        return 2
+    return run_nodes
+
+
+def link_efficiency(measurements: Iterable[Measurement], nodes: int,
+                    link_bytes_per_s: float) -> list[Efficiency]:
+    """measured / optimal for every link-bound row (collective algbw, DDP's gradient algbw, a
+    host pair's bandwidth); per-step rows and best-of statistics are left out."""
     out = []
     for m in measurements:
-        if m.metric != "algbw":
+        metric = metric_of(m.benchmark, m.metric)
+        if metric is None or not metric.link_bound or "step" in m.params \
+                or m.params.get("stat", "avg") != "avg":
             continue
-        opt = optimal_algbw(m.benchmark, link_bytes_per_s, nodes)
+        family = family_of(m.benchmark)
+        op = (family.link_op if family else None) or m.benchmark
+        n = _nodes(m, nodes)
+        opt = optimal_algbw(op, link_bytes_per_s, n)
         if opt is None:
             continue
-        out.append(Efficiency(m.benchmark, int(m.params.get("bytes", 0)),
-                              str(m.params.get("placement", "")), nodes, m.value, opt))
+        out.append(Efficiency(m.benchmark, int(m.params.get("bytes", 0)), _where(m), n, m.value, opt))
     return out

@@ -6,9 +6,11 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from clusterbench.families import higher_is_better
 from clusterbench.judge.outliers import flag_outliers
-from clusterbench.judge.profiles import Criterion, Profile, convert
-from clusterbench.judge.select import Row, higher_is_better, select
+from clusterbench.judge.profiles import Criterion, Profile
+from clusterbench.judge.select import Row, select
+from clusterbench.units import convert
 
 PASS, FAIL, SKIPPED, ERROR = "pass", "fail", "skipped", "error"
 
@@ -100,7 +102,8 @@ def _judge_bound(c: Criterion, rows: list[Row]) -> Outcome:
 
 
 def _judge_outliers(c: Criterion, rows: list[Row]) -> Outcome:
-    hib = c.higher_is_better if c.higher_is_better is not None else higher_is_better(c.metric, rows[0].m.unit)
+    hib = c.higher_is_better if c.higher_is_better is not None else \
+        higher_is_better(c.benchmark, c.metric, rows[0].m.unit)
     # Compare like with like: one group per combination of the other params (e.g. per size).
     groups: dict[tuple, dict[str, list[float]]] = {}
     for r in rows:

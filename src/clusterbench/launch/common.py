@@ -44,7 +44,7 @@ def check_host(host: str, where: str = "host") -> str:
 
 def parse_hosts(text: str) -> list[str]:
     """``a,b,c`` or a Slurm hostlist ``gpu[01-04]``."""
-    from clusterbench.dist.rankenv import expand_hostlist
+    from clusterbench.hostlist import expand_hostlist
 
     check_text(text, "--hosts")
     try:

@@ -75,8 +75,8 @@ def before_run(expect: Expectations | None = None, say: Callable[[str], None] | 
     run, checks its host; other ranks return None."""
     import sys
 
-    from clusterbench.dist.rankenv import detect
     from clusterbench.envinfo.inventory import hostname
+    from clusterbench.ranks.env import detect
 
     say = say or (lambda text: print(text, file=sys.stderr))
     try:

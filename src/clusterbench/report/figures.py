@@ -1,4 +1,5 @@
-"""Which figures a report has: one list built from the findings, rendered by HTML and saved to files."""
+"""Which figures a report has: one list built from the findings and the families' figure specs,
+rendered by HTML and saved to files."""
 
 from __future__ import annotations
 
@@ -7,16 +8,16 @@ from dataclasses import dataclass
 
 from matplotlib.figure import Figure
 
+from clusterbench.families import FAMILIES, Family, family_of
+from clusterbench.families.base import Figure as FigureSpec
 from clusterbench.judge.findings import Findings
 from clusterbench.records import Measurement
 from clusterbench.report import plots
 
-COLLECTIVE_METRICS = ("busbw", "algbw")
-
 
 @dataclass
 class FigureEntry:
-    section: str  # collectives, transfer, stream, gemm, validation
+    section: str  # the family's name, or validation
     slug: str  # file name stem
     title: str
     figure: Figure
@@ -30,56 +31,91 @@ def _by(rows: list[Measurement], benchmark: str, metric: str) -> list[Measuremen
     return [m for m in rows if m.benchmark == benchmark and m.metric == metric]
 
 
-def collective_benchmarks(f: Findings) -> list[str]:
-    seen = []
-    for r in f.all_rows:
-        if r.m.metric in COLLECTIVE_METRICS and "bytes" in r.m.params and r.m.benchmark not in seen:
-            seen.append(r.m.benchmark)
-    return seen
+def _kept(m: Measurement, spec: FigureSpec) -> bool:
+    if any(str(m.params.get(k)) != v for k, v in spec.select.items()):
+        return False
+    return not any(k in m.params and (not values or str(m.params[k]) in values)
+                   for k, values in spec.skip.items())
+
+
+def benchmarks_of(f: Findings, family: Family) -> list[str]:
+    """The family's benchmarks present in the findings, in first-seen order."""
+    return list(dict.fromkeys(r.m.benchmark for r in f.all_rows if family.owns(r.m.benchmark)))
+
+
+def _size_curves(f: Findings, family: Family, spec: FigureSpec,
+                 groups: list[tuple[str, list[Measurement]]]) -> list[FigureEntry]:
+    out = []
+    for bench in benchmarks_of(f, family):
+        for metric in spec.metrics:
+            series = []
+            for label, ms in groups:
+                rows = [m for m in _by(ms, bench, metric) if spec.x in m.params]
+                for part in dict.fromkeys(tuple(str(m.params.get(k, "")) for k in spec.split) for m in rows):
+                    sel = [m for m in rows if tuple(str(m.params.get(k, "")) for k in spec.split) == part]
+                    shown = " ".join(p for p in part if p)
+                    series.append((f"{label} ({shown}-place)" if shown else label, sel))
+            if not series:
+                continue
+            theory = f.theory.get((bench, metric))
+            tl = f"optimal {metric} {theory:.2f} GB/s ({f.link or 'link_speed tag'})" if theory else ""
+            unit = series[0][1][0].unit if series[0][1] else ""
+            out.append(FigureEntry(family.name, _slug(f"{bench}-{metric}"), f"{bench} {metric} vs message size",
+                                   plots.size_curve(f"{bench} {metric}", f"{metric} ({unit})", series,
+                                                    spec.x, spec.x_label, theory, tl)))
+    return out
+
+
+def _matrices(family: Family, spec: FigureSpec,
+              groups: list[tuple[str, list[Measurement]]]) -> list[FigureEntry]:
+    out = []
+    for label, ms in groups:
+        for bench in dict.fromkeys(m.benchmark for m in ms if family.owns(m.benchmark)):
+            for metric in spec.metrics:
+                cells: dict[tuple[str, ...], list[Measurement]] = {}
+                for m in _by(ms, bench, metric):
+                    if _kept(m, spec) and m.params.get("src") and m.params.get("dst"):
+                        cells.setdefault(tuple(str(m.params.get(k, "")) for k in spec.split), []).append(m)
+                for part, rows in cells.items():
+                    if len(rows) < 2:
+                        continue
+                    title = " ".join(x for x in (f"{bench} {part[0]}" if part else bench, *part[1:]) if x) \
+                        + f" ({label})"
+                    out.append(FigureEntry(family.name, _slug(f"{bench}-{'-'.join(part)}-{label}"), title,
+                                           plots.matrix(rows, title, rows[0].unit)))
+    return out
+
+
+def _bars(family: Family, spec: FigureSpec, groups: list[tuple[str, list[Measurement]]]) -> list[FigureEntry]:
+    out = []
+    for metric in spec.metrics:
+        series = [(label, [m for m in ms if family.owns(m.benchmark) and m.metric == metric])
+                  for label, ms in groups]
+        series = [s for s in series if s[1]]
+        if not series:
+            continue
+        unit = series[0][1][0].unit
+        title = spec.title or f"{family.title} {metric}"
+        out.append(FigureEntry(family.name, _slug(f"{family.name}-{metric}"), title, plots.bars(
+            title, f"{metric} ({unit})", series, lambda m: family.row_label(m.params),
+            spec.x, spec.x_label)))
+    return out
 
 
 def build_figures(f: Findings) -> list[FigureEntry]:
     out: list[FigureEntry] = []
     groups = [(g.label, [r.m for r in g.rows]) for g in f.groups]
-    for bench in collective_benchmarks(f):
-        for metric in COLLECTIVE_METRICS:
-            series = []
-            for label, ms in groups:
-                rows = _by(ms, bench, metric)
-                for placement in dict.fromkeys(str(m.params.get("placement", "")) for m in rows):
-                    sel = [m for m in rows if str(m.params.get("placement", "")) == placement]
-                    name = label if not placement else f"{label} ({placement}-place)"
-                    series.append((name, sel))
-            if not series:
-                continue
-            theory = f.theory.get((bench, metric))
-            tl = f"optimal {metric} {theory:.2f} GB/s ({f.link or 'link_speed tag'})" if theory else ""
-            out.append(FigureEntry("collectives", _slug(f"{bench}-{metric}"), f"{bench} {metric} vs message size",
-                                   plots.collective_figure(bench, metric, series, theory, tl)))
-    for label, ms in groups:
-        pair_rows = [m for m in ms if m.benchmark == "transfer" and m.metric == "bandwidth"
-                     and m.params.get("stat") == "pair" and m.params.get("src") and m.params.get("dst")
-                     and not m.params.get("leg")]  # bidirectional: the combined <-> figure only
-        kinds: dict[tuple[str, str, str], list[Measurement]] = {}
-        for m in pair_rows:
-            if str(m.params.get("test")) == "config":
-                continue  # config tests are a handful of named transfers: a table, not a matrix
-            k = (str(m.params.get("test", "")), str(m.params.get("direction", "")), str(m.params.get("method", "")))
-            kinds.setdefault(k, []).append(m)
-        for (test, direction, method), rows in kinds.items():
-            if len(rows) < 2:
-                continue
-            title = " ".join(x for x in (f"transfer {test}", direction, method) if x) + f" ({label})"
-            out.append(FigureEntry("transfer", _slug(f"transfer-{test}-{direction}-{method}-{label}"), title,
-                                   plots.transfer_heatmap(rows, title)))
-    stream = [(label, _by(ms, "stream", "bandwidth")) for label, ms in groups]
-    if any(rows for _, rows in stream):
-        out.append(FigureEntry("stream", "stream-bandwidth", "stream bandwidth",
-                               plots.stream_figure([s for s in stream if s[1]])))
-    gemm = [(label, _by(ms, "gemm", "tflops")) for label, ms in groups]
-    if any(rows for _, rows in gemm):
-        out.append(FigureEntry("gemm", "gemm-tflops", "GEMM TFLOP/s by dtype",
-                               plots.gemm_figure([g for g in gemm if g[1]])))
+    present = {getattr(family_of(r.m.benchmark), "name", None) for r in f.all_rows}
+    for family in FAMILIES:
+        spec = family.figure
+        if spec is None or family.name not in present:
+            continue
+        if spec.kind == "size_curve":
+            out += _size_curves(f, family, spec, groups)
+        elif spec.kind == "matrix":
+            out += _matrices(family, spec, groups)
+        elif spec.kind == "bars":
+            out += _bars(family, spec, groups)
     if f.outcomes:
         out.append(FigureEntry("validation", "validation", "validation margins", plots.validation_figure(
             [o.criterion.name for o in f.outcomes], [o.margin_pct for o in f.outcomes],

@@ -12,10 +12,11 @@ import statistics
 from collections.abc import Iterable, Sequence
 
 from clusterbench import __version__
+from clusterbench.families import FAMILIES, Family, family_of
 from clusterbench.judge.findings import Findings
 from clusterbench.judge.text import fmt, params_text, varying_keys
 from clusterbench.records import utc_now
-from clusterbench.report.figures import FigureEntry, collective_benchmarks
+from clusterbench.report.figures import FigureEntry, benchmarks_of
 from clusterbench.units import format_size
 
 _CSS = """
@@ -157,28 +158,31 @@ def _efficiency(f: Findings) -> str:
                      + table(["run", "benchmark", "placement", "size", "nodes", "algbw GB/s",
                               "optimal GB/s", "efficiency"], rows, {0, 4, 5, 6, 7}))
     if f.device_percents:
-        rows = [[rid, d.benchmark, d.device_name, params_text({k: v for k, v in d.params.items()
-                                                                if k in ("kernel", "dtype", "m", "n", "k", "device")}),
-                 fmt(d.value, d.unit), fmt(d.peak, d.unit), f"{d.percent:.1f}%"] for rid, d in f.device_percents[:100]]
+        rows = [[rid, d.benchmark, d.device_name, d.label(), fmt(d.value, d.unit), fmt(d.peak, d.unit),
+                 f"{d.percent:.1f}%"] for rid, d in f.device_percents[:100]]
         parts.append("<h3>Devices vs datasheet peak</h3>"
-                     + table(["run", "benchmark", "device", "params", "measured", "peak", "% of peak"], rows, {4, 5, 6}))
+                     + table(["run", "benchmark", "device", "row", "measured", "peak", "% of peak"], rows, {4, 5, 6}))
     return "<h2>Efficiency</h2>" + "".join(parts) if parts else ""
 
 
-def _collective_tables(f: Findings) -> str:
+def _size_tables(f: Findings, family: Family) -> str:
+    """The headline metric against the family's size param, a column per group (and split)."""
+    spec, headline = family.figure, family.headline
+    if spec is None or headline is None:
+        return ""
     parts = []
-    for bench in collective_benchmarks(f):
+    for bench in benchmarks_of(f, family):
         cols: list[tuple[str, str]] = []  # (group label, placement)
         cells: dict[tuple[int, str, str], list[float]] = {}
         for g in f.groups:
             for r in g.rows:
                 m = r.m
-                if m.benchmark != bench or m.metric != "busbw" or "bytes" not in m.params:
+                if m.benchmark != bench or m.metric != headline.name or spec.x not in m.params:
                     continue
-                pl = str(m.params.get("placement", ""))
+                pl = " ".join(str(m.params.get(k, "")) for k in spec.split).strip()
                 if (g.label, pl) not in cols:
                     cols.append((g.label, pl))
-                cells.setdefault((int(m.params["bytes"]), g.label, pl), []).append(m.value)
+                cells.setdefault((int(m.params[spec.x]), g.label, pl), []).append(m.value)
         sizes = sorted({k[0] for k in cells})
         rows = []
         for s in sizes:
@@ -188,29 +192,38 @@ def _collective_tables(f: Findings) -> str:
                 row.append("-" if not v else (f"{statistics.fmean(v):.2f}" if len(v) == 1 else
                                                f"{statistics.fmean(v):.2f} ± {statistics.stdev(v):.2f}"))
             rows.append(row)
-        headers = ["size"] + [f"{label} {pl}-place busbw" if pl else f"{label} busbw" for label, pl in cols]
-        parts.append(f"<h3>{esc(bench)} busbw (GB/s)</h3>" + table(headers, rows, set(range(1, len(headers)))))
+        name = headline.name
+        headers = ["size"] + [f"{label} {pl}-place {name}" if pl else f"{label} {name}" for label, pl in cols]
+        parts.append(f"<h3>{esc(bench)} {esc(name)} ({esc(headline.unit)})</h3>"
+                     + table(headers, rows, set(range(1, len(headers)))))
     return "".join(parts)
 
 
-def _family_table(f: Findings, benchmark: str, title: str, keys: Sequence[str]) -> str:
+def _family_table(f: Findings, family: Family) -> str:
+    """The family's headline rows with the params that identify them."""
+    headline = family.headline
+    keys = list(family.row_params)
     rows = []
     for g in f.groups:
         for r in g.rows:
-            if r.m.benchmark == benchmark and r.m.metric in ("bandwidth", "tflops"):
+            if family.owns(r.m.benchmark) and headline is not None and r.m.metric == headline.name:
                 rows.append([r.run.id, g.label, r.m.metric] + [r.m.params.get(k, "") for k in keys]
                             + [fmt(r.m.value, r.m.unit)])
     if not rows:
         return ""
     shown = rows[:300]
     more = f"<p class=small>{len(rows) - 300} more rows not shown.</p>" if len(rows) > 300 else ""
-    return f"<h3>{esc(title)}</h3>" + table(["run", "group", "metric", *keys, "value"], shown,
-                                             {len(keys) + 3}) + more
+    return f"<h3>{esc(family.title)}</h3>" + table(["run", "group", "metric", *keys, "value"], shown,
+                                                    {len(keys) + 3}) + more
+
+
+# Families with a section of their own (figures and tables); the rest go to "Other measurements".
+_tabled = tuple(family for family in FAMILIES if family.figure is not None)
 
 
 def _other_tables(f: Findings) -> str:
-    known = {"transfer", "stream", "gemm", *collective_benchmarks(f)}
-    rows = [r for r in f.all_rows if r.m.benchmark not in known]
+    shown = {fam.name for fam in _tabled}
+    rows = [r for r in f.all_rows if (getattr(family_of(r.m.benchmark), "name", None) not in shown)]
     if not rows:
         return ""
     keys = varying_keys([r.m.params for r in rows])
@@ -235,17 +248,12 @@ def render_html(f: Findings, entries: Sequence[FigureEntry], images: dict[str, s
             f"{sum(len(g.runs) for g in f.groups)} run(s): {esc(', '.join(g.label for g in f.groups))}</p>",
             _summary(f), _runs_section(f), _validation(f), _figures(entries, images, "validation"),
             _degraded(f), _efficiency(f)]
-    coll = _figures(entries, images, "collectives") + _collective_tables(f)
-    if coll:
-        body.append("<h2>Collectives</h2>" + coll)
-    node = (_figures(entries, images, "transfer")
-            + _family_table(f, "transfer", "transfers", ["test", "direction", "method", "src", "dst", "stat", "bytes"])
-            + _figures(entries, images, "stream")
-            + _family_table(f, "stream", "stream", ["kernel", "array_size", "dtype", "device", "host"])
-            + _figures(entries, images, "gemm")
-            + _family_table(f, "gemm", "GEMM", ["dtype", "m", "n", "k", "batch", "transA", "transB", "device"]))
-    if node:
-        body.append("<h2>Node benchmarks</h2>" + node)
+    for family in _tabled:
+        tables = _size_tables(f, family) if family.figure and family.figure.kind == "size_curve" \
+            else _family_table(f, family)
+        section = _figures(entries, images, family.name) + tables
+        if section:
+            body.append(f"<h2>{esc(family.title)}</h2>" + section)
     body.append(_comparison(f))
     body.append(_other_tables(f))
     return ("<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"

@@ -16,11 +16,13 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
-from clusterbench.dist.driver import Event
-from clusterbench.records import Measurement, Run
+from clusterbench.judge.efficiency import best_per_placement, run_link_efficiency
+from clusterbench.judge.theory import Efficiency
+from clusterbench.records import Event, Measurement, Run
 
 MEASUREMENT = "measurement"
 RUN = "run"
+EFFICIENCY = "efficiency"
 
 
 def dump_line(obj: dict[str, Any], out: IO[str] | None = None) -> None:
@@ -35,11 +37,22 @@ def run_line(run: Run) -> dict[str, Any]:
     return {"kind": RUN, **run.to_dict()}
 
 
+def efficiency_line(e: Efficiency, run_id: int | None, link: str) -> dict[str, Any]:
+    return {"kind": EFFICIENCY, "run": run_id, "benchmark": e.benchmark, "bytes": e.bytes,
+            "placement": e.placement, "nodes": e.nodes, "link": link, "algbw": e.measured_algbw,
+            "optimal_algbw": e.optimal_algbw, "efficiency": e.ratio}
+
+
 def run_lines(run: Run, measurements: Iterable[Measurement]) -> Iterator[str]:
-    """The JSON lines of one run: its measurements, then the run record."""
+    """The JSON lines of one run: its measurements, the run record, then what is judged from them
+    at once (efficiency against the run's ``link_speed`` tag)."""
+    measurements = list(measurements)
     for m in measurements:
         yield json.dumps(measurement_line(m, run.id), default=str)
     yield json.dumps(run_line(run), default=str)
+    link = run.tags.get("link_speed", "")
+    for e in best_per_placement(run_link_efficiency(run, measurements, None)):
+        yield json.dumps(efficiency_line(e, run.id, link))
 
 
 class JsonPrinter:

@@ -1,5 +1,5 @@
-"""Figures with matplotlib (Agg, no display): collectives vs message size, transfer heatmaps,
-stream bandwidth, GEMM by dtype, validation margins. Each returns a Figure; ``save`` writes PNG+SVG.
+"""Figures with matplotlib (Agg, no display): a metric against a size, src x dst matrices, bars
+per row, validation margins; which family uses which is its ``Figure`` spec. Each returns a Figure; ``save`` writes PNG+SVG.
 
 Series are given as ``(label, rows)`` where rows are measurements from one run or a group of runs;
 points at the same x are averaged and their standard deviation drawn as an error bar.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import io
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -49,29 +49,29 @@ def _size_axis(ax, label: str) -> None:
     ax.grid(True, which="major", alpha=0.3)
 
 
-def collective_figure(benchmark: str, metric: str, series: Sequence[Series],
-                      theory: float | None = None, theory_label: str = "") -> Figure:
-    """``metric`` (busbw/algbw) vs message size on a log2 axis, one line per series."""
+def size_curve(title: str, ylabel: str, series: Sequence[Series], x_param: str, x_label: str,
+               theory: float | None = None, theory_label: str = "") -> Figure:
+    """A metric against a size param on a log2 axis, one line per series (busbw vs message size)."""
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for label, rows in series:
-        xs, ys, sds = _points(rows, "bytes")
+        xs, ys, sds = _points(rows, x_param)
         if xs:
             ax.errorbar(xs, ys, yerr=sds if any(sds) else None, marker="o", markersize=3,
                         capsize=2, linewidth=1.2, label=label)
     if theory:
         ax.axhline(theory, color="black", linestyle="--", linewidth=1,
                    label=theory_label or f"theoretical {theory:.2f} GB/s")
-    _size_axis(ax, "message size (bytes)")
-    ax.set_ylabel(f"{metric} (GB/s)")
-    ax.set_title(f"{benchmark} {metric}")
+    _size_axis(ax, x_label)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
 
 
-def transfer_heatmap(rows: Sequence[Measurement], title: str) -> Figure:
-    """src x dst matrix of mean bandwidth (GB/s); missing pairs blank."""
+def matrix(rows: Sequence[Measurement], title: str, unit: str) -> Figure:
+    """src x dst matrix of the mean value (bandwidth); missing pairs blank."""
     cells: dict[tuple[str, str], list[float]] = {}
     for m in rows:
         cells.setdefault((str(m.params.get("src")), str(m.params.get("dst"))), []).append(m.value)
@@ -95,7 +95,7 @@ def transfer_heatmap(rows: Sequence[Measurement], title: str) -> Figure:
                 frac = (v - lo) / (hi - lo) if hi > lo else 1.0
                 ax.text(j, i, f"{v:.0f}" if v >= 100 else f"{v:.1f}", ha="center", va="center",
                         fontsize=6, color="white" if frac < 0.6 else "black")
-    fig.colorbar(im, ax=ax, label="GB/s")
+    fig.colorbar(im, ax=ax, label=unit)
     ax.set_title(title)
     fig.tight_layout()
     return fig
@@ -107,33 +107,34 @@ def _endpoint_order(name: str) -> tuple[str, int, str]:
     return head, int(tail) if tail.isdigit() else -1, name
 
 
-def stream_figure(series: Sequence[Series]) -> Figure:
-    """Bandwidth vs array size per kernel (a line per kernel and series), or bars for one size."""
+def bars(title: str, ylabel: str, series: Sequence[Series], label_of: Callable[[Measurement], str],
+         x_param: str = "", x_label: str = "") -> Figure:
+    """The metric per row label, bars per series; or, when the rows span several values of
+    ``x_param`` (stream's array sizes), a line per label against it."""
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    sizes = {m.params.get("array_size") for _, rows in series for m in rows}
+    sizes = {m.params.get(x_param) for _, rows in series for m in rows} if x_param else set()
     if len(sizes) > 1:
         for label, rows in series:
-            kernels = list(dict.fromkeys(str(m.params.get("kernel")) for m in rows))
-            for k in kernels:
-                xs, ys, sds = _points([m for m in rows if str(m.params.get("kernel")) == k], "array_size")
-                name = k if len(series) == 1 else f"{label} {k}"
+            for cat in dict.fromkeys(label_of(m) for m in rows):
+                xs, ys, sds = _points([m for m in rows if label_of(m) == cat], x_param)
+                name = cat if len(series) == 1 else f"{label} {cat}"
                 ax.errorbar(xs, ys, yerr=sds if any(sds) else None, marker="o", markersize=3,
                             capsize=2, label=name)
-        _size_axis(ax, "array size (elements)")
+        _size_axis(ax, x_label)
     else:
-        _bars(ax, series, "kernel")
-    ax.set_ylabel("bandwidth (GB/s)")
-    ax.set_title("stream bandwidth")
+        _bars(ax, series, label_of)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
 
 
-def _bars(ax, series: Sequence[Series], key: str, label_of=None) -> None:
+def _bars(ax, series: Sequence[Series], label_of: Callable[[Measurement], str]) -> None:
     cats: list[str] = []
     for _, rows in series:
         for m in rows:
-            c = label_of(m) if label_of else str(m.params.get(key))
+            c = label_of(m)
             if c not in cats:
                 cats.append(c)
     width = 0.8 / max(1, len(series))
@@ -141,7 +142,7 @@ def _bars(ax, series: Sequence[Series], key: str, label_of=None) -> None:
         vals = []
         errs = []
         for c in cats:
-            v = [m.value for m in rows if (label_of(m) if label_of else str(m.params.get(key))) == c]
+            v = [m.value for m in rows if label_of(m) == c]
             mean, sd = _mean_sd(v) if v else (0.0, 0.0)
             vals.append(mean)
             errs.append(sd)
@@ -150,24 +151,6 @@ def _bars(ax, series: Sequence[Series], key: str, label_of=None) -> None:
     ax.set_xticks([j + width * (len(series) - 1) / 2 for j in range(len(cats))], cats,
                   rotation=20, ha="right", fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
-
-
-def gemm_figure(series: Sequence[Series]) -> Figure:
-    """TFLOP/s per dtype and shape, bars per series."""
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-
-    def label_of(m: Measurement) -> str:
-        p = m.params
-        shape = f"{p.get('m')}x{p.get('n')}x{p.get('k')}"
-        batch = p.get("batch")
-        return f"{p.get('dtype')} {shape}" + (f" b{batch}" if batch not in (None, 1) else "")
-
-    _bars(ax, series, "dtype", label_of)
-    ax.set_ylabel("TFLOP/s")
-    ax.set_title("GEMM throughput by dtype")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
 
 
 def validation_figure(names: Sequence[str], margins_pct: Sequence[float | None],

@@ -12,12 +12,11 @@ import json
 import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from clusterbench.errors import StoreError, UsageError
-from clusterbench.records import Measurement, Run
+from clusterbench.records import Measurement, Run, TelemetrySample
 from clusterbench.store import location as loc
 from clusterbench.store.backend import Backend
 from clusterbench.store.location import Location
@@ -38,16 +37,6 @@ def default_db_path() -> Path:
 def describe(db: str | os.PathLike[str] | None) -> str:
     """How messages name a database: its path, or its URL without the password."""
     return loc.parse(db).display
-
-
-@dataclass(frozen=True)
-class TelemetrySample:
-    t: float
-    metric: str
-    value: float
-    unit: str = ""
-    host: str = ""
-    device: str = ""
 
 
 def connect(where: Location) -> Backend:

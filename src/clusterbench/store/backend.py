@@ -16,7 +16,7 @@ from typing import Any
 
 from clusterbench.store.location import Location
 
-Row = Sequence[Any]
+DbRow = Sequence[Any]
 
 
 class Backend(ABC):
@@ -35,10 +35,10 @@ class Backend(ABC):
         """Run one statement (``?`` placeholders); the cursor iterates over result tuples."""
 
     @abstractmethod
-    def executemany(self, sql: str, rows: Iterable[Row]) -> None:
+    def executemany(self, sql: str, rows: Iterable[DbRow]) -> None:
         """Run one statement per row."""
 
-    def insert_rows(self, table: str, cols: Sequence[str], rows: Iterable[Row]) -> None:
+    def insert_rows(self, table: str, cols: Sequence[str], rows: Iterable[DbRow]) -> None:
         """Insert many rows into ``table``: the bulk path."""
         marks = ",".join("?" * len(cols))
         self.executemany(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({marks})", rows)
@@ -49,12 +49,12 @@ class Backend(ABC):
         block and rolled back on any exception."""
 
     @abstractmethod
-    def insert_unique(self, table: str, cols: Sequence[str], values: Row, unique: str) -> int | None:
+    def insert_unique(self, table: str, cols: Sequence[str], values: DbRow, unique: str) -> int | None:
         """Insert one row and return its ``id``, or None (nothing written) when a row with the
         same value in column ``unique`` exists. Inside ``write()``."""
 
     @abstractmethod
-    def upsert(self, table: str, cols: Sequence[str], key: Sequence[str], rows: Iterable[Row]) -> None:
+    def upsert(self, table: str, cols: Sequence[str], key: Sequence[str], rows: Iterable[DbRow]) -> None:
         """Insert rows, replacing the non-key columns of rows whose ``key`` columns match."""
 
     @abstractmethod

@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 from clusterbench.errors import StoreError
-from clusterbench.store.backend import Backend, Row
+from clusterbench.store.backend import Backend, DbRow
 from clusterbench.store.location import Location
 
 CONNECT_TIMEOUT_S = 10
@@ -73,7 +73,7 @@ class PostgresBackend(Backend):
     def execute(self, sql: str, args: Sequence[Any] = ()) -> Any:
         return self.conn.execute(_placeholders(sql), tuple(args))
 
-    def executemany(self, sql: str, rows: Iterable[Row]) -> None:
+    def executemany(self, sql: str, rows: Iterable[DbRow]) -> None:
         with self.conn.cursor() as cur:
             cur.executemany(_placeholders(sql), rows)
 
@@ -83,13 +83,13 @@ class PostgresBackend(Backend):
         with self.conn.transaction():
             yield
 
-    def insert_unique(self, table: str, cols: Sequence[str], values: Row, unique: str) -> int | None:
+    def insert_unique(self, table: str, cols: Sequence[str], values: DbRow, unique: str) -> int | None:
         marks = ",".join("?" * len(cols))
         row = self.execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({marks})"
                            f" ON CONFLICT ({unique}) DO NOTHING RETURNING id", values).fetchone()
         return int(row[0]) if row else None
 
-    def upsert(self, table: str, cols: Sequence[str], key: Sequence[str], rows: Iterable[Row]) -> None:
+    def upsert(self, table: str, cols: Sequence[str], key: Sequence[str], rows: Iterable[DbRow]) -> None:
         marks = ",".join("?" * len(cols))
         update = ", ".join(f"{c} = EXCLUDED.{c}" for c in cols if c not in key)
         self.executemany(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({marks})"

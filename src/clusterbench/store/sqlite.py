@@ -16,7 +16,7 @@ from typing import Any
 
 from clusterbench.errors import StoreError
 from clusterbench.store import fstype
-from clusterbench.store.backend import Backend, Row
+from clusterbench.store.backend import Backend, DbRow
 from clusterbench.store.location import EXAMPLE_URL, Location
 from clusterbench.store.warn import warn_once
 
@@ -70,7 +70,7 @@ class SqliteBackend(Backend):
     def execute(self, sql: str, args: Sequence[Any] = ()) -> sqlite3.Cursor:
         return self.conn.execute(sql, args)
 
-    def executemany(self, sql: str, rows: Iterable[Row]) -> None:
+    def executemany(self, sql: str, rows: Iterable[DbRow]) -> None:
         self.conn.executemany(sql, rows)
 
     @contextmanager
@@ -88,7 +88,7 @@ class SqliteBackend(Backend):
                 self.conn.execute("ROLLBACK")
             raise
 
-    def insert_unique(self, table: str, cols: Sequence[str], values: Row, unique: str) -> int | None:
+    def insert_unique(self, table: str, cols: Sequence[str], values: DbRow, unique: str) -> int | None:
         # The write lock is held since BEGIN IMMEDIATE, so look-then-insert cannot race. (Not
         # INSERT OR IGNORE: that would also skip rows failing a CHECK constraint.)
         pos = list(cols).index(unique)
@@ -98,7 +98,7 @@ class SqliteBackend(Backend):
             f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({','.join('?' * len(cols))})", values)
         return int(cur.lastrowid)
 
-    def upsert(self, table: str, cols: Sequence[str], key: Sequence[str], rows: Iterable[Row]) -> None:
+    def upsert(self, table: str, cols: Sequence[str], key: Sequence[str], rows: Iterable[DbRow]) -> None:
         self.conn.executemany(
             f"INSERT OR REPLACE INTO {table} ({', '.join(cols)}) VALUES ({','.join('?' * len(cols))})", rows)
 

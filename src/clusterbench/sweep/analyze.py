@@ -77,7 +77,7 @@ def blamed_hosts(r: SubsetResult) -> list[str]:
 
 def parse_topology(text: str) -> dict[str, str]:
     """Slurm topology.conf (tree): leaf ``SwitchName=s1 Nodes=gpu[01-04]`` lines -> host: switch."""
-    from clusterbench.dist.rankenv import expand_hostlist
+    from clusterbench.hostlist import expand_hostlist
 
     out: dict[str, str] = {}
     for line in text.splitlines():

@@ -6,7 +6,7 @@ per-GPU power, temperature, clocks, utilisation, memory used and throttling. A t
 under a millisecond of CPU per GPU and the thread sleeps in between, so at the default 1 s
 interval the benchmark does not notice (``benchmarks/telemetry_overhead.py`` measures it).
 
-Samples are ``store.TelemetrySample`` with ``t`` in Unix seconds, so series from several hosts
+Samples are ``records.TelemetrySample`` with ``t`` in Unix seconds, so series from several hosts
 line up on one time axis.
 """
 
@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from clusterbench.store import TelemetrySample
+from clusterbench.records import TelemetrySample
 
 DEFAULT_INTERVAL_S = 1.0
 # A long run at 1 s with 8 GPUs makes ~60 samples a second; cap memory for runs of many hours.

@@ -1,9 +1,12 @@
-"""The PyTorch call behind each op and placement, bound once per row so the timed loop is
-just ``for _ in range(iters): call()`` (no lookups, no allocation).
+"""The PyTorch side of each collective: its buffers, its call bound once per row (so the timed
+loop is just ``for _ in range(iters): call()``, no lookups, no allocation), and the values each
+rank puts in and must get back.
 
 Only public ``torch.distributed`` APIs, which map to NCCL on NVIDIA, RCCL on AMD and gloo on CPU.
 In-place follows nccl-tests: all_gather's input is this rank's slot of the output buffer,
 reduce_scatter's output is this rank's slot of the input buffer, the others share one buffer.
+
+A new op is its row in ``families/collectives/spec.py`` and one ``OpCall`` in ``CALLS``.
 """
 
 from __future__ import annotations
@@ -12,6 +15,9 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from clusterbench.bench.collectives import data
+from clusterbench.families.collectives.spec import DTYPES
 
 Tensor = Any
 
@@ -23,10 +29,34 @@ class Bound:
     output: Tensor | None    # what this rank must check (None: nothing on this rank)
 
 
+@dataclass(frozen=True)
+class RowBuffers:
+    """What a bound call needs: the preallocated buffers and this row's geometry."""
+
+    send: Tensor
+    recv: Tensor
+    per: int        # nccl-tests' count: elements per rank for gather-type ops, all elements otherwise
+    rank: int
+    n: int
+    root: int
+    redop: str
+    inplace: bool
+
+
+# (redop, rank, n, root, per, idx) -> int64 values
+Values = Callable[[str, int, int, int, int, Tensor], Tensor]
+
+
+@dataclass(frozen=True)
+class OpCall:
+    bind: Callable[[RowBuffers], Bound]
+    buffers: Callable[[int, int], tuple[int, int]]   # (per_max, n) -> send, recv elements
+    inputs: Values                                   # this rank's input at idx
+    expected: Values                                 # what this rank's output must hold at idx
+
+
 def torch_dtype(name: str) -> Any:
     import torch
-
-    from clusterbench.bench.collectives.spec import DTYPES
 
     return getattr(torch, DTYPES[name][0])
 
@@ -38,66 +68,143 @@ def reduce_op(name: str) -> Any:
             "max": dist.ReduceOp.MAX, "avg": dist.ReduceOp.AVG, "none": None}[name]
 
 
-def _sendrecv(send: Tensor, recv: Tensor, rank: int, n: int) -> Callable[[], None]:
+# -- buffers --------------------------------------------------------------------------------------
+
+def _one_buffer(per_max: int, n: int) -> tuple[int, int]:
+    return 0, per_max   # in-place only: the op works on the receive buffer
+
+
+def _same_size(per_max: int, n: int) -> tuple[int, int]:
+    return per_max, per_max
+
+
+def _gathered(per_max: int, n: int) -> tuple[int, int]:
+    return per_max, per_max * n
+
+
+def _scattered(per_max: int, n: int) -> tuple[int, int]:
+    return per_max * n, per_max
+
+
+def _exchanged(per_max: int, n: int) -> tuple[int, int]:
+    return per_max * n, per_max * n
+
+
+# -- calls ----------------------------------------------------------------------------------------
+
+def _all_reduce(r: RowBuffers) -> Bound:
     import torch.distributed as dist
 
+    buf = r.recv[:r.per]
+    return Bound(functools.partial(dist.all_reduce, buf, reduce_op(r.redop)), buf, buf)
+
+
+def _broadcast(r: RowBuffers) -> Bound:
+    import torch.distributed as dist
+
+    buf = r.recv[:r.per]
+    return Bound(functools.partial(dist.broadcast, buf, r.root), buf, buf)
+
+
+def _reduce(r: RowBuffers) -> Bound:
+    import torch.distributed as dist
+
+    buf = r.recv[:r.per]
+    return Bound(functools.partial(dist.reduce, buf, r.root, reduce_op(r.redop)), buf,
+                 buf if r.rank == r.root else None)
+
+
+def _all_gather(r: RowBuffers) -> Bound:
+    import torch.distributed as dist
+
+    out = r.recv[:r.per * r.n]
+    inp = out[r.rank * r.per:(r.rank + 1) * r.per] if r.inplace else r.send[:r.per]
+    return Bound(functools.partial(dist.all_gather_into_tensor, out, inp), inp, out)
+
+
+def _reduce_scatter(r: RowBuffers) -> Bound:
+    import torch.distributed as dist
+
+    inp = r.send[:r.per * r.n]
+    out = inp[r.rank * r.per:(r.rank + 1) * r.per] if r.inplace else r.recv[:r.per]
+    return Bound(functools.partial(dist.reduce_scatter_tensor, out, inp, reduce_op(r.redop)), inp, out)
+
+
+def _alltoall(r: RowBuffers) -> Bound:
+    import torch.distributed as dist
+
+    out = r.recv[:r.per * r.n]
+    inp = out if r.inplace else r.send[:r.per * r.n]
+    return Bound(functools.partial(dist.all_to_all_single, out, inp), inp, out)
+
+
+def _sendrecv(r: RowBuffers) -> Bound:
+    import torch.distributed as dist
+
+    out = r.recv[:r.per]
+    inp = out if r.inplace else r.send[:r.per]
     # One batch, as nccl-tests groups ncclSend/ncclRecv: a ring where nobody waits first.
-    ops = [dist.P2POp(dist.isend, send, (rank + 1) % n), dist.P2POp(dist.irecv, recv, (rank - 1) % n)]
+    ops = [dist.P2POp(dist.isend, inp, (r.rank + 1) % r.n), dist.P2POp(dist.irecv, out, (r.rank - 1) % r.n)]
     batch = dist.batch_isend_irecv
 
     def call() -> None:
         for work in batch(ops):
             work.wait()
 
-    return call
+    return Bound(call, inp, out)
+
+
+# -- values ---------------------------------------------------------------------------------------
+
+def _reduce_in(redop: str, rank: int, n: int, root: int, per: int, idx: Tensor) -> Tensor:
+    return data.reduce_input(redop, rank, n, idx)
+
+
+def _reduce_out(redop: str, rank: int, n: int, root: int, per: int, idx: Tensor) -> Tensor:
+    return data.reduce_expected(redop, n, idx)
+
+
+def _scatter_out(redop: str, rank: int, n: int, root: int, per: int, idx: Tensor) -> Tensor:
+    return data.reduce_expected(redop, n, idx + rank * per)
+
+
+def _own_tag(redop: str, rank: int, n: int, root: int, per: int, idx: Tensor) -> Tensor:
+    return data.tagged(rank, idx)
+
+
+def _gathered_tags(redop: str, rank: int, n: int, root: int, per: int, idx: Tensor) -> Tensor:
+    return data.tagged(idx // per, idx % per)
+
+
+def _root_tag(redop: str, rank: int, n: int, root: int, per: int, idx: Tensor) -> Tensor:
+    return data.tagged(root, idx)
+
+
+def _exchanged_tags(redop: str, rank: int, n: int, root: int, per: int, idx: Tensor) -> Tensor:
+    return data.tagged(idx // per, rank * per + idx % per)  # chunk j came from rank j: its chunk ``rank``
+
+
+def _left_tag(redop: str, rank: int, n: int, root: int, per: int, idx: Tensor) -> Tensor:
+    return data.tagged((rank - 1) % n, idx)
+
+
+CALLS: dict[str, OpCall] = {
+    "all_reduce": OpCall(_all_reduce, _one_buffer, _reduce_in, _reduce_out),
+    "all_gather": OpCall(_all_gather, _gathered, _own_tag, _gathered_tags),
+    "reduce_scatter": OpCall(_reduce_scatter, _scattered, _reduce_in, _scatter_out),
+    "broadcast": OpCall(_broadcast, _one_buffer, _own_tag, _root_tag),
+    "reduce": OpCall(_reduce, _one_buffer, _reduce_in, _reduce_out),
+    "alltoall": OpCall(_alltoall, _exchanged, _own_tag, _exchanged_tags),
+    "sendrecv": OpCall(_sendrecv, _same_size, _own_tag, _left_tag),
+}
 
 
 def bind(op: str, placement: str, send_buf: Tensor, recv_buf: Tensor, per: int, rank: int, n: int,
          root: int, redop: str) -> Bound:
-    """Views of the preallocated buffers for one row and the bound call.
-
-    ``per`` is nccl-tests' count: elements per rank for gather-type ops, all elements otherwise.
-    """
-    import torch.distributed as dist
-
-    rop = reduce_op(redop)
-    inplace = placement == "in"
-    if op == "all_reduce":
-        buf = recv_buf[:per]
-        return Bound(functools.partial(dist.all_reduce, buf, rop), buf, buf)
-    if op == "broadcast":
-        buf = recv_buf[:per]
-        return Bound(functools.partial(dist.broadcast, buf, root), buf, buf)
-    if op == "reduce":
-        buf = recv_buf[:per]
-        return Bound(functools.partial(dist.reduce, buf, root, rop), buf, buf if rank == root else None)
-    if op == "all_gather":
-        out = recv_buf[:per * n]
-        inp = out[rank * per:(rank + 1) * per] if inplace else send_buf[:per]
-        return Bound(functools.partial(dist.all_gather_into_tensor, out, inp), inp, out)
-    if op == "reduce_scatter":
-        inp = send_buf[:per * n]
-        out = inp[rank * per:(rank + 1) * per] if inplace else recv_buf[:per]
-        return Bound(functools.partial(dist.reduce_scatter_tensor, out, inp, rop), inp, out)
-    if op == "alltoall":
-        out = recv_buf[:per * n]
-        inp = out if inplace else send_buf[:per * n]
-        return Bound(functools.partial(dist.all_to_all_single, out, inp), inp, out)
-    if op == "sendrecv":
-        out = recv_buf[:per]
-        inp = out if inplace else send_buf[:per]
-        return Bound(_sendrecv(inp, out, rank, n), inp, out)
-    raise ValueError(f"unknown collective {op!r}")
+    """Views of the preallocated buffers for one row and the bound call."""
+    return CALLS[op].bind(RowBuffers(send_buf, recv_buf, per, rank, n, root, redop, placement == "in"))
 
 
 def buffer_elements(op: str, per_max: int, n: int) -> tuple[int, int]:
     """Send and receive buffer sizes (elements) that hold every row up to ``per_max``."""
-    if op in ("all_gather",):
-        return per_max, per_max * n
-    if op in ("reduce_scatter",):
-        return per_max * n, per_max
-    if op == "alltoall":
-        return per_max * n, per_max * n
-    if op in ("all_reduce", "broadcast", "reduce"):
-        return 0, per_max   # one buffer: in-place only
-    return per_max, per_max
+    return CALLS[op].buffers(per_max, n)

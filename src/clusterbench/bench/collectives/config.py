@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from clusterbench.bench.collectives.spec import DTYPE_ALIASES, DTYPES, OPS, REDOPS, sweep_sizes
+from clusterbench.choices import parse_choices
 from clusterbench.errors import UsageError
+from clusterbench.families.collectives.spec import (
+    DTYPE_ALIASES,
+    DTYPES,
+    OPS,
+    REDOPS,
+    op_name,
+    sweep_sizes,
+)
 from clusterbench.units import parse_size
 
 MAX_ROWS = 10_000  # a sweep longer than this is a typo (e.g. -i 1 up to 1G), not a benchmark
@@ -31,51 +39,29 @@ class CollConfig:
         return sweep_sizes(self.minbytes, self.maxbytes, self.stepfactor, self.stepbytes)
 
 
-def _op_name(text: str) -> str:
-    name = text.strip().lower().removesuffix("_perf").replace("-", "_")
-    aliases = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
-               "all_to_all": "alltoall", "send_recv": "sendrecv", "bcast": "broadcast"}
-    return aliases.get(name, name)
+def _runnable_op(word: str) -> str | None:
+    op = op_name(word)
+    return op if op in OPS else None
+
+
+def _dtype(word: str) -> str | None:
+    name = DTYPE_ALIASES.get(word.lower(), word.lower())
+    return name if name in DTYPES else None
 
 
 def parse_ops(text: str) -> tuple[str, ...]:
-    names: list[str] = []
-    for part in text.split(","):
-        name = _op_name(part)
-        if name == "all":
-            return OPS
-        if name not in OPS:
-            raise UsageError(f"unknown collective {part.strip()!r}: expected one of {', '.join(OPS)} or all")
-        names.append(name)
-    return tuple(dict.fromkeys(names))
+    return parse_choices(text, OPS, "collective", _runnable_op)
 
 
 def parse_dtypes(text: str) -> tuple[str, ...]:
-    names: list[str] = []
-    for part in text.split(","):
-        name = part.strip().lower()
-        if name == "all":
-            return tuple(DTYPES)
-        name = DTYPE_ALIASES.get(name, name)
-        if name not in DTYPES:
-            raise UsageError(f"unknown datatype {part.strip()!r}: expected one of {', '.join(DTYPES)} or all")
-        names.append(name)
-    return tuple(dict.fromkeys(names))
+    return parse_choices(text, tuple(DTYPES), "datatype", _dtype)
 
 
 def parse_redops(text: str) -> tuple[str, ...]:
-    names: list[str] = []
-    for part in text.split(","):
-        name = part.strip().lower()
-        if name == "all":
-            return REDOPS
-        if name not in REDOPS:
-            raise UsageError(f"unknown reduction op {part.strip()!r}: expected one of {', '.join(REDOPS)} or all")
-        names.append(name)
-    return tuple(dict.fromkeys(names))
+    return parse_choices(text, REDOPS, "reduction op")
 
 
-def build_config(op: str, *, minbytes: str | int = 8, maxbytes: str | int = "32M",
+def coll_config(op: str, *, minbytes: str | int = 8, maxbytes: str | int = "32M",
                  stepfactor: int | None = None, stepbytes: str | int | None = None, iters: int = 20,
                  warmup_iters: int = 5, check: int = 1, datatype: str = "float", redop: str = "sum",
                  root: int = 0, average: int = 1, cycles: int = 1) -> CollConfig:

@@ -12,8 +12,7 @@ a closed form, so checking costs O(count) however many ranks there are:
 * data-moving ops carry ``(13 * source_rank + g) % 61``: each element names where it came from.
 
 Functions take ``idx``, an int64 tensor of element indices, and return int64 tensors; callers
-cast to the benchmark dtype. ``rank.py`` reaches them through this module's attributes, so a
-test may replace ``input_values`` on one rank to corrupt its data on purpose.
+cast to the benchmark dtype. Which rule each op uses is in ``calls.CALLS``.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from clusterbench.bench.collectives.spec import FLOAT_DTYPES
+from clusterbench.families.collectives.spec import FLOAT_DTYPES
 
 Tensor = Any  # torch.Tensor; torch is imported lazily by the callers
 CHUNK = 1 << 24  # elements generated or compared at a time, to bound temporary memory
@@ -64,31 +63,6 @@ def reduce_expected(redop: str, n: int, idx: Tensor) -> Tensor:
     if redop == "avg":
         return 1 + idx % 4
     raise ValueError(f"unknown reduction {redop!r}")
-
-
-def input_values(op: str, redop: str, rank: int, n: int, root: int, per: int, idx: Tensor) -> Tensor:
-    """This rank's input at ``idx`` (indices into its input array). ``per`` is the per-rank count."""
-    if op in ("all_reduce", "reduce", "reduce_scatter"):
-        return reduce_input(redop, rank, n, idx)
-    # all_gather, broadcast (the root's data is what arrives), alltoall, sendrecv
-    return tagged(rank, idx)
-
-
-def expected_values(op: str, redop: str, rank: int, n: int, root: int, per: int, idx: Tensor) -> Tensor:
-    """What this rank's output must hold at ``idx`` (indices into its output array)."""
-    if op in ("all_reduce", "reduce"):
-        return reduce_expected(redop, n, idx)
-    if op == "reduce_scatter":
-        return reduce_expected(redop, n, idx + rank * per)
-    if op == "all_gather":
-        return tagged(idx // per, idx % per)
-    if op == "broadcast":
-        return tagged(root, idx)
-    if op == "alltoall":  # chunk j came from rank j: its chunk number ``rank``
-        return tagged(idx // per, rank * per + idx % per)
-    if op == "sendrecv":
-        return tagged((rank - 1) % n, idx)
-    raise ValueError(f"unknown collective {op!r}")
 
 
 def write(t: Tensor, values: Callable[[Tensor], Tensor]) -> None:

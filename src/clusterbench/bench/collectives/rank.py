@@ -16,8 +16,15 @@ from typing import Any
 
 from clusterbench.bench.collectives import calls, data
 from clusterbench.bench.collectives.config import CollConfig
-from clusterbench.bench.collectives.spec import (
+from clusterbench.errors import UsageError
+from clusterbench.families.collectives.spec import (
+    ALGBW,
+    AVG_BUSBW,
+    BUSBW,
+    OUT_OF_BOUNDS,
     SPECS,
+    TIME,
+    WRONG,
     algbw,
     busbw,
     element_size,
@@ -25,13 +32,13 @@ from clusterbench.bench.collectives.spec import (
     row_bytes,
     row_counts,
 )
-from clusterbench.errors import UsageError
+from clusterbench.ranks.context import RankContext
 from clusterbench.records import Measurement
 
 AVERAGE_NAMES = {0: "rank0", 1: "avg", 2: "min", 3: "max"}
 
 
-def time_iters(ctx: Any, call: Callable[[], Any], iters: int) -> float:
+def time_iters(ctx: RankContext, call: Callable[[], Any], iters: int) -> float:
     """Seconds per op on this rank: ``iters`` calls back-to-back, then one device synchronize."""
     ctx.barrier()
     t0 = time.perf_counter()
@@ -41,7 +48,7 @@ def time_iters(ctx: Any, call: Callable[[], Any], iters: int) -> float:
     return (time.perf_counter() - t0) / iters
 
 
-def combine(ctx: Any, seconds: float, average: int) -> float:
+def combine(ctx: RankContext, seconds: float, average: int) -> float:
     """One value for all ranks per nccl-tests' -a: 0 rank 0, 1 mean, 2 min, 3 max."""
     import torch
     import torch.distributed as dist
@@ -57,7 +64,7 @@ def combine(ctx: Any, seconds: float, average: int) -> float:
     return float(t.item())
 
 
-def _sum_over_ranks(ctx: Any, value: int) -> int:
+def _sum_over_ranks(ctx: RankContext, value: int) -> int:
     import torch
     import torch.distributed as dist
 
@@ -66,7 +73,7 @@ def _sum_over_ranks(ctx: Any, value: int) -> int:
     return int(t.item())
 
 
-def _all_ok(ctx: Any, ok: bool) -> bool:
+def _all_ok(ctx: RankContext, ok: bool) -> bool:
     import torch
     import torch.distributed as dist
 
@@ -78,7 +85,7 @@ def _all_ok(ctx: Any, ok: bool) -> bool:
 class Sweep:
     """One op x dtype x reduction on this rank: buffers allocated once at the largest size."""
 
-    def __init__(self, ctx: Any, config: CollConfig, op: str, dtype: str, redop: str) -> None:
+    def __init__(self, ctx: RankContext, config: CollConfig, op: str, dtype: str, redop: str) -> None:
         self.ctx, self.config, self.op, self.dtype, self.redop = ctx, config, op, dtype, redop
         self.spec = SPECS[op]
         self.n = ctx.world_size
@@ -103,14 +110,16 @@ class Sweep:
         rank, n, root = self.ctx.rank, self.n, max(self.root, 0)
         if b.output is not None:
             b.output.zero_()
-        data.write(b.input, lambda idx: data.input_values(self.op, self.redop, rank, n, root, per, idx))
+        inputs = calls.CALLS[self.op].inputs
+        data.write(b.input, lambda idx: inputs(self.redop, rank, n, root, per, idx))
 
     def count_wrong(self, b: calls.Bound, per: int) -> int:
         rank, n, root = self.ctx.rank, self.n, max(self.root, 0)
         if b.output is None:
             return 0
-        return data.count_wrong(b.output, lambda idx: data.expected_values(self.op, self.redop, rank, n, root,
-                                                                          per, idx), self.dtype, self.redop)
+        expected = calls.CALLS[self.op].expected
+        return data.count_wrong(b.output, lambda idx: expected(self.redop, rank, n, root, per, idx),
+                                self.dtype, self.redop)
 
     def probe(self) -> list[str]:
         """The placements this backend can run for this dtype and reduction, tried for real
@@ -173,11 +182,10 @@ class Sweep:
                 params["cycle"] = cycle
             ab = algbw(nbytes, seconds)
             bb = busbw(self.op, ab, n)
-            out += [Measurement(self.op, "time_us", seconds * 1e6, "us", params),
-                    Measurement(self.op, "algbw", ab, "GB/s", params),
-                    Measurement(self.op, "busbw", bb, "GB/s", params)]
+            out += [TIME(self.op, seconds * 1e6, params), ALGBW(self.op, ab, params),
+                    BUSBW(self.op, bb, params)]
             if wrong is not None:
-                out.append(Measurement(self.op, "wrong", float(wrong), "", params))
+                out.append(WRONG(self.op, float(wrong), params))
                 bad += 1 if wrong else 0
             bws.append(bb)
             ctx.progress()
@@ -194,7 +202,7 @@ def sweep_header(config: CollConfig) -> dict[str, Any]:
             "average": AVERAGE_NAMES[config.average]}
 
 
-def _identity(ctx: Any) -> dict[str, Any]:
+def _identity(ctx: RankContext) -> dict[str, Any]:
     """Pid, device index and PCI bus of every rank, for nccl-tests' "# Rank ... Pid" lines."""
     import torch
     import torch.distributed as dist
@@ -216,7 +224,7 @@ def buffer_bytes(op: str, per: int, n: int, dtype: str) -> int:
     return (send + recv) * element_size(dtype)
 
 
-def _usable_memory(ctx: Any) -> int:
+def _usable_memory(ctx: RankContext) -> int:
     """Bytes a rank may give to its buffers: the least over ranks, so all skip the same sizes
     (nccl-tests likewise lowers maxBytes to fit the device). Headroom covers the check's temporaries."""
     import psutil
@@ -232,10 +240,10 @@ def _usable_memory(ctx: Any) -> int:
     return int(usable.item())
 
 
-def run_op(ctx: Any, config: CollConfig, op: str) -> None:
+def run_op(ctx: RankContext, config: CollConfig, op: str) -> None:
     spec = SPECS[op]
     n = ctx.world_size
-    ctx.emit("meta", {f"coll_sweep.{op}": sweep_header(config)})
+    ctx.meta({f"coll_sweep.{op}": sweep_header(config)})
     # Notes wait for the op's first row, so they print inside its table rather than before it.
     notes: list[str] = []
     if not spec.out_of_place:
@@ -246,7 +254,7 @@ def run_op(ctx: Any, config: CollConfig, op: str) -> None:
         for text in notes:
             if text not in said:
                 said.add(text)
-                ctx.emit("note", text)
+                ctx.note(text)
         notes.clear()
 
     combos = [(d, r) for d in config.dtypes for r in (config.redops if spec.reduces else ("none",))]
@@ -281,7 +289,7 @@ def run_op(ctx: Any, config: CollConfig, op: str) -> None:
             sweep.warm_up(places, [p for _, p in runnable])
             for size, per in runnable:
                 ms, row_bws, row_bad = sweep.row(size, per, places, cycle)
-                ctx.emit("measurements", ms)
+                ctx.record(ms)
                 ctx.progress()
                 say()
                 records += ms
@@ -291,15 +299,14 @@ def run_op(ctx: Any, config: CollConfig, op: str) -> None:
     if not records:
         return
     run_params = {"ranks": n}
-    ctx.emit("measurements", [Measurement(op, "avg_busbw", sum(bws) / len(bws), "GB/s", run_params),
-                              Measurement(op, "out_of_bounds", float(bad), "", run_params)])
+    ctx.record([AVG_BUSBW(op, sum(bws) / len(bws), run_params), OUT_OF_BOUNDS(op, float(bad), run_params)])
     if bad:
-        ctx.emit("fail", f"{op}: {bad} result(s) with wrong elements (#wrong > 0): data corruption")
+        ctx.fail(f"{op}: {bad} result(s) with wrong elements (#wrong > 0): data corruption")
 
 
-def main(ctx: Any, config: CollConfig) -> None:
+def main(ctx: RankContext, config: CollConfig) -> None:
     if config.root >= ctx.world_size and any(SPECS[op].has_root for op in config.ops):
         raise UsageError(f"--root {config.root} is not a rank: there are {ctx.world_size} ranks")
-    ctx.emit("meta", _identity(ctx))
+    ctx.meta(_identity(ctx))
     for op in config.ops:
         run_op(ctx, config, op)

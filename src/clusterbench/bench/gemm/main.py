@@ -14,9 +14,9 @@ from typing import Any
 from clusterbench.bench import devices as devs
 from clusterbench.bench.gemm import spec
 from clusterbench.errors import UsageError
+from clusterbench.families.gemm.spec import BENCHMARK, TFLOPS, TIME
+from clusterbench.ranks.context import RankContext
 from clusterbench.records import Measurement
-
-DEFAULT_OPS = "clusterbench.bench.gemm.ops"
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class GemmConfig:
     devices: tuple[int, ...] = ()      # device indices, one per rank; () = each rank's own
     check: bool = True
     strict_size: bool = True
-    ops_module: str = DEFAULT_OPS   # tests substitute a module with a wrong kernel
+    kernels: type | None = None     # the GEMM implementation (None: ops.TorchGemm); tests pass a wrong one
 
 
 def unsupported(dtype: str, dev: Any) -> str | None:
@@ -73,9 +73,9 @@ def measure_dtype(cfg: GemmConfig, dtype: str, dev: Any, progress: Any) -> dict[
 
 
 def _measure(cfg: GemmConfig, dtype: str, dev: Any, progress: Any) -> dict[str, Any]:
-    import importlib
+    from clusterbench.bench.gemm.ops import TorchGemm
 
-    ops_mod = importlib.import_module(cfg.ops_module)
+    ops_mod = cfg.kernels or TorchGemm
     reason = unsupported(dtype, dev)
     if reason:
         return {"skipped": reason}
@@ -117,13 +117,12 @@ def _rows(cfg: GemmConfig, dtype: str, label: str, times: list[float]) -> list[M
             "transA": cfg.trans_a, "transB": cfg.trans_b, "device": label}
     out = []
     for stat, t in (("best", min(times)), ("median", statistics.median(times))):
-        out.append(Measurement("gemm", "tflops", spec.tflops(cfg.m, cfg.n, cfg.k, cfg.batch, t),
-                               "TFLOP/s", {**base, "stat": stat}))
-        out.append(Measurement("gemm", "time_us", t * 1e6, "us", {**base, "stat": stat}))
+        out.append(TFLOPS(BENCHMARK, spec.tflops(cfg.m, cfg.n, cfg.k, cfg.batch, t), {**base, "stat": stat}))
+        out.append(TIME(BENCHMARK, t * 1e6, {**base, "stat": stat}))
     return out
 
 
-def main(ctx: Any, cfg: GemmConfig) -> None:
+def main(ctx: RankContext, cfg: GemmConfig) -> None:
     dev, label, active = devs.join(ctx, cfg.device_type, list(cfg.devices), alpha=cfg.alpha,
                                    beta=cfg.beta, iterations=cfg.iterations, samples=cfg.samples)
     for dtype in cfg.dtypes:
@@ -135,17 +134,17 @@ def main(ctx: Any, cfg: GemmConfig) -> None:
         rows: list[Measurement] = []
         for r in gathered:
             if "skipped" in r:
-                ctx.emit("note", f"skipped {dtype} on {r['label']}: {r['skipped']}")
+                ctx.note(f"skipped {dtype} on {r['label']}: {r['skipped']}")
                 continue
             rows += _rows(cfg, dtype, r["label"], r["times"])
             if r["error"]:
-                ctx.emit("fail", f"gemm check failed for {dtype} on {r['label']}: {r['error']}")
+                ctx.fail(f"gemm check failed for {dtype} on {r['label']}: {r['error']}")
         done = [r for r in gathered if "times" in r]
         if len(gathered) > 1 and done:
             total = sum(spec.tflops(cfg.m, cfg.n, cfg.k, cfg.batch, min(r["times"])) for r in done)
-            rows.append(Measurement("gemm", "tflops", total, "TFLOP/s", {
+            rows.append(TFLOPS(BENCHMARK, total, {
                 "m": cfg.m, "n": cfg.n, "k": cfg.k, "batch": cfg.batch, "dtype": dtype,
                 "transA": cfg.trans_a, "transB": cfg.trans_b, "device": "all",
                 "stat": "aggregate", "devices": len(done)}))
         if rows:
-            ctx.emit("measurements", rows)
+            ctx.record(rows)

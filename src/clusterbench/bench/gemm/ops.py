@@ -115,3 +115,12 @@ def check(ops: Operands, dtype: str, alpha: float, beta: float, seed: int = 99) 
         worst = float((err / limit).max().item())
         return f"{bad} of {lhs.numel()} row checks exceed the {dtype} tolerance (worst {worst:.3g}x)"
     return None
+
+
+class TorchGemm:
+    """The GEMM the benchmark times, as one object a config can carry (tests substitute one that
+    computes the wrong thing, so the check must catch it)."""
+
+    make_operands = staticmethod(make_operands)
+    gemm_call = staticmethod(gemm_call)
+    check = staticmethod(check)

@@ -6,16 +6,15 @@ each size), and rank 0 reports every device's rows plus the aggregate over devic
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Any
 
 from clusterbench.bench import devices as devs
 from clusterbench.bench.stream import spec
 from clusterbench.errors import UsageError
+from clusterbench.families.stream.spec import BANDWIDTH, BENCHMARK, TIME
+from clusterbench.ranks.context import RankContext
 from clusterbench.records import Measurement
-
-DEFAULT_BACKEND = "clusterbench.bench.stream.kernels:TorchStream"
 
 
 @dataclass(frozen=True)
@@ -28,12 +27,7 @@ class StreamConfig:
     devices: tuple[int, ...] = ()      # device indices, one per rank; () = each rank's own
     check: bool = True
     strict_size: bool = True            # a size that does not fit: error (True) or skipped row
-    backend: str = DEFAULT_BACKEND      # "module:Class" implementing the kernels
-
-
-def _backend(target: str) -> Any:
-    module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
+    backend: type | None = None         # the class implementing the kernels (None: TorchStream)
 
 
 def run_size(impl: Any, kernels: list[str], numtimes: int, time_fn: Any, progress: Any) -> tuple[
@@ -61,18 +55,20 @@ def _rows(kernel: str, n: int, dtype: str, label: str, ts: list[float]) -> list[
     base = {"kernel": kernel, "array_size": n, "dtype": dtype, "device": label}
     tmin, tmax, tavg = min(ts), max(ts), sum(ts) / len(ts)
     return [
-        Measurement("stream", "bandwidth", spec.bandwidth_gbs(kernel, n, elem, tmin), "GB/s", dict(base)),
-        *(Measurement("stream", "time_us", t * 1e6, "us", {**base, "stat": stat})
+        BANDWIDTH(BENCHMARK, spec.bandwidth_gbs(kernel, n, elem, tmin), dict(base)),
+        *(TIME(BENCHMARK, t * 1e6, {**base, "stat": stat})
           for stat, t in (("min", tmin), ("max", tmax), ("avg", tavg))),
     ]
 
 
-def main(ctx: Any, cfg: StreamConfig) -> None:
+def main(ctx: RankContext, cfg: StreamConfig) -> None:
     dev, label, active = devs.join(ctx, cfg.device_type, list(cfg.devices),
                                    note=f", {cfg.dtype}, {cfg.numtimes} iterations")
     kernels = spec.ordered(cfg.kernels)
     time_fn = devs.timer(dev)
-    backend = _backend(cfg.backend)
+    if cfg.backend is None:
+        from clusterbench.bench.stream.kernels import TorchStream
+    backend = cfg.backend or TorchStream
     elem = spec.DTYPES[cfg.dtype]
     for n in cfg.sizes:
         ctx.barrier()  # every device starts each size together
@@ -103,23 +99,23 @@ def main(ctx: Any, cfg: StreamConfig) -> None:
             _report(ctx, cfg, kernels, n, [r for r in gathered if r is not None])
 
 
-def _report(ctx: Any, cfg: StreamConfig, kernels: list[str], n: int, results: list[dict]) -> None:
+def _report(ctx: RankContext, cfg: StreamConfig, kernels: list[str], n: int, results: list[dict]) -> None:
     rows: list[Measurement] = []
     for r in results:
         if r["skipped"]:
-            ctx.emit("note", f"skipped: {r['skipped']}")
+            ctx.note(f"skipped: {r['skipped']}")
             continue
         for k in kernels:
             rows += _rows(k, n, cfg.dtype, r["label"], r["times"][k])
         for e in r.get("errors", []):
-            ctx.emit("fail", f"stream check failed on {r['label']} (array size {n}): {e}")
+            ctx.fail(f"stream check failed on {r['label']} (array size {n}): {e}")
     done = [r for r in results if not r["skipped"]]
     if len(results) > 1 and done:
         elem = spec.DTYPES[cfg.dtype]
         for k in kernels:
             total = sum(spec.bandwidth_gbs(k, n, elem, min(r["times"][k])) for r in done)
-            rows.append(Measurement("stream", "bandwidth", total, "GB/s",
-                                    {"kernel": k, "array_size": n, "dtype": cfg.dtype,
-                                     "device": "all", "stat": "aggregate", "devices": len(done)}))
+            rows.append(BANDWIDTH(BENCHMARK, total, {"kernel": k, "array_size": n, "dtype": cfg.dtype,
+                                                     "device": "all", "stat": "aggregate",
+                                                     "devices": len(done)}))
     if rows:
-        ctx.emit("measurements", rows)
+        ctx.record(rows)

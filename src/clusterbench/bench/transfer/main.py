@@ -9,6 +9,9 @@ from typing import Any
 from clusterbench.bench import devices as devs
 from clusterbench.bench.transfer import engine
 from clusterbench.bench.transfer.matrices import Planned
+from clusterbench.envinfo.software import cpu_model
+from clusterbench.families.transfer.spec import BANDWIDTH, BENCHMARK
+from clusterbench.ranks.context import RankContext
 from clusterbench.records import Measurement
 
 
@@ -19,6 +22,7 @@ class TransferConfig:
     warmups: int = 3
     check: bool = True
     notes: tuple[str, ...] = ()         # tests skipped before the run (devices this host lacks)
+    device_type: str = "cpu"            # cpu: host copies only, even where GPUs exist
 
 
 def _bw(nbytes: int, seconds: list[float]) -> float:
@@ -41,23 +45,20 @@ def test_rows(p: Planned, r: engine.TestResult) -> list[Measurement]:
     rows: list[Measurement] = []
     if p.kind == "config":
         for i, (t, secs) in enumerate(zip(ts, r.seconds)):
-            rows.append(Measurement("transfer", "bandwidth", _bw(t.bytes, secs), "GB/s", _params(
+            rows.append(BANDWIDTH(BENCHMARK, _bw(t.bytes, secs), _params(
                 p, t.src, t.dst, t.bytes, "pair", method=t.exe.name, executor=str(t.exe),
                 transfer=i, subexecs=t.subexecs)))
     elif p.direction == "bi":
         t = ts[0]
         total = sum(_bw(x.bytes, secs) for x, secs in zip(ts, r.seconds))
-        rows.append(Measurement("transfer", "bandwidth", total, "GB/s",
-                                _params(p, t.src, t.dst, t.bytes, "pair")))
+        rows.append(BANDWIDTH(BENCHMARK, total, _params(p, t.src, t.dst, t.bytes, "pair")))
     else:
         for t, secs in zip(ts, r.seconds):
-            rows.append(Measurement("transfer", "bandwidth", _bw(t.bytes, secs), "GB/s",
-                                    _params(p, t.src, t.dst, t.bytes, "pair")))
+            rows.append(BANDWIDTH(BENCHMARK, _bw(t.bytes, secs), _params(p, t.src, t.dst, t.bytes, "pair")))
     if len(ts) > 1 or p.kind == "config":
         total_bytes = sum(t.bytes for t in ts)
         extra = {"method": "+".join(sorted({t.exe.name for t in ts}))} if p.kind == "config" else {}
-        rows.append(Measurement("transfer", "bandwidth", _bw(total_bytes, r.wall), "GB/s",
-                                _params(p, "*", "*", total_bytes, "aggregate", **extra)))
+        rows.append(BANDWIDTH(BENCHMARK, _bw(total_bytes, r.wall), _params(p, "*", "*", total_bytes, "aggregate", **extra)))
     return rows
 
 
@@ -74,10 +75,8 @@ def summary_rows(p: Planned, pairs: list[Measurement]) -> list[Measurement]:
     ends = [str(m.param("src")) for m in use] + ([str(m.param("dst")) for m in use] if bi else [])
     for src in dict.fromkeys(ends):
         total = sum(m.value for m in use if m.param("src") == src or (bi and m.param("dst") == src))
-        out.append(Measurement("transfer", "bandwidth", total, "GB/s",
-                               _params(p, src, "*", nbytes, "row_total")))
-    out.append(Measurement("transfer", "bandwidth", sum(m.value for m in use) / len(use), "GB/s",
-                           _params(p, "*", "*", nbytes, "average")))
+        out.append(BANDWIDTH(BENCHMARK, total, _params(p, src, "*", nbytes, "row_total")))
+    out.append(BANDWIDTH(BENCHMARK, sum(m.value for m in use) / len(use), _params(p, "*", "*", nbytes, "average")))
     return out
 
 
@@ -85,16 +84,15 @@ def _group(p: Planned) -> tuple:
     return (p.kind, p.direction, p.method, p.host_memory, p.test.transfers[0].bytes)
 
 
-def main(ctx: Any, cfg: TransferConfig) -> None:
+def main(ctx: RankContext, cfg: TransferConfig) -> None:
     topo = engine.topology()
     threads = devs.cpu_threads()
-    ctx.emit("meta", {"threads": threads, "gpus": topo.gpus, "numa_nodes": list(topo.numa_nodes),
-                      "device_names": _names(topo)})
+    ctx.meta({"threads": threads, "gpus": topo.gpus, "numa_nodes": list(topo.numa_nodes),
+              "device_names": _names(topo)})
     if topo.gpus == 0:
-        ctx.emit("note", f"no GPU: host memory copies, {threads} CPU thread(s), "
-                         f"{len(topo.numa_nodes)} NUMA node(s)")
+        ctx.note(f"no GPU: host memory copies, {threads} CPU thread(s), {len(topo.numa_nodes)} NUMA node(s)")
     for note in cfg.notes:
-        ctx.emit("note", note)
+        ctx.note(note)
     pending: list[Measurement] = []
     current: tuple | None = None
     last: Planned | None = None
@@ -106,30 +104,28 @@ def main(ctx: Any, cfg: TransferConfig) -> None:
         r = engine.run_test(p.test, topo, cfg.iterations, cfg.warmups, cfg.check)
         ctx.progress()
         if r.skipped:
-            ctx.emit("note", f"skipped {p.test.name}: {r.skipped}")
+            ctx.note(f"skipped {p.test.name}: {r.skipped}")
             continue
         for e in r.errors:
-            ctx.emit("fail", f"transfer check failed in {p.test.name}: {e}")
+            ctx.fail(f"transfer check failed in {p.test.name}: {e}")
         rows = test_rows(p, r)
         if p.kind == "config":
-            ctx.emit("measurements", rows)
+            ctx.record(rows)
         else:
             pending += rows
     _flush(ctx, last, pending)
 
 
-def _flush(ctx: Any, p: Planned | None, pending: list[Measurement]) -> None:
+def _flush(ctx: RankContext, p: Planned | None, pending: list[Measurement]) -> None:
     """A matrix is emitted whole, so its table prints complete with totals."""
     if p is None or not pending:
         return
     pairs = [m for m in pending if m.param("stat") == "pair"]
-    ctx.emit("measurements", pending + summary_rows(p, pairs))
+    ctx.record(pending + summary_rows(p, pairs))
 
 
 def _names(topo: engine.Topology) -> dict[str, str]:
     import torch
-
-    from clusterbench.dist.context import cpu_model
 
     names = {f"G{i}": torch.cuda.get_device_name(i) for i in range(topo.gpus)}
     names.update({f"C{n}": cpu_model() for n in topo.numa_nodes})

@@ -1,11 +1,17 @@
-"""End-to-end workloads: FSDP training, DDP gradient sync, tensor-parallel inference, scaling."""
+"""End-to-end workloads: FSDP training, DDP gradient sync, tensor-parallel inference."""
 
 from __future__ import annotations
 
-from typing import Any
+from clusterbench.ranks.context import RankContext
 
 
-def share_cpu(ctx: Any) -> None:
+def cpu_memory_available() -> int:
+    import psutil
+
+    return int(psutil.virtual_memory().available)
+
+
+def share_cpu(ctx: RankContext) -> None:
     """On CPU ranks, split the host's cores between the local ranks instead of letting each
     rank start one thread per core (oversubscription makes every collective wait)."""
     if ctx.device.type != "cpu":

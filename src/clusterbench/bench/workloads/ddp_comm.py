@@ -12,10 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from clusterbench.bench.workloads import share_cpu
-from clusterbench.dist.context import RankContext
+from clusterbench.bench.workloads import cpu_memory_available, share_cpu
 from clusterbench.errors import UsageError
+from clusterbench.families.workloads.spec import ALGBW, DDP_COMM, STEP_TIME
+from clusterbench.ranks.context import RankContext, RankOptions, resolve_device_type
+from clusterbench.ranks.driver import host_ranks, planned_world_size
 from clusterbench.records import Measurement
+from clusterbench.units import parse_size
 
 DEFAULT_SIZE = 536 << 20
 BYTES_PER_PARAM = 4  # fp32 gradients, as DDP reduces them
@@ -28,8 +31,6 @@ class DdpCommConfig:
     bucket_cap_mb: float = 25.0   # DDP's default
     steps: int = 10
     warmup: int = 2
-    link_speed: float | None = None   # bytes/s, for efficiency against the theory
-    link_text: str = ""
 
 
 def layer_elements(layers: int, size_bytes: int) -> int:
@@ -42,13 +43,26 @@ def layer_elements(layers: int, size_bytes: int) -> int:
     return n
 
 
-def check_fits(size_bytes: int, capacity: int, sharing: int, where: str) -> None:
+def check_gradients_fit(size_bytes: int, capacity: int, sharing: int, where: str) -> None:
     # Parameters plus gradients (bucket views share the gradients' storage), per rank.
     need = 2 * size_bytes * sharing
     if need > capacity:
         raise UsageError(f"--size {size_bytes / 2**20:.0f} MiB does not fit: {sharing} rank(s) need "
                          f"{need / 2**30:.1f} GiB for parameters and gradients, {where} is "
                          f"{capacity / 2**30:.1f} GiB")
+
+
+def ddp_comm_config(*, layers: int, size: str, bucket_cap_mb: float, steps: int, warmup: int,
+                 np: int | None, options: RankOptions) -> DdpCommConfig:
+    """Validate ``clusterbench ddp-comm``'s options before any rank starts."""
+    size_bytes = parse_size(size, "--size")
+    elements = layer_elements(layers, size_bytes)
+    if resolve_device_type(options.device) == "cpu":
+        local = host_ranks(planned_world_size(np, options))
+        check_gradients_fit(elements * layers * BYTES_PER_PARAM, cpu_memory_available(), local,
+                            "available host RAM")
+    return DdpCommConfig(layers=layers, size_bytes=size_bytes, bucket_cap_mb=bucket_cap_mb, steps=steps,
+                         warmup=warmup)
 
 
 def nodes_for_theory(hosts: list[str], world_size: int) -> int:
@@ -93,7 +107,7 @@ def main(ctx: RankContext, config: DdpCommConfig) -> None:
 
         capacity, sharing, where = psutil.virtual_memory().available, ctx.env.local_world_size, \
             "available host RAM"
-    check_fits(grad_bytes, capacity, sharing, where)
+    check_gradients_fit(grad_bytes, capacity, sharing, where)
 
     model = build_dummy(config.layers, elements, ctx.device)
     ddp = DDP(model, device_ids=[ctx.device.index] if ctx.device.type == "cuda" else None,
@@ -113,32 +127,24 @@ def main(ctx: RankContext, config: DdpCommConfig) -> None:
             continue
         timed.append(dt)
         p = {**base, "step": step - config.warmup}
-        ctx.emit("measurements", [
-            Measurement("ddp_comm", "step_time_ms", dt * 1e3, "ms", p),
-            Measurement("ddp_comm", "algbw", grad_bytes / dt / 1e9, "GB/s", p),
+        ctx.record([
+            STEP_TIME(DDP_COMM, dt * 1e3, p),
+            ALGBW(DDP_COMM, grad_bytes / dt / 1e9, p),
         ])
-    ctx.emit("measurements", summarize(timed, grad_bytes, base, config, ctx.hosts, ctx.world_size))
+    ctx.record(summarize(timed, grad_bytes, base, ctx.hosts, ctx.world_size))
 
 
-def summarize(timed: list[float], grad_bytes: int, base: dict[str, Any], config: DdpCommConfig,
-              hosts: list[str], world_size: int) -> list[Measurement]:
-    """Average and best step, their algbw, and the efficiency against the theory when a link
-    speed is known."""
+def summarize(timed: list[float], grad_bytes: int, base: dict[str, Any], hosts: list[str],
+              world_size: int) -> list[Measurement]:
+    """Average and best step and their algbw. The overall rows carry ``nodes``, the n that the
+    all_reduce theory uses, so efficiency against a link speed can be judged at read time."""
     avg = sum(timed) / len(timed)
     best = min(timed)
     avg_bw = grad_bytes / avg / 1e9
-    out = [
-        Measurement("ddp_comm", "step_time_ms", avg * 1e3, "ms", {**base, "stat": "avg"}),
-        Measurement("ddp_comm", "step_time_ms", best * 1e3, "ms", {**base, "stat": "min"}),
-        Measurement("ddp_comm", "algbw", avg_bw, "GB/s", {**base, "stat": "avg"}),
-        Measurement("ddp_comm", "algbw", grad_bytes / best / 1e9, "GB/s", {**base, "stat": "max"}),
+    base = {**base, "nodes": nodes_for_theory(hosts, world_size)}
+    return [
+        STEP_TIME(DDP_COMM, avg * 1e3, {**base, "stat": "avg"}),
+        STEP_TIME(DDP_COMM, best * 1e3, {**base, "stat": "min"}),
+        ALGBW(DDP_COMM, avg_bw, {**base, "stat": "avg"}),
+        ALGBW(DDP_COMM, grad_bytes / best / 1e9, {**base, "stat": "max"}),
     ]
-    nodes = nodes_for_theory(hosts, world_size)
-    if config.link_speed and nodes > 1:
-        from clusterbench.judge.theory import optimal_allreduce_algbw
-
-        optimal = optimal_allreduce_algbw(config.link_speed, nodes)
-        out.append(Measurement("ddp_comm", "efficiency", avg_bw / optimal, "",
-                               {**base, "stat": "avg", "nodes": nodes, "optimal_algbw": optimal,
-                                "link_speed": config.link_text}))
-    return out

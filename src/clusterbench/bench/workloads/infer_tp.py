@@ -18,10 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from clusterbench.bench.workloads import share_cpu
-from clusterbench.dist.context import RankContext
+from clusterbench.bench.workloads import cpu_memory_available, share_cpu
 from clusterbench.errors import UsageError
-from clusterbench.records import Measurement
+from clusterbench.families.workloads.spec import INFER_SAMPLES_PER_S, INFER_TP, LATENCY
+from clusterbench.ranks.context import RankContext, RankOptions, resolve_device_type
+from clusterbench.ranks.driver import host_ranks, planned_world_size
+from clusterbench.units import parse_size
 
 MODES = ("column", "row")
 SEED_BATCHES = tuple(128 << i for i in range(9))  # 128 ... 32768, the seed's sweep
@@ -59,10 +61,43 @@ def memory_need(config: InferTpConfig, world_size: int, dtype_bytes: int) -> int
     return weights + weights // world_size + acts
 
 
-def check_fits(need: int, capacity: int, where: str) -> None:
+def check_layers_fit(need: int, capacity: int, where: str) -> None:
     if need > capacity:
         raise UsageError(f"infer-tp does not fit: each rank needs {need / 2**30:.1f} GiB, "
                          f"{where} is {capacity / 2**30:.1f} GiB; lower --hidden, --layers or the batch sizes")
+
+
+def parse_batches(text: str) -> tuple[int, ...]:
+    """``128,256,1024`` or ``128..32768`` (doubling)."""
+    if ".." in text:
+        lo_text, _, hi_text = text.partition("..")
+        lo, hi = parse_size(lo_text, "--batch-sizes"), parse_size(hi_text, "--batch-sizes")
+        if lo < 1 or hi < lo:
+            raise UsageError(f"invalid --batch-sizes {text!r}: need 1 <= START <= END")
+        out = []
+        while lo <= hi:
+            out.append(lo)
+            lo *= 2
+        return tuple(out)
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise UsageError("--batch-sizes is empty")
+    return tuple(parse_size(t, "--batch-sizes") for t in items)
+
+
+def infer_tp_config(*, hidden: int, layers: int, batch_sizes: str, mode: str, dtype: str, iters: int,
+                 warmup: int, check: bool, np: int | None, options: RankOptions) -> InferTpConfig:
+    """Validate ``clusterbench infer-tp``'s options before any rank starts."""
+    cfg = InferTpConfig(hidden=hidden, layers=layers, batches=parse_batches(batch_sizes), mode=mode,
+                        dtype=dtype, iters=iters, warmup=warmup, check=check)
+    world = planned_world_size(np, options)
+    validate(cfg, world)
+    if resolve_device_type(options.device) != "cuda":
+        if dtype in ("bf16", "fp16"):
+            raise UsageError(f"--dtype {dtype} needs a GPU (CPU ranks run fp32)")
+        check_layers_fit(memory_need(cfg, world, DTYPE_BYTES["fp32"]), cpu_memory_available() // host_ranks(world),
+                         "its share of available host RAM")
+    return cfg
 
 
 def _dtype(option: str, device: Any) -> tuple[Any, str]:
@@ -127,11 +162,11 @@ def main(ctx: RankContext, config: InferTpConfig) -> None:
     dtype, dtype_name = _dtype(config.dtype, ctx.device)
     need = memory_need(config, world, DTYPE_BYTES[dtype_name])
     if ctx.device.type == "cuda":
-        check_fits(need, torch.cuda.get_device_properties(ctx.device).total_memory, "device memory")
+        check_layers_fit(need, torch.cuda.get_device_properties(ctx.device).total_memory, "device memory")
     else:
         import psutil
 
-        check_fits(need, psutil.virtual_memory().available // ctx.env.local_world_size,
+        check_layers_fit(need, psutil.virtual_memory().available // ctx.env.local_world_size,
                    "its share of available host RAM")
 
     h = config.hidden
@@ -151,7 +186,7 @@ def main(ctx: RankContext, config: InferTpConfig) -> None:
         err = float((got - want).abs().max() / want.abs().max().clamp_min(1e-12))
         tol = 1e-4 if dtype_name == "fp32" else 5e-2
         if err > tol:
-            ctx.emit("fail", f"tensor-parallel output differs from the unsplit layers: relative error "
+            ctx.fail(f"tensor-parallel output differs from the unsplit layers: relative error "
                              f"{err:.3g} > {tol:g}")
             return
     del full
@@ -172,9 +207,9 @@ def main(ctx: RankContext, config: InferTpConfig) -> None:
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         mean = float(t.mean())
         p = {**base, "batch": batch, "stat": "avg", "iters": config.iters}
-        ctx.emit("measurements", [
-            Measurement("infer_tp", "latency_ms", mean * 1e3, "ms", p),
-            Measurement("infer_tp", "latency_ms", float(t.min()) * 1e3, "ms", {**p, "stat": "min"}),
-            Measurement("infer_tp", "samples_per_s", batch / mean, "samples/s", p),
+        ctx.record([
+            LATENCY(INFER_TP, mean * 1e3, p),
+            LATENCY(INFER_TP, float(t.min()) * 1e3, {**p, "stat": "min"}),
+            INFER_SAMPLES_PER_S(INFER_TP, batch / mean, p),
         ])
         del x

@@ -20,8 +20,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from clusterbench.bench.workloads import share_cpu
+from clusterbench.bench.workloads import cpu_memory_available, share_cpu
 from clusterbench.bench.workloads.model import (
+    PRESETS,
     ModelShape,
     build_model,
     param_count,
@@ -29,8 +30,19 @@ from clusterbench.bench.workloads.model import (
     train_flops_per_token,
     training_state_bytes,
 )
-from clusterbench.dist.context import RankContext
 from clusterbench.errors import UsageError
+from clusterbench.families.workloads.spec import (
+    COMM_SHARE,
+    LOSS,
+    MFU,
+    PEAK_MEMORY,
+    SAMPLES_PER_S,
+    STEP_TIME,
+    TOKENS_PER_S,
+    TRAIN,
+)
+from clusterbench.ranks.context import RankContext, RankOptions, resolve_device_type
+from clusterbench.ranks.driver import host_ranks, planned_world_size
 from clusterbench.records import Measurement
 
 STRATEGIES = ("full", "hybrid")
@@ -72,7 +84,7 @@ def shard_ranks(strategy: str, world_size: int, shard_size: int | None, local_wo
     return size
 
 
-def check_fits(shape: ModelShape, shard: int, capacity_bytes: int, ranks_sharing: int, where: str) -> None:
+def check_model_fits(shape: ModelShape, shard: int, capacity_bytes: int, ranks_sharing: int, where: str) -> None:
     """Refuse a model whose parameters, gradients and AdamW state alone exceed the memory."""
     need = training_state_bytes(shape, shard) * ranks_sharing
     if need > capacity_bytes:
@@ -80,6 +92,26 @@ def check_fits(shape: ModelShape, shard: int, capacity_bytes: int, ranks_sharing
             f"model does not fit: {param_count(shape) / 1e9:.3g}B parameters need {need / 2**30:.1f} GiB "
             f"for fp32 weights, gradients and AdamW state ({ranks_sharing} rank(s) sharing {where} of "
             f"{capacity_bytes / 2**30:.1f} GiB), before activations; use more ranks or a smaller model")
+
+
+def train_config(shape: ModelShape, *, preset: str, batch: int, steps: int, warmup: int, strategy: str,
+                 shard_size: int | None, dtype: str, lr: float, comm_share: bool, np: int | None,
+                 options: RankOptions) -> TrainConfig:
+    """Validate ``clusterbench train``'s options before any rank starts."""
+    world = planned_world_size(np, options)
+    check_batch(batch, world)
+    if strategy == "hybrid" and shard_size is not None and world % shard_size:
+        raise UsageError(f"--shard-size {shard_size} does not divide the {world} ranks")
+    on_cpu = resolve_device_type(options.device) == "cpu"
+    if dtype == "bf16" and on_cpu:
+        raise UsageError("--dtype bf16 needs a GPU (CPU ranks train in fp32)")
+    if on_cpu:
+        local = host_ranks(world)
+        check_model_fits(shape, shard_ranks(strategy, world, shard_size, local), cpu_memory_available(), local,
+                         "available host RAM")
+    return TrainConfig(shape=shape, batch=batch, steps=steps, warmup=warmup, strategy=strategy,
+                       shard_size=shard_size, dtype=dtype, lr=lr,
+                       preset=preset if PRESETS.get(preset) == shape else "custom", comm_share=comm_share)
 
 
 def resolve_dtype(option: str, device: Any) -> str:
@@ -188,7 +220,7 @@ def main(ctx: RankContext, config: TrainConfig) -> None:
     local_batch = check_batch(config.batch, world)
     shard = shard_ranks(config.strategy, world, config.shard_size, ctx.env.local_world_size)
     capacity, sharing, where = _memory_capacity(ctx)
-    check_fits(shape, shard, capacity, sharing, where)
+    check_model_fits(shape, shard, capacity, sharing, where)
     dtype = resolve_dtype(config.dtype, ctx.device)
 
     if config.strategy == "hybrid":
@@ -213,7 +245,7 @@ def main(ctx: RankContext, config: TrainConfig) -> None:
     base = {"model": config.preset or "custom", "strategy": config.strategy, "dtype": dtype,
             "batch": config.batch, "seq": shape.seq, "layers": shape.layers, "hidden": shape.hidden,
             "ranks": world}
-    ctx.emit("meta", {"train": {**base, "params": n_params, "shard_size": shard,
+    ctx.meta({"train": {**base, "params": n_params, "shard_size": shard,
                                 "shape": shape.to_dict(), "steps": config.steps,
                                 "warmup": config.warmup}})
 
@@ -237,16 +269,16 @@ def main(ctx: RankContext, config: TrainConfig) -> None:
         dist.all_reduce(mean_loss)  # SUM: gloo has no AVG
         value = float(mean_loss.item()) / world
         if not math.isfinite(value):
-            ctx.emit("fail", f"loss is {value} at step {step}")
+            ctx.fail(f"loss is {value} at step {step}")
             return
         if step >= config.warmup:
             timed.append(dt)
         p = {**base, "step": step}
-        ctx.emit("measurements", [
-            Measurement("train", "loss", value, "", p),
-            Measurement("train", "step_time_ms", dt * 1e3, "ms", p),
-            Measurement("train", "samples_per_s", config.batch / dt, "samples/s", p),
-            Measurement("train", "tokens_per_s", tokens / dt, "tokens/s", p),
+        ctx.record([
+            LOSS(TRAIN, value, p),
+            STEP_TIME(TRAIN, dt * 1e3, p),
+            SAMPLES_PER_S(TRAIN, config.batch / dt, p),
+            TOKENS_PER_S(TRAIN, tokens / dt, p),
         ])
         ctx.progress()
 
@@ -255,10 +287,9 @@ def main(ctx: RankContext, config: TrainConfig) -> None:
         share = measure_comm_share(lambda: one_step(config.steps), ctx.device)
         t = torch.tensor([share], dtype=torch.float64, device=ctx.device)
         dist.all_reduce(t)
-        summary.append(Measurement("train", "comm_share", float(t.item()) / world, "",
-                                   {**base, "stat": "avg"}))
+        summary.append(COMM_SHARE(TRAIN, float(t.item()) / world, {**base, "stat": "avg"}))
         ctx.progress()
-    ctx.emit("measurements", summary)
+    ctx.record(summary)
 
 
 def _summary(ctx: RankContext, config: TrainConfig, base: dict[str, Any], timed: list[float],
@@ -271,26 +302,24 @@ def _summary(ctx: RankContext, config: TrainConfig, base: dict[str, Any], timed:
     peak, kind = _peak_memory(ctx)
     t = torch.tensor([peak], dtype=torch.float64, device=ctx.device)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    out = [Measurement("train", "peak_memory_bytes", float(t.item()), "bytes",
-                       {**base, "stat": "max", "memory": kind})]
+    out = [PEAK_MEMORY(TRAIN, float(t.item()), {**base, "stat": "max", "memory": kind})]
     if not timed:
-        ctx.emit("note", "no timed steps (--steps not above --warmup): no overall throughput")
+        ctx.note("no timed steps (--steps not above --warmup): no overall throughput")
         return out
     total = sum(timed)
     s = {**base, "stat": "avg", "steps": len(timed)}
     samples_per_s = config.batch * len(timed) / total
     tokens_per_s = tokens * len(timed) / total
     out += [
-        Measurement("train", "samples_per_s", samples_per_s, "samples/s", s),
-        Measurement("train", "tokens_per_s", tokens_per_s, "tokens/s", s),
-        Measurement("train", "step_time_ms", total / len(timed) * 1e3, "ms", s),
+        SAMPLES_PER_S(TRAIN, samples_per_s, s),
+        TOKENS_PER_S(TRAIN, tokens_per_s, s),
+        STEP_TIME(TRAIN, total / len(timed) * 1e3, s),
     ]
     device_name = ctx.device_names[0] if ctx.device_names else None
     peak_tflops = peaks.dense_tflops(device_name, dtype) if ctx.device.type == "cuda" else None
     if peak_tflops:
         achieved = train_flops_per_token(config.shape) * tokens_per_s / ctx.world_size / 1e12
-        out.append(Measurement("train", "mfu", achieved / peak_tflops, "",
-                               {**s, "peak_tflops": peak_tflops, "device": device_name}))
+        out.append(MFU(TRAIN, achieved / peak_tflops, {**s, "peak_tflops": peak_tflops, "device": device_name}))
     else:
-        ctx.emit("note", f"mfu: no {dtype} peak for {device_name or 'this device'} in the peak table")
+        ctx.note(f"mfu: no {dtype} peak for {device_name or 'this device'} in the peak table")
     return out

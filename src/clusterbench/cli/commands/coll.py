@@ -6,16 +6,16 @@ from typing import Any
 
 import click
 
-from clusterbench.bench.collectives.config import build_config
-from clusterbench.bench.collectives.spec import DTYPES, REDOPS
+from clusterbench.bench.collectives import rank
+from clusterbench.bench.collectives.config import coll_config
 from clusterbench.cli.bench import run_benchmark_command
-from clusterbench.cli.options import dist_from, dist_options, repeat_option, store_options
-from clusterbench.dist.driver import Job
+from clusterbench.cli.options import RunOutput, rank_options, run_output
+from clusterbench.families.collectives.spec import DTYPES, OPS, REDOPS
+from clusterbench.ranks.context import RankOptions
+from clusterbench.ranks.driver import Job
 
-TARGET = "clusterbench.bench.collectives.rank:main"
 
-
-@click.command("coll")
+@click.command("coll", epilog=f"Ops: {', '.join(OPS)}.")
 @click.argument("op", metavar="OP")
 @click.option("-b", "--minbytes", default="8", show_default=True,
               help="Smallest size in bytes (K/M/G suffixes are binary, as nccl-tests).")
@@ -37,24 +37,20 @@ TARGET = "clusterbench.bench.collectives.rank:main"
               help="Time reported across ranks: 0 rank 0, 1 average, 2 minimum, 3 maximum.")
 @click.option("-N", "--run_cycles", "cycles", type=int, default=1, show_default=True,
               help="Run the whole sweep this many times.")
-@dist_options
-@repeat_option
-@store_options
-def coll(op: str, **kw: Any) -> int:
-    """Collective OP swept over sizes: all_reduce, all_gather, reduce_scatter, broadcast, reduce,
-    alltoall, sendrecv, or all.
+@rank_options
+@run_output
+def coll(op: str, np: int | None, ranks: RankOptions, out: RunOutput, **kw: Any) -> int:
+    """Collective OP swept over sizes: one of the ops below, a comma list, or all.
 
     Prints nccl-tests' table (out-of-place and in-place time, algbw, busbw, #wrong) with its
     definitions (algbw = size/time, busbw = algbw x op factor) and stores the run.
     """
-    config = build_config(
+    config = coll_config(
         op, minbytes=kw["minbytes"], maxbytes=kw["maxbytes"], stepfactor=kw["stepfactor"],
         stepbytes=kw["stepbytes"], iters=kw["iters"], warmup_iters=kw["warmup_iters"], check=kw["check"],
         datatype=kw["datatype"], redop=kw["redop"], root=kw["root"], average=kw["average"],
         cycles=kw["cycles"])
-    job = Job(TARGET, config, dist_from(kw), np=kw["np"])
-    return run_benchmark_command(job, "coll", as_json=kw["as_json"], db=kw["db"], tags=kw["tags"],
-                                 repeat=kw["repeat"])
+    return run_benchmark_command(Job(rank.main, config, ranks, np=np), "coll", out)
 
 
 commands = [coll]

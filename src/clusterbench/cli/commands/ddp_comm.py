@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import click
 
-from clusterbench.bench.workloads.ddp_comm import (
-    DEFAULT_SIZE,
-    DdpCommConfig,
-    check_fits,
-    layer_elements,
-)
+from clusterbench.bench.workloads import ddp_comm as ddp_main
+from clusterbench.bench.workloads.ddp_comm import DEFAULT_SIZE, ddp_comm_config
 from clusterbench.cli.bench import run_benchmark_command
-from clusterbench.cli.commands.train import cpu_memory_available, host_ranks, planned_world_size
-from clusterbench.cli.options import dist_from, dist_options, repeat_option, store_options
-from clusterbench.dist.context import resolve_device_type
-from clusterbench.dist.driver import Job
-from clusterbench.units import format_size, parse_rate, parse_size
+from clusterbench.cli.options import RunOutput, rank_options, run_output
+from clusterbench.ranks.context import RankOptions
+from clusterbench.ranks.driver import Job
+from clusterbench.units import format_size, parse_rate
 
 
 @click.command("ddp-comm")
@@ -29,30 +26,23 @@ from clusterbench.units import format_size, parse_rate, parse_size
 @click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True,
               help="Untimed steps first (DDP builds its buckets in the first one).")
 @click.option("--link-speed", default=None, metavar="RATE",
-              help="Inter-node link speed (e.g. 100Gbps): adds efficiency against the optimal algbw.")
-@dist_options
-@repeat_option
-@store_options
-def ddp_comm(layers: int, size: str, bucket_cap_mb: float, steps: int, warmup: int,
-             link_speed: str | None, np: int | None, repeat: int, as_json: bool, db: str | None,
-             tags: tuple[str, ...], **dist: object) -> None:
+              help="Inter-node link speed (e.g. 100Gbps): stored as the run's link_speed tag, so the "
+                   "efficiency against the optimal algbw is shown now and whenever the run is read.")
+@rank_options
+@run_output
+def ddp_comm(layers: int, size: str, bucket_cap_mb: float, steps: int, warmup: int, link_speed: str | None,
+             np: int | None, ranks: RankOptions, out: RunOutput) -> int:
     """Gradient sync: DistributedDataParallel over dummy layers holding --size of parameters.
 
     Step time is one forward + backward whose only real work is DDP's bucketed all_reduce of
     the gradients; algbw = gradient bytes / step time, as in the AWS 100 Gbps study.
     """
-    size_bytes = parse_size(size, "--size")
-    elements = layer_elements(layers, size_bytes)
-    options = dist_from(dist)
-    if resolve_device_type(options.device) == "cpu":  # refuse before any rank starts
-        local = host_ranks(planned_world_size(np, options))
-        check_fits(elements * layers * 4, cpu_memory_available(), local, "available host RAM")
-    cfg = DdpCommConfig(layers=layers, size_bytes=size_bytes, bucket_cap_mb=bucket_cap_mb, steps=steps,
-                        warmup=warmup, link_speed=parse_rate(link_speed) if link_speed else None,
-                        link_text=link_speed or "")
-    job = Job("clusterbench.bench.workloads.ddp_comm:main", cfg, options, np=np)
-    raise SystemExit(run_benchmark_command(job, "ddp_comm", as_json=as_json, db=db, tags=tags,
-                                           repeat=repeat))
+    cfg = ddp_comm_config(layers=layers, size=size, bucket_cap_mb=bucket_cap_mb, steps=steps, warmup=warmup,
+                       np=np, options=ranks)
+    if link_speed:
+        parse_rate(link_speed)  # a bad rate is refused before any rank starts
+        out = dataclasses.replace(out, tags={**(out.tags or {}), "link_speed": link_speed})
+    return run_benchmark_command(Job(ddp_main.main, cfg, ranks, np=np), "ddp_comm", out)
 
 
 commands = [ddp_comm]

@@ -69,9 +69,8 @@ def _check_options() -> None:
 def _with_json(words: list[str]) -> list[str]:
     """``words`` with ``--json`` after the subcommand, so the pod's log carries the JSON lines
     ``clusterbench import -`` reads; unchanged when it is there or the command has no --json."""
-    from clusterbench.cli import cli
-
-    cmd = cli.commands.get(words[0])
+    root = click.get_current_context().find_root().command
+    cmd = root.commands.get(words[0]) if isinstance(root, click.Group) else None
     takes_json = (cmd is not None and not isinstance(cmd, click.Group)
                   and any("--json" in p.opts for p in cmd.params))
     if not takes_json:
@@ -126,7 +125,7 @@ def launch() -> None:
 @click.option("--json", "as_json", is_flag=True,
               help="With --wait: print the run as JSON lines (measurements, then the run).")
 def slurm_cmd(partition, time_limit, job_name, account, output, exclusive, extra, script_path,
-              submit, wait, wait_timeout, db, as_json, **kw) -> None:
+              submit, wait, wait_timeout, db, as_json, **kw) -> int | None:
     """Write an sbatch script that runs the command under srun; --submit sends it."""
     _check_options()
     from clusterbench.store import default_db_path
@@ -148,7 +147,7 @@ def slurm_cmd(partition, time_limit, job_name, account, output, exclusive, extra
     if not wait:
         return
     state, code = slurm.wait(job, wait_timeout)
-    raise SystemExit(_show_launched(db_path, launch_id, f"Slurm job {job} {state} (exit {code})", as_json))
+    return _show_launched(db_path, launch_id, f"Slurm job {job} {state} (exit {code})", as_json)
 
 
 def _show_launched(db: str | None, launch_id: str, what: str, as_json: bool) -> int:
@@ -206,7 +205,7 @@ def _run_argv(argv: list[str], timeout: float, what: str, env: dict[str, str] | 
 @click.option("--wall-timeout", type=float, default=3600.0, show_default=True,
               help="End mpirun after this many seconds.")
 @click.option("--db", default=None, envvar="CLUSTERBENCH_DB")
-def mpi_cmd(hostfile, mcas, agent, oversubscribe, mpirun_exe, no_preflight, wall_timeout, db, **kw) -> None:
+def mpi_cmd(hostfile, mcas, agent, oversubscribe, mpirun_exe, no_preflight, wall_timeout, db, **kw) -> int | None:
     """Build and run mpirun from a hostfile; every rank runs the clusterbench command."""
     _check_options()
     hosts = mpi.read_hostfile(hostfile)
@@ -223,7 +222,7 @@ def mpi_cmd(hostfile, mcas, agent, oversubscribe, mpirun_exe, no_preflight, wall
         if bad:
             raise ClusterbenchError("unreachable host(s) in the hostfile: "
                                     + "; ".join(f"{h}: {why}" for h, why in bad))
-    raise SystemExit(_run_argv(argv, wall_timeout, "mpirun"))
+    return _run_argv(argv, wall_timeout, "mpirun")
 
 
 # -- torchrun -------------------------------------------------------------------------------
@@ -244,7 +243,7 @@ def mpi_cmd(hostfile, mcas, agent, oversubscribe, mpirun_exe, no_preflight, wall
               help="ssh-like agent to reach --hosts: 'AGENT HOST WORD...' (default ssh).")
 @click.option("--wall-timeout", type=float, default=3600.0, show_default=True)
 def torchrun_cmd(rdzv_endpoint, node_rank, rdzv_id, local_addr, is_host, join_timeout, hosts, agent,
-                 wall_timeout, **kw) -> None:
+                 wall_timeout, **kw) -> int | None:
     """PyTorch elastic launch: one torchrun per node (c10d rendezvous, or static with --node-rank).
 
     With --hosts, clusterbench starts torchrun on every host itself (like pdsh/ssh would) and
@@ -275,7 +274,7 @@ def torchrun_cmd(rdzv_endpoint, node_rank, rdzv_id, local_addr, is_host, join_ti
         click.echo(line)
         click.echo(f"# on every node, e.g.: pdsh -w 'node[1-{spec.nodes}]' {shlex.quote(line)}")
         return
-    raise SystemExit(_run_argv(argv, wall_timeout, "torchrun", env=spec.env))
+    return _run_argv(argv, wall_timeout, "torchrun", env=spec.env)
 
 
 # -- k8s and dstack -------------------------------------------------------------------------

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import click
 
+from clusterbench.bench.net import matrix
+from clusterbench.bench.net.matrix import PAIR_MODES, NetConfig
 from clusterbench.cli.bench import run_benchmark_command
-from clusterbench.cli.options import dist_from, dist_options, repeat_option, store_options
-from clusterbench.dist.driver import Job
-from clusterbench.net.matrix import PAIR_MODES, NetConfig
+from clusterbench.cli.options import RunOutput, rank_options, run_output
+from clusterbench.ranks.context import RankOptions
+from clusterbench.ranks.driver import Job
 from clusterbench.units import parse_rate
 
 
@@ -31,28 +35,28 @@ from clusterbench.units import parse_rate
 @click.option("--rdma-gpu", default=None, metavar="FLAG",
               help="perftest GPU memory flag, e.g. --use_cuda=0 or --use_rocm=0.")
 @click.option("--link-rate", default=None, metavar="RATE",
-              help="The link's rate (e.g. 100Gbps, 1gbit): adds efficiency = bandwidth / rate.")
-@dist_options
-@repeat_option
-@store_options
+              help="The link's rate (e.g. 100Gbps, 1gbit): stored as the run's link_speed tag, so each "
+                   "pair's bandwidth is judged against it (efficiency) now and whenever the run is read.")
+@rank_options
+@run_output
 def net(streams: int, duration: float, latency_iters: int, latency_bytes: int, pairs: str,
         no_bandwidth: bool, no_latency: bool, rdma: bool, rdma_qps: int, rdma_bidirectional: bool,
-        rdma_device: str | None, rdma_gpu: str | None, link_rate: str | None, repeat: int, as_json: bool, db: str | None,
-        tags: tuple[str, ...], **dist_kw) -> None:
+        rdma_device: str | None, rdma_gpu: str | None, link_rate: str | None, np: int | None,
+        ranks: RankOptions, out: RunOutput) -> int:
     """Network between hosts: TCP bandwidth (several streams) and round-trip latency, as a
     matrix over all host pairs. Start one rank per host with a launcher (torchrun, srun,
     mpirun, or `clusterbench launch`); with local ranks it measures loopback."""
     cfg = NetConfig(streams=streams, duration=duration, latency_iters=latency_iters,
                     latency_bytes=latency_bytes, pairs=pairs, bandwidth=not no_bandwidth,
                     latency=not no_latency, rdma=rdma, rdma_qps=rdma_qps,
-                    rdma_bidirectional=rdma_bidirectional, rdma_device=rdma_device, rdma_gpu=rdma_gpu,
-                    link_rate=parse_rate(link_rate) if link_rate else None)
+                    rdma_bidirectional=rdma_bidirectional, rdma_device=rdma_device, rdma_gpu=rdma_gpu)
     cfg.check()
-    opts = dist_from(dist_kw)
-    if opts.device == "auto":  # sockets only: never take a GPU for this
-        opts = type(opts)(device="cpu", backend="gloo", timeout=opts.timeout)
-    job = Job("clusterbench.net.matrix:main", cfg, opts, np=dist_kw.get("np"))
-    raise SystemExit(run_benchmark_command(job, "net", as_json=as_json, db=db, tags=tags, repeat=repeat))
+    if link_rate:
+        parse_rate(link_rate)  # a bad rate is refused before any rank starts
+        out = dataclasses.replace(out, tags={**(out.tags or {}), "link_speed": link_rate})
+    if ranks.device == "auto":  # sockets only: never take a GPU for this
+        ranks = dataclasses.replace(ranks, device="cpu", backend="gloo")
+    return run_benchmark_command(Job(matrix.main, cfg, ranks, np=np), "net", out)
 
 
 commands = [net]

@@ -71,7 +71,7 @@ def _apply(f):  # type: ignore[no-untyped-def]
 def preflight(expect_gpus: int | None, expect_model: str | None, expect_nic_speed: str | None,
               nic_names: tuple[str, ...], expect_compute_partition: str | None,
               expect_memory_partition: str | None, kernel_log: str | None, verbose: bool, root: str,
-              as_json: bool) -> None:
+              as_json: bool) -> int:
     """Fast health checks of this host: GPU count and model, partition modes, PCIe links below
     their maximum, PCIe AER counters, GPU ECC errors, Xid/amdgpu/AER lines in the kernel log, NICs
     and RDMA ports down or slow. Each check ends ok, warning, fail or not-applicable with its
@@ -91,7 +91,7 @@ def preflight(expect_gpus: int | None, expect_model: str | None, expect_nic_spee
         for line in result_lines(results, verbose):
             print(line)
         print(f"# preflight: {overall(results)}", file=sys.stderr)
-    sys.exit(exit_code(results))
+    return exit_code(results)
 
 
 commands = [preflight]

@@ -10,6 +10,7 @@ import click
 
 from clusterbench.cli.options import command_line, db_option, json_option, parse_tags, tag_option
 from clusterbench.errors import UsageError
+from clusterbench.families import by_command
 from clusterbench.launch.common import (
     DEFAULT_AGENT,
     bench_command,
@@ -17,24 +18,18 @@ from clusterbench.launch.common import (
     parse_hosts,
     with_store_args,
 )
-from clusterbench.records import COMPLETE, FAILED, Measurement, Run, utc_now
+from clusterbench.records import utc_now
+from clusterbench.report.jsonl import run_lines
 from clusterbench.runner import new_group_id
+from clusterbench.store import Store
 from clusterbench.store.location import for_other_hosts
 from clusterbench.sweep import plan
-from clusterbench.sweep.analyze import Analysis, SubsetResult, analyze, parse_topology
+from clusterbench.sweep.analyze import SubsetResult, analyze, parse_topology
+from clusterbench.sweep.report import table_lines, to_run
 from clusterbench.sweep.run import SweepConfig, run_sweep
 from clusterbench.units import parse_rate
 
-DEFAULT_TEST = ["net", "--no-latency", "--streams", "4", "--duration", "2"]
-DEFAULT_METRICS = {"net": "bandwidth", "coll": "busbw"}
-
-
-def _default_test() -> list[str]:
-    from clusterbench.cli import cli
-
-    if "coll" in cli.commands:
-        return ["coll", "all_reduce", "-b", "32M", "-e", "32M", "--device", "cpu"]
-    return list(DEFAULT_TEST)
+DEFAULT_TEST = ("coll", "all_reduce", "-b", "32M", "-e", "32M", "--device", "cpu")
 
 
 @click.command("sweep", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -49,7 +44,8 @@ def _default_test() -> list[str]:
 @click.option("--batch", type=int, default=None, help="Instead of pairs, disjoint groups of this many nodes.")
 @click.option("--no-single", is_flag=True, help="Skip the one-node runs.")
 @click.option("--metric", default=None, help="Record metric to rank by (default: busbw for coll, bandwidth for net).")
-@click.option("--lower-is-better", is_flag=True, help="The metric is a time or latency.")
+@click.option("--lower-is-better", is_flag=True,
+              help="The metric is a time or latency (default: as the test's family declares it).")
 @click.option("--threshold", type=float, default=3.5, show_default=True, help="Modified z-score limit.")
 @click.option("--min-rel-dev", type=float, default=0.05, show_default=True,
               help="Only flag nodes at least this far (relative) from the median.")
@@ -74,7 +70,7 @@ def _default_test() -> list[str]:
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_is_better, threshold,
           min_rel_dev, topology, link_rate, procs_per_node, single_procs, envs, port, join_timeout, timeout,
-          rounds, as_json, db, tags, command) -> None:
+          rounds, as_json, db, tags, command) -> int:
     """Find the bad node: the test (after --; default a collective or `net`) on each node alone
     and on pairs of nodes, launched with torchrun on each host through an ssh-like agent.
 
@@ -82,8 +78,9 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
     host_list = parse_hosts(hosts)
     if len(host_list) < 2:
         raise UsageError("--hosts: a sweep needs at least 2 nodes")
-    test = bench_command(command) if command else _default_test()
-    metric = metric or DEFAULT_METRICS.get(test[0])
+    test = bench_command(command) if command else list(DEFAULT_TEST)
+    family = by_command(test[0])
+    metric = metric or (family.headline.name if family and family.headline else None)
     if metric is None:
         raise UsageError(f"--metric: no default metric for {test[0]!r}; name the record metric to rank by")
     switches = parse_topology(open(topology).read()) if topology else None
@@ -109,76 +106,22 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
         what = f"{r.value:.4g} {r.unit}" if r.value is not None else f"FAILED: {r.error}"
         print(f"# {r.stage:<6s} {'+'.join(r.hosts):<40s} {metric} {what}", file=sys.stderr, flush=True)
 
-    results = run_sweep(cfg, subsets, progress, rounds=rounds, higher_is_better=not lower_is_better)
-    result = analyze(results, threshold=threshold, min_rel_dev=min_rel_dev,
-                     higher_is_better=not lower_is_better, switches=switches)
-    run, ms = _to_run(results, result, test, metric, started, {**run_tags, "sweep": sweep_id}, rate)
-    from clusterbench.store import Store
-
+    known = family.metric(metric) if family else None
+    hib = not lower_is_better and (known is None or known.higher_is_better)
+    results = run_sweep(cfg, subsets, progress, rounds=rounds, higher_is_better=hib)
+    result = analyze(results, threshold=threshold, min_rel_dev=min_rel_dev, higher_is_better=hib,
+                     switches=switches)
+    run, ms = to_run(results, result, test, metric, command_line(), started, {**run_tags, "sweep": sweep_id},
+                     rate)
     with Store.open(db) as store:
         run.id = store.save_run(run, ms)
     if as_json:
-        for m in ms:
-            print(m.to_json(run.id))
+        for line in run_lines(run, ms):
+            print(line)
     else:
-        _print(result, results, metric, rate)
+        print("\n".join(table_lines(result, results, metric, rate)))
     print(f"# run {run.id} ({run.status}) stored", file=sys.stderr)
-    raise SystemExit(1 if result.suspects else 0)
-
-
-def _to_run(results: list[SubsetResult], a: Analysis, test: list[str], metric: str, started: str,
-            tags: dict[str, str], rate: float | None) -> tuple[Run, list[Measurement]]:
-    unit = next((r.unit for r in results if r.value is not None), "")
-    ms: list[Measurement] = []
-    for r in results:
-        if r.value is not None:
-            ms.append(Measurement("sweep", r.stage, r.value, unit,
-                                  {"hosts": ",".join(r.hosts), "test": test[0], "test_metric": metric}))
-    for stage, scores in (("single", a.single_scores), ("pair", a.pair_scores)):
-        for h, v in scores.items():
-            p = {"host": h, "stage": stage, "test": test[0], "test_metric": metric,
-                 "suspect": any(s.host == h for s in a.suspects)}
-            ms.append(Measurement("sweep", "node_score", v, unit, p))
-            if rate and unit == "GB/s":
-                ms.append(Measurement("sweep", "efficiency", v * 1e9 / rate, "",
-                                      {**p, "link_rate": rate / 1e9}))
-    hosts = list(dict.fromkeys(h for r in results for h in r.hosts))
-    run = Run(benchmark="sweep", command=command_line(), started_at=started, ended_at=utc_now(),
-              status=COMPLETE if any(r.value is not None for r in results) else FAILED,
-              hosts=hosts, ranks=len(hosts), tags=tags,
-              errors=[f"{'+'.join(r.hosts)}: {r.error}" for r in results if r.error],
-              meta={"test": test, "metric": metric,
-                    "suspects": [{"host": s.host, "reason": s.reason, "evidence": s.evidence}
-                                 for s in a.suspects],
-                    "switch_scores": a.switch_scores})
-    return run, ms
-
-
-def _print(a: Analysis, results: list[SubsetResult], metric: str, rate: float | None) -> None:
-    unit = next((r.unit for r in results if r.value is not None), "")
-    eff = bool(rate) and unit == "GB/s"
-    print(f"# sweep: {metric} ({unit}) per node; pair score = median of the node's pairs"
-          + (f"; efficiency = pair score / link rate {rate / 1e9:g} GB/s" if eff and rate else ""))
-    print(f"{'host':>24s} {'single':>12s} {'pairs':>12s} {'efficiency' if eff else '':>10s}  flag")
-    suspects = {s.host for s in a.suspects}
-    hosts = list(dict.fromkeys(h for r in results for h in r.hosts))
-    for h in hosts:
-        s = a.single_scores.get(h)
-        p = a.pair_scores.get(h)
-        print(f"{h:>24s} {s if s is not None else float('nan'):12.4g} "
-              f"{p if p is not None else float('nan'):12.4g} "
-              f"{(f'{p * 1e9 / rate:10.3f}' if eff and rate and p is not None else ''):>10s}  "
-              f"{'SUSPECT' if h in suspects else ''}")
-    for sw, v in a.switch_scores.items():
-        print(f"# switch {sw}: median pair score {v:.4g} {unit}")
-    if not a.suspects:
-        print("# no suspect: every node is within the threshold of the median")
-    for s in a.suspects:
-        print(f"# SUSPECT {s.host}: {s.reason}")
-        for e in s.evidence:
-            print(f"#   {e}")
-
-
+    return 1 if result.suspects else 0
 
 
 commands = [sweep]

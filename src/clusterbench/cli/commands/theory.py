@@ -6,10 +6,10 @@ import click
 
 from clusterbench.cli.options import db_option, json_option
 from clusterbench.errors import UsageError
-from clusterbench.judge.efficiency import run_collective_efficiency
+from clusterbench.families.collectives.spec import EFFICIENCY, OPTIMAL_ALGBW, OPTIMAL_BUSBW
+from clusterbench.judge.efficiency import run_link_efficiency
 from clusterbench.judge.select import load_runs
-from clusterbench.judge.theory import parse_nodes, theory_table
-from clusterbench.records import Measurement
+from clusterbench.judge.theory import THEORY_OP, parse_nodes, theory_table
 from clusterbench.store import Store
 
 DEFAULT_LINK = "100Gbps"
@@ -35,9 +35,8 @@ def theory(link: str, nodes_text: str, runs: tuple[str, ...], as_json: bool, db:
     table = theory_table(table_link, parse_nodes(nodes_text))
     if as_json:
         for row in table:
-            for metric, value in (("optimal_algbw", row.algbw), ("optimal_busbw", row.busbw)):
-                print(Measurement("all_reduce", metric, value, "GB/s",
-                                  {"nodes": row.nodes, "link": table_link}).to_json())
+            for metric, value in ((OPTIMAL_ALGBW, row.algbw), (OPTIMAL_BUSBW, row.busbw)):
+                print(metric(THEORY_OP, value, {"nodes": row.nodes, "link": table_link}).to_json())
     else:
         print(f"# optimal all_reduce over {table_link} links: algbw = B*n/(2(n-1))")
         print(f"{'nodes':>6} {'algbw (GB/s)':>13} {'busbw (GB/s)':>13}")
@@ -50,13 +49,13 @@ def theory(link: str, nodes_text: str, runs: tuple[str, ...], as_json: bool, db:
     found = False
     for run, ms in loaded:
         run_link = link or run.tags.get("link_speed") or DEFAULT_LINK
-        effs = run_collective_efficiency(run, ms, run_link)
+        effs = run_link_efficiency(run, ms, run_link)
         if not effs:
             continue
         found = True
         for e in effs:
             if as_json:
-                print(Measurement(e.benchmark, "efficiency", e.ratio, "", {
+                print(EFFICIENCY(e.benchmark, e.ratio, {
                     "bytes": e.bytes, "placement": e.placement, "nodes": e.nodes, "link": run_link,
                     "algbw": e.measured_algbw, "optimal_algbw": e.optimal_algbw}).to_json(run.id))
         if not as_json:

@@ -3,57 +3,15 @@ the scaling table of tagged training runs."""
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from clusterbench.bench.workloads import scaling as sc
+from clusterbench.bench.workloads import train as train_main
 from clusterbench.bench.workloads.model import PRESETS, resolve_shape
-from clusterbench.bench.workloads.train import (
-    DTYPES,
-    STRATEGIES,
-    TrainConfig,
-    check_batch,
-    check_fits,
-    shard_ranks,
-)
+from clusterbench.bench.workloads.train import DTYPES, STRATEGIES, train_config
 from clusterbench.cli.bench import run_benchmark_command
-from clusterbench.cli.options import (
-    db_option,
-    dist_from,
-    dist_options,
-    json_option,
-    repeat_option,
-    store_options,
-)
-from clusterbench.dist.context import DistOptions, resolve_device_type
-from clusterbench.dist.driver import Job, default_np
-from clusterbench.dist.rankenv import detect
-from clusterbench.errors import UsageError
-from clusterbench.store import Store
-
-
-def host_ranks(world: int) -> int:
-    """Ranks that share this host's memory: the launcher's local ranks, else all local ranks."""
-    env = detect()
-    return env.local_world_size if env is not None else world
-
-
-def cpu_memory_available() -> int:
-    import psutil
-
-    return int(psutil.virtual_memory().available)
-
-
-def planned_world_size(np: int | None, options: DistOptions) -> int:
-    """The ranks a job will have: the launcher's, else --np, else the driver's default."""
-    env = detect()
-    if env is not None:
-        return env.world_size
-    n = np if np is not None else default_np(options)
-    if n < 1:
-        raise UsageError(f"--np must be at least 1, got {n}")
-    return n
+from clusterbench.cli.options import RunOutput, rank_options, run_output
+from clusterbench.ranks.context import RankOptions
+from clusterbench.ranks.driver import Job
 
 
 @click.command("train")
@@ -80,14 +38,12 @@ def planned_world_size(np: int | None, options: DistOptions) -> int:
               help="auto: bf16 compute on GPUs that support it, fp32 otherwise.")
 @click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=3e-3, show_default=True)
 @click.option("--no-comm-share", is_flag=True, help="Skip the profiled step that measures comm_share.")
-@dist_options
-@repeat_option
-@store_options
-def train(preset: str, layers: int | None, hidden: int | None, heads: int | None,
-          kv_heads: int | None, seq: int | None,
-          vocab: int | None, ffn: int | None, batch: int, steps: int, warmup: int, strategy: str,
-          shard_size: int | None, dtype: str, lr: float, no_comm_share: bool, np: int | None,
-          repeat: int, as_json: bool, db: str | None, tags: tuple[str, ...], **dist: object) -> None:
+@rank_options
+@run_output
+def train(preset: str, layers: int | None, hidden: int | None, heads: int | None, kv_heads: int | None,
+          seq: int | None, vocab: int | None, ffn: int | None, batch: int, steps: int, warmup: int,
+          strategy: str, shard_size: int | None, dtype: str, lr: float, no_comm_share: bool, np: int | None,
+          ranks: RankOptions, out: RunOutput) -> int:
     """Training throughput: FSDP2 (fully_shard) on a synthetic decoder-only transformer.
 
     Reports loss, step time, samples/s and tokens/s per step, and overall throughput, peak
@@ -95,68 +51,10 @@ def train(preset: str, layers: int | None, hidden: int | None, heads: int | None
     """
     shape = resolve_shape(preset, layers=layers, hidden=hidden, heads=heads, seq=seq, vocab=vocab, ffn=ffn,
                           kv_heads=kv_heads)
-    options = dist_from(dist)
-    world = planned_world_size(np, options)
-    check_batch(batch, world)
-    if strategy == "hybrid" and shard_size is not None and world % shard_size:
-        raise UsageError(f"--shard-size {shard_size} does not divide the {world} ranks")
-    if dtype == "bf16" and resolve_device_type(options.device) != "cuda":
-        raise UsageError("--dtype bf16 needs a GPU (CPU ranks train in fp32)")
-    if resolve_device_type(options.device) == "cpu":  # refuse before any rank starts
-        local = host_ranks(world)
-        check_fits(shape, shard_ranks(strategy, world, shard_size, local), cpu_memory_available(), local,
-                   "available host RAM")
-    cfg = TrainConfig(shape=shape, batch=batch, steps=steps, warmup=warmup, strategy=strategy,
-                      shard_size=shard_size, dtype=dtype, lr=lr,
-                      preset=preset if PRESETS.get(preset) == shape else "custom",
-                      comm_share=not no_comm_share)
-    job = Job("clusterbench.bench.workloads.train:main", cfg, options, np=np)
-    raise SystemExit(run_benchmark_command(job, "train", as_json=as_json, db=db, tags=tags, repeat=repeat))
+    cfg = train_config(shape, preset=preset, batch=batch, steps=steps, warmup=warmup, strategy=strategy,
+                       shard_size=shard_size, dtype=dtype, lr=lr, comm_share=not no_comm_share, np=np,
+                       options=ranks)
+    return run_benchmark_command(Job(train_main.main, cfg, ranks, np=np), "train", out)
 
 
-@click.command("scaling")
-@click.argument("selectors", nargs=-1, required=True, metavar="SELECTOR...")
-@click.option("--baseline", default=None, metavar="SELECTOR",
-              help="Runs whose smallest node count is the baseline of every group (e.g. the 1-node run).")
-@click.option("--benchmark", default="train", show_default=True, help="Workload whose runs to scale.")
-@click.option("--metric", default="samples_per_s", show_default=True, help="Overall throughput metric.")
-@click.option("--by", type=click.Choice(["nodes", "ranks"]), default="nodes", show_default=True,
-              help="Count distinct hosts, or ranks (one host emulating nodes).")
-@json_option
-@db_option
-def scaling(selectors: tuple[str, ...], baseline: str | None, benchmark: str, metric: str, by: str,
-            as_json: bool, db: str | None) -> None:
-    """Scaling table: throughput at n nodes / (n x throughput at the smallest count).
-
-    Each SELECTOR (run id, 'last' or tags such as network=vnic) is one group, e.g.
-    `clusterbench scaling network=pod network=vnic --baseline nodes=1`.
-    """
-    with Store.open(db) as store:
-        points = _points(store, selectors, benchmark, metric, by)
-        base = _points(store, (baseline,), benchmark, metric, by) if baseline else None
-    rows = sc.scaling_table(points, base)
-    if as_json:
-        for r in rows:
-            for m in r.measurements(benchmark, metric):
-                print(json.dumps(m.to_dict()))
-        return
-    unit = "samples/s" if metric == "samples_per_s" else metric
-    for line in sc.format_table(rows, unit):
-        print(line)
-
-
-def _points(store: Store, selectors: tuple[str, ...], benchmark: str, metric: str, by: str) -> list[sc.Point]:
-    points = []
-    for sel in selectors:
-        runs = [r for r in store.select(sel) if r.benchmark == benchmark and r.status == "complete"]
-        if not runs:
-            raise UsageError(f"selector {sel!r} matches no complete {benchmark} run")
-        for run in runs:
-            p = sc.point_for(sel, run, store.measurements(run.id, benchmark), metric, by)
-            if p is None:
-                raise UsageError(f"run {run.id} has no overall {metric}")
-            points.append(p)
-    return points
-
-
-commands = [train, scaling]
+commands = [train]

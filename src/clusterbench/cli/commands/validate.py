@@ -12,7 +12,7 @@ from clusterbench.errors import UsageError
 from clusterbench.judge.efficiency import (
     best_per_placement,
     best_percent_of_peak,
-    run_collective_efficiency,
+    run_link_efficiency,
 )
 from clusterbench.judge.profiles import builtin_profiles, load_profile
 from clusterbench.judge.select import load_runs, rows_of
@@ -32,7 +32,7 @@ from clusterbench.store import Store
 @json_option
 @db_option
 def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, nodes: int | None,
-             as_json: bool, db: str | None) -> None:
+             as_json: bool, db: str | None) -> int:
     """Judge RUNs (ids, 'last' (default) or tag filters like env=prod) against a profile.
 
     Every criterion ends pass, fail, skipped (no matching measurement) or error. Exit code 0
@@ -42,7 +42,7 @@ def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, n
     with Store.open(db) as store:
         loaded = load_runs(store, runs or ("last",))
     outcomes = evaluate(profile, rows_of(loaded))
-    effs = [e for run, ms in loaded for e in run_collective_efficiency(run, ms, link_speed, nodes)]
+    effs = [e for run, ms in loaded for e in run_link_efficiency(run, ms, link_speed, nodes)]
     if link_speed and not effs:
         print("# note: no collective algbw rows on 2+ nodes to compare with the link speed "
               "(give --nodes for single-host runs)", file=sys.stderr)
@@ -73,7 +73,7 @@ def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, n
     if all(o.status == "skipped" for o in outcomes):
         raise UsageError(f"no criterion of profile {profile.name} matched any measurement of run(s) "
                          f"{', '.join(map(str, run_ids))}")
-    sys.exit(exit_code(outcomes))
+    return exit_code(outcomes)
 
 
 commands = [validate]

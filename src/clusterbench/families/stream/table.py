@@ -4,11 +4,12 @@ with percent of the device's datasheet HBM bandwidth when the device is known.""
 from __future__ import annotations
 
 from clusterbench import peaks
+from clusterbench.families.device_table import DeviceTable
+from clusterbench.families.stream.spec import BANDWIDTH, TIME
 from clusterbench.records import Measurement, Run
-from clusterbench.report.device_table import DeviceTable
 
 
-class StreamRenderer(DeviceTable):
+class StreamTable(DeviceTable):
     def _peak(self, label: str, devices: int = 1) -> float | None:
         if label == "all":
             label = next(iter(self._names), "cpu")
@@ -26,12 +27,12 @@ class StreamRenderer(DeviceTable):
     def rows(self, measurements: list[Measurement]) -> list[str]:
         times: dict[tuple, dict[str, float]] = {}
         for m in measurements:
-            if m.metric == "time_us":
+            if m.metric == TIME.name:
                 key = (m.param("device"), m.param("array_size"), m.param("dtype"), m.param("kernel"))
                 times.setdefault(key, {})[str(m.param("stat"))] = m.value
         out = []
         for m in measurements:
-            if m.metric != "bandwidth":
+            if m.metric != BANDWIDTH.name:
                 continue
             label = str(m.param("device"))
             key = (label, m.param("array_size"), m.param("dtype"), m.param("kernel"))

@@ -11,10 +11,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from clusterbench.families.collectives.spec import (
+    ALGBW,
+    AVG_BUSBW,
+    BUSBW,
+    OUT_OF_BOUNDS,
+    ROW_METRICS,
+    TIME,
+    WRONG,
+)
 from clusterbench.records import Measurement, Run
 
-ROW_METRICS = ("time_us", "algbw", "busbw", "wrong")
-RUN_METRICS = ("avg_busbw", "out_of_bounds")
+_ROW_NAMES = frozenset(m.name for m in ROW_METRICS)
 
 
 def format_time(us: float) -> str:
@@ -31,11 +39,11 @@ def _row_key(params: dict[str, Any]) -> tuple:
 
 
 def _cell(values: dict[str, float] | None) -> str:
-    if not values or "time_us" not in values:
+    if not values or TIME.name not in values:
         return f"  {'N/A':>7s}  {'N/A':>6s}  {'N/A':>6s}  {'N/A':>5s}"
-    wrong = f"{int(values['wrong']):5d}" if "wrong" in values else f"{'N/A':>5s}"
-    return (f"  {format_time(values['time_us'])}  {values.get('algbw', 0.0):6.2f}"
-            f"  {values.get('busbw', 0.0):6.2f}  {wrong}")
+    wrong = f"{int(values[WRONG.name]):5d}" if WRONG.name in values else f"{'N/A':>5s}"
+    return (f"  {format_time(values[TIME.name])}  {values.get(ALGBW.name, 0.0):6.2f}"
+            f"  {values.get(BUSBW.name, 0.0):6.2f}  {wrong}")
 
 
 def _int(v: Any, default: int = -1) -> int:
@@ -46,9 +54,10 @@ def _int(v: Any, default: int = -1) -> int:
 
 
 class CollTable:
-    """Renderer for one collective; subclasses name the op (the registry maps op -> class)."""
+    """The nccl-tests table of one collective."""
 
-    op = "collective"
+    def __init__(self, op: str) -> None:
+        self.op = op
 
     def header(self, run: Run) -> list[str]:
         lines = [f"# Collective test: {self.op}"]
@@ -87,7 +96,7 @@ class CollTable:
     def rows(self, measurements: list[Measurement]) -> list[str]:
         rows: dict[tuple, dict[str, Any]] = {}
         for m in measurements:
-            if m.metric not in ROW_METRICS:
+            if m.metric not in _ROW_NAMES:
                 continue
             row = rows.setdefault(_row_key(m.params), {"params": m.params, "out": {}, "in": {}})
             place = "in" if str(m.params.get("placement", "out")) == "in" else "out"
@@ -101,12 +110,12 @@ class CollTable:
         return lines
 
     def footer(self, run: Run, measurements: list[Measurement]) -> list[str]:
-        oob = [m.value for m in measurements if m.metric == "out_of_bounds"]
-        avg = [m.value for m in measurements if m.metric == "avg_busbw"]
+        oob = [m.value for m in measurements if m.metric == OUT_OF_BOUNDS.name]
+        avg = [m.value for m in measurements if m.metric == AVG_BUSBW.name]
         if not oob:  # an incomplete run: count from the rows that finished
-            oob = [float(sum(1 for m in measurements if m.metric == "wrong" and m.value > 0))]
+            oob = [float(sum(1 for m in measurements if m.metric == WRONG.name and m.value > 0))]
         if not avg:
-            bws = [m.value for m in measurements if m.metric == "busbw"]
+            bws = [m.value for m in measurements if m.metric == BUSBW.name]
             avg = [sum(bws) / len(bws)] if bws else []
         bad = int(sum(oob))
         lines = [f"# Out of bounds values : {bad} {'FAILED' if bad else 'OK'}"]
@@ -114,48 +123,3 @@ class CollTable:
             lines.append(f"# Avg bus bandwidth    : {a:g} " if a is not None else "# Avg bus bandwidth    : N/A")
         lines += ["#", f"# Collective test concluded: {self.op}"]
         return lines
-
-
-class AllReduceTable(CollTable):
-    op = "all_reduce"
-
-
-class AllGatherTable(CollTable):
-    op = "all_gather"
-
-
-class ReduceScatterTable(CollTable):
-    op = "reduce_scatter"
-
-
-class BroadcastTable(CollTable):
-    op = "broadcast"
-
-
-class ReduceTable(CollTable):
-    op = "reduce"
-
-
-class AlltoallTable(CollTable):
-    op = "alltoall"
-
-
-class SendrecvTable(CollTable):
-    op = "sendrecv"
-
-
-class GatherTable(CollTable):
-    op = "gather"
-
-
-class ScatterTable(CollTable):
-    op = "scatter"
-
-
-class HypercubeTable(CollTable):
-    op = "hypercube"
-
-
-RENDERER_CLASSES = {cls.op: f"{__name__}:{cls.__name__}" for cls in (
-    AllReduceTable, AllGatherTable, ReduceScatterTable, BroadcastTable, ReduceTable, AlltoallTable,
-    SendrecvTable, GatherTable, ScatterTable, HypercubeTable)}

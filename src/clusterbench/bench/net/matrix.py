@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from clusterbench.bench.net import perftest, tcp
+from clusterbench.bench.net.pairs import PAIR_MODES, endpoints_of, ordered_pairs
 from clusterbench.errors import UsageError
-from clusterbench.net import perftest, tcp
-from clusterbench.records import Measurement
-
-PAIR_MODES = ("all", "ring")
+from clusterbench.families.net.spec import BANDWIDTH, LATENCY, NET
+from clusterbench.ranks.context import RankContext
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,6 @@ class NetConfig:
     rdma_bidirectional: bool = False
     rdma_device: str | None = None
     rdma_gpu: str | None = None        # perftest GPU memory flag, e.g. "--use_cuda=0"
-    link_rate: float | None = None     # bytes/s of the link (--link-rate): adds efficiency rows
 
     def check(self) -> None:
         if self.streams < 1 or self.streams > 128:
@@ -45,31 +44,11 @@ class NetConfig:
             raise UsageError(f"--pairs must be one of {', '.join(PAIR_MODES)}")
 
 
-def endpoints_of(hosts: list[str]) -> tuple[list[int], str]:
-    """Ranks that take part (one per host) and whether the matrix is per host or per rank."""
-    if len(set(hosts)) > 1:
-        firsts: dict[str, int] = {}
-        for r, h in enumerate(hosts):
-            firsts.setdefault(h, r)
-        return sorted(firsts.values()), "host"
-    return list(range(len(hosts))), "rank"
-
-
-def ordered_pairs(n: int, mode: str) -> list[tuple[int, int]]:
-    """Directed (src, dst) index pairs: every ordered pair, or each node to its ring neighbours."""
-    if n < 2:
-        return []
-    if mode == "ring":
-        pairs = [(i, (i + 1) % n) for i in range(n)] + [((i + 1) % n, i) for i in range(n)]
-        return list(dict.fromkeys(p for p in pairs if p[0] != p[1]))
-    return [(i, j) for i in range(n) for j in range(n) if i != j]
-
-
 def _label(names: list[str], idx: int, per: str, ranks: list[int]) -> str:
     return names[ranks[idx]] if per == "host" else f"{names[ranks[idx]]}/rank{ranks[idx]}"
 
 
-def main(ctx: Any, cfg: NetConfig) -> None:
+def main(ctx: RankContext, cfg: NetConfig) -> None:
     import torch.distributed as dist
 
     me = ctx.rank
@@ -81,11 +60,11 @@ def main(ctx: Any, cfg: NetConfig) -> None:
         ranks, per = endpoints_of(ctx.hosts)
         names = ctx.hosts
         if len(ranks) < 2:
-            ctx.emit("note", "net: a single host (and rank): nothing to measure between hosts;"
-                             " start one rank per host (launcher) or --np 2 for loopback")
+            ctx.note("net: a single host (and rank): nothing to measure between hosts;"
+                     " start one rank per host (launcher) or --np 2 for loopback")
             return
-        ctx.emit("meta", {"net_endpoints": [f"{_label(names, i, per, ranks)}={table[ranks[i]][0]}"
-                                            for i in range(len(ranks))], "net_matrix": per})
+        ctx.meta({"net_endpoints": [f"{_label(names, i, per, ranks)}={table[ranks[i]][0]}"
+                                    for i in range(len(ranks))], "net_matrix": per})
         timeout = max(ctx.options.timeout, cfg.duration + 5.0)
         if cfg.bandwidth:
             for i, j in ordered_pairs(len(ranks), cfg.pairs):
@@ -125,26 +104,21 @@ def main(ctx: Any, cfg: NetConfig) -> None:
         server.close()
 
 
-def _emit_bw(ctx: Any, cfg: NetConfig, result: Any, src: str, dst: str, sr: int, dr: int) -> None:
+def _emit_bw(ctx: RankContext, cfg: NetConfig, result: Any, src: str, dst: str, sr: int, dr: int) -> None:
     if isinstance(result, str):
-        ctx.emit("fail", f"net bandwidth {src} -> {dst}: {result}")
+        ctx.fail(f"net bandwidth {src} -> {dst}: {result}")
         return
     nbytes, seconds = result
     params = {"src_host": src, "dst_host": dst, "src_rank": sr, "dst_rank": dr,
               "streams": cfg.streams, "bytes": int(nbytes), "protocol": "tcp"}
     bw = nbytes / seconds / 1e9 if seconds else 0.0
-    rows = [Measurement("net", "bandwidth", bw, "GB/s", params)]
-    if cfg.link_rate:
-        rows.append(Measurement("net", "efficiency", bw * 1e9 / cfg.link_rate, "",
-                                {**params, "link_rate": cfg.link_rate / 1e9}))
-    ctx.emit("measurements", rows)
+    ctx.record([BANDWIDTH(NET, bw, params)])
 
 
-def _emit_lat(ctx: Any, cfg: NetConfig, result: Any, src: str, dst: str, sr: int, dr: int) -> None:
+def _emit_lat(ctx: RankContext, cfg: NetConfig, result: Any, src: str, dst: str, sr: int, dr: int) -> None:
     if isinstance(result, str):
-        ctx.emit("fail", f"net latency {src} <-> {dst}: {result}")
+        ctx.fail(f"net latency {src} <-> {dst}: {result}")
         return
     base = {"src_host": src, "dst_host": dst, "src_rank": sr, "dst_rank": dr, "streams": 1,
             "bytes": cfg.latency_bytes, "protocol": "tcp", "iterations": cfg.latency_iters}
-    ctx.emit("measurements", [Measurement("net", "latency_us", float(v), "us", {**base, "stat": s})
-                              for s, v in result.items()])
+    ctx.record([LATENCY(NET, float(v), {**base, "stat": s}) for s, v in result.items()])

@@ -5,10 +5,9 @@ datasheet link bound where the device is known."""
 from __future__ import annotations
 
 from clusterbench import peaks
+from clusterbench.families.device_table import DeviceTable
+from clusterbench.families.transfer.spec import MATRIX_TESTS
 from clusterbench.records import Measurement, Run
-from clusterbench.report.device_table import DeviceTable
-
-MATRIX_TESTS = ("h2d", "d2h", "p2p", "a2a", "h2h")
 
 
 def _endpoint_order(e: str) -> tuple[int, int, str]:
@@ -21,7 +20,7 @@ def _cell(v: float | None) -> str:
     return f"{v:>10.2f}" if v is not None else f"{'N/A':>10s}"
 
 
-class TransferRenderer(DeviceTable):
+class TransferTable(DeviceTable):
     def header(self, run: Run) -> list[str]:
         lines = self._begin(run, show_threads=False)
         gpus = {n for k, n in self._names.items() if k.startswith("G")}

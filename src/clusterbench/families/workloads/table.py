@@ -6,8 +6,20 @@ Per-step rows (those with a ``step`` param) print one line per step; overall row
 
 from __future__ import annotations
 
+from clusterbench.families.base import run_header_lines
+from clusterbench.families.workloads.spec import (
+    ALGBW,
+    EFFICIENCY,
+    INFER_TP,
+    LATENCY,
+    LOSS,
+    MFU,
+    PEAK_MEMORY,
+    SAMPLES_PER_S,
+    STEP_TIME,
+    TOKENS_PER_S,
+)
 from clusterbench.records import Measurement, Run
-from clusterbench.report.terminal import run_header_lines
 
 
 def _group(measurements: list[Measurement], key: str) -> dict[object, dict[str, Measurement]]:
@@ -29,20 +41,20 @@ def _num(m: Measurement | None, fmt: str = "{:>12.4g}") -> str:
 def _overall(measurements: list[Measurement]) -> list[str]:
     lines = []
     for m in measurements:
-        if "step" in m.params or "stat" not in m.params or "batch" in m.params and m.benchmark == "infer_tp":
+        if "step" in m.params or "stat" not in m.params or "batch" in m.params and m.benchmark == INFER_TP:
             continue
         extra = ""
-        if m.metric == "efficiency":
+        if m.metric == EFFICIENCY.name:
             extra = f" (optimal algbw {m.params.get('optimal_algbw', 0):.3g} GB/s for {m.params.get('nodes')} nodes)"
-        elif m.metric == "mfu":
+        elif m.metric == MFU.name:
             extra = f" (peak {m.params.get('peak_tflops')} TFLOP/s)"
-        elif m.metric == "peak_memory_bytes":
+        elif m.metric == PEAK_MEMORY.name:
             extra = f" ({m.value / 2**20:.1f} MiB, {m.params.get('memory', '')})"
         lines.append(f"# overall {m.metric} ({m.params['stat']}): {m.value:.6g} {m.unit}{extra}")
     return lines
 
 
-class TrainRenderer:
+class TrainTable:
     def header(self, run: Run) -> list[str]:
         return run_header_lines(run) + [
             f"# {'step':>6} {'loss':>10} {'step_ms':>12} {'samples/s':>12} {'tokens/s':>12}"]
@@ -50,9 +62,9 @@ class TrainRenderer:
     def rows(self, measurements: list[Measurement]) -> list[str]:
         lines = []
         for step, ms in _group(measurements, "step").items():
-            lines.append(f"  {step:>6} {_num(ms.get('loss'), '{:>10.4f}')} "
-                         f"{_num(ms.get('step_time_ms'), '{:>12.2f}')} {_num(ms.get('samples_per_s'))} "
-                         f"{_num(ms.get('tokens_per_s'))}")
+            lines.append(f"  {step:>6} {_num(ms.get(LOSS.name), '{:>10.4f}')} "
+                         f"{_num(ms.get(STEP_TIME.name), '{:>12.2f}')} {_num(ms.get(SAMPLES_PER_S.name))} "
+                         f"{_num(ms.get(TOKENS_PER_S.name))}")
         return lines + _overall(measurements)
 
     def footer(self, run: Run, measurements: list[Measurement]) -> list[str]:
@@ -64,15 +76,15 @@ class TrainRenderer:
                 f"global batch {info.get('batch')} x {info.get('seq')} tokens"]
 
 
-class DdpCommRenderer:
+class DdpCommTable:
     def header(self, run: Run) -> list[str]:
         return run_header_lines(run) + [f"# {'step':>6} {'step_ms':>12} {'algbw(GB/s)':>12}"]
 
     def rows(self, measurements: list[Measurement]) -> list[str]:
         lines = []
         for step, ms in _group(measurements, "step").items():
-            lines.append(f"  {step:>6} {_num(ms.get('step_time_ms'), '{:>12.2f}')} "
-                         f"{_num(ms.get('algbw'), '{:>12.3f}')}")
+            lines.append(f"  {step:>6} {_num(ms.get(STEP_TIME.name), '{:>12.2f}')} "
+                         f"{_num(ms.get(ALGBW.name), '{:>12.3f}')}")
         return lines + _overall(measurements)
 
     def footer(self, run: Run, measurements: list[Measurement]) -> list[str]:
@@ -82,7 +94,7 @@ class DdpCommRenderer:
         return []
 
 
-class InferTpRenderer:
+class InferTpTable:
     def header(self, run: Run) -> list[str]:
         return run_header_lines(run) + [
             f"# {'batch':>8} {'latency_ms':>12} {'min_ms':>12} {'samples/s':>12}"]
@@ -90,8 +102,8 @@ class InferTpRenderer:
     def rows(self, measurements: list[Measurement]) -> list[str]:
         lines = []
         for batch, ms in _group(measurements, "batch").items():
-            lines.append(f"  {batch:>8} {_num(ms.get('latency_ms/avg'), '{:>12.3f}')} "
-                         f"{_num(ms.get('latency_ms/min'), '{:>12.3f}')} {_num(ms.get('samples_per_s/avg'))}")
+            lines.append(f"  {batch:>8} {_num(ms.get(f'{LATENCY.name}/avg'), '{:>12.3f}')} "
+                         f"{_num(ms.get(f'{LATENCY.name}/min'), '{:>12.3f}')} {_num(ms.get(f'{SAMPLES_PER_S.name}/avg'))}")
         return lines
 
     def footer(self, run: Run, measurements: list[Measurement]) -> list[str]:

@@ -12,7 +12,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from clusterbench.errors import UsageError
-from clusterbench.records import Measurement, Run
+from clusterbench.families.workloads.spec import SCALING_EFFICIENCY, SPEEDUP
+from clusterbench.records import COMPLETE, Measurement, Run
+from clusterbench.store import Store
 
 
 @dataclass(frozen=True)
@@ -46,8 +48,7 @@ class ScalingRow:
         p = {"group": self.group, "nodes": self.nodes, "ranks": self.ranks, "runs": self.runs,
              "metric": metric, "throughput": self.throughput, "baseline_nodes": self.baseline_nodes,
              "baseline_throughput": self.baseline_throughput}
-        return [Measurement(benchmark, "speedup", self.speedup, "", p),
-                Measurement(benchmark, "scaling_efficiency", self.efficiency, "", p)]
+        return [SPEEDUP(benchmark, self.speedup, p), SCALING_EFFICIENCY(benchmark, self.efficiency, p)]
 
 
 def overall_value(measurements: Iterable[Measurement], metric: str) -> float | None:
@@ -104,3 +105,18 @@ def format_table(rows: list[ScalingRow], unit: str) -> list[str]:
         lines.append(f"  {r.group:<24} {r.nodes:>5} {r.ranks:>5} {r.runs:>4} {r.throughput:>12.4g} "
                      f"{r.speedup:>8.3f} {r.efficiency:>10.3f}")
     return lines
+
+
+def load_points(store: Store, selectors: Iterable[str], benchmark: str, metric: str, by: str) -> list[Point]:
+    """One point per complete ``benchmark`` run of each selector (a group)."""
+    points = []
+    for sel in selectors:
+        runs = [r for r in store.select(sel) if r.benchmark == benchmark and r.status == COMPLETE]
+        if not runs:
+            raise UsageError(f"selector {sel!r} matches no complete {benchmark} run")
+        for run in runs:
+            p = point_for(sel, run, store.measurements(run.id, benchmark), metric, by)
+            if p is None:
+                raise UsageError(f"run {run.id} has no overall {metric}")
+            points.append(p)
+    return points

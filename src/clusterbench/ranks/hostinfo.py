@@ -4,7 +4,7 @@ sample telemetry on each host while the benchmark runs.
 Only local rank 0 of a host collects (one inventory and one sampler per host, however many
 ranks it runs); the results travel to rank 0 with one ``gather_object`` each, and rank 0 emits
 them: the inventories as run metadata (``run.meta["inventory"][host]``), the samples as a
-``telemetry`` event that the runner stores in the run's telemetry table. Every rank calls these
+``Telemetry`` event that the runner stores in the run's telemetry table. Every rank calls these
 functions in the same order, because the gathers are collectives.
 """
 
@@ -12,14 +12,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from clusterbench.telemetry.sampler import DEFAULT_INTERVAL_S, Sampler, summarize
+from clusterbench.envinfo import inventory
+from clusterbench.ranks.context import RankContext
+from clusterbench.telemetry.sampler import Sampler, summarize
 
 
-def _host(ctx: Any) -> str:
+def _host(ctx: RankContext) -> str:
     return ctx.hosts[ctx.rank] if ctx.hosts else ctx.env.host
 
 
-def _gather(ctx: Any, obj: Any) -> list[Any]:
+def _gather(ctx: RankContext, obj: Any) -> list[Any]:
     import torch.distributed as dist
 
     if ctx.world_size == 1:
@@ -29,10 +31,8 @@ def _gather(ctx: Any, obj: Any) -> list[Any]:
     return out or []
 
 
-def record_inventory(ctx: Any) -> None:
+def record_inventory(ctx: RankContext) -> None:
     """Gather each host's inventory to rank 0 and emit it as ``meta["inventory"]``."""
-    from clusterbench.envinfo import inventory
-
     mine = None
     if ctx.env.local_rank == 0:
         try:
@@ -41,14 +41,14 @@ def record_inventory(ctx: Any) -> None:
             mine = (_host(ctx), {"error": f"{type(e).__name__}: {e}"})
     gathered = _gather(ctx, mine)
     if ctx.is_root:
-        ctx.emit("meta", {"inventory": {h: inv for h, inv in (g for g in gathered if g)}})
+        ctx.meta({"inventory": {h: inv for h, inv in (g for g in gathered if g)}})
 
 
-def _interval(ctx: Any) -> float:
-    return float(getattr(ctx.options, "telemetry_interval", DEFAULT_INTERVAL_S))
+def _interval(ctx: RankContext) -> float:
+    return ctx.options.telemetry_interval
 
 
-def start_sampler(ctx: Any) -> Sampler | None:
+def start_sampler(ctx: RankContext) -> Sampler | None:
     """Start this host's sampler on its local rank 0; None elsewhere or when disabled (interval 0)."""
     interval = _interval(ctx)
     if interval <= 0 or ctx.env.local_rank != 0:
@@ -56,7 +56,7 @@ def start_sampler(ctx: Any) -> Sampler | None:
     return Sampler(interval, host=_host(ctx)).start()
 
 
-def finish_sampler(ctx: Any, sampler: Sampler | None) -> None:
+def finish_sampler(ctx: RankContext, sampler: Sampler | None) -> None:
     """Stop the sampler, gather every host's samples to rank 0 and emit them."""
     if _interval(ctx) <= 0:  # disabled on every rank alike: no gather at all
         return
@@ -86,8 +86,8 @@ def finish_sampler(ctx: Any, sampler: Sampler | None) -> None:
                    if "throttle" in k or "temperature" in k or "power" in k}
         if summary:
             info["summary"] = summary
-        ctx.emit("telemetry", all_samples)
-    ctx.emit("meta", {"telemetry": info})
+        ctx.telemetry(all_samples)
+    ctx.meta({"telemetry": info})
 
 
 def _host_of(g: tuple[list[Any], dict[str, str], float]) -> str:

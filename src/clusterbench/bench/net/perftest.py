@@ -15,9 +15,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from clusterbench.bench.net.pairs import ordered_pairs
+from clusterbench.ranks.context import RankContext
 from clusterbench.records import Measurement
 
 SYSFS_IB = "/sys/class/infiniband"
+PORT = 18515  # perftest's default out-of-band port
 
 
 def rdma_devices(root: str = SYSFS_IB) -> list[str]:
@@ -36,7 +39,7 @@ def skip_reason(root: str = SYSFS_IB) -> str | None:
 
 
 def perftest_argv(device: str, qps: int = 1, bidirectional: bool = False, gpu: str | None = None,
-                  server: str | None = None, port: int = 18515) -> list[str]:
+                  server: str | None = None, port: int = PORT) -> list[str]:
     argv = ["ib_write_bw", "-d", device, "-a", "-F", "--report_gbits", "-q", str(qps), "-p", str(port)]
     if bidirectional:
         argv.append("--bidirectional")
@@ -47,6 +50,37 @@ def perftest_argv(device: str, qps: int = 1, bidirectional: bool = False, gpu: s
     return argv
 
 
+def listening(port: int, proc_net: str = "/proc/net") -> bool:
+    """Whether a socket on this host listens on TCP ``port`` (IPv4 or IPv6), from the kernel's
+    tables: the server side can wait for its own ib_write_bw without connecting to it (a probe
+    connection would be taken for the client)."""
+    want = f":{port:04X}"
+    for name in ("tcp", "tcp6"):
+        try:
+            with open(f"{proc_net}/{name}") as f:
+                next(f, None)
+                for line in f:
+                    cols = line.split()
+                    if len(cols) > 3 and cols[1].endswith(want) and cols[3] == "0A":  # 0A: LISTEN
+                        return True
+        except OSError:
+            continue
+    return False
+
+
+def wait_listening(server: subprocess.Popen, port: int, timeout: float,
+                   proc_net: str = "/proc/net") -> str | None:
+    """Poll until ``server`` listens on ``port``; None when it does, else why it never will."""
+    deadline = time.monotonic() + timeout
+    while not listening(port, proc_net):
+        if server.poll() is not None:
+            return f"the server exited with code {server.returncode} before listening"
+        if time.monotonic() > deadline:
+            return f"the server did not listen on port {port} within {timeout:g} s"
+        time.sleep(0.02)
+    return None
+
+
 def parse_report(text: str, base: dict[str, Any]) -> list[Measurement]:
     """The client's report through the shared perftest importer, with the pair's params added."""
     from clusterbench.ingest import perftest as importer
@@ -55,16 +89,14 @@ def parse_report(text: str, base: dict[str, Any]) -> list[Measurement]:
             for run in importer.parse(text) for m in run.measurements]
 
 
-def run_pairs(ctx: Any, cfg: Any, ranks: list[int], table: list[Any], names: list[str]) -> None:
+def run_pairs(ctx: RankContext, cfg: Any, ranks: list[int], table: list[Any], names: list[str]) -> None:
     import torch.distributed as dist
-
-    from clusterbench.net.matrix import ordered_pairs
 
     reasons: list[Any] = [None] * ctx.world_size
     dist.all_gather_object(reasons, skip_reason())
     missing = [f"{names[r]}: {reasons[r]}" for r in ranks if reasons[r]]
     if missing:
-        ctx.emit("note", "rdma: " + "; ".join(missing))
+        ctx.note("rdma: " + "; ".join(missing))
         return
     device = cfg.rdma_device or rdma_devices()[0]
     timeout = max(ctx.options.timeout, 60.0)
@@ -72,16 +104,20 @@ def run_pairs(ctx: Any, cfg: Any, ranks: list[int], table: list[Any], names: lis
         src, dst = ranks[i], ranks[j]
         result: Any = None
         server = None
+        not_ready: str | None = None
         if ctx.rank == dst:
             server = subprocess.Popen(perftest_argv(device, cfg.rdma_qps, cfg.rdma_bidirectional,
-                                                    cfg.rdma_gpu),
+                                                    cfg.rdma_gpu, port=PORT),
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        dist.barrier()
-        if ctx.rank == src:
-            time.sleep(1.0)  # the server needs a moment to listen
+            not_ready = wait_listening(server, PORT, timeout=30.0)
+        ready: list[Any] = [None] * ctx.world_size
+        dist.all_gather_object(ready, not_ready)  # the client starts once the server listens
+        if ctx.rank == src and ready[dst] is not None:
+            result = ready[dst]
+        elif ctx.rank == src:
             try:
                 r = subprocess.run(perftest_argv(device, cfg.rdma_qps, cfg.rdma_bidirectional,
-                                                 cfg.rdma_gpu, server=table[dst][0]),
+                                                 cfg.rdma_gpu, server=table[dst][0], port=PORT),
                                    capture_output=True, text=True, timeout=timeout)
                 result = r.stdout if r.returncode == 0 else f"exit {r.returncode}: {r.stderr.strip()[:200]}"
             except subprocess.TimeoutExpired:
@@ -99,6 +135,6 @@ def run_pairs(ctx: Any, cfg: Any, ranks: list[int], table: list[Any], names: lis
                 "qps": cfg.rdma_qps, "bidirectional": cfg.rdma_bidirectional}
         text = got[src]
         if text is None or not isinstance(text, str) or "#bytes" not in text:
-            ctx.emit("fail", f"ib_write_bw {names[src]} -> {names[dst]}: {text}")
+            ctx.fail(f"ib_write_bw {names[src]} -> {names[dst]}: {text}")
             continue
-        ctx.emit("measurements", parse_report(text, base))
+        ctx.record(parse_report(text, base))

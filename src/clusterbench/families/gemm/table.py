@@ -4,11 +4,12 @@ shape columns, TFLOP/s with percent of the device's dense datasheet peak for tha
 from __future__ import annotations
 
 from clusterbench import peaks
+from clusterbench.families.device_table import DeviceTable
+from clusterbench.families.gemm.spec import TFLOPS, TIME
 from clusterbench.records import Measurement, Run
-from clusterbench.report.device_table import DeviceTable
 
 
-class GemmRenderer(DeviceTable):
+class GemmTable(DeviceTable):
     def header(self, run: Run) -> list[str]:
         lines = self._begin(run)
         lines += self._peak_lines(self._device_names(), lambda d: f"dense peaks from {d.source}")
@@ -25,10 +26,10 @@ class GemmRenderer(DeviceTable):
 
     def rows(self, measurements: list[Measurement]) -> list[str]:
         times = {(m.param("device"), m.param("dtype"), m.param("stat")): m.value
-                 for m in measurements if m.metric == "time_us"}
+                 for m in measurements if m.metric == TIME.name}
         out = []
         for m in measurements:
-            if m.metric != "tflops":
+            if m.metric != TFLOPS.name:
                 continue
             p = m.params
             label, dtype, stat = str(p.get("device")), str(p.get("dtype")), str(p.get("stat", ""))

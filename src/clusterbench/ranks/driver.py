@@ -9,13 +9,13 @@ Two ways in, one code path per rank:
   ends the whole run, with the rank and host named. Events that arrived before the failure
   are kept, so the caller can store the finished rows as an incomplete run.
 
-The per-rank function is named by ``"module:function"`` and called as ``fn(ctx, config)``.
+The per-rank function is a module-level function (pickled by reference for local ranks), called
+as ``fn(ctx, config)`` on every rank.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import queue as queue_mod
 import signal
@@ -27,30 +27,27 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from clusterbench.dist import context as ctxmod
-from clusterbench.dist.context import DistOptions, RankContext
-from clusterbench.dist.rankenv import RankEnv, detect
+from clusterbench.envinfo.software import comm_env, software_versions
 from clusterbench.errors import ClusterbenchError, UsageError
-from clusterbench.records import COMPLETE, FAILED, INCOMPLETE
-from clusterbench.telemetry import ranks as hostinfo
+from clusterbench.ranks import context as ctxmod
+from clusterbench.ranks import hostinfo
+from clusterbench.ranks.context import RankContext, RankOptions
+from clusterbench.ranks.env import RankEnv, detect
+from clusterbench.records import COMPLETE, FAILED, INCOMPLETE, Event, Header
+
+RankMain = Callable[[RankContext, Any], None]
 
 
 @dataclass(frozen=True)
 class Job:
-    target: str                       # "module:function", called on every rank as fn(ctx, config)
+    target: RankMain                  # a module-level function, called on every rank as fn(ctx, config)
     config: Any = None                # picklable
-    options: DistOptions = field(default_factory=DistOptions)
+    options: RankOptions = field(default_factory=RankOptions)
     np: int | None = None             # local ranks to start when not under a launcher
 
 
-@dataclass(frozen=True)
-class Event:
-    kind: str   # "header", "measurements", "note", or a benchmark's own kind
-    data: Any
-
-
 @dataclass
-class Outcome:
+class JobOutcome:
     role: str                      # "root": this process holds the results; "worker": it does not
     status: str = COMPLETE         # complete | incomplete | failed
     errors: list[str] = field(default_factory=list)
@@ -64,40 +61,44 @@ class Outcome:
 Sink = Callable[[Event], None]
 
 
-def resolve_target(target: str) -> Callable[[RankContext, Any], None]:
-    module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
-def default_np(options: DistOptions) -> int:
+def default_np(options: RankOptions) -> int:
     device_type = ctxmod.resolve_device_type(options.device)
     return ctxmod.local_device_count(device_type) if device_type == "cuda" else 2
 
 
-def _header(ctx: RankContext) -> dict[str, Any]:
-    return {
-        "ranks": ctx.world_size,
-        "hosts": ctx.hosts,
-        "devices": ctx.device_names,
-        "device_type": ctx.device_type,
-        "backend": ctx.backend,
-        "launcher": ctx.env.launcher,
-        "versions": ctxmod.software_versions(),
-        "env": ctxmod.comm_env(),
-    }
+def planned_world_size(np: int | None, options: RankOptions) -> int:
+    """The ranks a job will have: the launcher's, else ``np``, else the default."""
+    env = detect()
+    if env is not None:
+        return env.world_size
+    n = np if np is not None else default_np(options)
+    if n < 1:
+        raise UsageError(f"--np must be at least 1, got {n}")
+    return n
 
 
-def _run_rank(env: RankEnv, job: Job, emit: Callable[[str, Any], None] | None,
-              progress: Callable[[int], None] | None) -> None:
+def host_ranks(world: int) -> int:
+    """Ranks that share this host's memory: the launcher's local ranks, else all local ranks."""
+    env = detect()
+    return env.local_world_size if env is not None else world
+
+
+def _header(ctx: RankContext) -> Header:
+    return Header(ranks=ctx.world_size, hosts=list(ctx.hosts), devices=list(ctx.device_names),
+                  device_type=ctx.device_type, backend=ctx.backend, launcher=ctx.env.launcher,
+                  versions=software_versions(), env=comm_env())
+
+
+def _run_rank(env: RankEnv, job: Job, emit: Sink | None, progress: Callable[[int], None] | None) -> None:
     ctx = ctxmod.setup(env, job.options)
     ctx.emit_fn = emit
     ctx.progress_fn = progress
     try:
-        ctx.emit("header", _header(ctx))
+        ctx.emit(_header(ctx))
         hostinfo.record_inventory(ctx)
         sampler = hostinfo.start_sampler(ctx)
         try:
-            resolve_target(job.target)(ctx, job.config)
+            job.target(ctx, job.config)
         except BaseException:
             if sampler is not None:
                 sampler.stop()
@@ -166,7 +167,7 @@ def _local_rank_main(env: RankEnv, job: Job, q: Any, parent_pid: int) -> None:
     try:
         _run_rank(
             env, job,
-            emit=(lambda kind, data: q.put(("event", rank, kind, data))) if rank == 0 else None,
+            emit=(lambda event: q.put(("event", rank, event, None))) if rank == 0 else None,
             progress=companion.progress,
         )
         q.put(("done", rank, None, None))
@@ -190,7 +191,7 @@ def _context() -> Any:
 
         _mp_context = mp.get_context("forkserver")
         # Ranks fork from a server that imported torch once but never touched a GPU.
-        _mp_context.set_forkserver_preload(["torch", "torch.distributed", "clusterbench.dist.driver"])
+        _mp_context.set_forkserver_preload(["torch", "torch.distributed", "clusterbench.ranks.driver"])
     return _mp_context
 
 
@@ -264,7 +265,7 @@ def _blame(procs: list[Any], done: set[int], errors: dict[int, tuple[str, int]],
     return (f"rank {r} on {host}: {_short(msg)}", code)
 
 
-def _run_local(job: Job, sink: Sink, np: int) -> Outcome:
+def _run_local(job: Job, sink: Sink, np: int) -> JobOutcome:
     mp = _context()
     q = mp.Queue()
     port = _free_port()
@@ -290,7 +291,7 @@ def _run_local(job: Job, sink: Sink, np: int) -> Outcome:
     def handle(msg: tuple[str, int, Any, Any]) -> None:
         kind, rank, a, b = msg
         if kind == "event":
-            sink(Event(a, b))
+            sink(a)
         elif kind == "progress":
             steps[rank] = a
         elif kind == "done":
@@ -339,18 +340,18 @@ def _run_local(job: Job, sink: Sink, np: int) -> Outcome:
                 except (queue_mod.Empty, OSError, EOFError):
                     break
                 if kind == "event":
-                    sink(Event(a, b))
+                    sink(a)
         else:
             for p in procs:
                 p.join(10.0)
             _stop(procs)
         q.close()
     if failure is None:
-        return Outcome("root", COMPLETE)
+        return JobOutcome("root", COMPLETE)
     msg, code = failure
     if code == 2:
         raise UsageError(msg.split(": ", 1)[-1])
-    return Outcome("root", INCOMPLETE, [msg], exit_code=code)
+    return JobOutcome("root", INCOMPLETE, [msg], exit_code=code)
 
 
 # -- under a launcher ---------------------------------------------------------------------
@@ -387,26 +388,26 @@ class _Watchdog:
                     os._exit(1)
 
 
-def _run_launched(env: RankEnv, job: Job, sink: Sink, on_abort: Callable[[str], None]) -> Outcome:
+def _run_launched(env: RankEnv, job: Job, sink: Sink, on_abort: Callable[[str], None]) -> JobOutcome:
     role = "root" if env.rank == 0 else "worker"
     watchdog = _Watchdog(job.options.timeout, env, on_abort if env.rank == 0 else (lambda _m: None))
     watchdog.start()
     try:
         _run_rank(env, job,
-                  emit=(lambda kind, data: sink(Event(kind, data))) if env.rank == 0 else None,
+                  emit=sink if env.rank == 0 else None,
                   progress=watchdog.beat)
     except UsageError:
         raise
     except BaseException as e:  # noqa: BLE001 - a peer's death surfaces here as a comm error
         msg, code = _describe(e)
-        return Outcome(role, INCOMPLETE if role == "root" else FAILED,
+        return JobOutcome(role, INCOMPLETE if role == "root" else FAILED,
                        [f"rank {env.rank} on {env.host}: {msg}"], exit_code=code)
     finally:
         watchdog.stop()
-    return Outcome(role, COMPLETE)
+    return JobOutcome(role, COMPLETE)
 
 
-def execute(job: Job, sink: Sink, on_abort: Callable[[str], None] | None = None) -> Outcome:
+def execute(job: Job, sink: Sink, on_abort: Callable[[str], None] | None = None) -> JobOutcome:
     """Run ``job`` on every rank. Returns on every rank; only the root's outcome holds results.
 
     ``on_abort`` is called (from a watchdog thread, under a launcher) just before a hung
@@ -426,4 +427,4 @@ def execute(job: Job, sink: Sink, on_abort: Callable[[str], None] | None = None)
     return _run_local(job, sink, np)
 
 
-__all__ = ["Event", "Job", "Outcome", "execute", "default_np"]
+__all__ = ["Job", "JobOutcome", "RankMain", "default_np", "execute", "host_ranks", "planned_world_size"]

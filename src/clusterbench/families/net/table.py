@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from clusterbench.families.base import run_header_lines
+from clusterbench.families.net.spec import BANDWIDTH
 from clusterbench.records import Measurement, Run
-from clusterbench.report.terminal import run_header_lines
 
 
-class NetRenderer:
+class NetTable:
     def header(self, run: Run) -> list[str]:
         return run_header_lines(run) + [
             f"#{'src':>18s} {'dst':>18s} {'metric':>11s} {'stat':>5s} {'streams':>7s} "
@@ -15,14 +16,14 @@ class NetRenderer:
     def rows(self, measurements: list[Measurement]) -> list[str]:
         out = []
         for m in measurements:
-            gbit = f"{m.value * 8:8.3f}" if m.unit == "GB/s" else f"{'':>8s}"
+            gbit = f"{m.value * 8:8.3f}" if m.unit == BANDWIDTH.unit else f"{'':>8s}"
             out.append(f" {str(m.param('src_host', '')):>18s} {str(m.param('dst_host', '')):>18s} "
                        f"{m.metric:>11s} {str(m.param('stat', '')):>5s} {m.param('streams', ''):>7} "
                        f"{m.value:10.3f} {m.unit:<6s} {gbit}")
         return out
 
     def footer(self, run: Run, measurements: list[Measurement]) -> list[str]:
-        bw = [m.value for m in measurements if m.metric == "bandwidth"]
+        bw = [m.value for m in measurements if m.metric == BANDWIDTH.name]
         if not bw:
             return []
         return [f"# pairs: {len(bw)}, bandwidth min {min(bw):.3f} / max {max(bw):.3f} GB/s"]

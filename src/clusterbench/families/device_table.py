@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from clusterbench import peaks
+from clusterbench.families.base import run_header_lines
 from clusterbench.records import Run
-from clusterbench.report.terminal import run_header_lines
 
 
 class DeviceTable:

@@ -1,7 +1,7 @@
 """The one place that reads a launcher's environment: torchrun, Slurm's srun, Open MPI / PMI.
 
 Under a launcher every process runs the same clusterbench command and joins one job; without
-one, clusterbench starts its own local ranks (see ``clusterbench.dist.driver``).
+one, clusterbench starts its own local ranks (see ``clusterbench.ranks.driver``).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from clusterbench.errors import UsageError
+from clusterbench.hostlist import expand_hostlist
 
 DEFAULT_PORT = 29500
 
@@ -31,26 +32,6 @@ class RankEnv:
     @property
     def is_root(self) -> bool:
         return self.rank == 0
-
-
-def expand_hostlist(spec: str) -> list[str]:
-    """Expand a Slurm hostlist such as ``gpu[01-03,07],login1`` into host names."""
-    hosts: list[str] = []
-    for part in re.findall(r"[^,\[]+(?:\[[^\]]*\])?[^,]*", spec):
-        m = re.match(r"^([^\[]*)\[([^\]]*)\](.*)$", part)
-        if not m:
-            hosts.append(part)
-            continue
-        prefix, ranges, suffix = m.groups()
-        for r in ranges.split(","):
-            lo, _, hi = r.partition("-")
-            if not hi:
-                hosts.append(f"{prefix}{lo}{suffix}")
-                continue
-            width = len(lo)
-            for i in range(int(lo), int(hi) + 1):
-                hosts.append(f"{prefix}{i:0{width}d}{suffix}")
-    return hosts
 
 
 def _int(env: Mapping[str, str], key: str) -> int:

@@ -8,24 +8,30 @@ device type, and they live here.
 from __future__ import annotations
 
 import os
-import platform
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from clusterbench import __version__
-from clusterbench.dist.rankenv import RankEnv
+from clusterbench.envinfo.software import cpu_model
 from clusterbench.errors import UsageError
-
-ENV_PREFIXES = ("NCCL_", "RCCL_", "UCX_", "HIP_", "HSA_", "GLOO_", "TORCH_NCCL_", "FI_")
-ENV_KEYS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "OMP_NUM_THREADS")
+from clusterbench.ranks.env import RankEnv
+from clusterbench.records import (
+    Event,
+    Failure,
+    Measurement,
+    Meta,
+    Note,
+    Rows,
+    Telemetry,
+    TelemetrySample,
+)
 
 
 @dataclass(frozen=True)
-class DistOptions:
+class RankOptions:
     device: str = "auto"   # auto | cuda | cpu
     backend: str = "auto"  # auto | nccl | gloo
     timeout: float = 300.0  # seconds without progress before the run is ended
@@ -64,48 +70,13 @@ def local_device_count(device_type: str) -> int:
     return torch.cuda.device_count() if device_type == "cuda" else 1
 
 
-def comm_env(environ: dict[str, str] | None = None) -> dict[str, str]:
-    """The communication-relevant environment variables in force (NCCL_*, RCCL_*, UCX_*, ...)."""
-    environ = dict(os.environ) if environ is None else environ
-    return {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES) or k in ENV_KEYS}
-
-
-def software_versions() -> dict[str, str]:
-    import torch
-
-    v = {"clusterbench": __version__, "torch": torch.__version__, "python": platform.python_version()}
-    if torch.version.cuda:
-        v["cuda"] = str(torch.version.cuda)
-    if getattr(torch.version, "hip", None):
-        v["rocm"] = str(torch.version.hip)
-    try:
-        if torch.cuda.is_available():
-            nccl = torch.cuda.nccl.version()
-            v["rccl" if getattr(torch.version, "hip", None) else "nccl"] = ".".join(map(str, nccl)) \
-                if isinstance(nccl, tuple) else str(nccl)
-    except Exception:  # noqa: BLE001 - a missing NCCL is reported by its absence
-        pass
-    return v
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "cpu"
-
-
 @dataclass
 class RankContext:
     env: RankEnv
     device: Any  # torch.device
     backend: str
-    options: DistOptions
-    emit_fn: Callable[[str, Any], None] | None = None
+    options: RankOptions
+    emit_fn: Callable[[Event], None] | None = None
     progress_fn: Callable[[int], None] | None = None
     hosts: list[str] = field(default_factory=list)
     device_names: list[str] = field(default_factory=list)
@@ -127,10 +98,29 @@ class RankContext:
     def device_type(self) -> str:
         return self.device.type
 
-    def emit(self, kind: str, data: Any) -> None:
+    def emit(self, event: Event) -> None:
         """Send an event to the run's sink. Only rank 0's events are kept."""
         if self.is_root and self.emit_fn is not None:
-            self.emit_fn(kind, data)
+            self.emit_fn(event)
+
+    def record(self, measurements: Iterable[Measurement]) -> None:
+        """Finished rows: sent at once, so they survive a later crash of any rank."""
+        self.emit(Rows(tuple(measurements)))
+
+    def note(self, text: str) -> None:
+        """A line for the reader (a skipped row and why), printed inside the current table."""
+        self.emit(Note(text))
+
+    def fail(self, reason: str) -> None:
+        """The measurement is wrong (a correctness check failed): the run ends ``failed``."""
+        self.emit(Failure(reason))
+
+    def meta(self, data: dict[str, Any]) -> None:
+        """Metadata merged into the stored run (table headers, device names, inventories)."""
+        self.emit(Meta(dict(data)))
+
+    def telemetry(self, samples: Iterable[TelemetrySample]) -> None:
+        self.emit(Telemetry(tuple(samples)))
 
     def progress(self) -> None:
         """Heartbeat: call after each step so a hung or dead rank is noticed within --timeout."""
@@ -158,7 +148,29 @@ class RankContext:
         return time.perf_counter()
 
 
-def setup(env: RankEnv, options: DistOptions) -> RankContext:
+# One rendezvous store per process, kept across the process groups it joins (``--repeat`` under a
+# launcher runs several in one process), each group under a key prefix of its own: a rank that
+# starts the next group early must not read the addresses a peer published for the previous one.
+_stores: dict[tuple[str, int], Any] = {}
+_groups = 0
+
+
+def _job_store(env: RankEnv, timeout: timedelta) -> Any:
+    import torch.distributed as dist
+
+    global _groups
+    key = (env.master_addr, env.master_port)
+    if key not in _stores:
+        # torchrun's agent hosts the store itself and tells its workers to connect as clients
+        hosted = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+        _stores[key] = dist.TCPStore(env.master_addr, env.master_port, env.world_size,
+                                     is_master=env.rank == 0 and not hosted, timeout=timeout,
+                                     wait_for_workers=False)
+    _groups += 1
+    return dist.PrefixStore(f"clusterbench/{_groups}", _stores[key])
+
+
+def setup(env: RankEnv, options: RankOptions) -> RankContext:
     """Pick this rank's device and join the process group."""
     import torch
     import torch.distributed as dist
@@ -173,16 +185,9 @@ def setup(env: RankEnv, options: DistOptions) -> RankContext:
     else:
         device = torch.device("cpu")
         name = cpu_model()
-    addr = env.master_addr
-    if ":" in addr and not addr.startswith("["):
-        addr = f"[{addr}]"
-    dist.init_process_group(
-        backend=backend,
-        init_method=f"tcp://{addr}:{env.master_port}",
-        rank=env.rank,
-        world_size=env.world_size,
-        timeout=timedelta(seconds=max(options.timeout, 1.0)),
-    )
+    timeout = timedelta(seconds=max(options.timeout, 1.0))
+    dist.init_process_group(backend=backend, store=_job_store(env, timeout), rank=env.rank,
+                            world_size=env.world_size, timeout=timeout)
     ctx = RankContext(env=env, device=device, backend=backend, options=options)
     gathered: list[Any] = [None] * env.world_size
     dist.all_gather_object(gathered, (env.host or socket.gethostname(), name))

@@ -1,0 +1,71 @@
+"""The validated configuration of a GEMM run (what ``clusterbench gemm`` parsed)."""
+
+from __future__ import annotations
+
+from clusterbench.bench import devices as devs
+from clusterbench.bench.gemm import spec
+from clusterbench.bench.gemm.main import GemmConfig
+from clusterbench.choices import parse_choices
+from clusterbench.errors import UsageError
+from clusterbench.units import parse_size
+
+
+def _dtype(word: str) -> str | None:
+    try:
+        return spec.canonical(word)
+    except KeyError:
+        return None
+
+
+def parse_dtypes(text: str) -> tuple[str, ...]:
+    return parse_choices(text, spec.ALL, "dtype", _dtype)
+
+
+def _dim(value: str | None, default: int, what: str) -> int:
+    if value is None:
+        return default
+    if str(value).strip().startswith("-"):
+        raise UsageError(f"invalid {what} {value!r}: must be positive")
+    n = parse_size(value, what)
+    if n <= 0:
+        raise UsageError(f"invalid {what} {value!r}: must be positive")
+    return n
+
+
+def _trans(value: str | None, default: str, what: str) -> str:
+    v = (value or default).strip().upper()
+    if v not in ("N", "T"):
+        raise UsageError(f"invalid {what} {value!r}: expected N or T")
+    return v
+
+
+def gemm_config(m: str | None, n: str | None, k: str | None, batch: str | None, dtype: str | None,
+                 trans_a: str | None, trans_b: str | None, alpha: float | None, beta: float | None,
+                 preset: str | None, iterations: int, cold_iters: int, samples: int,
+                 device: str, devices: str | None, check: bool) -> GemmConfig:
+    """Validate ``clusterbench gemm``'s options (explicit flags override the preset's values)."""
+    device_type, indices = devs.resolve(device, devices)
+    p = None
+    if preset:
+        p = spec.PRESETS.get(preset)
+        if p is None:
+            raise UsageError(f"unknown preset {preset!r}: expected {', '.join(spec.PRESETS)}")
+    if iterations < 1 or samples < 1 or cold_iters < 1:
+        raise UsageError("-i/--iterations, --samples and --cold-iters must be at least 1")
+    dtypes = parse_dtypes(dtype or (p.dtype if p else "fp32"))
+    cfg = GemmConfig(
+        m=_dim(m, p.m if p else 4096, "-m"), n=_dim(n, p.n if p else 4096, "-n"),
+        k=_dim(k, p.k if p else 4096, "-k"), batch=_dim(batch, p.batch if p else 1, "--batch"),
+        dtypes=dtypes, trans_a=_trans(trans_a, p.trans_a if p else "N", "--transA"),
+        trans_b=_trans(trans_b, p.trans_b if p else "N", "--transB"),
+        alpha=alpha if alpha is not None else (p.alpha if p else 1.0),
+        beta=beta if beta is not None else (p.beta if p else 0.0),
+        iterations=iterations, cold_iters=cold_iters, samples=samples, device_type=device_type,
+        devices=tuple(indices), check=check, strict_size=len(dtypes) == 1)
+    if device_type == "cpu" and len(dtypes) == 1:
+        need = spec.footprint(cfg.m, cfg.n, cfg.k, cfg.batch, dtypes[0], cfg.beta)
+        free = devs.free_memory(devs.rank_device("cpu", [0], 0))
+        if need > free:
+            raise UsageError(f"{cfg.m}x{cfg.n}x{cfg.k} batch {cfg.batch} {dtypes[0]} needs {need} "
+                             f"bytes, more than the {free} bytes of free host memory")
+    return cfg

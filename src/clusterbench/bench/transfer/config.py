@@ -1,0 +1,102 @@
+"""The validated configuration of a transfer run: the matrices and tests to run on this host."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from clusterbench.bench import devices as devs
+from clusterbench.bench.transfer import engine, lang
+from clusterbench.bench.transfer.main import TransferConfig
+from clusterbench.bench.transfer.matrices import MATRICES, Planned, default_kinds, plan
+from clusterbench.choices import parse_choices
+from clusterbench.errors import UsageError
+from clusterbench.ranks.context import resolve_device_type
+from clusterbench.units import parse_size
+
+BUILTIN_CONFIGS = {"example": "data/transfer_example.cfg"}
+
+
+def _config_text(path: str) -> str:
+    if path in BUILTIN_CONFIGS:
+        return resources.files("clusterbench").joinpath(BUILTIN_CONFIGS[path]).read_text()
+    try:
+        return Path(path).read_text()
+    except OSError as e:
+        raise UsageError(f"cannot read --config {path!r}: {e.strerror or e}") from None
+
+
+def build_plan(matrix: str | None, tests: tuple[str, ...], config: str | None, nbytes: int,
+               methods: str, topo: engine.Topology, notes: list[str] | None = None,
+               gpu_ids: list[int] | None = None) -> list[Planned]:
+    """The tests to run. Tests from a config file that name devices this host lacks are
+    skipped with a note (a file serves many machines); anything else out of range is an error."""
+    # copy engine (DMA) and kernel (GFX) in TransferBench's executor letters
+    executors = {"copy_engine": "D", "kernel": "G"}
+    wanted_methods = [executors[m] for m in parse_choices(methods, tuple(executors), "--method")]
+    custom: list[lang.Test] = []
+    if config:
+        for t in lang.parse_text(_config_text(config), nbytes):
+            try:
+                engine.validate(t, topo)
+            except UsageError as e:
+                if notes is None:
+                    raise
+                notes.append(f"skipped {e}")
+                continue
+            custom.append(t)
+    for i, t in enumerate(tests):
+        parsed = lang.parse_line(t, nbytes, f"cmdline {i + 1}")
+        if parsed is None:
+            raise UsageError(f"invalid --test {t!r}: empty")
+        custom.append(parsed)
+    if matrix is None:
+        kinds = [] if custom else default_kinds(topo)
+    elif matrix.strip().lower() == "all":
+        kinds = default_kinds(topo)
+    else:
+        kinds = list(parse_choices(matrix, tuple(MATRICES), "--matrix"))
+        for k in kinds:
+            if k != "h2h" and topo.gpus == 0:
+                raise UsageError(f"--matrix {k} needs GPUs; this host has none (use h2h)")
+    planned = plan(kinds, topo, nbytes, list(dict.fromkeys(wanted_methods)), gpu_ids)
+    for t in custom:
+        engine.validate(t, topo)
+        method = "+".join(sorted({x.exe.name for x in t.transfers}))
+        direction = "uni"
+        host = "pageable" if any(m.kind == "U" for x in t.transfers for m in x.srcs + x.dsts) else (
+            "pinned" if topo.gpus and any(m.kind == "C" for x in t.transfers for m in x.srcs + x.dsts)
+            else "")
+        planned.append(Planned(t, "config", direction, method, host))
+    for p in planned:
+        engine.validate(p.test, topo)
+    if not planned:
+        raise UsageError("nothing to run" + (f": {notes[0]}" if notes else ""))
+    return planned
+
+
+
+
+def transfer_config(matrix: str | None, tests: tuple[str, ...], config: str | None, nbytes: str, methods: str,
+                 iterations: int, warmups: int, check: bool, device: str,
+                 devices: str | None) -> TransferConfig:
+    """Validate ``clusterbench transfer``'s options into the tests to run on this host."""
+    if str(nbytes).strip().startswith("-"):
+        raise UsageError(f"invalid --bytes {nbytes!r}: must be positive")
+    size = parse_size(nbytes, "--bytes")
+    if size <= 0 or size % 4:
+        raise UsageError(f"invalid --bytes {nbytes!r}: must be a positive multiple of 4")
+    if iterations < 1 or warmups < 0:
+        raise UsageError("--iterations must be at least 1 and --warmups at least 0")
+    device_type = resolve_device_type(device)
+    topo = engine.topology()
+    if device_type == "cpu":
+        topo = engine.Topology(0, topo.numa_nodes, topo.numa_cpus)
+    gpu_ids: list[int] | None = None
+    if topo.gpus:
+        gpu_ids = devs.parse_devices(devices, "cuda", topo.gpus)
+    else:
+        devs.parse_devices(devices, "cpu", 1)  # only validates: without GPUs the host is one device
+    notes: list[str] = []
+    planned = build_plan(matrix, tests, config, size, methods, topo, notes, gpu_ids)
+    return TransferConfig(tuple(planned), iterations, warmups, check, tuple(notes), device_type)

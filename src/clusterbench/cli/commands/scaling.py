@@ -1,0 +1,48 @@
+"""``clusterbench scaling``: the scaling table of tagged training (or DDP) runs."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from clusterbench.cli.options import db_option, json_option
+from clusterbench.families import metric_of
+from clusterbench.families.workloads.spec import SAMPLES_PER_S, TRAIN
+from clusterbench.judge import scaling as sc
+from clusterbench.store import Store
+
+
+@click.command("scaling")
+@click.argument("selectors", nargs=-1, required=True, metavar="SELECTOR...")
+@click.option("--baseline", default=None, metavar="SELECTOR",
+              help="Runs whose smallest node count is the baseline of every group (e.g. the 1-node run).")
+@click.option("--benchmark", default=TRAIN, show_default=True, help="Workload whose runs to scale.")
+@click.option("--metric", default=SAMPLES_PER_S.name, show_default=True, help="Overall throughput metric.")
+@click.option("--by", type=click.Choice(["nodes", "ranks"]), default="nodes", show_default=True,
+              help="Count distinct hosts, or ranks (one host emulating nodes).")
+@json_option
+@db_option
+def scaling(selectors: tuple[str, ...], baseline: str | None, benchmark: str, metric: str, by: str,
+            as_json: bool, db: str | None) -> int:
+    """Scaling table: throughput at n nodes / (n x throughput at the smallest count).
+
+    Each SELECTOR (run id, 'last' or tags such as network=vnic) is one group, e.g.
+    `clusterbench scaling network=pod network=vnic --baseline nodes=1`.
+    """
+    with Store.open(db) as store:
+        points = sc.load_points(store, selectors, benchmark, metric, by)
+        base = sc.load_points(store, (baseline,), benchmark, metric, by) if baseline else None
+    rows = sc.scaling_table(points, base)
+    if as_json:
+        for r in rows:
+            for m in r.measurements(benchmark, metric):
+                print(json.dumps(m.to_dict()))
+        return 0
+    known = metric_of(benchmark, metric)
+    for line in sc.format_table(rows, known.unit if known and known.unit else metric):
+        print(line)
+    return 0
+
+
+commands = [scaling]

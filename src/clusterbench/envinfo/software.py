@@ -1,0 +1,47 @@
+"""What this process runs with: software versions, the communication environment variables in
+force, and the CPU's model name. Read by every rank for the run header and by the inventory."""
+
+from __future__ import annotations
+
+import os
+import platform
+
+from clusterbench import __version__
+
+ENV_PREFIXES = ("NCCL_", "RCCL_", "UCX_", "HIP_", "HSA_", "GLOO_", "TORCH_NCCL_", "FI_")
+ENV_KEYS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "OMP_NUM_THREADS")
+
+
+def comm_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The communication-relevant environment variables in force (NCCL_*, RCCL_*, UCX_*, ...)."""
+    environ = dict(os.environ) if environ is None else environ
+    return {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES) or k in ENV_KEYS}
+
+
+def software_versions() -> dict[str, str]:
+    import torch
+
+    v = {"clusterbench": __version__, "torch": torch.__version__, "python": platform.python_version()}
+    if torch.version.cuda:
+        v["cuda"] = str(torch.version.cuda)
+    if getattr(torch.version, "hip", None):
+        v["rocm"] = str(torch.version.hip)
+    try:
+        if torch.cuda.is_available():
+            nccl = torch.cuda.nccl.version()
+            v["rccl" if getattr(torch.version, "hip", None) else "nccl"] = ".".join(map(str, nccl)) \
+                if isinstance(nccl, tuple) else str(nccl)
+    except Exception:  # noqa: BLE001 - a missing NCCL is reported by its absence
+        pass
+    return v
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "cpu"

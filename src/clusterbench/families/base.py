@@ -1,0 +1,142 @@
+"""What a benchmark family declares once, and the table every family's renderer shares.
+
+A ``Family`` names the ``benchmark`` values it owns, the metrics it records (unit, which
+direction is better, whether it is a headline figure, whether it is a performance figure at
+all), the params that identify a row, the command that measures it, how reports plot it and the
+terminal table that prints it. Judge, compare, baseline, sweep, report and the importers ask the
+registry (``clusterbench.families``) instead of naming families or metrics themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from clusterbench.records import Measurement, Params, Run
+
+# Params that say where a value was measured (which host, GPU, rank), not what was measured: two
+# values that differ only in these are samples of the same row (compare, baselines, outliers).
+IDENTITY_PARAMS = frozenset({"host", "rank", "device", "pid", "hostname", "node", "local_rank"})
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric of a family. Calling it makes a measurement: ``BUSBW(op, 41.2, params)``."""
+
+    name: str
+    unit: str
+    higher_is_better: bool = True
+    headline: bool = False      # the figure a family is judged by (baselines, sweeps, trends)
+    judged: bool = True         # a performance figure; False for counts and checks (#wrong)
+    peak: str = ""              # the datasheet peak it can be held against: memory_bandwidth, dense_tflops
+    link_bound: bool = False    # bounded by the network link: its optimum is in judge.theory
+    about: str = ""
+
+    def __call__(self, benchmark: str, value: float, params: Params) -> Measurement:
+        return Measurement(benchmark, self.name, value, self.unit, params)
+
+
+class Renderer(Protocol):
+    """Lines of a terminal table from records, the same live and for a stored run."""
+
+    def header(self, run: Run) -> list[str]: ...
+
+    def rows(self, measurements: list[Measurement]) -> list[str]: ...
+
+    def footer(self, run: Run, measurements: list[Measurement]) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class Figure:
+    """How a report plots a family.
+
+    ``size_curve``: each metric against the size param ``x`` on a log axis, a line per group (and
+    per value of ``split``); ``matrix``: a src x dst heatmap of the metric per value of ``split``
+    (the rows that have every ``select`` param value and none of ``skip``); ``bars``: the metric
+    per row (named by the family's ``label``), or lines against ``x`` when it takes several values.
+    """
+
+    kind: str
+    metrics: tuple[str, ...]
+    x: str = ""
+    x_label: str = ""
+    split: tuple[str, ...] = ()
+    select: dict[str, str] = field(default_factory=dict)
+    skip: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    title: str                                   # section title in reports
+    benchmarks: tuple[str, ...]                  # the measurement.benchmark values it owns
+    metrics: tuple[Metric, ...]
+    row_params: tuple[str, ...] = ()             # params that identify a row, in table order
+    renderer: Callable[[str], Renderer] | None = None   # benchmark -> its table (None: generic)
+    commands: tuple[str, ...] = ()               # CLI commands that measure it
+    prefixes: tuple[str, ...] = ()               # benchmarks named by a tool's program (osu_*)
+    aliases: dict[str, str] = field(default_factory=dict)  # other spellings -> benchmark
+    figure: Figure | None = None
+    # The collective whose optimal algbw bounds its link-bound metrics (None: the benchmark itself)
+    link_op: str | None = None
+    # A row's short name in summaries (``Triad``, ``fp16 8192x8192x8192``); default: its row params
+    describe: Callable[[Params], str] | None = None
+
+    def row_label(self, params: Params) -> str:
+        if self.describe is not None:
+            return self.describe(params)
+        return " ".join(str(params[k]) for k in self.row_params if k in params and k not in IDENTITY_PARAMS)
+
+    def label(self, benchmark: str, params: Params) -> str:
+        return f"{benchmark} {self.row_label(params)}".rstrip()
+
+    def owns(self, benchmark: str) -> bool:
+        return benchmark in self.benchmarks or benchmark.startswith(self.prefixes or ("\0",))
+
+    def metric(self, name: str) -> Metric | None:
+        for m in self.metrics:
+            if m.name == name:
+                return m
+        return None
+
+    @property
+    def headline(self) -> Metric | None:
+        return next((m for m in self.metrics if m.headline), None)
+
+
+def fmt_value(v: float) -> str:
+    if v == int(v) and abs(v) < 1e15:
+        return str(int(v))
+    return f"{v:.4g}" if abs(v) < 1e-3 or abs(v) >= 1e6 else f"{v:.3f}"
+
+
+def run_header_lines(run: Run) -> list[str]:
+    lines = [f"# {run.benchmark}: {run.ranks} rank(s) on {len(run.hosts)} host(s)"]
+    for i, dev in enumerate(run.devices):
+        hosts = run.meta.get("rank_hosts") or run.hosts
+        host = hosts[i] if i < len(hosts) else "?"
+        lines.append(f"#  Rank {i:2d} on {host:>12s} device {dev}")
+    return lines
+
+
+class GenericRenderer:
+    """benchmark, metric, value, unit and the params, one measurement per line."""
+
+    def header(self, run: Run) -> list[str]:
+        return run_header_lines(run)
+
+    def rows(self, measurements: list[Measurement]) -> list[str]:
+        out = []
+        for m in measurements:
+            params = " ".join(f"{k}={v}" for k, v in m.params.items())
+            out.append(f"{m.benchmark:>16s} {m.metric:>14s} {fmt_value(m.value):>14s} {m.unit:<8s} {params}")
+        return out
+
+    def footer(self, run: Run, measurements: list[Measurement]) -> list[str]:
+        return []
+
+
+def generic(_benchmark: str) -> Renderer:
+    return GenericRenderer()

@@ -1,0 +1,212 @@
+"""The collective family's facts: per op, its names, how a size becomes element counts, the
+bus-bandwidth factor and what in-place means; the metrics every producer records. Pure, no torch.
+
+A new op is one ``OpSpec`` row here and its PyTorch call in ``bench/collectives/calls.py``.
+
+Definitions follow nccl-tests (``src/*.cu`` and doc/PERFORMANCE.md):
+
+* a requested size ``B`` becomes ``count = B // sizeof(dtype)`` elements; gather-type ops then
+  round that down to a multiple of the rank count (``count // n`` per rank), as nccl-tests does;
+* the ``size`` column is ``max(send, recv)`` bytes and the ``count`` column the per-rank count
+  nccl-tests passes to the library (``paramcount``);
+* ``algbw = size / time / 1e9`` (GB/s) and ``busbw = algbw * factor(n)``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from clusterbench.families.base import Metric
+
+# nccl-tests' type names -> (torch dtype attribute, bytes per element), in nccl-tests' order
+# for ``-d all``.
+DTYPES: dict[str, tuple[str, int]] = {
+    "int8": ("int8", 1),
+    "uint8": ("uint8", 1),
+    "int32": ("int32", 4),
+    "int64": ("int64", 8),
+    "half": ("float16", 2),
+    "float": ("float32", 4),
+    "double": ("float64", 8),
+    "bfloat16": ("bfloat16", 2),
+}
+DTYPE_ALIASES = {"char": "int8", "int": "int32", "float16": "half", "fp16": "half", "float32": "float",
+                 "fp32": "float", "float64": "double", "fp64": "double", "bf16": "bfloat16"}
+
+# Reduction operators in nccl-tests' order for ``-o all``.
+REDOPS = ("sum", "prod", "max", "min", "avg")
+
+FLOAT_DTYPES = frozenset({"half", "float", "double", "bfloat16"})
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Element counts of one row on every rank, from nccl-tests' GetCollByteCount."""
+
+    send: int    # elements in the send buffer
+    recv: int    # elements in the receive buffer
+    param: int   # the count passed to the collective: nccl-tests' ``count`` column
+
+
+def _same(count: int, n: int) -> Counts:
+    return Counts(count, count, count)
+
+
+def _gather(count: int, n: int) -> Counts:       # all_gather: each rank sends count/n
+    per = count // n
+    return Counts(per, per * n, per)
+
+
+def _scatter(count: int, n: int) -> Counts:      # reduce_scatter: each rank receives count/n
+    per = count // n
+    return Counts(per * n, per, per)
+
+
+def _alltoall(count: int, n: int) -> Counts:     # n chunks of count/n each way
+    per = count // n
+    return Counts(per * n, per * n, per)
+
+
+def _factor_allreduce(n: int) -> float:
+    return 2.0 * (n - 1) / n
+
+
+def _factor_gather(n: int) -> float:
+    return (n - 1) / n
+
+
+def _factor_one(n: int) -> float:
+    return 1.0
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    name: str
+    busbw_factor: Callable[[int], float]      # ranks -> busbw / algbw
+    # (count from size, ranks) -> Counts; None for ops clusterbench only imports from logs
+    counts: Callable[[int, int], Counts] | None = None
+    reduces: bool = False                     # takes a reduction operator (-o)
+    has_root: bool = False                    # takes a root (-r)
+    # PyTorch offers only an in-place form (``dist.all_reduce(t)``): there is no out-of-place
+    # call to time, so those columns print N/A rather than a copy-inflated number.
+    out_of_place: bool = True
+    # nccl-tests does not check in-place alltoall and sendrecv (#wrong prints N/A).
+    in_place_checked: bool = True
+    aliases: tuple[str, ...] = ()             # other spellings: program names, rccl-tests CSV names
+
+    @property
+    def runnable(self) -> bool:
+        return self.counts is not None
+
+
+# Every collective nccl-tests measures, in nccl-tests' order; the runnable ones first.
+TABLE: tuple[OpSpec, ...] = (
+    OpSpec("all_reduce", _factor_allreduce, _same, reduces=True, out_of_place=False, aliases=("allreduce",)),
+    OpSpec("all_gather", _factor_gather, _gather, aliases=("allgather",)),
+    OpSpec("reduce_scatter", _factor_gather, _scatter, reduces=True, aliases=("reducescatter",)),
+    OpSpec("broadcast", _factor_one, _same, has_root=True, out_of_place=False, aliases=("bcast",)),
+    OpSpec("reduce", _factor_one, _same, reduces=True, has_root=True, out_of_place=False),
+    OpSpec("alltoall", _factor_gather, _alltoall, in_place_checked=False, aliases=("all_to_all",)),
+    OpSpec("sendrecv", _factor_one, _same, in_place_checked=False, aliases=("send_recv",)),
+    OpSpec("gather", _factor_gather),
+    OpSpec("scatter", _factor_gather),
+    OpSpec("hypercube", _factor_gather),
+    OpSpec("alltoallv", _factor_gather),
+)
+SPECS: dict[str, OpSpec] = {op.name: op for op in TABLE}
+OPS = tuple(op.name for op in TABLE if op.runnable)      # what clusterbench measures
+ALL_OPS = tuple(SPECS)                                   # and what it imports
+
+# Spellings -> op, keyed without underscores and dashes; matched longest first, so a file named
+# ``allgather.log`` is all_gather, not gather.
+_KEYS = sorted(((key.replace("_", "").replace("-", ""), op.name) for op in TABLE
+                for key in (op.name, *op.aliases)), key=lambda kv: -len(kv[0]))
+
+
+def op_name(text: str) -> str | None:
+    """``all_reduce``, ``AllReduce``, ``all_reduce_perf_mpi``, ``/opt/bin/allreduce_perf`` -> op."""
+    name = re.sub(r"_perf.*$", "", text.strip().rsplit("/", 1)[-1].lower())
+    key = name.replace("_", "").replace("-", "")
+    return next((op for k, op in _KEYS if key == k), None)
+
+
+def op_in_text(text: str) -> str | None:
+    """An op named anywhere inside ``text`` (a file name such as ``nccl_allreduce.log``)."""
+    key = text.rsplit("/", 1)[-1].lower().replace("_", "").replace("-", "")
+    return next((op for k, op in _KEYS if k in key), None)
+
+
+# -- metrics ------------------------------------------------------------------------------------
+TIME = Metric("time_us", "us", higher_is_better=False, about="time per op (slowest rank per -a)")
+ALGBW = Metric("algbw", "GB/s", link_bound=True, about="size / time")
+BUSBW = Metric("busbw", "GB/s", headline=True, about="algbw x the op's bus factor")
+WRONG = Metric("wrong", "", higher_is_better=False, judged=False, about="wrong elements, all ranks")
+MAX_ERROR = Metric("max_error", "", higher_is_better=False, judged=False,
+                   about="largest error (old nccl-tests' error column)")
+AVG_BUSBW = Metric("avg_busbw", "GB/s", about="mean busbw over the run's rows")
+OUT_OF_BOUNDS = Metric("out_of_bounds", "", higher_is_better=False, judged=False,
+                       about="rows with #wrong > 0")
+ITER_TIME = Metric("iter_time_us", "us", higher_is_better=False,
+                   about="per-iteration time statistics (nccl-tests' i_min/i_max/i_p99 columns)")
+ITER_CV = Metric("iter_cv_pct", "%", higher_is_better=False, judged=False,
+                 about="coefficient of variation of the iterations (nccl-tests' i_cv% column)")
+OPTIMAL_ALGBW = Metric("optimal_algbw", "GB/s", about="best algbw over a link (theory)")
+OPTIMAL_BUSBW = Metric("optimal_busbw", "GB/s", about="busbw at the optimum: the link speed")
+EFFICIENCY = Metric("efficiency", "", about="measured algbw / optimal algbw")
+METRICS = (TIME, ALGBW, BUSBW, WRONG, MAX_ERROR, AVG_BUSBW, OUT_OF_BOUNDS, ITER_TIME, ITER_CV,
+           OPTIMAL_ALGBW, OPTIMAL_BUSBW, EFFICIENCY)
+ROW_METRICS = (TIME, ALGBW, BUSBW, WRONG)     # per size and placement; the rest per run
+
+
+def element_size(dtype: str) -> int:
+    return DTYPES[dtype][1]
+
+
+def row_counts(op: str, size: int, dtype: str, ranks: int) -> Counts:
+    """Counts for a requested size in bytes (rounded down as nccl-tests does)."""
+    counts = SPECS[op].counts
+    assert counts is not None, f"{op} is imported only"
+    return counts(size // element_size(dtype), ranks)
+
+
+def row_bytes(op: str, counts: Counts, dtype: str) -> int:
+    """The ``size`` column: max(send, recv) bytes."""
+    return max(counts.send, counts.recv) * element_size(dtype)
+
+
+def algbw(size_bytes: int, seconds: float) -> float:
+    """GB/s (1e9 bytes per second)."""
+    return size_bytes / seconds / 1e9 if seconds > 0 else 0.0
+
+
+def busbw(op: str, algbw_gbs: float, ranks: int) -> float:
+    return algbw_gbs * SPECS[op].busbw_factor(ranks)
+
+
+def optimal_algbw(op: str, link_bytes_per_s: float, nodes: int) -> float | None:
+    """Optimal algbw (GB/s) of ``op`` across ``nodes`` nodes: link speed / bus factor.
+
+    busbw is defined so that a collective at full link speed shows busbw == B, hence the optimum
+    algbw is B / factor(n); for all_reduce that is B*n/(2(n-1)). None for ops without a factor.
+    """
+    spec = SPECS.get(op)
+    if spec is None or nodes < 2:
+        return None
+    return link_bytes_per_s / spec.busbw_factor(nodes) / 1e9
+
+
+def placements(op: str) -> tuple[str, ...]:
+    """Placements timed for ``op``: ``out`` (separate buffers) and ``in`` (one buffer)."""
+    return ("out", "in") if SPECS[op].out_of_place else ("in",)
+
+
+def sweep_sizes(minbytes: int, maxbytes: int, stepfactor: int, stepbytes: int) -> list[int]:
+    """nccl-tests' size loop: multiply by ``stepfactor`` when it is > 1, else add ``stepbytes``."""
+    sizes = []
+    size = minbytes
+    while size <= maxbytes:
+        sizes.append(size)
+        size = size * stepfactor if stepfactor > 1 else size + stepbytes
+    return sizes

@@ -1,0 +1,20 @@
+"""GEMM throughput per dtype: the ``gemm`` benchmark."""
+
+from __future__ import annotations
+
+from clusterbench.families.base import Family, Figure
+from clusterbench.families.gemm.spec import BENCHMARK, METRICS, TFLOPS
+from clusterbench.families.gemm.table import GemmTable
+
+FAMILY = Family(
+    name="gemm",
+    title="GEMM",
+    benchmarks=(BENCHMARK,),
+    metrics=METRICS,
+    row_params=("dtype", "m", "n", "k", "batch", "transA", "transB", "device"),
+    renderer=lambda _benchmark: GemmTable(),
+    commands=("gemm",),
+    figure=Figure("bars", (TFLOPS.name,), title="GEMM throughput by dtype"),
+    describe=lambda p: f"{p.get('dtype')} {p.get('m')}x{p.get('n')}x{p.get('k')}"
+                       + (f" b{p.get('batch')}" if p.get("batch") not in (None, 1) else ""),
+)

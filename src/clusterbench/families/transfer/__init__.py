@@ -1,0 +1,21 @@
+"""Host/device and device/device copies: the ``transfer`` benchmark."""
+
+from __future__ import annotations
+
+from clusterbench.families.base import Family, Figure
+from clusterbench.families.transfer.spec import BANDWIDTH, BENCHMARK, METRICS
+from clusterbench.families.transfer.table import TransferTable
+
+FAMILY = Family(
+    name="transfer",
+    title="Transfers",
+    benchmarks=(BENCHMARK,),
+    metrics=METRICS,
+    row_params=("test", "direction", "method", "src", "dst", "stat", "bytes"),
+    renderer=lambda _benchmark: TransferTable(),
+    commands=("transfer",),
+    # bidirectional pairs have one combined cell (their legs carry a ``leg`` param, skipped);
+    # config tests are a handful of named transfers: a table, not a matrix
+    figure=Figure("matrix", (BANDWIDTH.name,), split=("test", "direction", "method"),
+                  select={"stat": "pair"}, skip={"test": ("config",), "leg": ()}),
+)

@@ -1,0 +1,36 @@
+"""How importers plug in: each parser module lists its ``Importer`` (tool name, the signature its
+output carries, its parse function) in ``IMPORTERS``; the package finds every module that does.
+
+Detection tries signatures in ``order`` (lower first) and the first match names the tool, so a
+signature that another tool's output may also contain goes after the more specific ones.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from clusterbench.ingest.common import ImportedRun
+
+# (lines, name, head) -> runs: ``lines`` is the whole log (streamed), ``head`` its first 64 KiB
+Parse = Callable[[Iterable[str], str, str], Iterator[ImportedRun]]
+
+
+@dataclass(frozen=True)
+class Importer:
+    tool: str                          # the name ``--tool`` takes and runs record as their source
+    signature: re.Pattern[str] | None  # lines or keys only this tool prints; None: only by --tool
+    parse: Parse
+    order: int = 50
+    aliases: tuple[str, ...] = ()      # other --tool names for the same parser (rccl-tests)
+
+    def detects(self, head: str) -> bool:
+        return self.signature is not None and self.signature.search(head) is not None
+
+
+def whole(parser: Callable[[str, str], list[ImportedRun]]) -> Parse:
+    """A parse function for a parser that needs the whole text at once."""
+    def parse(lines: Iterable[str], name: str, head: str) -> Iterator[ImportedRun]:
+        yield from parser("".join(lines), name)
+    return parse

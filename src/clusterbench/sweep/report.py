@@ -1,0 +1,66 @@
+"""A finished sweep as records and as a table: every subset's value, every node's scores, the
+suspects with their evidence."""
+
+from __future__ import annotations
+
+from clusterbench.families.sweep import BENCHMARK, EFFICIENCY, NODE_SCORE
+from clusterbench.records import COMPLETE, FAILED, Measurement, Run, utc_now
+from clusterbench.sweep.analyze import Analysis, SubsetResult
+
+RATE_UNIT = "GB/s"  # a score in this unit can be held against a link rate
+
+
+def to_run(results: list[SubsetResult], a: Analysis, test: list[str], metric: str, command: list[str],
+           started: str, tags: dict[str, str], rate: float | None) -> tuple[Run, list[Measurement]]:
+    """The sweep as one stored run: each subset's value and each node's scores."""
+    unit = next((r.unit for r in results if r.value is not None), "")
+    ms: list[Measurement] = []
+    for r in results:
+        if r.value is not None:
+            ms.append(Measurement(BENCHMARK, r.stage, r.value, unit,
+                                  {"hosts": ",".join(r.hosts), "test": test[0], "test_metric": metric}))
+    for stage, scores in (("single", a.single_scores), ("pair", a.pair_scores)):
+        for h, v in scores.items():
+            p = {"host": h, "stage": stage, "test": test[0], "test_metric": metric,
+                 "suspect": any(s.host == h for s in a.suspects)}
+            ms.append(Measurement(BENCHMARK, NODE_SCORE.name, v, unit, p))
+            if rate and unit == RATE_UNIT:
+                ms.append(EFFICIENCY(BENCHMARK, v * 1e9 / rate, {**p, "link_rate": rate / 1e9}))
+    hosts = list(dict.fromkeys(h for r in results for h in r.hosts))
+    run = Run(benchmark=BENCHMARK, command=command, started_at=started, ended_at=utc_now(),
+              status=COMPLETE if any(r.value is not None for r in results) else FAILED,
+              hosts=hosts, ranks=len(hosts), tags=tags,
+              errors=[f"{'+'.join(r.hosts)}: {r.error}" for r in results if r.error],
+              meta={"test": test, "metric": metric,
+                    "suspects": [{"host": s.host, "reason": s.reason, "evidence": s.evidence}
+                                 for s in a.suspects],
+                    "switch_scores": a.switch_scores})
+    return run, ms
+
+
+def table_lines(a: Analysis, results: list[SubsetResult], metric: str, rate: float | None) -> list[str]:
+    """The sweep's verdict as a terminal table: every node's scores, then the suspects."""
+    lines: list[str] = []
+    unit = next((r.unit for r in results if r.value is not None), "")
+    eff = bool(rate) and unit == RATE_UNIT
+    lines.append(f"# sweep: {metric} ({unit}) per node; pair score = median of the node's pairs"
+                 + (f"; efficiency = pair score / link rate {rate / 1e9:g} GB/s" if eff and rate else ""))
+    lines.append(f"{'host':>24s} {'single':>12s} {'pairs':>12s} {'efficiency' if eff else '':>10s}  flag")
+    suspects = {s.host for s in a.suspects}
+    hosts = list(dict.fromkeys(h for r in results for h in r.hosts))
+    for h in hosts:
+        s = a.single_scores.get(h)
+        p = a.pair_scores.get(h)
+        lines.append(f"{h:>24s} {s if s is not None else float('nan'):12.4g} "
+                     f"{p if p is not None else float('nan'):12.4g} "
+                     f"{(f'{p * 1e9 / rate:10.3f}' if eff and rate and p is not None else ''):>10s}  "
+                     f"{'SUSPECT' if h in suspects else ''}")
+    for sw, v in a.switch_scores.items():
+        lines.append(f"# switch {sw}: median pair score {v:.4g} {unit}")
+    if not a.suspects:
+        lines.append("# no suspect: every node is within the threshold of the median")
+    for s in a.suspects:
+        lines.append(f"# SUSPECT {s.host}: {s.reason}")
+        for e in s.evidence:
+            lines.append(f"#   {e}")
+    return lines
