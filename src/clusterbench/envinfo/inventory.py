@@ -16,7 +16,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from clusterbench.envinfo import gpulib, sysfs
+from clusterbench.envinfo import gpulib, sysfs, torchcheck
 from clusterbench.envinfo.software import comm_env, software_versions
 from clusterbench.envinfo.sysfs import read_text
 from clusterbench.records import utc_now
@@ -222,6 +222,8 @@ def collect(root: Path | str = "/", use_libraries: bool | None = None,
         except Exception as e:  # noqa: BLE001 - torch missing: report the rest
             gpulib.unavailable["torch"] = f"{type(e).__name__}: {e}"
     versions.update(lib_versions)
+    # What torch makes of this node, for the preflight check "torch can use the GPUs".
+    build = torchcheck.torch_build().to_dict() if use_libraries else None
     return {
         "schema": SCHEMA,
         "host": hostname(),
@@ -234,6 +236,9 @@ def collect(root: Path | str = "/", use_libraries: bool | None = None,
         "gpu_source": source,
         "gpu_library_errors": dict(gpulib.unavailable) if use_libraries else {},
         "amdgpu": sysfs.amdgpu_cards(root),
+        "drm_gpus": torchcheck.drm_gpus(root),
+        "torch": build,
+        "rocm_version": torchcheck.rocm_version(root),
         "versions": versions,
         "drivers": driver_versions(root),
         "pcie": sysfs.pci_devices(root),

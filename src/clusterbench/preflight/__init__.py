@@ -40,6 +40,7 @@ def run_checks(expect: Expectations, root: str | Path = "/", log_path: str | Pat
     findings = kernel_log.parse(text) if text is not None else None
     return [
         c.gpu_count(inv, expect),
+        c.torch_gpus(inv),
         c.gpu_model(inv, expect),
         c.gpu_partition(inv, expect),
         c.pcie_links(inv, expect),

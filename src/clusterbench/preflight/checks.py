@@ -7,10 +7,12 @@ Status: ``ok``, ``warning`` (worth a look, does not fail the preflight), ``fail`
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from clusterbench.envinfo import torchcheck
 from clusterbench.envinfo.sysfs import GPU_KINDS, NIC_KINDS, link_downgrade, pcie_gen
 from clusterbench.preflight.kernel_log import Finding
 
@@ -68,6 +70,35 @@ def gpu_count(inv: dict[str, Any], exp: Expectations) -> CheckResult:
     if n == 0:
         evidence = [_why_no_gpus(inv)]
     return CheckResult("gpu_count", FAIL, f"{n} GPU(s) found, expected {exp.gpus}", _cap(evidence))
+
+
+def torch_gpus(inv: dict[str, Any], environ: dict[str, str] | None = None) -> CheckResult:
+    """torch can use the GPUs this node has: the installed build against the GPUs the vendor
+    library, /sys/class/drm or PCI show (a CUDA wheel on an AMD node sees none, and a benchmark
+    would measure the CPU instead)."""
+    found = torchcheck.evidence_from_inventory(inv)
+    build = torchcheck.TorchBuild.from_dict(inv.get("torch"))
+    seen = [e.describe() for e in found]
+    if build is None:
+        return CheckResult("torch_gpus", NA, "torch build not recorded in the inventory", seen)
+    evidence = [build.describe() + (f", {build.devices} GPU(s) visible" if build.devices else "")] + seen
+    wrong = torchcheck.problem(build, found, inv.get("rocm_version"), environ)
+    if wrong:
+        return CheckResult("torch_gpus", FAIL, wrong, evidence)
+    if not found and build.devices == 0:
+        return CheckResult("torch_gpus", NA, "no GPU on this node", evidence)
+    if not found:
+        return CheckResult("torch_gpus", OK, f"{build.describe()} uses {build.devices} GPU(s)", evidence)
+    hidden = torchcheck.hidden_by(environ)
+    if build.devices == 0:  # only reached when hidden on purpose
+        return CheckResult("torch_gpus", OK, f"GPUs hidden from torch on purpose ({hidden} is set)", evidence)
+    total = sum(e.count for e in found)
+    env = dict(os.environ) if environ is None else environ
+    visibility = [v for v in torchcheck.VISIBILITY_VARS if v in env]
+    if build.devices < total and not visibility:
+        return CheckResult("torch_gpus", WARNING, f"{build.describe()} sees {build.devices} of the "
+                           f"{total} GPU(s) this node has, and no *_VISIBLE_DEVICES variable is set", evidence)
+    return CheckResult("torch_gpus", OK, f"{build.describe()} uses {build.devices} GPU(s)", evidence)
 
 
 def gpu_model(inv: dict[str, Any], exp: Expectations) -> CheckResult:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from clusterbench.envinfo import torchcheck
 from clusterbench.envinfo.software import cpu_model
 from clusterbench.errors import UsageError
 from clusterbench.ranks.env import RankEnv
@@ -38,17 +39,35 @@ class RankOptions:
     telemetry_interval: float = 1.0  # seconds between telemetry samples per host; 0 disables
 
 
-def resolve_device_type(option: str) -> str:
-    import torch
+def require_torch() -> None:
+    """Benchmarks need PyTorch; an analysis-only install (no torch) says how to add it."""
+    try:
+        import torch  # noqa: F401
+    except ImportError as e:
+        raise UsageError(f"this command runs benchmarks and needs PyTorch, which is not installed "
+                         f"({e}): pip install 'clusterbench[torch]', or the ROCm/CPU wheel as in "
+                         f"{torchcheck.INSTALL_HINT}") from None
 
+
+def resolve_device_type(option: str) -> str:
+    """``auto`` is the GPUs torch can use, else the CPU, but never the CPU when the node has
+    GPUs that this torch build cannot use (the CUDA wheel on an AMD node): that is exit 2 with
+    the build installed and the build needed. ``cpu`` benchmarks the CPU on purpose."""
     if option not in ("auto", "cuda", "cpu"):
         raise UsageError(f"unknown device {option!r}: expected auto, cuda or cpu")
-    has_gpu = torch.cuda.is_available() and torch.cuda.device_count() > 0
-    if option == "cuda" and not has_gpu:
+    require_torch()
+    if option == "cpu":
+        return "cpu"
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.device_count() > 0:
+        return "cuda"
+    wrong = torchcheck.device_problem()
+    if wrong:
+        raise UsageError(f"{wrong}; --device cpu benchmarks the CPU on purpose")
+    if option == "cuda":
         raise UsageError("--device cuda: no CUDA or ROCm GPU is visible to PyTorch")
-    if option == "auto":
-        return "cuda" if has_gpu else "cpu"
-    return option
+    return "cpu"
 
 
 def resolve_backend(option: str, device_type: str) -> str:
@@ -170,6 +189,44 @@ def _job_store(env: RankEnv, timeout: timedelta) -> Any:
     return dist.PrefixStore(f"clusterbench/{_groups}", _stores[key])
 
 
+def gpu_index(local_rank: int, local_world_size: int, visible: int, host: str) -> int:
+    """The GPU a rank uses: the one of its local rank. A launcher that gives each rank its own
+    single GPU (``srun --gpus-per-task=1``, a per-rank CUDA_VISIBLE_DEVICES) shows one GPU to
+    every rank: index 0, and ``check_distinct_gpus`` proves after the join that no two ranks of a
+    host got the same one. More ranks on a node than GPUs would put two ranks on one GPU: refused."""
+    if visible < 1:
+        raise UsageError(f"no GPU visible to rank {local_rank} on {host}")
+    if visible == 1 or local_world_size <= visible:
+        return 0 if visible == 1 else local_rank
+    raise UsageError(f"{local_world_size} ranks on {host} but {visible} GPU(s) visible to each rank: two "
+                     f"ranks would share a GPU; start at most {visible} ranks per node, or give each rank "
+                     f"its own GPU (CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES)")
+
+
+def check_distinct_gpus(ranks: list[tuple[str, str]]) -> None:
+    """``ranks[i]`` = (host, device identity) of rank i: refuse two ranks on one GPU of one host."""
+    seen: dict[tuple[str, str], int] = {}
+    for rank, key in enumerate(ranks):
+        if key in seen:
+            host = key[0]
+            raise UsageError(f"ranks {seen[key]} and {rank} on {host} use the same GPU ({key[1]}): "
+                             f"start at most one rank per GPU, or give each rank its own GPU "
+                             f"(CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES)")
+        seen[key] = rank
+
+
+def device_identity(props: Any, index: int) -> str:
+    """What tells two GPUs apart across processes that number them differently: the UUID (MIG
+    instances and GPU partitions have their own), else the PCI address, else the index."""
+    uuid = str(getattr(props, "uuid", "") or "")
+    if uuid:
+        return uuid
+    if hasattr(props, "pci_bus_id"):
+        return (f"{getattr(props, 'pci_domain_id', 0):04x}:{props.pci_bus_id:02x}:"
+                f"{getattr(props, 'pci_device_id', 0):02x}")
+    return f"index {index}"
+
+
 def setup(env: RankEnv, options: RankOptions) -> RankContext:
     """Pick this rank's device and join the process group."""
     import torch
@@ -177,20 +234,27 @@ def setup(env: RankEnv, options: RankOptions) -> RankContext:
 
     device_type = resolve_device_type(options.device)
     backend = resolve_backend(options.backend, device_type)
+    host = env.host or socket.gethostname()
+    ident = "cpu"
     if device_type == "cuda":
-        index = env.local_rank % torch.cuda.device_count()
+        index = gpu_index(env.local_rank, env.local_world_size, torch.cuda.device_count(), host)
         torch.cuda.set_device(index)
         device = torch.device("cuda", index)
         name = torch.cuda.get_device_name(index)
+        ident = device_identity(torch.cuda.get_device_properties(index), index)
     else:
         device = torch.device("cpu")
         name = cpu_model()
     timeout = timedelta(seconds=max(options.timeout, 1.0))
+    # device_id binds the communicator to this rank's GPU at once (NCCL/RCCL create it eagerly)
+    bound = {"device_id": device} if backend == "nccl" else {}
     dist.init_process_group(backend=backend, store=_job_store(env, timeout), rank=env.rank,
-                            world_size=env.world_size, timeout=timeout)
+                            world_size=env.world_size, timeout=timeout, **bound)
     ctx = RankContext(env=env, device=device, backend=backend, options=options)
     gathered: list[Any] = [None] * env.world_size
-    dist.all_gather_object(gathered, (env.host or socket.gethostname(), name))
+    dist.all_gather_object(gathered, (host, name, ident))
+    if device_type == "cuda":
+        check_distinct_gpus([(g[0], g[2]) for g in gathered])
     ctx.hosts = [g[0] for g in gathered]
     ctx.device_names = [g[1] for g in gathered]
     return ctx
