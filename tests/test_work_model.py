@@ -3,8 +3,10 @@
 import pytest
 import torch
 
+from clusterbench.bench.workloads import model as model_mod
 from clusterbench.bench.workloads.model import (
     PRESETS,
+    attention_flops_per_token,
     build_model,
     param_count,
     resolve_shape,
@@ -27,8 +29,62 @@ def test_presets_have_their_published_sizes():
     # Llama 3.2 1B has 1.24B parameters with tied embeddings; untied heads add 0.26B.
     assert 1.4e9 < param_count(PRESETS["1b"]) < 1.6e9
     assert 7.9e9 < param_count(PRESETS["8b"]) < 8.2e9  # Llama 3.1 8B: 8.03B
-    assert train_flops_per_token(PRESETS["8b"]) == 6 * param_count(PRESETS["8b"])
     assert training_state_bytes(PRESETS["8b"], 8) == 2 * param_count(PRESETS["8b"])
+
+
+def test_mfu_flops_match_a_flop_counter():
+    """6 x (N - embedding) counts exactly the matmuls torch runs (forward and backward); the
+    attention term counts the full T x T scores of Q.K^T and A.V, x3 for training."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    shape = PRESETS["tiny"]
+    model = build_model(shape)
+    x, _ = synthetic_batch(shape, 3, 0, 0, torch.device("cpu"))
+    with FlopCounterMode(display=False) as fc:
+        model(x).float().sum().backward()
+    counts = fc.get_flop_counts()["Global"]
+    by_name = {str(op).split("'")[1] if "'" in str(op) else str(op): n for op, n in counts.items()}
+    tokens = 3 * shape.seq
+    norms = 2 * shape.hidden * shape.layers + shape.hidden   # norm weights: in N, not in a matmul
+    matmul = train_flops_per_token(shape) - attention_flops_per_token(shape) - 6 * norms
+    assert by_name["aten.mm"] == tokens * matmul
+    sdpa_forward = sum(n for name, n in by_name.items() if "attention" in name and "backward" not in name)
+    assert sdpa_forward * 3 == tokens * attention_flops_per_token(shape)
+    assert model_mod.ATTENTION_COUNT == "full"
+
+
+def test_mfu_formula_on_presets():
+    # the old 6N counted the embedding lookup and left attention out: 1b was overstated by ~9%
+    one_b = PRESETS["1b"]
+    assert 1.08 < 6 * param_count(one_b) / train_flops_per_token(one_b) < 1.15
+    eight_b = PRESETS["8b"]
+    assert train_flops_per_token(eight_b) == 6 * (param_count(eight_b) - 128256 * 4096) + 12 * 32 * 4096 * 2048
+
+
+def test_rms_norm_fallback_matches_the_fused_op(monkeypatch):
+    from torch.nn import functional as F
+
+    x, w = torch.randn(2, 5, 8), torch.rand(8) + 0.5
+    fused = model_mod.rms_norm(x, w, 1e-6)
+    monkeypatch.delattr(F, "rms_norm")   # torch < 2.4
+    assert torch.allclose(model_mod.rms_norm(x, w, 1e-6), fused, rtol=1e-5, atol=1e-6)
+
+
+def test_fsdp2_import_paths(monkeypatch):
+    """torch >= 2.6: torch.distributed.fsdp; 2.4-2.5: torch.distributed._composable.fsdp."""
+    import sys
+    import types
+
+    from clusterbench.bench.workloads import train
+
+    shard, policy = train.fsdp2()
+    assert callable(shard) and policy is not None
+    old = types.ModuleType("torch.distributed.fsdp")  # 2.5: no fully_shard here
+    composable = types.ModuleType("torch.distributed._composable.fsdp")
+    composable.fully_shard, composable.MixedPrecisionPolicy = "fs", "mp"
+    monkeypatch.setitem(sys.modules, "torch.distributed.fsdp", old)
+    monkeypatch.setitem(sys.modules, "torch.distributed._composable.fsdp", composable)
+    assert train.fsdp2() == ("fs", "mp")
 
 
 def test_forward_shape_and_meta_build():

@@ -75,5 +75,10 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as e:  # noqa: BLE001 - never a traceback for the user
         if debug:
             raise
+        if isinstance(e, ModuleNotFoundError) and (e.name or "").split(".")[0] == "torch":
+            # an analysis-only install (no torch) asked for a benchmark
+            from clusterbench.envinfo.torchcheck import TORCH_MISSING
+
+            _fail(TORCH_MISSING, 2)
         _fail(f"internal error: {type(e).__name__}: {e} (set CLUSTERBENCH_DEBUG=1 for details)", 1)
     sys.exit(rc if isinstance(rc, int) else 0)

@@ -29,6 +29,9 @@ COMPUTE_CLASSES = {"NVIDIA": ("0300", "0302", "0380"), "AMD": ("0380", "1200")}
 VISIBILITY_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
 ROCM_INDEX = "https://download.pytorch.org/whl/rocm{version}"
 INSTALL_HINT = 'README "Install"'
+TORCH_MISSING = ("this command runs benchmarks and needs PyTorch, which is not installed (an "
+                 "analysis-only install): pip install 'clusterbench[torch]' on NVIDIA, or the ROCm or "
+                 f"CPU wheel of torch as in {INSTALL_HINT}")
 
 
 @dataclass(frozen=True)

@@ -43,10 +43,8 @@ def require_torch() -> None:
     """Benchmarks need PyTorch; an analysis-only install (no torch) says how to add it."""
     try:
         import torch  # noqa: F401
-    except ImportError as e:
-        raise UsageError(f"this command runs benchmarks and needs PyTorch, which is not installed "
-                         f"({e}): pip install 'clusterbench[torch]', or the ROCm/CPU wheel as in "
-                         f"{torchcheck.INSTALL_HINT}") from None
+    except ImportError:
+        raise UsageError(torchcheck.TORCH_MISSING) from None
 
 
 def resolve_device_type(option: str) -> str:

@@ -81,19 +81,45 @@ def param_count(shape: ModelShape) -> int:
     return shape.vocab * h + shape.layers * per_layer + h + h * shape.vocab  # embed, final norm, head
 
 
-def train_flops_per_token(shape: ModelShape) -> float:
-    """Model FLOPs per trained token: 6 x parameters (2 forward + 4 backward per weight).
+# How attention's score FLOPs are counted in MFU: the whole T x T matrix, as PaLM's definition
+# (Chowdhery et al. 2022, appendix B) and Megatron/torchtitan count it, although this model is
+# causal and flash-attention kernels skip the masked half; published MFU figures compare with it.
+ATTENTION_COUNT = "full"
 
-    The usual approximation (Kaplan et al. 2020): it ignores attention-score FLOPs and counts
-    the embedding lookup as if it were a matmul, so it is exact only to a few percent.
+
+def attention_flops_per_token(shape: ModelShape) -> float:
+    """Attention-score FLOPs per trained token: Q.K^T and A.V cost 2 x seq x hidden each per
+    layer forward (query heads x head dim = hidden, also with grouped-query attention), x3 for
+    forward and backward: 12 x layers x hidden x seq (not halved for the causal mask)."""
+    return 12.0 * shape.layers * shape.hidden * shape.seq
+
+
+def train_flops_per_token(shape: ModelShape) -> float:
+    """Model FLOPs per trained token, as published MFU definitions count them:
+    6 x (parameters - embedding table) + attention FLOPs.
+
+    6 per weight (2 forward, 4 backward) for every weight used in a matmul; the embedding table
+    (vocab x hidden) is a lookup, not a matmul, so it is left out (the untied output head stays).
     """
-    return 6.0 * param_count(shape)
+    return 6.0 * (param_count(shape) - shape.vocab * shape.hidden) + attention_flops_per_token(shape)
 
 
 def training_state_bytes(shape: ModelShape, shard_ranks: int) -> int:
     """Bytes of fp32 parameters, gradients and AdamW state (two moments) held by one rank
     when sharded over ``shard_ranks`` ranks; activations and buffers come on top."""
     return math.ceil(16 * param_count(shape) / max(1, shard_ranks))
+
+
+def rms_norm(x: Any, weight: Any, eps: float) -> Any:
+    """RMSNorm over the last dimension: ``F.rms_norm`` (torch >= 2.4, fused where the backend has
+    a kernel), else the same formula in plain ops."""
+    import torch
+    from torch.nn import functional as F
+
+    fused = getattr(F, "rms_norm", None)
+    if fused is not None:
+        return fused(x, (x.shape[-1],), weight, eps)
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
 
 
 def build_model(shape: ModelShape) -> Any:
@@ -108,7 +134,7 @@ def build_model(shape: ModelShape) -> Any:
             self.weight = nn.Parameter(torch.ones(dim))
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return F.rms_norm(x, (x.shape[-1],), self.weight, 1e-6)
+            return rms_norm(x, self.weight, 1e-6)
 
     class Block(nn.Module):
         def __init__(self, s: ModelShape) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 
 from clusterbench.bench.workloads import cpu_memory_available, share_cpu
 from clusterbench.bench.workloads.model import (
+    ATTENTION_COUNT,
     PRESETS,
     ModelShape,
     build_model,
@@ -208,12 +209,23 @@ def measure_comm_share(step_fn: Any, device: Any) -> float:
     return min(1.0, _union_us(comm) / wall_us) if wall_us > 0 else 0.0
 
 
+def fsdp2() -> tuple[Any, Any]:
+    """``fully_shard`` and ``MixedPrecisionPolicy``: public in ``torch.distributed.fsdp`` since
+    torch 2.6, in ``torch.distributed._composable.fsdp`` in 2.4 and 2.5 (the minimum is 2.4)."""
+    try:
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    except ImportError:
+        from torch.distributed._composable.fsdp import MixedPrecisionPolicy, fully_shard
+    return fully_shard, MixedPrecisionPolicy
+
+
 def main(ctx: RankContext, config: TrainConfig) -> None:
     import torch
     import torch.distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
     from torch.nn import functional as F
+
+    fully_shard, MixedPrecisionPolicy = fsdp2()
 
     share_cpu(ctx)
     shape, world = config.shape, ctx.world_size
@@ -319,7 +331,8 @@ def _summary(ctx: RankContext, config: TrainConfig, base: dict[str, Any], timed:
     peak_tflops = peaks.dense_tflops(device_name, dtype) if ctx.device.type == "cuda" else None
     if peak_tflops:
         achieved = train_flops_per_token(config.shape) * tokens_per_s / ctx.world_size / 1e12
-        out.append(MFU(TRAIN, achieved / peak_tflops, {**s, "peak_tflops": peak_tflops, "device": device_name}))
+        out.append(MFU(TRAIN, achieved / peak_tflops, {**s, "peak_tflops": peak_tflops, "device": device_name,
+                                                       "attention": ATTENTION_COUNT}))
     else:
         ctx.note(f"mfu: no {dtype} peak for {device_name or 'this device'} in the peak table")
     return out
