@@ -114,3 +114,132 @@ def test_every_op_on_gpus(db):
     wrong = [m for m in result.measurements if m.metric == "wrong"]
     assert wrong and all(m.value == 0 for m in wrong)
     assert result.run.meta["device_type"] == "cuda"
+
+
+# -- timing loop: async issue, shifted buffers, graphs ----------------------------------------------
+
+class _FakeCtx:
+    rank, world_size, backend = 0, 2, "gloo"
+    device = torch.device("cpu")
+
+
+def _sweep(op: str, per_max: int, iters: int = 20, **kw):
+    config = build_config(op, minbytes="8", maxbytes="8", iters=iters, **kw)
+    s = rank.Sweep(_FakeCtx(), config, op, "float", "sum")
+    s.allocate(per_max)
+    return s
+
+
+@pytest.fixture
+def one_rank_group():
+    """A one-process gloo group: P2POp and the bound calls need a default group to exist."""
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_iterations_walk_through_the_buffers_as_nccl_tests(op, one_rank_group):
+    """Iteration i uses the buffers shifted by (i % steps) rows, steps = buffer / row size."""
+    from clusterbench.bench.collectives import calls
+
+    s = _sweep(op, per_max=64)
+    for placement in ("out", "in"):
+        issues = s.shifted_calls(placement, 8)
+        assert len(issues) == min(20, 64 // 8) == 8
+        starts = []
+        for k, issue in enumerate(issues):
+            tensors = [a for a in getattr(issue, "args", ()) if isinstance(a, torch.Tensor)]
+            if not tensors:  # sendrecv: a batch of P2POps
+                tensors = [p.tensor for p in issue.args[0]]
+            starts.append(sorted(t.data_ptr() for t in tensors))
+            send, recv = calls.buffer_elements(op, 8, 2)
+            b = s.bind(placement, 8, k)
+            window = s.recv_buf[recv * k:].data_ptr() if b.input.data_ptr() >= s.recv_buf.data_ptr() \
+                else s.send_buf[send * k:].data_ptr()
+            assert window <= b.input.data_ptr() < window + 2 * 8 * 4  # inside this iteration's window
+        assert len({tuple(x) for x in starts}) == len(starts)  # every iteration a different window
+        # the last window still lies inside the buffers
+        last = s.bind(placement, 8, len(issues) - 1)
+        assert last.input.numel() and (last.output is None or last.output.numel())
+    # the largest row has one window; a row of per_max / 3 has 3
+    assert len(s.shifted_calls("out", 64)) == 1 and len(s.shifted_calls("out", 21)) == 3
+    assert len(_sweep(op, per_max=1 << 20, iters=5).shifted_calls("out", 1)) == 5  # at most iters
+
+
+def test_sendrecv_batch_is_built_once_per_row_and_offset(one_rank_group):
+    """The P2POp list is made when the row is bound; each timed issue only launches the batch."""
+    s = _sweep("sendrecv", per_max=16)
+    issues = s.shifted_calls("out", 4)
+    for k, issue in enumerate(issues):
+        assert issue.func is torch.distributed.batch_isend_irecv and issue.keywords == {}
+        send_op, recv_op = issue.args[0]
+        assert send_op.tensor.data_ptr() == s.send_buf[4 * k:].data_ptr()
+        assert recv_op.tensor.data_ptr() == s.recv_buf[4 * k:].data_ptr()
+
+
+def test_finish_waits_once_on_ordered_streams_and_for_all_on_gloo():
+    from clusterbench.bench.collectives import calls
+
+    class Work:
+        def __init__(self):
+            self.waited = 0
+
+        def wait(self):
+            self.waited += 1
+
+    works = [Work(), [Work(), Work()], Work()]
+    calls.finish(works, ordered=True)
+    assert [works[0].waited, works[1][0].waited, works[1][1].waited, works[2].waited] == [0, 0, 0, 1]
+    calls.finish(works, ordered=False)
+    assert [works[0].waited, works[1][0].waited, works[1][1].waited, works[2].waited] == [1, 1, 1, 2]
+
+
+def test_async_timing_on_gloo_ranks(db):
+    """The async loop over shifted buffers keeps every row correct on real ranks."""
+    config = build_config("all_reduce,sendrecv,all_gather", minbytes="8", maxbytes="1K", stepfactor=4,
+                          iters=7, warmup_iters=3)
+    result, text = _run(config, 2, db)
+    assert result.exit_code == 0, text
+    assert all(m.value == 0 for m in result.measurements if m.metric == "wrong")
+
+
+def test_cudagraph_needs_gpu_ranks(db):
+    from clusterbench.errors import UsageError
+
+    config = build_config("all_reduce", minbytes="8", maxbytes="8", graph=2)
+    assert config.graph == 2
+    with pytest.raises(UsageError, match="-G/--cudagraph 2 .* needs GPU ranks"):
+        _run(config, 2, db)
+    with pytest.raises(UsageError, match="cudagraph"):
+        build_config("all_reduce", graph=-1)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA or ROCm GPU")
+def test_cudagraph_on_gpus(db):
+    n = torch.cuda.device_count()
+    config = build_config("all_reduce,all_gather,sendrecv", minbytes="8", maxbytes="64M", stepfactor=64,
+                          iters=10, warmup_iters=2, graph=3, datatype="float,bfloat16", redop="sum,avg")
+    out = io.StringIO()
+    job = Job(TARGET, config, RankOptions(device="cuda", timeout=300), np=n)
+    result = run_job(job, "coll", ["test"], TablePrinter(out=out), db=db, announce=lambda _t: None)
+    assert result.exit_code == 0, out.getvalue()
+    assert result.run.meta["coll_sweep.all_reduce"]["graph"] == 3
+    assert "graph: 3" in out.getvalue()
+    wrong = [m for m in result.measurements if m.metric == "wrong"]
+    assert wrong and all(m.value == 0 for m in wrong)
+    assert [m for m in result.measurements if m.metric == "busbw" and m.params["redop"] == "avg"]
+
+
+def test_avg_on_three_gloo_ranks_is_within_its_bound(db):
+    """gloo averages floats (sum, then divide): the one-owner inputs pass on a non-power-of-2 count."""
+    config = build_config("all_reduce,reduce_scatter", minbytes="24", maxbytes="3K", stepfactor=8, iters=2,
+                          warmup_iters=1, datatype="float,half,bfloat16,double", redop="avg")
+    result, text = _run(config, 3, db)
+    assert result.exit_code == 0, text
+    rows = [m for m in result.measurements if m.metric == "wrong" and m.params["redop"] == "avg"]
+    assert {m.params["dtype"] for m in rows} == {"float", "half", "bfloat16", "double"}
+    assert all(m.value == 0 for m in rows)

@@ -123,7 +123,7 @@ def test_reduction_closed_forms_match_brute_force(redop, n):
 @pytest.mark.parametrize("op", ["all_gather", "alltoall", "sendrecv", "broadcast", "reduce_scatter"])
 def test_data_moving_expectations_match_a_simulation(op):
     n, per, root = 3, 5, 1
-    inputs = [calls.CALLS[op].inputs("sum", r, n, root, per, torch.arange(per * n)) for r in range(n)]
+    inputs = [calls.CALLS[op].inputs("sum", "float", r, n, root, per, torch.arange(per * n)) for r in range(n)]
     for r in range(n):
         if op == "all_gather":
             got = torch.cat([inputs[j][:per] for j in range(n)])
@@ -135,7 +135,7 @@ def test_data_moving_expectations_match_a_simulation(op):
             got = inputs[root][:per]
         else:
             got = sum(inputs[j] for j in range(n))[r * per:(r + 1) * per]
-        want = calls.CALLS[op].expected("sum", r, n, root, per, torch.arange(got.numel()))
+        want = calls.CALLS[op].expected("sum", "float", r, n, root, per, torch.arange(got.numel()))
         assert torch.equal(got, want), (op, r)
 
 

@@ -1,6 +1,10 @@
 """The PyTorch side of each collective: its buffers, its call bound once per row (so the timed
-loop is just ``for _ in range(iters): call()``, no lookups, no allocation), and the values each
+loop is just ``for _ in range(iters): issue()``, no lookups, no allocation), and the values each
 rank puts in and must get back.
+
+Calls are issued with ``async_op=True``: the timed loop queues ``iters`` ops and waits once at
+the end (``finish``), as nccl-tests queues its ops on a stream and synchronizes once, instead of
+paying a blocking wait per op.
 
 Only public ``torch.distributed`` APIs, which map to NCCL on NVIDIA, RCCL on AMD and gloo on CPU.
 In-place follows nccl-tests: all_gather's input is this rank's slot of the output buffer,
@@ -24,9 +28,25 @@ Tensor = Any
 
 @dataclass
 class Bound:
-    call: Callable[[], Any]
+    issue: Callable[[], Any]  # starts the op, returns its Work (a list of them for sendrecv)
     input: Tensor            # where this rank's input lives for this placement
     output: Tensor | None    # what this rank must check (None: nothing on this rank)
+
+    def run(self) -> None:
+        """Issue the op and wait for it (untimed calls: warm-up, probe, check)."""
+        finish([self.issue()], ordered=False)
+
+
+def finish(issued: list[Any], ordered: bool) -> None:
+    """Wait for issued ops. ``ordered``: the backend runs a rank's ops in issue order on one
+    stream (NCCL/RCCL), so waiting for the last one covers all; gloo may run them on several
+    threads at once, so every op is waited for."""
+    works: list[Any] = []
+    for item in (issued[-1:] if ordered else issued):
+        works += item if isinstance(item, list) else [item]
+    for w in (works[-1:] if ordered else works):
+        if w is not None:
+            w.wait()
 
 
 @dataclass(frozen=True)
@@ -41,10 +61,11 @@ class RowBuffers:
     root: int
     redop: str
     inplace: bool
+    dtype: str = "float"
 
 
-# (redop, rank, n, root, per, idx) -> int64 values
-Values = Callable[[str, int, int, int, int, Tensor], Tensor]
+# (redop, dtype, rank, n, root, per, idx) -> int64 values
+Values = Callable[[str, str, int, int, int, int, Tensor], Tensor]
 
 
 @dataclass(frozen=True)
@@ -96,21 +117,21 @@ def _all_reduce(r: RowBuffers) -> Bound:
     import torch.distributed as dist
 
     buf = r.recv[:r.per]
-    return Bound(functools.partial(dist.all_reduce, buf, reduce_op(r.redop)), buf, buf)
+    return Bound(functools.partial(dist.all_reduce, buf, reduce_op(r.redop), async_op=True), buf, buf)
 
 
 def _broadcast(r: RowBuffers) -> Bound:
     import torch.distributed as dist
 
     buf = r.recv[:r.per]
-    return Bound(functools.partial(dist.broadcast, buf, r.root), buf, buf)
+    return Bound(functools.partial(dist.broadcast, buf, r.root, async_op=True), buf, buf)
 
 
 def _reduce(r: RowBuffers) -> Bound:
     import torch.distributed as dist
 
     buf = r.recv[:r.per]
-    return Bound(functools.partial(dist.reduce, buf, r.root, reduce_op(r.redop)), buf,
+    return Bound(functools.partial(dist.reduce, buf, r.root, reduce_op(r.redop), async_op=True), buf,
                  buf if r.rank == r.root else None)
 
 
@@ -119,7 +140,7 @@ def _all_gather(r: RowBuffers) -> Bound:
 
     out = r.recv[:r.per * r.n]
     inp = out[r.rank * r.per:(r.rank + 1) * r.per] if r.inplace else r.send[:r.per]
-    return Bound(functools.partial(dist.all_gather_into_tensor, out, inp), inp, out)
+    return Bound(functools.partial(dist.all_gather_into_tensor, out, inp, async_op=True), inp, out)
 
 
 def _reduce_scatter(r: RowBuffers) -> Bound:
@@ -127,7 +148,8 @@ def _reduce_scatter(r: RowBuffers) -> Bound:
 
     inp = r.send[:r.per * r.n]
     out = inp[r.rank * r.per:(r.rank + 1) * r.per] if r.inplace else r.recv[:r.per]
-    return Bound(functools.partial(dist.reduce_scatter_tensor, out, inp, reduce_op(r.redop)), inp, out)
+    return Bound(functools.partial(dist.reduce_scatter_tensor, out, inp, reduce_op(r.redop), async_op=True),
+                 inp, out)
 
 
 def _alltoall(r: RowBuffers) -> Bound:
@@ -135,7 +157,7 @@ def _alltoall(r: RowBuffers) -> Bound:
 
     out = r.recv[:r.per * r.n]
     inp = out if r.inplace else r.send[:r.per * r.n]
-    return Bound(functools.partial(dist.all_to_all_single, out, inp), inp, out)
+    return Bound(functools.partial(dist.all_to_all_single, out, inp, async_op=True), inp, out)
 
 
 def _sendrecv(r: RowBuffers) -> Bound:
@@ -143,48 +165,43 @@ def _sendrecv(r: RowBuffers) -> Bound:
 
     out = r.recv[:r.per]
     inp = out if r.inplace else r.send[:r.per]
-    # One batch, as nccl-tests groups ncclSend/ncclRecv: a ring where nobody waits first.
+    # One batch, as nccl-tests groups ncclSend/ncclRecv: a ring where nobody waits first. The
+    # P2POp list is built once per row (and offset); each issue is one coalesced group.
     ops = [dist.P2POp(dist.isend, inp, (r.rank + 1) % r.n), dist.P2POp(dist.irecv, out, (r.rank - 1) % r.n)]
-    batch = dist.batch_isend_irecv
-
-    def call() -> None:
-        for work in batch(ops):
-            work.wait()
-
-    return Bound(call, inp, out)
+    return Bound(functools.partial(dist.batch_isend_irecv, ops), inp, out)
 
 
 # -- values ---------------------------------------------------------------------------------------
 
-def _reduce_in(redop: str, rank: int, n: int, root: int, per: int, idx: Tensor) -> Tensor:
-    return data.reduce_input(redop, rank, n, idx)
+def _reduce_in(redop: str, dtype: str, rank: int, n: int, root: int, per: int, idx: Tensor) -> Tensor:
+    return data.reduce_input(redop, rank, n, idx, dtype)
 
 
-def _reduce_out(redop: str, rank: int, n: int, root: int, per: int, idx: Tensor) -> Tensor:
-    return data.reduce_expected(redop, n, idx)
+def _reduce_out(redop: str, dtype: str, rank: int, n: int, root: int, per: int, idx: Tensor) -> Tensor:
+    return data.reduce_expected(redop, n, idx, dtype)
 
 
-def _scatter_out(redop: str, rank: int, n: int, root: int, per: int, idx: Tensor) -> Tensor:
-    return data.reduce_expected(redop, n, idx + rank * per)
+def _scatter_out(redop: str, dtype: str, rank: int, n: int, root: int, per: int, idx: Tensor) -> Tensor:
+    return data.reduce_expected(redop, n, idx + rank * per, dtype)
 
 
-def _own_tag(redop: str, rank: int, n: int, root: int, per: int, idx: Tensor) -> Tensor:
+def _own_tag(redop: str, dtype: str, rank: int, n: int, root: int, per: int, idx: Tensor) -> Tensor:
     return data.tagged(rank, idx)
 
 
-def _gathered_tags(redop: str, rank: int, n: int, root: int, per: int, idx: Tensor) -> Tensor:
+def _gathered_tags(redop: str, dtype: str, rank: int, n: int, root: int, per: int, idx: Tensor) -> Tensor:
     return data.tagged(idx // per, idx % per)
 
 
-def _root_tag(redop: str, rank: int, n: int, root: int, per: int, idx: Tensor) -> Tensor:
+def _root_tag(redop: str, dtype: str, rank: int, n: int, root: int, per: int, idx: Tensor) -> Tensor:
     return data.tagged(root, idx)
 
 
-def _exchanged_tags(redop: str, rank: int, n: int, root: int, per: int, idx: Tensor) -> Tensor:
+def _exchanged_tags(redop: str, dtype: str, rank: int, n: int, root: int, per: int, idx: Tensor) -> Tensor:
     return data.tagged(idx // per, rank * per + idx % per)  # chunk j came from rank j: its chunk ``rank``
 
 
-def _left_tag(redop: str, rank: int, n: int, root: int, per: int, idx: Tensor) -> Tensor:
+def _left_tag(redop: str, dtype: str, rank: int, n: int, root: int, per: int, idx: Tensor) -> Tensor:
     return data.tagged((rank - 1) % n, idx)
 
 
@@ -200,9 +217,21 @@ CALLS: dict[str, OpCall] = {
 
 
 def bind(op: str, placement: str, send_buf: Tensor, recv_buf: Tensor, per: int, rank: int, n: int,
-         root: int, redop: str) -> Bound:
+         root: int, redop: str, dtype: str = "float") -> Bound:
     """Views of the preallocated buffers for one row and the bound call."""
-    return CALLS[op].bind(RowBuffers(send_buf, recv_buf, per, rank, n, root, redop, placement == "in"))
+    return CALLS[op].bind(RowBuffers(send_buf, recv_buf, per, rank, n, root, redop, placement == "in", dtype))
+
+
+def shifted(buf: Tensor, row_elements: int, step: int) -> Tensor:
+    """``buf`` from the start of the ``step``-th row-sized window, as nccl-tests shifts each
+    iteration's buffers by one row (``startColl``: ``shift = bytes * (iter % steps)``)."""
+    return buf[row_elements * step:] if buf.numel() else buf
+
+
+def offset_steps(per: int, per_max: int) -> int:
+    """How many row-sized windows the buffers (allocated for ``per_max``) hold for a row of
+    ``per``: every op's send and receive sizes scale with ``per``, so one count serves both."""
+    return max(1, per_max // per) if per > 0 else 1
 
 
 def buffer_elements(op: str, per_max: int, n: int) -> tuple[int, int]:

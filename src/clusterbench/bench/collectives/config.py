@@ -34,6 +34,7 @@ class CollConfig:
     root: int = 0
     average: int = 1        # 0 rank 0, 1 mean, 2 min, 3 max over ranks
     cycles: int = 1         # -N: run the whole sweep this many times
+    graph: int = 0          # -G: replay a CUDA/HIP graph of the iters loop this many times (0: no graph)
 
     def sizes(self) -> list[int]:
         return sweep_sizes(self.minbytes, self.maxbytes, self.stepfactor, self.stepbytes)
@@ -64,7 +65,7 @@ def parse_redops(text: str) -> tuple[str, ...]:
 def coll_config(op: str, *, minbytes: str | int = 8, maxbytes: str | int = "32M",
                  stepfactor: int | None = None, stepbytes: str | int | None = None, iters: int = 20,
                  warmup_iters: int = 5, check: int = 1, datatype: str = "float", redop: str = "sum",
-                 root: int = 0, average: int = 1, cycles: int = 1) -> CollConfig:
+                 root: int = 0, average: int = 1, cycles: int = 1, graph: int = 0) -> CollConfig:
     """Validate user input into a ``CollConfig``; every problem is a one-line ``UsageError``."""
     lo = parse_size(minbytes, "minbytes (-b)")
     hi = parse_size(maxbytes, "maxbytes (-e)")
@@ -82,7 +83,8 @@ def coll_config(op: str, *, minbytes: str | int = 8, maxbytes: str | int = "32M"
     if factor == 1 and (hi - lo) // step + 1 > MAX_ROWS:
         raise UsageError(f"the sweep {lo}..{hi} by {step} bytes has more than {MAX_ROWS} sizes")
     for name, value, low in (("iters (-n)", iters, 1), ("warmup_iters (-w)", warmup_iters, 0),
-                             ("check (-c)", check, 0), ("run_cycles (-N)", cycles, 1), ("root (-r)", root, 0)):
+                             ("check (-c)", check, 0), ("run_cycles (-N)", cycles, 1), ("root (-r)", root, 0),
+                             ("cudagraph (-G)", graph, 0)):
         if value < low:
             raise UsageError(f"invalid {name} {value}: must be at least {low}")
     if average not in (0, 1, 2, 3):
@@ -90,5 +92,5 @@ def coll_config(op: str, *, minbytes: str | int = 8, maxbytes: str | int = "32M"
     return CollConfig(
         ops=parse_ops(op), dtypes=parse_dtypes(datatype), redops=parse_redops(redop),
         minbytes=lo, maxbytes=hi, stepfactor=factor, stepbytes=step, iters=iters,
-        warmup_iters=warmup_iters, check=check, root=root, average=average, cycles=cycles,
+        warmup_iters=warmup_iters, check=check, root=root, average=average, cycles=cycles, graph=graph,
     )

@@ -2,9 +2,13 @@
 
 Per op, dtype and reduction, as nccl-tests' TimeTest/BenchTime: warm up at the largest and the
 smallest size, then for each size and placement: (fill when checking) one synchronised op,
-barrier, ``iters`` ops issued back-to-back, one device synchronize, time / iters; the per-rank
-times are combined with one all_reduce per ``-a``; then the check re-fills the inputs, runs the
-op once and counts wrong elements, summed over ranks. Rank 0 emits each finished row at once.
+barrier, ``iters`` ops issued back-to-back (``async_op=True``), one wait and one device
+synchronize, time / iters; iteration ``i`` works on the buffers shifted by ``i % steps`` rows, as
+nccl-tests' ``startColl`` does, so a mid-size row is not served from a cache (the 256 MB Infinity
+Cache of an MI300X). With ``-G N`` the ``iters`` ops are captured once in a CUDA/HIP graph and the
+graph is replayed N times: time / (iters x N), as nccl-tests' ``-G``. The per-rank times are
+combined with one all_reduce per ``-a``; then the check re-fills the inputs, runs the op once
+(offset 0) and counts wrong elements, summed over ranks. Rank 0 emits each finished row at once.
 """
 
 from __future__ import annotations
@@ -38,14 +42,39 @@ from clusterbench.records import Measurement
 AVERAGE_NAMES = {0: "rank0", 1: "avg", 2: "min", 3: "max"}
 
 
-def time_iters(ctx: RankContext, call: Callable[[], Any], iters: int) -> float:
-    """Seconds per op on this rank: ``iters`` calls back-to-back, then one device synchronize."""
+def time_iters(ctx: RankContext, issues: list[Callable[[], Any]], iters: int) -> float:
+    """Seconds per op on this rank: ``iters`` ops issued back-to-back, iteration ``i`` through
+    ``issues[i % len(issues)]`` (the shifted buffers), one wait and one device synchronize."""
+    ordered = ctx.backend == "nccl"
     ctx.barrier()
     t0 = time.perf_counter()
-    for _ in range(iters):
-        call()
+    pending = [issues[i % len(issues)]() for i in range(iters)]
+    calls.finish(pending, ordered)
     ctx.synchronize()
     return (time.perf_counter() - t0) / iters
+
+
+def capture(ctx: RankContext, issues: list[Callable[[], Any]], iters: int) -> Any:
+    """The ``iters`` ops captured in one CUDA/HIP graph (nccl-tests' ``-G``), not yet run."""
+    import torch
+
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        pending = [issues[i % len(issues)]() for i in range(iters)]
+        calls.finish(pending, ordered=ctx.backend == "nccl")  # joins the capture stream
+    return graph
+
+
+def time_graph(ctx: RankContext, issues: list[Callable[[], Any]], iters: int, launches: int) -> float:
+    """Seconds per op: the graph of ``iters`` ops replayed ``launches`` times, one synchronize."""
+    graph = capture(ctx, issues, iters)
+    ctx.synchronize()
+    ctx.barrier()
+    t0 = time.perf_counter()
+    for _ in range(launches):
+        graph.replay()
+    ctx.synchronize()
+    return (time.perf_counter() - t0) / (iters * launches)
 
 
 def combine(ctx: RankContext, seconds: float, average: int) -> float:
@@ -91,19 +120,29 @@ class Sweep:
         self.n = ctx.world_size
         self.root = config.root if self.spec.has_root else -1
         self.send_buf = self.recv_buf = None
+        self.per_max = 0
         self.notes: list[str] = []  # skipped rows, said once the op's table has started
 
     def allocate(self, per_max: int) -> None:
         import torch
 
         send, recv = calls.buffer_elements(self.op, per_max, self.n)
+        self.per_max = per_max
         dt = calls.torch_dtype(self.dtype)
         self.send_buf = torch.zeros(send, dtype=dt, device=self.ctx.device)
         self.recv_buf = torch.zeros(recv, dtype=dt, device=self.ctx.device)
 
-    def bind(self, placement: str, per: int) -> calls.Bound:
-        return calls.bind(self.op, placement, self.send_buf, self.recv_buf, per, self.ctx.rank, self.n,
-                          max(self.root, 0), self.redop)
+    def bind(self, placement: str, per: int, step: int = 0) -> calls.Bound:
+        """The row's call on the buffers shifted by ``step`` row-sized windows."""
+        send, recv = calls.buffer_elements(self.op, per, self.n)
+        return calls.bind(self.op, placement, calls.shifted(self.send_buf, send, step),
+                          calls.shifted(self.recv_buf, recv, step), per, self.ctx.rank, self.n,
+                          max(self.root, 0), self.redop, self.dtype)
+
+    def shifted_calls(self, placement: str, per: int) -> list[Callable[[], Any]]:
+        """One bound call per buffer offset the timed loop visits (bound before timing)."""
+        steps = min(self.config.iters, calls.offset_steps(per, self.per_max))
+        return [self.bind(placement, per, k).issue for k in range(steps)]
 
     def fill(self, b: calls.Bound, per: int) -> None:
         """Zero the output, then write this rank's input (nccl-tests' InitData)."""
@@ -111,14 +150,14 @@ class Sweep:
         if b.output is not None:
             b.output.zero_()
         inputs = calls.CALLS[self.op].inputs
-        data.write(b.input, lambda idx: inputs(self.redop, rank, n, root, per, idx))
+        data.write(b.input, lambda idx: inputs(self.redop, self.dtype, rank, n, root, per, idx))
 
     def count_wrong(self, b: calls.Bound, per: int) -> int:
         rank, n, root = self.ctx.rank, self.n, max(self.root, 0)
         if b.output is None:
             return 0
         expected = calls.CALLS[self.op].expected
-        return data.count_wrong(b.output, lambda idx: expected(self.redop, rank, n, root, per, idx),
+        return data.count_wrong(b.output, lambda idx: expected(self.redop, self.dtype, rank, n, root, per, idx),
                                 self.dtype, self.redop)
 
     def probe(self) -> list[str]:
@@ -131,8 +170,11 @@ class Sweep:
             try:
                 b = self.bind(placement, 1)
                 self.fill(b, 1)
-                b.call()
+                b.run()
                 self.ctx.synchronize()
+                if self.config.graph:  # the backend must also run it inside a CUDA/HIP graph
+                    capture(self.ctx, [b.issue], 1).replay()
+                    self.ctx.synchronize()
             except Exception as e:  # noqa: BLE001 - the backend's refusal is the reason we report
                 lines = str(e).strip().splitlines()
                 reason = f"{type(e).__name__}: {lines[0] if lines else ''}"[:200]
@@ -140,15 +182,16 @@ class Sweep:
                 usable.append(placement)
             else:
                 where = "out-of-place" if placement == "out" else "in-place"
+                graph = " in a graph (-G)" if self.config.graph else ""
                 self.notes.append(f"{self.op} {self.dtype} {self.redop} {where}: skipped, the {self.ctx.backend}"
-                                  f" backend cannot run it ({reason or 'failed on another rank'})")
+                                  f" backend cannot run it{graph} ({reason or 'failed on another rank'})")
         return usable
 
     def warm_up(self, places: list[str], pers: list[int]) -> None:
         for per in (max(pers), min(pers)):  # nccl-tests warms up at the largest, then smallest size
-            b = self.bind(places[0], per)
-            for _ in range(self.config.warmup_iters):
-                b.call()
+            issues = self.shifted_calls(places[0], per)
+            pending = [issues[i % len(issues)]() for i in range(self.config.warmup_iters)]
+            calls.finish(pending, ordered=self.ctx.backend == "nccl")
             self.ctx.synchronize()
 
     def row(self, size: int, per: int, places: list[str], cycle: int) -> tuple[list[Measurement], list[float], int]:
@@ -163,14 +206,16 @@ class Sweep:
             b = self.bind(placement, per)
             if cfg.check:
                 self.fill(b, per)
-            b.call()
+            b.run()
             ctx.synchronize()
-            seconds = combine(ctx, time_iters(ctx, b.call, cfg.iters), cfg.average)
+            issues = self.shifted_calls(placement, per)
+            mine = time_graph(ctx, issues, cfg.iters, cfg.graph) if cfg.graph else time_iters(ctx, issues, cfg.iters)
+            seconds = combine(ctx, mine, cfg.average)
             wrong = None
             if cfg.check and (placement == "out" or self.spec.in_place_checked):
                 for _ in range(cfg.check):
                     self.fill(b, per)
-                    b.call()
+                    b.run()
                     ctx.synchronize()
                     wrong = _sum_over_ranks(ctx, self.count_wrong(b, per))
                     if wrong:
@@ -198,7 +243,7 @@ def sweep_header(config: CollConfig) -> dict[str, Any]:
     return {"nthread": 1, "ngpus": 1, "minbytes": config.minbytes, "maxbytes": config.maxbytes,
             "step": config.stepfactor if factor else config.stepbytes,
             "step_kind": "factor" if factor else "bytes", "warmup_iters": config.warmup_iters,
-            "iters": config.iters, "agg_iters": 1, "validation": config.check, "graph": 0,
+            "iters": config.iters, "agg_iters": 1, "validation": config.check, "graph": config.graph,
             "average": AVERAGE_NAMES[config.average]}
 
 
@@ -305,6 +350,8 @@ def run_op(ctx: RankContext, config: CollConfig, op: str) -> None:
 
 
 def main(ctx: RankContext, config: CollConfig) -> None:
+    if config.graph and ctx.device_type != "cuda":
+        raise UsageError(f"-G/--cudagraph {config.graph} captures CUDA/HIP graphs and needs GPU ranks")
     if config.root >= ctx.world_size and any(SPECS[op].has_root for op in config.ops):
         raise UsageError(f"--root {config.root} is not a rank: there are {ctx.world_size} ranks")
     ctx.meta(_identity(ctx))

@@ -37,6 +37,9 @@ from clusterbench.ranks.driver import Job
               help="Time reported across ranks: 0 rank 0, 1 average, 2 minimum, 3 maximum.")
 @click.option("-N", "--run_cycles", "cycles", type=int, default=1, show_default=True,
               help="Run the whole sweep this many times.")
+@click.option("-G", "--cudagraph", "graph", type=int, default=0, show_default=True,
+              help="Capture the -n iterations in a CUDA/HIP graph and replay it this many times "
+                   "(no Python dispatch per op; GPU ranks only); 0 issues ops one by one.")
 @rank_options
 @run_output
 def coll(op: str, np: int | None, ranks: RankOptions, out: RunOutput, **kw: Any) -> int:
@@ -49,7 +52,7 @@ def coll(op: str, np: int | None, ranks: RankOptions, out: RunOutput, **kw: Any)
         op, minbytes=kw["minbytes"], maxbytes=kw["maxbytes"], stepfactor=kw["stepfactor"],
         stepbytes=kw["stepbytes"], iters=kw["iters"], warmup_iters=kw["warmup_iters"], check=kw["check"],
         datatype=kw["datatype"], redop=kw["redop"], root=kw["root"], average=kw["average"],
-        cycles=kw["cycles"])
+        cycles=kw["cycles"], graph=kw["graph"])
     return run_benchmark_command(Job(rank.main, config, ranks, np=np), "coll", out)
 
 
