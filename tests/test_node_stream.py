@@ -28,8 +28,9 @@ def cli(capsys, *args):
 
 
 def test_kernel_table_matches_babelstream():
+    # BabelStream's counts; Nstream runs as two passes in PyTorch and counts the 6 arrays they move
     assert {k.name: k.arrays for k in spec.KERNELS} == {
-        "Copy": 2, "Mul": 2, "Add": 3, "Triad": 3, "Dot": 2, "Nstream": 4}
+        "Copy": 2, "Mul": 2, "Add": 3, "Triad": 3, "Dot": 2, "Nstream": 6}
     assert spec.bytes_moved("triad", 2**25, 8) == 3 * 8 * 2**25
     # BabelStream v3.3 TITAN Xp row: Triad 436491.299 MB/s at 0.00184 s, 2^25 doubles.
     assert spec.bandwidth_gbs("Triad", 2**25, 8, 0.00184) == pytest.approx(437.6, rel=1e-3)
@@ -144,3 +145,94 @@ def test_every_gpu_at_once(capsys, db):
     devices = {r["params"]["device"] for r in rows if r["metric"] == "bandwidth"}
     expected = {f"cuda:{i}" for i in range(torch.cuda.device_count())}
     assert expected <= devices and (len(expected) == 1 or "all" in devices)
+
+
+def test_nstream_counts_what_runs():
+    """Count the tensor reads and writes Nstream issues: a = a + b, then a = a + s*c."""
+    import torch
+
+    from clusterbench.bench.stream.kernels import TorchStream
+
+    impl = TorchStream(1000, "double", torch.device("cpu"))
+    impl.init_arrays()
+    seen = []
+
+    class Count(torch.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.append(getattr(func, "__name__", str(func)))
+            return func(*args, **(kwargs or {}))
+
+    with Count():
+        impl.nstream()
+    # two in-place adds, each reading two arrays and writing one: 6 arrays
+    assert seen == ["add_", "add_"]
+    assert spec.bytes_moved("Nstream", 1000, 8) == 6 * 8 * 1000
+
+
+def test_dot_and_check_work_in_chunks(monkeypatch):
+    """Arrays longer than one chunk: torch.dot per chunk (cuBLAS takes at most 2^31 - 1), and the
+    check's float64 temporaries stay one chunk long."""
+    import torch
+
+    from clusterbench.bench.stream import kernels
+
+    impl = kernels.TorchStream(10_007, "float", torch.device("cpu"))
+    impl.init_arrays()
+    impl.b.copy_(torch.linspace(0, 1, 10_007))
+    whole = float(torch.dot(impl.a.double(), impl.b.double()))
+    calls = []
+    real_dot = torch.dot
+    monkeypatch.setattr(kernels, "DOT_CHUNK", 1000)
+    monkeypatch.setattr(kernels, "CHECK_CHUNK", 999)
+    monkeypatch.setattr(kernels.torch, "dot", lambda x, y: calls.append(x.numel()) or real_dot(x, y))
+    assert float(impl.dot()) == pytest.approx(whole, rel=1e-6)
+    assert max(calls) == 1000 and sum(calls) == 10_007
+    errs = impl.mean_abs_errors(spec.START_A, 0.5, spec.START_C)
+    assert errs[0] == pytest.approx(abs(float(impl.a[0]) - spec.START_A), abs=1e-12)
+    assert errs[1] == pytest.approx(float((impl.b.double() - 0.5).abs().mean()), rel=1e-9)
+
+
+def test_gpu_timer_queues_the_call_behind_a_device_spin(monkeypatch):
+    """The start event is recorded while the device spins, so the launch cost is not timed."""
+    import torch
+
+    from clusterbench.bench import devices
+
+    order = []
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            self.name = "start" if not any(o == "new start" for o in order) else "end"
+            order.append(f"new {self.name}")
+
+        def record(self):
+            order.append(f"record {self.name}")
+
+        def synchronize(self):
+            order.append(f"sync {self.name}")
+
+        def elapsed_time(self, other):
+            return 2.5
+
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: order.append(f"spin {cycles}"), raising=False)
+    time_fn = devices.timer(torch.device("cuda", 0))
+    assert time_fn(lambda: order.append("kernel")) == 0.0025
+    assert order[2:] == [f"spin {devices.LAUNCH_COVER_CYCLES}", "record start", "kernel", "record end", "sync end"]
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a GPU")
+def test_arrays_beyond_two_to_the_31_elements(capsys, db):
+    """8 GiB float arrays (2^31 elements): Dot and the check must not fail; 3 arrays of 8 GiB."""
+    import torch
+
+    free = torch.cuda.mem_get_info(0)[0]
+    if free < 28 << 30:
+        pytest.skip("needs 28 GiB of free GPU memory")
+    code, out, err = cli(capsys, "stream", "-s", str(2**31 + 1024), "--dtype", "float", "-n", "2",
+                         "--kernels", "Copy,Triad,Dot", "--devices", "0", "--json", "--db", db)
+    assert code == 0, err
+    rows = [d for d in map(json.loads, out.splitlines()) if d["kind"] == "measurement"]
+    assert {r["params"]["kernel"] for r in rows if r["metric"] == "bandwidth"} == {"Copy", "Triad", "Dot"}

@@ -106,14 +106,27 @@ def release_cache(dev: Any) -> None:
         torch.cuda.empty_cache()
 
 
+# GPU clock cycles of the spin queued ahead of a timed call (about 0.1-2 ms, by the clock the
+# device counts): long enough for the host to queue the start event, the call's kernels and the
+# end event behind it, so the events time the kernels, not torch's launch cost.
+LAUNCH_COVER_CYCLES = 200_000
+
+
 def timer(dev: Any) -> Callable[[Callable[[], Any]], float]:
-    """Seconds one call takes on ``dev``: CUDA/HIP events on a GPU, a host clock on CPU."""
+    """Seconds one call takes on ``dev``: CUDA/HIP events on a GPU, a host clock on CPU.
+
+    On a GPU the device first spins (``torch.cuda._sleep``) while the host queues the start
+    event, the call and the end event; the events then bracket only device work, so a small
+    kernel is not timed at the speed of Python's dispatch."""
     if dev.type == "cuda":
         import torch
 
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        spin = getattr(torch.cuda, "_sleep", None)
 
         def gpu_time(fn: Callable[[], Any]) -> float:
+            if spin is not None:
+                spin(LAUNCH_COVER_CYCLES)
             start.record()
             fn()
             end.record()
