@@ -130,3 +130,117 @@ def test_gpu_dtypes_run_or_skip_with_reason(capsys, db):
     assert code == 0, err
     dtypes = {d["params"]["dtype"] for d in map(json.loads, out.splitlines()) if d["kind"] == "measurement"}
     assert {"fp32", "fp16", "bf16"} <= dtypes
+
+
+# -- what runs on which GPU (decided on CPU with the facts a GPU would report) -----------------------
+
+@pytest.mark.parametrize("dtype,hip,arch,cc,version,why", [
+    ("tf32", False, None, (7, 0), "2.6.0", "compute capability 8.0"),
+    ("tf32", False, None, (9, 0), "2.6.0", None),
+    ("tf32", True, "gfx90a:sramecc+:xnack-", (9, 0), "2.7.0", "gfx90a has no tf32"),
+    ("tf32", True, "gfx950", (9, 5), "2.9.0", "gfx950 has no tf32"),
+    ("tf32", True, "gfx942:sramecc+:xnack-", (9, 4), "2.6.0+rocm6.2", "does not enable tf32 on ROCm"),
+    ("tf32", True, "gfx942:sramecc+:xnack-", (9, 4), "2.7.1+rocm6.3", None),
+    ("fp8_e4m3", False, None, (8, 0), "2.6.0", "8.9 or newer"),
+    ("fp8_e5m2", False, None, (9, 0), "2.6.0", None),
+    ("fp8_e4m3", True, "gfx90a", (9, 0), "2.6.0", "gfx90a has no fp8"),
+    ("fp8_e4m3", True, "gfx942", (9, 4), "2.6.0", None),
+    ("fp8_e5m2", True, "gfx950", (9, 5), "2.6.0", None),
+    ("bf16", True, "gfx90a", (9, 0), "2.6.0", None),
+])
+def test_unsupported_on(dtype, hip, arch, cc, version, why):
+    got = spec.unsupported_on(dtype, hip, arch, cc, version)
+    assert (got is None) if why is None else (why in got), got
+
+
+def test_fp8_formats_follow_the_architecture():
+    assert spec.input_dtypes("fp8_e4m3") == ("float8_e4m3fn", "float8_e4m3fn")
+    assert spec.input_dtypes("fp8_e5m2") == ("float8_e4m3fn", "float8_e5m2")   # e5m2 x e5m2 is rejected
+    assert spec.input_dtypes("fp8_e5m2", "gfx942:sramecc+:xnack-") == ("float8_e4m3fnuz", "float8_e5m2fnuz")
+    assert spec.input_dtypes("fp8_e4m3", "gfx950") == ("float8_e4m3fn", "float8_e4m3fn")
+    assert spec.input_dtypes("bf16", "gfx942") == ("bfloat16", "bfloat16")
+
+
+@pytest.mark.parametrize("arch", [None, "gfx942:sramecc+:xnack-"])
+def test_fp8_operands_are_row_major_a_column_major_b(arch):
+    assert spec.layout("fp8_e5m2", "N", "N") == spec.layout("int8", "T", "N") == ("N", "T")
+    assert spec.layout("fp32", "T", "N") == ("T", "N")
+    o = ops.make_operands(32, 48, 64, 2, "fp8_e5m2", *spec.layout("fp8_e5m2", "N", "N"), 0.0, "cpu", arch=arch)
+    assert o.a[0].stride() == (64, 1) and o.b[0].stride() == (1, 64)   # what torch._scaled_mm takes
+    fnuz = arch is not None
+    assert (o.a.dtype, o.b.dtype) == ((torch.float8_e4m3fnuz, torch.float8_e5m2fnuz) if fnuz
+                                      else (torch.float8_e4m3fn, torch.float8_e5m2))
+    ops.gemm_call(o, "fp8_e5m2", 1.0, 0.0)()
+    assert ops.check(o, "fp8_e5m2", 1.0, 0.0) is None
+
+
+def test_unsupported_reads_the_gcn_arch(monkeypatch):
+    from clusterbench.bench.gemm import main as gemm_main
+
+    props = type("P", (), {"gcnArchName": "gfx90a:sramecc+:xnack-"})()
+    monkeypatch.setattr(torch.version, "hip", "6.2.41134", raising=False)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda dev: props)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda dev: (9, 0))
+    dev = torch.device("cuda", 0)
+    assert gemm_main.device_arch(dev) == "gfx90a:sramecc+:xnack-"
+    assert "gfx90a has no tf32" in gemm_main.unsupported("tf32", dev)
+    assert "gfx90a has no fp8" in gemm_main.unsupported("fp8_e4m3", dev)
+    assert gemm_main.unsupported("fp16", dev) is None
+
+
+def test_tf32_on_rocm_sets_hipblaslt_switch_and_checks_it_took(monkeypatch):
+    import os
+
+    from clusterbench.bench.gemm import main as gemm_main
+
+    monkeypatch.setattr(torch.version, "hip", "6.3.42131", raising=False)
+    monkeypatch.delenv(gemm_main.TF32_ENV, raising=False)
+    dev = torch.device("cuda", 0)
+
+    class Matmul:
+        def __init__(self, honours: bool):
+            self.honours, self._on = honours, False
+
+        @property
+        def allow_tf32(self):
+            return self._on
+
+        @allow_tf32.setter
+        def allow_tf32(self, on):
+            # ROCm's torch: the flag is ignored unless HIPBLASLT_ALLOW_TF32=1 is set
+            self._on = on and self.honours and os.environ.get(gemm_main.TF32_ENV) == "1"
+
+    monkeypatch.setattr(torch.backends.cuda, "matmul", Matmul(honours=True))
+    assert gemm_main._set_tf32(dev, True) is None and os.environ[gemm_main.TF32_ENV] == "1"
+    assert gemm_main._set_tf32(dev, False) is None and gemm_main.TF32_ENV not in os.environ
+    monkeypatch.setattr(torch.backends.cuda, "matmul", Matmul(honours=False))   # an older torch
+    assert "did not enable tf32" in gemm_main._set_tf32(dev, True)
+
+
+def test_int8_asked_row_major_runs_column_major_b_with_a_note(capsys, db):
+    code, out, err = cli(capsys, "gemm", "-m", "64", "-n", "32", "-k", "32", "--dtype", "int8,fp32",
+                         "-i", "1", "--samples", "1", "--db", db)
+    assert code == 0, err
+    assert "int8 runs transA=N transB=T (A row-major, B column-major)" in out
+    rows = [ln.split() for ln in out.splitlines() if ln.strip() and not ln.startswith("#")]
+    layouts = {r[5]: (r[6], r[7]) for r in rows if len(r) > 7}
+    assert layouts["int8"] == ("N", "T") and layouts["fp32"] == ("N", "N")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_fp8_and_batched_int8_run_on_a_capable_gpu(capsys, db):
+    """On an H100/MI300X: both fp8 rows run (not 'not supported'), and the batched int8 preset's
+    loop is replayed from a graph (no 'could not be captured' note)."""
+    cc = torch.cuda.get_device_capability(0)
+    hip = bool(getattr(torch.version, "hip", None))
+    code, out, err = cli(capsys, "gemm", "-m", "1024", "-n", "1024", "-k", "1024", "--dtype", "fp8_e4m3,fp8_e5m2",
+                         "--devices", "0", "--json", "--db", db)
+    assert code == 0, err
+    ran = {d["params"]["dtype"] for d in map(json.loads, out.splitlines())
+           if d["kind"] == "measurement" and d["metric"] == "tflops"}
+    if hip or cc >= (8, 9):
+        assert ran == {"fp8_e4m3", "fp8_e5m2"}, out
+    code, out, err = cli(capsys, "gemm", "--preset", "rocblas-int8-batched", "--devices", "0", "--db", db)
+    assert code == 0, err
+    assert "could not be captured" not in out and "int8" in out

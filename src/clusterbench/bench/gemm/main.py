@@ -7,6 +7,7 @@ the highest of several runs). The result is checked once after timing.
 
 from __future__ import annotations
 
+import os
 import statistics
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,15 @@ class GemmConfig:
     kernels: type | None = None     # the GEMM implementation (None: ops.TorchGemm); tests pass a wrong one
 
 
+def device_arch(dev: Any) -> str | None:
+    """The GCN architecture of an AMD GPU (``gfx942:sramecc+:xnack-``); None elsewhere."""
+    import torch
+
+    if dev.type != "cuda" or not getattr(torch.version, "hip", None):
+        return None
+    return getattr(torch.cuda.get_device_properties(dev), "gcnArchName", None)
+
+
 def unsupported(dtype: str, dev: Any) -> str | None:
     """Why ``dtype`` cannot run on ``dev`` (known ahead), or None; the rest is found by trying."""
     import torch
@@ -48,19 +58,29 @@ def unsupported(dtype: str, dev: Any) -> str | None:
     if dev.type != "cuda":
         return f"{s.gpu_only} (this is a CPU run)" if s.gpu_only else None
     hip = bool(getattr(torch.version, "hip", None))
-    major, minor = torch.cuda.get_device_capability(dev)
-    if dtype == "tf32" and not hip and major < 8:
-        return f"tf32 needs compute capability 8.0 or newer, this GPU has {major}.{minor}"
-    if dtype.startswith("fp8") and not hip and (major, minor) < (8, 9):
-        return f"fp8 scaled matmul needs compute capability 8.9 or newer, this GPU has {major}.{minor}"
+    return spec.unsupported_on(dtype, hip, device_arch(dev), torch.cuda.get_device_capability(dev),
+                               str(torch.__version__))
+
+
+TF32_ENV = "HIPBLASLT_ALLOW_TF32"  # ROCm's torch ignores allow_tf32 unless this is set to 1
+
+
+def _set_tf32(dev: Any, on: bool) -> str | None:
+    """Switch tf32 matmuls on or off; on ROCm also the environment switch PyTorch reads on every
+    matmul. Returns why tf32 could not be switched on (then the row is not tf32), or None."""
+    if dev.type != "cuda":
+        return None
+    import torch
+
+    hip = bool(getattr(torch.version, "hip", None))
+    if hip and on:
+        os.environ[TF32_ENV] = "1"
+    torch.backends.cuda.matmul.allow_tf32 = on
+    if not on and hip:
+        os.environ.pop(TF32_ENV, None)
+    if on and not torch.backends.cuda.matmul.allow_tf32:
+        return "torch did not enable tf32 matmuls on this device (an fp32 row would be fp32)"
     return None
-
-
-def _set_tf32(dev: Any, on: bool) -> None:
-    if dev.type == "cuda":
-        import torch
-
-        torch.backends.cuda.matmul.allow_tf32 = on
 
 
 def measure_dtype(cfg: GemmConfig, dtype: str, dev: Any, progress: Any) -> dict[str, Any]:
@@ -85,16 +105,27 @@ def _measure(cfg: GemmConfig, dtype: str, dev: Any, progress: Any) -> dict[str, 
         if cfg.strict_size:
             raise UsageError(msg)
         return {"skipped": msg}
-    _set_tf32(dev, dtype == "tf32")
-    operands = ops_mod.make_operands(cfg.m, cfg.n, cfg.k, cfg.batch, dtype, cfg.trans_a,
-                                     cfg.trans_b, cfg.beta, dev)
+    reason = _set_tf32(dev, dtype == "tf32")
+    if reason:
+        return {"skipped": reason}
+    trans_a, trans_b = spec.layout(dtype, cfg.trans_a, cfg.trans_b)
+    operands = ops_mod.make_operands(cfg.m, cfg.n, cfg.k, cfg.batch, dtype, trans_a, trans_b, cfg.beta,
+                                     dev, arch=device_arch(dev))
     call = ops_mod.gemm_call(operands, dtype, cfg.alpha, cfg.beta)
     try:
         call()  # the first call also tells whether this device and build support the dtype/layout
     except (RuntimeError, NotImplementedError, TypeError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        return {"skipped": f"{dtype} with transA={cfg.trans_a} transB={cfg.trans_b} is not supported "
+        return {"skipped": f"{dtype} with transA={trans_a} transB={trans_b} is not supported "
                            f"on this device by PyTorch: {first[:160]}"}
+    notes = []
+    if dev.type == "cuda" and cfg.batch > 1 and spec.DTYPES[dtype].path != "matmul":
+        try:  # one Python call per matrix would time dispatch: replay the batch loop as a graph
+            call = ops_mod.graphed(call, dev)
+        except (RuntimeError, NotImplementedError, TypeError) as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            notes.append(f"{dtype}: the batch loop could not be captured in a graph, timed call by "
+                         f"call ({first[:120]})")
     time_fn = devs.timer(dev)
     for _ in range(max(0, cfg.cold_iters - 1)):
         call()
@@ -109,12 +140,13 @@ def _measure(cfg: GemmConfig, dtype: str, dev: Any, progress: Any) -> dict[str, 
         times.append(time_fn(block) / cfg.iterations)
         progress()
     error = ops_mod.check(operands, dtype, cfg.alpha, cfg.beta) if cfg.check else None
-    return {"times": times, "error": error}
+    return {"times": times, "error": error, "layout": (trans_a, trans_b), "notes": notes}
 
 
-def _rows(cfg: GemmConfig, dtype: str, label: str, times: list[float]) -> list[Measurement]:
+def _rows(cfg: GemmConfig, dtype: str, label: str, times: list[float],
+          layout: tuple[str, str]) -> list[Measurement]:
     base = {"m": cfg.m, "n": cfg.n, "k": cfg.k, "batch": cfg.batch, "dtype": dtype,
-            "transA": cfg.trans_a, "transB": cfg.trans_b, "device": label}
+            "transA": layout[0], "transB": layout[1], "device": label}
     out = []
     for stat, t in (("best", min(times)), ("median", statistics.median(times))):
         out.append(TFLOPS(BENCHMARK, spec.tflops(cfg.m, cfg.n, cfg.k, cfg.batch, t), {**base, "stat": stat}))
@@ -136,15 +168,26 @@ def main(ctx: RankContext, cfg: GemmConfig) -> None:
             if "skipped" in r:
                 ctx.note(f"skipped {dtype} on {r['label']}: {r['skipped']}")
                 continue
-            rows += _rows(cfg, dtype, r["label"], r["times"])
+            layout = tuple(r.get("layout") or (cfg.trans_a, cfg.trans_b))
+            rows += _rows(cfg, dtype, r["label"], r["times"], layout)
+            for text in r.get("notes") or []:
+                ctx.note(f"{text} on {r['label']}")
             if r["error"]:
                 ctx.fail(f"gemm check failed for {dtype} on {r['label']}: {r['error']}")
         done = [r for r in gathered if "times" in r]
+        ran = tuple(done[0].get("layout") or (cfg.trans_a, cfg.trans_b)) if done else None
+        if ran and ran != (cfg.trans_a, cfg.trans_b):
+            d = spec.DTYPES[dtype]
+            ctx.note(f"{dtype} runs transA={ran[0]} transB={ran[1]} (A row-major, B column-major), "
+                     f"the layout {'torch._scaled_mm requires' if d.path == 'scaled_mm' else 'torch._int_mm is fast in'}"
+                     f"; transA={cfg.trans_a} transB={cfg.trans_b} was asked")
+        if spec.DTYPES[dtype].about and done:
+            ctx.note(f"{dtype}: {spec.DTYPES[dtype].about}")
         if len(gathered) > 1 and done:
             total = sum(spec.tflops(cfg.m, cfg.n, cfg.k, cfg.batch, min(r["times"])) for r in done)
             rows.append(TFLOPS(BENCHMARK, total, {
                 "m": cfg.m, "n": cfg.n, "k": cfg.k, "batch": cfg.batch, "dtype": dtype,
-                "transA": cfg.trans_a, "transB": cfg.trans_b, "device": "all",
+                "transA": ran[0], "transB": ran[1], "device": "all",
                 "stat": "aggregate", "devices": len(done)}))
         if rows:
             ctx.record(rows)

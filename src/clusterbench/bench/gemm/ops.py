@@ -4,7 +4,9 @@
 k x m (or n x k) and used through a transposed view, so the BLAS sees the same layout as
 rocblas-bench's column-major T/N arguments. Batched shapes use strided batched calls
 (baddbmm); int8 uses ``torch._int_mm`` (int32 accumulate) and fp8 ``torch._scaled_mm``, the
-only PyTorch entry points to those GEMMs, one call per batch entry.
+only PyTorch entry points to those GEMMs, one call per batch entry; both run A row-major and B
+column-major (``spec.FAST_LAYOUT``), and on a GPU their per-entry loop is replayed from a
+CUDA/HIP graph (``graphed``), so a batch costs one launch, not one Python call per matrix.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 import torch
 
-from clusterbench.bench.gemm.spec import DTYPES
+from clusterbench.bench.gemm.spec import DTYPES, input_dtypes
 
 
 @dataclass
@@ -26,24 +28,26 @@ class Operands:
     d: Any   # (batch, m, n) output
 
 
-def _operand(rows: int, cols: int, batch: int, trans: str, dtype: str, device: Any,
+def _operand(rows: int, cols: int, batch: int, trans: str, torch_dtype: str, device: Any,
              gen: torch.Generator) -> Any:
     shape = (batch, cols, rows) if trans == "T" else (batch, rows, cols)
-    if dtype == "int8":
+    if torch_dtype == "int8":
         x = torch.randint(-4, 5, shape, generator=gen, dtype=torch.int8).to(device)
     else:
         x = torch.randn(shape, generator=gen, dtype=torch.float32).to(device)
-        x = x.to(getattr(torch, DTYPES[dtype].inputs))
+        x = x.to(getattr(torch, torch_dtype))
     return x.transpose(1, 2) if trans == "T" else x
 
 
 def make_operands(m: int, n: int, k: int, batch: int, dtype: str, trans_a: str, trans_b: str,
-                  beta: float, device: Any, seed: int = 1234) -> Operands:
+                  beta: float, device: Any, seed: int = 1234, arch: str | None = None) -> Operands:
+    """A, B (in the formats of ``spec.input_dtypes`` for the device's GCN ``arch``), C, D."""
     gen = torch.Generator().manual_seed(seed)
     spec = DTYPES[dtype]
     out_dtype = getattr(torch, spec.output)
-    a = _operand(m, k, batch, trans_a, dtype, device, gen)
-    b = _operand(k, n, batch, trans_b, dtype, device, gen)
+    a_type, b_type = input_dtypes(dtype, arch)
+    a = _operand(m, k, batch, trans_a, a_type, device, gen)
+    b = _operand(k, n, batch, trans_b, b_type, device, gen)
     c = None
     if beta != 0 and spec.path == "matmul":
         c = torch.randn((batch, m, n), generator=gen).to(device=device, dtype=out_dtype)
@@ -117,6 +121,21 @@ def check(ops: Operands, dtype: str, alpha: float, beta: float, seed: int = 99) 
     return None
 
 
+def graphed(call: Callable[[], None], device: Any) -> Callable[[], None]:
+    """``call`` captured once in a CUDA/HIP graph: the returned function replays it (one launch
+    for a whole batch loop). Warm-up on a side stream first, as PyTorch's graph notes advise, so
+    lazily created BLAS handles and workspaces exist before capture. Raises what capture raises."""
+    side = torch.cuda.Stream(device=device)
+    side.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(side):
+        call()
+    torch.cuda.current_stream(device).wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        call()
+    return graph.replay
+
+
 class TorchGemm:
     """The GEMM the benchmark times, as one object a config can carry (tests substitute one that
     computes the wrong thing, so the check must catch it)."""
@@ -124,3 +143,4 @@ class TorchGemm:
     make_operands = staticmethod(make_operands)
     gemm_call = staticmethod(gemm_call)
     check = staticmethod(check)
+    graphed = staticmethod(graphed)
