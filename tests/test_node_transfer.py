@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 from importlib import resources
+from pathlib import Path
 
 import pytest
 
-from clusterbench.bench.transfer import engine, lang
+from clusterbench.bench.transfer import engine, lang, matrices
 from clusterbench.bench.transfer import main as tmain
 from clusterbench.bench.transfer.matrices import Planned, plan
 from clusterbench.cli import main
@@ -204,3 +205,106 @@ def test_gpu_host_device_matrices(capsys, db):
     assert code == 0, err
     rows = [d for d in map(json.loads, out.splitlines()) if d["kind"] == "measurement"]
     assert {r["params"]["host_memory"] for r in rows if r["params"]["test"] == "h2d"} == {"pinned", "pageable"}
+
+
+# -- streams, NUMA placement and pinning in place ---------------------------------------------------
+
+SYSFS = Path(__file__).parent / "data" / "sysfs"
+
+
+def test_every_gpu_of_a_transfer_gets_a_private_stream_issuer_last():
+    t = lang.parse_transfer("G1->D1->G0", 1 << 20)
+    assert engine.stream_devices(t) == [0, 1]        # destination too, not only the issuing GPU
+    assert engine.stream_devices(lang.parse_transfer("G0->G0->G2G1", 1 << 20)) == [1, 2, 0]
+    assert engine.stream_devices(lang.parse_transfer("C0->D3->G3", 1 << 20)) == [3]
+
+
+def test_a2a_transfers_into_one_gpu_do_not_share_a_stream():
+    planned = matrices.plan(["a2a"], engine.Topology(3, (0,), {0: (0,)}), 1 << 20, ["D"])
+    into_0 = [t for t in planned[0].test.transfers if t.dsts[0].index == 0]
+    assert len(into_0) == 2 and all(0 in engine.stream_devices(t) for t in into_0)
+
+
+def test_gpu_numa_nodes_from_sysfs():
+    bdfs = {0: "0000:18:00.0", 1: "0000:2a:00.0", 2: "0000:9a:00.0", 3: "0000:ff:00.0"}
+    assert engine.gpu_numa_nodes(bdfs, SYSFS / "h100-node") == {0: 0, 1: 0, 2: 1}
+    assert engine.gpu_numa_nodes({0: "0000:41:00.0"}, SYSFS / "broken-node") == {}
+
+
+def test_h2d_and_d2h_use_each_gpus_own_numa_node():
+    topo = engine.Topology(2, (0, 1), {0: (0,), 1: (1,)}, gpu_numa={0: 1, 1: 0})
+    planned = matrices.plan(["h2d", "d2h"], topo, 1 << 20, ["D"])
+    pairs = {(p.kind, p.host_memory, str(p.test.transfers[0].srcs[0]), str(p.test.transfers[0].dsts[0]))
+             for p in planned}
+    assert ("h2d", "pinned", "C1", "G0") in pairs and ("h2d", "pinned", "C0", "G1") in pairs
+    assert ("d2h", "pageable", "G0", "U1") in pairs and ("d2h", "pinned", "G1", "C0") in pairs
+    assert engine.Topology(1, (0,), gpu_numa={0: 5}).host_node(0) == 0   # unknown node: the first
+
+
+def test_host_memory_is_touched_and_pinned_in_place_by_the_node_thread(monkeypatch):
+    import threading
+
+    import torch
+
+    seen = {}
+
+    class Cudart:
+        def cudaHostRegister(self, ptr, size, flags):
+            seen["register"] = (ptr, size, threading.current_thread().name)
+            return 0
+
+        def cudaHostUnregister(self, ptr):
+            seen["unregister"] = ptr
+            return 0
+
+    monkeypatch.setattr(torch.cuda, "cudart", lambda: Cudart())
+    t = lang.parse_transfer("C0->C0->C0", 1 << 14)
+    b = engine.Buffers(t, CPU, gpu_involved=True)          # host memory with a GPU taking part
+    ptr, size, thread = seen["register"]
+    assert thread == "clusterbench-numa0" and size == 1 << 14
+    assert ptr in (b.srcs[0].data_ptr(), b.dsts[0].data_ptr())
+    assert len(b.registered) == 2 and not b.srcs[0].is_pinned()  # the same buffer, not a pinned copy
+    b.run()
+    assert b.check() is None
+    b.release()
+    assert seen["unregister"] in (b.srcs[0].data_ptr(), b.dsts[0].data_ptr()) and not b.registered
+
+
+def test_refused_registration_falls_back_to_a_pinned_copy(monkeypatch):
+    import torch
+
+    class Refuses:
+        def cudaHostRegister(self, ptr, size, flags):
+            return 1
+
+    monkeypatch.setattr(torch.cuda, "cudart", lambda: Refuses())
+    pinned = []
+    monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: pinned.append(self) or self)
+    buf, registered = engine._host_buffer(lang.Mem("C", 0), 256, pinned=True, cpus=(0,))
+    assert not registered and pinned and buf.numel() == 256
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a GPU")
+def test_gpu_copies_use_private_streams_and_registered_host_memory():
+    import torch
+
+    topo = engine.topology()
+    t = lang.parse_transfer("C0->D0->G0", 1 << 20)
+    b = engine.Buffers(t, topo, gpu_involved=True)
+    assert b.registered and b.srcs[0].is_pinned()
+    b.release()
+    assert not b.srcs[0].is_pinned()
+    current = []
+    real_run = engine.Buffers.run
+
+    def spy(self):
+        current.append(torch.cuda.current_stream(0) != torch.cuda.default_stream(0))
+        real_run(self)
+
+    engine.Buffers.run = spy
+    try:
+        r = engine.run_test(lang.parse_line("C0->G0 G0->C0", 1 << 20, "x"), topo, iterations=2, warmups=0)
+    finally:
+        engine.Buffers.run = real_run
+    assert r.errors == [] and current and all(current)

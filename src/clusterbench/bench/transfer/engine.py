@@ -1,19 +1,29 @@
 """Execute transfer tests: allocate, run every transfer of a test at once, time, validate.
 
 One process drives every device (as TransferBench and nvbandwidth do): a peer copy needs both
-buffers in one address space. GPU transfers each get their own stream and are timed with
-events; CPU-executed transfers each run in their own thread and are timed with a host clock.
+buffers in one address space. GPU transfers each get a private stream on *every* GPU they touch:
+PyTorch issues a peer copy on the source GPU's current stream and makes the destination's
+current stream wait for it, so with the default stream on the destination, copies into one GPU
+would serialise (and an all-to-all would read low). They are timed with events on the issuing
+stream; CPU-executed transfers each run in their own thread and are timed with a host clock.
 The test's wall time (host clock, all transfers) gives its aggregate bandwidth.
+
+Host memory lives on the NUMA node it names: a thread bound to the node's CPUs first-touches the
+pages and, when a GPU takes part, pins them in place (cudaHostRegister/hipHostRegister), so the
+pinned buffer stays where it was placed (``pin_memory()`` would copy it into a new buffer
+allocated by the calling thread). The h2d/d2h matrices use each GPU's own NUMA node.
 """
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import re
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from clusterbench.bench.transfer.lang import Mem, Test, Transfer
@@ -30,6 +40,36 @@ class Topology:
     gpus: int
     numa_nodes: tuple[int, ...]
     numa_cpus: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    gpu_numa: dict[int, int] = field(default_factory=dict)   # GPU index -> its NUMA node
+
+    def host_node(self, gpu: int) -> int:
+        """The NUMA node host memory for ``gpu`` belongs on: the GPU's own, else the first."""
+        node = self.gpu_numa.get(gpu)
+        return node if node in self.numa_nodes else self.numa_nodes[0]
+
+
+def gpu_numa_nodes(bdfs: dict[int, str], root: Path | str = "/") -> dict[int, int]:
+    """GPU index -> NUMA node from ``/sys/bus/pci/devices/<bdf>/numa_node`` (-1, unreadable or
+    unknown PCI address: left out)."""
+    from clusterbench.envinfo.sysfs import read_int
+
+    out = {}
+    for gpu, bdf in bdfs.items():
+        node = read_int(Path(root) / "sys/bus/pci/devices" / bdf / "numa_node")
+        if node is not None and node >= 0:
+            out[gpu] = node
+    return out
+
+
+def _gpu_bdfs(gpus: int) -> dict[int, str]:
+    import torch
+
+    out = {}
+    for i in range(gpus):
+        p = torch.cuda.get_device_properties(i)
+        if hasattr(p, "pci_bus_id"):
+            out[i] = f"{getattr(p, 'pci_domain_id', 0):04x}:{p.pci_bus_id:02x}:{getattr(p, 'pci_device_id', 0):02x}.0"
+    return out
 
 
 def _cpulist(text: str) -> tuple[int, ...]:
@@ -59,7 +99,7 @@ def topology() -> Topology:
             nodes[int(m.group(1))] = cpus
     if not nodes:
         nodes = {0: tuple(range(os.cpu_count() or 1))}
-    return Topology(gpus, tuple(sorted(nodes)), nodes)
+    return Topology(gpus, tuple(sorted(nodes)), nodes, gpu_numa_nodes(_gpu_bdfs(gpus)) if gpus else {})
 
 
 def validate(test: Test, topo: Topology) -> None:
@@ -122,27 +162,64 @@ def _pattern(n: int, device: Any, scale: float = 1.0) -> Any:
     return ((torch.arange(n, device=device, dtype=torch.int64) * 517 % 383) + 31).float() * scale
 
 
-def _host_buffer(m: Mem, elems: int, pinned: bool, cpus: tuple[int, ...]) -> Any:
-    """Host memory on NUMA node m.index: pages are first touched by a thread bound to the node."""
+def _host_register(buf: Any) -> bool:
+    """Pin ``buf``'s pages where they are (cudaHostRegister; hipHostRegister on ROCm, which
+    PyTorch's ``cudart()`` binds under the same name). False when the runtime refuses."""
+    import torch
+
+    err = torch.cuda.cudart().cudaHostRegister(buf.data_ptr(), buf.numel() * buf.element_size(), 0)
+    return int(getattr(err, "value", err)) == 0
+
+
+def _host_unregister(buf: Any) -> None:
+    import torch
+
+    torch.cuda.cudart().cudaHostUnregister(buf.data_ptr())
+
+
+def _host_buffer(m: Mem, elems: int, pinned: bool, cpus: tuple[int, ...]) -> tuple[Any, bool]:
+    """Host memory on NUMA node m.index: a thread bound to the node's CPUs writes every page
+    first (the kernel places a page on the node of the CPU that first touches it) and, for
+    pinned memory, registers it with the GPU runtime in place. Returns (buffer, registered)."""
     import numpy as np
     import torch
 
     box: list[Any] = []
+    failure: list[BaseException] = []
 
     def touch() -> None:
-        if hasattr(os, "sched_setaffinity") and cpus:
-            try:
-                os.sched_setaffinity(0, cpus)
-            except OSError:
-                pass
-        arr = np.zeros(elems, dtype=np.float32)   # single-threaded first touch, on this node
-        box.append(torch.from_numpy(arr))
+        try:
+            if hasattr(os, "sched_setaffinity") and cpus:
+                try:
+                    os.sched_setaffinity(0, cpus)
+                except OSError:
+                    pass
+            arr = np.empty(elems, dtype=np.float32)
+            arr.fill(0.0)                                # the first touch, from this node's CPUs
+            buf = torch.from_numpy(arr)
+            box.append((buf, _host_register(buf) if pinned else False))
+        except BaseException as e:  # noqa: BLE001 - re-raised in the calling thread
+            failure.append(e)
 
-    th = threading.Thread(target=touch)
+    th = threading.Thread(target=touch, name=f"clusterbench-numa{m.index}")
     th.start()
     th.join()
-    buf = box[0]
-    return buf.pin_memory() if pinned else buf
+    if failure:
+        raise failure[0]
+    buf, registered = box[0]
+    if pinned and not registered:  # a runtime that refuses to register: a pinned copy, placed by this thread
+        return buf.pin_memory(), False
+    return buf, registered
+
+
+def stream_devices(t: Transfer) -> list[int]:
+    """The GPUs a transfer touches, each to get a private stream; the issuing GPU last, so that
+    entering its stream leaves it the current device."""
+    issuer = t.exe.index if t.exe.kind in "GD" else issuing_gpu(t)
+    gpus = {m.index for m in t.srcs + t.dsts if m.kind == "G"}
+    if t.exe.kind in "GD":
+        gpus.add(t.exe.index)
+    return sorted(g for g in gpus if g != issuer) + ([issuer] if issuer in gpus else [])
 
 
 class Buffers:
@@ -155,6 +232,7 @@ class Buffers:
         elems = t.bytes // 4
         kernel = t.exe.kind == "G" and t.srcs and t.dsts
         self.rows = elems // KERNEL_COLS if kernel else 0
+        self.registered: list[Any] = []   # host buffers pinned in place, unregistered by release()
 
         def alloc(m: Mem) -> Any:
             if kernel:
@@ -162,8 +240,11 @@ class Buffers:
                                    device=_device(m))
                 return full[:, :KERNEL_COLS]
             if m.is_host:
-                return _host_buffer(m, elems, pinned=gpu_involved and m.kind == "C",
-                                    cpus=topo.numa_cpus.get(m.index, ()))
+                buf, registered = _host_buffer(m, elems, pinned=gpu_involved and m.kind == "C",
+                                               cpus=topo.numa_cpus.get(m.index, ()))
+                if registered:
+                    self.registered.append(buf)
+                return buf
             return torch.empty(elems, dtype=torch.float32, device=_device(m))
 
         self.srcs = [alloc(m) for m in t.srcs]
@@ -183,6 +264,12 @@ class Buffers:
             nb = self.t.exe.kind == "D"
             for d in self.dsts:
                 d.copy_(self.srcs[0], non_blocking=nb)
+
+    def release(self) -> None:
+        """Unpin host memory registered in place (before its pages are freed)."""
+        for buf in self.registered:
+            _host_unregister(buf)
+        self.registered.clear()
 
     def check(self) -> str | None:
         import torch
@@ -211,15 +298,27 @@ class TestResult:
 
 
 def run_test(test: Test, topo: Topology, iterations: int, warmups: int, check: bool = True) -> TestResult:
-    import torch
 
     reasons = [r for r in (unsupported(t) for t in test.transfers) if r]
     if reasons:
         return TestResult([], [], [], skipped=reasons[0])
     gpu = any(m.kind == "G" for t in test.transfers for m in t.srcs + t.dsts)
-    bufs = [Buffers(t, topo, gpu) for t in test.transfers]
-    streams = [torch.cuda.Stream(device=torch.device("cuda", t.exe.index)) if t.exe.kind in "GD"
-               else None for t in test.transfers]
+    bufs: list[Buffers] = []
+    try:
+        for t in test.transfers:
+            bufs.append(Buffers(t, topo, gpu))
+        return _time_test(test, bufs, iterations, warmups, check)
+    finally:
+        for b in bufs:
+            b.release()
+
+
+def _time_test(test: Test, bufs: list[Buffers], iterations: int, warmups: int, check: bool) -> TestResult:
+    import torch
+
+    # one private stream per GPU each transfer touches: no transfer waits on another's default stream
+    streams = [{g: torch.cuda.Stream(device=torch.device("cuda", g)) for g in stream_devices(t)}
+               if t.exe.kind in "GD" else None for t in test.transfers]
     gpu_ids = sorted({t.exe.index for t in test.transfers if t.exe.kind in "GD"} |
                      {m.index for t in test.transfers for m in t.srcs + t.dsts if m.kind == "G"})
 
@@ -233,13 +332,16 @@ def run_test(test: Test, topo: Topology, iterations: int, warmups: int, check: b
         events: list[Any] = [None] * len(bufs)
         threads = []
         t0 = time.perf_counter()
-        for i, (b, s) in enumerate(zip(bufs, streams)):
-            if s is not None:
+        for i, (b, private) in enumerate(zip(bufs, streams)):
+            if private is not None:
+                issuing = private[b.t.exe.index]
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                with torch.cuda.stream(s):
-                    start.record(s)
+                with contextlib.ExitStack() as current:
+                    for st in private.values():   # the issuing GPU's stream is entered last
+                        current.enter_context(torch.cuda.stream(st))
+                    start.record(issuing)
                     b.run()
-                    end.record(s)
+                    end.record(issuing)
                 events[i] = (start, end)
             else:
                 def work(i: int = i, b: Buffers = b) -> None:

@@ -31,12 +31,12 @@ def plan(kinds: list[str], topo: Topology, nbytes: int, methods: list[str],
     over ``gpu_ids`` (default: every GPU)."""
     out: list[Planned] = []
     gpus = list(range(topo.gpus)) if gpu_ids is None else list(gpu_ids)
-    host = topo.numa_nodes[0]
     for kind in kinds:
         if kind in ("h2d", "d2h"):
             for mem, hm in (("C", "pinned"), ("U", "pageable")):
                 for g in gpus:
-                    h, d = Mem(mem, host), Mem("G", g)
+                    # host memory on the GPU's own NUMA node, as a process bound to it would use
+                    h, d = Mem(mem, topo.host_node(g)), Mem("G", g)
                     src, dst = (h, d) if kind == "h2d" else (d, h)
                     name = f"{kind} {hm} {src}->{dst}"
                     out.append(Planned(Test(name, (_t(src, Exe("D", g), dst, nbytes),)), kind, "uni",
