@@ -120,3 +120,48 @@ def test_amdsmi_mapping():
     assert got["gpu_mem_clock"] == (1300.0, "MHz") and got["gpu_utilization"] == (88.0, "%")
     assert got["gpu_memory_used"] == (float(4 << 30), "bytes")
     assert "gpu_throttle" not in got  # metrics table not supported: left out, not invented
+
+
+def test_amdsmi_clock_field_before_and_after_rocm_6_2():
+    from clusterbench.envinfo.gpulib import amd_clock
+
+    assert amd_clock({"clk": 2100, "min_clk": 500}) == 2100.0          # ROCm >= 6.2
+    assert amd_clock({"cur_clk": 1900, "min_clk": 500}) == 1900.0      # ROCm 6.0 / 6.1
+    assert amd_clock({"clk": "N/A", "cur_clk": 1800}) == 1800.0
+    assert amd_clock({"clk": "N/A"}) is None and amd_clock(None) is None
+    fake = _fake_amdsmi()
+    fake.amdsmi_get_clock_info = lambda h, c: {"cur_clk": 2000 if c == "gfx" else 1200}
+    got = {m: v for _, m, v, _u in AmdSmi(fake).sample()}
+    assert got["gpu_sm_clock"] == 2000.0 and got["gpu_mem_clock"] == 1200.0
+
+
+def test_mi300_throttling_from_residency_counters():
+    """MI300: throttle_status is N/A; the accumulated residency counters grow while throttled."""
+    fake = _fake_amdsmi()
+    metrics = {"throttle_status": "N/A", "indep_throttle_status": "N/A", "accumulation_counter": 100,
+               "prochot_residency_acc": 0, "ppt_residency_acc": 50, "socket_thm_residency_acc": 7,
+               "vr_thm_residency_acc": 0, "hbm_thm_residency_acc": 0}
+    fake.amdsmi_get_gpu_metrics_info = lambda h: dict(metrics)
+    lib = AmdSmi(fake)
+    first = {m: v for _, m, v, _u in lib.sample()}
+    assert "gpu_throttle_power" not in first and "gpu_throttle" not in first   # no interval yet
+    metrics.update(accumulation_counter=200, ppt_residency_acc=90)             # power-capped since
+    second = {m: v for _, m, v, _u in lib.sample()}
+    assert second["gpu_throttle_power"] == 1.0 and second["gpu_throttle_thermal"] == 0.0
+    metrics.update(accumulation_counter=300, hbm_thm_residency_acc=4)
+    third = {m: v for _, m, v, _u in lib.sample()}
+    assert third["gpu_throttle_power"] == 0.0 and third["gpu_throttle_thermal"] == 1.0
+
+
+def test_independent_throttle_status_bits_and_old_throttle_status():
+    from clusterbench.envinfo.gpulib import amd_throttle
+
+    hot = amd_throttle({"indep_throttle_status": 1 << 32, "throttle_status": "N/A"}, None)[0]
+    assert dict(hot) == {"gpu_throttle_thermal": 1.0, "gpu_throttle_power": 0.0}
+    capped = amd_throttle({"indep_throttle_status": 1 << 0}, None)[0]
+    assert dict(capped) == {"gpu_throttle_thermal": 0.0, "gpu_throttle_power": 1.0}
+    assert dict(amd_throttle({"indep_throttle_status": 1 << 16}, None)[0])["gpu_throttle_power"] == 1.0
+    assert dict(amd_throttle({"indep_throttle_status": 1 << 49}, None)[0])["gpu_throttle_thermal"] == 1.0
+    mi200 = amd_throttle({"throttle_status": 3}, None)[0]                 # only the summary word
+    assert mi200 == [("gpu_throttle", 1.0)]
+    assert amd_throttle({"throttle_status": 0xFFFFFFFF}, None)[0] == []   # a sentinel, not a reading

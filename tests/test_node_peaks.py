@@ -77,3 +77,53 @@ def test_gemm_table_percent_per_dtype():
     (line,) = r.rows([Measurement("gemm", "tflops", 97.19, "TFLOP/s", p),
                       Measurement("gemm", "time_us", 1317.0, "us", p)])
     assert line.split()[9:] == ["97.190", "59.5%", "1317.0"]
+
+
+@pytest.mark.parametrize("name", [
+    "NVIDIA H200 NVL", "NVIDIA GH200 480GB", "NVIDIA GH200 144G HBM3e", "NVIDIA H100 NVL",
+    "NVIDIA H100 80GB HBM3 MIG 1g.10gb", "NVIDIA A100-SXM4-40GB MIG 3g.20gb", "AMD Instinct MI300A",
+    "NVIDIA H100 80GB HBM3 (fake)", "MI300X-like",
+])
+def test_names_match_whole_device_names_only(name):
+    assert peaks.lookup(name) is None
+
+
+@pytest.mark.parametrize("name,dev_id", [
+    ("NVIDIA H200", "H200"), ("H200", "H200"), ("NVIDIA H100 80GB HBM3", "H100-SXM"),
+    ("NVIDIA A100-SXM4-40GB", "A100-SXM4-40GB"), ("AMD Instinct MI300X VF", "MI300X"),
+    ("nvidia h100 pcie", "H100-PCIe"),
+])
+def test_whole_names_still_match(name, dev_id):
+    assert peaks.lookup(name).id == dev_id
+
+
+def test_partitions_get_no_peak():
+    from pathlib import Path
+
+    from clusterbench.envinfo.inventory import collect
+
+    mi300x = collect(Path(__file__).parent / "data" / "sysfs" / "mi300x-node", use_libraries=False)
+    assert peaks.partition_of("AMD Instinct MI300X", {"n1": mi300x}) == "CPX/NPS1, CPX/NPS4"
+    assert peaks.partition_of("NVIDIA H100 80GB HBM3 MIG 1g.10gb") == "MIG 1g.10gb"
+    whole = {"n1": {"gpus": [{"compute_partition": "SPX", "memory_partition": "NPS1"}], "amdgpu": []}}
+    assert peaks.partition_of("AMD Instinct MI300X", whole) is None
+    assert peaks.partition_of("AMD Instinct MI300X", None) is None
+    assert peaks.hbm_bandwidth("AMD Instinct MI300X", "CPX/NPS4") is None
+    assert peaks.dense_tflops("AMD Instinct MI300X", "fp16", "CPX/NPS4") is None
+    assert peaks.transfer_peak("AMD Instinct MI300X", "h2d", "C0", "G0", "uni", "CPX/NPS4") is None
+    assert peaks.peak_of("memory_bandwidth", "AMD Instinct MI300X", {}) == 5300
+
+
+def test_stream_table_and_judge_show_no_percent_for_a_cpx_run():
+    from clusterbench.judge.efficiency import device_percent_of_peak
+
+    inv = {"n1": {"gpus": [{"index": 0, "compute_partition": "CPX", "memory_partition": "NPS4"}]}}
+    run = Run("stream", devices=["AMD Instinct MI300X"], meta={"inventory": inv})
+    r = StreamRenderer()
+    header = r.header(run)
+    assert any("a partition of the GPU (CPX/NPS4)" in line and "no % of peak" in line for line in header)
+    (line,) = r.rows(_stream_rows())
+    assert "%" not in line
+    assert device_percent_of_peak(run, _stream_rows()) == []
+    whole = Run("stream", devices=["AMD Instinct MI300X"], meta={"inventory": {"n1": {"gpus": []}}})
+    assert [d.peak for d in device_percent_of_peak(whole, _stream_rows())] == [5300]

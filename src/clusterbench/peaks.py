@@ -1,7 +1,10 @@
 """Known devices' datasheet peaks (``data/peaks.yaml``) and percent-of-peak.
 
-Lookup is by the name PyTorch reports (``torch.cuda.get_device_name()``). An unknown device is
-not an error: every lookup returns ``None`` and reports simply show no percentage.
+Lookup is by the name PyTorch reports (``torch.cuda.get_device_name()``), matched whole: an
+``H200`` pattern does not match "H200 NVL" or "GH200", and "NVIDIA H100 80GB HBM3 MIG 1g.10gb"
+(a MIG slice) matches no H100. An unknown device is not an error: every lookup returns ``None``
+and reports simply show no percentage. Nor does a partition of a GPU (a MIG slice, an MI300X in
+CPX or NPS4 mode: ``partition_of``), whose peaks are a fraction of the whole GPU's.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ class DevicePeaks:
     links: dict[str, float] = field(default_factory=dict)
 
     def matches(self, device_name: str) -> bool:
-        return any(re.search(p, device_name, re.IGNORECASE) for p in self.names)
+        name = " ".join(device_name.split())
+        return any(re.fullmatch(p, name, re.IGNORECASE) for p in self.names)
 
 
 def _from_dict(d: dict[str, Any]) -> DevicePeaks:
@@ -53,23 +57,49 @@ def lookup(device_name: str | None) -> DevicePeaks | None:
     return None
 
 
-def hbm_bandwidth(device_name: str | None) -> float | None:
-    dev = lookup(device_name)
+# Partition modes in which one visible device is the whole AMD GPU.
+WHOLE_GPU_MODES = ("SPX", "NPS1")
+
+
+def partition_of(device_name: str | None, inventories: dict[str, Any] | None = None) -> str | None:
+    """What fraction of a GPU the device is, when it is not a whole one: ``MIG 1g.10gb`` from
+    the name, or an AMD compute/memory partition mode (``CPX/NPS4``) from the hosts' inventories
+    (``run.meta["inventory"]``: host -> inventory); None for a whole GPU or when unknown."""
+    m = re.search(r"\bMIG\b.*", device_name or "", re.IGNORECASE)
+    if m:
+        return m.group(0).strip()
+    modes = set()
+    for inv in (inventories or {}).values():
+        if not isinstance(inv, dict):
+            continue
+        for g in list(inv.get("gpus") or []) + list(inv.get("amdgpu") or []):
+            if not isinstance(g, dict):
+                continue
+            cp, mp = (g.get("compute_partition") or ""), (g.get("memory_partition") or "")
+            if (cp and cp.upper() not in WHOLE_GPU_MODES) or (mp and mp.upper() not in WHOLE_GPU_MODES):
+                modes.add(f"{cp or '?'}/{mp or '?'}".upper())
+    return ", ".join(sorted(modes)) or None
+
+
+def hbm_bandwidth(device_name: str | None, partition: str | None = None) -> float | None:
+    dev = None if partition else lookup(device_name)
     return dev.hbm_gbs if dev else None
 
 
-def dense_tflops(device_name: str | None, dtype: str) -> float | None:
-    dev = lookup(device_name)
+def dense_tflops(device_name: str | None, dtype: str, partition: str | None = None) -> float | None:
+    dev = None if partition else lookup(device_name)
     return dev.tflops.get(dtype) if dev else None
 
 
-def peak_of(kind: str, device_name: str | None, params: dict[str, Any]) -> float | None:
+def peak_of(kind: str, device_name: str | None, params: dict[str, Any],
+            partition: str | None = None) -> float | None:
     """The datasheet figure a metric declares it is held against (``Metric.peak``):
-    ``memory_bandwidth`` (HBM, GB/s) or ``dense_tflops`` (TFLOP/s for the row's ``dtype``)."""
+    ``memory_bandwidth`` (HBM, GB/s) or ``dense_tflops`` (TFLOP/s for the row's ``dtype``);
+    None for a partition of a GPU."""
     if kind == "memory_bandwidth":
-        return hbm_bandwidth(device_name)
+        return hbm_bandwidth(device_name, partition)
     if kind == "dense_tflops":
-        return dense_tflops(device_name, str(params.get("dtype", "")))
+        return dense_tflops(device_name, str(params.get("dtype", "")), partition)
     return None
 
 
@@ -97,7 +127,8 @@ def device_name_for(label: str, device_names: dict[str, str] | None, rank_device
     return next(iter(uniq)) if len(uniq) == 1 else None
 
 
-def transfer_peak(device_name: str | None, test: str, src: str, dst: str, direction: str) -> float | None:
+def transfer_peak(device_name: str | None, test: str, src: str, dst: str, direction: str,
+                  partition: str | None = None) -> float | None:
     """The datasheet bound for one transfer measurement, in GB/s per direction, or None.
 
     Datasheet link figures are bidirectional totals, so one direction gets half:
@@ -105,7 +136,7 @@ def transfer_peak(device_name: str | None, test: str, src: str, dst: str, direct
     Infinity Fabric link / 2 (AMD, direct mesh), the whole fabric / 2 for a row total of an
     all-to-all; a local copy (same GPU) reads and writes, so HBM / 2. Bidirectional: twice that.
     """
-    dev = lookup(device_name)
+    dev = None if partition else lookup(device_name)
     if dev is None:
         return None
     factor = 2.0 if direction == "bi" else 1.0

@@ -121,6 +121,65 @@ class Nvml:
         return out
 
 
+# Bits of the SMU's independent throttle status (amdgpu's SMU_THROTTLER_*_BIT): 0-15 power
+# limits (PPT, SPL, FPPT, SPPT), 16-31 current limits (TDC, EDC), 32-47 temperatures (GPU, memory,
+# hotspot, VR, liquid, VR_HOT), 48-49 PROCHOT.
+INDEP_POWER_MASK = 0xFFFF
+INDEP_CURRENT_MASK = 0xFFFF << 16
+INDEP_THERMAL_MASK = (0xFFFF << 32) | (0x3 << 48)
+# MI300's GPU metrics leave throttle_status unset; they count, instead, how long each limiter
+# was active (accumulated residency counters): any growth between two samples is throttling.
+THERMAL_RESIDENCY = ("socket_thm_residency_acc", "vr_thm_residency_acc", "hbm_thm_residency_acc",
+                     "prochot_residency_acc")
+POWER_RESIDENCY = ("ppt_residency_acc",)
+
+
+def _number(v: Any) -> float | None:
+    """AMD SMI answers "N/A" (or a max-int sentinel) for a counter a GPU does not fill."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    if v in (0xFFFF, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF):
+        return None
+    return float(v)
+
+
+def amd_throttle(gm: dict[str, Any], previous: dict[str, float] | None) -> tuple[list[tuple[str, float]], dict[str, float]]:
+    """Throttle readings from one AMD SMI GPU-metrics table: ``gpu_throttle_thermal`` and
+    ``gpu_throttle_power`` from ``indep_throttle_status`` when set, else from the growth of the
+    residency counters since ``previous`` (MI300); ``gpu_throttle`` from ``throttle_status``
+    (older GPUs) when that is all there is. Returns (readings, counters to pass next time)."""
+    out: list[tuple[str, float]] = []
+    counters = {k: v for k in THERMAL_RESIDENCY + POWER_RESIDENCY if (v := _number(gm.get(k))) is not None}
+    indep = gm.get("indep_throttle_status")
+    if _number(indep) is not None:
+        bits = int(indep)
+        out.append(("gpu_throttle_thermal", float(bool(bits & INDEP_THERMAL_MASK))))
+        out.append(("gpu_throttle_power", float(bool(bits & (INDEP_POWER_MASK | INDEP_CURRENT_MASK)))))
+    elif counters and previous is not None:
+        def grew(keys: tuple[str, ...]) -> float | None:
+            deltas = [counters[k] - previous[k] for k in keys if k in counters and k in previous]
+            return float(any(d > 0 for d in deltas)) if deltas else None
+
+        for metric, keys in (("gpu_throttle_thermal", THERMAL_RESIDENCY), ("gpu_throttle_power", POWER_RESIDENCY)):
+            value = grew(keys)
+            if value is not None:
+                out.append((metric, value))
+    if not out and _number(gm.get("throttle_status")) is not None:
+        out.append(("gpu_throttle", float(bool(gm["throttle_status"]))))
+    return out, counters
+
+
+def amd_clock(info: Any) -> float | None:
+    """MHz from ``amdsmi_get_clock_info``: the field is ``clk`` from ROCm 6.2 on, ``cur_clk`` before."""
+    if not isinstance(info, dict):
+        return None
+    for key in ("clk", "cur_clk"):
+        v = _number(info.get(key))
+        if v is not None:
+            return v
+    return None
+
+
 class AmdSmi:
     """AMD devices through the AMD SMI Python library (ROCm 6+), initialised once per process."""
 
@@ -129,6 +188,7 @@ class AmdSmi:
     def __init__(self, mod: Any) -> None:
         self.m = mod
         self.handles = list(mod.amdsmi_get_processor_handles())
+        self._residency: dict[int, dict[str, float]] = {}  # last residency counters per device
 
     def versions(self) -> dict[str, str]:
         m = self.m
@@ -187,20 +247,19 @@ class AmdSmi:
             if isinstance(t, (int, float)):
                 out.append((i, "gpu_temperature", float(t), "C"))
             for metric, clk in (("gpu_sm_clock", "GFX"), ("gpu_mem_clock", "MEM")):
-                c = _try(lambda h=h, clk=clk: m.amdsmi_get_clock_info(h, getattr(m.AmdSmiClkType, clk)))
-                if isinstance(c, dict) and isinstance(c.get("clk"), (int, float)):
-                    out.append((i, metric, float(c["clk"]), "MHz"))
+                c = amd_clock(_try(lambda h=h, clk=clk: m.amdsmi_get_clock_info(h, getattr(m.AmdSmiClkType, clk))))
+                if c is not None:
+                    out.append((i, metric, c, "MHz"))
             a = _try(lambda h=h: m.amdsmi_get_gpu_activity(h)) or {}
             if isinstance(a.get("gfx_activity"), (int, float)):
                 out.append((i, "gpu_utilization", float(a["gfx_activity"]), "%"))
             used = _try(lambda h=h: m.amdsmi_get_gpu_memory_usage(h, m.AmdSmiMemoryType.VRAM))
             if isinstance(used, (int, float)):
                 out.append((i, "gpu_memory_used", float(used), "bytes"))
-            gm = _try(lambda h=h: m.amdsmi_get_gpu_metrics_info(h)) or {}
-            # throttle_status: nonzero while the SMU limits clocks (thermal or power).
-            ts = gm.get("throttle_status")
-            if isinstance(ts, (int, float)):
-                out.append((i, "gpu_throttle", float(bool(ts)), ""))
+            gm = _try(lambda h=h: m.amdsmi_get_gpu_metrics_info(h))
+            if isinstance(gm, dict):
+                readings, self._residency[i] = amd_throttle(gm, self._residency.get(i))
+                out += [(i, metric, value, "") for metric, value in readings]
         return out
 
 

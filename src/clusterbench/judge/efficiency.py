@@ -93,7 +93,7 @@ def device_percent_of_peak(run: Run, ms: list[Measurement]) -> list[DevicePercen
         if metric is None or not metric.peak:
             continue
         name = _device_name(run, m)
-        peak = peaks.peak_of(metric.peak, name, m.params)
+        peak = peaks.peak_of(metric.peak, name, m.params, peaks.partition_of(name, run.meta.get("inventory")))
         if peak and name:
             out.append(DevicePercent(m.benchmark, m.metric, dict(m.params), m.value, m.unit, peak, name))
     return out

@@ -328,11 +328,16 @@ def _summary(ctx: RankContext, config: TrainConfig, base: dict[str, Any], timed:
         STEP_TIME(TRAIN, total / len(timed) * 1e3, s),
     ]
     device_name = ctx.device_names[0] if ctx.device_names else None
-    peak_tflops = peaks.dense_tflops(device_name, dtype) if ctx.device.type == "cuda" else None
+    from clusterbench.envinfo import inventory
+
+    part = peaks.partition_of(device_name, {"": inventory.cached()}) if ctx.device.type == "cuda" else None
+    if part:
+        ctx.note(f"mfu: {device_name} is a partition of the GPU ({part}): no whole-GPU peak applies")
+    peak_tflops = peaks.dense_tflops(device_name, dtype, part) if ctx.device.type == "cuda" else None
     if peak_tflops:
         achieved = train_flops_per_token(config.shape) * tokens_per_s / ctx.world_size / 1e12
         out.append(MFU(TRAIN, achieved / peak_tflops, {**s, "peak_tflops": peak_tflops, "device": device_name,
                                                        "attention": ATTENTION_COUNT}))
-    else:
+    elif not part:
         ctx.note(f"mfu: no {dtype} peak for {device_name or 'this device'} in the peak table")
     return out

@@ -21,7 +21,8 @@ class GemmTable(DeviceTable):
     def _peak(self, label: str, dtype: str, devices: int) -> float | None:
         if label == "all":
             label = next(iter(self._names), "")
-        peak = peaks.dense_tflops(peaks.device_name_for(label, self._names, self._ranks), dtype)
+        name = peaks.device_name_for(label, self._names, self._ranks)
+        peak = peaks.dense_tflops(name, dtype, self._partition(name))
         return peak * devices if peak else None
 
     def rows(self, measurements: list[Measurement]) -> list[str]:

@@ -13,7 +13,8 @@ class StreamTable(DeviceTable):
     def _peak(self, label: str, devices: int = 1) -> float | None:
         if label == "all":
             label = next(iter(self._names), "cpu")
-        peak = peaks.hbm_bandwidth(peaks.device_name_for(label, self._names, self._ranks))
+        name = peaks.device_name_for(label, self._names, self._ranks)
+        peak = peaks.hbm_bandwidth(name, self._partition(name))
         return peak * devices if peak else None
 
     def header(self, run: Run) -> list[str]:

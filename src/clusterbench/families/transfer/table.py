@@ -40,7 +40,7 @@ class TransferTable(DeviceTable):
         if not (src.startswith("G") or dst.startswith("G")) or name is None:
             return ""
         return peaks.format_percent(m.value, peaks.transfer_peak(
-            name, str(m.param("test")), src, dst, str(m.param("direction"))))
+            name, str(m.param("test")), src, dst, str(m.param("direction")), self._partition(name)))
 
     def rows(self, measurements: list[Measurement]) -> list[str]:
         by_test: dict[str, list[Measurement]] = {}
