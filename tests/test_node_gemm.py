@@ -215,6 +215,12 @@ def test_tf32_on_rocm_sets_hipblaslt_switch_and_checks_it_took(monkeypatch):
     assert gemm_main._set_tf32(dev, False) is None and gemm_main.TF32_ENV not in os.environ
     monkeypatch.setattr(torch.backends.cuda, "matmul", Matmul(honours=False))   # an older torch
     assert "did not enable tf32" in gemm_main._set_tf32(dev, True)
+    gemm_main._set_tf32(dev, False)
+    monkeypatch.setenv(gemm_main.TF32_ENV, "0")                                   # the user's own value
+    monkeypatch.setattr(torch.backends.cuda, "matmul", Matmul(honours=True))
+    assert gemm_main._set_tf32(dev, True) is None and os.environ[gemm_main.TF32_ENV] == "1"
+    gemm_main._set_tf32(dev, False)
+    assert os.environ[gemm_main.TF32_ENV] == "0"
 
 
 def test_int8_asked_row_major_runs_column_major_b_with_a_note(capsys, db):

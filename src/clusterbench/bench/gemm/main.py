@@ -63,6 +63,7 @@ def unsupported(dtype: str, dev: Any) -> str | None:
 
 
 TF32_ENV = "HIPBLASLT_ALLOW_TF32"  # ROCm's torch ignores allow_tf32 unless this is set to 1
+_tf32_env_before: list[str | None] = []  # the user's value while a tf32 row has it set to 1
 
 
 def _set_tf32(dev: Any, on: bool) -> str | None:
@@ -73,11 +74,16 @@ def _set_tf32(dev: Any, on: bool) -> str | None:
     import torch
 
     hip = bool(getattr(torch.version, "hip", None))
-    if hip and on:
+    if hip and on and os.environ.get(TF32_ENV) != "1":
+        _tf32_env_before.append(os.environ.get(TF32_ENV))
         os.environ[TF32_ENV] = "1"
     torch.backends.cuda.matmul.allow_tf32 = on
-    if not on and hip:
-        os.environ.pop(TF32_ENV, None)
+    if not on and _tf32_env_before:  # back to what the user had
+        before = _tf32_env_before.pop()
+        if before is None:
+            os.environ.pop(TF32_ENV, None)
+        else:
+            os.environ[TF32_ENV] = before
     if on and not torch.backends.cuda.matmul.allow_tf32:
         return "torch did not enable tf32 matmuls on this device (an fp32 row would be fp32)"
     return None
