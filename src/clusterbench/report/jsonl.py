@@ -133,9 +133,10 @@ def summary_line(command: str, **fields: Any) -> dict[str, Any]:
 
 # -- a run's lines ----------------------------------------------------------------------------
 
-def run_objects(run: Run, measurements: Iterable[Measurement], **extra: Any) -> Iterator[dict[str, Any]]:
-    """The lines of one run: its measurements, the run record, then what is judged from them
-    at once (efficiency against the run's ``link_speed`` tag)."""
+def run_objects(run: Run, measurements: Iterable[Measurement], /, **extra: Any) -> Iterator[dict[str, Any]]:
+    """The lines of one run: its measurements, the run record (with ``extra`` fields, see
+    ``run_line``), then what is judged from them at once (efficiency against the run's
+    ``link_speed`` tag)."""
     measurements = list(measurements)
     for m in measurements:
         yield measurement_line(m, run.id)
@@ -145,7 +146,7 @@ def run_objects(run: Run, measurements: Iterable[Measurement], **extra: Any) -> 
         yield efficiency_line(e, run.id, link)
 
 
-def run_lines(run: Run, measurements: Iterable[Measurement], **extra: Any) -> Iterator[str]:
+def run_lines(run: Run, measurements: Iterable[Measurement], /, **extra: Any) -> Iterator[str]:
     """``run_objects`` as text lines."""
     for obj in run_objects(run, measurements, **extra):
         yield dumps(obj)
