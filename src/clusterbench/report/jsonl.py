@@ -20,6 +20,7 @@ Every line is one JSON object whose first field is ``"kind"``; this module build
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -57,7 +58,22 @@ def line(kind: str, **fields: Any) -> dict[str, Any]:
 
 
 def dumps(obj: dict[str, Any]) -> str:
-    return json.dumps(obj, default=str)
+    """One line of strict JSON (RFC 8259): a value that is not a finite number (an infinite
+    bandwidth from a zero time) becomes null instead of JSON's invalid ``Infinity``."""
+    try:
+        return json.dumps(obj, default=str, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(obj), default=str, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def emit(obj: dict[str, Any], out: IO[str] | None = None) -> None:
