@@ -80,6 +80,7 @@ ROWS = [
     (2, ["import", "{tmp}/notes.txt", "--db", "{tmp}/scratch.db"]),
     (2, ["import", NCCL / "seed-mi300x-rccl-all_reduce-8gpu.txt", "{tmp}/notes.txt", "--db", "{tmp}/scratch.db"]),
     (2, ["env", "diff", "seed=mi300x", "1", "--db", "{db}"]),
+    (2, ["env", "--json", "show", "last", "--db", "{db}"]),
     (2, ["stream", "--float", "--dtype", "double"]),
     (2, ["coll", "all_reduce", "-f", "2", "-i", "1M"]),
     (2, ["net", "--no-bandwidth", "--no-latency"]),
@@ -121,3 +122,23 @@ def test_readme_table_is_what_the_rows_run():
             ran = [argv for c, argv in ROWS if c == int(code) and " ".join(map(str, argv)).startswith(cmd)]
             assert ran or cmd in elsewhere, f"README: `{cmd}` exits {code}, but no row here runs it"
     assert {"validate", "compare", "import", "preflight", "env diff", "results export"} <= checked
+
+
+@pytest.mark.parametrize("argv, names", [
+    (["results", "export", "1", "--csv", "--json", "--db", "{db}"], ("--json", "--csv")),
+    (["stream", "--float", "--dtype", "double"], ("--float", "--dtype")),
+    (["stream", "-s", "1M", "--sizes", "1M:4M"], ("--arraysize", "--sizes")),
+    (["coll", "all_reduce", "-f", "2", "-i", "1M"], ("-f/--stepfactor", "-i/--stepbytes")),
+    (["net", "--no-bandwidth", "--no-latency"], ("--no-bandwidth", "--no-latency")),
+    (["sweep", "--hosts", "a,b", "--batch", "2", "--pairs", "ring"], ("--batch", "--pairs")),
+    (["launch", "slurm", "--print", "--submit", "--", "coll"], ("--print", "--submit")),
+    (["launch", "k8s", "--apply", "--print", "--", "coll"], ("--apply", "--print")),
+    (["launch", "k8s", "--install", "x", "--no-install", "--", "coll"], ("--install", "--no-install")),
+    (["launch", "torchrun", "--hosts", "a,b", "--local-addr", "a", "--", "coll"], ("--hosts", "--local-addr")),
+    (["env", "--json", "diff", "1", "2", "--db", "{db}"], ("--json", "env diff")),
+])
+def test_options_that_exclude_each_other_are_refused_in_one_line(db, argv, names):
+    """Never silently one of two contradicting options: one line naming both, exit 2."""
+    code, out, err = run_cli(*_argv(argv, db))
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert all(n in err for n in names), err

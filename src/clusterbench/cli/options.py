@@ -64,7 +64,8 @@ def refuse_together(*names: str) -> None:
         source = ctx.get_parameter_source(name)
         if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT"):
             param = next((p for p in ctx.command.params if p.name == name), None)
-            given.append(param.opts[0] if param is not None and param.opts else name)
+            opts = list(param.opts) if param is not None else []
+            given.append(next((o for o in opts if o.startswith("--")), opts[0] if opts else name))
     if len(given) > 1:
         raise UsageError(f"{' and '.join(given)} cannot be used together: give one")
 

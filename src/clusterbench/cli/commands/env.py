@@ -83,6 +83,8 @@ def env(ctx: click.Context, as_json: bool, root: str) -> None:
     modes, PCIe links, NICs, RDMA ports and the NCCL/RCCL/UCX environment. The same inventory is
     stored with every run (see `clusterbench env diff`)."""
     if ctx.invoked_subcommand:
+        if as_json:  # it would say nothing about the subcommand's output
+            raise UsageError(f"--json goes after the subcommand: clusterbench env {ctx.invoked_subcommand} --json")
         return
     inv = inventory.collect(root)
     if as_json:
