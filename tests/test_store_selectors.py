@@ -93,6 +93,7 @@ def test_since(store):
     ("99999999999999999999", "run id 99999999999999999999 is out of range"),
     ("7..3", "runs backwards"),
     ("last~x", "is not a run id"),
+    ("last~99999999999999999999", "out of range"),
     ("last,last~1", "last given twice"),
     ("garbage", "'garbage' is not a run id"),
     ("bench:", "empty benchmark name"),

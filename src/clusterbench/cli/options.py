@@ -36,7 +36,8 @@ def json_option(prints: str) -> Callable[[F], F]:
                         help=f"Print JSON lines instead of text: {prints} (docs/json.md).")
 
 
-RUN_LINES = "a `measurement` line per result, then the `run` record (and `efficiency` lines)"
+RUN_LINES = ("a `measurement` line per result, then the `run` record (and `efficiency` lines when the run "
+             "has a link speed)")
 
 
 def _since(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

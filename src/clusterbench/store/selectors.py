@@ -98,7 +98,7 @@ def parse_selector(text: str) -> Selector:
         elif m := _LAST.match(term):
             if last is not None:
                 raise UsageError(f"invalid selector {text!r}: last given twice")
-            last = int(m.group(1) or 0)
+            last = _run_id(m.group(1) or "0", text)
         elif term.startswith(BENCH_PREFIX):
             benches.append(bench_filter(term[len(BENCH_PREFIX):]))
         elif "=" in term and term.partition("=")[0].strip():

@@ -39,10 +39,6 @@ def results() -> None:
     """Stored runs: list, show, export, delete, tag, copy."""
 
 
-def _select(store: Store, selectors: tuple[str, ...], since: str | None) -> list[Run]:
-    return store.select_all(selectors, since)
-
-
 def tool_of(run: Run) -> str | None:
     """The tool that wrote an imported log (None for a run clusterbench measured)."""
     tool = run.meta.get("tool")
@@ -105,7 +101,7 @@ def list_cmd(as_json: bool, db: str | None, limit: int, benchmark: str | None, s
 def show_cmd(selectors: tuple[str, ...], as_json: bool, since: str | None, db: str | None) -> None:
     """Re-print stored runs as their tables (nccl-tests format for collectives)."""
     with Store.open(db) as store:
-        loaded = [(run, store.measurements(int(run.id or 0))) for run in _select(store, selectors, since)]
+        loaded = [(run, store.measurements(int(run.id or 0))) for run in store.select_all(selectors, since)]
     for i, (run, ms) in enumerate(loaded):
         if as_json:
             emit_all(run_objects(run, ms))
@@ -137,7 +133,7 @@ def export_cmd(selectors: tuple[str, ...], as_json: bool, as_csv: bool, run_info
     """Export stored runs' measurements as JSON lines or CSV."""
     refuse_together("as_json", "as_csv")
     with Store.open(db) as store:
-        loaded = [(run, store.measurements(int(run.id or 0))) for run in _select(store, selectors, since)]
+        loaded = [(run, store.measurements(int(run.id or 0))) for run in store.select_all(selectors, since)]
     if not as_csv:
         for run, ms in loaded:
             emit_all([*(measurement_line(m, run.id) for m in ms), run_line(run)])
@@ -163,7 +159,7 @@ def export_cmd(selectors: tuple[str, ...], as_json: bool, as_csv: bool, run_info
 def delete_cmd(selectors: tuple[str, ...], since: str | None, db: str | None) -> None:
     """Delete runs and everything stored with them."""
     with Store.open(db) as store:
-        for run in _select(store, selectors, since):
+        for run in store.select_all(selectors, since):
             store.delete_run(int(run.id or 0))
             print(f"deleted run {run.id}")
 
@@ -177,7 +173,7 @@ def tag_cmd(selector: str, tags: tuple[str, ...], since: str | None, db: str | N
     """Add or change tags on stored runs (every run RUN picks)."""
     new = parse_tags(tags)
     with Store.open(db) as store:
-        for run in _select(store, (selector,), since):
+        for run in store.select_all((selector,), since):
             store.set_tags(int(run.id or 0), new)
 
 
