@@ -5,7 +5,6 @@ even when a test fails."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -14,6 +13,7 @@ import time
 
 import pytest
 from cluster_fixtures import IP, cluster_or_skip
+from json_schema import check_lines
 
 from clusterbench.store import Store
 
@@ -79,10 +79,15 @@ def test_sweep_names_the_host_behind_a_shaped_link(clean, tmp_path):
     db = str(tmp_path / "sweep.db")
     r = _sweep(clean, db, "--link-rate", "1gbit", "--json")
     assert r.returncode == 1, r.stdout + r.stderr
-    rows = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
-    rows = [m for m in rows if m["kind"] == "measurement"]
+    lines = check_lines(r.stdout)  # every line valid against the published schema
+    rows = [m for m in lines if m["kind"] == "measurement"]
     flagged = {m["params"]["host"] for m in rows if m["metric"] == "node_score" and m["params"]["suspect"]}
     assert flagged == {clean.hosts[1]}
+    hosts = {h["host"]: h for h in lines if h["kind"] == "host"}
+    assert set(hosts) == set(clean.hosts) and hosts[clean.hosts[1]]["status"] == "suspect"
+    assert [h["status"] for n, h in hosts.items() if n != clean.hosts[1]] == ["ok", "ok"]
+    assert lines[-1]["kind"] == "summary" and lines[-1]["suspects"] == [clean.hosts[1]]
+    assert lines[-1]["exit_code"] == 1
     # large-message efficiency of the shaped host against the link the test knows (1 Gbit/s)
     eff = [m for m in rows if m["metric"] == "efficiency" and m["params"]["host"] == clean.hosts[1]]
     assert len(eff) == 1 and eff[0]["params"]["link_rate"] == 0.125

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from json_schema import check_lines
 
 from clusterbench.store import Store
 
@@ -137,12 +138,14 @@ def test_submit_runs_end_to_end_and_imports_the_run(slurm, tmp_path):
     out = tmp_path / "job-%j.out"
     r = _cb(["launch", "slurm", "--submit", "--nodes", "2", "--time", "5", "--output", str(out),
              "--env", "MASTER_ADDR=127.0.0.1", "--env", "OMP_NUM_THREADS=1",
-             "--env", "NCCL_IB_QPS_PER_CONNECTION=4", "--wait-timeout", "150", "--db", str(db),
+             "--env", "NCCL_IB_QPS_PER_CONNECTION=4", "--wait-timeout", "150", "--db", str(db), "--json",
              "--", "coll", "all_reduce", "-b", "64K", "-e", "256K", "-n", "3", "-w", "1",
              "--device", "cpu", "--tag", "who=$(touch /tmp/cb6-pwned)"], slurm)
     logs = "\n".join(p.read_text() for p in tmp_path.glob("job-*.out"))
     assert r.returncode == 0, r.stderr + logs
     assert "COMPLETED" in r.stderr and "2 rank(s)" in r.stderr
+    lines = check_lines(r.stdout)  # --json: the stored run's lines, valid against the schema
+    assert lines[-1]["kind"] == "run" and lines[-1]["status"] == "complete" and lines[-1]["ranks"] == 2
     with Store.open(db) as store:
         runs = store.list_runs()
         assert len(runs) == 1

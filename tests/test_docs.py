@@ -68,3 +68,16 @@ def test_ci_runs_the_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
     assert "```bash\nmake test\n```" in README
     assert re.search(r"^make test$", ci, re.M)
+
+
+def test_test_data_sources_name_tests_that_exist():
+    """Every test file a SOURCES.md or README under tests/data names exists, and so does every
+    test function it names."""
+    for doc in sorted((ROOT / "tests" / "data").rglob("*.md")):
+        text = doc.read_text()
+        for path in sorted(set(re.findall(r"tests/(test_[a-z0-9_]+\.py)", text))):
+            test_file = ROOT / "tests" / path
+            assert test_file.is_file(), f"{doc.relative_to(ROOT)} names tests/{path}, which does not exist"
+            for name in re.findall(rf"tests/{re.escape(path)}` \(([^)]*)\)", text):
+                for fn in re.findall(r"`(test_[a-z0-9_]+)`", name):
+                    assert f"def {fn}(" in test_file.read_text(), f"{doc.relative_to(ROOT)}: {path} has no {fn}"

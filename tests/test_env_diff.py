@@ -78,15 +78,20 @@ def test_cli_diff_two_runs(db, capsys):
     assert code == 0
     assert "1 difference(s)" in out and "nics.ens1.mtu" in out and "9000  ->  1500" in out
     code, out, _ = _cli(["env", "diff", str(r1), str(r2), "--db", db, "--json"], capsys)
-    (row,) = [json.loads(line) for line in out.splitlines()]
-    assert row["key"] == "nics.ens1.mtu" and row["a"] == 9000 and row["b"] == 1500
-    assert row["left"].startswith(f"run {r1}")
+    row, summary = [json.loads(line) for line in out.splitlines()]
+    assert row["kind"] == "difference" and row["key"] == "nics.ens1.mtu" and row["a"] == 9000 and row["b"] == 1500
+    assert row["left"].startswith(f"run {r1}") and summary["differences"] == 1
+    # --exit-code: 1 on differences (git diff --exit-code), 0 without
+    code, _, _ = _cli(["env", "diff", str(r1), str(r2), "--db", db, "--exit-code"], capsys)
+    assert code == 1
+    code, _, _ = _cli(["env", "diff", str(r1), str(r1), "--db", db, "--exit-code"], capsys)
+    assert code == 0
 
 
 def test_cli_diff_hosts_of_one_run(db, capsys):
     rid = _save(db, {"node-a": _inv(), "node-b": _inv(host="node-b", gid_index=1), "node-c": _inv(host="node-c")})
     code, out, _ = _cli(["env", "diff", str(rid), "--db", db, "--json"], capsys)
-    rows = [json.loads(line) for line in out.splitlines()]
+    rows = [json.loads(line) for line in out.splitlines() if '"difference"' in line]
     assert code == 0 and [(r["key"], r["right"].split("(")[1].split(")")[0]) for r in rows] == \
         [("env.NCCL_IB_GID_INDEX", "node-b")]  # every host against the first; node-c matches node-a
     code, out, _ = _cli(["env", "diff", str(rid), "--hosts", "node-b,node-c", "--db", db], capsys)

@@ -135,9 +135,10 @@ def test_cli_json_and_exit_codes(tmp_path, capsys):
     log = tmp_path / "dmesg.txt"
     log.write_text(LOG)
     code, out, _ = _cli(["preflight", "--root", str(MI300X), "--kernel-log", str(log), "--json"], capsys)
-    rows = [json.loads(line) for line in out.splitlines()]
-    assert code == 1
+    *rows, summary = [json.loads(line) for line in out.splitlines()]
+    assert code == 1 and {r["kind"] for r in rows} == {"check"} and len({r["host"] for r in rows}) == 1
     assert {r["check"]: r["status"] for r in rows}["kernel_log"] == "fail"
+    assert summary["status"] == "fail" and summary["exit_code"] == 1 and summary["host"] == rows[0]["host"]
     code, out, err = _cli(["preflight", "--root", str(BROKEN)], capsys)
     assert code == 0 and "not-applicable" in out and "# preflight: warning" in err
 
@@ -145,7 +146,7 @@ def test_cli_json_and_exit_codes(tmp_path, capsys):
 def test_cli_expect_options(capsys):
     code, out, _ = _cli(["preflight", "--root", str(H100), "--expect-nic-speed", "400G", "--nic", "ibp26s0",
                          "--json"], capsys)
-    status = {r["check"]: r["status"] for r in map(json.loads, out.splitlines())}
+    status = {r["check"]: r["status"] for r in map(json.loads, out.splitlines()) if r["kind"] == "check"}
     # only the named interface and its RDMA device are held to the speed
     assert status["nic"] == "ok" and status["rdma"] == "ok"
     assert code == 1 and status["pcie_link"] == "fail"  # the x8 GPU

@@ -61,18 +61,24 @@ def test_reprint_of_imported_run_is_the_nccl_tests_table(capsys, db):
 def test_json_prints_the_measurement_contract(capsys, db):
     rc, out, _ = cli(capsys, "import", str(ALLTOALL), "--db", db, "--json")
     lines = [json.loads(x) for x in out.splitlines()]
-    assert rc == 0 and len(lines) == 207
-    *measurements, run = lines
+    assert rc == 0 and len(lines) == 208
+    *measurements, run, summary = lines
     assert set(measurements[0]) == {"kind", "run", "benchmark", "metric", "value", "unit", "params"}
     assert {x["kind"] for x in measurements} == {"measurement"}
     assert {x["run"] for x in measurements} == {1} and {x["benchmark"] for x in measurements} == {"alltoall"}
     assert run["kind"] == "run" and run["id"] == 1 and run["benchmark"] == "import"
+    assert run["status"] == "complete" and run["measurements"] == 206 and run["file"] == str(ALLTOALL)
+    assert summary == {"kind": "summary", "command": "import", "files": 1, "stored": True, "runs": [1],
+                       "counts": {"complete": 1, "incomplete": 0, "failed": 0}, "failed_files": [],
+                       "exit_code": 0}
 
 
 def test_dry_run_stores_nothing(capsys, db):
     rc, out, _ = cli(capsys, "import", str(SEED_NCCL), "--db", db, "--dry-run", "--json")
-    assert rc == 0 and json.loads(out.splitlines()[0])["run"] is None
-    assert json.loads(out.splitlines()[-1])["id"] is None
+    run, summary = [json.loads(x) for x in out.splitlines()]
+    assert rc == 0 and run["kind"] == "run" and run["id"] is None and run["stored"] is False
+    assert run["measurements"] == 250 and run["benchmarks"] == ["all_reduce"] and run["status"] == "complete"
+    assert summary["stored"] is False and summary["runs"] == [] and summary["counts"]["complete"] == 1
     assert stored(db) == []
 
 
@@ -124,7 +130,8 @@ def test_wrong_tool_forced(capsys, db):
 def test_truncated_log_is_stored_incomplete_with_its_errors(capsys, db):
     rc, out, _ = cli(capsys, "import", str(DATA / "nccl-tests" / "issue322-16G-test-nccl-failure-truncated.txt"),
                      "--db", db)
-    assert rc == 0 and "incomplete" in out
+    # exit 1: what was imported is a run that died; its summary says so with its first errors
+    assert rc == 1 and "incomplete" in out and "#   error: HCA-128: Test NCCL failure" in out
     run = stored(db)[0]
     assert run.status == "incomplete" and len(run.errors) == 9
 

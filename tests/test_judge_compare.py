@@ -84,7 +84,10 @@ def test_cli_compare_groups(db, capsys):
         save(db, coll_rows(0.9, rng), tags={"env": "container"})
     rc, out, _ = cli(capsys, "compare", "env=native", "env=container", "--db", db, "--metric", "busbw", "--json")
     assert rc == 0
-    res = json_lines(out)
+    *res, summary = json_lines(out)
+    assert {r["kind"] for r in res} == {"comparison"} and summary["kind"] == "summary"
+    assert summary["counts"]["worse"] == len([r for r in res if r["status"] == "worse"]) > 0
+    assert summary["exit_code"] == 0 and summary["runs_a"] == [1, 3, 5, 7]
     big = [r for r in res if r["params"]["bytes"] >= 1 << 20]
     small = [r for r in res if r["params"]["bytes"] < 1 << 10]
     assert big and all(r["status"] == "worse" and abs(r["delta_pct"] + 10) < 3 for r in big)

@@ -61,8 +61,9 @@ def test_cli_efficiency_of_stored_runs(db, capsys):
     assert rc == 0 and (f"# run {rid}: all_reduce out-place 4294967296 B on 2 nodes: 8.42 GB/s = 67% of"
                         " 12.50 GB/s over 100Gbps") in out
     rc, out, _ = cli(capsys, "theory", "--link", "400Gbps", "--run", str(rid), "--db", db, "--json")
-    eff = [o for o in json_lines(out) if o["metric"] == "efficiency"]
-    assert eff and eff[0]["run"] == rid and abs(eff[0]["value"] - 8.42 / 50) < 1e-9
+    eff = [o for o in json_lines(out) if o["kind"] == "efficiency"]
+    assert eff and eff[0]["run"] == rid and abs(eff[0]["efficiency"] - 8.42 / 50) < 1e-9
+    assert eff[0]["link"] == "400Gbps" and eff[0]["optimal_algbw"] == 50
     # without --link, each run's own link_speed tag is the link it is judged against
     fast = save(db, ms, hosts=["a", "b"], tags={"link_speed": "400Gbps"})
     rc, out, _ = cli(capsys, "theory", "--nodes", "2", "--run", str(fast), "--db", db)

@@ -37,8 +37,10 @@ def test_validate_pass_fail_exit_codes(tmp_path, db, capsys):
     bad = _profile(tmp_path, PROFILE.replace("{value}", "350"), "bad.yaml")
     rc, out, _ = cli(capsys, "validate", "--profile", bad, "--db", db, "--json")
     assert rc == 1
-    (o,) = json_lines(out)
-    assert o["status"] == "fail" and o["measured"] < 350 and o["margin"] < 0
+    o, summary = json_lines(out)
+    assert o["kind"] == "criterion" and o["status"] == "fail" and o["measured"] < 350 and o["margin"] < 0
+    assert summary["kind"] == "summary" and summary["exit_code"] == 1
+    assert summary["counts"] == {"pass": 0, "fail": 1, "skipped": 0, "error": 0}
 
 
 def test_percentage_of_baseline_and_range(tmp_path, db, capsys):
@@ -76,7 +78,7 @@ criteria:
     by: host
 """)
     rc, out, _ = cli(capsys, "validate", "--profile", p, "--db", db, "--json")
-    (o,) = json_lines(out)
+    (o,) = [x for x in json_lines(out) if x["kind"] == "criterion"]
     assert rc == 1 and o["status"] == "fail"
     assert {x["host"] for x in o["outliers"]} == {"gpu-05"}
     big = [x for x in o["outliers"] if int(dict(x["params"])["bytes"]) >= 1 << 20]
@@ -92,6 +94,15 @@ criteria:
     ("criteria:\n  - {name: a, benchmark: b, metric: c, op: range, min: 3, max: 1}", "min is greater"),
     ("criteria:\n  - {name: a, benchmark: b, metric: c, outliers: some}", "outliers must be 'none'"),
     ("criteria: [\n", "invalid YAML"),
+    # units are read by the CLI's one unit table, when the profile loads
+    ("name: x\ncriteria:\n  - name: a\n    benchmark: all_reduce\n    metric: busbw\n    op: '>='\n"
+     "    value: 1\n    unit: GBs\n", "criterion 1 ('a'), line 8: unknown unit 'GBs'"),
+    ("name: x\ncriteria:\n  - name: a\n    benchmark: all_reduce\n    metric: busbw\n    op: '>='\n"
+     "    value: 1\n    unit: us\n", "line 8: unit 'us' is a time, but all_reduce busbw is in GB/s"),
+    ("name: x\ncriteria:\n  - {name: ok, benchmark: b, metric: c, op: '>=', value: 1}\n"
+     "  - name: bad size\n    benchmark: all_reduce\n    metric: busbw\n    params: {bytes: 8X}\n"
+     "    op: '>='\n    value: 1\n", "criterion 2 ('bad size'), line 7: invalid params.bytes '8X'"),
+    ("name: x\ncriteria:\n  - name: a\n    name: b\n", "line 4: key 'name' given twice (first at line 3)"),
 ])
 def test_bad_profiles_are_usage_errors(tmp_path, db, capsys, text, msg):
     save(db, coll_rows(1.0, random.Random(1)))
@@ -113,6 +124,39 @@ def test_usage_errors(tmp_path, db, capsys):
     p = _profile(tmp_path, "criteria:\n  - {name: a, benchmark: stream, metric: bandwidth, op: '>=', value: 1}")
     rc, out, err = cli(capsys, "validate", "--profile", p, "--db", db)
     assert rc == 2 and "SKIPPED" in out and "matched any measurement" in err
+
+
+def test_profile_units_and_sizes_as_on_the_command_line(tmp_path, db, capsys):
+    """Every unit spelling the CLI takes works in a profile; sizes take K/M/G; thresholds print
+    in the profile's unit without exponents."""
+    save(db, coll_rows(1.0, random.Random(1)))  # 8 GiB in-place busbw about 300 GB/s
+    p = _profile(tmp_path, """
+criteria:
+  - {name: gbps, benchmark: all_reduce, metric: busbw, params: {placement: in, bytes: 8G}, op: ">=", value: 2000, unit: Gbps}
+  - {name: gbit, benchmark: all_reduce, metric: busbw, params: {placement: in, bytes: 8GiB}, op: ">=", value: 2000, unit: Gbit/s}
+  - {name: mbs, benchmark: all_reduce, metric: busbw, params: {placement: in, bytes: [8G, 2G]}, op: ">=", value: 200000, unit: MB/s}
+  - {name: big, benchmark: all_reduce, metric: busbw, params: {placement: in, bytes: 8G}, op: "<=", value: 9000000, unit: MB/s}
+""")
+    rc, out, _ = cli(capsys, "validate", "--profile", p, "--db", db, "--json")
+    res = {o["criterion"]: o for o in json_lines(out) if o["kind"] == "criterion"}
+    assert rc == 0 and {o["status"] for o in res.values()} == {"pass"}
+    assert res["gbps"]["matched"] == 1 and res["mbs"]["matched"] == 2
+    assert res["gbps"]["params"] == {"placement": "in", "bytes": 8589934592}
+    assert res["gbit"]["threshold"] == ">= 2,000 Gbit/s"
+    assert res["big"]["threshold"] == "<= 9,000,000 MB/s"
+    loaded = load_profile(p)
+    assert [c.unit for c in loaded.criteria] == ["Gbps", "Gbit/s", "MB/s", "MB/s"]
+
+
+def test_nothing_matched_is_exit_2_as_the_help_says(tmp_path, db, capsys):
+    save(db, coll_rows(1.0, random.Random(1)))
+    p = _profile(tmp_path, "criteria:\n  - {name: a, benchmark: stream, metric: bandwidth, op: '>=', value: 1}")
+    rc, out, err = cli(capsys, "validate", "--profile", p, "--db", db, "--json")
+    lines = json_lines(out)
+    assert rc == 2 and lines[0]["status"] == "skipped" and lines[-1]["exit_code"] == 2
+    assert err.count("\n") == 1 and "matched any measurement" in err
+    rc, help_text, _ = cli(capsys, "validate", "--help")
+    assert "2 for usage errors, including a profile none of whose criteria matched" in " ".join(help_text.split())
 
 
 def test_units_convert():

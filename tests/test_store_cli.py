@@ -41,20 +41,30 @@ def test_results_commands(capsys, any_db):
 
     rc, out, _ = cli(capsys, "results", "list", "--db", any_db)
     lines = out.splitlines()
-    assert rc == 0 and lines[1].split()[:3] == ["2", lines[1].split()[1], "coll"]
+    # what was measured, not the command that ran (coll) or "import"; an import names its tool
+    assert rc == 0 and lines[0].split()[:4] == ["id", "started", "(UTC)", "measured"]
+    assert lines[1].split()[:3] == ["2", lines[1].split()[1], "all_reduce"]
+    assert lines[2].split()[2:4] == ["all_reduce", "[rccl-tests]"]
     assert "seed=mi300x" in lines[2] and " 250 " in lines[2]
     rc, out, _ = cli(capsys, "results", "list", "--json", "--db", any_db)
     listed = [json.loads(x) for x in out.splitlines()]
-    assert [(r["id"], r["measurements"]) for r in listed] == [(2, 18), (1, 250)]
+    assert [(r["kind"], r["id"], r["measurements"]) for r in listed] == [("run", 2, 18), ("run", 1, 250)]
+    assert [(r["benchmarks"], r["families"], r["tool"]) for r in listed] == [
+        (["all_reduce"], ["collectives"], None), (["all_reduce"], ["collectives"], "rccl-tests")]
+    for name, ids in [("all_reduce", [2, 1]), ("collectives", [2, 1]), ("allreduce", [2, 1]),
+                      ("rccl-tests", [1]), ("stream", []), ("coll", [])]:
+        rc, out, _ = cli(capsys, "results", "list", "--benchmark", name, "--json", "--db", any_db)
+        assert rc == 0 and [json.loads(x)["id"] for x in out.splitlines()] == ids, name
 
     rc, out, _ = cli(capsys, "results", "show", "1", "--db", any_db)
     assert "8589934592    2147483648     float     sum      -1    47488  180.88  316.55      0" in out
     rc, shown, _ = cli(capsys, "results", "show", "2", "--db", any_db)
     assert [x for x in shown.splitlines() if re.match(r"\s+64\s+16\s+float", x)]
 
-    rc, out, _ = cli(capsys, "results", "export", "1", "--run-info", "--db", any_db)
-    first, *ms = [json.loads(x) for x in out.splitlines()]
-    assert first["run_record"]["tags"] == {"seed": "mi300x"} and len(ms) == 250
+    rc, out, _ = cli(capsys, "results", "export", "1", "--db", any_db)
+    *ms, last = [json.loads(x) for x in out.splitlines()]
+    assert last["kind"] == "run" and last["tags"] == {"seed": "mi300x"} and len(ms) == 250
+    assert {m["kind"] for m in ms} == {"measurement"} and {m["run"] for m in ms} == {1}
     assert [m["value"] for m in ms if m["metric"] == "busbw" and m["params"]["bytes"] == 8589934592
             and m["params"]["placement"] == "in"] == [315.84]
     rc, out, _ = cli(capsys, "results", "export", "2", "--csv", "--db", any_db)

@@ -30,7 +30,8 @@ def test_imported_setups_pair_up_in_compare(capsys, db):
     code, out, err = cli(capsys, "compare", "setup=1gpu", "setup=8-partitions", "--benchmark", "serving",
                          "--json", "--db", db)
     assert code == 0, err
-    rows = {(d["metric"], d["params"].get("stat")): d for d in map(json.loads, out.splitlines())}
+    rows = {(d["metric"], d["params"].get("stat")): d for d in map(json.loads, out.splitlines())
+            if d["kind"] == "comparison"}
     tput = rows[("request_throughput", None)]
     assert (tput["n_a"], tput["n_b"]) == (2, 1)
     assert tput["mean_a"] == pytest.approx(tput["mean_b"]) and tput["delta_pct"] == pytest.approx(0.0)

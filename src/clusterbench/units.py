@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 from clusterbench.errors import UsageError
 
@@ -38,6 +39,15 @@ def format_size(n: int) -> str:
         if n >= unit and n % unit == 0:
             return f"{n // unit}{suffix}"
     return str(n)
+
+
+def format_plain(value: float) -> str:
+    """A number as people write thresholds: thousands separators and never an exponent
+    (``4,177,285``, ``94.1``, ``0.00005``); 12 significant digits hide float noise."""
+    number = Decimal(f"{float(value):.12g}")
+    if number == number.to_integral_value():
+        return f"{int(number):,}"
+    return format(number, ",f")
 
 
 # Every unit clusterbench reads or converts: unit -> (kind, factor to the kind's base unit).

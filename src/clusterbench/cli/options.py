@@ -29,8 +29,46 @@ def _compose(*decorators: Callable[[F], F]) -> Callable[[F], F]:
     return apply
 
 
-json_option = click.option("--json", "as_json", is_flag=True,
-                           help="Print one JSON object per measurement instead of a table.")
+def json_option(prints: str) -> Callable[[F], F]:
+    """``--json``, with what this command prints: every line is one JSON object with a ``kind``
+    (docs/json.md), e.g. ``json_option("a `criterion` line per criterion, then a `summary`")``."""
+    return click.option("--json", "as_json", is_flag=True,
+                        help=f"Print JSON lines instead of text: {prints} (docs/json.md).")
+
+
+RUN_LINES = ("a `measurement` line per result, then the `run` record (and `efficiency` lines when the run "
+             "has a link speed)")
+
+
+def _since(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    from clusterbench.store.selectors import parse_since
+
+    try:
+        return parse_since(value) if value else None
+    except UsageError as e:
+        raise click.BadParameter(str(e), ctx, param) from None
+
+
+def since_option(f: F) -> F:
+    """``--since``: only runs started in a time window (the selector grammar's time filter); the
+    command gets the UTC timestamp it means."""
+    return click.option("--since", default=None, metavar="AGE|DATE", callback=_since,
+                        help="Only runs started since then: 7d, 12h, 30m, 2w, or an ISO date/time (UTC).")(f)
+
+
+def refuse_together(*names: str) -> None:
+    """One line, exit 2, when more than one of these options was given on the command line
+    (``--csv`` and ``--json``): a command never silently picks one of two contradicting options."""
+    ctx = click.get_current_context()
+    given = []
+    for name in names:
+        source = ctx.get_parameter_source(name)
+        if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT"):
+            param = next((p for p in ctx.command.params if p.name == name), None)
+            opts = list(param.opts) if param is not None else []
+            given.append(next((o for o in opts if o.startswith("--")), opts[0] if opts else name))
+    if len(given) > 1:
+        raise UsageError(f"{' and '.join(given)} cannot be used together: give one")
 
 
 class DatabaseParam(click.ParamType):
@@ -98,7 +136,7 @@ def run_output(f: F) -> F:
                 **kwargs: Any) -> Any:
         return f(*args, out=RunOutput(as_json, db, parse_tags(tags), repeat), **kwargs)
 
-    return _compose(json_option, db_option, tag_option, repeat_option)(command)  # type: ignore[return-value]
+    return _compose(json_option(RUN_LINES), db_option, tag_option, repeat_option)(command)  # type: ignore[return-value]
 
 
 _RANK_OPTIONS = (

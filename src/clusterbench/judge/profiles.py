@@ -21,7 +21,10 @@ A profile::
         outliers: none      # degraded-node criterion (modified z-score, see judge.outliers)
         by: host            # a param name, "run", or "tag:KEY"
 
-Any unknown key, unknown operator or missing field is a UsageError naming the criterion.
+Any unknown key, unknown operator, missing field, unit the unit table does not know (or of
+another kind than the metric's: a time for a bandwidth) or param that is not a size where one is
+expected (``bytes: 8G`` is 8589934592, as on the command line) is a UsageError naming the
+criterion and its line in the file.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ from typing import Any
 import yaml
 
 from clusterbench.errors import UsageError
+from clusterbench.families import metric_of
+from clusterbench.units import format_plain, parse_size, unit_scale
 
 OPERATORS = (">=", ">", "<=", "<", "range")
 AGGREGATES = ("all", "min", "max", "mean", "median")
@@ -45,6 +50,8 @@ _CRITERION_KEYS = {
 }
 _OUTLIER_KEYS = {"name", "source", "note", "benchmark", "metric", "params", "outliers", "by",
                  "threshold", "min_rel_dev", "higher_is_better"}
+# Params that hold sizes or counts: written as on the command line (8G, 1M: binary, as nccl-tests).
+SIZE_PARAMS = frozenset({"bytes", "count", "array_size", "m", "n", "k", "batch"})
 
 @dataclass(frozen=True)
 class Criterion:
@@ -76,15 +83,19 @@ class Criterion:
             return self.baseline * self.pct / 100.0
         return None
 
-    def describe(self) -> str:
-        u = f" {self.unit}" if self.unit else ""
+    def describe(self, unit: str = "") -> str:
+        """The threshold as the profile states it, in the criterion's own unit (else ``unit``,
+        the measurements'), without exponents: ``>= 4,177,285 MB/s``."""
+        u = self.unit or unit
+        u = f" {u}" if u else ""
         if self.outliers:
             return f"no outlier by {self.by} (|modified z| > {self.threshold:g})"
         if self.op == "range":
-            return f"{self.low:g}..{self.high:g}{u}"
+            return f"{format_plain(self.low or 0)}..{format_plain(self.high or 0)}{u}"
         if self.baseline is not None:
-            return f"{self.op} {self.pct:g}% of {self.baseline:g}{u} = {self.bound():.4g}{u}"
-        return f"{self.op} {self.value:g}{u}"
+            return (f"{self.op} {format_plain(self.pct or 0)}% of {format_plain(self.baseline)}{u} "
+                    f"= {format_plain(self.bound() or 0)}{u}")
+        return f"{self.op} {format_plain(self.value or 0)}{u}"
 
 
 @dataclass(frozen=True)
@@ -110,68 +121,114 @@ def _text(where: str, key: str, v: Any, required: bool = False) -> str:
     return v
 
 
+class _Where:
+    """Names a criterion in messages: its position, name and line in the YAML file."""
+
+    def __init__(self, i: int, d: Any) -> None:
+        self.d = d
+        self.name = f"criterion {i + 1}" + (f" ({d['name']!r})" if isinstance(d, dict)
+                                            and isinstance(d.get("name"), str) else "")
+        self.line = getattr(d, "line", None)
+
+    def at(self, key: str | None = None) -> str:
+        line = getattr(self.d, "key_lines", {}).get(key, self.line) if key else self.line
+        return f"{self.name}, line {line}" if line else self.name
+
+    def __str__(self) -> str:
+        return self.at()
+
+
+def _unit(w: _Where, d: dict[str, Any]) -> str:
+    unit = _text(w.at("unit"), "unit", d.get("unit"))
+    if not unit:
+        return ""
+    scale = unit_scale(unit)
+    if scale is None:
+        raise UsageError(f"{w.at('unit')}: unknown unit {unit!r} (e.g. GB/s, MB/s, Gbps, Gbit/s, "
+                         "TFLOP/s, GFLOPS, us, ms)")
+    known = metric_of(str(d.get("benchmark")), str(d.get("metric")))
+    theirs = unit_scale(known.unit) if known is not None and known.unit else None
+    if theirs is not None and theirs[0] != scale[0]:
+        raise UsageError(f"{w.at('unit')}: unit {unit!r} is a {scale[0]}, but {d.get('benchmark')} "
+                         f"{d.get('metric')} is in {known.unit}")
+    return unit
+
+
+def _param(w: _Where, key: str, value: Any) -> Any:
+    """A param value as measurements hold it: sizes written as on the command line become numbers."""
+    if isinstance(value, list):
+        return [_param(w, key, v) for v in value]
+    if key not in SIZE_PARAMS or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    if isinstance(value, str):
+        try:
+            return parse_size(value, f"params.{key}")
+        except UsageError as e:
+            raise UsageError(f"{w.at('params')}: {e}") from None
+    raise UsageError(f"{w.at('params')}: params.{key} must be a size such as 8589934592 or 8G, got {value!r}")
+
+
 def _criterion(i: int, d: Any) -> Criterion:
-    where = f"criterion {i + 1}"
+    w = _Where(i, d)
     if not isinstance(d, dict):
-        raise UsageError(f"{where}: expected a mapping, got {type(d).__name__}")
-    if isinstance(d.get("name"), str):
-        where = f"criterion {i + 1} ({d['name']!r})"
+        raise UsageError(f"{w}: expected a mapping, got {type(d).__name__}")
     unknown = sorted(set(map(str, d)) - _CRITERION_KEYS)
     if unknown:
-        raise UsageError(f"{where}: unknown key(s) {', '.join(unknown)}")
+        raise UsageError(f"{w.at(unknown[0])}: unknown key(s) {', '.join(unknown)}")
     for key in ("name", "benchmark", "metric"):
         if key not in d:
-            raise UsageError(f"{where}: missing required key {key!r}")
+            raise UsageError(f"{w}: missing required key {key!r}")
     params = d.get("params") or {}
     if not isinstance(params, dict):
-        raise UsageError(f"{where}: params must be a mapping")
+        raise UsageError(f"{w.at('params')}: params must be a mapping")
     common = dict(
-        name=_text(where, "name", d["name"], True), benchmark=_text(where, "benchmark", d["benchmark"], True),
-        metric=_text(where, "metric", d["metric"], True), params={str(k): v for k, v in params.items()},
-        source=_text(where, "source", d.get("source")), note=_text(where, "note", d.get("note")),
+        name=_text(w.at("name"), "name", d["name"], True),
+        benchmark=_text(w.at("benchmark"), "benchmark", d["benchmark"], True),
+        metric=_text(w.at("metric"), "metric", d["metric"], True),
+        params={str(k): _param(w, str(k), v) for k, v in params.items()},
+        source=_text(w.at("source"), "source", d.get("source")), note=_text(w.at("note"), "note", d.get("note")),
     )
     hib = d.get("higher_is_better")
     if hib is not None and not isinstance(hib, bool):
-        raise UsageError(f"{where}: higher_is_better must be true or false")
+        raise UsageError(f"{w.at('higher_is_better')}: higher_is_better must be true or false")
     if "outliers" in d:
         if d["outliers"] != "none":
-            raise UsageError(f"{where}: outliers must be 'none', got {d['outliers']!r}")
+            raise UsageError(f"{w.at('outliers')}: outliers must be 'none', got {d['outliers']!r}")
         extra = sorted(set(map(str, d)) - _OUTLIER_KEYS)
         if extra:
-            raise UsageError(f"{where}: key(s) {', '.join(extra)} do not apply to an outliers criterion")
-        by = _text(where, "by", d.get("by", "host"), True)
+            raise UsageError(f"{w.at(extra[0])}: key(s) {', '.join(extra)} do not apply to an outliers criterion")
+        by = _text(w.at("by"), "by", d.get("by", "host"), True)
         return Criterion(**common, outliers=True, by=by,
-                         threshold=_number(where, "threshold", d.get("threshold", 3.5)),
-                         min_rel_dev=_number(where, "min_rel_dev", d.get("min_rel_dev", 0.05)),
+                         threshold=_number(w.at("threshold"), "threshold", d.get("threshold", 3.5)),
+                         min_rel_dev=_number(w.at("min_rel_dev"), "min_rel_dev", d.get("min_rel_dev", 0.05)),
                          higher_is_better=hib)
     op = d.get("op")
     if op not in OPERATORS:
-        raise UsageError(f"{where}: op must be one of {', '.join(OPERATORS)}, got {op!r}")
+        raise UsageError(f"{w.at('op')}: op must be one of {', '.join(OPERATORS)}, got {op!r}")
     aggregate = d.get("aggregate", "all")
     if aggregate not in AGGREGATES:
-        raise UsageError(f"{where}: aggregate must be one of {', '.join(AGGREGATES)}, got {aggregate!r}")
-    unit = _text(where, "unit", d.get("unit"))
-    kw: dict[str, Any] = dict(op=op, unit=unit, aggregate=aggregate, higher_is_better=hib)
+        raise UsageError(f"{w.at('aggregate')}: aggregate must be one of {', '.join(AGGREGATES)}, got {aggregate!r}")
+    kw: dict[str, Any] = dict(op=op, unit=_unit(w, d), aggregate=aggregate, higher_is_better=hib)
     if op == "range":
         if "min" not in d or "max" not in d or any(k in d for k in ("value", "baseline", "pct")):
-            raise UsageError(f"{where}: op range needs min and max (and no value/baseline)")
-        kw["low"], kw["high"] = _number(where, "min", d["min"]), _number(where, "max", d["max"])
+            raise UsageError(f"{w.at('op')}: op range needs min and max (and no value/baseline)")
+        kw["low"], kw["high"] = _number(w.at("min"), "min", d["min"]), _number(w.at("max"), "max", d["max"])
         if kw["low"] > kw["high"]:
-            raise UsageError(f"{where}: min is greater than max")
+            raise UsageError(f"{w.at('min')}: min is greater than max")
     else:
         if "min" in d or "max" in d:
-            raise UsageError(f"{where}: min/max are only for op range")
+            raise UsageError(f"{w.at('min' if 'min' in d else 'max')}: min/max are only for op range")
         if "value" in d:
             if "baseline" in d or "pct" in d:
-                raise UsageError(f"{where}: give either value or baseline with pct, not both")
-            kw["value"] = _number(where, "value", d["value"])
+                raise UsageError(f"{w.at('value')}: give either value or baseline with pct, not both")
+            kw["value"] = _number(w.at("value"), "value", d["value"])
         elif "baseline" in d and "pct" in d:
-            kw["baseline"] = _number(where, "baseline", d["baseline"])
-            kw["pct"] = _number(where, "pct", d["pct"])
+            kw["baseline"] = _number(w.at("baseline"), "baseline", d["baseline"])
+            kw["pct"] = _number(w.at("pct"), "pct", d["pct"])
             if kw["pct"] <= 0:
-                raise UsageError(f"{where}: pct must be positive")
+                raise UsageError(f"{w.at('pct')}: pct must be positive")
         else:
-            raise UsageError(f"{where}: op {op} needs value, or baseline and pct")
+            raise UsageError(f"{w.at('op')}: op {op} needs value, or baseline and pct")
     return Criterion(**common, **kw)
 
 
@@ -226,12 +283,48 @@ def load_profile(name_or_path: str) -> Profile:
         text = res.read_text()
         origin = name_or_path
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader that notes line numbers
     except yaml.YAMLError as e:
         where = getattr(e, "problem_mark", None)
         at = f" at line {where.line + 1}" if where else ""
         raise UsageError(f"profile {origin}: invalid YAML{at}") from None
+    except UsageError as e:
+        raise UsageError(f"profile {origin}: {e}") from None
     return parse_profile(data, origin)
+
+
+class _Mapping(dict):  # type: ignore[type-arg]
+    """A YAML mapping that remembers its line and each key's line (1-based), for messages."""
+
+    line: int = 0
+    key_lines: dict[Any, int]
+
+
+class _LineLoader(yaml.SafeLoader):
+    """PyYAML's safe loader (plain data only) whose mappings know their line numbers and refuse
+    a key given twice (which safe_load silently takes the last of)."""
+
+
+def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> _Mapping:
+    loader.flatten_mapping(node)
+    out = _Mapping()
+    out.line = node.start_mark.line + 1
+    out.key_lines = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            hash(key)
+        except TypeError:
+            raise UsageError(f"line {key_node.start_mark.line + 1}: a mapping key must be a plain value") from None
+        if key in out:
+            raise UsageError(f"line {key_node.start_mark.line + 1}: key {key!r} given twice "
+                             f"(first at line {out.key_lines[key]})")
+        out[key] = loader.construct_object(value_node, deep=True)
+        out.key_lines[key] = key_node.start_mark.line + 1
+    return out
+
+
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 def dump_profile(profile: Profile) -> str:

@@ -107,11 +107,12 @@ def format_table(rows: list[ScalingRow], unit: str) -> list[str]:
     return lines
 
 
-def load_points(store: Store, selectors: Iterable[str], benchmark: str, metric: str, by: str) -> list[Point]:
+def load_points(store: Store, selectors: Iterable[str], benchmark: str, metric: str, by: str,
+                since: str | None = None) -> list[Point]:
     """One point per complete ``benchmark`` run of each selector (a group)."""
     points = []
     for sel in selectors:
-        runs = [r for r in store.select(sel) if r.benchmark == benchmark and r.status == COMPLETE]
+        runs = [r for r in store.select(sel, since) if r.benchmark == benchmark and r.status == COMPLETE]
         if not runs:
             raise UsageError(f"selector {sel!r} matches no complete {benchmark} run")
         for run in runs:

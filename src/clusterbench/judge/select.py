@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusterbench.records import Measurement, Run
+from clusterbench.store import Store
 
 
 def _same(want: Any, have: Any) -> bool:
@@ -57,11 +58,9 @@ def select(rows: Iterable[Row], benchmark: str, metric: str, params: Mapping[str
             and params_match(params, r.m.params)]
 
 
-def load_runs(store, selectors: Iterable[str]) -> list[tuple[Run, list[Measurement]]]:
-    """Resolve selectors (run id, ``last``, ``key=value,...``) to runs with their measurements,
-    each run once, in id order. A selector matching nothing raises UsageError (from the store)."""
-    runs: dict[int, Run] = {}
-    for sel in selectors:
-        for r in store.select(sel):
-            runs.setdefault(r.id, r)
-    return [(runs[i], store.measurements(i)) for i in sorted(runs)]
+def load_runs(store: Store, selectors: Iterable[str], since: str | None = None
+              ) -> list[tuple[Run, list[Measurement]]]:
+    """Resolve selectors (``clusterbench.store.selectors``: ids, ranges, ``last~N``, tags,
+    ``bench:NAME``) to runs with their measurements, each run once, in id order; ``since``: a
+    UTC timestamp. A selector matching nothing raises UsageError (from the store)."""
+    return [(r, store.measurements(int(r.id or 0))) for r in store.select_all(selectors, since)]

@@ -10,9 +10,16 @@ from clusterbench.units import format_size
 
 
 def fmt(v: float | None, unit: str = "") -> str:
+    """A measured value for a table: two decimals, large values whole with thousands separators
+    (never an exponent: 4,255,995 MB/s, not 4.256e+06), tiny ones with 4 significant digits."""
     if v is None:
         return "-"
-    s = f"{v:.4g}" if abs(v) >= 1e5 or (v and abs(v) < 1e-2) else f"{v:.2f}"
+    if abs(v) >= 1e5:
+        s = f"{v:,.0f}"
+    elif v and abs(v) < 1e-2:
+        s = f"{v:.4g}"
+    else:
+        s = f"{v:.2f}"
     return f"{s} {unit}".rstrip()
 
 

@@ -6,13 +6,14 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from clusterbench.families import higher_is_better
+from clusterbench.families import higher_is_better, metric_of
 from clusterbench.judge.outliers import flag_outliers
 from clusterbench.judge.profiles import Criterion, Profile
 from clusterbench.judge.select import Row, select
 from clusterbench.units import convert
 
 PASS, FAIL, SKIPPED, ERROR = "pass", "fail", "skipped", "error"
+STATUSES = (PASS, FAIL, SKIPPED, ERROR)
 
 
 @dataclass
@@ -68,15 +69,14 @@ def _judge_bound(c: Criterion, rows: list[Row]) -> Outcome:
     units = {r.m.unit for r in rows}
     if len(units) > 1:
         return Outcome(c, ERROR, matched=len(rows), detail=f"matching measurements mix units {sorted(units)}")
+    shown = c.describe(unit)  # in the criterion's own unit, as the profile states it
     try:
         if c.op == "range":
             bound: float | tuple[float, float] = (convert(c.low, c.unit, unit), convert(c.high, c.unit, unit))
             ref = bound[0] if bound[0] else bound[1]
-            shown = f"{bound[0]:.6g}..{bound[1]:.6g} {unit}"
         else:
             bound = convert(c.bound(), c.unit, unit)
             ref = bound
-            shown = f"{c.op} {bound:.6g} {unit}"
     except ValueError as e:
         return Outcome(c, ERROR, matched=len(rows), detail=str(e))
     values = [r.m.value for r in rows]
@@ -141,7 +141,8 @@ def evaluate(profile: Profile, rows: list[Row]) -> list[Outcome]:
         matched = select(rows, c.benchmark, c.metric, c.params)
         if not matched:
             want = ", ".join(f"{k}={v}" for k, v in c.params.items())
-            outcomes.append(Outcome(c, SKIPPED, threshold=c.describe(),
+            known = metric_of(c.benchmark, c.metric)
+            outcomes.append(Outcome(c, SKIPPED, threshold=c.describe(known.unit if known else ""),
                                     detail=f"no {c.benchmark}/{c.metric} measurement" + (f" with {want}" if want else "")))
             continue
         try:

@@ -21,6 +21,7 @@ from clusterbench.store import location as loc
 from clusterbench.store.backend import Backend
 from clusterbench.store.location import Location
 from clusterbench.store.migrations import MIGRATIONS, new_uid, statements
+from clusterbench.store.selectors import MAX_RUN_ID, Selector, bench_filter, parse_selector
 from clusterbench.store.warn import warn_once
 
 MeasurementRow = tuple[str, str, float, str, str]   # benchmark, metric, value, unit, params JSON
@@ -51,6 +52,41 @@ def connect(where: Location) -> Backend:
     from clusterbench.store.sqlite import SqliteBackend
 
     return SqliteBackend.connect(where)
+
+
+def _like_prefix(text: str) -> str:
+    """A LIKE pattern for values starting with ``text`` (with ``ESCAPE '!'``)."""
+    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%"
+
+
+def _filters(sel: Selector, since: str | None) -> tuple[str, list[Any]]:
+    """A selector's terms (and ``--since``) as one SQL condition on ``runs`` and its arguments."""
+    conds: list[str] = ["1=1"]
+    args: list[Any] = []
+    for rid in sel.ids:
+        conds.append("id=?")
+        args.append(rid)
+    for lo, hi in sel.ranges:
+        conds.append("id BETWEEN ? AND ?")
+        args += [lo, hi]
+    for key, value in sel.tags.items():
+        conds.append("id IN (SELECT run_id FROM run_tags WHERE key=? AND value=?)")
+        args += [key, value]
+    for b in sel.benchmarks:
+        measured = [f"benchmark IN ({','.join('?' * len(b.benchmarks))})"] if b.benchmarks else []
+        args += list(b.benchmarks)
+        for prefix in b.prefixes:
+            measured.append("benchmark LIKE ? ESCAPE '!'")
+            args.append(_like_prefix(prefix))
+        either = [f"id IN (SELECT run_id FROM run_benchmarks WHERE {' OR '.join(measured)})"] if measured else []
+        if b.tool:  # an imported log's source is its tool, then maybe a version: "osu 7.0"
+            either.append("(source=? OR source LIKE ? ESCAPE '!')")
+            args += [b.tool, _like_prefix(b.tool + " ")]
+        conds.append(f"({' OR '.join(either)})")
+    if since:
+        conds.append("started_at >= ?")
+        args.append(since)
+    return " AND ".join(conds), args
 
 
 def _clean(value: Any) -> str:
@@ -178,8 +214,12 @@ class Store:
                     return None
                 db.insert_rows("run_tags", ("run_id", "key", "value"),
                                [(run_id, k, str(v)) for k, v in run.tags.items()])
+                measured: set[str] = set()
+                # set.add returns None: the filter only notes each row's benchmark on its way in
                 db.insert_rows("measurements", ("run_id", "benchmark", "metric", "value", "unit", "params"),
-                               ((run_id, *row) for row in rows))
+                               ((run_id, *row) for row in rows if measured.add(row[0]) is None))
+                db.insert_rows("run_benchmarks", ("run_id", "benchmark"),
+                               [(run_id, b) for b in sorted(measured)])
                 db.insert_rows("telemetry", ("run_id", "t", "host", "device", "metric", "value", "unit"),
                                ((run_id, s.t, s.host, s.device, s.metric, s.value, s.unit)
                                 for s in telemetry))
@@ -241,18 +281,20 @@ class Store:
         ]
 
     def get_run(self, run_id: int) -> Run:
+        if not 0 <= run_id <= MAX_RUN_ID:
+            raise UsageError(f"no run {run_id} in {self.where}")
         rows = self._query(f"SELECT {self._RUN_COLS} FROM runs WHERE id=?", (run_id,))
         if not rows:
             raise UsageError(f"no run {run_id} in {self.where}")
         return self._runs_from_rows(rows)[0]
 
     def list_runs(self, limit: int | None = None, benchmark: str | None = None,
-                  oldest_first: bool = False) -> list[Run]:
-        sql = f"SELECT {self._RUN_COLS} FROM runs"
-        args: list[Any] = []
-        if benchmark:
-            sql += " WHERE benchmark=?"
-            args.append(benchmark)
+                  oldest_first: bool = False, since: str | None = None) -> list[Run]:
+        """Runs, newest first; ``benchmark``: only runs that measured it (``bench:NAME`` of the
+        selector grammar: a benchmark, a family or an import's tool); ``since``: ``--since``."""
+        where, args = _filters(Selector("", benchmarks=(bench_filter(benchmark),)) if benchmark
+                               else Selector(""), since)
+        sql = f"SELECT {self._RUN_COLS} FROM runs WHERE {where}"
         sql += " ORDER BY id" if oldest_first else " ORDER BY id DESC"
         if limit:
             sql += " LIMIT ?"
@@ -261,34 +303,50 @@ class Store:
 
     def runs_with_tags(self, tags: dict[str, str]) -> list[Run]:
         """Runs carrying every given tag (key=value); ordered by id."""
-        sql = f"SELECT {self._RUN_COLS} FROM runs WHERE 1=1"
-        args: list[Any] = []
-        for k, v in tags.items():
-            sql += " AND id IN (SELECT run_id FROM run_tags WHERE key=? AND value=?)"
-            args += [k, v]
-        sql += " ORDER BY id"
-        return self._runs_from_rows(self._query(sql, args))
+        where, args = _filters(Selector("", tags=dict(tags)), None)
+        return self._runs_from_rows(self._query(f"SELECT {self._RUN_COLS} FROM runs WHERE {where} ORDER BY id",
+                                                args))
 
-    def select(self, selector: str) -> list[Run]:
-        """Resolve a selector: a run id (``12``), ``last``, or tag filters (``env=container,node=gpu-07``)."""
-        selector = selector.strip()
-        if selector.isdigit():
-            return [self.get_run(int(selector))]
-        if selector == "last":
-            runs = self.list_runs(limit=1)
-            if not runs:
-                raise UsageError(f"no runs in {self.where}")
-            return runs
-        tags: dict[str, str] = {}
-        for part in selector.split(","):
-            key, sep, value = part.partition("=")
-            if not sep or not key.strip():
-                raise UsageError(f"invalid selector {selector!r}: expected a run id, 'last' or key=value tags")
-            tags[key.strip()] = value.strip()
-        runs = self.runs_with_tags(tags)
+    def select(self, selector: str | Selector, since: str | None = None) -> list[Run]:
+        """The runs a selector picks (``clusterbench.store.selectors``), in id order; ``since``:
+        an ISO timestamp (``parse_since``). A selector that picks nothing is a UsageError."""
+        sel = parse_selector(selector) if isinstance(selector, str) else selector
+        where, args = _filters(sel, since)
+        sql = f"SELECT {self._RUN_COLS} FROM runs WHERE {where}"
+        if sel.last is not None:
+            sql += " ORDER BY id DESC LIMIT 1 OFFSET ?"
+            args.append(sel.last)
+        else:
+            sql += " ORDER BY id"
+        runs = self._runs_from_rows(self._query(sql, args))
         if not runs:
-            raise UsageError(f"selector {selector!r} matches no run")
+            window = f" since {since}" if since else ""
+            if sel.text == "last" and not self._query("SELECT 1 FROM runs LIMIT 1"):
+                raise UsageError(f"no runs in {self.where}")
+            if sel.text == str(sel.ids[0] if sel.ids else "") and not since:
+                raise UsageError(f"no run {sel.text} in {self.where}")
+            raise UsageError(f"selector {sel.text!r} matches no run{window} in {self.where}")
         return runs
+
+    def select_all(self, selectors: Iterable[str | Selector], since: str | None = None) -> list[Run]:
+        """Every run any of the selectors picks, once each, in id order."""
+        runs: dict[int, Run] = {}
+        for sel in selectors:
+            for r in self.select(sel, since):
+                runs.setdefault(int(r.id or 0), r)
+        return [runs[i] for i in sorted(runs)]
+
+    def run_benchmarks(self, run_ids: Sequence[int]) -> dict[int, list[str]]:
+        """What each run measured: its distinct benchmark names, sorted."""
+        found: dict[int, list[str]] = {rid: [] for rid in run_ids}
+        ids = list(found)
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            for rid, bench in self._query(
+                    f"SELECT run_id, benchmark FROM run_benchmarks WHERE run_id IN ({','.join('?' * len(chunk))})"
+                    " ORDER BY run_id, benchmark", chunk):
+                found[rid].append(bench)
+        return found
 
     def measurement_counts(self) -> dict[int, int]:
         """Measurements per run id."""

@@ -42,7 +42,7 @@ class CopySummary:
         return sum(r.measurements for r in self.runs)
 
     def to_dict(self) -> dict[str, object]:
-        return {"kind": "summary", "from": self.source, "to": self.dest, "copied": self.copied,
+        return {"from": self.source, "to": self.dest, "copied": self.copied,
                 "skipped": self.skipped, "measurements": self.measurements,
                 "runs": [{"uid": r.uid, "from": r.source_id, "to": r.dest_id, "copied": r.copied}
                          for r in self.runs]}

@@ -101,4 +101,16 @@ MIGRATIONS: list[Migration] = [
         _backfill_uids,
         "CREATE UNIQUE INDEX runs_uid ON runs(uid)",
     )),
+    # What each run measured (its distinct benchmark names), kept at write time: selectors and
+    # ``results list`` ask it without reading a run's measurements, and without an index on
+    # measurements that would slow every insert of a large import.
+    Migration("0005_run_benchmarks", ("""
+        CREATE TABLE run_benchmarks (
+            run_id     ${ref} NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            benchmark  TEXT NOT NULL,
+            PRIMARY KEY (run_id, benchmark)
+        );
+        CREATE INDEX run_benchmarks_benchmark ON run_benchmarks(benchmark);
+        INSERT INTO run_benchmarks (run_id, benchmark) SELECT DISTINCT run_id, benchmark FROM measurements
+        """,)),
 ]

@@ -71,6 +71,9 @@ def coll_config(op: str, *, minbytes: str | int = 8, maxbytes: str | int = "32M"
     hi = parse_size(maxbytes, "maxbytes (-e)")
     if lo > hi:
         raise UsageError(f"invalid sizes: minbytes (-b) {lo} is larger than maxbytes (-e) {hi}")
+    if stepfactor is not None and stepfactor > 1 and stepbytes is not None:
+        raise UsageError(f"-f/--stepfactor {stepfactor} and -i/--stepbytes cannot be used together: "
+                         "-i is the step of an additive sweep (-f 1)")
     step = parse_size(stepbytes, "stepbytes (-i)") if stepbytes is not None else 1 << 20
     # nccl-tests adds -i when -f is 1; given -i alone, the user means an additive sweep.
     factor = stepfactor if stepfactor is not None else (1 if stepbytes is not None else 2)

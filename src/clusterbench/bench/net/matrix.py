@@ -40,6 +40,9 @@ class NetConfig:
             raise UsageError(f"--duration must be positive, got {self.duration}")
         if self.latency_iters < 1:
             raise UsageError(f"--latency-iters must be at least 1, got {self.latency_iters}")
+        if not (self.bandwidth or self.latency or self.rdma):
+            raise UsageError("--no-bandwidth and --no-latency together leave nothing to measure "
+                             "(add --rdma, or drop one)")
         if self.pairs not in PAIR_MODES:
             raise UsageError(f"--pairs must be one of {', '.join(PAIR_MODES)}")
 

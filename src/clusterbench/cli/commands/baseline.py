@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
 import click
 
-from clusterbench.cli.options import db_option, json_option
+from clusterbench.cli.options import db_option, json_option, since_option
 from clusterbench.errors import UsageError
 from clusterbench.judge.baseline import create_baseline
 from clusterbench.judge.profiles import dump_profile
 from clusterbench.judge.select import load_runs, rows_of
+from clusterbench.report.jsonl import emit, summary_line
 from clusterbench.store import Store
+from clusterbench.store.selectors import GRAMMAR
 
 
 @click.group("baseline")
@@ -21,8 +22,8 @@ def baseline() -> None:
     """Validation profiles derived from known-good runs."""
 
 
-@baseline.command("create")
-@click.argument("runs", nargs=-1, required=True, metavar="RUN|SELECTOR...")
+@baseline.command("create", epilog=f"RUN is {GRAMMAR} (see README, 'Selecting runs').")
+@click.argument("runs", nargs=-1, required=True, metavar="RUN...")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="Profile YAML to write (use it with validate --profile FILE).")
 @click.option("--name", default=None, help="Profile name (default: the output file's stem).")
@@ -32,15 +33,17 @@ def baseline() -> None:
               help="Metrics to include (repeatable; default busbw, bandwidth, tflops).")
 @click.option("--min-bytes", default="1M", show_default=True,
               help="Leave out collective rows below this message size (latency-bound, noisy).")
-@json_option
+@json_option("one `summary` line: the profile written, its criteria, the runs, and the runs and "
+             "rows left out")
+@since_option
 @db_option
 def create(runs: tuple[str, ...], output: str, name: str | None, pct: float, metrics: tuple[str, ...],
-           min_bytes: str, as_json: bool, db: str | None) -> None:
+           min_bytes: str, as_json: bool, since: str | None, db: str | None) -> None:
     """Derive a profile from RUNs: per row, PCT% of the median over the runs, outlier runs left out."""
     from clusterbench.units import parse_size
 
     with Store.open(db) as store:
-        loaded = load_runs(store, runs)
+        loaded = load_runs(store, runs, since)
     stem = os.path.splitext(os.path.basename(output))[0]
     result = create_baseline(rows_of(loaded), name=name or stem, pct=pct, metrics=metrics,
                              min_bytes=parse_size(min_bytes, "--min-bytes"))
@@ -53,9 +56,9 @@ def create(runs: tuple[str, ...], output: str, name: str | None, pct: float, met
     except OSError as e:
         raise UsageError(f"cannot write {output}: {e.strerror or e}") from None
     if as_json:
-        print(json.dumps({"profile": output, "criteria": len(result.profile.criteria),
-                          "runs": [r.id for r, _ in loaded], "left_out": result.left_out,
-                          "noisy": result.noisy}))
+        emit(summary_line("baseline create", profile=output, name=result.profile.name,
+                          criteria=len(result.profile.criteria), runs=[r.id for r, _ in loaded],
+                          left_out=result.left_out, noisy=result.noisy))
         return
     print(f"wrote {output}: {len(result.profile.criteria)} criteria from run(s) "
           f"{', '.join(str(r.id) for r, _ in loaded)}")

@@ -2,23 +2,35 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from clusterbench.cli.options import db_option, json_option
+from clusterbench.choices import parse_choices
+from clusterbench.cli.options import db_option, json_option, since_option
 from clusterbench.errors import UsageError
+from clusterbench.judge.compare import BETTER, INSUFFICIENT, NOISY, SAME, WORSE, group_rows
 from clusterbench.judge.compare import compare as compare_rows
-from clusterbench.judge.compare import group_rows
-from clusterbench.judge.select import load_runs, rows_of
+from clusterbench.judge.select import Row, load_runs, rows_of
 from clusterbench.judge.text import comparison_lines
+from clusterbench.report.jsonl import comparison_line, emit, summary_line
 from clusterbench.store import Store
+from clusterbench.store.selectors import GRAMMAR
+
+# --fail-on: which verdicts make the exit code 1; "any" is every verdict that is not "same"
+# (rows with too few values to test are never a failure: nothing was judged).
+FAIL_ON = (WORSE, NOISY, BETTER, "any")
 
 
-@click.command("compare")
+def _fail_on(text: str | None) -> tuple[str, ...]:
+    if not text:
+        return ()
+    names = parse_choices(text, FAIL_ON, "--fail-on value")
+    return (WORSE, NOISY, BETTER) if "any" in names else names
+
+
+@click.command("compare", epilog=f"A selector is {GRAMMAR} (see README, 'Selecting runs').")
 @click.argument("selector_a")
 @click.argument("selector_b")
-@click.option("--benchmark", default=None, help="Only this benchmark (e.g. all_reduce).")
+@click.option("--benchmark", default=None, help="Only rows of this benchmark (e.g. all_reduce).")
 @click.option("--metric", default=None, help="Only this metric (e.g. busbw).")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
               show_default=True, help="Significance level of Welch's t-test.")
@@ -27,43 +39,56 @@ from clusterbench.store import Store
 @click.option("--max-cv", type=click.FloatRange(min=0), default=10.0, show_default=True,
               help="Rows whose coefficient of variation exceeds this percent are 'noisy', never a regression.")
 @click.option("--only-changes", is_flag=True, help="Print only rows judged better or worse.")
-@json_option
+@click.option("--fail-on", "fail_on", default=None, metavar="worse|noisy|better|any",
+              help="Exit 1 when a row is judged so (a comma list; any: worse, noisy or better). "
+                   "Default: exit 0 whatever the verdicts.")
+@json_option("a `comparison` line per row, then a `summary` with the counts per verdict and the exit code")
+@since_option
 @db_option
 def compare(selector_a: str, selector_b: str, benchmark: str | None, metric: str | None,
-            alpha: float, min_effect: float, max_cv: float, only_changes: bool, as_json: bool,
-            db: str | None) -> None:
+            alpha: float, min_effect: float, max_cv: float, only_changes: bool, fail_on: str | None,
+            as_json: bool, since: str | None, db: str | None) -> int:
     """Compare group A with group B, row by row (benchmark, metric, params).
 
-    A selector is a run id, 'last', or tag filters (env=container,node=gpu-07); several runs on
-    a side (e.g. from --repeat) form a sample: n, mean, sd, CV, delta, a 95% confidence interval
-    of the difference and Welch's t-test p-value, with a verdict per row.
+    Several runs on a side (e.g. from --repeat) form a sample: n, mean, sd, CV, delta, a 95%
+    confidence interval of the difference and Welch's t-test p-value, with a verdict per row.
+    Exit code 0 (or, with --fail-on, 1 when a row has such a verdict); 2 for usage errors.
     """
+    failing = _fail_on(fail_on)
     with Store.open(db) as store:
-        a = rows_of(load_runs(store, [selector_a]))
-        b = rows_of(load_runs(store, [selector_b]))
-    ids_a = {r.run.id for r in a}
-    if ids_a & {r.run.id for r in b}:
+        a = rows_of(load_runs(store, [selector_a], since))
+        b = rows_of(load_runs(store, [selector_b], since))
+    ids_a, ids_b = {r.run.id for r in a}, {r.run.id for r in b}
+    if ids_a & ids_b:
         raise UsageError(f"selectors {selector_a!r} and {selector_b!r} share runs; compare disjoint groups")
 
-    def keep(rows):
+    def keep(rows: list[Row]) -> list[Row]:
         return [r for r in rows if (not benchmark or r.m.benchmark == benchmark)
                 and (not metric or r.m.metric == metric)]
 
     a, b = keep(a), keep(b)
     rows = compare_rows(a, b, alpha=alpha, min_effect=min_effect / 100, max_cv=max_cv / 100)
     ka, kb = set(group_rows(a)), set(group_rows(b))
+    counts = {s: sum(c.status == s for c in rows) for s in (WORSE, BETTER, SAME, NOISY, INSUFFICIENT)}
+    code = 1 if any(counts[s] for s in failing) else 0
     if only_changes:
-        rows = [c for c in rows if c.status in ("better", "worse")]
+        rows = [c for c in rows if c.status in (BETTER, WORSE)]
     if as_json:
         for c in rows:
-            print(json.dumps({"a": selector_a, "b": selector_b, **c.to_dict()}, default=str))
-        return
-    print(f"# A = {selector_a} ({len(ids_a)} run(s)), B = {selector_b} "
-          f"({len({r.run.id for r in b})} run(s))")
-    for line in comparison_lines(rows):
-        print(line)
+            emit(comparison_line(c, selector_a, selector_b))
+        emit(summary_line("compare", a=selector_a, b=selector_b, runs_a=sorted(ids_a), runs_b=sorted(ids_b),
+                          counts=counts, only_in_a=len(ka - kb), only_in_b=len(kb - ka),
+                          fail_on=list(failing), exit_code=code))
+        return code
+    print(f"# A = {selector_a} ({len(ids_a)} run(s)), B = {selector_b} ({len(ids_b)} run(s))")
+    for text in comparison_lines(rows):
+        print(text)
     if ka != kb:
         print(f"# not compared: {len(ka - kb)} row(s) only in A, {len(kb - ka)} only in B")
+    if code:
+        bad = ", ".join(f"{counts[s]} {s}" for s in failing if counts[s])
+        print(f"# --fail-on {fail_on}: {bad}")
+    return code
 
 
 commands = [compare]

@@ -7,11 +7,16 @@ from typing import Any
 
 import click
 
-from clusterbench.cli.options import db_option, json_option
+from clusterbench.cli.options import db_option, json_option, since_option
 from clusterbench.envinfo import diff as envdiff
 from clusterbench.envinfo import inventory
 from clusterbench.errors import UsageError
+from clusterbench.records import Run
+from clusterbench.report.jsonl import difference_line, emit, inventory_line, summary_line
 from clusterbench.store import Store
+from clusterbench.store.selectors import GRAMMAR
+
+SELECTOR_HELP = f"RUN is {GRAMMAR} (see README, 'Selecting runs')."
 
 
 def _size(n: int | None) -> str:
@@ -70,7 +75,7 @@ def inventory_lines(inv: dict[str, Any]) -> list[str]:
 
 
 @click.group("env", invoke_without_command=True)
-@json_option
+@json_option("one `inventory` line for this host")
 @click.option("--root", default="/", hidden=True, help="Read host files under this root (tests).")
 @click.pass_context
 def env(ctx: click.Context, as_json: bool, root: str) -> None:
@@ -78,51 +83,63 @@ def env(ctx: click.Context, as_json: bool, root: str) -> None:
     modes, PCIe links, NICs, RDMA ports and the NCCL/RCCL/UCX environment. The same inventory is
     stored with every run (see `clusterbench env diff`)."""
     if ctx.invoked_subcommand:
+        if as_json:  # it would say nothing about the subcommand's output
+            raise UsageError(f"--json goes after the subcommand: clusterbench env {ctx.invoked_subcommand} --json")
         return
     inv = inventory.collect(root)
     if as_json:
-        print(json.dumps(inv, default=str))
+        emit(inventory_line(inv, None))
         return
     for line in inventory_lines(inv):
         print(line)
 
 
-@env.command("show")
-@click.argument("run_sel", metavar="RUN")
+@env.command("show", epilog=SELECTOR_HELP)
+@click.argument("selectors", nargs=-1, required=True, metavar="RUN...")
 @click.option("--host", default=None, help="The host to show (default: every host of the run).")
-@json_option
+@json_option("an `inventory` line per run and host")
+@since_option
 @db_option
-def show_cmd(run_sel: str, host: str | None, as_json: bool, db: str | None) -> None:
-    """The inventory stored with RUN (an id or 'last'), one block per host."""
+def show_cmd(selectors: tuple[str, ...], host: str | None, as_json: bool, since: str | None,
+             db: str | None) -> None:
+    """The inventory stored with each RUN (e.g. last), one block per host."""
     with Store.open(db) as store:
-        runs = store.select(run_sel)
+        runs = store.select_all(selectors, since)
+    first = True
+    for run in runs:
+        hosts = envdiff.run_hosts(run)
+        if host is not None:
+            if host not in hosts:
+                raise UsageError(f"run {run.id} has no host {host!r} (hosts: {', '.join(hosts) or 'none'})")
+            hosts = [host]
+        for h in hosts:
+            inv = envdiff.run_environment(run, h)
+            if as_json:
+                emit(inventory_line(inv, run.id))
+                continue
+            if not first:
+                print()
+            first = False
+            print(f"# run {run.id}, host {h}" + ("" if (run.meta or {}).get("inventory") else
+                                                 " (no inventory stored: versions and env only)"))
+            for line in inventory_lines(inv):
+                print(line)
+
+
+def _one(store: Store, selector: str, since: str | None) -> Run:
+    runs = store.select(selector, since)
     if len(runs) != 1:
-        raise UsageError(f"selector {run_sel!r} matches {len(runs)} runs; give one run id")
-    run = runs[0]
-    hosts = envdiff.run_hosts(run)
-    if host is not None:
-        if host not in hosts:
-            raise UsageError(f"run {run.id} has no host {host!r} (hosts: {', '.join(hosts) or 'none'})")
-        hosts = [host]
-    for h in hosts:
-        inv = envdiff.run_environment(run, h)
-        if as_json:
-            print(json.dumps(inv, default=str))
-            continue
-        print(f"# run {run.id}, host {h}" + ("" if (run.meta or {}).get("inventory") else
-                                             " (no inventory stored: versions and env only)"))
-        for line in inventory_lines(inv):
-            print(line)
+        raise UsageError(f"selector {selector!r} matches {len(runs)} runs "
+                         f"({', '.join(str(r.id) for r in runs[:5])}{', ...' if len(runs) > 5 else ''}); "
+                         "give one run, e.g. last or a run id")
+    return runs[0]
 
 
-def _side(store: Store, selector: str, host: str | None) -> tuple[dict[str, Any], str]:
+def _side(store: Store, selector: str, host: str | None, since: str | None) -> tuple[dict[str, Any], str]:
     if selector == "local":
         inv = inventory.collect()
         return inv, f"this host ({inv['host']}, now)"
-    runs = store.select(selector)
-    if len(runs) != 1:
-        raise UsageError(f"selector {selector!r} matches {len(runs)} runs; give one run id")
-    run = runs[0]
+    run = _one(store, selector, since)
     hosts = envdiff.run_hosts(run)
     if host is not None and host not in hosts:
         raise UsageError(f"run {run.id} has no host {host!r} (hosts: {', '.join(hosts) or 'none'})")
@@ -131,57 +148,71 @@ def _side(store: Store, selector: str, host: str | None) -> tuple[dict[str, Any]
     return inv, f"run {run.id} ({inv.get('host') or '?'}{note})"
 
 
+def _shown(value: Any) -> str:
+    if value is None:
+        return "(unset)"
+    return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
 def _print(diffs: list[envdiff.Difference], left: str, right: str, as_json: bool) -> None:
     if as_json:
         for d in diffs:
-            print(json.dumps({**d.to_dict(), "left": left, "right": right}, default=str))
+            emit(difference_line(d.to_dict(), left, right))
+        emit(summary_line("env diff", left=left, right=right, differences=len(diffs)))
         return
     print(f"# env diff: {left} vs {right}: {len(diffs)} difference(s)")
     for d in diffs:
-        a = "(unset)" if d.a is None else json.dumps(d.a, default=str) if not isinstance(d.a, str) else d.a
-        b = "(unset)" if d.b is None else json.dumps(d.b, default=str) if not isinstance(d.b, str) else d.b
-        print(f"{d.category:<12} {d.key:<44} {a}  ->  {b}")
+        print(f"{d.category:<12} {d.key:<44} {_shown(d.a)}  ->  {_shown(d.b)}")
 
 
-@env.command("diff")
+@env.command("diff", epilog=SELECTOR_HELP + " Each side must pick one run.")
 @click.argument("run_a", metavar="RUN_A")
 @click.argument("run_b", metavar="[RUN_B]", required=False)
 @click.option("--hosts", default=None, metavar="HOST_A[,HOST_B]",
               help="Hosts to compare: two hosts of one run, or the host to take from each of two runs.")
 @click.option("--all", "show_identity", is_flag=True,
               help="Also show per-host identity (serials, UUIDs, MAC addresses, GID values).")
-@json_option
+@click.option("--exit-code", "exit_code", is_flag=True,
+              help="Exit 1 when there are differences, 0 when there are none (as git diff --exit-code).")
+@json_option("a `difference` line per difference, then a `summary` per pair compared")
+@since_option
 @db_option
-def diff_cmd(run_a: str, run_b: str | None, hosts: str | None, show_identity: bool, as_json: bool,
-             db: str | None) -> None:
-    """What differs between the environments of RUN_A and RUN_B (run ids, 'last', or 'local' for
-    this host now): versions, drivers and firmware, partition modes, NIC settings, NCCL/RCCL/UCX
+def diff_cmd(run_a: str, run_b: str | None, hosts: str | None, show_identity: bool, exit_code: bool,
+             as_json: bool, since: str | None, db: str | None) -> int:
+    """What differs between the environments of RUN_A and RUN_B (runs, or 'local' for this host
+    now): versions, drivers and firmware, partition modes, NIC settings, NCCL/RCCL/UCX
     variables. With one run, compares its hosts: --hosts A,B, or every host against the first."""
     names = [h.strip() for h in hosts.split(",")] if hosts else []
     if len(names) > 2 or any(not h for h in names):
         raise UsageError(f"--hosts {hosts!r}: expected HOST_A or HOST_A,HOST_B")
+    found = 0
     with Store.open(db) as store:
         if run_b is not None:
             ha = names[0] if names else None
             hb = names[1] if len(names) > 1 else ha
-            a, left = _side(store, run_a, ha)
-            b, right = _side(store, run_b, hb)
-            _print(envdiff.diff(a, b, show_identity), left, right, as_json)
-            return
-        runs = store.select(run_a)
-        if len(runs) != 1:
-            raise UsageError(f"selector {run_a!r} matches {len(runs)} runs; give one run id")
-        all_hosts = envdiff.run_hosts(runs[0])
+            a, left = _side(store, run_a, ha, since)
+            b, right = _side(store, run_b, hb, since)
+            diffs = envdiff.diff(a, b, show_identity)
+            _print(diffs, left, right, as_json)
+            return 1 if exit_code and diffs else 0
+        if run_a == "local":
+            raise UsageError("give RUN_B to compare this host with, or a stored multi-host RUN_A")
+        run = _one(store, run_a, since)
+        all_hosts = envdiff.run_hosts(run)
         if len(names) == 2:
             pairs = [(names[0], names[1])]
         elif len(all_hosts) >= 2:
             pairs = [(all_hosts[0], h) for h in all_hosts[1:]]
         else:
-            raise UsageError(f"run {runs[0].id} has {len(all_hosts)} host(s): give RUN_B, or --hosts A,B of a multi-host run")
+            raise UsageError(f"run {run.id} has {len(all_hosts)} host(s): give RUN_B, or --hosts A,B of a multi-host run")
+        selector = str(run.id)
         for ha, hb in pairs:
-            a, left = _side(store, run_a, ha)
-            b, right = _side(store, run_a, hb)
-            _print(envdiff.diff(a, b, show_identity), left, right, as_json)
+            a, left = _side(store, selector, ha, None)
+            b, right = _side(store, selector, hb, None)
+            diffs = envdiff.diff(a, b, show_identity)
+            found += len(diffs)
+            _print(diffs, left, right, as_json)
+    return 1 if exit_code and found else 0
 
 
 commands = [env]

@@ -15,6 +15,7 @@ from typing import Any
 import click
 import yaml
 
+from clusterbench.cli.options import json_option, refuse_together
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.launch import dstack, k8s, mpi, netenv, slurm
 from clusterbench.launch import torchrun as tr
@@ -122,12 +123,14 @@ def launch() -> None:
 @click.option("--wait-timeout", type=float, default=3600.0, show_default=True)
 @click.option("--db", default=None, envvar="CLUSTERBENCH_DB",
               help="Database the ranks store into (on a shared file system).")
-@click.option("--json", "as_json", is_flag=True,
-              help="With --wait: print the run as JSON lines (measurements, then the run).")
+@json_option("with --submit --wait, the stored run: a `measurement` line per result, then the `run` record")
 def slurm_cmd(partition, time_limit, job_name, account, output, exclusive, extra, script_path,
               submit, wait, wait_timeout, db, as_json, **kw) -> int | None:
     """Write an sbatch script that runs the command under srun; --submit sends it."""
     _check_options()
+    refuse_together("print_only", "submit")
+    if as_json and not (submit and wait):
+        raise UsageError("--json prints the run a submitted job stored: give it with --submit (and --wait)")
     from clusterbench.store import default_db_path
 
     launch_id = uuid.uuid4().hex[:12]
@@ -151,7 +154,7 @@ def slurm_cmd(partition, time_limit, job_name, account, output, exclusive, extra
 
 
 def _show_launched(db: str | None, launch_id: str, what: str, as_json: bool) -> int:
-    from clusterbench.report.jsonl import run_lines
+    from clusterbench.report.jsonl import emit_all, run_objects
     from clusterbench.report.terminal import render_run
     from clusterbench.store import Store
 
@@ -162,8 +165,7 @@ def _show_launched(db: str | None, launch_id: str, what: str, as_json: bool) -> 
         run = runs[-1]
         ms = store.measurements(run.id)
     if as_json:
-        for line in run_lines(run, ms):
-            click.echo(line)
+        emit_all(run_objects(run, ms))
     else:
         for line in render_run(run, ms):
             click.echo(line)
@@ -249,6 +251,8 @@ def torchrun_cmd(rdzv_endpoint, node_rank, rdzv_id, local_addr, is_host, join_ti
     With --hosts, clusterbench starts torchrun on every host itself (like pdsh/ssh would) and
     names the host at fault when one never joins or fails."""
     _check_options()
+    for only_one_node in ("node_rank", "local_addr", "is_host"):  # one node's settings: --hosts sets them per host
+        refuse_together("hosts", only_one_node)
     host_list = parse_hosts(hosts) if hosts else None
     spec = _spec(kw, nodes_default=len(host_list) if host_list else 1)
     if host_list:
@@ -280,9 +284,8 @@ def torchrun_cmd(rdzv_endpoint, node_rank, rdzv_id, local_addr, is_host, join_ti
 # -- k8s and dstack -------------------------------------------------------------------------
 
 def _install(install: str | None, no_install: bool) -> str | None:
+    refuse_together("install", "no_install")
     if no_install:
-        if install is not None:
-            raise UsageError("--install and --no-install: give one")
         return None
     return install or k8s.DEFAULT_INSTALL
 
@@ -317,6 +320,7 @@ def k8s_cmd(kind, name, namespace, image, install, no_install, db_secret, gpu_re
             networks, resources, do_apply, **kw) -> None:
     """Kubeflow PyTorchJob (Master + Workers running torchrun) or MPIJob manifest."""
     _check_options()
+    refuse_together("do_apply", "print_only")
     spec = _spec(kw, json_lines=True)
     if kind == "mpijob" and install is not None:
         raise UsageError("--install does not apply to --kind mpijob, which runs the clusterbench of "

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
 
 from clusterbench.cli.options import json_option
+from clusterbench.envinfo.inventory import hostname
 from clusterbench.errors import UsageError
 from clusterbench.preflight import Expectations, exit_code, overall, run_checks
-from clusterbench.preflight.checks import CheckResult
+from clusterbench.preflight.checks import FAIL, NA, OK, WARNING, CheckResult
+from clusterbench.report.jsonl import check_line, emit, summary_line
 from clusterbench.units import parse_rate
 
 # Options every command that runs preflight first shares (``clusterbench run`` too).
@@ -67,7 +68,8 @@ def _apply(f):  # type: ignore[no-untyped-def]
               help="Check saved `dmesg` output instead of the live kernel log.")
 @click.option("-v", "--verbose", is_flag=True, help="Show the evidence of every check, not only of problems.")
 @click.option("--root", default="/", hidden=True, help="Read host files under this root (tests).")
-@json_option
+@json_option("a `check` line per check (with its `host`), then a `summary` with the overall status "
+             "and exit code")
 def preflight(expect_gpus: int | None, expect_model: str | None, expect_nic_speed: str | None,
               nic_names: tuple[str, ...], expect_compute_partition: str | None,
               expect_memory_partition: str | None, kernel_log: str | None, verbose: bool, root: str,
@@ -84,14 +86,19 @@ def preflight(expect_gpus: int | None, expect_model: str | None, expect_nic_spee
         except OSError as e:
             raise UsageError(f"--kernel-log {kernel_log}: {e.strerror or e}") from None
     results = run_checks(exp, root=root, log_path=kernel_log)
+    code = exit_code(results)
     if as_json:
+        host = hostname()
         for r in results:
-            print(json.dumps(r.to_dict()))
+            emit(check_line(r.to_dict(), host))
+        emit(summary_line("preflight", host=host, status=overall(results),
+                          counts={s: sum(r.status == s for r in results) for s in (OK, WARNING, FAIL, NA)},
+                          exit_code=code))
     else:
         for line in result_lines(results, verbose):
             print(line)
         print(f"# preflight: {overall(results)}", file=sys.stderr)
-    return exit_code(results)
+    return code
 
 
 commands = [preflight]

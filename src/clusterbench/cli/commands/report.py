@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import click
 
-from clusterbench.cli.options import db_option, json_option
+from clusterbench.cli.options import db_option, json_option, since_option
 from clusterbench.errors import UsageError
 from clusterbench.judge.findings import Group, gather
 from clusterbench.judge.profiles import load_profile
 from clusterbench.judge.select import load_runs
+from clusterbench.judge.validate import STATUSES
 from clusterbench.report import plots
 from clusterbench.report.figures import build_figures
 from clusterbench.report.html import render_html
+from clusterbench.report.jsonl import emit, summary_line
 from clusterbench.report.markdown import render_markdown
 from clusterbench.store import Store
+from clusterbench.store.selectors import GRAMMAR
 
 
 def _write(path: Path, text: str) -> None:
@@ -26,8 +28,8 @@ def _write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-@click.command("report")
-@click.argument("selectors", nargs=-1, required=True, metavar="RUN|SELECTOR...")
+@click.command("report", epilog=f"A selector is {GRAMMAR} (see README, 'Selecting runs').")
+@click.argument("selectors", nargs=-1, required=True, metavar="SELECTOR...")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="HTML file to write; NAME.md and NAME_plots/ (PNG and SVG) go next to it.")
 @click.option("--profile", "profile_name", default=None, metavar="NAME|FILE",
@@ -36,15 +38,16 @@ def _write(path: Path, text: str) -> None:
               help="Inter-node link speed (e.g. 100Gbps) for the theoretical line and efficiency.")
 @click.option("--nodes", type=click.IntRange(min=2), default=None, help="Node count for the theory.")
 @click.option("--title", default=None, help="Page title.")
-@json_option
+@json_option("one `summary` line: the files written, the runs, validation counts and degraded hosts")
+@since_option
 @db_option
 def report(selectors: tuple[str, ...], output: str, profile_name: str | None, link_speed: str | None,
-           nodes: int | None, title: str | None, as_json: bool, db: str | None) -> None:
-    """Write a report of the selected runs. Each SELECTOR (run id, 'last', key=value tags) is one
-    group: a line in the plots; with exactly two groups the report includes an A/B comparison."""
+           nodes: int | None, title: str | None, as_json: bool, since: str | None, db: str | None) -> None:
+    """Write a report of the selected runs. Each SELECTOR is one group: a line in the plots;
+    with exactly two groups the report includes an A/B comparison."""
     profile = load_profile(profile_name) if profile_name else None
     with Store.open(db) as store:
-        groups = [Group(sel, load_runs(store, [sel])) for sel in selectors]
+        groups = [Group(sel, load_runs(store, [sel], since)) for sel in selectors]
     if not any(ms for g in groups for _, ms in g.runs):
         raise UsageError("the selected runs have no measurements to report")
     out = Path(output)
@@ -66,13 +69,12 @@ def report(selectors: tuple[str, ...], output: str, profile_name: str | None, li
         _write(md, render_markdown(findings, title))
     except OSError as e:
         raise UsageError(f"cannot write report {out}: {e.strerror or e}") from None
-    summary = {"html": str(out), "markdown": str(md), "plots": files,
-               "runs": [r.id for g in groups for r, _ in g.runs],
-               "validation": {s: sum(o.status == s for o in findings.outcomes) for s in
-                              ("pass", "fail", "skipped", "error")} if profile else None,
-               "degraded": [d.to_dict() for d in findings.degraded]}
     if as_json:
-        print(json.dumps(summary, default=str))
+        emit(summary_line("report", html=str(out), markdown=str(md), plots=files,
+                          runs=[r.id for g in groups for r, _ in g.runs],
+                          validation={s: sum(o.status == s for o in findings.outcomes) for s in STATUSES}
+                          if profile else None,
+                          degraded=[d.to_dict() for d in findings.degraded]))
     else:
         print(f"wrote {out} ({len(entries)} figure(s)), {md}, {len(files)} plot file(s) in {plot_dir}")
 

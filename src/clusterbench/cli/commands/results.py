@@ -3,14 +3,35 @@
 from __future__ import annotations
 
 import csv
-import json
 import sys
 
 import click
 
-from clusterbench.cli.options import DatabaseParam, db_option, db_passfile_option, json_option
+from clusterbench.cli.options import (
+    DatabaseParam,
+    db_option,
+    db_passfile_option,
+    json_option,
+    parse_tags,
+    refuse_together,
+    since_option,
+)
+from clusterbench.families import FAMILIES, family_of
+from clusterbench.records import Run
+from clusterbench.report.jsonl import (
+    emit,
+    emit_all,
+    measurement_line,
+    run_line,
+    run_objects,
+    summary_line,
+)
 from clusterbench.report.terminal import render_run
 from clusterbench.store import Store
+from clusterbench.store.selectors import GRAMMAR
+
+SELECTOR_HELP = f"RUN is {GRAMMAR} (see README, 'Selecting runs')."
+_MEASURED_WIDTH = 30
 
 
 @click.group("results")
@@ -18,104 +39,142 @@ def results() -> None:
     """Stored runs: list, show, export, delete, tag, copy."""
 
 
+def tool_of(run: Run) -> str | None:
+    """The tool that wrote an imported log (None for a run clusterbench measured)."""
+    tool = run.meta.get("tool")
+    return str(tool) if tool else None
+
+
+def measured_text(benchmarks: list[str], tool: str | None) -> str:
+    """What a run measured, short: its benchmarks, or per family when they do not fit
+    (``collectives(7),stream,gemm``); an import's tool in brackets."""
+    text = ",".join(benchmarks) or "-"
+    if len(text) > _MEASURED_WIDTH:
+        per: dict[str, list[str]] = {}
+        for b in benchmarks:
+            family = family_of(b)
+            per.setdefault(family.name if family else b, []).append(b)
+        order = {f.name: i for i, f in enumerate(FAMILIES)}
+        text = ",".join(f"{name}({len(bs)})" if len(bs) > 1 else bs[0]
+                        for name, bs in sorted(per.items(), key=lambda kv: order.get(kv[0], len(order))))
+    return f"{text} [{tool}]" if tool else text
+
+
 @results.command("list")
-@json_option
+@json_option("a `run` line per run (the run record with `measurements`, `benchmarks`, `families` "
+             "and `tool`)")
 @db_option
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
-@click.option("--benchmark", default=None, help="Only runs of this benchmark (coll, stream, import, ...).")
-def list_cmd(as_json: bool, db: str | None, limit: int, benchmark: str | None) -> None:
-    """List runs, newest first."""
+@click.option("--benchmark", default=None, metavar="NAME",
+              help="Only runs that measured NAME: a benchmark (all_reduce, stream), a family "
+                   "(collectives) or, for imports, the tool (rccl-tests).")
+@since_option
+def list_cmd(as_json: bool, db: str | None, limit: int, benchmark: str | None, since: str | None) -> None:
+    """List runs, newest first, with what each measured."""
     with Store.open(db) as store:
-        runs = store.list_runs(limit=limit, benchmark=benchmark)
+        runs = store.list_runs(limit=limit, benchmark=benchmark, since=since)
         counts = store.measurement_counts()
+        measured = store.run_benchmarks([int(r.id or 0) for r in runs])
     if as_json:
         for r in runs:
-            print(json.dumps({**r.to_dict(), "measurements": counts.get(r.id, 0)}))
+            benches = measured.get(int(r.id or 0), [])
+            families = sorted({f.name for f in map(family_of, benches) if f is not None})
+            emit(run_line(r, measurements=counts.get(r.id, 0), benchmarks=benches, families=families,
+                          tool=tool_of(r)))
         return
-    print(f"{'id':>5}  {'started (UTC)':<24} {'benchmark':<14} {'status':<10} {'ranks':>5} "
+    print(f"{'id':>5}  {'started (UTC)':<24} {'measured':<{_MEASURED_WIDTH}} {'status':<10} {'ranks':>5} "
           f"{'meas':>6}  {'hosts':<24} tags")
     for r in runs:
         hosts = ",".join(r.hosts)
         hosts = hosts if len(hosts) <= 24 else hosts[:21] + "..."
         tags = ",".join(f"{k}={v}" for k, v in r.tags.items())
-        print(f"{r.id:>5}  {r.started_at:<24} {r.benchmark:<14} {r.status:<10} {r.ranks:>5} "
+        what = measured_text(measured.get(int(r.id or 0), []), tool_of(r))
+        print(f"{r.id:>5}  {r.started_at:<24} {what:<{_MEASURED_WIDTH}} {r.status:<10} {r.ranks:>5} "
               f"{counts.get(r.id, 0):>6}  {hosts:<24} {tags}")
 
 
-@results.command("show")
-@click.argument("run_id", type=int)
-@json_option
+@results.command("show", epilog=SELECTOR_HELP)
+@click.argument("selectors", nargs=-1, required=True, metavar="RUN...")
+@json_option("per run, a `measurement` line per result, the `run` record, then `efficiency` lines")
+@since_option
 @db_option
-def show_cmd(run_id: int, as_json: bool, db: str | None) -> None:
-    """Re-print a stored run as its table (nccl-tests format for collectives)."""
+def show_cmd(selectors: tuple[str, ...], as_json: bool, since: str | None, db: str | None) -> None:
+    """Re-print stored runs as their tables (nccl-tests format for collectives)."""
     with Store.open(db) as store:
-        run = store.get_run(run_id)
-        ms = store.measurements(run_id)
-    if as_json:
-        for m in ms:
-            print(m.to_json(run.id))
-        return
-    print(f"# run {run.id}: {run.benchmark} ({run.status}) {run.started_at} .. {run.ended_at or '?'}")
-    print(f"# source: {run.source}; command: {' '.join(run.command)}")
-    if run.tags:
-        print("# tags: " + ", ".join(f"{k}={v}" for k, v in run.tags.items()))
-    for line in render_run(run, ms):
-        print(line)
-    for e in run.errors:
-        print(f"# error: {e}")
+        loaded = [(run, store.measurements(int(run.id or 0))) for run in store.select_all(selectors, since)]
+    for i, (run, ms) in enumerate(loaded):
+        if as_json:
+            emit_all(run_objects(run, ms))
+            continue
+        if i:
+            print()
+        print(f"# run {run.id}: {run.benchmark} ({run.status}) {run.started_at} .. {run.ended_at or '?'}")
+        print(f"# source: {run.source}; command: {' '.join(run.command)}")
+        if run.tags:
+            print("# tags: " + ", ".join(f"{k}={v}" for k, v in run.tags.items()))
+        for text in render_run(run, ms):
+            print(text)
+        for e in run.errors:
+            print(f"# error: {e}")
 
 
-@results.command("export")
-@click.argument("run_id", type=int)
-@click.option("--json", "fmt", flag_value="json", default=True, help="JSON lines (default).")
-@click.option("--csv", "fmt", flag_value="csv", help="CSV with one column per parameter.")
-@click.option("--run-info", is_flag=True, help="With --json: print the run record first.")
+@results.command("export", epilog=SELECTOR_HELP)
+@click.argument("selectors", nargs=-1, required=True, metavar="RUN...")
+@click.option("--json", "as_json", is_flag=True,
+              help="JSON lines (the default): per run, a `measurement` line per result, then the `run` "
+                   "record, which `clusterbench import -` reads back (docs/json.md).")
+@click.option("--csv", "as_csv", is_flag=True, help="CSV with one column per parameter.")
+@click.option("--run-info", is_flag=True, hidden=True,
+              help="Kept for old scripts: every run's record is printed anyway.")
+@since_option
 @db_option
-def export_cmd(run_id: int, fmt: str, run_info: bool, db: str | None) -> None:
-    """Export a run's measurements as JSON lines or CSV."""
+def export_cmd(selectors: tuple[str, ...], as_json: bool, as_csv: bool, run_info: bool, since: str | None,
+               db: str | None) -> None:
+    """Export stored runs' measurements as JSON lines or CSV."""
+    refuse_together("as_json", "as_csv")
     with Store.open(db) as store:
-        run = store.get_run(run_id)
-        ms = store.measurements(run_id)
-    if fmt == "json":
-        if run_info:
-            print(json.dumps({"run_record": run.to_dict()}))
-        for m in ms:
-            print(m.to_json(run.id))
+        loaded = [(run, store.measurements(int(run.id or 0))) for run in store.select_all(selectors, since)]
+    if not as_csv:
+        for run, ms in loaded:
+            emit_all([*(measurement_line(m, run.id) for m in ms), run_line(run)])
         return
     keys: list[str] = []
-    for m in ms:
-        for k in m.params:
-            if k not in keys:
-                keys.append(k)
+    for _, ms in loaded:
+        for m in ms:
+            for k in m.params:
+                if k not in keys:
+                    keys.append(k)
     w = csv.writer(sys.stdout, lineterminator="\n")
     w.writerow(["run", "benchmark", "metric", "value", "unit", *keys])
-    for m in ms:
-        w.writerow([run.id, m.benchmark, m.metric, repr(m.value) if isinstance(m.value, float) else m.value,
-                    m.unit, *[m.params.get(k, "") for k in keys]])
+    for run, ms in loaded:
+        for m in ms:
+            w.writerow([run.id, m.benchmark, m.metric, repr(m.value) if isinstance(m.value, float) else m.value,
+                        m.unit, *[m.params.get(k, "") for k in keys]])
 
 
-@results.command("delete")
-@click.argument("run_ids", type=int, nargs=-1, required=True)
+@results.command("delete", epilog=SELECTOR_HELP)
+@click.argument("selectors", nargs=-1, required=True, metavar="RUN...")
+@since_option
 @db_option
-def delete_cmd(run_ids: tuple[int, ...], db: str | None) -> None:
+def delete_cmd(selectors: tuple[str, ...], since: str | None, db: str | None) -> None:
     """Delete runs and everything stored with them."""
     with Store.open(db) as store:
-        for rid in run_ids:
-            store.delete_run(rid)
-            print(f"deleted run {rid}")
+        for run in store.select_all(selectors, since):
+            store.delete_run(int(run.id or 0))
+            print(f"deleted run {run.id}")
 
 
-@results.command("tag")
-@click.argument("run_id", type=int)
+@results.command("tag", epilog=SELECTOR_HELP)
+@click.argument("selector", metavar="RUN")
 @click.argument("tags", nargs=-1, required=True, metavar="KEY=VALUE...")
+@since_option
 @db_option
-def tag_cmd(run_id: int, tags: tuple[str, ...], db: str | None) -> None:
-    """Add or change tags on a stored run."""
-    from clusterbench.cli.options import parse_tags
-
+def tag_cmd(selector: str, tags: tuple[str, ...], since: str | None, db: str | None) -> None:
+    """Add or change tags on stored runs (every run RUN picks)."""
+    new = parse_tags(tags)
     with Store.open(db) as store:
-        store.set_tags(run_id, parse_tags(tags))
-
+        for run in store.select_all((selector,), since):
+            store.set_tags(int(run.id or 0), new)
 
 
 @results.command("copy")
@@ -125,7 +184,7 @@ def tag_cmd(run_id: int, tags: tuple[str, ...], db: str | None) -> None:
               envvar="CLUSTERBENCH_DB",
               help="Database to copy into (created and migrated as needed; env CLUSTERBENCH_DB).")
 @db_passfile_option
-@click.option("--json", "as_json", is_flag=True, help='Print one {"kind": "summary", ...} object.')
+@json_option("one `summary` line: from, to, copied, skipped, measurements and each run's ids")
 def copy_cmd(source: str, dest: str, as_json: bool) -> None:
     """Copy every run the destination lacks, e.g. a laptop's history into the team database.
 
@@ -146,7 +205,7 @@ def copy_cmd(source: str, dest: str, as_json: bool) -> None:
     with Store.open(source, create=False) as src, Store.open(dest) as dst:
         summary = copy_runs(src, dst, on_run=say)
     if as_json:
-        print(json.dumps(summary.to_dict()))
+        emit(summary_line("results copy", **summary.to_dict()))
         return
     print(f"copied {summary.copied} run(s) ({summary.measurements} measurements), skipped "
           f"{summary.skipped} already present: {summary.source} -> {summary.dest}")

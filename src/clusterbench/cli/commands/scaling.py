@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from clusterbench.cli.options import db_option, json_option
+from clusterbench.cli.options import db_option, json_option, since_option
 from clusterbench.families import metric_of
 from clusterbench.families.workloads.spec import SAMPLES_PER_S, TRAIN
 from clusterbench.judge import scaling as sc
+from clusterbench.report.jsonl import emit, measurement_line
 from clusterbench.store import Store
+from clusterbench.store.selectors import GRAMMAR
 
 
-@click.command("scaling")
+@click.command("scaling", epilog=f"A selector is {GRAMMAR} (see README, 'Selecting runs').")
 @click.argument("selectors", nargs=-1, required=True, metavar="SELECTOR...")
 @click.option("--baseline", default=None, metavar="SELECTOR",
               help="Runs whose smallest node count is the baseline of every group (e.g. the 1-node run).")
@@ -21,23 +21,25 @@ from clusterbench.store import Store
 @click.option("--metric", default=SAMPLES_PER_S.name, show_default=True, help="Overall throughput metric.")
 @click.option("--by", type=click.Choice(["nodes", "ranks"]), default="nodes", show_default=True,
               help="Count distinct hosts, or ranks (one host emulating nodes).")
-@json_option
+@json_option("`measurement` lines (run null: derived, not stored) of each group's `speedup` and "
+             "`scaling_efficiency` per node count")
+@since_option
 @db_option
 def scaling(selectors: tuple[str, ...], baseline: str | None, benchmark: str, metric: str, by: str,
-            as_json: bool, db: str | None) -> int:
+            as_json: bool, since: str | None, db: str | None) -> int:
     """Scaling table: throughput at n nodes / (n x throughput at the smallest count).
 
-    Each SELECTOR (run id, 'last' or tags such as network=vnic) is one group, e.g.
+    Each SELECTOR (e.g. tags such as network=vnic) is one group, e.g.
     `clusterbench scaling network=pod network=vnic --baseline nodes=1`.
     """
     with Store.open(db) as store:
-        points = sc.load_points(store, selectors, benchmark, metric, by)
-        base = sc.load_points(store, (baseline,), benchmark, metric, by) if baseline else None
+        points = sc.load_points(store, selectors, benchmark, metric, by, since)
+        base = sc.load_points(store, (baseline,), benchmark, metric, by, since) if baseline else None
     rows = sc.scaling_table(points, base)
     if as_json:
         for r in rows:
             for m in r.measurements(benchmark, metric):
-                print(json.dumps(m.to_dict()))
+                emit(measurement_line(m, None))
         return 0
     known = metric_of(benchmark, metric)
     for line in sc.format_table(rows, known.unit if known and known.unit else metric):

@@ -9,7 +9,7 @@ import click
 from clusterbench.bench.stream import main as stream_main
 from clusterbench.bench.stream.config import stream_config
 from clusterbench.cli.bench import run_benchmark_command
-from clusterbench.cli.options import RunOutput, node_options, run_output
+from clusterbench.cli.options import RunOutput, node_options, refuse_together, run_output
 from clusterbench.ranks.context import RankOptions
 from clusterbench.ranks.driver import Job
 
@@ -22,7 +22,7 @@ from clusterbench.ranks.driver import Job
 @click.option("--float", "use_float", is_flag=True, help="Single precision (same as --dtype float).")
 @click.option("--dtype", default="double", show_default=True, help="float or double.")
 @click.option("--sizes", default=None, metavar="START:END[:FACTOR]",
-              help="Sweep array sizes in BYTES per array, e.g. 1M:8G (factor 2); overrides -s.")
+              help="Sweep array sizes in BYTES per array, e.g. 1M:8G (factor 2), instead of -s.")
 @click.option("--kernels", default="all", show_default=True,
               help="Comma list of Copy, Mul, Add, Triad, Dot, Nstream, or all.")
 @click.option("--no-check", "no_check", is_flag=True, help="Skip the check of results.")
@@ -34,6 +34,8 @@ def stream(arraysize: str, numtimes: int, use_float: bool, dtype: str, sizes: st
 
     Bandwidth is bytes moved / minimum time (GB/s); every device selected runs at the same time.
     """
+    refuse_together("use_float", "dtype")
+    refuse_together("arraysize", "sizes")
     cfg = stream_config(arraysize, numtimes, "float" if use_float else dtype.strip().lower(), sizes,
                        kernels, ranks.device, devices, not no_check)
     job = Job(stream_main.main, cfg, dataclasses.replace(ranks, device=cfg.device_type), np=len(cfg.devices))

@@ -8,7 +8,14 @@ import sys
 
 import click
 
-from clusterbench.cli.options import command_line, db_option, json_option, parse_tags, tag_option
+from clusterbench.cli.options import (
+    command_line,
+    db_option,
+    json_option,
+    parse_tags,
+    refuse_together,
+    tag_option,
+)
 from clusterbench.errors import UsageError
 from clusterbench.families import by_command
 from clusterbench.launch.common import (
@@ -19,7 +26,7 @@ from clusterbench.launch.common import (
     with_store_args,
 )
 from clusterbench.records import utc_now
-from clusterbench.report.jsonl import run_lines
+from clusterbench.report.jsonl import emit, emit_all, host_line, run_objects, summary_line
 from clusterbench.runner import new_group_id
 from clusterbench.store import Store
 from clusterbench.store.location import for_other_hosts
@@ -64,7 +71,8 @@ DEFAULT_TEST = ("coll", "all_reduce", "-b", "32M", "-e", "32M", "--device", "cpu
 @click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True,
               help="Run every subset N times (alternating the order) and keep each one's best result, "
                    "so a transient slowdown is not taken for a degraded node.")
-@json_option
+@json_option("the sweep's `measurement` lines and `run` record, a `host` line per node (ok or "
+             "suspect, with its scores and evidence), then a `summary`")
 @db_option
 @tag_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
@@ -75,6 +83,7 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
     and on pairs of nodes, launched with torchrun on each host through an ssh-like agent.
 
     Exit code 0: nobody flagged; 1: suspects named (with evidence); 2: bad input."""
+    refuse_together("batch", "pair_mode")
     host_list = parse_hosts(hosts)
     if len(host_list) < 2:
         raise UsageError("--hosts: a sweep needs at least 2 nodes")
@@ -115,13 +124,21 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
                      rate)
     with Store.open(db) as store:
         run.id = store.save_run(run, ms)
+    code = 1 if result.suspects else 0
     if as_json:
-        for line in run_lines(run, ms):
-            print(line)
+        emit_all(run_objects(run, ms))
+        suspects = {s.host: s for s in result.suspects}
+        for h in dict.fromkeys([*host_list, *suspects]):
+            s = suspects.get(h)
+            emit(host_line(h, "suspect" if s else "ok", single=result.single_scores.get(h),
+                           pair=result.pair_scores.get(h), unit=next((r.unit for r in results if r.unit), ""),
+                           reason=s.reason if s else "", evidence=list(s.evidence) if s else []))
+        emit(summary_line("sweep", run=run.id, metric=metric, hosts=len(host_list),
+                          suspects=sorted(suspects), exit_code=code))
     else:
         print("\n".join(table_lines(result, results, metric, rate)))
     print(f"# run {run.id} ({run.status}) stored", file=sys.stderr)
-    return 1 if result.suspects else 0
+    return code
 
 
 commands = [sweep]

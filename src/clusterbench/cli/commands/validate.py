@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
 
-from clusterbench.cli.options import db_option, json_option
+from clusterbench.cli.options import db_option, json_option, since_option
 from clusterbench.errors import UsageError
 from clusterbench.judge.efficiency import (
     best_per_placement,
@@ -17,63 +16,84 @@ from clusterbench.judge.efficiency import (
 from clusterbench.judge.profiles import builtin_profiles, load_profile
 from clusterbench.judge.select import load_runs, rows_of
 from clusterbench.judge.text import outcome_lines
-from clusterbench.judge.validate import evaluate, exit_code
+from clusterbench.judge.validate import STATUSES, evaluate, exit_code
+from clusterbench.report.jsonl import (
+    criterion_line,
+    efficiency_line,
+    emit,
+    note_line,
+    percent_of_peak_line,
+    summary_line,
+)
 from clusterbench.store import Store
+from clusterbench.store.selectors import GRAMMAR
+
+NO_LINK_ROWS = ("no collective algbw rows on 2+ nodes to compare with the link speed "
+                "(give --nodes for single-host runs)")
 
 
-@click.command("validate")
-@click.argument("runs", nargs=-1, metavar="[RUN|SELECTOR]...")
+@click.command("validate", epilog=f"RUN is {GRAMMAR} (see README, 'Selecting runs').")
+@click.argument("runs", nargs=-1, metavar="[RUN]...")
 @click.option("--profile", "profile_name", required=True, metavar="NAME|FILE",
               help=f"Built-in profile name ({', '.join(builtin_profiles()) or 'none'}) or a YAML file.")
 @click.option("--link-speed", default=None, metavar="RATE",
               help="Inter-node link speed (e.g. 100Gbps) to show collective efficiency vs theory.")
 @click.option("--nodes", type=click.IntRange(min=2), default=None,
               help="Node count for the theory (default: the run's hosts or its 'nodes' tag).")
-@json_option
+@json_option("a `criterion` line per criterion, `efficiency` and `percent_of_peak` lines, then a "
+             "`summary` with the counts and exit code")
+@since_option
 @db_option
 def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, nodes: int | None,
-             as_json: bool, db: str | None) -> int:
-    """Judge RUNs (ids, 'last' (default) or tag filters like env=prod) against a profile.
+             as_json: bool, since: str | None, db: str | None) -> int:
+    """Judge RUNs (default: last) against a profile.
 
     Every criterion ends pass, fail, skipped (no matching measurement) or error. Exit code 0
-    when nothing failed, 1 when a criterion failed or errored or nothing could be checked.
+    when nothing failed; 1 when a criterion failed or errored; 2 for usage errors, including a
+    profile none of whose criteria matched a measurement of the runs (nothing was checked).
     """
     profile = load_profile(profile_name)
     with Store.open(db) as store:
-        loaded = load_runs(store, runs or ("last",))
+        loaded = load_runs(store, runs or ("last",), since)
     outcomes = evaluate(profile, rows_of(loaded))
-    effs = [e for run, ms in loaded for e in run_link_efficiency(run, ms, link_speed, nodes)]
-    if link_speed and not effs:
-        print("# note: no collective algbw rows on 2+ nodes to compare with the link speed "
-              "(give --nodes for single-host runs)", file=sys.stderr)
+    effs = [(run, e) for run, ms in loaded for e in run_link_efficiency(run, ms, link_speed, nodes)]
     run_ids = [r.id for r, _ in loaded]
     peaks = best_percent_of_peak(loaded)
+    nothing_checked = all(o.status == "skipped" for o in outcomes)
+    code = 2 if nothing_checked else exit_code(outcomes)
+    best = best_per_placement([e for _, e in effs])
     if as_json:
         for o in outcomes:
-            print(json.dumps({"kind": "criterion", "profile": profile.name, **o.to_dict()}, default=str))
-        for e in best_per_placement(effs):
-            print(json.dumps({"kind": "efficiency", "benchmark": e.benchmark, "bytes": e.bytes,
-                              "placement": e.placement, "nodes": e.nodes, "algbw": e.measured_algbw,
-                              "optimal_algbw": e.optimal_algbw, "efficiency": e.ratio}))
+            emit(criterion_line(o, profile.name))
+        run_of = {id(e): run for run, e in effs}
+        for e in best:
+            run = run_of[id(e)]
+            emit(efficiency_line(e, run.id, link_speed or run.tags.get("link_speed", "")))
         for label, d in peaks:
-            print(json.dumps({"kind": "percent_of_peak", "what": label, "device_name": d.device_name,
-                              "value": d.value, "unit": d.unit, "peak": d.peak, "percent": d.percent}))
+            emit(percent_of_peak_line(label, d))
+        if link_speed and not effs:
+            emit(note_line(NO_LINK_ROWS))
+        emit(summary_line("validate", profile=profile.name, runs=run_ids,
+                          counts={s: sum(o.status == s for o in outcomes) for s in STATUSES},
+                          exit_code=code))
     else:
+        if link_speed and not effs:
+            print(f"# note: {NO_LINK_ROWS}", file=sys.stderr)
         print(f"# profile {profile.name}: {len(profile.criteria)} criteria on run(s) "
               f"{', '.join(map(str, run_ids))}")
-        for line in outcome_lines(outcomes):
-            print(line)
-        for e in best_per_placement(effs):
+        for text in outcome_lines(outcomes):
+            print(text)
+        for e in best:
             print(f"# efficiency {e.benchmark} {e.placement}-place {e.bytes} B on {e.nodes} nodes: "
                   f"algbw {e.measured_algbw:.2f} GB/s = {e.ratio * 100:.0f}% of optimal "
                   f"{e.optimal_algbw:.2f} GB/s")
         for label, d in peaks:
             print(f"# peak {label}: best {d.value:.4g} {d.unit} = {d.percent:.1f}% of {d.device_name} "
                   f"datasheet {d.peak:.4g} {d.unit}")
-    if all(o.status == "skipped" for o in outcomes):
+    if nothing_checked:
         raise UsageError(f"no criterion of profile {profile.name} matched any measurement of run(s) "
                          f"{', '.join(map(str, run_ids))}")
-    return exit_code(outcomes)
+    return code
 
 
 commands = [validate]
