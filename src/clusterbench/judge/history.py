@@ -22,6 +22,7 @@ from clusterbench.errors import UsageError
 from clusterbench.families import IDENTITY_PARAMS, family_of, higher_is_better
 from clusterbench.judge.changepoint import Change, Settings, find_changes
 from clusterbench.records import Measurement, Run
+from clusterbench.units import format_size
 
 BY = ("host", "device")
 REGRESSION, IMPROVEMENT = "regression", "improvement"
@@ -43,12 +44,17 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
     return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
 
 
-def run_time(run: Run) -> datetime | None:
+def parse_time(text: str | None) -> datetime | None:
+    """A stored ISO 8601 time (``2025-03-01T03:00:00.000Z``) as an aware datetime; None if unreadable."""
     try:
-        t = datetime.fromisoformat(run.started_at.replace("Z", "+00:00"))
-    except (ValueError, AttributeError):
+        t = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
         return None
     return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+def run_time(run: Run) -> datetime | None:
+    return parse_time(run.started_at)
 
 
 def select_history(store: Any, selectors: Sequence[str], since: datetime | None = None) -> list[Run]:
@@ -98,8 +104,11 @@ class Series:
 
     @property
     def label(self) -> str:
+        """``all_reduce 8G float sum in``: the row as people name it (count restates bytes)."""
+        row = {k: (format_size(v) if k == "bytes" and isinstance(v, int) else v)
+               for k, v in self.row.items() if k != "count"}
         family = family_of(self.benchmark)
-        return family.label(self.benchmark, self.row) if family else self.benchmark
+        return family.label(self.benchmark, row) if family else self.benchmark
 
     def kind(self, c: Change) -> str:
         worse = c.after < c.before if self.higher_is_better else c.after > c.before

@@ -7,10 +7,11 @@ import click
 
 from clusterbench.cli.options import db_option, json_option
 from clusterbench.errors import UsageError
-from clusterbench.judge.changepoint import Settings
+from clusterbench.judge.changepoint import Change, Settings
 from clusterbench.judge.history import (
     BY,
     REGRESSION,
+    Series,
     build_series,
     detect,
     parse_since,
@@ -19,10 +20,10 @@ from clusterbench.judge.history import (
 from clusterbench.judge.text import fmt
 from clusterbench.report.jsonl import dump_line
 from clusterbench.store import Store
-from clusterbench.units import format_size, parse_size
+from clusterbench.units import parse_size
 
 
-def _change_text(s, c) -> str:  # type: ignore[no-untyped-def]
+def _change_text(s: Series, c: Change) -> str:
     p = s.points[c.index]
     return (f"{s.kind(c).upper()} at run {p.run} ({p.started_at[:10]}): {c.relative * 100:+.1f}% "
             f"({fmt(c.before)} -> {fmt(c.after, s.unit)}), confidence {c.confidence * 100:.1f}%")
@@ -40,7 +41,7 @@ def _change_text(s, c) -> str:  # type: ignore[no-untyped-def]
               help="Rows at this message size (default: the largest size of each run).")
 @click.option("--alpha", type=click.FloatRange(1e-6, 0.5), default=Settings.alpha, show_default=True,
               help="Largest permutation p-value taken as a change.")
-@click.option("--min-effect", type=click.FloatRange(0, 1), default=Settings.min_effect * 100, show_default=True,
+@click.option("--min-effect", type=click.FloatRange(0, 100), default=Settings.min_effect * 100, show_default=True,
               help="Smallest change of the median worth reporting, in percent.")
 @click.option("--min-runs", type=click.IntRange(min=2), default=Settings.min_size, show_default=True,
               help="Runs needed on each side of a change (one noisy run is never a step).")
@@ -88,8 +89,6 @@ def trend(selectors: tuple[str, ...], metric: str | None, benchmark: str | None,
         print(f"{by:<{ent}} {'row':<{width}} {'runs':>5} {'first':>12} {'last':>12}  change")
         for s in series:
             row = s.label if len(s.label) <= width else s.label[:width - 3] + "..."
-            if "bytes" in s.row and isinstance(s.row["bytes"], int):
-                row = row.replace(str(s.row["bytes"]), format_size(s.row["bytes"]))
             what = "; ".join(_change_text(s, c) for c in s.changes) or "-"
             print(f"{s.entity:<{ent}} {row:<{width}} {len(s.points):>5} {fmt(s.points[0].value):>12} "
                   f"{fmt(s.points[-1].value, s.unit):>12}  {what}")
