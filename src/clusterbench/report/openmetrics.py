@@ -238,7 +238,8 @@ def _number(v: float) -> str:
         return "NaN"
     if math.isinf(v):
         return "+Inf" if v > 0 else "-Inf"
-    return repr(float(v))
+    # 15 significant digits: 4269.126275 GB/s is 4269126275000.0 B/s, not ...000.0005
+    return repr(float(format(v, ".15g")))
 
 
 def render_text(gauges: Sequence[Gauge]) -> str:
