@@ -66,8 +66,9 @@ def _cron(*extra: str, command=("qualify", "--profile", "amd-mi300x-oem")) -> di
 
 
 def test_cronjob_matches_the_kubernetes_schema():
-    doc = _cron("0 3 * * *", "Europe/Berlin")
+    doc = _cron("0 3 * * *", "Europe/Berlin", "clusterbench-tainter")
     _check(doc)
+    assert doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]["serviceAccountName"] == "clusterbench-tainter"
     spec = doc["spec"]
     assert spec["schedule"] == "0 3 * * *" and spec["timeZone"] == "Europe/Berlin"
     assert spec["concurrencyPolicy"] == "Forbid"
@@ -130,7 +131,9 @@ def test_time_zone_and_cli(capsys):
     assert c["command"][-4:] == ["qualify", "--json", "--profile", "cpu-smoke"]   # its log carries JSON lines
     assert "&id" not in out
     for args, why in ((("--schedule", "0 3 * * * ; rm -rf /"), "expected 5 fields"),
-                      (("--time-zone", "UTC"), "--time-zone needs --schedule"),
+                      (("--time-zone", "UTC"), "need --schedule"),
+                      (("--service-account", "sa"), "need --schedule"),
+                      (("--schedule", "@daily", "--service-account", "Bad_SA"), "invalid --service-account"),
                       (("--schedule", "@daily", "--kind", "mpijob", "--image", "r/cb:1"), "does not combine")):
         rc, _, err = cli(capsys, "launch", "k8s", *args, "--", "qualify", "--profile", "cpu-smoke")
         assert rc == 2 and err.count("\n") == 1 and why in err, err

@@ -94,7 +94,8 @@ def _rows() -> list[Row]:
                  Row(launcher, ("--resource", "rdma/x={p}")), Row(launcher, ("--kind", "{p}"))]
     rows += [Row("k8s", ("--install", "{p}"), data=True)]
     rows += [Row("k8s-cron", ("--schedule", "{p}")), Row("k8s-cron", ("--schedule", "0 3 * * {p}")),
-             Row("k8s-cron", ("--time-zone", "{p}")), Row("k8s-cron", ("--name", "{p}"))]
+             Row("k8s-cron", ("--time-zone", "{p}")), Row("k8s-cron", ("--name", "{p}")),
+             Row("k8s-cron", ("--service-account", "{p}"))]
     rows += [Row("dstack", (opt, "{p}")) for opt in ("--name", "--image", "--gpu", "--startup-order",
                                                      "--stop-criteria", "--db-secret")]
     rows += [Row("dstack", ("--install", "{p}"), data=True),

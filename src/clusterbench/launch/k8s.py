@@ -236,7 +236,8 @@ def k8s_literal(word: str) -> str:
     return word.replace("$", "$$")
 
 
-def cronjob(spec: Spec, opts: K8sOptions, schedule: str, time_zone: str | None = None) -> dict[str, Any]:
+def cronjob(spec: Spec, opts: K8sOptions, schedule: str, time_zone: str | None = None,
+            service_account: str | None = None) -> dict[str, Any]:
     """A batch/v1 CronJob running the clusterbench command on ``spec.nodes`` nodes at a time, one
     pod per node (required pod anti-affinity on the node's host name): a nightly ``qualify`` on
     every node. Each pod knows its Node's name (``CLUSTERBENCH_NODE``, from the downward API), so
@@ -268,6 +269,11 @@ def cronjob(spec: Spec, opts: K8sOptions, schedule: str, time_zone: str | None =
     }
     if time_zone:
         cron_spec["timeZone"] = check_time_zone(time_zone)
+    if service_account is not None:
+        # e.g. one allowed to patch Nodes, for qualify --on-fail taint --apply inside the pods
+        if not _DNS1123_SUBDOMAIN.fullmatch(service_account) or len(service_account) > 253:
+            raise UsageError(f"invalid --service-account {service_account!r}: a ServiceAccount name")
+        pod["spec"]["serviceAccountName"] = service_account
     return {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": _meta(opts), "spec": cron_spec}
 
 
