@@ -213,3 +213,28 @@ def test_slurm_preflight_drains_and_resumes_its_node(slurm, capsys, monkeypatch,
                        "--undrain")
     assert rc == 0, err
     assert not _node(slurm, "n1").drained
+
+
+def test_sweep_drains_its_suspect_and_writes_junit(capsys, db, tmp_path, monkeypatch):
+    """The sweep's verdicts (subset runs replaced by recorded values: node c is degraded) turn
+    into a drain of c only, and one JUnit test case per node."""
+    from xml.etree import ElementTree as ET
+
+    from clusterbench.sweep import run as sweep_run
+    from clusterbench.sweep.analyze import SubsetResult
+
+    def fake(cfg, hosts, stage, index):
+        slow = "c" in hosts
+        return SubsetResult(tuple(hosts), stage, 20.0 if slow else 40.0 + index % 3 * 0.1, "GB/s")
+
+    monkeypatch.setattr(sweep_run, "run_subset", fake)
+    xml = tmp_path / "sweep.xml"
+    rc, out, err = cli(capsys, "sweep", "--hosts", "a,b,c,d", "--db", db, "--on-fail", "drain", "--junit", str(xml),
+                       "--", "coll", "all_reduce")
+    assert rc == 1, err
+    drains = [shlex.split(line) for line in out.splitlines() if line.startswith("scontrol ")]
+    assert [d[2] for d in drains] == ["NodeName=c"]
+    assert drains[0][4].startswith("Reason=clusterbench: sweep single score is an outlier")
+    cases = {c.get("name"): c for c in ET.parse(xml).getroot().iter("testcase")}
+    assert set(cases) == {"a", "b", "c", "d"}
+    assert cases["c"].find("failure") is not None and cases["a"].find("failure") is None

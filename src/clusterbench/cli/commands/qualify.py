@@ -94,6 +94,8 @@ def _invoke(root: click.Group, argv: list[str]) -> tuple[int, str]:
         return e.exit_code, e.format_message()
     except ClusterbenchError as e:
         return e.exit_code, str(e)
+    except Exception as e:  # noqa: BLE001 - a step that breaks is a failed step; the suite goes on
+        return 1, f"internal error: {type(e).__name__}: {e}"
     finally:
         sys.argv = saved
 
