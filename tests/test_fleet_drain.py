@@ -64,7 +64,7 @@ def test_parse_scontrol_node_and_ownership():
 
 def test_reason_text_is_one_bounded_line():
     assert drain.reason_text(["a 1 GB/s >= 2 GB/s"]) == "clusterbench: a 1 GB/s >= 2 GB/s"
-    assert drain.reason_text(["x\ny\x00z"]) == "clusterbench: x yz".replace("yz", "y z")
+    assert drain.reason_text(["x\ny\x00z"]) == "clusterbench: x y z"   # control characters: spaces
     long = drain.reason_text(["c" * 300, "second"])
     assert len(long) <= drain.MAX_REASON and long.endswith("... (+1 more)")
     assert drain.reason_text(["one", "two"]) == "clusterbench: one; two"
@@ -139,6 +139,8 @@ def test_cli_dry_run_prints_the_exact_commands(capsys, db, tmp_path):
                        "--json")
     acts = [d for d in json_lines(out) if d["kind"] == "drain"]
     assert [(a["node"], a["action"], a["dry_run"], a["applied"]) for a in acts] == [("n1", "taint", True, False)]
+    crit = next(d for d in json_lines(out) if d["kind"] == "criterion")
+    assert crit["failing"] == {"n1": 90.0}
     assert acts[0]["commands"] == drain.taint_argv("n1", acts[0]["reason"])
     assert not os.path.exists(PWNED)
 

@@ -40,6 +40,7 @@ class Outcome:
             "measured": self.measured, "unit": self.unit, "threshold": self.threshold,
             "margin": self.margin, "margin_pct": self.margin_pct, "matched": self.matched,
             "detail": self.detail, "runs": self.runs, "outliers": self.outliers,
+            "failing": self.failing,
         }
 
 
