@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Installs what the test suite needs: Debian packages for the launcher, network, browser and
-# PostgreSQL store tests (when running as root), then clusterbench itself with its test extras.
+# Installs what the test suite needs: Debian packages for the launcher, network, browser,
+# PostgreSQL store and Prometheus feed tests (when running as root), then clusterbench itself
+# with its test extras.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEBS=(openmpi-bin libopenmpi-dev iperf3 slurm-wlm munge chromium iputils-ping iproute2 procps)
-BINS=(mpirun mpirun iperf3 slurmctld munged chromium ping ip ps)
+DEBS=(openmpi-bin libopenmpi-dev iperf3 slurm-wlm munge chromium iputils-ping iproute2 procps prometheus)
+BINS=(mpirun mpirun iperf3 slurmctld munged chromium ping ip ps prometheus)
 
 missing=()
 for i in "${!DEBS[@]}"; do

@@ -4,128 +4,19 @@ runs ``clusterbench launch slurm --submit`` end to end; sbatch missing from PATH
 from __future__ import annotations
 
 import os
-import random
-import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
 from json_schema import check_lines
+from slurm_fixtures import slurm_or_skip
 
 from clusterbench.store import Store
-
-SBIN = ["/usr/sbin", "/usr/bin"]
-
-
-def _which(name: str) -> str | None:
-    return shutil.which(name) or next((f"{d}/{name}" for d in SBIN if os.path.exists(f"{d}/{name}")), None)
-
-
-def _munge_works() -> bool:
-    munge, unmunge = _which("munge"), _which("unmunge")
-    if not munge or not unmunge:
-        return False
-    try:
-        cred = subprocess.run([munge, "-n"], capture_output=True, timeout=10)
-        return cred.returncode == 0 and subprocess.run(
-            [unmunge], input=cred.stdout, capture_output=True, timeout=10).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-
-
-CONF = """ClusterName=cbtest
-SlurmctldHost={host}
-SlurmctldPort={ctld_port}
-SlurmUser=root
-AuthType=auth/munge
-StateSaveLocation={d}/state
-SlurmdSpoolDir={d}/spool/%n
-SlurmctldPidFile={d}/slurmctld.pid
-SlurmdPidFile={d}/slurmd-%n.pid
-SlurmctldLogFile={d}/log/slurmctld.log
-SlurmdLogFile={d}/log/slurmd-%n.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-MpiDefault=none
-ReturnToService=2
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/filetxt
-JobCompLoc={d}/log/jobcomp.txt
-NodeName=n1 NodeHostname={host} NodeAddr=127.0.0.1 Port={p1} CPUs=1 RealMemory=4000 State=UNKNOWN
-NodeName=n2 NodeHostname={host} NodeAddr=127.0.0.1 Port={p2} CPUs=1 RealMemory=4000 State=UNKNOWN
-PartitionName=debug Nodes=n1,n2 Default=YES MaxTime=INFINITE State=UP
-"""
-
-
-def _stop(pidfile: Path) -> None:
-    try:
-        pid = int(pidfile.read_text().strip())
-    except (OSError, ValueError):
-        return
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    for _ in range(50):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.1)
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory):
-    if os.geteuid() != 0:
-        pytest.skip("needs root to run slurmctld and slurmd")
-    ctld, slurmd = _which("slurmctld"), _which("slurmd")
-    if not ctld or not slurmd or not _which("sbatch") or not _which("munged"):
-        pytest.skip("Slurm (slurm-wlm) or munge is not installed")
-    d = tmp_path_factory.mktemp("slurm")
-    for sub in ("state", "spool/n1", "spool/n2", "log"):
-        (d / sub).mkdir(parents=True, exist_ok=True)
-    started_munge = None
-    if not _munge_works():
-        Path("/run/munge").mkdir(parents=True, exist_ok=True)
-        shutil.chown("/run/munge", "munge", "munge")
-        subprocess.run(["runuser", "-u", "munge", "--", _which("munged")], timeout=20, check=True)
-        started_munge = Path("/run/munge/munged.pid")
-        for _ in range(50):
-            if _munge_works():
-                break
-            time.sleep(0.1)
-    base = random.randint(20000, 29000)
-    conf = d / "slurm.conf"
-    conf.write_text(CONF.format(host=socket.gethostname(), d=d, ctld_port=base, p1=base + 1, p2=base + 2))
-    env = {**os.environ, "SLURM_CONF": str(conf)}
-    try:
-        subprocess.run([ctld, "-c"], env=env, timeout=30, check=True)
-        for n in ("n1", "n2"):
-            subprocess.run([slurmd, "-N", n], env=env, timeout=30, check=True)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            r = subprocess.run(["sinfo", "-h", "-o", "%T"], env=env, capture_output=True, text=True, timeout=10)
-            if r.stdout.split() and all(s == "idle" for s in r.stdout.split()):
-                break
-            time.sleep(0.3)
-        else:
-            pytest.fail(f"Slurm nodes never became idle: {r.stdout!r}")
-        yield env
-    finally:
-        for pid in ("slurmd-n1.pid", "slurmd-n2.pid", "slurmctld.pid"):
-            _stop(d / pid)
-        if started_munge is not None:
-            _stop(started_munge)
+    yield from slurm_or_skip(tmp_path_factory.mktemp("slurm"))
 
 
 def _cb(args, env, timeout=180):

@@ -25,6 +25,7 @@ import jsonschema
 import pytest
 import yaml
 from test_cluster_launch import DSTACK_SCHEMA, _check, _mpijob_schema, _pytorchjob_schema
+from test_fleet_cronjob import _check as _check_cronjob
 
 PAYLOADS = {
     "newline": "x\ntouch {m}",
@@ -45,6 +46,7 @@ BASE = {
     "torchrun-hosts": ["launch", "torchrun", "--hosts", "node1,node2", "--print"],
     "k8s": ["launch", "k8s", "--nodes", "2", "--gpus-per-node", "2"],
     "k8s-mpijob": ["launch", "k8s", "--kind", "mpijob", "--image", "registry.example/cb:1", "--nodes", "2"],
+    "k8s-cron": ["launch", "k8s", "--schedule", "0 3 * * *", "--nodes", "2", "--gpus-per-node", "2"],
     "dstack": ["launch", "dstack", "--nodes", "2", "--gpus-per-node", "8"],
 }
 TAIL = ["--", "coll", "all_reduce"]
@@ -91,6 +93,9 @@ def _rows() -> list[Row]:
         rows += [Row(launcher, ("--db-secret", "cb-db:{p}")), Row(launcher, ("--resource", "{p}=1")),
                  Row(launcher, ("--resource", "rdma/x={p}")), Row(launcher, ("--kind", "{p}"))]
     rows += [Row("k8s", ("--install", "{p}"), data=True)]
+    rows += [Row("k8s-cron", ("--schedule", "{p}")), Row("k8s-cron", ("--schedule", "0 3 * * {p}")),
+             Row("k8s-cron", ("--time-zone", "{p}")), Row("k8s-cron", ("--name", "{p}")),
+             Row("k8s-cron", ("--service-account", "{p}"))]
     rows += [Row("dstack", (opt, "{p}")) for opt in ("--name", "--image", "--gpu", "--startup-order",
                                                      "--stop-criteria", "--db-secret")]
     rows += [Row("dstack", ("--install", "{p}"), data=True),
@@ -133,7 +138,7 @@ exec sh -c "$*"
 def fakes(tmp_path: Path) -> dict[str, str]:
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    for tool in ("srun", "mpirun", "torchrun", "pip", "scontrol"):
+    for tool in ("srun", "mpirun", "torchrun", "pip", "scontrol", "clusterbench"):
         (bindir / tool).write_text(RECORDER)
     (bindir / "ssh").write_text(FAKE_SSH)
     for f in bindir.iterdir():
@@ -184,12 +189,42 @@ def _check_k8s(out: str, env: dict[str, str], cwd: Path) -> None:
         replicas = doc["spec"]["pytorchReplicaSpecs"]
         assert set(replicas) == {"Master", "Worker"} and replicas["Worker"]["replicas"] == 1
         main = replicas["Master"]["template"]["spec"]["containers"]
+    elif doc["kind"] == "CronJob":
+        _check_cronjob(doc)
+        assert doc["spec"]["jobTemplate"]["spec"]["completions"] == 2
+        main = doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+        # what the kubelet hands the runtime: $(VAR) of the container's env expanded, $$ -> $
+        names = {e["name"]: e.get("value", "SECRET") for e in main[0]["env"]}
+        main[0]["command"] = [_kubelet(w, names) for w in main[0]["command"]]
     else:
         _check(_mpijob_schema(), doc)
         main = doc["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]
     assert len(main) == 1 and all(isinstance(w, str) for w in main[0]["command"])
     # the master's command, as the container runtime runs it: an argument list
     subprocess.run(main[0]["command"], capture_output=True, text=True, timeout=20, env=env, cwd=cwd)
+
+
+def _kubelet(word: str, env: dict[str, str]) -> str:
+    """Kubernetes' expansion of a container command word (k8s.io/kubernetes third_party
+    expansion): ``$$`` is ``$``, ``$(NAME)`` of a defined variable its value, anything else kept."""
+    out, i = [], 0
+    while i < len(word):
+        if word[i] == "$" and i + 1 < len(word) and word[i + 1] == "$":
+            out.append("$")
+            i += 2
+        elif word[i] == "$" and i + 1 < len(word) and word[i + 1] == "(":
+            end = word.find(")", i + 2)
+            name = word[i + 2:end] if end > 0 else None
+            if name is not None and name in env:
+                out.append(env[name])
+                i = end + 1
+            else:
+                out.append(word[i])
+                i += 1
+        else:
+            out.append(word[i])
+            i += 1
+    return "".join(out)
 
 
 def _check_dstack(out: str, env: dict[str, str], cwd: Path, setup: int = 0) -> None:
@@ -201,7 +236,7 @@ def _check_dstack(out: str, env: dict[str, str], cwd: Path, setup: int = 0) -> N
 
 
 TARGET = {"slurm": _check_slurm, "mpi": _check_cmdline, "torchrun": _check_cmdline,
-          "torchrun-hosts": _check_cmdline, "k8s": _check_k8s, "k8s-mpijob": _check_k8s,
+          "torchrun-hosts": _check_cmdline, "k8s": _check_k8s, "k8s-mpijob": _check_k8s, "k8s-cron": _check_k8s,
           "dstack": _check_dstack}
 
 
@@ -251,7 +286,7 @@ def _arrived(row: Row, payload: str, out: str, fakes: dict[str, str]) -> None:
     if row.args[:1] == ("--mpirun",):
         assert shlex.split(out.splitlines()[0])[0] == payload
         return
-    if row.launcher in ("k8s", "k8s-mpijob", "dstack") and row.args[:1] == ("--env",):
+    if row.launcher in ("k8s", "k8s-mpijob", "k8s-cron", "dstack") and row.args[:1] == ("--env",):
         text = "\n".join(_strings(yaml.safe_load(out)))  # the pod's environment is the manifest's
     else:  # what the fake tools were given; a --db path arrives made absolute
         text = Path(fakes["CB_ARGS"]).read_text()

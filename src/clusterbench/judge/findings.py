@@ -15,6 +15,7 @@ from clusterbench.judge.efficiency import (
     nodes_of,
     run_link_efficiency,
 )
+from clusterbench.judge.history import Series, build_series, detect, run_time
 from clusterbench.judge.profiles import Profile
 from clusterbench.judge.select import Row, rows_of
 from clusterbench.judge.theory import Efficiency, link_speed_for
@@ -44,6 +45,7 @@ class Findings:
     device_percents: list[tuple[int, DevicePercent]] = field(default_factory=list)
     theory: dict[tuple[str, str], float] = field(default_factory=dict)  # (benchmark, metric) -> GB/s
     link: str | None = None
+    history: list[Series] = field(default_factory=list)  # headline per host over time, with changes
 
     @property
     def all_rows(self) -> list[Row]:
@@ -62,6 +64,7 @@ def gather(groups: list[Group], *, profile: Profile | None = None, link: str | N
         except UsageError as e:
             f.compare_error = str(e)
     f.degraded = find_degraded(rows)
+    f.history = history_of(groups)
     for g in groups:
         for run, ms in g.runs:
             f.efficiencies += [(run.id, e) for e in run_link_efficiency(run, ms, link, nodes)]
@@ -78,3 +81,15 @@ def gather(groups: list[Group], *, profile: Profile | None = None, link: str | N
                     elif m.metric == BUSBW.name:  # busbw at the optimum is the link speed itself
                         f.theory[(m.benchmark, m.metric)] = rate / 1e9
     return f
+
+
+HISTORY_MIN_RUNS = 4
+
+
+def history_of(groups: list[Group]) -> list[Series]:
+    """Each host's headline series across the selected runs in time order, with the changes
+    found in it; only series measured in at least ``HISTORY_MIN_RUNS`` runs."""
+    runs = {run.id: (run, ms) for g in groups for run, ms in g.runs}
+    ordered = sorted(runs.values(), key=lambda rm: (run_time(rm[0]) is None, rm[0].started_at or "", rm[0].id or 0))
+    series = [s for s in build_series(ordered) if len(s.points) >= HISTORY_MIN_RUNS]
+    return detect(series)

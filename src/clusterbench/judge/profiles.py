@@ -20,6 +20,9 @@ A profile::
         params: {placement: in}
         outliers: none      # degraded-node criterion (modified z-score, see judge.outliers)
         by: host            # a param name, "run", or "tag:KEY"
+    suite:                  # optional: what ``clusterbench qualify`` runs before judging
+      - name: memory bandwidth
+        command: [stream, -s, 256M, -n, 50]   # a benchmark command as an argument list
 
 Any unknown key, unknown operator, missing field, unit the unit table does not know (or of
 another kind than the metric's: a time for a bandwidth) or param that is not a size where one is
@@ -30,6 +33,7 @@ criterion and its line in the file.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,12 +41,16 @@ from typing import Any
 import yaml
 
 from clusterbench.errors import UsageError
-from clusterbench.families import metric_of
+from clusterbench.families import by_command, metric_of
 from clusterbench.units import format_plain, parse_size, unit_scale
 
 OPERATORS = (">=", ">", "<=", "<", "range")
 AGGREGATES = ("all", "min", "max", "mean", "median")
-_PROFILE_KEYS = {"name", "description", "source", "notes", "criteria"}
+_PROFILE_KEYS = {"name", "description", "source", "notes", "criteria", "suite"}
+_STEP_KEYS = {"name", "command"}
+# Options qualify sets on every step itself: where runs are stored and how output is printed.
+RESERVED_STEP_OPTIONS = ("--db", "--db-passfile", "--json", "--repeat")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _CRITERION_KEYS = {
     "name", "source", "note", "benchmark", "metric", "params", "op", "value", "min", "max",
     "baseline", "pct", "unit", "aggregate", "outliers", "by", "threshold", "min_rel_dev",
@@ -99,12 +107,21 @@ class Criterion:
 
 
 @dataclass(frozen=True)
+class SuiteStep:
+    """One benchmark of a profile's suite: a clusterbench command as an argument list."""
+
+    name: str
+    command: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     criteria: tuple[Criterion, ...]
     description: str = ""
     source: str = ""
     path: str = ""
+    suite: tuple[SuiteStep, ...] = ()
 
 
 def _number(where: str, key: str, v: Any) -> float:
@@ -232,6 +249,49 @@ def _criterion(i: int, d: Any) -> Criterion:
     return Criterion(**common, **kw)
 
 
+def _step(i: int, d: Any) -> SuiteStep:
+    where = f"suite step {i + 1}"
+    if not isinstance(d, dict):
+        raise UsageError(f"{where}: expected a mapping with name and command, got {type(d).__name__}")
+    if isinstance(d.get("name"), str):
+        where = f"suite step {i + 1} ({d['name']!r})"
+    unknown = sorted(set(map(str, d)) - _STEP_KEYS)
+    if unknown:
+        raise UsageError(f"{where}: unknown key(s) {', '.join(unknown)}")
+    cmd = d.get("command")
+    if not isinstance(cmd, list) or not cmd or not all(isinstance(w, (str, int, float)) and
+                                                       not isinstance(w, bool) for w in cmd):
+        raise UsageError(f"{where}: command must be a non-empty list of words, e.g. [stream, -n, 50]")
+    words = tuple(str(w) for w in cmd)
+    for w in words:
+        if _CONTROL.search(w):
+            raise UsageError(f"{where}: command word {w!r} holds a control character")
+    if by_command(words[0]) is None:
+        raise UsageError(f"{where}: {words[0]!r} is not a benchmark command (coll, stream, gemm, "
+                         "transfer, net, train, ...)")
+    for w in words:
+        if w.split("=", 1)[0] in RESERVED_STEP_OPTIONS:
+            raise UsageError(f"{where}: {w.split('=', 1)[0]} is set by qualify itself")
+    name = _text(where, "name", d.get("name") or " ".join(words), True)
+    return SuiteStep(name, words)
+
+
+def parse_suite(data: Any, origin: str) -> tuple[SuiteStep, ...]:
+    if data is None:
+        return ()
+    if not isinstance(data, list) or not data:
+        raise UsageError(f"profile {origin}: suite must be a non-empty list of steps")
+    try:
+        steps = tuple(_step(i, d) for i, d in enumerate(data))
+    except UsageError as e:
+        raise UsageError(f"profile {origin}: {e}") from None
+    names = [s.name for s in steps]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise UsageError(f"profile {origin}: duplicate suite step name(s) {', '.join(dup)}")
+    return steps
+
+
 def parse_profile(data: Any, origin: str = "<profile>") -> Profile:
     if not isinstance(data, dict):
         raise UsageError(f"profile {origin}: expected a mapping with name and criteria")
@@ -251,7 +311,7 @@ def parse_profile(data: Any, origin: str = "<profile>") -> Profile:
         raise UsageError(f"profile {origin}: duplicate criterion name(s) {', '.join(dup)}")
     return Profile(name=str(data.get("name") or Path(origin).stem), criteria=criteria,
                    description=str(data.get("description") or ""), source=str(data.get("source") or ""),
-                   path=origin)
+                   path=origin, suite=parse_suite(data.get("suite"), origin))
 
 
 # Built-in profiles ship as package data next to the code.
@@ -334,6 +394,8 @@ def dump_profile(profile: Profile) -> str:
         out["description"] = profile.description
     if profile.source:
         out["source"] = profile.source
+    if profile.suite:
+        out["suite"] = [{"name": st.name, "command": list(st.command)} for st in profile.suite]
     crits = []
     for c in profile.criteria:
         d: dict[str, Any] = {"name": c.name}

@@ -29,6 +29,9 @@ class Outcome:
     detail: str = ""
     runs: list[int] = field(default_factory=list)
     outliers: list[dict[str, Any]] = field(default_factory=list)
+    # Which hosts the failure is on (host -> its worst value there), for --on-fail; a failing
+    # measurement of several hosts at once (a multi-node collective) names none.
+    failing: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         c = self.criterion
@@ -38,6 +41,7 @@ class Outcome:
             "measured": self.measured, "unit": self.unit, "threshold": self.threshold,
             "margin": self.margin, "margin_pct": self.margin_pct, "matched": self.matched,
             "detail": self.detail, "runs": self.runs, "outliers": self.outliers,
+            "failing": self.failing,
         }
 
 
@@ -97,8 +101,16 @@ def _judge_bound(c: Criterion, rows: list[Row]) -> Outcome:
         ok = _passes(c, measured, bound)
         detail = f"{c.aggregate} of {len(values)}" if len(values) > 1 else ""
     margin = _margin(c, measured, bound)
+    failing: dict[str, float] = {}
+    bad_rows = [r for r in rows if not _passes(c, r.m.value, bound)] if c.aggregate == "all" else \
+        ([] if ok else rows)
+    for r in bad_rows:
+        host = r.key("host")
+        if host is not None:
+            v = r.m.value if c.aggregate == "all" else measured
+            failing[host] = v if host not in failing else min(failing[host], v, key=lambda x: _margin(c, x, bound))
     return Outcome(c, PASS if ok else FAIL, measured, shown, margin,
-                   margin / abs(ref) * 100 if ref else None, unit, len(rows), detail)
+                   margin / abs(ref) * 100 if ref else None, unit, len(rows), detail, failing=failing)
 
 
 def _judge_outliers(c: Criterion, rows: list[Row]) -> Outcome:
@@ -130,9 +142,14 @@ def _judge_outliers(c: Criterion, rows: list[Row]) -> Outcome:
                   f"{f[c.by]} {f['rel_dev'] * 100:+.1f}% vs median {f['median']:.4g} {unit} (z {f['z']:+.1f})"
                   for f in sorted(found, key=lambda f: f["z"] if hib else -f["z"])[:5]))
     worst = min(found, key=lambda f: f["rel_dev"] if hib else -f["rel_dev"]) if found else None
+    failing: dict[str, float] = {}
+    for f in found:
+        hosts = {r.key("host") for r in rows if r.key(c.by) == str(f[c.by])}
+        for host in hosts - {None}:
+            failing[host] = f["value"]
     return Outcome(c, FAIL if found else PASS, worst["value"] if worst else None, c.describe(),
                    unit=unit, matched=len(rows), detail=detail if not keys or len(found) <= 5 else detail + " ...",
-                   outliers=found)
+                   outliers=found, failing=failing)
 
 
 def evaluate(profile: Profile, rows: list[Row]) -> list[Outcome]:

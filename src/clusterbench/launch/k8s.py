@@ -226,6 +226,57 @@ def mpijob(spec: Spec, opts: K8sOptions) -> dict[str, Any]:
                      }}}
 
 
+NODE_ENV = "CLUSTERBENCH_NODE"          # the Node a pod runs on: what --on-fail drains or taints
+CRONJOB_LABEL = "clusterbench.io/cronjob"
+
+
+def k8s_literal(word: str) -> str:
+    """A command word as Kubernetes passes it literally: it expands ``$(VAR)`` in container
+    commands and reduces ``$$`` to ``$``, so every ``$`` is doubled."""
+    return word.replace("$", "$$")
+
+
+def cronjob(spec: Spec, opts: K8sOptions, schedule: str, time_zone: str | None = None,
+            service_account: str | None = None) -> dict[str, Any]:
+    """A batch/v1 CronJob running the clusterbench command on ``spec.nodes`` nodes at a time, one
+    pod per node (required pod anti-affinity on the node's host name): a nightly ``qualify`` on
+    every node. Each pod knows its Node's name (``CLUSTERBENCH_NODE``, from the downward API), so
+    ``--on-fail taint`` acts on the right Node. The schedule is checked, then YAML-dumped."""
+    from clusterbench.launch.cron import check_schedule, check_time_zone
+
+    opts.check()
+    schedule = check_schedule(schedule)
+    command = _installing(["clusterbench", *spec.command], opts.install)
+    container = _container(spec, opts, "clusterbench", [k8s_literal(w) for w in command], spec.gpus_per_node)
+    container["env"].append({"name": NODE_ENV, "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}})
+    pod = _pod(spec, opts, container)
+    labels = {"app.kubernetes.io/name": "clusterbench", CRONJOB_LABEL: opts.name}
+    pod.setdefault("metadata", {})["labels"] = labels
+    pod["spec"]["restartPolicy"] = "Never"
+    pod["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {CRONJOB_LABEL: opts.name}},
+         "topologyKey": "kubernetes.io/hostname"}]}}
+    cron_spec: dict[str, Any] = {
+        "schedule": schedule,
+        "concurrencyPolicy": "Forbid",       # a night's check never overlaps the previous one
+        "successfulJobsHistoryLimit": 3,
+        "failedJobsHistoryLimit": 3,
+        "jobTemplate": {"spec": {
+            "completions": spec.nodes, "parallelism": spec.nodes, "completionMode": "Indexed",
+            "backoffLimit": 0,                # a failed check is a result, not something to retry
+            "template": pod,
+        }},
+    }
+    if time_zone:
+        cron_spec["timeZone"] = check_time_zone(time_zone)
+    if service_account is not None:
+        # e.g. one allowed to patch Nodes, for qualify --on-fail taint --apply inside the pods
+        if not _DNS1123_SUBDOMAIN.fullmatch(service_account) or len(service_account) > 253:
+            raise UsageError(f"invalid --service-account {service_account!r}: a ServiceAccount name")
+        pod["spec"]["serviceAccountName"] = service_account
+    return {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": _meta(opts), "spec": cron_spec}
+
+
 def apply(manifest_yaml: str, timeout: float = 60.0) -> str:
     kubectl = shutil.which("kubectl")
     if kubectl is None:

@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 from clusterbench.families import FAMILIES, Family, family_of
 from clusterbench.families.base import Figure as FigureSpec
 from clusterbench.judge.findings import Findings
+from clusterbench.judge.history import Series, parse_time
 from clusterbench.records import Measurement
 from clusterbench.report import plots
 
@@ -102,6 +103,37 @@ def _bars(family: Family, spec: FigureSpec, groups: list[tuple[str, list[Measure
     return out
 
 
+HISTORY_FIGURES = 6    # rows plotted over time, those with changes first
+HISTORY_LINES = 10     # hosts per figure: those with changes first, then the lowest
+
+
+def _worst_first(s: Series) -> tuple[bool, float]:
+    latest = s.points[-1].value
+    return not s.changes, latest if s.higher_is_better else -latest
+
+
+def _history(f: Findings) -> list[FigureEntry]:
+    """Each row's headline over time, one line per host, changes marked."""
+    rows: dict[tuple[str, str, str], list[Series]] = {}
+    for s in f.history:
+        rows.setdefault((s.benchmark, s.metric, s.label), []).append(s)
+    ranked = sorted(rows.items(), key=lambda kv: -sum(len(s.changes) for s in kv[1]))
+    out = []
+    for (_, metric, label), series in ranked[:HISTORY_FIGURES]:
+        shown = sorted(series, key=_worst_first)[:HISTORY_LINES]
+        times = [[parse_time(p.started_at) for p in s.points] for s in shown]
+        dated = all(t is not None for ts in times for t in ts)
+        lines, marks = [], []
+        for s, ts in zip(shown, times):
+            xs = ts if dated else list(range(len(s.points)))
+            lines.append((s.entity, xs, [p.value for p in s.points]))
+            marks += [(xs[c.index], s.points[c.index].value, s.kind(c)) for c in s.changes]
+        title = f"{label} {metric} over time"
+        out.append(FigureEntry("history", _slug(f"history-{label}-{metric}"), title,
+                               plots.history(title, f"{metric} ({series[0].unit})", lines, marks)))
+    return out
+
+
 def build_figures(f: Findings) -> list[FigureEntry]:
     out: list[FigureEntry] = []
     groups = [(g.label, [r.m for r in g.rows]) for g in f.groups]
@@ -116,6 +148,7 @@ def build_figures(f: Findings) -> list[FigureEntry]:
             out += _matrices(family, spec, groups)
         elif spec.kind == "bars":
             out += _bars(family, spec, groups)
+    out += _history(f)
     if f.outcomes:
         out.append(FigureEntry("validation", "validation", "validation margins", plots.validation_figure(
             [o.criterion.name for o in f.outcomes], [o.margin_pct for o in f.outcomes],

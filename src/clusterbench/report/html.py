@@ -143,6 +143,19 @@ def _degraded(f: Findings) -> str:
                     rows, {5, 6, 7, 8}, ["fail"] * len(rows)))
 
 
+def _history(f: Findings, entries: Sequence[FigureEntry], images: dict[str, str]) -> str:
+    """Each host's headline metric over the selected runs, and where it changed (trend)."""
+    if not f.history:
+        return ""
+    rows = [[s.entity, s.label, s.metric, s.kind(c), s.points[c.index].run, s.points[c.index].started_at[:10],
+             fmt(c.before, s.unit), fmt(c.after, s.unit), f"{c.relative * 100:+.1f}%", f"{c.confidence * 100:.1f}%"]
+            for s in f.history for c in s.changes]
+    found = (table(["host", "row", "metric", "change", "run", "date", "before", "after", "by", "confidence"],
+                   rows, {6, 7, 8, 9}, ["fail" if r[3] == "regression" else "pass" for r in rows])
+             if rows else "<p>No change of level in any series (Mann-Whitney scan, docs/judge.md).</p>")
+    return "<h2>History</h2>" + found + _figures(entries, images, "history")
+
+
 def _efficiency(f: Findings) -> str:
     parts = []
     if f.efficiencies:
@@ -247,7 +260,7 @@ def render_html(f: Findings, entries: Sequence[FigureEntry], images: dict[str, s
             f"<p class=small>Generated {esc(utc_now())} by clusterbench {esc(__version__)} from "
             f"{sum(len(g.runs) for g in f.groups)} run(s): {esc(', '.join(g.label for g in f.groups))}</p>",
             _summary(f), _runs_section(f), _validation(f), _figures(entries, images, "validation"),
-            _degraded(f), _efficiency(f)]
+            _degraded(f), _history(f, entries, images), _efficiency(f)]
     for family in _tabled:
         tables = _size_tables(f, family) if family.figure and family.figure.kind == "size_curve" \
             else _family_table(f, family)

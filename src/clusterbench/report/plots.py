@@ -153,6 +153,26 @@ def _bars(ax, series: Sequence[Series], label_of: Callable[[Measurement], str]) 
     ax.grid(True, axis="y", alpha=0.3)
 
 
+def history(title: str, ylabel: str, lines: Sequence[tuple[str, Sequence[object], Sequence[float]]],
+            marks: Sequence[tuple[object, float, str]] = ()) -> Figure:
+    """A metric across runs in time order, one line per host (or GPU); ``marks`` are changes
+    found in a line: (x, y, label), drawn as a red (regression) or green (improvement) marker."""
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for label, xs, ys in lines:
+        ax.plot(list(xs), list(ys), marker="o", markersize=3, linewidth=1.2, label=label)
+    for x, y, kind in marks:
+        ax.plot([x], [y], marker="v" if kind == "regression" else "^", markersize=10,
+                color=FAIL_COLOR if kind == "regression" else PASS_COLOR, linestyle="none")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    fig.autofmt_xdate()
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
 def validation_figure(names: Sequence[str], margins_pct: Sequence[float | None],
                       statuses: Sequence[str]) -> Figure:
     """Horizontal bars: margin to the threshold in percent, green pass, red fail, grey skipped."""

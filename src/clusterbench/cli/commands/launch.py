@@ -315,12 +315,23 @@ _HOME_HELP = ("Results come home as JSON lines in the log (the command gets --js
               help="Multus NetworkAttachmentDefinition for a secondary network (repeatable).")
 @click.option("--resource", "resources", multiple=True, metavar="NAME=COUNT",
               help="Extra resource, e.g. rdma/roce_gdr=1 (repeatable).")
+@click.option("--schedule", default=None, metavar="CRON",
+              help="A batch/v1 CronJob instead: run the command on --nodes nodes (one pod each) on this "
+                   "cron schedule, e.g. '0 3 * * *' (nightly checks).")
+@click.option("--time-zone", default=None, metavar="TZ", help="With --schedule: its time zone, e.g. Europe/Berlin.")
+@click.option("--service-account", default=None, metavar="NAME",
+              help="With --schedule: the pods' ServiceAccount (one allowed to patch Nodes, for --on-fail taint --apply).")
 @click.option("--apply", "do_apply", is_flag=True, help="kubectl apply the manifest.")
 def k8s_cmd(kind, name, namespace, image, install, no_install, db_secret, gpu_resource, shm_size,
-            networks, resources, do_apply, **kw) -> None:
-    """Kubeflow PyTorchJob (Master + Workers running torchrun) or MPIJob manifest."""
+            networks, resources, schedule, time_zone, service_account, do_apply, **kw) -> None:
+    """Kubeflow PyTorchJob (Master + Workers running torchrun) or MPIJob manifest; with
+    --schedule, a CronJob running the command on each node (e.g. a nightly qualify)."""
     _check_options()
     refuse_together("do_apply", "print_only")
+    if (time_zone or service_account) and not schedule:
+        raise UsageError("--time-zone and --service-account need --schedule")
+    if schedule and kind != "pytorchjob":
+        raise UsageError("--schedule makes a CronJob of single-node pods; it does not combine with --kind mpijob")
     spec = _spec(kw, json_lines=True)
     if kind == "mpijob" and install is not None:
         raise UsageError("--install does not apply to --kind mpijob, which runs the clusterbench of "
@@ -330,7 +341,10 @@ def k8s_cmd(kind, name, namespace, image, install, no_install, db_secret, gpu_re
                           extra_resources=dict(parse_env_like(resources)),
                           install=None if kind == "mpijob" else _install(install, no_install),
                           db_secret=k8s.SecretRef.parse(db_secret) if db_secret else None)
-    doc = k8s.pytorchjob(spec, opts) if kind == "pytorchjob" else k8s.mpijob(spec, opts)
+    if schedule:
+        doc = k8s.cronjob(spec, opts, schedule, time_zone, service_account)
+    else:
+        doc = k8s.pytorchjob(spec, opts) if kind == "pytorchjob" else k8s.mpijob(spec, opts)
     text = yaml.safe_dump(doc, sort_keys=False)
     if do_apply and not kw["print_only"]:
         click.echo(k8s.apply(text))

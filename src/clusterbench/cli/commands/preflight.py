@@ -6,11 +6,13 @@ import sys
 
 import click
 
+from clusterbench.cli.fleet import OnFail, junit_option, node_name, on_fail_options, take_out
 from clusterbench.cli.options import json_option
 from clusterbench.envinfo.inventory import hostname
 from clusterbench.errors import UsageError
 from clusterbench.preflight import Expectations, exit_code, overall, run_checks
 from clusterbench.preflight.checks import FAIL, NA, OK, WARNING, CheckResult
+from clusterbench.report import junit as junit_xml
 from clusterbench.report.jsonl import check_line, emit, summary_line
 from clusterbench.units import parse_rate
 
@@ -68,16 +70,22 @@ def _apply(f):  # type: ignore[no-untyped-def]
               help="Check saved `dmesg` output instead of the live kernel log.")
 @click.option("-v", "--verbose", is_flag=True, help="Show the evidence of every check, not only of problems.")
 @click.option("--root", default="/", hidden=True, help="Read host files under this root (tests).")
+@click.option("--node", default=None, envvar="CLUSTERBENCH_NODE", metavar="NAME",
+              help="This host's name in the scheduler, for --on-fail (default: the host name; "
+                   "env CLUSTERBENCH_NODE).")
+@junit_option
+@on_fail_options
 @json_option("a `check` line per check (with its `host`), then a `summary` with the overall status "
              "and exit code")
 def preflight(expect_gpus: int | None, expect_model: str | None, expect_nic_speed: str | None,
               nic_names: tuple[str, ...], expect_compute_partition: str | None,
               expect_memory_partition: str | None, kernel_log: str | None, verbose: bool, root: str,
-              as_json: bool) -> int:
+              node: str | None, junit: str | None, on_fail: OnFail, as_json: bool) -> int:
     """Fast health checks of this host: GPU count and model, partition modes, PCIe links below
     their maximum, PCIe AER counters, GPU ECC errors, Xid/amdgpu/AER lines in the kernel log, NICs
     and RDMA ports down or slow. Each check ends ok, warning, fail or not-applicable with its
-    evidence; exit code 1 when any check failed."""
+    evidence; exit code 1 when any check failed. With --on-fail, a failing host is drained
+    (Slurm) or tainted (Kubernetes)."""
     exp = expectations_from(expect_gpus, expect_model, expect_nic_speed, nic_names,
                             expect_compute_partition, expect_memory_partition)
     if kernel_log is not None:
@@ -98,6 +106,11 @@ def preflight(expect_gpus: int | None, expect_model: str | None, expect_nic_spee
         for line in result_lines(results, verbose):
             print(line)
         print(f"# preflight: {overall(results)}", file=sys.stderr)
+    name = node or node_name()
+    if junit:
+        junit_xml.write(junit, [junit_xml.preflight_suite(results, name)])
+    problems = [f"preflight {r.check}: {r.summary}" for r in results if r.status == FAIL]
+    take_out(on_fail, {name: problems} if problems else {}, [name], as_json)
     return code
 
 

@@ -8,6 +8,7 @@ import sys
 
 import click
 
+from clusterbench.cli.fleet import OnFail, junit_option, on_fail_options, take_out
 from clusterbench.cli.options import (
     command_line,
     db_option,
@@ -26,6 +27,7 @@ from clusterbench.launch.common import (
     with_store_args,
 )
 from clusterbench.records import utc_now
+from clusterbench.report import junit as junit_xml
 from clusterbench.report.jsonl import emit, emit_all, host_line, run_objects, summary_line
 from clusterbench.runner import new_group_id
 from clusterbench.store import Store
@@ -71,6 +73,8 @@ DEFAULT_TEST = ("coll", "all_reduce", "-b", "32M", "-e", "32M", "--device", "cpu
 @click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True,
               help="Run every subset N times (alternating the order) and keep each one's best result, "
                    "so a transient slowdown is not taken for a degraded node.")
+@junit_option
+@on_fail_options
 @json_option("the sweep's `measurement` lines and `run` record, a `host` line per node (ok or "
              "suspect, with its scores and evidence), then a `summary`")
 @db_option
@@ -78,11 +82,13 @@ DEFAULT_TEST = ("coll", "all_reduce", "-b", "32M", "-e", "32M", "--device", "cpu
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_is_better, threshold,
           min_rel_dev, topology, link_rate, procs_per_node, single_procs, envs, port, join_timeout, timeout,
-          rounds, as_json, db, tags, command) -> int:
+          rounds, junit, on_fail: OnFail, as_json, db, tags, command) -> int:
     """Find the bad node: the test (after --; default a collective or `net`) on each node alone
     and on pairs of nodes, launched with torchrun on each host through an ssh-like agent.
 
-    Exit code 0: nobody flagged; 1: suspects named (with evidence); 2: bad input."""
+    Exit code 0: nobody flagged; 1: suspects named (with evidence); 2: bad input. With
+    --on-fail, suspects are drained (Slurm) or tainted (Kubernetes): --hosts must then be the
+    scheduler's node names."""
     refuse_together("batch", "pair_mode")
     host_list = parse_hosts(hosts)
     if len(host_list) < 2:
@@ -138,7 +144,31 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
     else:
         print("\n".join(table_lines(result, results, metric, rate)))
     print(f"# run {run.id} ({run.status}) stored", file=sys.stderr)
+    if junit:
+        junit_xml.write(junit, [junit_xml.Suite(f"sweep {test[0]} {metric}", _cases(result, host_list, metric),
+                                                properties={"run": str(run.id), "sweep": sweep_id})])
+    suspects = {s.host: [f"sweep {s.reason}: {s.evidence[0] if s.evidence else ''}".rstrip(": ")]
+                for s in result.suspects}
+    take_out(on_fail, suspects, [h for h in host_list if h not in suspects], as_json)
     return code
+
+
+def _cases(result, hosts: list[str], metric: str) -> list[junit_xml.Case]:  # type: ignore[no-untyped-def]
+    """One test case per node: its single and pair scores; a suspect fails with the evidence."""
+    suspects = {s.host: s for s in result.suspects}
+    cases = []
+    for h in hosts:
+        scores = [f"{stage} score: {v:.6g}" for stage, scores in (("single", result.single_scores),
+                                                                  ("pair", result.pair_scores))
+                  if (v := scores.get(h)) is not None]
+        s = suspects.get(h)
+        if s is None:
+            cases.append(junit_xml.Case(h, "clusterbench.sweep", junit_xml.PASS, details="\n".join(scores)))
+        else:
+            message = f"fail: {s.reason}" + (f": {s.evidence[0]}" if s.evidence else "")
+            cases.append(junit_xml.Case(h, "clusterbench.sweep", junit_xml.FAIL, message,
+                                        "\n".join([f"metric: {metric}", *scores, *s.evidence])))
+    return cases
 
 
 commands = [sweep]

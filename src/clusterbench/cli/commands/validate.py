@@ -6,8 +6,10 @@ import sys
 
 import click
 
+from clusterbench.cli.fleet import OnFail, junit_option, on_fail_options, take_out
 from clusterbench.cli.options import db_option, json_option, since_option
 from clusterbench.errors import UsageError
+from clusterbench.judge.blame import node_findings, passing_nodes
 from clusterbench.judge.efficiency import (
     best_per_placement,
     best_percent_of_peak,
@@ -17,6 +19,7 @@ from clusterbench.judge.profiles import builtin_profiles, load_profile
 from clusterbench.judge.select import load_runs, rows_of
 from clusterbench.judge.text import outcome_lines
 from clusterbench.judge.validate import STATUSES, evaluate, exit_code
+from clusterbench.report import junit as junit_xml
 from clusterbench.report.jsonl import (
     criterion_line,
     efficiency_line,
@@ -40,22 +43,26 @@ NO_LINK_ROWS = ("no collective algbw rows on 2+ nodes to compare with the link s
               help="Inter-node link speed (e.g. 100Gbps) to show collective efficiency vs theory.")
 @click.option("--nodes", type=click.IntRange(min=2), default=None,
               help="Node count for the theory (default: the run's hosts or its 'nodes' tag).")
+@junit_option
+@on_fail_options
 @json_option("a `criterion` line per criterion, `efficiency` and `percent_of_peak` lines, then a "
              "`summary` with the counts and exit code")
 @since_option
 @db_option
 def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, nodes: int | None,
-             as_json: bool, since: str | None, db: str | None) -> int:
+             junit: str | None, on_fail: OnFail, as_json: bool, since: str | None, db: str | None) -> int:
     """Judge RUNs (default: last) against a profile.
 
     Every criterion ends pass, fail, skipped (no matching measurement) or error. Exit code 0
     when nothing failed; 1 when a criterion failed or errored; 2 for usage errors, including a
     profile none of whose criteria matched a measurement of the runs (nothing was checked).
+    With --on-fail, the nodes a failing criterion names are drained (Slurm) or tainted (Kubernetes).
     """
     profile = load_profile(profile_name)
     with Store.open(db) as store:
         loaded = load_runs(store, runs or ("last",), since)
-    outcomes = evaluate(profile, rows_of(loaded))
+    rows = rows_of(loaded)
+    outcomes = evaluate(profile, rows)
     effs = [(run, e) for run, ms in loaded for e in run_link_efficiency(run, ms, link_speed, nodes)]
     run_ids = [r.id for r, _ in loaded]
     peaks = best_percent_of_peak(loaded)
@@ -90,9 +97,13 @@ def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, n
         for label, d in peaks:
             print(f"# peak {label}: best {d.value:.4g} {d.unit} = {d.percent:.1f}% of {d.device_name} "
                   f"datasheet {d.peak:.4g} {d.unit}")
+    if junit:
+        junit_xml.write(junit, [junit_xml.validation_suite(profile.name, outcomes, run_ids)])
     if nothing_checked:
         raise UsageError(f"no criterion of profile {profile.name} matched any measurement of run(s) "
                          f"{', '.join(map(str, run_ids))}")
+    nodes_found = node_findings(outcomes, rows)
+    take_out(on_fail, nodes_found.problems, passing_nodes(nodes_found), as_json, nodes_found.notes)
     return code
 
 

@@ -1,0 +1,281 @@
+"""``clusterbench qualify --profile P``: a profile's whole acceptance suite in one command.
+
+Preflight, then every benchmark of the profile's ``suite:`` on this node (or through ``launch``),
+all stored as one group (tag ``qualify=<id>``), validated against the profile's criteria, written
+as the HTML report and JUnit XML. Exit 0: every check passed; 1: a step or criterion failed;
+2: bad input (an unknown profile, a profile without a suite, a step the CLI cannot parse), found
+before anything runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+import sys
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from clusterbench.cli.fleet import OnFail, junit_option, node_name, on_fail_options, take_out
+from clusterbench.cli.options import db_option, json_option, parse_tags, tag_option
+from clusterbench.errors import ClusterbenchError, UsageError
+from clusterbench.judge.blame import node_findings, passing_nodes
+from clusterbench.judge.profiles import Profile, SuiteStep, builtin_profiles, load_profile
+from clusterbench.judge.select import load_runs, rows_of
+from clusterbench.judge.text import outcome_lines
+from clusterbench.judge.validate import FAIL, PASS, SKIPPED, evaluate, exit_code
+from clusterbench.launch.common import split_agent
+from clusterbench.records import Run, utc_now
+from clusterbench.report import junit as junit_xml
+from clusterbench.report.jsonl import dump_line
+from clusterbench.runner import new_group_id
+from clusterbench.store import Store
+
+LAUNCH_ENGINES = ("slurm", "mpi", "torchrun")
+GROUP_TAG = "qualify"
+
+
+@dataclass
+class StepResult:
+    step: SuiteStep
+    argv: list[str]
+    exit_code: int
+    seconds: float
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+
+def _root() -> click.Group:
+    root = click.get_current_context().find_root().command
+    assert isinstance(root, click.Group)
+    return root
+
+
+def _rest(ctx: click.Context) -> list[str]:
+    with warnings.catch_warnings():  # click 8.2 keeps the subcommand in protected_args
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return [*getattr(ctx, "protected_args", []), *ctx.args]
+
+
+def _parse_only(root: click.Group, argv: Sequence[str]) -> None:
+    """Parse ``argv`` with the real CLI parser (types, choices, unknown options), run nothing."""
+    ctx = root.make_context("clusterbench", list(argv))
+    cmd: click.Command = root
+    rest = _rest(ctx)
+    while isinstance(cmd, click.Group) and rest:
+        name, sub, rest = cmd.resolve_command(ctx, rest)
+        if sub is None:
+            raise UsageError(f"unknown command {name!r}")
+        ctx = sub.make_context(name or "", list(rest), parent=ctx)
+        cmd = sub
+        rest = _rest(ctx) if isinstance(sub, click.Group) else []
+
+
+def _invoke(root: click.Group, argv: list[str]) -> tuple[int, str]:
+    """Run a clusterbench command in this process (the ranks it starts share one forkserver, so
+    a suite does not pay PyTorch's import per step); its exit code and error line."""
+    cmd = root.commands[argv[0]]
+    saved = sys.argv
+    sys.argv = ["clusterbench", *argv]  # what the stored run records as its command line
+    try:
+        rc = cmd.main(args=argv[1:], prog_name=f"clusterbench {argv[0]}", standalone_mode=False)
+        return (rc if isinstance(rc, int) else 0), ""
+    except click.exceptions.Exit as e:
+        return e.exit_code, ""
+    except click.ClickException as e:
+        return e.exit_code, e.format_message()
+    except ClusterbenchError as e:
+        return e.exit_code, str(e)
+    except Exception as e:  # noqa: BLE001 - a step that breaks is a failed step; the suite goes on
+        return 1, f"internal error: {type(e).__name__}: {e}"
+    finally:
+        sys.argv = saved
+
+
+def _step_argv(step: SuiteStep, launch: list[str] | None, db: str | None, tags: dict[str, str]) -> list[str]:
+    words = list(step.command)
+    if db:
+        words += ["--db", db]
+    for k, v in tags.items():
+        words += ["--tag", f"{k}={v}"]
+    if launch is None:
+        return words
+    engine, opts = launch[0], launch[1:]
+    if engine in ("slurm", "mpi") and db:
+        opts = [*opts, "--db", db]   # where the launcher's ranks store, and where it finds the run
+    return ["launch", engine, *opts, "--", *words]
+
+
+def _preflight_run(tags: dict[str, str], node: str) -> tuple[Run, list[junit_xml.Case], list[str]]:
+    from clusterbench.preflight import Expectations, record, run_checks
+    from clusterbench.preflight.checks import FAIL as CHECK_FAIL
+
+    results = run_checks(Expectations())
+    rec = {**record(results), "host": node}
+    run = Run("preflight", command=["clusterbench", "preflight"], ended_at=utc_now(),
+              hosts=[node], tags=dict(tags), meta={"preflight": rec})
+    problems = [f"preflight {r.check}: {r.summary}" for r in results if r.status == CHECK_FAIL]
+    return run, list(junit_xml.preflight_suite(results, node).cases), problems
+
+
+def _print_outcomes(profile: Profile, outcomes: Sequence[Any], as_json: bool) -> None:
+    if as_json:
+        for o in outcomes:
+            dump_line({"kind": "criterion", "profile": profile.name, **o.to_dict()})
+    else:
+        for line in outcome_lines(list(outcomes)):
+            print(line)
+
+
+@click.command("qualify")
+@click.option("--profile", "profile_name", required=True, metavar="NAME|FILE",
+              help=f"A profile with a suite: ({', '.join(builtin_profiles()) or 'none'}) or a YAML file.")
+@click.option("-o", "--output", default=None, type=click.Path(dir_okay=False), metavar="FILE",
+              help="HTML report to write (default qualify-PROFILE-ID.html); NAME.md and plots go next to it.")
+@click.option("--launch", "launch_text", default=None, metavar="'ENGINE OPTIONS'",
+              help="Run each step through `clusterbench launch`, e.g. 'slurm --nodes 4 --gpus-per-node 8 "
+                   "--submit' (engines: slurm, mpi, torchrun).")
+@click.option("--node", default=None, envvar="CLUSTERBENCH_NODE", metavar="NAME",
+              help="This node's name in the scheduler (tags the runs; --on-fail acts on it; default: "
+                   "the host name; env CLUSTERBENCH_NODE).")
+@click.option("--no-preflight", is_flag=True, help="Skip the health checks run (and stored) first.")
+@click.option("--dry-run", is_flag=True, help="Print the steps that would run, run nothing.")
+@junit_option
+@on_fail_options
+@json_option
+@db_option
+@tag_option
+def qualify(profile_name: str, output: str | None, launch_text: str | None, node: str | None,
+            no_preflight: bool, dry_run: bool, junit: str | None, on_fail: OnFail, as_json: bool,
+            db: str | None, tags: tuple[str, ...]) -> int:
+    """Run a profile's suite on this node (or on every node via --launch), store it as one group,
+    validate it, and write the HTML report and JUnit XML. Exit 0 pass, 1 fail, 2 usage."""
+    profile = load_profile(profile_name)
+    if not profile.suite:
+        raise UsageError(f"profile {profile.name} declares no suite: (qualify needs one; validate "
+                         "judges stored runs against any profile)")
+    launch = split_agent(launch_text, "--launch") if launch_text else None
+    if launch is not None and launch[0] not in LAUNCH_ENGINES:
+        raise UsageError(f"--launch {launch[0]!r}: expected one of {', '.join(LAUNCH_ENGINES)}")
+    node = node or node_name()
+    group = new_group_id()
+    run_tags = {**parse_tags(tags), GROUP_TAG: group, "profile": profile.name}
+    if launch is None:
+        run_tags["node"] = node   # every run of a local qualification is this node's
+    root = _root()
+    planned = [(step, _step_argv(step, launch, db, run_tags)) for step in profile.suite]
+    for step, argv in planned:   # a step the CLI cannot parse is a usage error before anything runs
+        try:
+            _parse_only(root, argv)
+        except click.ClickException as e:
+            raise UsageError(f"suite step {step.name!r}: {e.format_message()}") from None
+    if dry_run:
+        for step, argv in planned:
+            click.echo(f"# {step.name}\n{shlex.join(['clusterbench', *argv])}")
+        return 0
+
+    out = Path(output) if output else Path(f"qualify-{profile.name}-{group}.html")
+    if not out.parent.is_dir():
+        raise UsageError(f"directory {out.parent} does not exist")
+    started = time.monotonic()
+
+    def say(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    say(f"# qualify {profile.name} on {node if launch is None else ' '.join(launch)}: "
+        f"{len(planned)} step(s), group {GROUP_TAG}={group}")
+    pre_cases: list[junit_xml.Case] = []
+    pre_problems: list[str] = []
+    if not no_preflight and launch is None:
+        pre_run, pre_cases, pre_problems = _preflight_run(run_tags, node)
+        with Store.open(db) as store:
+            store.save_run(pre_run, [])
+        say(f"# preflight: {pre_run.meta['preflight']['status']}")
+
+    results: list[StepResult] = []
+    for i, (step, argv) in enumerate(planned, 1):
+        say(f"# step {i}/{len(planned)}: {step.name}: {shlex.join(['clusterbench', *step.command])}")
+        t0 = time.monotonic()
+        # The steps' own tables go to stderr with --json, so stdout holds only JSON lines.
+        with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
+            rc, err = _invoke(root, argv)
+        results.append(StepResult(step, argv, rc, time.monotonic() - t0, err))
+        if rc != 0:
+            say(f"# step {step.name!r} failed (exit {rc})" + (f": {err}" if err else ""))
+        if as_json:
+            dump_line({"kind": "step", "name": step.name, "command": list(step.command), "exit": rc,
+                       "error": err, "seconds": round(results[-1].seconds, 3)})
+
+    with Store.open(db) as store:
+        runs = store.runs_with_tags({GROUP_TAG: group})
+        loaded = load_runs(store, [str(r.id) for r in runs if r.benchmark != "preflight"])
+    rows = rows_of(loaded)
+    outcomes = evaluate(profile, rows) if rows else []
+    _print_outcomes(profile, outcomes, as_json)
+
+    report_files: list[str] = []
+    if loaded and any(ms for _, ms in loaded):
+        report_args = [f"{GROUP_TAG}={group}", "--profile", profile_name, "-o", str(out),
+                       "--title", f"clusterbench qualify {profile.name} ({node})"]
+        if db:
+            report_args += ["--db", db]
+        with contextlib.redirect_stdout(sys.stderr):
+            rc, err = _invoke(root, ["report", *report_args])
+        if rc != 0:
+            raise ClusterbenchError(f"report: {err or f'exit {rc}'}")
+        report_files.append(str(out))
+
+    suites = []
+    if pre_cases:
+        suites.append(junit_xml.Suite(f"preflight {node}", pre_cases, hostname=node))
+    suites.append(junit_xml.Suite(f"qualify {profile.name} steps", [
+        junit_xml.Case(r.step.name, f"clusterbench.qualify.{profile.name}",
+                       junit_xml.PASS if r.ok else junit_xml.ERROR,
+                       "" if r.ok else f"exit {r.exit_code}" + (f": {r.error}" if r.error else ""),
+                       shlex.join(["clusterbench", *r.argv]), r.seconds) for r in results],
+        properties={GROUP_TAG: group, "node": node}))
+    suites.append(junit_xml.validation_suite(profile.name, outcomes, [r.id for r, _ in loaded]))
+    if junit:
+        junit_xml.write(junit, suites)
+
+    failed_steps = [r for r in results if not r.ok]
+    status = exit_code(outcomes) if outcomes else 1
+    if failed_steps or pre_problems:
+        status = 1
+    judged = [o for o in outcomes if o.status != SKIPPED]
+    if not judged and not failed_steps:
+        raise UsageError(f"no criterion of profile {profile.name} matched what its suite measured "
+                         f"(group {GROUP_TAG}={group})")
+    if launch is None:
+        problems = pre_problems + [f"step {r.step.name} exit {r.exit_code}" for r in failed_steps]
+        problems += [f"{o.criterion.name} {o.measured:.4g} {o.unit} {o.threshold}" if o.measured is not None
+                     else f"{o.criterion.name} {o.threshold}" for o in outcomes if o.status == FAIL]
+        take_out(on_fail, {node: problems} if problems else {}, [node], as_json)
+    else:
+        found = node_findings(outcomes, rows)
+        take_out(on_fail, found.problems, passing_nodes(found), as_json, found.notes)
+
+    summary = {"profile": profile.name, "group": group, "node": node,
+               "runs": [r.id for r, _ in loaded], "steps": len(results), "failed_steps": len(failed_steps),
+               "criteria": {s: sum(o.status == s for o in outcomes) for s in (PASS, FAIL, SKIPPED, "error")},
+               "report": report_files[0] if report_files else None, "junit": junit,
+               "seconds": round(time.monotonic() - started, 1), "status": "pass" if status == 0 else "fail"}
+    if as_json:
+        dump_line({"kind": "summary", **summary})
+    else:
+        print(f"# qualify {profile.name}: {summary['status'].upper()}: {len(results) - len(failed_steps)}/"
+              f"{len(results)} step(s) ran, {summary['criteria']['pass']} pass, {summary['criteria']['fail']} fail, "
+              f"{summary['criteria']['skipped']} skipped, {summary['criteria']['error']} error; "
+              f"runs {GROUP_TAG}={group}" + (f"; report {out}" if report_files else ""))
+    return status
+
+
+commands = [qualify]

@@ -1,0 +1,100 @@
+"""``clusterbench trend``: each host's (or GPU's) headline metric across runs, and the runs where
+it changed level (exit 1 with ``--fail-on regression`` when a series sits at a worse level)."""
+
+from __future__ import annotations
+
+import click
+
+from clusterbench.cli.options import db_option, json_option
+from clusterbench.errors import UsageError
+from clusterbench.judge.changepoint import Change, Settings
+from clusterbench.judge.history import (
+    BY,
+    REGRESSION,
+    Series,
+    build_series,
+    detect,
+    parse_since,
+    select_history,
+)
+from clusterbench.judge.text import fmt
+from clusterbench.report.jsonl import dump_line
+from clusterbench.store import Store
+from clusterbench.units import parse_size
+
+
+def _change_text(s: Series, c: Change) -> str:
+    p = s.points[c.index]
+    return (f"{s.kind(c).upper()} at run {p.run} ({p.started_at[:10]}): {c.relative * 100:+.1f}% "
+            f"({fmt(c.before)} -> {fmt(c.after, s.unit)}), confidence {c.confidence * 100:.1f}%")
+
+
+@click.command("trend")
+@click.argument("selectors", nargs=-1, metavar="[RUN|SELECTOR]...")
+@click.option("--metric", default=None, help="Record metric (default: each benchmark's headline metric).")
+@click.option("--benchmark", default=None, help="Only this benchmark (e.g. all_reduce, stream).")
+@click.option("--by", type=click.Choice(BY), default="host", show_default=True,
+              help="One series per host, or per GPU (host:device).")
+@click.option("--since", default=None, metavar="AGE|DATE",
+              help="Only runs started since then: 30d, 12h, 2w or 2025-01-31.")
+@click.option("--bytes", "size", default=None, metavar="SIZE",
+              help="Rows at this message size (default: the largest size of each run).")
+@click.option("--alpha", type=click.FloatRange(1e-6, 0.5), default=Settings.alpha, show_default=True,
+              help="Largest permutation p-value taken as a change.")
+@click.option("--min-effect", type=click.FloatRange(0, 100), default=Settings.min_effect * 100, show_default=True,
+              help="Smallest change of the median worth reporting, in percent.")
+@click.option("--min-runs", type=click.IntRange(min=2), default=Settings.min_size, show_default=True,
+              help="Runs needed on each side of a change (one noisy run is never a step).")
+@click.option("--fail-on", "fail_on", type=click.Choice([REGRESSION]), default=None,
+              help="Exit 1 when a series' latest change is a regression.")
+@json_option
+@db_option
+def trend(selectors: tuple[str, ...], metric: str | None, benchmark: str | None, by: str,
+          since: str | None, size: str | None, alpha: float, min_effect: float, min_runs: int,
+          fail_on: str | None, as_json: bool, db: str | None) -> int:
+    """The headline metric of each host (or GPU) across the selected runs (default: all) in time
+    order, and where it stepped: the run, by how much and with what confidence (Mann-Whitney
+    scan with a permutation p-value, docs/judge.md)."""
+    settings = Settings(alpha=alpha, min_size=min_runs, min_effect=min_effect / 100)
+    since_t = parse_since(since) if since else None
+    with Store.open(db) as store:
+        runs = select_history(store, selectors, since_t)
+        loaded = [(r, store.measurements(r.id)) for r in runs]
+    if not runs:
+        raise UsageError("no run in the selection" + (f" since {since}" if since else ""))
+    series = detect(build_series(loaded, metric=metric, benchmark=benchmark, by=by,
+                                 size=parse_size(size, "--bytes") if size else None), settings)
+    if not series:
+        raise UsageError(f"no {metric or 'headline'} measurement in the {len(runs)} selected run(s)"
+                         + (f" for {benchmark}" if benchmark else ""))
+    changes = [(s, c) for s in series for c in s.changes]
+    open_regressions = [s for s in series if s.open_regression is not None]
+    if as_json:
+        for s in series:
+            for p in s.points:
+                dump_line({"kind": "trend_point", "benchmark": s.benchmark, "metric": s.metric,
+                           "params": s.row, "host": s.host, "device": s.device, "run": p.run,
+                           "started_at": p.started_at, "value": p.value, "unit": s.unit})
+        for s, c in changes:
+            dump_line(s.change_dict(c))
+        dump_line({"kind": "summary", "runs": len(runs), "series": len(series),
+                   "regressions": sum(s.kind(c) == REGRESSION for s, c in changes),
+                   "improvements": sum(s.kind(c) != REGRESSION for s, c in changes),
+                   "open_regressions": len(open_regressions)})
+    else:
+        print(f"# trend: {len(series)} series over {len(runs)} run(s), "
+              f"{runs[0].started_at[:10]} .. {runs[-1].started_at[:10]}")
+        width = min(48, max(len(s.label) for s in series))
+        ent = max(len(s.entity) for s in series)
+        print(f"{by:<{ent}} {'row':<{width}} {'runs':>5} {'first':>12} {'last':>12}  change")
+        for s in series:
+            row = s.label if len(s.label) <= width else s.label[:width - 3] + "..."
+            what = "; ".join(_change_text(s, c) for c in s.changes) or "-"
+            print(f"{s.entity:<{ent}} {row:<{width}} {len(s.points):>5} {fmt(s.points[0].value):>12} "
+                  f"{fmt(s.points[-1].value, s.unit):>12}  {what}")
+        print(f"# {len(changes)} change(s): {sum(s.kind(c) == REGRESSION for s, c in changes)} regression(s), "
+              f"{len(open_regressions)} not recovered")
+    return 1 if fail_on == REGRESSION and open_regressions else 0
+
+
+commands = [trend]

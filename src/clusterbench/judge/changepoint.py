@@ -1,0 +1,216 @@
+"""Where a series of runs changed level: a robust, rank-based change-point test (pure, numpy).
+
+For a series ``x_1..x_n`` in time order (one host's busbw night after night):
+
+1. **Is there a change?** Every split ``t`` (at least ``min_size`` points on each side) is a
+   two-sample Mann-Whitney comparison of ``x_1..x_t`` with ``x_t+1..x_n``. The statistic is the
+   largest standardized Mann-Whitney U over all splits (Pettitt 1979; Hawkins & Deng 2010, who
+   use exactly this maximum for a nonparametric change-point chart). Ranks make it robust: one
+   wild run moves one rank, not the mean. Its p-value comes from permuting the ranks (the
+   distribution of the maximum under "no change", where every order is equally likely), so it
+   is exact up to Monte-Carlo error and accounts for having looked at every split. When no
+   single split is significant, the same scan runs over every inner stretch against the rest
+   (the circular form of binary segmentation, Olshen et al. 2004): a node that was degraded for
+   a week and then repaired. Each scan gets half of ``alpha``.
+2. **Where?** The split (or stretch) that minimizes the sum of absolute deviations from each
+   part's median (the least-absolute-deviation estimate of a shift, Bai 1995). Ranks alone
+   cannot place a step to the exact run when the first run after it happens to be the best of
+   the new level; the L1 cost sees the gap between the levels.
+3. **Does it matter?** The medians before and after must differ by at least ``min_effect``
+   (relative) and by at least ``min_z`` robust standard deviations of the residuals around the
+   parts' medians (1.4826 * MAD): a significant but tiny shift of a very stable metric is not
+   worth a page, and a shift inside the run-to-run noise is not a step.
+
+Accepted changes split the series and each part is searched again (binary segmentation), so a
+step down followed by a repair is two changes. The permutations use a fixed seed: the same
+history always gives the same answer.
+
+References: A. N. Pettitt, "A non-parametric approach to the change-point problem", Applied
+Statistics 28(2), 126-135 (1979); D. M. Hawkins and Q. Deng, "A nonparametric change-point
+control chart", Journal of Quality Technology 42(2), 165-173 (2010); A. B. Olshen, E. S.
+Venkatraman, R. Lucito and M. Wigler, "Circular binary segmentation for the analysis of
+array-based DNA copy number data", Biostatistics 5(4), 557-572 (2004); J. Bai, "Least absolute
+deviation estimation of a shift", Econometric Theory 11(3), 403-436 (1995).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+MAD_TO_SIGMA = 1.4826  # MAD of a normal distribution times this is its standard deviation
+
+
+@dataclass(frozen=True)
+class Settings:
+    alpha: float = 0.01          # largest permutation p-value taken as a change
+    min_size: int = 3            # runs on each side of a change: one noisy run is never a step
+    min_effect: float = 0.02     # smallest relative shift of the median worth reporting
+    min_z: float = 3.0           # smallest shift in robust standard deviations of the noise
+    permutations: int = 1999
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Change:
+    index: int          # position of the first value at the new level
+    before: float       # median of the segment before
+    after: float        # median of the segment after
+    p_value: float      # permutation p-value of the maximum standardized Mann-Whitney statistic
+    z: float            # |after - before| in robust standard deviations of the residuals
+
+    @property
+    def relative(self) -> float:
+        """(after - before) / |before|: -0.15 is 15% lower."""
+        return (self.after - self.before) / abs(self.before) if self.before else float("inf")
+
+    @property
+    def confidence(self) -> float:
+        return 1.0 - self.p_value
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks 1..n, ties sharing their average rank."""
+    order = np.argsort(x, kind="mergesort")
+    ranks = np.empty(len(x), dtype=float)
+    sorted_x = x[order]
+    i = 0
+    while i < len(x):
+        j = i
+        while j + 1 < len(x) and sorted_x[j + 1] == sorted_x[i]:
+            j += 1
+        ranks[order[i:j + 1]] = (i + j) / 2.0 + 1.0
+        i = j + 1
+    return ranks
+
+
+def _candidates(n: int, min_size: int, inner: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Every interval [i, j) a change can bound: a prefix (one change at j), or with ``inner``
+    also an inner interval (a change and a return), each piece at least ``min_size`` long."""
+    ii, jj = [], []
+    starts = [0, *range(min_size, n - min_size + 1)] if inner else [0]
+    for i in starts:
+        for j in range(i + min_size, n + 1):
+            if (i == 0 and j == n) or (j < n and n - j < min_size):
+                continue
+            if n - (j - i) < min_size:
+                continue
+            ii.append(i)
+            jj.append(j)
+    return np.asarray(ii, dtype=int), np.asarray(jj, dtype=int)
+
+
+def _max_z(ranks: np.ndarray, i: np.ndarray, j: np.ndarray, var: np.ndarray) -> np.ndarray:
+    """Largest |standardized Mann-Whitney U| of inside [i, j) against the rest, for each row of
+    ``ranks`` (shape (B, n)) over all candidate intervals."""
+    csum = np.concatenate([np.zeros(ranks.shape[:-1] + (1,)), np.cumsum(ranks, axis=-1)], axis=-1)
+    k = j - i
+    n = ranks.shape[-1]
+    u = csum[..., j] - csum[..., i] - k * (k + 1) / 2.0
+    z = (u - k * (n - k) / 2.0) / np.sqrt(var)
+    return np.max(np.abs(z), axis=-1)
+
+
+def scan_p_value(x: Sequence[float], s: Settings = Settings(), inner: bool = False) -> tuple[float, float]:
+    """(observed maximum |z|, permutation p-value) of the Mann-Whitney scan over all single
+    splits, or with ``inner`` over all intervals."""
+    arr = np.asarray(x, dtype=float)
+    n = len(arr)
+    i, j = _candidates(n, s.min_size, inner)
+    if len(i) == 0:
+        return 0.0, 1.0
+    ranks = _ranks(arr)
+    # Tie-corrected variance of U for each interval (every interval sees the same ties).
+    _, counts = np.unique(arr, return_counts=True)
+    tie = float(np.sum(counts ** 3 - counts)) / (n * (n - 1))
+    k = j - i
+    var = k * (n - k) / 12.0 * ((n + 1) - tie)
+    if np.any(var <= 0):
+        return 0.0, 1.0  # every value equal: nothing can have changed
+    observed = float(_max_z(ranks, i, j, var))
+    rng = np.random.default_rng(s.seed)
+    exceed = 0
+    block = max(1, 2_000_000 // (len(i) + n))  # bound the memory of one block of permutations
+    for start in range(0, s.permutations, block):
+        b = min(block, s.permutations - start)
+        perms = rng.permuted(np.tile(ranks, (b, 1)), axis=1)
+        exceed += int(np.sum(_max_z(perms, i, j, var) >= observed - 1e-9))
+    # The observed order counts as one of the permutations: p is never 0.
+    return observed, (1 + exceed) / (s.permutations + 1)
+
+
+def _l1(v: np.ndarray) -> float:
+    return float(np.sum(np.abs(v - np.median(v)))) if len(v) else 0.0
+
+
+def l1_interval(x: Sequence[float], min_size: int, inner: bool = True) -> tuple[int, int]:
+    """The interval [i, j) whose level differs from the rest with the least summed absolute
+    deviation of inside and outside from their medians (a prefix: a single step at j)."""
+    arr = np.asarray(x, dtype=float)
+    best, where = float("inf"), (0, len(arr))
+    for i, j in zip(*_candidates(len(arr), min_size, inner)):
+        cost = _l1(arr[i:j]) + _l1(np.concatenate([arr[:i], arr[j:]]))
+        if cost < best - 1e-12:
+            best, where = cost, (int(i), int(j))
+    return where
+
+
+def l1_split(x: Sequence[float], min_size: int) -> int:
+    """The single split t (first value of the second part) with the least summed absolute
+    deviations of both parts from their medians."""
+    arr = np.asarray(x, dtype=float)
+    n = len(arr)
+    costs = [(_l1(arr[:t]) + _l1(arr[t:]), t) for t in range(min_size, n - min_size + 1)]
+    return min(costs, key=lambda c: (c[0], c[1]))[1] if costs else min_size
+
+
+def _segments(x: np.ndarray, offset: int, s: Settings) -> list[tuple[Change, tuple[int, int]]] | None:
+    """The change(s) bounding the most significant interval of ``x``, or None."""
+    if len(x) < 2 * s.min_size:
+        return None
+    # First one step that stays (the regression that matters most, and the most powerful test
+    # for it); failing that, a stretch that differs from both sides (degraded, then repaired).
+    # Each test gets half of alpha, so together they keep the false-alarm rate.
+    inner = False
+    _, p = scan_p_value(x, s, inner=False)
+    if p >= s.alpha / 2:
+        inner = True
+        _, p = scan_p_value(x, s, inner=True)
+        if p >= s.alpha / 2:
+            return None
+    i, j = l1_interval(x, s.min_size, inner)
+    inside, outside = x[i:j], np.concatenate([x[:i], x[j:]])
+    a, b = float(np.median(outside)), float(np.median(inside))
+    shift = abs(b - a)
+    resid = np.concatenate([inside - b, outside - a])
+    sigma = MAD_TO_SIGMA * float(np.median(np.abs(resid)))
+    z = shift / sigma if sigma > 0 else (float("inf") if shift > 0 else 0.0)
+    rel = shift / abs(a) if a else float("inf")
+    if rel < s.min_effect or z < s.min_z:
+        return None
+    out = []
+    if i > 0:
+        out.append((Change(offset + i, a, b, p, z), (i, j)))
+    if j < len(x):
+        out.append((Change(offset + j, b, a, p, z), (i, j)))
+    return out
+
+
+def find_changes(values: Sequence[float], settings: Settings = Settings()) -> list[Change]:
+    """Every change of level in ``values`` (time order), earliest first."""
+    x = np.asarray(values, dtype=float)
+    if not np.all(np.isfinite(x)):
+        raise ValueError("a series with NaN or infinite values")
+    found: list[Change] = []
+    pending = [(0, len(x))]
+    while pending:
+        lo, hi = pending.pop()
+        result = _segments(x[lo:hi], lo, settings)
+        if result is None:
+            continue
+        found += [c for c, _ in result]
+        i, j = result[0][1]
+        pending += [(lo + a, lo + b) for a, b in ((0, i), (i, j), (j, hi - lo)) if b > a]
+    return sorted(found, key=lambda c: c.index)
