@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import random
 
 import pytest
@@ -20,7 +19,10 @@ def cli(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def json_lines(text: str) -> list[dict]:
-    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+    """The JSON lines of a command's output, each checked against the published schema."""
+    from json_schema import check_lines
+
+    return check_lines("\n".join(line for line in text.splitlines() if line.startswith("{")))
 
 
 def coll_rows(scale: float, rng: random.Random, noise_small: float = 0.3, noise_large: float = 0.01,

@@ -8,7 +8,8 @@ import shlex
 from pathlib import Path
 
 import pytest
-from judge_helpers import cli, json_lines
+from json_schema import check_lines
+from judge_helpers import cli
 
 from clusterbench.errors import UsageError
 from clusterbench.judge.profiles import dump_profile, load_profile, parse_profile
@@ -24,8 +25,7 @@ def test_cpu_smoke_end_to_end(capsys, db, tmp_path):
     rc, out, err = cli(capsys, "qualify", "--profile", "cpu-smoke", "--db", db, "-o", str(html),
                        "--junit", str(xml), "--node", "smoke01", "--json", "--tag", "site=lab")
     assert rc == 0, err
-    lines = json_lines(out)
-    assert len(lines) == len(out.splitlines())           # stdout holds only JSON lines
+    lines = check_lines(out)                             # stdout holds only JSON lines, each valid
     assert [d["kind"] for d in lines[:4]] == ["step"] * 4 and all(d["exit"] == 0 for d in lines[:4])
     crit = [d for d in lines if d["kind"] == "criterion"]
     assert len(crit) == 5 and {d["status"] for d in crit} == {"pass"}

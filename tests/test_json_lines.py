@@ -124,6 +124,8 @@ def test_every_line_is_valid(store, case):
 # Commands that need a cluster (Slurm, several hosts) check their lines where they run.
 ELSEWHERE = {
     "sweep": "tests/test_cluster_emulated.py::test_sweep_names_the_host_behind_a_shaped_link",
+    "trend": "tests/test_fleet_trend.py::test_step_in_a_real_history_is_named_at_its_run",
+    "qualify": "tests/test_fleet_qualify.py::test_cpu_smoke_end_to_end",
     "launch slurm": "tests/test_cluster_slurm.py::test_submit_runs_end_to_end_and_imports_the_run",
 }
 # Benchmark commands share coll's printer; each runs once, tiny, below.

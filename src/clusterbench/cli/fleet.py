@@ -16,7 +16,7 @@ import click
 
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.launch import drain
-from clusterbench.report.jsonl import dump_line
+from clusterbench.report.jsonl import emit
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -73,7 +73,7 @@ def take_out(on_fail: OnFail, failed: dict[str, list[str]], passed: Sequence[str
     dry = not on_fail.apply
     if as_json:
         for a in actions:
-            dump_line(a.to_dict(dry))
+            emit(a.to_dict(dry))
     else:
         out = sys.stdout
         what = "dry run, add --apply to run these" if dry else "applied"

@@ -11,10 +11,11 @@ Every line is one JSON object whose first field is ``"kind"``; this module build
   pod's log, a pdsh session); listings add what the run measured;
 - ``efficiency``, ``percent_of_peak``: what is judged from a run against a link speed or a
   datasheet peak;
-- ``criterion`` (validate), ``comparison`` (compare), ``check`` (preflight), ``host`` (sweep),
-  ``inventory`` and ``difference`` (env), ``note`` (a remark the table would print as ``# note``),
-  and ``summary``: the last line of a command that judges or moves things, with its counts and
-  exit code.
+- ``criterion`` (validate, qualify), ``comparison`` (compare), ``check`` (preflight), ``host``
+  (sweep), ``inventory`` and ``difference`` (env), ``note`` (a remark the table would print as
+  ``# note``), ``trend_point``, ``regression`` and ``improvement`` (trend), ``drain`` (a node taken
+  out of or back into service by ``--on-fail``), ``step`` (a qualify step), and ``summary``: the
+  last line of a command that judges or moves things, with its counts and exit code.
 """
 
 from __future__ import annotations
@@ -43,9 +44,14 @@ HOST = "host"
 INVENTORY = "inventory"
 DIFFERENCE = "difference"
 NOTE = "note"
+TREND_POINT = "trend_point"
+REGRESSION = "regression"
+IMPROVEMENT = "improvement"
+DRAIN = "drain"
+STEP = "step"
 SUMMARY = "summary"
 KINDS = (MEASUREMENT, RUN, EFFICIENCY, PERCENT_OF_PEAK, CRITERION, COMPARISON, CHECK, HOST,
-         INVENTORY, DIFFERENCE, NOTE, SUMMARY)
+         INVENTORY, DIFFERENCE, NOTE, TREND_POINT, REGRESSION, IMPROVEMENT, DRAIN, STEP, SUMMARY)
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "data" / "schema" / "lines.schema.json"
 

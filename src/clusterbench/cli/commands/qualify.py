@@ -32,7 +32,7 @@ from clusterbench.judge.validate import FAIL, PASS, SKIPPED, evaluate, exit_code
 from clusterbench.launch.common import split_agent
 from clusterbench.records import Run, utc_now
 from clusterbench.report import junit as junit_xml
-from clusterbench.report.jsonl import dump_line
+from clusterbench.report.jsonl import criterion_line, emit
 from clusterbench.runner import new_group_id
 from clusterbench.store import Store
 
@@ -129,7 +129,7 @@ def _preflight_run(tags: dict[str, str], node: str) -> tuple[Run, list[junit_xml
 def _print_outcomes(profile: Profile, outcomes: Sequence[Any], as_json: bool) -> None:
     if as_json:
         for o in outcomes:
-            dump_line({"kind": "criterion", "profile": profile.name, **o.to_dict()})
+            emit(criterion_line(o, profile.name))
     else:
         for line in outcome_lines(list(outcomes)):
             print(line)
@@ -150,7 +150,8 @@ def _print_outcomes(profile: Profile, outcomes: Sequence[Any], as_json: bool) ->
 @click.option("--dry-run", is_flag=True, help="Print the steps that would run, run nothing.")
 @junit_option
 @on_fail_options
-@json_option
+@json_option("a `step` line per suite step, a `criterion` line per criterion, `drain` lines with "
+             "--on-fail, then a `summary`")
 @db_option
 @tag_option
 def qualify(profile_name: str, output: str | None, launch_text: str | None, node: str | None,
@@ -211,7 +212,7 @@ def qualify(profile_name: str, output: str | None, launch_text: str | None, node
         if rc != 0:
             say(f"# step {step.name!r} failed (exit {rc})" + (f": {err}" if err else ""))
         if as_json:
-            dump_line({"kind": "step", "name": step.name, "command": list(step.command), "exit": rc,
+            emit({"kind": "step", "name": step.name, "command": list(step.command), "exit": rc,
                        "error": err, "seconds": round(results[-1].seconds, 3)})
 
     with Store.open(db) as store:
@@ -265,15 +266,15 @@ def qualify(profile_name: str, output: str | None, launch_text: str | None, node
 
     summary = {"profile": profile.name, "group": group, "node": node,
                "runs": [r.id for r, _ in loaded], "steps": len(results), "failed_steps": len(failed_steps),
-               "criteria": {s: sum(o.status == s for o in outcomes) for s in (PASS, FAIL, SKIPPED, "error")},
+               "counts": {s: sum(o.status == s for o in outcomes) for s in (PASS, FAIL, SKIPPED, "error")},
                "report": report_files[0] if report_files else None, "junit": junit,
                "seconds": round(time.monotonic() - started, 1), "status": "pass" if status == 0 else "fail"}
     if as_json:
-        dump_line({"kind": "summary", **summary})
+        emit({"kind": "summary", "command": "qualify", **summary, "exit_code": status})
     else:
         print(f"# qualify {profile.name}: {summary['status'].upper()}: {len(results) - len(failed_steps)}/"
-              f"{len(results)} step(s) ran, {summary['criteria']['pass']} pass, {summary['criteria']['fail']} fail, "
-              f"{summary['criteria']['skipped']} skipped, {summary['criteria']['error']} error; "
+              f"{len(results)} step(s) ran, {summary['counts']['pass']} pass, {summary['counts']['fail']} fail, "
+              f"{summary['counts']['skipped']} skipped, {summary['counts']['error']} error; "
               f"runs {GROUP_TAG}={group}" + (f"; report {out}" if report_files else ""))
     return status
 

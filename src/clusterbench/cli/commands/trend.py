@@ -18,7 +18,7 @@ from clusterbench.judge.history import (
     select_history,
 )
 from clusterbench.judge.text import fmt
-from clusterbench.report.jsonl import dump_line
+from clusterbench.report.jsonl import emit
 from clusterbench.store import Store
 from clusterbench.units import parse_size
 
@@ -47,7 +47,8 @@ def _change_text(s: Series, c: Change) -> str:
               help="Runs needed on each side of a change (one noisy run is never a step).")
 @click.option("--fail-on", "fail_on", type=click.Choice([REGRESSION]), default=None,
               help="Exit 1 when a series' latest change is a regression.")
-@json_option
+@json_option("a `trend_point` line per run of each series, a `regression` or `improvement` line per "
+             "change found, then a `summary`")
 @db_option
 def trend(selectors: tuple[str, ...], metric: str | None, benchmark: str | None, by: str,
           since: str | None, size: str | None, alpha: float, min_effect: float, min_runs: int,
@@ -72,15 +73,16 @@ def trend(selectors: tuple[str, ...], metric: str | None, benchmark: str | None,
     if as_json:
         for s in series:
             for p in s.points:
-                dump_line({"kind": "trend_point", "benchmark": s.benchmark, "metric": s.metric,
+                emit({"kind": "trend_point", "benchmark": s.benchmark, "metric": s.metric,
                            "params": s.row, "host": s.host, "device": s.device, "run": p.run,
                            "started_at": p.started_at, "value": p.value, "unit": s.unit})
         for s, c in changes:
-            dump_line(s.change_dict(c))
-        dump_line({"kind": "summary", "runs": len(runs), "series": len(series),
+            emit(s.change_dict(c))
+        emit({"kind": "summary", "command": "trend", "runs": [r.id for r in runs], "series": len(series),
                    "regressions": sum(s.kind(c) == REGRESSION for s, c in changes),
                    "improvements": sum(s.kind(c) != REGRESSION for s, c in changes),
-                   "open_regressions": len(open_regressions)})
+                   "open_regressions": len(open_regressions),
+                   "exit_code": 1 if fail_on == REGRESSION and open_regressions else 0})
     else:
         print(f"# trend: {len(series)} series over {len(runs)} run(s), "
               f"{runs[0].started_at[:10]} .. {runs[-1].started_at[:10]}")
