@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 
 from clusterbench.errors import ClusterbenchError, UsageError
-from clusterbench.launch.common import Spec
+from clusterbench.launch.common import Spec, parse_hosts
 
 _TIME_RE = re.compile(r"^(\d+-)?\d{1,3}(:\d{2}){0,2}$|^UNLIMITED$|^INFINITE$", re.IGNORECASE)
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
@@ -41,6 +41,7 @@ class SlurmOptions:
     output: str | None = None          # sbatch --output; default slurm-%j.out
     exclusive: bool = False
     extra: tuple[str, ...] = ()        # further #SBATCH lines, e.g. --constraint=mi300x
+    nodelist: str | None = None        # sbatch --nodelist, a Slurm hostlist (checked by nodelist_hosts)
 
     def check(self) -> None:
         for what, value in (("--partition", self.partition), ("--job-name", self.job_name),
@@ -52,11 +53,19 @@ class SlurmOptions:
         if self.output is not None and not _PATH_RE.fullmatch(self.output):
             raise UsageError(f"invalid --output {self.output!r}: a path of letters, digits and "
                              "'_ . / % @ + , = : -' only (sbatch reads #SBATCH lines unquoted)")
+        if self.nodelist is not None:
+            nodelist_hosts(self.nodelist)
         for line in self.extra:
             if not _EXTRA_RE.fullmatch(line):
                 raise UsageError(f"invalid --sbatch-opt {line!r}: expected one --key or --key=value "
                                  "without spaces, quotes, '#', '$' or '\\' (sbatch reads #SBATCH lines "
                                  "unquoted)")
+
+
+def nodelist_hosts(nodelist: str) -> list[str]:
+    """The hosts of ``--nodelist`` (the Slurm hostlist grammar); each a plain host name, so the
+    list is safe on an unquoted ``#SBATCH`` line."""
+    return parse_hosts(nodelist, "--nodelist")
 
 
 def sbatch_script(spec: Spec, opts: SlurmOptions) -> str:
@@ -74,6 +83,9 @@ def sbatch_script(spec: Spec, opts: SlurmOptions) -> str:
         lines.append(f"#SBATCH --time={opts.time}")
     if opts.output:
         lines.append(f"#SBATCH --output={opts.output}")
+    if opts.nodelist:
+        # sbatch splits directives at white space: separate the names with commas instead
+        lines.append("#SBATCH --nodelist=" + ",".join(opts.nodelist.split()))
     if opts.exclusive:
         lines.append("#SBATCH --exclusive")
     lines += [f"#SBATCH {x}" for x in opts.extra]

@@ -33,7 +33,8 @@ DEFAULT_TEST = ("coll", "all_reduce", "-b", "32M", "-e", "32M", "--device", "cpu
 
 
 @click.command("sweep", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("--hosts", required=True, help="Nodes to test: a,b,c or a Slurm hostlist gpu[01-16].")
+@click.option("--hosts", required=True,
+              help="Nodes to test: a,b,c or a Slurm hostlist such as gpu[01-16] or rack[1-2]-gpu[01-08].")
 @click.option("--agent", default=None,
               help="How to run a command on a host: 'AGENT HOST WORD...' (default: ssh).")
 @click.option("--agent-exec", is_flag=True,
@@ -83,7 +84,7 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
     metric = metric or (family.headline.name if family and family.headline else None)
     if metric is None:
         raise UsageError(f"--metric: no default metric for {test[0]!r}; name the record metric to rank by")
-    switches = parse_topology(open(topology).read()) if topology else None
+    switches = parse_topology(open(topology).read(), topology) if topology else None
     subsets: list[tuple[str, tuple[str, ...]]] = []
     if not no_single:
         subsets += [("single", (h,)) for h in host_list]
