@@ -67,7 +67,7 @@ class RunBuilder:
                 case Rows():
                     self.measurements.extend(event.measurements)
                 case Note():
-                    self.run.meta.setdefault("notes", []).append(event.text)
+                    self.run.meta.setdefault("notes", []).append(event.to_stored())
                 case Failure():
                     self.failures.append(event.reason)
                 case Telemetry():

@@ -123,7 +123,7 @@ def _rows(cfg: GemmConfig, dtype: str, label: str, times: list[float]) -> list[M
 
 
 def main(ctx: RankContext, cfg: GemmConfig) -> None:
-    dev, label, active = devs.join(ctx, cfg.device_type, list(cfg.devices), alpha=cfg.alpha,
+    dev, label, active = devs.join(ctx, cfg.device_type, list(cfg.devices), benchmark=BENCHMARK, alpha=cfg.alpha,
                                    beta=cfg.beta, iterations=cfg.iterations, samples=cfg.samples)
     for dtype in cfg.dtypes:
         ctx.barrier()  # every device starts each dtype together
@@ -134,7 +134,7 @@ def main(ctx: RankContext, cfg: GemmConfig) -> None:
         rows: list[Measurement] = []
         for r in gathered:
             if "skipped" in r:
-                ctx.note(f"skipped {dtype} on {r['label']}: {r['skipped']}")
+                ctx.note(f"skipped {dtype} on {r['label']}: {r['skipped']}", BENCHMARK)
                 continue
             rows += _rows(cfg, dtype, r["label"], r["times"])
             if r["error"]:

@@ -63,7 +63,7 @@ def _rows(kernel: str, n: int, dtype: str, label: str, ts: list[float]) -> list[
 
 def main(ctx: RankContext, cfg: StreamConfig) -> None:
     dev, label, active = devs.join(ctx, cfg.device_type, list(cfg.devices),
-                                   note=f", {cfg.dtype}, {cfg.numtimes} iterations")
+                                   note=f", {cfg.dtype}, {cfg.numtimes} iterations", benchmark=BENCHMARK)
     kernels = spec.ordered(cfg.kernels)
     time_fn = devs.timer(dev)
     if cfg.backend is None:
@@ -103,7 +103,7 @@ def _report(ctx: RankContext, cfg: StreamConfig, kernels: list[str], n: int, res
     rows: list[Measurement] = []
     for r in results:
         if r["skipped"]:
-            ctx.note(f"skipped: {r['skipped']}")
+            ctx.note(f"skipped: {r['skipped']}", BENCHMARK)
             continue
         for k in kernels:
             rows += _rows(k, n, cfg.dtype, r["label"], r["times"][k])

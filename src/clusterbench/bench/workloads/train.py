@@ -304,7 +304,7 @@ def _summary(ctx: RankContext, config: TrainConfig, base: dict[str, Any], timed:
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     out = [PEAK_MEMORY(TRAIN, float(t.item()), {**base, "stat": "max", "memory": kind})]
     if not timed:
-        ctx.note("no timed steps (--steps not above --warmup): no overall throughput")
+        ctx.note("no timed steps (--steps not above --warmup): no overall throughput", TRAIN)
         return out
     total = sum(timed)
     s = {**base, "stat": "avg", "steps": len(timed)}
@@ -321,5 +321,5 @@ def _summary(ctx: RankContext, config: TrainConfig, base: dict[str, Any], timed:
         achieved = train_flops_per_token(config.shape) * tokens_per_s / ctx.world_size / 1e12
         out.append(MFU(TRAIN, achieved / peak_tflops, {**s, "peak_tflops": peak_tflops, "device": device_name}))
     else:
-        ctx.note(f"mfu: no {dtype} peak for {device_name or 'this device'} in the peak table")
+        ctx.note(f"mfu: no {dtype} peak for {device_name or 'this device'} in the peak table", TRAIN)
     return out
