@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from clusterbench.cli.options import RunOutput, command_line
+from clusterbench.judge import noise
 from clusterbench.ranks.driver import Job
 from clusterbench.report.jsonl import JsonPrinter
 from clusterbench.report.terminal import TablePrinter
@@ -25,7 +26,8 @@ def run_benchmark_command(job: Job, benchmark: str, out: RunOutput,
         if group:
             run_tags.update(repeat_group=group, repeat=str(i + 1))
         printer = JsonPrinter() if out.as_json else TablePrinter()
-        result = run_job(job, benchmark, command_line(), printer, db=out.db, tags=run_tags, meta=meta)
+        result = run_job(job, benchmark, command_line(), printer, db=out.db, tags=run_tags, meta=meta,
+                         judge=noise.annotate)
         worst = max(worst, result.exit_code)
         if result.exit_code not in (0, 1):
             break

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import IO
 
 from clusterbench.families import Renderer, renderer_for, run_header_lines
+from clusterbench.judge import noise
 from clusterbench.judge.efficiency import efficiency_lines
 from clusterbench.records import (
     Event,
@@ -44,6 +45,10 @@ def _note_lines(texts: Iterable[str]) -> list[str]:
     return [f"# {t}" for t in texts]
 
 
+def _warning_lines(warnings: Iterable[noise.NoiseWarning], benchmark: str) -> list[str]:
+    return [w.line() for w in warnings if w.benchmark == benchmark]
+
+
 def render_run(run: Run, measurements: list[Measurement]) -> list[str]:
     """All lines for a stored run, grouped by benchmark in first-seen order."""
     groups: dict[str, list[Measurement]] = {}
@@ -54,10 +59,12 @@ def render_run(run: Run, measurements: list[Measurement]) -> list[str]:
     homeless = [t for bench, texts in notes.items() if bench not in groups for t in texts]
     if not groups:
         return run_header_lines(run) + ["# no measurements"] + _note_lines(homeless)
+    warnings = noise.stored(run)  # as said when the run was made; none for older runs
     lines: list[str] = []
     for bench, ms in groups.items():
         r = renderer_for(bench)
         lines += r.header(run) + _note_lines(notes.get(bench, ())) + r.rows(ms) + r.footer(run, ms)
+        lines += _warning_lines(warnings, bench)
     return lines + _note_lines(homeless) + efficiency_lines(run, measurements)
 
 
@@ -119,7 +126,9 @@ class TablePrinter:
         for bench, r in self._renderers.items():
             if bench not in self._closed:
                 self._closed.add(bench)
-                self._write(r.footer(run or self._run, self._seen.get(bench, [])))
+                seen = self._seen.get(bench, [])
+                self._write(r.footer(run or self._run, seen))
+                self._write(_warning_lines(noise.check(seen), bench))
 
     def finish(self, run: Run, measurements: list[Measurement]) -> None:
         self._close_tables(run)

@@ -14,6 +14,7 @@ from typing import Any
 from clusterbench.bench import devices as devs
 from clusterbench.bench.gemm import spec
 from clusterbench.errors import UsageError
+from clusterbench.families.base import iteration_stats
 from clusterbench.families.gemm.spec import BENCHMARK, TFLOPS, TIME
 from clusterbench.ranks.context import RankContext
 from clusterbench.records import Measurement
@@ -119,6 +120,10 @@ def _rows(cfg: GemmConfig, dtype: str, label: str, times: list[float]) -> list[M
     for stat, t in (("best", min(times)), ("median", statistics.median(times))):
         out.append(TFLOPS(BENCHMARK, spec.tflops(cfg.m, cfg.n, cfg.k, cfg.batch, t), {**base, "stat": stat}))
         out.append(TIME(BENCHMARK, t * 1e6, {**base, "stat": stat}))
+    # the spread of the samples, for the noise check (judge/noise.py)
+    for stat, t in iteration_stats(times).items():
+        if stat in ("max", "stddev", "mad", "first"):
+            out.append(TIME(BENCHMARK, t * 1e6, {**base, "stat": stat}))
     return out
 
 

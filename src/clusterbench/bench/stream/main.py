@@ -12,6 +12,7 @@ from typing import Any
 from clusterbench.bench import devices as devs
 from clusterbench.bench.stream import spec
 from clusterbench.errors import UsageError
+from clusterbench.families.base import iteration_stats
 from clusterbench.families.stream.spec import BANDWIDTH, BENCHMARK, TIME
 from clusterbench.ranks.context import RankContext
 from clusterbench.records import Measurement
@@ -54,10 +55,12 @@ def _rows(kernel: str, n: int, dtype: str, label: str, ts: list[float]) -> list[
     elem = spec.DTYPES[dtype]
     base = {"kernel": kernel, "array_size": n, "dtype": dtype, "device": label}
     tmin, tmax, tavg = min(ts), max(ts), sum(ts) / len(ts)
+    # the spread of the iterations, for the noise check (judge/noise.py)
+    spread = {k: v for k, v in iteration_stats(ts).items() if k in ("median", "stddev", "mad", "first")}
     return [
         BANDWIDTH(BENCHMARK, spec.bandwidth_gbs(kernel, n, elem, tmin), dict(base)),
         *(TIME(BENCHMARK, t * 1e6, {**base, "stat": stat})
-          for stat, t in (("min", tmin), ("max", tmax), ("avg", tavg))),
+          for stat, t in (("min", tmin), ("max", tmax), ("avg", tavg), *spread.items())),
     ]
 
 
