@@ -15,6 +15,7 @@ from typing import Any
 import click
 import yaml
 
+from clusterbench.cli.options import quiet_option
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.launch import dstack, k8s, mpi, netenv, slurm
 from clusterbench.launch import torchrun as tr
@@ -30,6 +31,7 @@ from clusterbench.launch.common import (
     split_agent,
     with_store_args,
 )
+from clusterbench.report.progress import Progress, wanted
 from clusterbench.store.location import for_other_hosts
 
 _CTX = {"ignore_unknown_options": True, "allow_interspersed_args": False}
@@ -121,14 +123,16 @@ def launch() -> None:
 @click.option("--script", "script_path", default=None, help="Write the script here (with --submit).")
 @click.option("--submit", is_flag=True, help="Submit with sbatch.")
 @click.option("--wait/--no-wait", default=True, show_default=True,
-              help="With --submit: wait for the job and show the run its ranks stored.")
+              help="With --submit: wait for the job (its state, queue and run time on stderr when it "
+                   "is a terminal) and show the run its ranks stored.")
 @click.option("--wait-timeout", type=float, default=3600.0, show_default=True)
 @click.option("--db", default=None, envvar="CLUSTERBENCH_DB",
               help="Database the ranks store into (on a shared file system).")
 @click.option("--json", "as_json", is_flag=True,
               help="With --wait: print the run as JSON lines (measurements, then the run).")
+@quiet_option
 def slurm_cmd(partition, time_limit, job_name, account, output, exclusive, nodelist, extra, script_path,
-              submit, wait, wait_timeout, db, as_json, **kw) -> int | None:
+              submit, wait, wait_timeout, db, as_json, quiet, **kw) -> int | None:
     """Write an sbatch script that runs the command under srun; --submit sends it."""
     _check_options()
     from clusterbench.store import default_db_path
@@ -150,14 +154,19 @@ def slurm_cmd(partition, time_limit, job_name, account, output, exclusive, nodel
         Path(tempfile.mkdtemp(prefix="clusterbench-slurm-")) / "job.sbatch"
     path.write_text(script)
     job = slurm.submit(str(path))
-    click.echo(f"# submitted Slurm job {job} (script {path})", err=True)
+    if not quiet:
+        click.echo(f"# submitted Slurm job {job} (script {path})", err=True)
     if not wait:
         return
-    state, code = slurm.wait(job, wait_timeout)
-    return _show_launched(db_path, launch_id, f"Slurm job {job} {state} (exit {code})", as_json)
+    with Progress(wanted(quiet), f"Slurm job {job}: submitted") as shown:
+        info = slurm.wait(job, wait_timeout, on_state=lambda i: shown.update(f"Slurm job {job}: {i.describe()}"))
+    times = ", ".join(t for t in (f"queued {info.queued_s:.0f} s" if info.queued_s is not None else "",
+                                  f"ran {info.run_s:.0f} s" if info.run_s is not None else "") if t)
+    what = f"Slurm job {job} {info.state} (exit {info.exit_code or '?'}" + (f"; {times})" if times else ")")
+    return _show_launched(db_path, launch_id, what, as_json, quiet)
 
 
-def _show_launched(db: str | None, launch_id: str, what: str, as_json: bool) -> int:
+def _show_launched(db: str | None, launch_id: str, what: str, as_json: bool, quiet: bool = False) -> int:
     from clusterbench.report.jsonl import run_lines
     from clusterbench.report.terminal import render_run
     from clusterbench.store import Store
@@ -174,8 +183,9 @@ def _show_launched(db: str | None, launch_id: str, what: str, as_json: bool) -> 
     else:
         for line in render_run(run, ms):
             click.echo(line)
-    click.echo(f"# {what}: run {run.id} ({run.status}), {run.ranks} rank(s) on "
-               f"{', '.join(run.hosts)}", err=True)
+    if not quiet:
+        click.echo(f"# {what}: run {run.id} ({run.status}), {run.ranks} rank(s) on "
+                   f"{', '.join(run.hosts)}", err=True)
     for e in run.errors:
         click.echo(f"clusterbench: error: {e}", err=True)
     return 0 if run.status == "complete" else 1

@@ -8,7 +8,14 @@ import sys
 
 import click
 
-from clusterbench.cli.options import command_line, db_option, json_option, parse_tags, tag_option
+from clusterbench.cli.options import (
+    command_line,
+    db_option,
+    json_option,
+    parse_tags,
+    quiet_option,
+    tag_option,
+)
 from clusterbench.errors import UsageError
 from clusterbench.families import by_command
 from clusterbench.launch.common import (
@@ -20,6 +27,7 @@ from clusterbench.launch.common import (
 )
 from clusterbench.records import utc_now
 from clusterbench.report.jsonl import run_lines
+from clusterbench.report.progress import Progress, wanted
 from clusterbench.runner import new_group_id
 from clusterbench.store import Store
 from clusterbench.store.location import for_other_hosts
@@ -68,10 +76,11 @@ DEFAULT_TEST = ("coll", "all_reduce", "-b", "32M", "-e", "32M", "--device", "cpu
 @json_option
 @db_option
 @tag_option
+@quiet_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_is_better, threshold,
           min_rel_dev, topology, link_rate, procs_per_node, single_procs, envs, port, join_timeout, timeout,
-          rounds, as_json, db, tags, command) -> int:
+          rounds, as_json, db, tags, quiet, command) -> int:
     """Find the bad node: the test (after --; default a collective or `net`) on each node alone
     and on pairs of nodes, launched with torchrun on each host through an ssh-like agent.
 
@@ -103,13 +112,23 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
                       port=port, join_timeout=join_timeout, timeout=timeout)
     started = utc_now()
 
+    total = len(subsets) * rounds
+    bar = Progress(wanted(quiet), f"subset 1/{total}", total=total)
+
+    def launching(k: int, stage: str, hosts: tuple[str, ...]) -> None:
+        bar.update(f"subset {k}/{total}: {stage} {'+'.join(hosts)}")
+
     def progress(r: SubsetResult) -> None:
+        bar.update(advance=1)
+        if quiet:
+            return
         what = f"{r.value:.4g} {r.unit}" if r.value is not None else f"FAILED: {r.error}"
         print(f"# {r.stage:<6s} {'+'.join(r.hosts):<40s} {metric} {what}", file=sys.stderr, flush=True)
 
     known = family.metric(metric) if family else None
     hib = not lower_is_better and (known is None or known.higher_is_better)
-    results = run_sweep(cfg, subsets, progress, rounds=rounds, higher_is_better=hib)
+    with bar:
+        results = run_sweep(cfg, subsets, progress, rounds=rounds, higher_is_better=hib, on_start=launching)
     result = analyze(results, threshold=threshold, min_rel_dev=min_rel_dev, higher_is_better=hib,
                      switches=switches)
     run, ms = to_run(results, result, test, metric, command_line(), started, {**run_tags, "sweep": sweep_id},
@@ -121,7 +140,8 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
             print(line)
     else:
         print("\n".join(table_lines(result, results, metric, rate)))
-    print(f"# run {run.id} ({run.status}) stored", file=sys.stderr)
+    if not quiet:
+        print(f"# run {run.id} ({run.status}) stored", file=sys.stderr)
     return 1 if result.suspects else 0
 
 
