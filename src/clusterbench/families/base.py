@@ -42,6 +42,9 @@ class Metric:
     # ``stat`` param (min/best, max, avg, median, stddev, mad, first, p99) summarise the iteration
     # times of the row; "cv_pct": the value is their coefficient of variation in percent.
     spread: str = ""
+    # Another metric of the family that says the same thing about the same row (busbw = algbw x
+    # the op's factor = size x factor / time): summaries that show that one fold this one away.
+    redundant_with: str = ""
 
     def __call__(self, benchmark: str, value: float, params: Params) -> Measurement:
         return Measurement(benchmark, self.name, value, self.unit, params)

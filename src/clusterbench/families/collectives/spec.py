@@ -139,9 +139,10 @@ def op_in_text(text: str) -> str | None:
 
 
 # -- metrics ------------------------------------------------------------------------------------
-TIME = Metric("time_us", "us", higher_is_better=False, about="time per op (slowest rank per -a)")
-ALGBW = Metric("algbw", "GB/s", link_bound=True, about="size / time")
 BUSBW = Metric("busbw", "GB/s", headline=True, about="algbw x the op's bus factor")
+TIME = Metric("time_us", "us", higher_is_better=False, redundant_with=BUSBW.name,
+              about="time per op (slowest rank per -a)")
+ALGBW = Metric("algbw", "GB/s", link_bound=True, redundant_with=BUSBW.name, about="size / time")
 WRONG = Metric("wrong", "", higher_is_better=False, judged=False, about="wrong elements, all ranks")
 MAX_ERROR = Metric("max_error", "", higher_is_better=False, judged=False,
                    about="largest error (old nccl-tests' error column)")
