@@ -79,6 +79,13 @@ def test_imported_per_iteration_columns_and_old_stats_feed_it():
           Measurement("all_reduce", "iter_cv_pct", 25.0, "%", dict(p))]
     (w,) = noise.check(ms)
     assert w.benchmark == "all_reduce" and "CV 25%" in w.worst
+    # a native collective row can feed it the same way with time_us stat rows; the row's own
+    # time (no stat) is not a statistic
+    native = [Measurement("all_reduce", "time_us", 11.0, "us", dict(p))]
+    native += [Measurement("all_reduce", "time_us", v, "us", {**p, "stat": s})
+               for s, v in iteration_stats([40.0] + [10.0 + i % 3 * 0.1 for i in range(19)]).items()]
+    assert {w.kind for w in noise.check(native)} == {noise.FIRST, noise.SPREAD}
+    assert noise.check(native[:1]) == []
     # BabelStream logs carry min/max/avg only
     base = {"kernel": "Copy", "array_size": 1 << 25, "dtype": "double", "device": 0}
     old = [Measurement("stream", "time_us", v, "us", {**base, "stat": s})
