@@ -111,7 +111,7 @@ def test_diagnose_names_missing_and_dead_hosts():
 
 # -- host names and tags with shell metacharacters -------------------------------------------
 
-@pytest.mark.parametrize("bad", ["a;touch /tmp/x", "$(id)", "a b", "`id`", "a|b", "-oProxyCommand=x"])
+@pytest.mark.parametrize("bad", ["a;touch /tmp/x", "$(id)", "a b;c", "`id`", "a|b", "-oProxyCommand=x"])
 def test_hosts_with_metacharacters_are_rejected(bad):
     with pytest.raises(UsageError):
         parse_hosts(bad)

@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from clusterbench.cli import main
-from clusterbench.records import COMPLETE, INCOMPLETE
+from clusterbench.records import COMPLETE, INCOMPLETE, Note
 from clusterbench.store import Store
 
 SMALL = ["-b", "8", "-e", "256", "-f", "4", "-n", "2", "-w", "1"]
@@ -84,7 +84,7 @@ def test_json_lines_follow_the_contract(capsys, db):
 
 
 def _table_lines(text, notes):
-    skip = {f"# {n}" for n in notes}
+    skip = {f"# {Note.from_stored(n).text}" for n in notes}
     return [line for line in text.splitlines() if line not in skip]
 
 
@@ -97,7 +97,11 @@ def test_results_show_reprints_the_table(capsys, db):
     code, shown, _ = cli(capsys, "results", "show", str(run_id), "--db", db)
     assert code == 0
     table = [line for line in shown.splitlines() if not line.startswith(("# run ", "# source: "))]
-    assert table == _table_lines(live, run.meta.get("notes", []))
+    notes = run.meta.get("notes", [])
+    # the same table; notes sit inside their op's table in both (live: once its first row is
+    # done; shown: right after its header)
+    assert _table_lines("\n".join(table), notes) == _table_lines(live, notes)
+    assert notes and all(f"# {Note.from_stored(n).text}" in table for n in notes)
     assert any(line.split()[:5] == ["128", "16", "float", "none", "-1"] for line in table)
 
 

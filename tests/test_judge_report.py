@@ -83,5 +83,117 @@ def test_report_renders_in_headless_chromium(tmp_path, db, capsys):
     # the page as the browser built it shows the run's figures, escaped hostnames, no injected script
     assert "Comparison: A = env=native, B = env=container" in dom
     assert "<script" not in dom and "&lt;script&gt;alert(1)&lt;/script&gt;node0" in dom
-    assert dom.count("<img") >= 2 and "all_reduce busbw vs message size" in dom
+    assert dom.count("<img") >= 1 and "all_reduce busbw vs message size" in dom
+    # verdict first: the browser's page opens with it, before any section
+    assert dom.index('id="verdict"') < dom.index("<h2") and _verdict_of_html(dom)[0] == "REGRESSION"
+    assert '<nav class="toc">' in dom
     assert "optimal GB/s" in dom  # efficiency vs theory from --link-speed
+
+
+# -- verdict first, A/B curves with bands, folding, contents, environment, telemetry, noise ----
+
+def _ab_store(db: str) -> None:
+    """Three runs per side; B is 10% slower; the sides' environments differ in one version; every
+    run has telemetry; one A run has a noisy stream row."""
+    from clusterbench.records import Run, TelemetrySample
+    from clusterbench.store import Store
+
+    rng = random.Random(7)
+    for side, scale, torch in (("a", 1.0, "2.4.0"), ("b", 0.9, "2.5.1")):
+        for i in range(3):
+            ms = coll_rows(scale, rng)
+            ms += [Measurement("all_reduce", "wrong", 0.0, "", dict(m.params)) for m in ms if m.metric == "busbw"]
+            if side == "a" and i == 0:
+                base = {"kernel": "Copy", "array_size": 1 << 25, "dtype": "double", "device": "cuda:0"}
+                ms += [Measurement("stream", "bandwidth", 3000.0, "GB/s", dict(base))]
+                ms += [Measurement("stream", "time_us", v, "us", {**base, "stat": s})
+                       for s, v in (("min", 100.0), ("max", 9400.0), ("avg", 300.0))]
+            run = Run("coll", hosts=["node-a", "node-b"], ranks=16, tags={"env": side},
+                      versions={"torch": torch, "nccl": "2.21.5"}, devices=["NVIDIA H100 80GB HBM3"] * 16)
+            t0 = 1_700_000_000.0 + i * 100
+            tele = [TelemetrySample(t0 + k, metric, v + k, unit, host, "gpu0")
+                    for k in range(5) for host in ("node-a", "node-b")
+                    for metric, v, unit in (("gpu_power", 500.0, "W"), ("gpu_temperature", 60.0, "C"))]
+            with Store.open(db) as s:
+                s.save_run(run, ms, tele)
+
+
+def _verdict_of_html(page: str) -> tuple[str, list[str]]:
+    import html as htmlmod
+    import re
+
+    block = re.search(r'<div class="verdict v-[a-z]+" id="verdict"><span class="word">([A-Z]+)</span><ul>(.*?)</ul>',
+                      page)
+    assert block, "no verdict block"
+    return block.group(1), [htmlmod.unescape(x) for x in re.findall(r"<li>(.*?)</li>", block.group(2))]
+
+
+def _verdict_of_markdown(md: str) -> tuple[str, list[str]]:
+    lines = md.splitlines()
+    status = lines[2].strip("*")
+    reasons = []
+    for line in lines[4:]:
+        if not line.startswith("- "):
+            break
+        reasons.append(line[2:].replace("\\|", "|"))
+    return status, reasons
+
+
+def test_report_says_its_verdict_first_with_the_markdowns_counts(tmp_path, db, capsys):
+    _ab_store(db)
+    out = tmp_path / "ab.html"
+    rc, stdout, _ = cli(capsys, "report", "env=a", "env=b", "-o", str(out), "--db", db, "--json")
+    assert rc == 0
+    (info,) = json_lines(stdout)
+    page, md = out.read_text(), out.with_suffix(".md").read_text()
+    status, reasons = _verdict_of_html(page)
+    assert (status, reasons) == _verdict_of_markdown(md) == (info["verdict"], info["reasons"])
+    assert status == "REGRESSION"
+    comparison = next(r for r in reasons if r.startswith("comparison env=a vs env=b: "))
+    assert " worse, " in comparison and comparison.endswith(" rows") and not comparison.startswith(
+        "comparison env=a vs env=b: 0 worse")
+    assert "1 noise warning(s) inside runs" in reasons
+    # the verdict comes before any section, then a table of contents of every section
+    assert page.index('id="verdict"') < page.index("<h2")
+    toc = page[page.index('<nav class="toc">'):page.index("</nav>")]
+    for anchor in ("comparison-a-env-a-b-env-b", "environment-differences", "telemetry", "noise-inside-runs"):
+        assert f'href="#{anchor}"' in toc and f'<h2 id="{anchor}">' in page
+    # redundant rows fold away: algbw, time and all-zero #wrong are not counted, only listed
+    assert "redundant row(s) folded away (algbw, wrong" in page
+    assert "redundant row(s) folded away (algbw, wrong)" in md
+    plots = {Path(p).name for p in info["plots"]}
+    assert "all-reduce-busbw.png" in plots and "all-reduce-algbw.png" not in plots
+    # A and B on one plot per op, bands over each side's runs; telemetry per group
+    assert "all_reduce busbw vs message size (mean and 95% CI over each group&#x27;s runs)" in page
+    assert {"telemetry-env-a.png", "telemetry-env-b.png"} <= plots
+    # what differs between the groups' environments, as env diff says it
+    env = page[page.index('<h2 id="environment-differences">'):]
+    assert "versions.torch" in env and "2.4.0" in env and "2.5.1" in env and "versions.nccl" not in env
+    assert "| versions | versions.torch | 2.4.0 | 2.5.1 |" in md
+    # the noisy stream row, with what to do
+    assert "slowest iteration 94.0x the fastest" in page and "run more iterations" in page
+
+
+def test_a_clean_single_group_passes(tmp_path, db, capsys):
+    rng = random.Random(3)
+    for _ in range(2):
+        save(db, coll_rows(1.0, rng, noise_small=0.01), tags={"env": "x"})
+    out = tmp_path / "x.html"
+    rc, stdout, _ = cli(capsys, "report", "env=x", "-o", str(out), "--db", db)
+    assert rc == 0 and stdout.startswith("PASS")
+    assert _verdict_of_html(out.read_text())[0] == "PASS"
+    assert _verdict_of_markdown(out.with_suffix(".md").read_text())[0] == "PASS"
+
+
+def test_confidence_band_is_the_t_interval_over_runs():
+    from clusterbench.report.plots import band_points
+
+    def run(v: float) -> list[Measurement]:
+        return [Measurement("all_reduce", "busbw", v, "GB/s", {"bytes": 1024}),
+                Measurement("all_reduce", "busbw", v + 2, "GB/s", {"bytes": 1024, "host": "b"})]
+
+    xs, means, lows, highs = band_points([run(1.0), run(2.0), run(3.0)], "bytes")
+    # per run the mean over its rows (2, 3, 4); over runs: mean 3, sd 1, t(0.975, 2) = 4.303
+    assert xs == [1024.0] and means == [3.0]
+    assert abs(highs[0] - 3.0 - 4.302653 / 3 ** 0.5) < 1e-4 and abs(means[0] - lows[0] - (highs[0] - 3.0)) < 1e-9
+    assert band_points([run(1.0)], "bytes")[2] == [2.0]  # one run: no band

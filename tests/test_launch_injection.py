@@ -42,6 +42,7 @@ REFUSED_EVERYWHERE = ("newline", "nul")   # a control character is refused by ev
 BASE = {
     "slurm": ["launch", "slurm", "--nodes", "2", "--gpus-per-node", "8"],
     "mpi": ["launch", "mpi", "--hostfile", "{hostfile}", "--print"],
+    "mpi-hosts": ["launch", "mpi", "--hosts", "node[1-2]", "--procs-per-node", "8", "--print"],
     "torchrun": ["launch", "torchrun", "--nodes", "2", "--rdzv-endpoint", "node1:29400", "--print"],
     "torchrun-hosts": ["launch", "torchrun", "--hosts", "node1,node2", "--print"],
     "k8s": ["launch", "k8s", "--nodes", "2", "--gpus-per-node", "2"],
@@ -73,6 +74,8 @@ def _rows() -> list[Row]:
         rows.append(Row(launcher, (), data=True, tail=("--", "coll", "{p}")))  # coll refuses it when it runs
     rows += [Row("slurm", (opt, "{p}")) for opt in
              ("--partition", "--time", "--job-name", "--account", "--output", "--sbatch-opt", "--wait-timeout")]
+    rows += [Row("slurm", ("--nodelist", "{p}")), Row("slurm", ("--nodelist", "node[1-2],{p}")),
+             Row("mpi-hosts", ("--hosts", "{p}")), Row("mpi-hosts", ("--hosts", "node[1-2],{p}"))]
     rows += [Row("slurm", ("--sbatch-opt", "--constraint={p}")), Row("slurm", ("--script", "{p}")),
              Row("slurm", ("--db", "{p}"), data=True)]
     rows += [Row("mpi", ("--hostfile", "{p}")), Row("mpi", ("--hostfile", "{hostfile_with_payload}")),
@@ -235,7 +238,7 @@ def _check_dstack(out: str, env: dict[str, str], cwd: Path, setup: int = 0) -> N
     _bash("\n".join(doc["commands"][setup:]), env, cwd)
 
 
-TARGET = {"slurm": _check_slurm, "mpi": _check_cmdline, "torchrun": _check_cmdline,
+TARGET = {"slurm": _check_slurm, "mpi": _check_cmdline, "mpi-hosts": _check_cmdline, "torchrun": _check_cmdline,
           "torchrun-hosts": _check_cmdline, "k8s": _check_k8s, "k8s-mpijob": _check_k8s, "k8s-cron": _check_k8s,
           "dstack": _check_dstack}
 
@@ -311,7 +314,7 @@ def test_every_launcher_option_is_in_the_table() -> None:
     tried = {(r.launcher.split("-")[0], a) for r in ROWS for a in r.args if a.startswith("--")}
     flags_without_value = {"--print", "--auto-net-env", "--exclusive", "--submit", "--wait", "--no-wait",
                            "--json", "--oversubscribe", "--no-preflight", "--is-host", "--not-host",
-                           "--apply", "--no-install", "--help"}
+                           "--apply", "--no-install", "--help", "--quiet"}
     for engine, cmd in cli.commands["launch"].commands.items():
         for p in cmd.params:
             for opt in p.opts:

@@ -102,7 +102,7 @@ def test_cli_cpu_run_json_contract_and_store(capsys, db):
         assert r["params"] == {"kernel": r["params"]["kernel"], "array_size": 65536, "dtype": "float",
                                "device": "cpu"}
     stats = sorted(r["params"]["stat"] for r in rows if r["metric"] == "time_us")
-    assert stats == sorted(["min", "max", "avg"] * 6)
+    assert stats == sorted(["min", "max", "avg", "median", "stddev", "mad", "first"] * 6)
     with Store.open(db) as store:
         run = store.get_run(rows[0]["run"])
         assert run.status == "complete" and run.tags == {"who": "test"} and run.meta["threads"] >= 1

@@ -47,3 +47,19 @@ def test_two_cpu_ranks_report_the_host_once():
     assert {m.param("device") for m in rows} == {"cpu"}  # no per-rank duplicates, no aggregate
     assert len([m for m in rows if m.benchmark == "stream" and m.metric == "bandwidth"]) == 6
     assert len([m for m in rows if m.benchmark == "gemm" and m.metric == "tflops"]) == 2
+
+
+def test_run_help_says_it_runs_collectives_stream_and_gemm():
+    from click.testing import CliRunner
+
+    from clusterbench.bench.collectives import rank as coll_rank
+    from clusterbench.cli import cli
+
+    # what the suite runs...
+    assert [e.target for e in SUITE] == [coll_rank.main, stream_main.main, gemm_main.main]
+    # ...is what the help says, in the command list too
+    full = CliRunner().invoke(cli, ["run", "--help"]).output
+    assert all(word in full for word in ("collective", "stream", "GEMM", "all_reduce", "Triad"))
+    listing = CliRunner().invoke(cli, ["--help"]).output
+    line = next(x for x in listing.splitlines() if x.strip().startswith("run "))
+    assert "Collectives" in line and "stream" in line and "GEMM" in line

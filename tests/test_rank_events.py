@@ -63,7 +63,7 @@ def test_the_run_builder_handles_every_event():
         b.on_event(e)
     run = b.finish(JobOutcome("root"))
     assert run.status == COMPLETE and run.hosts == ["a", "b"] and run.env == {"NCCL_DEBUG": "INFO"}
-    assert run.meta["notes"] == ["a note"] and run.meta["threads"] == 2 and run.meta["launcher"] == "local"
+    assert run.meta["notes"] == [{"text": "a note", "benchmark": None}] and run.meta["threads"] == 2 and run.meta["launcher"] == "local"
     assert b.measurements == [m] and len(b.telemetry) == 1
     b.on_event(Failure("wrong"))
     assert b.finish(JobOutcome("root")).status == FAILED

@@ -146,9 +146,22 @@ class Rows:
 
 @dataclass(frozen=True)
 class Note:
-    """A line for the reader: a skipped row and why, a caveat about the numbers."""
+    """A line for the reader: a skipped row and why, a caveat about the numbers. ``benchmark``
+    is the table it belongs to (printed inside it, after its header); None: not known."""
 
     text: str
+    benchmark: str | None = None
+
+    def to_stored(self) -> dict[str, Any]:
+        """Its form in ``Run.meta["notes"]``."""
+        return {"text": self.text, "benchmark": self.benchmark}
+
+    @classmethod
+    def from_stored(cls, value: Any) -> Note:
+        """A stored note: a dict, or a plain string (runs stored before notes had a benchmark)."""
+        if isinstance(value, dict):
+            return cls(str(value.get("text", "")), value.get("benchmark"))
+        return cls(str(value))
 
 
 @dataclass(frozen=True)

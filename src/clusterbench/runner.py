@@ -67,7 +67,7 @@ class RunBuilder:
                 case Rows():
                     self.measurements.extend(event.measurements)
                 case Note():
-                    self.run.meta.setdefault("notes", []).append(event.text)
+                    self.run.meta.setdefault("notes", []).append(event.to_stored())
                 case Failure():
                     self.failures.append(event.reason)
                 case Telemetry():
@@ -112,8 +112,10 @@ def run_job(
     tags: dict[str, str] | None = None,
     meta: dict[str, Any] | None = None,
     announce: Callable[[str], None] | None = None,
+    judge: Callable[[Run, list[Measurement]], None] | None = None,
 ) -> JobResult:
-    """Execute, store and print one run. Only rank 0 stores and prints."""
+    """Execute, store and print one run. Only rank 0 stores and prints. ``judge`` sees the
+    finished run before it is stored and may add to its meta (the noise warnings)."""
     # Open the store first: a bad --db fails before any rank starts.
     Store.open(db).close()
     builder = RunBuilder(benchmark, command, tags)
@@ -135,6 +137,8 @@ def run_job(
                 print(f"clusterbench: error: {e}", file=sys.stderr)
         return JobResult(None, exit_code=outcome.exit_code)
     run = builder.finish(outcome)
+    if judge is not None:
+        judge(run, builder.measurements)
     _save(db, builder)
     printer.finish(run, builder.measurements)
     say = announce or (lambda text: print(text, file=sys.stderr))

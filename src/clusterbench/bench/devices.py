@@ -163,7 +163,7 @@ def gather_to_root(ctx: RankContext, obj: Any) -> list[Any] | None:
 
 
 def join(ctx: RankContext, device_type: str, indices: list[int], note: str = "",
-         **meta: Any) -> tuple[Any, str, bool]:
+         benchmark: str | None = None, **meta: Any) -> tuple[Any, str, bool]:
     """This rank's device, its label and whether it measures; the CPU thread count is noted,
     and rank 0 records every device's name (plus ``meta``) in the run."""
     dev = rank_device(device_type, indices, ctx.rank, ctx.device)
@@ -172,7 +172,7 @@ def join(ctx: RankContext, device_type: str, indices: list[int], note: str = "",
     if dev.type == "cpu" and active:
         threads = cpu_threads()
         ctx.meta({"threads": threads})
-        ctx.note(f"CPU: {threads} thread(s){note}")
+        ctx.note(f"CPU: {threads} thread(s){note}", benchmark)
     names = gather_to_root(ctx, (label, device_name(dev)))
     if ctx.is_root and names:
         ctx.meta({"device_names": dict(names), **meta})

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from clusterbench.cli.options import RunOutput, command_line
+from clusterbench.judge import noise
 from clusterbench.ranks.driver import Job
 from clusterbench.report.jsonl import JsonPrinter
+from clusterbench.report.progress import Progress, RowProgress, wanted
 from clusterbench.report.terminal import TablePrinter
 from clusterbench.runner import new_group_id, run_job
 
@@ -25,7 +27,11 @@ def run_benchmark_command(job: Job, benchmark: str, out: RunOutput,
         if group:
             run_tags.update(repeat_group=group, repeat=str(i + 1))
         printer = JsonPrinter() if out.as_json else TablePrinter()
-        result = run_job(job, benchmark, command_line(), printer, db=out.db, tags=run_tags, meta=meta)
+        with Progress(wanted(out.quiet)) as progress:
+            shown = RowProgress(printer, progress, f"run {i + 1} of {out.repeat}: " if out.repeat > 1 else "")
+            result = run_job(job, benchmark, command_line(), shown, db=out.db,
+                             tags=run_tags, meta=meta, judge=noise.annotate,
+                             announce=(lambda _text: None) if out.quiet else None)
         worst = max(worst, result.exit_code)
         if result.exit_code not in (0, 1):
             break

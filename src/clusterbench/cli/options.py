@@ -116,6 +116,9 @@ db_option = _compose(
 )
 tag_option = click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE",
                           help="Tag the stored run (repeatable), e.g. --tag env=container.")
+quiet_option = click.option("--quiet", "-q", "quiet", is_flag=True,
+                            help="No progress on stderr (shown only when stderr is a terminal) and no "
+                                 "'# run N stored' line; errors still print.")
 repeat_option = click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
                              help="Run the benchmark N times; each repetition is stored as its own run in one group.")
 
@@ -127,16 +130,17 @@ class RunOutput:
     db: str | None = None
     tags: dict[str, str] | None = None
     repeat: int = 1
+    quiet: bool = False
 
 
 def run_output(f: F) -> F:
-    """``--json --db --tag --repeat`` as one ``out: RunOutput`` argument."""
+    """``--json --db --tag --repeat --quiet`` as one ``out: RunOutput`` argument."""
     @functools.wraps(f)
     def command(*args: Any, as_json: bool, db: str | None, tags: tuple[str, ...], repeat: int,
-                **kwargs: Any) -> Any:
-        return f(*args, out=RunOutput(as_json, db, parse_tags(tags), repeat), **kwargs)
+                quiet: bool, **kwargs: Any) -> Any:
+        return f(*args, out=RunOutput(as_json, db, parse_tags(tags), repeat, quiet), **kwargs)
 
-    return _compose(json_option(RUN_LINES), db_option, tag_option, repeat_option)(command)  # type: ignore[return-value]
+    return _compose(json_option(RUN_LINES), db_option, tag_option, repeat_option, quiet_option)(command)  # type: ignore[return-value]
 
 
 _RANK_OPTIONS = (

@@ -19,6 +19,7 @@ from clusterbench.families.base import (
 )
 from clusterbench.families.net import NET_FAMILY, OSU_FAMILY, RDMA_FAMILY
 from clusterbench.families.workloads import DDP_COMM_FAMILY, INFER_TP_FAMILY, TRAIN_FAMILY
+from clusterbench.records import Measurement
 from clusterbench.units import is_time_unit
 
 FAMILIES: tuple[Family, ...] = (
@@ -37,7 +38,7 @@ FAMILIES: tuple[Family, ...] = (
 )
 
 __all__ = ["FAMILIES", "IDENTITY_PARAMS", "Family", "Figure", "Metric", "Renderer", "by_command",
-           "family_of", "headline_metrics", "higher_is_better", "is_judged", "metric_of", "renderer_for",
+           "describes_spread", "family_of", "headline_metrics", "higher_is_better", "is_judged", "metric_of", "renderer_for",
            "run_header_lines"]
 
 
@@ -67,6 +68,13 @@ def is_judged(benchmark: str, metric: str) -> bool:
     """A performance figure (compared, baselined, checked for outliers), not a count or check."""
     known = metric_of(benchmark, metric)
     return known.judged if known is not None else True
+
+
+def describes_spread(m: Measurement) -> bool:
+    """A record of how a row's iterations spread (``Metric.describes_spread``), which the noise
+    check reads and comparisons leave out."""
+    known = metric_of(m.benchmark, m.metric)
+    return known is not None and known.describes_spread(m.params)
 
 
 def headline_metrics() -> tuple[str, ...]:

@@ -9,11 +9,17 @@ registry (``clusterbench.families``) instead of naming families or metrics thems
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import statistics
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from clusterbench.records import Measurement, Params, Run
+
+# Stats that say how a row's iterations spread, not how fast it ran (sample standard deviation,
+# median absolute deviation, the first timed iteration): the noise check (judge/noise.py) reads
+# them; compare and the degraded-node search leave them out.
+SPREAD_STATS = frozenset({"stddev", "mad", "first"})
 
 # Params that say where a value was measured (which host, GPU, rank), not what was measured: two
 # values that differ only in these are samples of the same row (compare, baselines, outliers).
@@ -32,9 +38,20 @@ class Metric:
     peak: str = ""              # the datasheet peak it can be held against: memory_bandwidth, dense_tflops
     link_bound: bool = False    # bounded by the network link: its optimum is in judge.theory
     about: str = ""
+    # How its rows describe the spread of one row's iterations (judge/noise.py): "stat": rows with a
+    # ``stat`` param (min/best, max, avg, median, stddev, mad, first, p99) summarise the iteration
+    # times of the row; "cv_pct": the value is their coefficient of variation in percent.
+    spread: str = ""
+    # Another metric of the family that says the same thing about the same row (busbw = algbw x
+    # the op's factor = size x factor / time): summaries that show that one fold this one away.
+    redundant_with: str = ""
 
     def __call__(self, benchmark: str, value: float, params: Params) -> Measurement:
         return Measurement(benchmark, self.name, value, self.unit, params)
+
+    def describes_spread(self, params: Params) -> bool:
+        """A row saying how the iterations spread (``stat`` stddev, mad or first), not how fast."""
+        return self.spread == "stat" and params.get("stat") in SPREAD_STATS
 
 
 class Renderer(Protocol):
@@ -104,6 +121,21 @@ class Family:
     @property
     def headline(self) -> Metric | None:
         return next((m for m in self.metrics if m.headline), None)
+
+
+def iteration_stats(times: Sequence[float]) -> dict[str, float]:
+    """What a benchmark records about one row's per-iteration ``times`` for the noise check (as
+    ``stat`` rows of a metric with ``spread="stat"``): min, max, avg, median, mad (median absolute
+    deviation), first and, from two iterations, stddev (sample standard deviation)."""
+    xs = list(times)
+    if not xs:
+        return {}
+    median = statistics.median(xs)
+    out = {"min": min(xs), "max": max(xs), "avg": statistics.fmean(xs), "median": median,
+           "mad": statistics.median(abs(x - median) for x in xs), "first": xs[0]}
+    if len(xs) > 1:
+        out["stddev"] = statistics.stdev(xs)
+    return out
 
 
 def fmt_value(v: float) -> str:

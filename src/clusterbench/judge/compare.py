@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusterbench.errors import UsageError
-from clusterbench.families import IDENTITY_PARAMS, higher_is_better
+from clusterbench.families import IDENTITY_PARAMS, describes_spread, higher_is_better
 from clusterbench.judge.select import Row
 from clusterbench.judge.stats import Summary, WelchResult, summarize, welch
 
@@ -35,9 +35,12 @@ def group_key(row: Row) -> GroupKey:
 
 
 def group_rows(rows: Iterable[Row]) -> dict[GroupKey, list[Row]]:
+    """Rows by key; records of how a row's iterations spread (stddev, mad, first) are left out:
+    they describe the noise of a run (judge/noise.py), not its performance."""
     groups: dict[GroupKey, list[Row]] = {}
     for r in rows:
-        groups.setdefault(group_key(r), []).append(r)
+        if not describes_spread(r.m):
+            groups.setdefault(group_key(r), []).append(r)
     return groups
 
 

@@ -11,7 +11,7 @@ import json
 import statistics
 from dataclasses import dataclass
 
-from clusterbench.families import higher_is_better, is_judged
+from clusterbench.families import describes_spread, higher_is_better, is_judged
 from clusterbench.judge.compare import group_key
 from clusterbench.judge.outliers import Outlier, flag_outliers
 from clusterbench.judge.select import Row
@@ -38,7 +38,7 @@ class Degraded:
 def find_degraded(rows: list[Row], threshold: float = 3.5, min_rel_dev: float = 0.05) -> list[Degraded]:
     groups: dict[tuple, list[Row]] = {}
     for r in rows:
-        if is_judged(r.m.benchmark, r.m.metric):
+        if is_judged(r.m.benchmark, r.m.metric) and not describes_spread(r.m):
             groups.setdefault(group_key(r), []).append(r)
     found = []
     for (bench, metric, params_json), grp in groups.items():

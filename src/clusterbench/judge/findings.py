@@ -1,13 +1,18 @@
-"""Everything a report shows, gathered once: groups of runs, validation, comparison, degraded
-nodes and efficiency vs theory and vs datasheet peaks. HTML and Markdown render this."""
+"""Everything a report shows, gathered once: groups of runs, the verdict, validation, comparison
+(with its redundant rows folded), degraded nodes, noise inside runs, environment differences
+between the groups, telemetry, and efficiency vs theory and vs datasheet peaks. HTML and
+Markdown render this, so both say the same verdict with the same counts."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from clusterbench.envinfo import diff as envdiff
 from clusterbench.errors import UsageError
+from clusterbench.families import is_judged, metric_of
 from clusterbench.families.collectives.spec import ALGBW, BUSBW, optimal_algbw
-from clusterbench.judge.compare import Comparison, compare
+from clusterbench.judge import noise
+from clusterbench.judge.compare import BETTER, INSUFFICIENT, NOISY, SAME, WORSE, Comparison, compare
 from clusterbench.judge.degraded import Degraded, find_degraded
 from clusterbench.judge.efficiency import (
     DevicePercent,
@@ -20,17 +25,45 @@ from clusterbench.judge.profiles import Profile
 from clusterbench.judge.select import Row, rows_of
 from clusterbench.judge.theory import Efficiency, link_speed_for
 from clusterbench.judge.validate import Outcome, evaluate
-from clusterbench.records import Measurement, Run
+from clusterbench.records import COMPLETE, Measurement, Run, TelemetrySample
+
+PASS, FAIL, REGRESSION = "PASS", "FAIL", "REGRESSION"
+NOISY_VERDICT = "NOISY"
+STATUS_ORDER = (WORSE, BETTER, SAME, NOISY, INSUFFICIENT)
 
 
 @dataclass
 class Group:
     label: str  # the selector the user gave
     runs: list[tuple[Run, list[Measurement]]]
+    telemetry: dict[int, list[TelemetrySample]] = field(default_factory=dict)  # run id -> samples
 
     @property
     def rows(self) -> list[Row]:
         return rows_of(self.runs)
+
+
+@dataclass(frozen=True)
+class EnvDiff:
+    """What differs between the environment of group A's first run and another group's."""
+
+    a: str                      # "run 3 (env=a) on host1"
+    b: str
+    differences: list[envdiff.Difference]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The report's first line: PASS, FAIL (validation failed, a run failed or is incomplete, a
+    degraded host or device), REGRESSION (a compared row is worse) or NOISY (rows too noisy or
+    with too few runs to call, or noise inside runs); ``reasons`` hold the counts behind it."""
+
+    status: str
+    reasons: list[str]
+
+    @property
+    def line(self) -> str:
+        return f"{self.status}: " + "; ".join(self.reasons) if self.reasons else self.status
 
 
 @dataclass
@@ -46,10 +79,103 @@ class Findings:
     theory: dict[tuple[str, str], float] = field(default_factory=dict)  # (benchmark, metric) -> GB/s
     link: str | None = None
     history: list[Series] = field(default_factory=list)  # headline per host over time, with changes
+    warnings: list[tuple[int, noise.NoiseWarning]] = field(default_factory=list)  # (run id, warning)
+    env_diffs: list[EnvDiff] = field(default_factory=list)
 
     @property
     def all_rows(self) -> list[Row]:
         return [r for g in self.groups for r in g.rows]
+
+    @property
+    def shown_comparisons(self) -> list[Comparison]:
+        return fold(self.comparisons)[0]
+
+    @property
+    def folded_comparisons(self) -> list[Comparison]:
+        return fold(self.comparisons)[1]
+
+    def comparison_counts(self) -> dict[str, int]:
+        """Rows per status over the shown (not folded) comparisons."""
+        shown = self.shown_comparisons
+        return {s: sum(c.status == s for c in shown) for s in STATUS_ORDER}
+
+    def comparison_text(self) -> str:
+        """``5 worse, 2 better, 13 same, 16 noisy of 36 rows``: the same words everywhere."""
+        counts = self.comparison_counts()
+        parts = [f"{n} {s}" for s, n in counts.items() if n or s in (WORSE, BETTER)]
+        return ", ".join(parts) + f" of {sum(counts.values())} rows"
+
+    def validation_counts(self) -> dict[str, int]:
+        return {s: sum(o.status == s for o in self.outcomes) for s in ("pass", "fail", "skipped", "error")}
+
+    def verdict(self) -> Verdict:
+        reasons: list[str] = []
+        status = PASS
+        bad_runs = [run for g in self.groups for run, _ in g.runs if run.status != COMPLETE]
+        if self.outcomes:
+            counts = self.validation_counts()
+            reasons.append(f"validation against {self.profile.name if self.profile else 'the profile'}: "
+                           + ", ".join(f"{n} {s}" for s, n in counts.items()))
+            if counts["fail"] or counts["error"]:
+                status = FAIL
+        if bad_runs:
+            reasons.append(f"{len(bad_runs)} run(s) not complete: "
+                           + ", ".join(f"{r.id} {r.status}" for r in bad_runs[:5]))
+            status = FAIL
+        if self.degraded:
+            reasons.append(f"{len(self.degraded)} degraded host/device row(s)")
+            status = FAIL
+        if self.comparisons:
+            counts = self.comparison_counts()
+            reasons.append(f"comparison {self.groups[0].label} vs {self.groups[1].label}: "
+                           + self.comparison_text())
+            if counts[WORSE] and status == PASS:
+                status = REGRESSION
+            if (counts[NOISY] or counts[INSUFFICIENT]) and status == PASS:
+                status = NOISY_VERDICT
+        elif self.compare_error:
+            reasons.append(f"comparison: {self.compare_error}")
+        if self.warnings:
+            reasons.append(f"{len(self.warnings)} noise warning(s) inside runs")
+            if status == PASS:
+                status = NOISY_VERDICT
+        return Verdict(status, reasons)
+
+
+def fold(comparisons: list[Comparison]) -> tuple[list[Comparison], list[Comparison]]:
+    """(shown, folded): a row folds away when the family declares its metric redundant with one
+    the comparison shows for the same params (algbw and time with busbw), or when it is a count
+    or check (not judged) that is zero everywhere (all-zero #wrong)."""
+    have = {(c.benchmark, c.metric, _key(c)) for c in comparisons}
+    shown, folded = [], []
+    for c in comparisons:
+        m = metric_of(c.benchmark, c.metric)
+        redundant = m is not None and m.redundant_with and \
+            (c.benchmark, m.redundant_with, _key(c)) in have
+        all_zero = not is_judged(c.benchmark, c.metric) and c.a.mean == c.b.mean == 0 \
+            and c.a.sd == c.b.sd == 0
+        (folded if redundant or all_zero else shown).append(c)
+    return shown, folded
+
+
+def _key(c: Comparison) -> str:
+    return repr(sorted(c.params.items(), key=lambda kv: kv[0]))
+
+
+def _environment_diffs(groups: list[Group]) -> list[EnvDiff]:
+    """Group A's first run against each other group's first run, as ``env diff`` compares two
+    runs (their first hosts)."""
+    firsts = [(g.label, g.runs[0][0]) for g in groups if g.runs]
+    if len(firsts) < 2:
+        return []
+    (label_a, run_a), out = firsts[0], []
+    env_a = envdiff.run_environment(run_a)
+    for label_b, run_b in firsts[1:]:
+        env_b = envdiff.run_environment(run_b)
+        out.append(EnvDiff(f"run {run_a.id} ({label_a}) on {env_a.get('host') or '?'}",
+                           f"run {run_b.id} ({label_b}) on {env_b.get('host') or '?'}",
+                           envdiff.diff(env_a, env_b)))
+    return out
 
 
 def gather(groups: list[Group], *, profile: Profile | None = None, link: str | None = None,
@@ -65,8 +191,10 @@ def gather(groups: list[Group], *, profile: Profile | None = None, link: str | N
             f.compare_error = str(e)
     f.degraded = find_degraded(rows)
     f.history = history_of(groups)
+    f.env_diffs = _environment_diffs(groups)
     for g in groups:
         for run, ms in g.runs:
+            f.warnings += [(run.id, w) for w in noise.check(ms)]
             f.efficiencies += [(run.id, e) for e in run_link_efficiency(run, ms, link, nodes)]
             f.device_percents += [(run.id, d) for d in device_percent_of_peak(run, ms)]
             rate = link_speed_for(run.tags, link)

@@ -42,20 +42,16 @@ def check_host(host: str, where: str = "host") -> str:
     return host
 
 
-def parse_hosts(text: str) -> list[str]:
-    """``a,b,c`` or a Slurm hostlist ``gpu[01-04]``."""
+def parse_hosts(text: str, what: str = "--hosts") -> list[str]:
+    """``a,b,c`` or a Slurm hostlist ``rack[1-2]-gpu[01-04]`` (``clusterbench.hostlist``)."""
     from clusterbench.hostlist import expand_hostlist
 
-    check_text(text, "--hosts")
-    try:
-        names = expand_hostlist(text.strip())
-    except ValueError:  # a range that is not numeric, e.g. gpu[a-c]
-        raise UsageError(f"invalid --hosts {text!r}: ranges in [] must be numbers, e.g. gpu[01-04]") from None
-    hosts = [check_host(h) for h in names if h.strip()]
+    check_text(text, what)
+    hosts = [check_host(h) for h in expand_hostlist(text.strip(), what)]
     if not hosts:
-        raise UsageError("--hosts: no host given")
+        raise UsageError(f"{what}: no host given")
     if len(set(hosts)) != len(hosts):
-        raise UsageError(f"--hosts: a host is listed twice in {text!r}")
+        raise UsageError(f"{what}: a host is listed twice in {text!r}")
     return hosts
 
 

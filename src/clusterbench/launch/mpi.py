@@ -92,10 +92,10 @@ def mpirun_argv(
     np = spec.world_size
     capacity = sum(h.slots for h in hosts)
     if not oversubscribe and np > capacity:
-        raise UsageError(f"{np} ranks need more than the {capacity} slots of the hostfile "
+        raise UsageError(f"{np} ranks need more than the {capacity} slots of the hosts "
                          "(use --oversubscribe or fewer --procs-per-node)")
     if spec.nodes > len(hosts):
-        raise UsageError(f"--nodes {spec.nodes} but the hostfile lists {len(hosts)} host(s)")
+        raise UsageError(f"--nodes {spec.nodes} but only {len(hosts)} host(s) are given")
     argv = [mpirun]
     if allow_root if allow_root is not None else os.geteuid() == 0:
         argv.append("--allow-run-as-root")

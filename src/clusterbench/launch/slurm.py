@@ -1,5 +1,6 @@
 """Slurm: an sbatch script that runs a clusterbench command under ``srun`` on every task, and
-``--submit``: sbatch it, wait for the job, and find its run in the database the ranks stored to.
+``--submit``: sbatch it, wait for the job (looking at it less and less often, never every second
+for a long job), and find its run in the database the ranks stored to.
 
 The script is the one place a shell reads our words, so each is quoted with ``shlex.quote``.
 ``#SBATCH`` lines are read by sbatch, not by a shell, and cannot be quoted: sbatch splits them
@@ -15,10 +16,11 @@ import shlex
 import shutil
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from clusterbench.errors import ClusterbenchError, UsageError
-from clusterbench.launch.common import Spec
+from clusterbench.launch.common import Spec, parse_hosts
 
 _TIME_RE = re.compile(r"^(\d+-)?\d{1,3}(:\d{2}){0,2}$|^UNLIMITED$|^INFINITE$", re.IGNORECASE)
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
@@ -41,6 +43,7 @@ class SlurmOptions:
     output: str | None = None          # sbatch --output; default slurm-%j.out
     exclusive: bool = False
     extra: tuple[str, ...] = ()        # further #SBATCH lines, e.g. --constraint=mi300x
+    nodelist: str | None = None        # sbatch --nodelist, a Slurm hostlist (checked by nodelist_hosts)
 
     def check(self) -> None:
         for what, value in (("--partition", self.partition), ("--job-name", self.job_name),
@@ -52,11 +55,19 @@ class SlurmOptions:
         if self.output is not None and not _PATH_RE.fullmatch(self.output):
             raise UsageError(f"invalid --output {self.output!r}: a path of letters, digits and "
                              "'_ . / % @ + , = : -' only (sbatch reads #SBATCH lines unquoted)")
+        if self.nodelist is not None:
+            nodelist_hosts(self.nodelist)
         for line in self.extra:
             if not _EXTRA_RE.fullmatch(line):
                 raise UsageError(f"invalid --sbatch-opt {line!r}: expected one --key or --key=value "
                                  "without spaces, quotes, '#', '$' or '\\' (sbatch reads #SBATCH lines "
                                  "unquoted)")
+
+
+def nodelist_hosts(nodelist: str) -> list[str]:
+    """The hosts of ``--nodelist`` (the Slurm hostlist grammar); each a plain host name, so the
+    list is safe on an unquoted ``#SBATCH`` line."""
+    return parse_hosts(nodelist, "--nodelist")
 
 
 def sbatch_script(spec: Spec, opts: SlurmOptions) -> str:
@@ -74,6 +85,9 @@ def sbatch_script(spec: Spec, opts: SlurmOptions) -> str:
         lines.append(f"#SBATCH --time={opts.time}")
     if opts.output:
         lines.append(f"#SBATCH --output={opts.output}")
+    if opts.nodelist:
+        # sbatch splits directives at white space: separate the names with commas instead
+        lines.append("#SBATCH --nodelist=" + ",".join(opts.nodelist.split()))
     if opts.exclusive:
         lines.append("#SBATCH --exclusive")
     lines += [f"#SBATCH {x}" for x in opts.extra]
@@ -118,27 +132,116 @@ def submit(script_path: str, timeout: float = 60.0) -> str:
     return job
 
 
-def job_state(job: str) -> tuple[str, str]:
-    """(state, exit code) from ``scontrol show job``; ("", "") once Slurm has forgotten it."""
+@dataclass(frozen=True)
+class JobInfo:
+    """What ``scontrol show job`` says about a job: its state, exit code, and how long it waited
+    in the queue apart from how long it has run."""
+
+    state: str                      # PENDING, RUNNING, COMPLETED, ...; "" once Slurm forgot the job
+    exit_code: str = ""
+    reason: str = ""                # why it waits (Priority, Resources, ...)
+    queued_s: float | None = None   # StartTime - SubmitTime once it started, else time since submit
+    run_s: float | None = None      # RunTime
+
+    @property
+    def done(self) -> bool:
+        return self.state in DONE_STATES or self.state == ""
+
+    def describe(self) -> str:
+        """``RUNNING 0:01:10 (queued 0:00:42)``, ``PENDING (Resources) 0:00:42``."""
+        if self.state == "PENDING":
+            why = f" ({self.reason})" if self.reason and self.reason != "None" else ""
+            return f"PENDING{why}" + (f" {_clock(self.queued_s)}" if self.queued_s is not None else "")
+        parts = [self.state or "UNKNOWN"]
+        if self.run_s is not None:
+            parts.append(_clock(self.run_s))
+        if self.queued_s is not None:
+            parts.append(f"(queued {_clock(self.queued_s)})")
+        return " ".join(parts)
+
+
+def _clock(seconds: float) -> str:
+    s = int(max(0.0, seconds))
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
+def _slurm_seconds(text: str) -> float | None:
+    """Slurm's [D-]HH:MM:SS (RunTime) in seconds."""
+    m = re.fullmatch(r"(?:(\d+)-)?(\d+):(\d{2}):(\d{2})", text)
+    if not m:
+        return None
+    d, h, mi, s = (int(x) if x else 0 for x in m.groups())
+    return float(((d * 24 + h) * 60 + mi) * 60 + s)
+
+
+def _slurm_time(text: str) -> float | None:
+    """Slurm's local ISO time (SubmitTime=2024-05-01T10:00:00) as a Unix time."""
+    try:
+        return time.mktime(time.strptime(text, "%Y-%m-%dT%H:%M:%S"))
+    except ValueError:  # Unknown, None
+        return None
+
+
+def parse_job(text: str, now: float | None = None) -> JobInfo:
+    """A ``scontrol show job -o`` line as JobInfo."""
+    fields = dict(re.findall(r"\b(\w+)=(\S*)", text))
+    state = fields.get("JobState", "")
+    submit, start = _slurm_time(fields.get("SubmitTime", "")), _slurm_time(fields.get("StartTime", ""))
+    queued = None
+    if submit is not None:
+        if state == "PENDING":
+            queued = (now if now is not None else time.time()) - submit
+        elif start is not None:
+            queued = start - submit
+    run_s = _slurm_seconds(fields.get("RunTime", "")) if state != "PENDING" else None
+    return JobInfo(state, fields.get("ExitCode", ""), fields.get("Reason", ""), queued, run_s)
+
+
+def job_info(job: str) -> JobInfo:
+    """The job as ``scontrol show job`` sees it now; state "" once Slurm has forgotten it."""
     scontrol = _need("scontrol")
     r = subprocess.run([scontrol, "show", "job", "-o", job], capture_output=True, text=True, timeout=30)
     if r.returncode != 0:
-        return "", ""
-    state = re.search(r"\bJobState=(\S+)", r.stdout)
-    code = re.search(r"\bExitCode=(\S+)", r.stdout)
-    return (state.group(1) if state else "", code.group(1) if code else "")
+        return JobInfo("")
+    return parse_job(r.stdout)
 
 
-def wait(job: str, timeout: float, poll: float = 1.0) -> tuple[str, str]:
-    """Wait until the job ends; cancel it and fail when ``timeout`` passes first."""
+def job_state(job: str) -> tuple[str, str]:
+    """(state, exit code) from ``scontrol show job``; ("", "") once Slurm has forgotten it."""
+    info = job_info(job)
+    return info.state, info.exit_code
+
+
+def poll_intervals(first: float = 1.0, factor: float = 1.5, limit: float = 30.0) -> Iterator[float]:
+    """Seconds between two looks at the job: ``first``, then growing by ``factor`` up to
+    ``limit``, so a long job costs slurmctld a query every ``limit`` seconds, not every second
+    (``sbatch --wait`` likewise backs off). The caller starts over when the state changes."""
+    wait = first
+    while True:
+        yield wait
+        wait = min(limit, wait * factor)
+
+
+def wait(job: str, timeout: float, on_state: Callable[[JobInfo], None] | None = None,
+         first_poll: float = 1.0, max_poll: float = 30.0,
+         sleep: Callable[[float], None] = time.sleep) -> JobInfo:
+    """Wait until the job ends, telling ``on_state`` what Slurm says after each look; cancel it
+    and fail when ``timeout`` passes first."""
     deadline = time.monotonic() + timeout
-    state, code = "", ""
+    info = JobInfo("PENDING")
+    intervals = poll_intervals(first_poll, limit=max_poll)
+    last = None
     while time.monotonic() < deadline:
-        state, code = job_state(job)
-        if state in DONE_STATES or state == "":
-            return state or "UNKNOWN", code
-        time.sleep(poll)
+        info = job_info(job)
+        if on_state is not None:
+            on_state(info)
+        if info.done:
+            return info if info.state else JobInfo("UNKNOWN")
+        if info.state != last:  # just started (or was requeued): look again soon
+            intervals = poll_intervals(first_poll, limit=max_poll)
+            last = info.state
+        sleep(min(next(intervals), max(0.0, deadline - time.monotonic())))
     scancel = shutil.which("scancel")
     if scancel:
         subprocess.run([scancel, job], capture_output=True, timeout=30)
-    raise ClusterbenchError(f"Slurm job {job} still {state or 'pending'} after {timeout:g} s: cancelled")
+    raise ClusterbenchError(f"Slurm job {job} still {info.state or 'pending'} after {timeout:g} s: cancelled")

@@ -98,6 +98,7 @@ class RankContext:
     hosts: list[str] = field(default_factory=list)
     device_names: list[str] = field(default_factory=list)
     _steps: int = 0
+    _benchmark: str | None = None  # of the last rows sent: where a note without one belongs
 
     @property
     def rank(self) -> int:
@@ -122,11 +123,15 @@ class RankContext:
 
     def record(self, measurements: Iterable[Measurement]) -> None:
         """Finished rows: sent at once, so they survive a later crash of any rank."""
-        self.emit(Rows(tuple(measurements)))
+        rows = tuple(measurements)
+        if rows:
+            self._benchmark = rows[-1].benchmark
+        self.emit(Rows(rows))
 
-    def note(self, text: str) -> None:
-        """A line for the reader (a skipped row and why), printed inside the current table."""
-        self.emit(Note(text))
+    def note(self, text: str, benchmark: str | None = None) -> None:
+        """A line for the reader (a skipped row and why), printed inside ``benchmark``'s table
+        after its header; by default the table of the rows sent last."""
+        self.emit(Note(text, benchmark or self._benchmark))
 
     def fail(self, reason: str) -> None:
         """The measurement is wrong (a correctness check failed): the run ends ``failed``."""

@@ -80,7 +80,9 @@ def detect(env: Mapping[str, str] | None = None) -> RankEnv | None:
     if "SLURM_PROCID" in env and ("SLURM_STEP_ID" in env or "SLURM_STEPID" in env):
         size = _int(env, "SLURM_NTASKS") if "SLURM_NTASKS" in env else 1
         nodelist = env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST") or env.get("SLURM_NODELIST", "")
-        first = expand_hostlist(nodelist)[0] if nodelist else "127.0.0.1"
+        # The script sets MASTER_ADDR; otherwise the node list's first host is the address.
+        first = env.get("MASTER_ADDR") or (
+            expand_hostlist(nodelist, "SLURM_JOB_NODELIST")[0] if nodelist else "127.0.0.1")
         job = env.get("SLURM_JOB_ID", "0")
         default_port = DEFAULT_PORT + (int(job) % 1000 if job.isdigit() else 0)
         local_size = 1

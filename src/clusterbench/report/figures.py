@@ -1,5 +1,9 @@
-"""Which figures a report has: one list built from the findings and the families' figure specs,
-rendered by HTML and saved to files."""
+"""Which figures a report has: one list built from the findings and the families' figure specs
+(and telemetry's ``TIMELINE`` spec), rendered by HTML and saved to files.
+
+Size curves are per benchmark, one line per group (and split value) with a 95% confidence band
+over the group's runs, so an A/B report shows A and B on one plot per op; a metric the family
+declares redundant with another one the spec plots (algbw with busbw) is not drawn again."""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from clusterbench.judge.findings import Findings
 from clusterbench.judge.history import Series, parse_time
 from clusterbench.records import Measurement
 from clusterbench.report import plots
+from clusterbench.telemetry import TIMELINE
 
 
 @dataclass
@@ -44,26 +49,76 @@ def benchmarks_of(f: Findings, family: Family) -> list[str]:
     return list(dict.fromkeys(r.m.benchmark for r in f.all_rows if family.owns(r.m.benchmark)))
 
 
-def _size_curves(f: Findings, family: Family, spec: FigureSpec,
-                 groups: list[tuple[str, list[Measurement]]]) -> list[FigureEntry]:
+def curve_metrics(family: Family, spec: FigureSpec, present: set[str]) -> list[str]:
+    """The spec's metrics to draw: those with rows, less any the family declares redundant with
+    another drawn one (algbw when busbw is drawn)."""
+    drawn = [m for m in spec.metrics if m in present]
+    out = []
+    for name in drawn:
+        metric = family.metric(name)
+        if metric is not None and metric.redundant_with in drawn:
+            continue
+        out.append(name)
+    return out
+
+
+def _size_curves(f: Findings, family: Family, spec: FigureSpec) -> list[FigureEntry]:
     out = []
     for bench in benchmarks_of(f, family):
-        for metric in spec.metrics:
-            series = []
-            for label, ms in groups:
-                rows = [m for m in _by(ms, bench, metric) if spec.x in m.params]
-                for part in dict.fromkeys(tuple(str(m.params.get(k, "")) for k in spec.split) for m in rows):
-                    sel = [m for m in rows if tuple(str(m.params.get(k, "")) for k in spec.split) == part]
+        present = {r.m.metric for r in f.all_rows if r.m.benchmark == bench}
+        for metric in curve_metrics(family, spec, present):
+            curves: list[plots.Curve] = []
+            unit = ""
+            for gi, g in enumerate(f.groups):
+                runs = [[m for m in _by(ms, bench, metric) if spec.x in m.params] for _, ms in g.runs]
+                runs = [rows for rows in runs if rows]
+                parts = list(dict.fromkeys(tuple(str(m.params.get(k, "")) for k in spec.split)
+                                           for rows in runs for m in rows))
+                for pi, part in enumerate(parts):
+                    sel = [[m for m in rows if tuple(str(m.params.get(k, "")) for k in spec.split) == part]
+                           for rows in runs]
+                    sel = [rows for rows in sel if rows]
                     shown = " ".join(p for p in part if p)
-                    series.append((f"{label} ({shown}-place)" if shown else label, sel))
-            if not series:
+                    curves.append(plots.Curve(f"{g.label} ({shown}-place)" if shown else g.label, sel,
+                                              color=gi, dashed=pi > 0))
+                    unit = unit or sel[0][0].unit
+            if not curves:
                 continue
             theory = f.theory.get((bench, metric))
             tl = f"optimal {metric} {theory:.2f} GB/s ({f.link or 'link_speed tag'})" if theory else ""
-            unit = series[0][1][0].unit if series[0][1] else ""
-            out.append(FigureEntry(family.name, _slug(f"{bench}-{metric}"), f"{bench} {metric} vs message size",
-                                   plots.size_curve(f"{bench} {metric}", f"{metric} ({unit})", series,
-                                                    spec.x, spec.x_label, theory, tl)))
+            title = f"{bench} {metric}" + (f": {' vs '.join(g.label for g in f.groups)}"
+                                           if len(f.groups) > 1 else "")
+            out.append(FigureEntry(family.name, _slug(f"{bench}-{metric}"),
+                                   f"{bench} {metric} vs message size (mean and 95% CI over each group's runs)",
+                                   plots.size_curve(title, f"{metric} ({unit})", curves, spec.x, spec.x_label,
+                                                    theory, tl)))
+    return out
+
+
+def _telemetry(f: Findings) -> list[FigureEntry]:
+    """Per group, the TIMELINE metrics against seconds since each run started: a line per run,
+    host and device."""
+    spec = TIMELINE
+    out = []
+    for g in f.groups:
+        panels = []
+        for metric in spec.metrics:
+            lines, unit = [], ""
+            for run, _ in g.runs:
+                samples = [s for s in g.telemetry.get(run.id or -1, []) if s.metric == metric]
+                if not samples:
+                    continue
+                t0 = min(s.t for s in g.telemetry[run.id or -1])
+                unit = samples[0].unit
+                for who in dict.fromkeys((s.host, s.device) for s in samples):
+                    mine = [s for s in samples if (s.host, s.device) == who]
+                    name = " ".join(x for x in (f"run {run.id}", *who) if x)
+                    lines.append((name, [s.t - t0 for s in mine], [s.value for s in mine]))
+            if lines:
+                panels.append((metric, unit, lines))
+        if panels:
+            out.append(FigureEntry("telemetry", _slug(f"telemetry-{g.label}"), f"telemetry of {g.label}",
+                                   plots.timeline(f"{spec.title}: {g.label}", panels, spec.x_label)))
     return out
 
 
@@ -143,7 +198,7 @@ def build_figures(f: Findings) -> list[FigureEntry]:
         if spec is None or family.name not in present:
             continue
         if spec.kind == "size_curve":
-            out += _size_curves(f, family, spec, groups)
+            out += _size_curves(f, family, spec)
         elif spec.kind == "matrix":
             out += _matrices(family, spec, groups)
         elif spec.kind == "bars":
@@ -153,4 +208,5 @@ def build_figures(f: Findings) -> list[FigureEntry]:
         out.append(FigureEntry("validation", "validation", "validation margins", plots.validation_figure(
             [o.criterion.name for o in f.outcomes], [o.margin_pct for o in f.outcomes],
             [o.status for o in f.outcomes])))
+    out += _telemetry(f)
     return out

@@ -1,4 +1,8 @@
-"""A self-contained HTML report: run metadata, verdicts, outliers, tables and inline plots.
+"""A self-contained HTML report, verdict first: PASS/FAIL/REGRESSION/NOISY with the counts
+behind it (the same words as the Markdown), a table of contents, then the comparison (A and B per
+op with confidence bands, redundant rows folded away), validation, degraded nodes, noise inside
+runs, environment differences between the groups, efficiency, the families' figures and tables,
+telemetry, and the runs.
 
 No external resources (no scripts, fonts or stylesheets fetched): figures are inline PNG data
 URIs, so the page can be mailed or attached to a ticket. Every string from a run or a log
@@ -8,11 +12,14 @@ URIs, so the page can be mailed or attached to a ticket. Every string from a run
 from __future__ import annotations
 
 import html
+import json
+import re
 import statistics
 from collections.abc import Iterable, Sequence
 
 from clusterbench import __version__
 from clusterbench.families import FAMILIES, Family, family_of
+from clusterbench.judge.compare import BETTER, INSUFFICIENT, NOISY, SAME, WORSE, Comparison
 from clusterbench.judge.findings import Findings
 from clusterbench.judge.text import fmt, params_text, varying_keys
 from clusterbench.records import utc_now
@@ -21,13 +28,21 @@ from clusterbench.units import format_size
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1200px}
-h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ddd;padding-bottom:4px;margin-top:28px}
+h1{font-size:22px}h3{font-size:15px}h2{font-size:18px;border-bottom:1px solid #ddd;padding-bottom:4px;margin-top:28px}
 table{border-collapse:collapse;margin:8px 0;font-size:13px}th,td{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top}
 th{background:#f3f3f3}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .pass{color:#2e7d32;font-weight:600}.fail,.worse,.error{color:#c62828;font-weight:600}.better{color:#1565c0;font-weight:600}
 .skipped,.noisy,.insufficient{color:#777}.same{color:#444}
 figure{margin:12px 0}figcaption{font-size:12px;color:#555}img{max-width:100%;border:1px solid #eee}
 .small{font-size:12px;color:#555}
+.verdict{padding:10px 14px;border-radius:6px;margin:12px 0;border:1px solid #ccc;background:#fafafa}
+.verdict .word{font-size:26px;font-weight:700;margin-right:12px}
+.verdict ul{margin:6px 0 0 0;padding-left:20px}
+.v-pass{border-color:#2e7d32;background:#edf7ee}.v-pass .word{color:#2e7d32}
+.v-fail,.v-regression{border-color:#c62828;background:#fdecea}.v-fail .word,.v-regression .word{color:#c62828}
+.v-noisy{border-color:#b26a00;background:#fff6e5}.v-noisy .word{color:#b26a00}
+nav.toc{font-size:13px;columns:2;margin:8px 0 0 0}nav.toc ul{margin:0}
+details{margin:8px 0}summary{cursor:pointer;color:#333}
 """
 
 
@@ -66,27 +81,33 @@ def _runs_section(f: Findings) -> str:
     errors = [(run.id, e) for g in f.groups for run, _ in g.runs for e in run.errors[:5]]
     if errors:
         body += "<p>Errors recorded with the runs:</p>" + table(["run", "error"], errors)
-    return "<h2>Runs</h2>" + body
+    return body
+
+
+def _verdict(f: Findings) -> str:
+    v = f.verdict()
+    items = "".join(f"<li>{esc(r)}</li>" for r in v.reasons) or "<li>nothing to judge</li>"
+    return (f'<div class="verdict v-{esc(v.status.lower())}" id="verdict"><span class="word">'
+            f"{esc(v.status)}</span><ul>{items}</ul></div>")
 
 
 def _summary(f: Findings) -> str:
     items = []
     if f.outcomes:
-        counts = {s: sum(o.status == s for o in f.outcomes) for s in ("pass", "fail", "skipped", "error")}
+        counts = f.validation_counts()
         verdict = "FAIL" if counts["fail"] or counts["error"] else "PASS"
         items.append(f'<li>Validation against <b>{esc(f.profile.name)}</b>: '
                      f'<span class="{verdict.lower()}">{verdict}</span> '
                      f'({", ".join(f"{n} {esc(s)}" for s, n in counts.items())})</li>')
     if f.comparisons:
-        worse = sum(c.status == "worse" for c in f.comparisons)
-        better = sum(c.status == "better" for c in f.comparisons)
         items.append(f"<li>Comparison {esc(f.groups[0].label)} vs {esc(f.groups[1].label)}: "
-                     f"{len(f.comparisons)} rows, {worse} worse, {better} better</li>")
+                     f"{esc(f.comparison_text())}</li>")
     items.append(f"<li>Degraded hosts/devices: {len(f.degraded) or 'none found'}</li>")
+    items.append(f"<li>Noise warnings inside runs: {len(f.warnings) or 'none'}</li>")
     best = _best_efficiency(f)
     if best:
         items.append(f"<li>Collective efficiency vs theory (largest message): {esc(best)}</li>")
-    return "<h2>Summary</h2><ul>" + "".join(items) + "</ul>"
+    return "<ul>" + "".join(items) + "</ul>"
 
 
 def _best_efficiency(f: Findings) -> str:
@@ -104,19 +125,15 @@ def _validation(f: Findings) -> str:
     rows = [[o.status.upper(), o.criterion.name, o.criterion.source, fmt(o.measured, o.unit), o.threshold,
              "-" if o.margin_pct is None else f"{o.margin_pct:+.1f}%", o.detail] for o in f.outcomes]
     src = f"<p class=small>{esc(f.profile.description)}</p>" if f.profile.description else ""
-    return (f"<h2>Validation: {esc(f.profile.name)}</h2>{src}"
+    return (src
             + table(["status", "criterion", "source", "measured", "threshold", "margin", "detail"], rows,
                     {3}, [o.status for o in f.outcomes]))
 
 
-def _comparison(f: Findings) -> str:
-    if f.compare_error:
-        return f"<h2>Comparison</h2><p>{esc(f.compare_error)}</p>"
-    if not f.comparisons:
-        return ""
+def _comparison_rows(f: Findings, comparisons: Sequence[Comparison]) -> tuple[list[list[object]], list[str]]:
     keys = varying_keys([c.params for c in f.comparisons])
     rows, classes = [], []
-    for c in f.comparisons:
+    for c in comparisons:
         d = c.to_dict()
         ci = "-" if d["ci95_low"] is None else f"[{d['ci95_low']:+.3g}, {d['ci95_high']:+.3g}]"
         rows.append([c.status, c.benchmark, c.metric, params_text(c.params, keys), f"{c.a.n}/{c.b.n}",
@@ -124,22 +141,83 @@ def _comparison(f: Findings) -> str:
                      "-" if c.delta_pct is None else f"{c.delta_pct:+.1f}%", ci,
                      "-" if d["p_value"] is None else f"{d['p_value']:.3g}", c.verdict])
         classes.append(c.status)
-    return (f"<h2>Comparison: A = {esc(f.groups[0].label)}, B = {esc(f.groups[1].label)}</h2>"
-            "<p class=small>Welch's t-test per row; rows with CV above 10% are reported as noisy, "
-            "never as a regression; changes under 2% are not reported.</p>"
-            + table(["status", "benchmark", "metric", "params", "n A/B", "A mean ± sd", "B mean ± sd",
-                     "delta", "95% CI of B-A", "p", "verdict"], rows, {5, 6, 7, 9}, classes))
+    return rows, classes
+
+
+_COMPARISON_HEADERS = ["status", "benchmark", "metric", "params", "n A/B", "A mean ± sd", "B mean ± sd",
+                       "delta", "95% CI of B-A", "p", "verdict"]
+
+
+def _comparison(f: Findings) -> str:
+    """Rows that changed or cannot be called first; unchanged rows and folded ones collapsed."""
+    if f.compare_error:
+        return f"<p>{esc(f.compare_error)}</p>"
+    if not f.comparisons:
+        return ""
+    shown, folded = f.shown_comparisons, f.folded_comparisons
+    changed = sorted((c for c in shown if c.status in (WORSE, BETTER)), key=lambda c: c.status != WORSE)
+    body = ("<p class=small>Welch's t-test per row; rows with CV above 10% are reported as noisy, "
+            "never as a regression; changes under 2% are not reported. The plots show each group's "
+            "mean and 95% confidence interval per size.</p>"
+            f"<p>{esc(f.comparison_text())}.</p>")
+    if changed:
+        rows, classes = _comparison_rows(f, changed)
+        body += table(_COMPARISON_HEADERS, rows, {5, 6, 7, 9}, classes)
+    for status, what in ((NOISY, "too noisy to call (CV above 10%)"),
+                         (INSUFFICIENT, "with too few runs to test (fewer than 2 per side)"),
+                         (SAME, "with no significant difference")):
+        rest = [c for c in shown if c.status == status]
+        if rest:
+            rows, classes = _comparison_rows(f, rest)
+            body += (f"<details><summary>{len(rest)} row(s) {esc(what)}</summary>"
+                     f"{table(_COMPARISON_HEADERS, rows, {5, 6, 7, 9}, classes)}</details>")
+    if folded:
+        what = ", ".join(dict.fromkeys(c.metric for c in folded))
+        rows, classes = _comparison_rows(f, folded)
+        body += (f"<details><summary>{len(folded)} redundant row(s) folded away ({esc(what)}: the same "
+                 f"as a row shown, or zero everywhere)</summary>"
+                 f"{table(_COMPARISON_HEADERS, rows, {5, 6, 7, 9}, classes)}</details>")
+    return body
+
+
+def _noise(f: Findings) -> str:
+    if not f.warnings:
+        return ""
+    group_of = {run.id: g.label for g in f.groups for run, _ in g.runs}
+    rows = [[rid, group_of.get(rid, ""), w.benchmark, w.kind, f"{w.rows} of {w.checked}", w.worst,
+             w.text.rsplit("): ", 1)[-1]] for rid, w in f.warnings]
+    return ("<p class=small>Rows whose iterations spread far or whose first iteration was slow "
+            "(thresholds in docs/metrics.md, after hyperfine's warnings).</p>"
+            + table(["run", "group", "benchmark", "kind", "rows", "worst", "what to do"], rows))
+
+
+def _environment(f: Findings) -> str:
+    parts = []
+    for d in f.env_diffs:
+        if not d.differences:
+            parts.append(f"<p>No differences between {esc(d.a)} and {esc(d.b)}.</p>")
+            continue
+        rows = [[x.category, x.key, _env_value(x.a), _env_value(x.b)] for x in d.differences[:300]]
+        more = (f"<p class=small>{len(d.differences) - 300} more not shown (clusterbench env diff).</p>"
+                if len(d.differences) > 300 else "")
+        parts.append(f"<p>{len(d.differences)} difference(s), A = {esc(d.a)}, B = {esc(d.b)} "
+                     "(as <code>clusterbench env diff</code> shows them):</p>"
+                     + table(["category", "key", "A", "B"], rows) + more)
+    return "".join(parts)
+
+
+def _env_value(v: object) -> str:
+    return "(unset)" if v is None else v if isinstance(v, str) else json.dumps(v, default=str)
 
 
 def _degraded(f: Findings) -> str:
     if not f.degraded:
-        return ("<h2>Degraded hosts and devices</h2><p>No outliers (modified z-score, Iglewicz &amp; "
+        return ("<p>No outliers (modified z-score, Iglewicz &amp; "
                 "Hoaglin, |z| &gt; 3.5 and more than 5% off the median).</p>")
     rows = [[d.by, d.outlier.key, d.benchmark, d.metric, params_text(d.params), fmt(d.outlier.value, d.unit),
              fmt(d.outlier.median, d.unit), f"{d.outlier.rel_dev * 100:+.1f}%", f"{d.outlier.z:+.1f}"]
             for d in f.degraded[:50]]
-    return ("<h2>Degraded hosts and devices</h2>"
-            + table(["by", "who", "benchmark", "metric", "params", "value", "median", "off by", "mod. z"],
+    return (table(["by", "who", "benchmark", "metric", "params", "value", "median", "off by", "mod. z"],
                     rows, {5, 6, 7, 8}, ["fail"] * len(rows)))
 
 
@@ -153,7 +231,7 @@ def _history(f: Findings, entries: Sequence[FigureEntry], images: dict[str, str]
     found = (table(["host", "row", "metric", "change", "run", "date", "before", "after", "by", "confidence"],
                    rows, {6, 7, 8, 9}, ["fail" if r[3] == "regression" else "pass" for r in rows])
              if rows else "<p>No change of level in any series (Mann-Whitney scan, docs/judge.md).</p>")
-    return "<h2>History</h2>" + found + _figures(entries, images, "history")
+    return found + _figures(entries, images, "history")
 
 
 def _efficiency(f: Findings) -> str:
@@ -175,7 +253,7 @@ def _efficiency(f: Findings) -> str:
                  f"{d.percent:.1f}%"] for rid, d in f.device_percents[:100]]
         parts.append("<h3>Devices vs datasheet peak</h3>"
                      + table(["run", "benchmark", "device", "row", "measured", "peak", "% of peak"], rows, {4, 5, 6}))
-    return "<h2>Efficiency</h2>" + "".join(parts) if parts else ""
+    return "".join(parts)
 
 
 def _size_tables(f: Findings, family: Family) -> str:
@@ -213,21 +291,22 @@ def _size_tables(f: Findings, family: Family) -> str:
 
 
 def _family_table(f: Findings, family: Family) -> str:
-    """The family's headline rows with the params that identify them."""
+    """The family's headline rows with the params that identify them (a column only where some
+    row has a value); folded away under the figure when long."""
     headline = family.headline
-    keys = list(family.row_params)
-    rows = []
-    for g in f.groups:
-        for r in g.rows:
-            if family.owns(r.m.benchmark) and headline is not None and r.m.metric == headline.name:
-                rows.append([r.run.id, g.label, r.m.metric] + [r.m.params.get(k, "") for k in keys]
-                            + [fmt(r.m.value, r.m.unit)])
-    if not rows:
+    found = [(g.label, r) for g in f.groups for r in g.rows
+             if family.owns(r.m.benchmark) and headline is not None and r.m.metric == headline.name]
+    if not found:
         return ""
+    keys = [k for k in family.row_params if any(r.m.params.get(k, "") != "" for _, r in found)]
+    rows = [[r.run.id, label, r.m.metric] + [r.m.params.get(k, "") for k in keys] + [fmt(r.m.value, r.m.unit)]
+            for label, r in found]
     shown = rows[:300]
     more = f"<p class=small>{len(rows) - 300} more rows not shown.</p>" if len(rows) > 300 else ""
-    return f"<h3>{esc(family.title)}</h3>" + table(["run", "group", "metric", *keys, "value"], shown,
-                                                    {len(keys) + 3}) + more
+    body = table(["run", "group", "metric", *keys, "value"], shown, {len(keys) + 3}) + more
+    if len(rows) > 30:
+        return f"<details><summary>{len(rows)} {esc(headline.name)} rows</summary>{body}</details>"
+    return body
 
 
 # Families with a section of their own (figures and tables); the rest go to "Other measurements".
@@ -242,7 +321,7 @@ def _other_tables(f: Findings) -> str:
     keys = varying_keys([r.m.params for r in rows])
     body = [[r.run.id, r.m.benchmark, r.m.metric, params_text(r.m.params, keys), fmt(r.m.value, r.m.unit)]
             for r in rows[:300]]
-    return "<h2>Other measurements</h2>" + table(["run", "benchmark", "metric", "params", "value"], body, {4})
+    return table(["run", "benchmark", "metric", "params", "value"], body, {4})
 
 
 def _figures(entries: Sequence[FigureEntry], images: dict[str, str], section: str) -> str:
@@ -254,21 +333,47 @@ def _figures(entries: Sequence[FigureEntry], images: dict[str, str], section: st
     return "".join(out)
 
 
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "section"
+
+
 def render_html(f: Findings, entries: Sequence[FigureEntry], images: dict[str, str], title: str) -> str:
     """The page; ``images`` maps figure slugs to data URIs."""
-    body = [f"<h1>{esc(title)}</h1>",
-            f"<p class=small>Generated {esc(utc_now())} by clusterbench {esc(__version__)} from "
-            f"{sum(len(g.runs) for g in f.groups)} run(s): {esc(', '.join(g.label for g in f.groups))}</p>",
-            _summary(f), _runs_section(f), _validation(f), _figures(entries, images, "validation"),
-            _degraded(f), _history(f, entries, images), _efficiency(f)]
+    sections: list[tuple[str, str]] = [("Summary", _summary(f))]
+    if f.comparisons or f.compare_error:
+        head = (f"Comparison: A = {f.groups[0].label}, B = {f.groups[1].label}" if f.comparisons
+                else "Comparison")
+        sections.append((head, _comparison(f)))
+    if f.outcomes:
+        sections.append((f"Validation: {f.profile.name}",
+                         _validation(f) + _figures(entries, images, "validation")))
+    sections.append(("Degraded hosts and devices", _degraded(f)))
+    sections.append(("History", _history(f, entries, images)))
+    sections.append(("Noise inside runs", _noise(f)))
+    sections.append(("Environment differences", _environment(f)))
+    sections.append(("Efficiency", _efficiency(f)))
     for family in _tabled:
         tables = _size_tables(f, family) if family.figure and family.figure.kind == "size_curve" \
             else _family_table(f, family)
-        section = _figures(entries, images, family.name) + tables
-        if section:
-            body.append(f"<h2>{esc(family.title)}</h2>" + section)
-    body.append(_comparison(f))
-    body.append(_other_tables(f))
+        sections.append((family.title, _figures(entries, images, family.name) + tables))
+    sections.append(("Telemetry", _figures(entries, images, "telemetry")))
+    sections.append(("Other measurements", _other_tables(f)))
+    sections.append(("Runs", _runs_section(f)))
+    sections = [(t, b) for t, b in sections if b]
+    ids: list[str] = []
+    for t, _ in sections:
+        base = _slug(t)
+        ids.append(base if base not in ids else f"{base}-{len(ids)}")
+    toc = ""
+    if len(sections) > 4:  # a long report: say what is in it
+        toc = ('<nav class="toc"><b>Contents</b><ul>'
+               + "".join(f'<li><a href="#{i}">{esc(t)}</a></li>' for i, (t, _) in zip(ids, sections))
+               + "</ul></nav>")
+    body = [f"<h1>{esc(title)}</h1>", _verdict(f),
+            f"<p class=small>Generated {esc(utc_now())} by clusterbench {esc(__version__)} from "
+            f"{sum(len(g.runs) for g in f.groups)} run(s): {esc(', '.join(g.label for g in f.groups))}</p>",
+            toc]
+    body += [f'<h2 id="{i}">{esc(t)}</h2>{b}' for i, (t, b) in zip(ids, sections)]
     return ("<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
             f"<meta name=viewport content='width=device-width'><title>{esc(title)}</title>"
             f"<style>{_CSS}</style></head><body>" + "".join(body) + "</body></html>\n")

@@ -1,4 +1,6 @@
-"""A Markdown summary for tickets and pull requests: runs, verdicts, changes, outliers, efficiency."""
+"""A Markdown summary for tickets and pull requests, verdict first (the same words and counts as
+the HTML page): runs, validation, changes, outliers, noise inside runs, environment differences,
+efficiency."""
 
 from __future__ import annotations
 
@@ -20,7 +22,9 @@ def _table(headers: list[str], rows: list[list[object]]) -> list[str]:
 
 
 def render_markdown(f: Findings, title: str) -> str:
-    lines = [f"# {_cell(title)}", ""]
+    v = f.verdict()
+    lines = [f"# {_cell(title)}", "", f"**{v.status}**", ""]
+    lines += [f"- {_cell(r)}" for r in v.reasons] + ([""] if v.reasons else [])
     runs = [[run.id, g.label, run.benchmark + (f" ({run.source})" if run.source else ""), run.status,
              ", ".join(run.hosts) or "-", run.ranks, ", ".join(dict.fromkeys(run.devices)) or "-",
              ", ".join(f"{k}={v}" for k, v in run.tags.items()) or "-"]
@@ -36,10 +40,12 @@ def render_markdown(f: Findings, title: str) -> str:
     if f.compare_error:
         lines += ["## Comparison", "", _cell(f.compare_error), ""]
     elif f.comparisons:
-        changed = [c for c in f.comparisons if c.status in ("better", "worse")]
-        counts = {s: sum(c.status == s for c in f.comparisons) for s in ("worse", "better", "same", "noisy", "insufficient")}
+        changed = [c for c in f.shown_comparisons if c.status in ("better", "worse")]
+        folded = f.folded_comparisons
         lines += [f"## Comparison: A = {_cell(f.groups[0].label)}, B = {_cell(f.groups[1].label)}", "",
-                  ", ".join(f"{n} {s}" for s, n in counts.items() if n) + f" of {len(f.comparisons)} rows.", ""]
+                  _cell(f.comparison_text()) + "."
+                  + (f" {len(folded)} redundant row(s) folded away "
+                     f"({', '.join(dict.fromkeys(c.metric for c in folded))})." if folded else ""), ""]
         if changed:
             keys = varying_keys([c.params for c in f.comparisons])
             lines += _table(["benchmark", "metric", "params", "n A/B", "delta", "p", "verdict"],
@@ -54,6 +60,18 @@ def render_markdown(f: Findings, title: str) -> str:
                           f"{d.outlier.rel_dev * 100:+.1f}%"] for d in f.degraded[:30]])
     else:
         lines += ["None found (modified z-score > 3.5 and > 5% off the median).", ""]
+    if f.warnings:
+        lines += ["## Noise inside runs", ""]
+        lines += _table(["run", "benchmark", "kind", "rows", "worst"],
+                        [[rid, w.benchmark, w.kind, f"{w.rows} of {w.checked}", w.worst]
+                         for rid, w in f.warnings[:30]])
+    for d in f.env_diffs:
+        lines += ["## Environment differences", "",
+                  f"A = {_cell(d.a)}, B = {_cell(d.b)}: {len(d.differences)} difference(s).", ""]
+        if d.differences:
+            lines += _table(["category", "key", "A", "B"],
+                            [[x.category, x.key, "(unset)" if x.a is None else x.a,
+                              "(unset)" if x.b is None else x.b] for x in d.differences[:40]])
     if f.efficiencies:
         largest = max(e.bytes for _, e in f.efficiencies)
         lines += ["## Efficiency vs theory", ""]

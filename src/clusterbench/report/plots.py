@@ -1,8 +1,11 @@
-"""Figures with matplotlib (Agg, no display): a metric against a size, src x dst matrices, bars
-per row, validation margins; which family uses which is its ``Figure`` spec. Each returns a Figure; ``save`` writes PNG+SVG.
+"""Figures with matplotlib (Agg, no display): a metric against a size with confidence bands,
+src x dst matrices, bars per row, validation margins, telemetry against time; which family uses
+which is its ``Figure`` spec. Each returns a Figure; ``save`` writes PNG+SVG.
 
-Series are given as ``(label, rows)`` where rows are measurements from one run or a group of runs;
-points at the same x are averaged and their standard deviation drawn as an error bar.
+Bars and matrices take series as ``(label, rows)`` where rows are measurements from one run or a
+group of runs; points at the same x are averaged and their standard deviation drawn as an error
+bar. Size curves take each group's runs apart (``Curve``): the line is the mean over the runs
+at each size, the band its 95% confidence interval (Student's t over the runs' values).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import base64
 import io
 import statistics
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -20,10 +24,21 @@ import matplotlib.pyplot as plt  # noqa: E402  (backend must be chosen first)
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
+from clusterbench.judge.stats import summarize, t_ppf  # noqa: E402
 from clusterbench.records import Measurement  # noqa: E402
 from clusterbench.units import format_size  # noqa: E402
 
 Series = tuple[str, Sequence[Measurement]]
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One line of a size curve: a group's runs (each a list of rows) and how it is drawn."""
+
+    label: str
+    runs: Sequence[Sequence[Measurement]]
+    color: int = 0          # index into the colour cycle: one colour per group
+    dashed: bool = False    # a second split value (in-place) of the same group
 PASS_COLOR, FAIL_COLOR, SKIP_COLOR = "#2e7d32", "#c62828", "#9e9e9e"
 
 
@@ -49,15 +64,45 @@ def _size_axis(ax, label: str) -> None:
     ax.grid(True, which="major", alpha=0.3)
 
 
-def size_curve(title: str, ylabel: str, series: Sequence[Series], x_param: str, x_label: str,
+def band_points(runs: Sequence[Sequence[Measurement]], x_param: str) -> tuple[
+        list[float], list[float], list[float], list[float]]:
+    """Per x: the mean over runs of each run's mean value, and the 95% confidence interval of
+    that mean (t quantile with n-1 degrees of freedom; no band with a single run)."""
+    per_x: dict[float, list[float]] = {}
+    for rows in runs:
+        xs, ys, _ = _points(rows, x_param)
+        for x, y in zip(xs, ys):
+            per_x.setdefault(x, []).append(y)
+    xs = sorted(per_x)
+    means, lows, highs = [], [], []
+    for x in xs:
+        s = summarize(per_x[x])
+        half = t_ppf(0.975, s.n - 1) * s.sem if s.n > 1 else 0.0
+        means.append(s.mean)
+        lows.append(s.mean - half)
+        highs.append(s.mean + half)
+    return xs, means, lows, highs
+
+
+def size_curve(title: str, ylabel: str, curves: Sequence[Curve], x_param: str, x_label: str,
                theory: float | None = None, theory_label: str = "") -> Figure:
-    """A metric against a size param on a log2 axis, one line per series (busbw vs message size)."""
+    """A metric against a size param on a log2 axis (busbw vs message size): per curve the mean
+    over its runs and a shaded 95% confidence band; a colour per group, dashed for its second
+    split value."""
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    for label, rows in series:
-        xs, ys, sds = _points(rows, x_param)
-        if xs:
-            ax.errorbar(xs, ys, yerr=sds if any(sds) else None, marker="o", markersize=3,
-                        capsize=2, linewidth=1.2, label=label)
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for c in curves:
+        xs, ys, lo, hi = band_points(c.runs, x_param)
+        if not xs:
+            continue
+        color = palette[c.color % len(palette)]
+        n = len(c.runs)
+        ax.plot(xs, ys, marker="o", markersize=3, linewidth=1.3, color=color,
+                linestyle="--" if c.dashed else "-", label=f"{c.label}, n={n}")
+        if n > 1:
+            if min(ys) >= 0:  # a bandwidth is never negative: the band stops at zero
+                lo = [max(0.0, v) for v in lo]
+            ax.fill_between(xs, lo, hi, color=color, alpha=0.18 if not c.dashed else 0.10, linewidth=0)
     if theory:
         ax.axhline(theory, color="black", linestyle="--", linewidth=1,
                    label=theory_label or f"theoretical {theory:.2f} GB/s")
@@ -187,6 +232,25 @@ def validation_figure(names: Sequence[str], margins_pct: Sequence[float | None],
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_xlabel("margin to threshold (%)")
     ax.set_title("validation")
+    fig.tight_layout()
+    return fig
+
+
+def timeline(title: str, panels: Sequence[tuple[str, str, Sequence[tuple[str, list[float], list[float]]]]],
+             x_label: str) -> Figure:
+    """Telemetry against time: one panel per metric (name, unit, lines of (label, t, value)),
+    stacked on a shared time axis."""
+    fig, axes = plt.subplots(len(panels), 1, figsize=(8, 1.2 + 1.9 * len(panels)), sharex=True,
+                             squeeze=False)
+    for ax, (metric, unit, lines) in zip(axes[:, 0], panels):
+        for label, ts, vs in lines:
+            ax.plot(ts, vs, linewidth=1.0, label=label)
+        ax.set_ylabel(f"{metric}\n({unit})" if unit else metric, fontsize=8)
+        ax.grid(True, alpha=0.3)
+        if 1 < len(lines) <= 8:
+            ax.legend(fontsize=7, loc="best")
+    axes[-1, 0].set_xlabel(x_label)
+    fig.suptitle(title)
     fig.tight_layout()
     return fig
 

@@ -2,8 +2,10 @@
 benchmark no family owns gets a generic one.
 
 A renderer turns a run's header and measurements into lines, so the same code prints rows live
-while a benchmark runs and re-prints a stored run (``clusterbench results show``). Below the
-tables come the judgements made at read time (efficiency against the run's link speed).
+while a benchmark runs and re-prints a stored run (``clusterbench results show``). A note prints
+inside the table of its benchmark, after the header (live: when it arrives, or once its table
+starts). Below the tables come the judgements made at read time (efficiency against the run's
+link speed).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Iterable
 from typing import IO
 
 from clusterbench.families import Renderer, renderer_for, run_header_lines
+from clusterbench.judge import noise
 from clusterbench.judge.efficiency import efficiency_lines
 from clusterbench.records import (
     Event,
@@ -27,18 +30,42 @@ from clusterbench.records import (
 )
 
 
+def stored_notes(run: Run) -> dict[str, list[str]]:
+    """The run's notes by benchmark. Notes stored without one (every run stored before notes had
+    a benchmark) are not shown: ``results show`` prints such runs as it always did."""
+    out: dict[str, list[str]] = {}
+    for value in run.meta.get("notes") or []:
+        note = Note.from_stored(value)
+        if note.benchmark:
+            out.setdefault(note.benchmark, []).append(note.text)
+    return out
+
+
+def _note_lines(texts: Iterable[str]) -> list[str]:
+    return [f"# {t}" for t in texts]
+
+
+def _warning_lines(warnings: Iterable[noise.NoiseWarning], benchmark: str) -> list[str]:
+    return [w.line() for w in warnings if w.benchmark == benchmark]
+
+
 def render_run(run: Run, measurements: list[Measurement]) -> list[str]:
     """All lines for a stored run, grouped by benchmark in first-seen order."""
     groups: dict[str, list[Measurement]] = {}
     for m in measurements:
         groups.setdefault(m.benchmark, []).append(m)
-    lines: list[str] = []
+    notes = stored_notes(run)
+    # notes of benchmarks without a row (every size skipped) follow the tables
+    homeless = [t for bench, texts in notes.items() if bench not in groups for t in texts]
     if not groups:
-        return run_header_lines(run) + ["# no measurements"]
+        return run_header_lines(run) + ["# no measurements"] + _note_lines(homeless)
+    warnings = noise.stored(run)  # as said when the run was made; none for older runs
+    lines: list[str] = []
     for bench, ms in groups.items():
         r = renderer_for(bench)
-        lines += r.header(run) + r.rows(ms) + r.footer(run, ms)
-    return lines + efficiency_lines(run, measurements)
+        lines += r.header(run) + _note_lines(notes.get(bench, ())) + r.rows(ms) + r.footer(run, ms)
+        lines += _warning_lines(warnings, bench)
+    return lines + _note_lines(homeless) + efficiency_lines(run, measurements)
 
 
 class TablePrinter:
@@ -50,6 +77,7 @@ class TablePrinter:
         self._renderers: dict[str, Renderer] = {}
         self._seen: dict[str, list[Measurement]] = {}
         self._closed: set[str] = set()
+        self._pending: dict[str, list[str]] = {}  # notes of tables not started yet
 
     def _write(self, lines: Iterable[str]) -> None:
         out = self.out or sys.stdout
@@ -69,7 +97,10 @@ class TablePrinter:
             case Rows():
                 self._rows(event.measurements)
             case Note():
-                self._write([f"# {event.text}"])
+                if event.benchmark and event.benchmark not in self._renderers:
+                    self._pending.setdefault(event.benchmark, []).append(event.text)
+                else:  # its table is open (or it has none): here, as it arrives
+                    self._write([f"# {event.text}"])
             case Meta():  # e.g. per-rank pids a table header shows
                 self._run.meta.update(event.data)
             case Failure() | Telemetry():
@@ -87,6 +118,7 @@ class TablePrinter:
                 self._renderers[bench] = renderer_for(bench)
                 self._run.benchmark = bench
                 self._write(self._renderers[bench].header(self._run))
+                self._write(_note_lines(self._pending.pop(bench, ())))
             self._seen.setdefault(bench, []).extend(ms)
             self._write(self._renderers[bench].rows(ms))
 
@@ -94,8 +126,12 @@ class TablePrinter:
         for bench, r in self._renderers.items():
             if bench not in self._closed:
                 self._closed.add(bench)
-                self._write(r.footer(run or self._run, self._seen.get(bench, [])))
+                seen = self._seen.get(bench, [])
+                self._write(r.footer(run or self._run, seen))
+                self._write(_warning_lines(noise.check(seen), bench))
 
     def finish(self, run: Run, measurements: list[Measurement]) -> None:
         self._close_tables(run)
+        self._write(_note_lines(t for texts in self._pending.values() for t in texts))
+        self._pending.clear()
         self._write(efficiency_lines(run, measurements))

@@ -15,6 +15,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from clusterbench.errors import UsageError
+from clusterbench.hostlist import expand_hostlist
 from clusterbench.judge.outliers import Outlier, flag_outliers
 
 
@@ -75,17 +77,20 @@ def blamed_hosts(r: SubsetResult) -> list[str]:
     return list(r.hosts)
 
 
-def parse_topology(text: str) -> dict[str, str]:
-    """Slurm topology.conf (tree): leaf ``SwitchName=s1 Nodes=gpu[01-04]`` lines -> host: switch."""
-    from clusterbench.hostlist import expand_hostlist
-
+def parse_topology(text: str, name: str = "topology.conf") -> dict[str, str]:
+    """Slurm topology.conf (tree): leaf ``SwitchName=s1 Nodes=gpu[01-04]`` lines -> host: switch.
+    ``Nodes=`` takes the Slurm hostlist grammar of ``--hosts``; a malformed one names its line."""
     out: dict[str, str] = {}
-    for line in text.splitlines():
+    for n, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0]
         sw = re.search(r"\bSwitchName=(\S+)", line)
         nodes = re.search(r"\bNodes=(\S+)", line)
         if sw and nodes:
-            for h in expand_hostlist(nodes.group(1)):
+            try:
+                hosts = expand_hostlist(nodes.group(1), "Nodes=")
+            except UsageError as e:
+                raise UsageError(f"{name} line {n}: {e}") from None
+            for h in hosts:
                 out[h] = sw.group(1)
     return out
 

@@ -72,16 +72,20 @@ def _better(kept: SubsetResult | None, new: SubsetResult, higher_is_better: bool
 
 def run_sweep(cfg: SweepConfig, subsets: Sequence[tuple[str, tuple[str, ...]]],
               on_result: Callable[[SubsetResult], None] | None = None, *, rounds: int = 1,
-              higher_is_better: bool = True) -> list[SubsetResult]:
+              higher_is_better: bool = True,
+              on_start: Callable[[int, str, tuple[str, ...]], None] | None = None) -> list[SubsetResult]:
     """Run every subset ``rounds`` times, in reverse order on odd rounds, and keep each subset's
     best result: a transient (a busy host, the first launch after boot) costs a subset one round,
-    not its score, while a degraded node is slow in every round."""
+    not its score, while a degraded node is slow in every round. ``on_start(k, stage, hosts)``
+    is told before the k-th launch (from 1), ``on_result`` after it."""
     best: dict[int, SubsetResult] = {}
     for rnd in range(rounds):
         order = list(enumerate(subsets))
         if rnd % 2:
             order.reverse()
-        for i, (stage, hosts) in order:
+        for k, (i, (stage, hosts)) in enumerate(order, 1):
+            if on_start is not None:
+                on_start(rnd * len(subsets) + k, stage, hosts)
             r = run_subset(cfg, hosts, stage, rnd * len(subsets) + i)
             best[i] = _better(best.get(i), r, higher_is_better)
             if on_result is not None:

@@ -15,6 +15,7 @@ from typing import Any
 from clusterbench.bench import devices as devs
 from clusterbench.bench.gemm import spec
 from clusterbench.errors import UsageError
+from clusterbench.families.base import iteration_stats
 from clusterbench.families.gemm.spec import BENCHMARK, TFLOPS, TIME
 from clusterbench.ranks.context import RankContext
 from clusterbench.records import Measurement
@@ -157,11 +158,15 @@ def _rows(cfg: GemmConfig, dtype: str, label: str, times: list[float],
     for stat, t in (("best", min(times)), ("median", statistics.median(times))):
         out.append(TFLOPS(BENCHMARK, spec.tflops(cfg.m, cfg.n, cfg.k, cfg.batch, t), {**base, "stat": stat}))
         out.append(TIME(BENCHMARK, t * 1e6, {**base, "stat": stat}))
+    # the spread of the samples, for the noise check (judge/noise.py)
+    for stat, t in iteration_stats(times).items():
+        if stat in ("max", "stddev", "mad", "first"):
+            out.append(TIME(BENCHMARK, t * 1e6, {**base, "stat": stat}))
     return out
 
 
 def main(ctx: RankContext, cfg: GemmConfig) -> None:
-    dev, label, active = devs.join(ctx, cfg.device_type, list(cfg.devices), alpha=cfg.alpha,
+    dev, label, active = devs.join(ctx, cfg.device_type, list(cfg.devices), benchmark=BENCHMARK, alpha=cfg.alpha,
                                    beta=cfg.beta, iterations=cfg.iterations, samples=cfg.samples)
     for dtype in cfg.dtypes:
         ctx.barrier()  # every device starts each dtype together
@@ -172,7 +177,7 @@ def main(ctx: RankContext, cfg: GemmConfig) -> None:
         rows: list[Measurement] = []
         for r in gathered:
             if "skipped" in r:
-                ctx.note(f"skipped {dtype} on {r['label']}: {r['skipped']}")
+                ctx.note(f"skipped {dtype} on {r['label']}: {r['skipped']}", BENCHMARK)
                 continue
             layout = tuple(r.get("layout") or (cfg.trans_a, cfg.trans_b))
             rows += _rows(cfg, dtype, r["label"], r["times"], layout)

@@ -64,7 +64,7 @@ def main(ctx: RankContext, cfg: NetConfig) -> None:
         names = ctx.hosts
         if len(ranks) < 2:
             ctx.note("net: a single host (and rank): nothing to measure between hosts;"
-                     " start one rank per host (launcher) or --np 2 for loopback")
+                     " start one rank per host (launcher) or --np 2 for loopback", NET)
             return
         ctx.meta({"net_endpoints": [f"{_label(names, i, per, ranks)}={table[ranks[i]][0]}"
                                     for i in range(len(ranks))], "net_matrix": per})

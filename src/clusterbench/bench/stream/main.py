@@ -12,6 +12,7 @@ from typing import Any
 from clusterbench.bench import devices as devs
 from clusterbench.bench.stream import spec
 from clusterbench.errors import UsageError
+from clusterbench.families.base import iteration_stats
 from clusterbench.families.stream.spec import BANDWIDTH, BENCHMARK, TIME
 from clusterbench.ranks.context import RankContext
 from clusterbench.records import Measurement
@@ -54,16 +55,18 @@ def _rows(kernel: str, n: int, dtype: str, label: str, ts: list[float]) -> list[
     elem = spec.DTYPES[dtype]
     base = {"kernel": kernel, "array_size": n, "dtype": dtype, "device": label}
     tmin, tmax, tavg = min(ts), max(ts), sum(ts) / len(ts)
+    # the spread of the iterations, for the noise check (judge/noise.py)
+    spread = {k: v for k, v in iteration_stats(ts).items() if k in ("median", "stddev", "mad", "first")}
     return [
         BANDWIDTH(BENCHMARK, spec.bandwidth_gbs(kernel, n, elem, tmin), dict(base)),
         *(TIME(BENCHMARK, t * 1e6, {**base, "stat": stat})
-          for stat, t in (("min", tmin), ("max", tmax), ("avg", tavg))),
+          for stat, t in (("min", tmin), ("max", tmax), ("avg", tavg), *spread.items())),
     ]
 
 
 def main(ctx: RankContext, cfg: StreamConfig) -> None:
     dev, label, active = devs.join(ctx, cfg.device_type, list(cfg.devices),
-                                   note=f", {cfg.dtype}, {cfg.numtimes} iterations")
+                                   note=f", {cfg.dtype}, {cfg.numtimes} iterations", benchmark=BENCHMARK)
     kernels = spec.ordered(cfg.kernels)
     time_fn = devs.timer(dev)
     if cfg.backend is None:
@@ -103,7 +106,7 @@ def _report(ctx: RankContext, cfg: StreamConfig, kernels: list[str], n: int, res
     rows: list[Measurement] = []
     for r in results:
         if r["skipped"]:
-            ctx.note(f"skipped: {r['skipped']}")
+            ctx.note(f"skipped: {r['skipped']}", BENCHMARK)
             continue
         for k in kernels:
             rows += _rows(k, n, cfg.dtype, r["label"], r["times"][k])

@@ -90,9 +90,10 @@ def main(ctx: RankContext, cfg: TransferConfig) -> None:
     ctx.meta({"threads": threads, "gpus": topo.gpus, "numa_nodes": list(topo.numa_nodes),
               "device_names": _names(topo)})
     if topo.gpus == 0:
-        ctx.note(f"no GPU: host memory copies, {threads} CPU thread(s), {len(topo.numa_nodes)} NUMA node(s)")
+        ctx.note(f"no GPU: host memory copies, {threads} CPU thread(s), {len(topo.numa_nodes)} NUMA node(s)",
+                 BENCHMARK)
     for note in cfg.notes:
-        ctx.note(note)
+        ctx.note(note, BENCHMARK)
     pending: list[Measurement] = []
     current: tuple | None = None
     last: Planned | None = None
@@ -104,7 +105,7 @@ def main(ctx: RankContext, cfg: TransferConfig) -> None:
         r = engine.run_test(p.test, topo, cfg.iterations, cfg.warmups, cfg.check)
         ctx.progress()
         if r.skipped:
-            ctx.note(f"skipped {p.test.name}: {r.skipped}")
+            ctx.note(f"skipped {p.test.name}: {r.skipped}", BENCHMARK)
             continue
         for e in r.errors:
             ctx.fail(f"transfer check failed in {p.test.name}: {e}")

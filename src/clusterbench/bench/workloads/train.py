@@ -316,7 +316,7 @@ def _summary(ctx: RankContext, config: TrainConfig, base: dict[str, Any], timed:
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     out = [PEAK_MEMORY(TRAIN, float(t.item()), {**base, "stat": "max", "memory": kind})]
     if not timed:
-        ctx.note("no timed steps (--steps not above --warmup): no overall throughput")
+        ctx.note("no timed steps (--steps not above --warmup): no overall throughput", TRAIN)
         return out
     total = sum(timed)
     s = {**base, "stat": "avg", "steps": len(timed)}
@@ -339,5 +339,5 @@ def _summary(ctx: RankContext, config: TrainConfig, base: dict[str, Any], timed:
         out.append(MFU(TRAIN, achieved / peak_tflops, {**s, "peak_tflops": peak_tflops, "device": device_name,
                                                        "attention": ATTENTION_COUNT}))
     elif not part:
-        ctx.note(f"mfu: no {dtype} peak for {device_name or 'this device'} in the peak table")
+        ctx.note(f"mfu: no {dtype} peak for {device_name or 'this device'} in the peak table", TRAIN)
     return out

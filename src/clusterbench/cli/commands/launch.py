@@ -15,7 +15,7 @@ from typing import Any
 import click
 import yaml
 
-from clusterbench.cli.options import json_option, refuse_together
+from clusterbench.cli.options import json_option, quiet_option, refuse_together
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.launch import dstack, k8s, mpi, netenv, slurm
 from clusterbench.launch import torchrun as tr
@@ -31,6 +31,7 @@ from clusterbench.launch.common import (
     split_agent,
     with_store_args,
 )
+from clusterbench.report.progress import Progress, wanted
 from clusterbench.store.location import for_other_hosts
 
 _CTX = {"ignore_unknown_options": True, "allow_interspersed_args": False}
@@ -115,17 +116,22 @@ def launch() -> None:
 @click.option("--account", default=None)
 @click.option("--output", default=None, help="sbatch --output (default slurm-%j.out).")
 @click.option("--exclusive", is_flag=True)
+@click.option("--nodelist", default=None, metavar="HOSTLIST",
+              help="Run on these nodes (sbatch --nodelist): a,b or a Slurm hostlist rack[1-2]-gpu[01-04]; "
+                   "--nodes defaults to their number.")
 @click.option("--sbatch-opt", "extra", multiple=True, metavar="--KEY=VALUE", help="Extra #SBATCH line.")
 @click.option("--script", "script_path", default=None, help="Write the script here (with --submit).")
 @click.option("--submit", is_flag=True, help="Submit with sbatch.")
 @click.option("--wait/--no-wait", default=True, show_default=True,
-              help="With --submit: wait for the job and show the run its ranks stored.")
+              help="With --submit: wait for the job (its state, queue and run time on stderr when it "
+                   "is a terminal) and show the run its ranks stored.")
 @click.option("--wait-timeout", type=float, default=3600.0, show_default=True)
 @click.option("--db", default=None, envvar="CLUSTERBENCH_DB",
               help="Database the ranks store into (on a shared file system).")
 @json_option("with --submit --wait, the stored run: a `measurement` line per result, then the `run` record")
-def slurm_cmd(partition, time_limit, job_name, account, output, exclusive, extra, script_path,
-              submit, wait, wait_timeout, db, as_json, **kw) -> int | None:
+@quiet_option
+def slurm_cmd(partition, time_limit, job_name, account, output, exclusive, nodelist, extra, script_path,
+              submit, wait, wait_timeout, db, as_json, quiet, **kw) -> int | None:
     """Write an sbatch script that runs the command under srun; --submit sends it."""
     _check_options()
     refuse_together("print_only", "submit")
@@ -133,11 +139,15 @@ def slurm_cmd(partition, time_limit, job_name, account, output, exclusive, extra
         raise UsageError("--json prints the run a submitted job stored: give it with --submit (and --wait)")
     from clusterbench.store import default_db_path
 
+    listed = len(slurm.nodelist_hosts(nodelist)) if nodelist else 1
+    if nodelist and kw["nodes"] is not None and kw["nodes"] < listed:
+        raise UsageError(f"--nodes {kw['nodes']} but --nodelist names {listed} nodes")
     launch_id = uuid.uuid4().hex[:12]
     db_path = for_other_hosts(db) if db else (str(default_db_path()) if submit else None)
-    spec = _spec(kw, store=(db_path, {"launch_id": launch_id} if submit else {}))
+    spec = _spec(kw, nodes_default=listed, store=(db_path, {"launch_id": launch_id} if submit else {}))
     opts = slurm.SlurmOptions(partition=partition, time=time_limit, job_name=job_name,
-                              account=account, output=output, exclusive=exclusive, extra=tuple(extra))
+                              account=account, output=output, exclusive=exclusive, extra=tuple(extra),
+                              nodelist=nodelist)
     script = slurm.sbatch_script(spec, opts)
     if kw["print_only"] or not submit:
         click.echo(script, nl=False)
@@ -146,14 +156,19 @@ def slurm_cmd(partition, time_limit, job_name, account, output, exclusive, extra
         Path(tempfile.mkdtemp(prefix="clusterbench-slurm-")) / "job.sbatch"
     path.write_text(script)
     job = slurm.submit(str(path))
-    click.echo(f"# submitted Slurm job {job} (script {path})", err=True)
+    if not quiet:
+        click.echo(f"# submitted Slurm job {job} (script {path})", err=True)
     if not wait:
         return
-    state, code = slurm.wait(job, wait_timeout)
-    return _show_launched(db_path, launch_id, f"Slurm job {job} {state} (exit {code})", as_json)
+    with Progress(wanted(quiet), f"Slurm job {job}: submitted") as shown:
+        info = slurm.wait(job, wait_timeout, on_state=lambda i: shown.update(f"Slurm job {job}: {i.describe()}"))
+    times = ", ".join(t for t in (f"queued {info.queued_s:.0f} s" if info.queued_s is not None else "",
+                                  f"ran {info.run_s:.0f} s" if info.run_s is not None else "") if t)
+    what = f"Slurm job {job} {info.state} (exit {info.exit_code or '?'}" + (f"; {times})" if times else ")")
+    return _show_launched(db_path, launch_id, what, as_json, quiet)
 
 
-def _show_launched(db: str | None, launch_id: str, what: str, as_json: bool) -> int:
+def _show_launched(db: str | None, launch_id: str, what: str, as_json: bool, quiet: bool = False) -> int:
     from clusterbench.report.jsonl import emit_all, run_objects
     from clusterbench.report.terminal import render_run
     from clusterbench.store import Store
@@ -169,8 +184,9 @@ def _show_launched(db: str | None, launch_id: str, what: str, as_json: bool) -> 
     else:
         for line in render_run(run, ms):
             click.echo(line)
-    click.echo(f"# {what}: run {run.id} ({run.status}), {run.ranks} rank(s) on "
-               f"{', '.join(run.hosts)}", err=True)
+    if not quiet:
+        click.echo(f"# {what}: run {run.id} ({run.status}), {run.ranks} rank(s) on "
+                   f"{', '.join(run.hosts)}", err=True)
     for e in run.errors:
         click.echo(f"clusterbench: error: {e}", err=True)
     return 0 if run.status == "complete" else 1
@@ -196,8 +212,10 @@ def _run_argv(argv: list[str], timeout: float, what: str, env: dict[str, str] | 
 
 @launch.command("mpi", context_settings=_CTX)
 @_common
-@click.option("--hostfile", required=True, metavar="PATH",  # a str: click.Path fails on a NUL
+@click.option("--hostfile", default=None, metavar="PATH",  # a str: click.Path fails on a NUL
               help="Open MPI hostfile: 'host slots=N' per line.")
+@click.option("--hosts", default=None, metavar="HOSTLIST",
+              help="Instead of --hostfile: a,b or a Slurm hostlist gpu[01-04], --procs-per-node slots each.")
 @click.option("--mca", "mcas", multiple=True, metavar="KEY=VALUE",
               help="Open MPI MCA parameter, e.g. btl_tcp_if_include=eth0 (repeatable).")
 @click.option("--agent", default=None, help="Launch agent for remote hosts (Open MPI plm_rsh_agent; default ssh).")
@@ -207,22 +225,30 @@ def _run_argv(argv: list[str], timeout: float, what: str, env: dict[str, str] | 
 @click.option("--wall-timeout", type=float, default=3600.0, show_default=True,
               help="End mpirun after this many seconds.")
 @click.option("--db", default=None, envvar="CLUSTERBENCH_DB")
-def mpi_cmd(hostfile, mcas, agent, oversubscribe, mpirun_exe, no_preflight, wall_timeout, db, **kw) -> int | None:
-    """Build and run mpirun from a hostfile; every rank runs the clusterbench command."""
+def mpi_cmd(hostfile, hosts, mcas, agent, oversubscribe, mpirun_exe, no_preflight, wall_timeout, db,
+            **kw) -> int | None:
+    """Build and run mpirun from a hostfile (or --hosts); every rank runs the clusterbench command."""
     _check_options()
-    hosts = mpi.read_hostfile(hostfile)
-    spec = _spec(kw, nodes_default=len(hosts),
+    if (hostfile is None) == (hosts is None):
+        raise UsageError("give --hostfile PATH or --hosts HOSTLIST (one of them)")
+    if hostfile is not None:
+        slots = mpi.read_hostfile(hostfile)
+    else:
+        per_node = kw["procs_per_node"] or kw["gpus_per_node"] or 1
+        slots = [mpi.HostSlots(h, per_node) for h in parse_hosts(hosts)]
+    spec = _spec(kw, nodes_default=len(slots),
                  store=(for_other_hosts(db), {}))
-    argv = mpi.mpirun_argv(spec, hosts, hostfile=str(Path(hostfile).resolve()), mca=mpi.parse_mca(mcas),
+    argv = mpi.mpirun_argv(spec, slots, hostfile=str(Path(hostfile).resolve()) if hostfile else None,
+                           mca=mpi.parse_mca(mcas),
                            agent=agent, oversubscribe=oversubscribe, mpirun=mpirun_exe)
     if kw["print_only"]:
         click.echo(shlex.join(argv))
         return
     if not no_preflight:
-        bad = mpi.unreachable([h.host for h in hosts[:spec.nodes]],
+        bad = mpi.unreachable([h.host for h in slots[:spec.nodes]],
                               mpi.check_agent(agent) if agent else list(DEFAULT_AGENT))
         if bad:
-            raise ClusterbenchError("unreachable host(s) in the hostfile: "
+            raise ClusterbenchError("unreachable host(s): "
                                     + "; ".join(f"{h}: {why}" for h, why in bad))
     return _run_argv(argv, wall_timeout, "mpirun")
 
@@ -240,7 +266,8 @@ def mpi_cmd(hostfile, mcas, agent, oversubscribe, mpirun_exe, no_preflight, wall
               help="Whether this node hosts the c10d store (--rdzv_conf is_host=).")
 @click.option("--join-timeout", type=float, default=120.0, show_default=True,
               help="Seconds to wait for every node to join the rendezvous.")
-@click.option("--hosts", default=None, help="Start torchrun on these hosts through --agent (a,b or gpu[1-4]).")
+@click.option("--hosts", default=None,
+              help="Start torchrun on these hosts through --agent: a,b or a Slurm hostlist gpu[01-04].")
 @click.option("--agent", default=None,
               help="ssh-like agent to reach --hosts: 'AGENT HOST WORD...' (default ssh).")
 @click.option("--wall-timeout", type=float, default=3600.0, show_default=True)

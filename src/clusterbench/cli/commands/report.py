@@ -48,6 +48,8 @@ def report(selectors: tuple[str, ...], output: str, profile_name: str | None, li
     profile = load_profile(profile_name) if profile_name else None
     with Store.open(db) as store:
         groups = [Group(sel, load_runs(store, [sel], since)) for sel in selectors]
+        for g in groups:  # telemetry is plotted too (power, temperature, clocks, utilisation)
+            g.telemetry = {run.id: store.telemetry(run.id) for run, _ in g.runs}
     if not any(ms for g in groups for _, ms in g.runs):
         raise UsageError("the selected runs have no measurements to report")
     out = Path(output)
@@ -69,14 +71,16 @@ def report(selectors: tuple[str, ...], output: str, profile_name: str | None, li
         _write(md, render_markdown(findings, title))
     except OSError as e:
         raise UsageError(f"cannot write report {out}: {e.strerror or e}") from None
+    verdict = findings.verdict()
     if as_json:
         emit(summary_line("report", html=str(out), markdown=str(md), plots=files,
+                          verdict=verdict.status, reasons=verdict.reasons,
                           runs=[r.id for g in groups for r, _ in g.runs],
                           validation={s: sum(o.status == s for o in findings.outcomes) for s in STATUSES}
                           if profile else None,
                           degraded=[d.to_dict() for d in findings.degraded]))
     else:
-        print(f"wrote {out} ({len(entries)} figure(s)), {md}, {len(files)} plot file(s) in {plot_dir}")
+        print(f"{verdict.line}\nwrote {out} ({len(entries)} figure(s)), {md}, {len(files)} plot file(s) in {plot_dir}")
 
 
 commands = [report]

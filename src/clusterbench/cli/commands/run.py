@@ -18,9 +18,13 @@ from clusterbench.ranks.driver import Job
 @click.option("--no-preflight", is_flag=True,
               help="Skip the health checks (clusterbench preflight) run first and stored with the run.")
 def run(np: int | None, ranks: RankOptions, out: RunOutput, no_preflight: bool) -> int:
-    """Run the default suite on this machine: preflight checks, then collectives over every
-    visible GPU (or 2 CPU ranks without one), memory bandwidth and GEMM, printed as nccl-tests
-    style tables and stored as one run."""
+    """Collectives, memory bandwidth (stream) and GEMM on this machine, as one run.
+
+    The default suite: preflight checks, then every collective op (all_reduce, all_gather,
+    reduce_scatter, broadcast, reduce, alltoall, sendrecv) over every visible GPU, or 2 CPU
+    ranks without one; then stream (BabelStream's Copy, Mul, Add, Triad, Dot, Nstream) and GEMM
+    per dtype on every GPU at once. Printed as nccl-tests style tables (notes and noise warnings
+    inside the table they belong to) and stored as one run."""
     job = Job(suite.main, list(suite.SUITE), ranks, np=np)
     # Preflight first: its outcome is stored with the run (meta "preflight"); it never stops the run.
     meta = None if no_preflight else before_run()

@@ -14,6 +14,7 @@ from clusterbench.cli.options import (
     db_option,
     json_option,
     parse_tags,
+    quiet_option,
     refuse_together,
     tag_option,
 )
@@ -29,6 +30,7 @@ from clusterbench.launch.common import (
 from clusterbench.records import utc_now
 from clusterbench.report import junit as junit_xml
 from clusterbench.report.jsonl import emit, emit_all, host_line, run_objects, summary_line
+from clusterbench.report.progress import Progress, wanted
 from clusterbench.runner import new_group_id
 from clusterbench.store import Store
 from clusterbench.store.location import for_other_hosts
@@ -42,7 +44,8 @@ DEFAULT_TEST = ("coll", "all_reduce", "-b", "32M", "-e", "32M", "--device", "cpu
 
 
 @click.command("sweep", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("--hosts", required=True, help="Nodes to test: a,b,c or a Slurm hostlist gpu[01-16].")
+@click.option("--hosts", required=True,
+              help="Nodes to test: a,b,c or a Slurm hostlist such as gpu[01-16] or rack[1-2]-gpu[01-08].")
 @click.option("--agent", default=None,
               help="How to run a command on a host: 'AGENT HOST WORD...' (default: ssh).")
 @click.option("--agent-exec", is_flag=True,
@@ -79,10 +82,11 @@ DEFAULT_TEST = ("coll", "all_reduce", "-b", "32M", "-e", "32M", "--device", "cpu
              "suspect, with its scores and evidence), then a `summary`")
 @db_option
 @tag_option
+@quiet_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_is_better, threshold,
           min_rel_dev, topology, link_rate, procs_per_node, single_procs, envs, port, join_timeout, timeout,
-          rounds, junit, on_fail: OnFail, as_json, db, tags, command) -> int:
+          rounds, junit, on_fail: OnFail, as_json, db, tags, quiet, command) -> int:
     """Find the bad node: the test (after --; default a collective or `net`) on each node alone
     and on pairs of nodes, launched with torchrun on each host through an ssh-like agent.
 
@@ -98,7 +102,7 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
     metric = metric or (family.headline.name if family and family.headline else None)
     if metric is None:
         raise UsageError(f"--metric: no default metric for {test[0]!r}; name the record metric to rank by")
-    switches = parse_topology(open(topology).read()) if topology else None
+    switches = parse_topology(open(topology).read(), topology) if topology else None
     subsets: list[tuple[str, tuple[str, ...]]] = []
     if not no_single:
         subsets += [("single", (h,)) for h in host_list]
@@ -117,13 +121,23 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
                       port=port, join_timeout=join_timeout, timeout=timeout)
     started = utc_now()
 
+    total = len(subsets) * rounds
+    bar = Progress(wanted(quiet), f"subset 1/{total}", total=total)
+
+    def launching(k: int, stage: str, hosts: tuple[str, ...]) -> None:
+        bar.update(f"subset {k}/{total}: {stage} {'+'.join(hosts)}")
+
     def progress(r: SubsetResult) -> None:
+        bar.update(advance=1)
+        if quiet:
+            return
         what = f"{r.value:.4g} {r.unit}" if r.value is not None else f"FAILED: {r.error}"
         print(f"# {r.stage:<6s} {'+'.join(r.hosts):<40s} {metric} {what}", file=sys.stderr, flush=True)
 
     known = family.metric(metric) if family else None
     hib = not lower_is_better and (known is None or known.higher_is_better)
-    results = run_sweep(cfg, subsets, progress, rounds=rounds, higher_is_better=hib)
+    with bar:
+        results = run_sweep(cfg, subsets, progress, rounds=rounds, higher_is_better=hib, on_start=launching)
     result = analyze(results, threshold=threshold, min_rel_dev=min_rel_dev, higher_is_better=hib,
                      switches=switches)
     run, ms = to_run(results, result, test, metric, command_line(), started, {**run_tags, "sweep": sweep_id},
@@ -143,7 +157,8 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
                           suspects=sorted(suspects), exit_code=code))
     else:
         print("\n".join(table_lines(result, results, metric, rate)))
-    print(f"# run {run.id} ({run.status}) stored", file=sys.stderr)
+    if not quiet:
+        print(f"# run {run.id} ({run.status}) stored", file=sys.stderr)
     if junit:
         junit_xml.write(junit, [junit_xml.Suite(f"sweep {test[0]} {metric}", _cases(result, host_list, metric),
                                                 properties={"run": str(run.id), "sweep": sweep_id})])

@@ -139,18 +139,21 @@ def op_in_text(text: str) -> str | None:
 
 
 # -- metrics ------------------------------------------------------------------------------------
-TIME = Metric("time_us", "us", higher_is_better=False, about="time per op (slowest rank per -a)")
-ALGBW = Metric("algbw", "GB/s", link_bound=True, about="size / time")
 BUSBW = Metric("busbw", "GB/s", headline=True, about="algbw x the op's bus factor")
+# spread="stat": per-iteration statistics of a row as time_us rows with a stat param feed the noise
+# check (judge/noise.py); the row's own time has no stat
+TIME = Metric("time_us", "us", higher_is_better=False, redundant_with=BUSBW.name, spread="stat",
+              about="time per op (slowest rank per -a)")
+ALGBW = Metric("algbw", "GB/s", link_bound=True, redundant_with=BUSBW.name, about="size / time")
 WRONG = Metric("wrong", "", higher_is_better=False, judged=False, about="wrong elements, all ranks")
 MAX_ERROR = Metric("max_error", "", higher_is_better=False, judged=False,
                    about="largest error (old nccl-tests' error column)")
 AVG_BUSBW = Metric("avg_busbw", "GB/s", about="mean busbw over the run's rows")
 OUT_OF_BOUNDS = Metric("out_of_bounds", "", higher_is_better=False, judged=False,
                        about="rows with #wrong > 0")
-ITER_TIME = Metric("iter_time_us", "us", higher_is_better=False,
+ITER_TIME = Metric("iter_time_us", "us", higher_is_better=False, spread="stat",
                    about="per-iteration time statistics (nccl-tests' i_min/i_max/i_p99 columns)")
-ITER_CV = Metric("iter_cv_pct", "%", higher_is_better=False, judged=False,
+ITER_CV = Metric("iter_cv_pct", "%", higher_is_better=False, judged=False, spread="cv_pct",
                  about="coefficient of variation of the iterations (nccl-tests' i_cv% column)")
 OPTIMAL_ALGBW = Metric("optimal_algbw", "GB/s", about="best algbw over a link (theory)")
 OPTIMAL_BUSBW = Metric("optimal_busbw", "GB/s", about="busbw at the optimum: the link speed")

@@ -1,0 +1,178 @@
+"""Noise inside one run, said at once, like hyperfine's warnings: a row whose iterations spread
+far, or whose first iterations are much slower than the rest, gets a ``# warning:`` line that
+says what to do.
+
+The check reads records only: the per-row statistics a family declares with ``Metric.spread``
+(``stat`` min/best, max, avg, median, stddev, mad, first of the iteration times, or a CV in
+percent). Native stream and gemm runs record them, so do imported BabelStream logs (min, max,
+avg) and nccl-tests logs with per-iteration columns (``iter_time_us`` min/max/p99,
+``iter_cv_pct``); a native collective run feeds it once its timing loop records per-iteration
+``stat`` rows of a metric declared ``spread="stat"``.
+
+Per row, with the statistics it has (thresholds in docs/metrics.md):
+
+* slow first iteration: the first timed iteration's modified z-score ``(first - median) / MAD``
+  is above hyperfine's outlier threshold, 1.4826 x 10 (its ``SlowInitialRun`` warning, after
+  Iglewicz and Hoaglin), and it is at least 10% above the median;
+* spread: the slowest iteration is at least twice the fastest, or the CV (stddev / mean) is
+  above 10% (compare's ``--max-cv``), or the slowest iteration is an outlier by the same
+  modified z-score (hyperfine's ``OutliersDetected``) and at least 10% above the median.
+
+Each benchmark gets at most one line per kind, naming how many rows and the worst one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from clusterbench.families import family_of, metric_of
+from clusterbench.records import Measurement, Run
+
+SPREAD_RATIO = 2.0            # slowest / fastest iteration
+CV_LIMIT = 0.10               # stddev / mean; compare's --max-cv default
+OUTLIER_Z = 1.4826 * 10.0     # hyperfine's OUTLIER_THRESHOLD (modified z-score via the MAD)
+MIN_EXCESS = 0.10             # an outlier must also be this far above the median
+
+FIRST, SPREAD = "first", "spread"
+_ALIASES = {"best": "min", "mean": "avg", "stdev": "stddev", "std": "stddev", "p50": "median"}
+
+
+@dataclass(frozen=True)
+class RowStats:
+    """The iteration statistics of one row."""
+
+    benchmark: str
+    label: str
+    stats: dict[str, float]
+
+    def get(self, name: str) -> float | None:
+        return self.stats.get(name)
+
+
+@dataclass(frozen=True)
+class NoiseWarning:
+    benchmark: str
+    kind: str                   # FIRST | SPREAD
+    rows: int                   # rows flagged
+    checked: int                # rows with iteration statistics
+    worst: str                  # the worst row and what is wrong with it
+    text: str = field(default="")
+
+    def line(self) -> str:
+        return f"# warning: {self.text}"
+
+    def to_stored(self) -> dict[str, Any]:
+        return {"benchmark": self.benchmark, "kind": self.kind, "rows": self.rows,
+                "checked": self.checked, "worst": self.worst, "text": self.text}
+
+    @classmethod
+    def from_stored(cls, d: dict[str, Any]) -> NoiseWarning:
+        return cls(str(d.get("benchmark", "")), str(d.get("kind", "")), int(d.get("rows", 0)),
+                   int(d.get("checked", 0)), str(d.get("worst", "")), str(d.get("text", "")))
+
+
+def _label(benchmark: str, params: dict[str, Any]) -> str:
+    family = family_of(benchmark)
+    keys = family.row_params if family else tuple(params)
+    shown = [str(params[k]) for k in keys if k in params and k != "stat"]
+    return " ".join(shown) or benchmark
+
+
+def row_stats(measurements: Iterable[Measurement]) -> list[RowStats]:
+    """The iteration statistics of every row that has some, in first-seen order."""
+    rows: dict[tuple[str, str], tuple[dict[str, Any], dict[str, float]]] = {}
+    for m in measurements:
+        metric = metric_of(m.benchmark, m.metric)
+        if metric is None or not metric.spread:
+            continue
+        params = {k: v for k, v in m.params.items() if k != "stat"}
+        key = (m.benchmark, json.dumps(params, sort_keys=True, default=str))
+        stats = rows.setdefault(key, (params, {}))[1]
+        if metric.spread == "cv_pct":
+            stats["cv"] = m.value / 100.0
+        else:
+            stat = str(m.params.get("stat", ""))
+            stats[_ALIASES.get(stat, stat)] = m.value
+    return [RowStats(bench, _label(bench, params), stats) for (bench, _), (params, stats) in rows.items()]
+
+
+def _z(x: float, median: float, mad: float) -> float:
+    """Modified z-score as hyperfine computes it: (x - median) / MAD, MAD 0 taken as tiny."""
+    return (x - median) / (mad if mad > 0 else 1e-300)
+
+
+def first_slow(s: RowStats) -> float | None:
+    """first / median when the first iteration is an outlier above the median, else None."""
+    first, median, mad = s.get("first"), s.get("median"), s.get("mad")
+    if first is None or median is None or mad is None or median <= 0:
+        return None
+    if first >= median * (1 + MIN_EXCESS) and _z(first, median, mad) > OUTLIER_Z:
+        return first / median
+    return None
+
+
+def spread_reasons(s: RowStats) -> list[str]:
+    """What says this row's iterations spread too far, worst first; [] when nothing does."""
+    lo, hi, med, mad = s.get("min"), s.get("max"), s.get("median"), s.get("mad")
+    out = []
+    if lo and hi is not None and lo > 0 and hi / lo >= SPREAD_RATIO:
+        out.append(f"slowest iteration {hi / lo:.1f}x the fastest")
+    cv = s.get("cv")
+    if cv is None and s.get("stddev") is not None and s.get("avg"):
+        cv = s.stats["stddev"] / s.stats["avg"]
+    if cv is not None and cv > CV_LIMIT:
+        out.append(f"CV {cv * 100:.0f}%")
+    if not out and hi is not None and med and mad is not None and hi >= med * (1 + MIN_EXCESS) \
+            and _z(hi, med, mad) > OUTLIER_Z:
+        out.append(f"slowest iteration an outlier, {hi / med:.2f}x the median")
+    return out
+
+
+def _severity(s: RowStats) -> float:
+    lo, hi = s.get("min"), s.get("max")
+    ratio = hi / lo if lo and hi is not None and lo > 0 else 1.0
+    cv = s.get("cv") or ((s.get("stddev") or 0) / s.stats["avg"] if s.get("avg") else 0.0)
+    return max(ratio, 1 + cv)
+
+
+def check(measurements: Sequence[Measurement]) -> list[NoiseWarning]:
+    """The warnings of a run (or of one table's rows): per benchmark, one line per kind."""
+    by_bench: dict[str, list[RowStats]] = {}
+    for s in row_stats(measurements):
+        by_bench.setdefault(s.benchmark, []).append(s)
+    out = []
+    for bench, rows in by_bench.items():
+        firsts = [(r, ratio) for r in rows if (ratio := first_slow(r)) is not None]
+        if firsts:
+            worst, ratio = max(firsts, key=lambda x: x[1])
+            what = f"{worst.label}: {ratio:.1f}x the median"
+            out.append(NoiseWarning(bench, FIRST, len(firsts), len(rows), what, (
+                f"{bench}: the first iteration of {_rows(len(firsts), len(rows))} is much slower than "
+                f"the rest ({what}): warm up longer (more warm-up iterations) before timing")))
+        spread = [(r, reasons) for r in rows if (reasons := spread_reasons(r))]
+        if spread:
+            worst, reasons = max(spread, key=lambda x: _severity(x[0]))
+            what = f"{worst.label}: {', '.join(reasons)}"
+            out.append(NoiseWarning(bench, SPREAD, len(spread), len(rows), what, (
+                f"{bench}: {_rows(len(spread), len(rows))} vary a lot between iterations ({what}): "
+                "check for other load on the hosts and devices, run more iterations, or --repeat "
+                "the run and compare")))
+    return out
+
+
+def _rows(n: int, of: int) -> str:
+    return f"{n} of {of} rows" if of > 1 else "the row" if n == 1 else f"{n} rows"
+
+
+def annotate(run: Run, measurements: Sequence[Measurement]) -> None:
+    """Store the run's warnings with it (``run.meta["warnings"]``), before it is saved."""
+    found = check(measurements)
+    if found:
+        run.meta["warnings"] = [w.to_stored() for w in found]
+
+
+def stored(run: Run) -> list[NoiseWarning]:
+    return [NoiseWarning.from_stored(d) for d in run.meta.get("warnings") or [] if isinstance(d, dict)]
