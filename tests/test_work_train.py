@@ -40,7 +40,7 @@ def test_two_ranks_full_shard_learns_and_stores(capsys, db):
     [(run, ms)] = stored(db)
     assert run.status == "complete" and run.tags["setup"] == "test" and run.ranks == 2
     assert len(ms) == len(rows)
-    assert any("mfu" in n for n in run.meta["notes"])
+    assert any("mfu" in n["text"] and n["benchmark"] == "train" for n in run.meta["notes"])
     assert run.meta["train"]["shard_size"] == 2
 
     code, out, _ = cli(capsys, "results", "show", str(run.id), "--db", db)
