@@ -299,7 +299,7 @@ def run_op(ctx: RankContext, config: CollConfig, op: str) -> None:
         for text in notes:
             if text not in said:
                 said.add(text)
-                ctx.note(text)
+                ctx.note(text, op)
         notes.clear()
 
     combos = [(d, r) for d in config.dtypes for r in (config.redops if spec.reduces else ("none",))]

@@ -21,6 +21,7 @@ from clusterbench.records import Measurement
 
 SYSFS_IB = "/sys/class/infiniband"
 PORT = 18515  # perftest's default out-of-band port
+TOOL = "ib_write_bw"  # the perftest program run, and the benchmark its records carry
 
 
 def rdma_devices(root: str = SYSFS_IB) -> list[str]:
@@ -33,14 +34,14 @@ def rdma_devices(root: str = SYSFS_IB) -> list[str]:
 def skip_reason(root: str = SYSFS_IB) -> str | None:
     if not rdma_devices(root):
         return f"no RDMA devices in {root}: ib_write_bw skipped"
-    if shutil.which("ib_write_bw") is None:
+    if shutil.which(TOOL) is None:
         return "perftest's ib_write_bw is not on PATH: ib_write_bw skipped"
     return None
 
 
 def perftest_argv(device: str, qps: int = 1, bidirectional: bool = False, gpu: str | None = None,
                   server: str | None = None, port: int = PORT) -> list[str]:
-    argv = ["ib_write_bw", "-d", device, "-a", "-F", "--report_gbits", "-q", str(qps), "-p", str(port)]
+    argv = [TOOL, "-d", device, "-a", "-F", "--report_gbits", "-q", str(qps), "-p", str(port)]
     if bidirectional:
         argv.append("--bidirectional")
     if gpu:
@@ -96,7 +97,7 @@ def run_pairs(ctx: RankContext, cfg: Any, ranks: list[int], table: list[Any], na
     dist.all_gather_object(reasons, skip_reason())
     missing = [f"{names[r]}: {reasons[r]}" for r in ranks if reasons[r]]
     if missing:
-        ctx.note("rdma: " + "; ".join(missing))
+        ctx.note("rdma: " + "; ".join(missing), TOOL)
         return
     device = cfg.rdma_device or rdma_devices()[0]
     timeout = max(ctx.options.timeout, 60.0)

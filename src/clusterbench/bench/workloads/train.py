@@ -332,7 +332,7 @@ def _summary(ctx: RankContext, config: TrainConfig, base: dict[str, Any], timed:
 
     part = peaks.partition_of(device_name, {"": inventory.cached()}) if ctx.device.type == "cuda" else None
     if part:
-        ctx.note(f"mfu: {device_name} is a partition of the GPU ({part}): no whole-GPU peak applies")
+        ctx.note(f"mfu: {device_name} is a partition of the GPU ({part}): no whole-GPU peak applies", TRAIN)
     peak_tflops = peaks.dense_tflops(device_name, dtype, part) if ctx.device.type == "cuda" else None
     if peak_tflops:
         achieved = train_flops_per_token(config.shape) * tokens_per_s / ctx.world_size / 1e12
