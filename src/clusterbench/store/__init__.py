@@ -21,9 +21,17 @@ from clusterbench.store import location as loc
 from clusterbench.store.backend import Backend
 from clusterbench.store.location import Location
 from clusterbench.store.migrations import MIGRATIONS, new_uid, statements
+from clusterbench.store.packs import (
+    MeasurementRow,
+    Pack,
+    Packs,
+    measurements_of,
+    pack_rows,
+    rows_of,
+)
 from clusterbench.store.warn import warn_once
 
-MeasurementRow = tuple[str, str, float, str, str]   # benchmark, metric, value, unit, params JSON
+__all__ = ["MeasurementRow", "Pack", "Packs", "Store", "connect", "default_db_path", "describe"]
 _RUN_WRITE_COLS = ("uid", "benchmark", "source", "command", "started_at", "ended_at", "status",
                    "hosts", "ranks", "devices", "versions", "env", "errors", "meta")
 
@@ -51,6 +59,15 @@ def connect(where: Location) -> Backend:
     from clusterbench.store.sqlite import SqliteBackend
 
     return SqliteBackend.connect(where)
+
+
+def _packs(rows: Iterable[MeasurementRow] | Iterable[tuple[str, str, float, str, dict[str, Any]]] | Packs
+           ) -> Iterable[Pack]:
+    """The packs to store. Rows are packed lazily, inside the run's transaction, so a producer
+    that streams them is read while the run's row is already written (and rolled back with it)."""
+    if isinstance(rows, Packs):
+        return rows.packs
+    return (pack_rows(rows) for _ in (0,))
 
 
 def _clean(value: Any) -> str:
@@ -143,9 +160,8 @@ class Store:
         telemetry: Iterable[TelemetrySample] = (),
     ) -> int:
         """Store a run with all its records in one transaction; return its id."""
-        rows = ((m.benchmark, m.metric, float(m.value), m.unit, json.dumps(m.params, default=str))
-                for m in measurements)
-        return self.save_run_rows(run, rows, telemetry)
+        rows = ((m.benchmark, m.metric, float(m.value), m.unit, m.params) for m in measurements)
+        return self._save(run, _packs(rows), telemetry)
 
     def save_run_rows(
         self,
@@ -153,19 +169,22 @@ class Store:
         rows: Iterable[MeasurementRow],
         telemetry: Iterable[TelemetrySample] = (),
     ) -> int:
-        """``save_run`` with measurements as (benchmark, metric, value, unit, params JSON) rows, for
-        producers that serialize a parameter set once and share it (log importers)."""
-        run_id = self._write_run(run, new_uid(), rows, telemetry)
+        """``save_run`` with measurements as (benchmark, metric, value, unit, params JSON) rows, or
+        as ``Packs`` a producer packed already (log importers: ``ImportedRun.store_rows``)."""
+        return self._save(run, _packs(rows), telemetry)
+
+    def _save(self, run: Run, packs: Iterable[Pack], telemetry: Iterable[TelemetrySample]) -> int:
+        run_id = self._write_run(run, new_uid(), packs, telemetry)
         assert run_id is not None  # a fresh uuid4 is never taken
         return run_id
 
-    def add_copied_run(self, run: Run, uid: str, rows: Iterable[MeasurementRow],
+    def add_copied_run(self, run: Run, uid: str, rows: Iterable[MeasurementRow] | Packs,
                        telemetry: Iterable[TelemetrySample] = ()) -> int | None:
         """Store a run from another database under its uid; None (nothing written) when a run
         with that uid is here already."""
-        return self._write_run(run, uid, rows, telemetry)
+        return self._write_run(run, uid, _packs(rows), telemetry)
 
-    def _write_run(self, run: Run, uid: str, rows: Iterable[MeasurementRow],
+    def _write_run(self, run: Run, uid: str, packs: Iterable[Pack],
                    telemetry: Iterable[TelemetrySample]) -> int | None:
         db = self.db
         values = (uid, run.benchmark, run.source, loc.redact(json.dumps(run.command)), run.started_at,
@@ -178,8 +197,8 @@ class Store:
                     return None
                 db.insert_rows("run_tags", ("run_id", "key", "value"),
                                [(run_id, k, str(v)) for k, v in run.tags.items()])
-                db.insert_rows("measurements", ("run_id", "benchmark", "metric", "value", "unit", "params"),
-                               ((run_id, *row) for row in rows))
+                db.insert_rows("measurement_packs", ("run_id", "format", "count", "body"),
+                               [(run_id, p.format, p.count, p.body) for p in packs if p.count])
                 db.insert_rows("telemetry", ("run_id", "t", "host", "device", "metric", "value", "unit"),
                                ((run_id, s.t, s.host, s.device, s.metric, s.value, s.unit)
                                 for s in telemetry))
@@ -291,8 +310,9 @@ class Store:
         return runs
 
     def measurement_counts(self) -> dict[int, int]:
-        """Measurements per run id."""
-        return dict(self._query("SELECT run_id, count(*) FROM measurements GROUP BY run_id"))
+        """Measurements per run id (runs without any are left out)."""
+        return {rid: int(n) for rid, n in self._query(
+            "SELECT run_id, sum(count) FROM measurement_packs GROUP BY run_id") if n}
 
     def uids(self) -> dict[str, int]:
         """Every run's uid and its id here."""
@@ -309,26 +329,29 @@ class Store:
         return list(self.iter_measurements([run_id], benchmark, metric))
 
     def measurement_rows(self, run_id: int) -> Iterator[MeasurementRow]:
-        """A run's measurements as stored (params as JSON text), in order: for copying."""
-        yield from self._stream("SELECT benchmark, metric, value, unit, params FROM measurements"
-                                " WHERE run_id=? ORDER BY id", (run_id,))
+        """A run's measurements as stored (params as JSON text), in order."""
+        for p in self.measurement_packs(run_id).packs:
+            yield from rows_of(p.format, p.body)
+
+    def measurement_packs(self, run_id: int) -> Packs:
+        """A run's measurements as stored, still packed: for copying them to another store."""
+        return Packs([Pack(f, int(n), body) for f, n, body in self._query(
+            "SELECT format, count, body FROM measurement_packs WHERE run_id=? ORDER BY id", (run_id,))])
 
     def iter_measurements(self, run_ids: Sequence[int], benchmark: str | None = None,
                           metric: str | None = None) -> Iterator[Measurement]:
+        """The runs' measurements, in the order they were stored (a run's in its order)."""
         if not run_ids:
             return
-        sql = (f"SELECT benchmark, metric, value, unit, params FROM measurements WHERE run_id IN"
-               f" ({','.join('?' * len(run_ids))})")
-        args: list[Any] = list(run_ids)
-        if benchmark:
-            sql += " AND benchmark=?"
-            args.append(benchmark)
-        if metric:
-            sql += " AND metric=?"
-            args.append(metric)
-        sql += " ORDER BY id"
-        for b, m, v, u, p in self._stream(sql, args):
-            yield Measurement(b, m, v, u, json.loads(p))
+        sql = (f"SELECT format, body FROM measurement_packs WHERE run_id IN ({','.join('?' * len(run_ids))})"
+               " ORDER BY id")
+        for fmt, body in self._stream(sql, list(run_ids)):
+            try:
+                for m in measurements_of(fmt, body):
+                    if (benchmark is None or m.benchmark == benchmark) and (metric is None or m.metric == metric):
+                        yield m
+            except (ValueError, KeyError, TypeError) as e:
+                raise StoreError(f"results database {self.where}: unreadable measurements: {e}") from None
 
     def telemetry(self, run_id: int) -> list[TelemetrySample]:
         rows = self._query("SELECT t, metric, value, unit, host, device FROM telemetry WHERE run_id=?"
