@@ -2,7 +2,9 @@
 side by side with peers that only read the same file (``wc -l``, a Python loop splitting every line).
 
 The file is built in /tmp from the real logs under tests/data/nccl-tests (complete runs only),
-repeated until it reaches --size-mb. ``--info-lines N`` puts N NCCL INFO lines before every run,
+repeated until it reaches --size-mb. The superbench logs name their collective only in their
+file name, so each copy is preceded by the command line that ran it (as a test script's log
+has), or the concatenated file would not say which op those tables measured. ``--info-lines N`` puts N NCCL INFO lines before every run,
 the shape of logs taken with NCCL_DEBUG=INFO (those lines are generated from the format of real
 INFO lines; the result tables are real). Each command runs as a child process; its wall time, CPU
 time and peak RSS (getrusage of the child) are printed, and the ratio of clusterbench's wall time
@@ -27,6 +29,9 @@ DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "nccl-tests"
 COMPLETE_LOGS = ["superbench-nccl_allreduce.log", "superbench-nccl_alltoall.log", "superbench-nccl_broadcast.log",
                  "a3mega-h100-2node-all_reduce.txt", "seed-mi300x-rccl-all_reduce-8gpu.txt",
                  "seed-tensorwave-mi355x-4node-all_reduce.txt"]
+# the command line before a log whose op only its file name says
+COMMANDS = {"superbench-nccl_allreduce.log": "all_reduce_perf", "superbench-nccl_alltoall.log": "alltoall_perf",
+            "superbench-nccl_broadcast.log": "broadcast_perf"}
 
 
 def info_lines(n: int, run: int) -> str:
@@ -43,7 +48,8 @@ def info_lines(n: int, run: int) -> str:
 
 
 def build(path: Path, size_mb: float, info: int) -> int:
-    logs = [(DATA / name).read_text() for name in COMPLETE_LOGS]
+    logs = [(f"$ mpirun -np 8 ./build/{COMMANDS[name]} -b 8 -e 8G -f 2 -g 1\n" if name in COMMANDS else "")
+            + (DATA / name).read_text() for name in COMPLETE_LOGS]
     target = int(size_mb * 1e6)
     written = runs = 0
     with path.open("w") as f:

@@ -12,11 +12,16 @@ docs/architecture.md, so an imported run is selected, validated and compared lik
 from __future__ import annotations
 
 import importlib
-import itertools
 import pkgutil
 from collections.abc import Iterable, Iterator
 
-from clusterbench.ingest.common import IMPORT_BENCHMARK, ImportedRun, LogFormatError, clean_lines
+from clusterbench.ingest.common import (
+    IMPORT_BENCHMARK,
+    ImportedRun,
+    Lines,
+    LogFormatError,
+    clean_lines,
+)
 from clusterbench.ingest.registry import Importer
 
 __all__ = ["IMPORT_BENCHMARK", "IMPORTERS", "TOOLS", "ImportedRun", "LogFormatError", "detect_tool",
@@ -72,9 +77,8 @@ def iter_runs(lines: Iterable[str], tool: str | None = None, name: str = "") -> 
     found = tool or detect_tool(head)
     if found is None:
         raise LogFormatError(f"unknown format: not the output of {', '.join(TOOLS)} (use --tool to force one)")
-    rest = (line if line.endswith("\n") else line + "\n" for line in it)
     count = 0
-    for run in _BY_TOOL[found].parse(itertools.chain(head_lines, rest), name, head):
+    for run in _BY_TOOL[found].parse(Lines(head_lines, it), name, head):
         count += 1
         yield run
     if count == 0:

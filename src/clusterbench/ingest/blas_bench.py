@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 
 from clusterbench.families.gemm.spec import BENCHMARK, TFLOPS, TIME
 from clusterbench.ingest.common import ImportedRun, clean_lines, new_run, to_float, to_int
-from clusterbench.ingest.registry import Importer, Parse
+from clusterbench.ingest.registry import Importer, Parse, whole_text
 from clusterbench.records import Measurement
 
 # rocblas/hipblaslt type codes and file-name words -> the gemm family's dtype names
@@ -112,7 +112,7 @@ def _measurements(row: dict[str, str], cols: list[str], text: str, name: str) ->
 
 def _parser(tool: str) -> Parse:
     def run(lines: Iterable[str], name: str, head: str) -> Iterator[ImportedRun]:
-        yield from parse("".join(lines), name, tool)
+        yield from parse(whole_text(lines), name, tool)
     return run
 
 

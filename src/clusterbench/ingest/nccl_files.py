@@ -41,8 +41,8 @@ from clusterbench.ingest.common import (
     to_float,
     to_int,
 )
-from clusterbench.ingest.nccl_tests import BENCH_UNKNOWN, nccl_version_from_code, parse_lines
-from clusterbench.ingest.registry import Importer
+from clusterbench.ingest.nccl_tests import nccl_version_from_code, parse_lines
+from clusterbench.ingest.registry import Importer, whole_text
 from clusterbench.records import COMPLETE, FAILED, INCOMPLETE, Measurement
 
 
@@ -114,7 +114,10 @@ def parse_nccl_json(text: str, name: str = "") -> list[ImportedRun]:
     run.ranks = len(devices)
     if "rank_hosts" in run.meta and not run.meta["rank_hosts"]:
         del run.meta["rank_hosts"]
-    op = (op_name(str(args[0])) if args else None) or op_in_text(name) or BENCH_UNKNOWN
+    op = (op_name(str(args[0])) if args else None) or op_in_text(name)
+    if op is None:
+        raise LogFormatError("the JSON file does not say which collective it measured (no program in "
+                             "'args'): name the file after the op (all_reduce.json)")
     run.meta["op"] = op
     ms: list[Measurement] = []
     for row in doc.get("results") or []:
@@ -187,7 +190,10 @@ def parse_rccl_results(text: str, name: str = "", fmt: str = "csv") -> list[Impo
         raise LogFormatError("rccl-tests result file without rows")
     run = new_run("rccl-tests", name)
     first = rows[0]
-    op = op_name(first.get("collective") or first.get("name") or "") or op_in_text(name) or BENCH_UNKNOWN
+    op = op_name(first.get("collective") or first.get("name") or "") or op_in_text(name)
+    if op is None:
+        raise LogFormatError(f"unknown collective {first.get('collective') or first.get('name')!r} in the "
+                             "rccl-tests result file")
     run.meta["op"] = op
     ranks = to_int(first.get("ranks") or first.get("gpus") or "0") or 0
     run.ranks = ranks
@@ -216,9 +222,9 @@ def _parse(lines: Iterable[str], name: str, head: str) -> Iterator[ImportedRun]:
     """nccl-tests' text output, its -J JSON, or rccl-tests' -Z csv/json, told apart by the head."""
     start = head.lstrip()[:1]
     if head.lstrip().startswith("numCycle,") or start == "[" and '"numCycle"' in head:
-        yield from parse_rccl_results("".join(lines), name, "csv" if start != "[" else "json")
+        yield from parse_rccl_results(whole_text(lines), name, "csv" if start != "[" else "json")
     elif start == "{":
-        yield from parse_nccl_json("".join(lines), name)
+        yield from parse_nccl_json(whole_text(lines), name)
     else:
         yield from parse_lines(lines, name)
 

@@ -29,8 +29,13 @@ class Importer:
         return self.signature is not None and self.signature.search(head) is not None
 
 
+def whole_text(lines: Iterable[str]) -> str:
+    """The lines (with or without their line ends) as one text."""
+    return "".join(ln if ln.endswith("\n") else ln + "\n" for ln in lines)
+
+
 def whole(parser: Callable[[str, str], list[ImportedRun]]) -> Parse:
     """A parse function for a parser that needs the whole text at once."""
     def parse(lines: Iterable[str], name: str, head: str) -> Iterator[ImportedRun]:
-        yield from parser("".join(lines), name)
+        yield from parser(whole_text(lines), name)
     return parse
