@@ -22,7 +22,7 @@ def pick(ms, metric, **params):
 @pytest.mark.parametrize("tool", ["perftest", "iperf3", "osu"])
 def test_every_log_is_detected(tool):
     for path in sorted((DATA / tool).iterdir()):
-        if path.name != "README.md" and "invalid" not in path.name:
+        if path.name != "README.md" and "invalid" not in path.name and "version" not in path.name:
             assert detect_tool(path.read_text()) == tool, path.name
 
 
@@ -136,3 +136,71 @@ def test_perftest_unknown_unit_is_refused():
     text = (DATA / "perftest" / "elizabetht-spark-ib_write_bw-roce-gb10-mtu1024.txt").read_text()
     with pytest.raises(LogFormatError, match="unknown unit 'KB/sec'"):
         parse_text(text.replace("MB/sec", "KB/sec"), name="x.txt")
+
+
+# -- iperf3 text output ----------------------------------------------------------------------
+def test_iperf3_text_old_bandwidth_header_tcp():
+    (r,) = runs("iperf3", "hpcbench-tcp-1stream-old-bandwidth-header.txt")
+    sent = pick(r.measurements, "bandwidth", side="sent")
+    assert sent.value == pytest.approx(5.76e9 / 8 / 1e9)                  # Gbits/sec: steps of 1000
+    assert sent.params == {"src_host": "148.187.84.12", "dst_host": "148.187.84.48", "protocol": "tcp",
+                           "streams": 1, "side": "sent", "bytes": int(6.70 * 1024**3)}   # GBytes: 1024
+    assert pick(r.measurements, "retransmits", side="sent").value == 19
+    assert pick(r.measurements, "bandwidth", side="received").value == pytest.approx(5.75 / 8)
+
+
+def test_iperf3_text_parallel_streams_use_the_sum_rows_and_byte_rates():
+    (r,) = runs("iperf3", "tcp-client-P2-format-M-mbytes-per-sec-sum.txt")
+    sent = pick(r.measurements, "bandwidth", side="sent")
+    assert sent.value == pytest.approx(989 * 1024**2 / 1e9)                 # -f M: MBytes/sec are bytes
+    assert sent.params["streams"] == 2 and pick(r.measurements, "retransmits").value == 2138
+
+
+def test_iperf3_text_udp_client_jitter_and_loss_from_the_receiver_only():
+    (r,) = runs("iperf3", "moler-udp-client-P2-fk-kbits-sum.txt")
+    assert pick(r.measurements, "bandwidth", side="sent").value == pytest.approx(2113e3 / 8 / 1e9)   # -f k
+    assert pick(r.measurements, "jitter_us").params["side"] == "received"     # the sender's 0.000 ms is not stored
+    assert pick(r.measurements, "jitter_us").value == pytest.approx(18.0)
+    assert pick(r.measurements, "lost_percent").value == 0.0
+
+
+@pytest.mark.parametrize("name, streams, gbs", [("moler-tcp-server-3streams-fk-kbits-sum.txt", 3, 41720300e3 / 8e9),
+                                               ("moler-udp-server-3streams-sum-jitter.txt", 3, 3145e3 / 8e9),
+                                               ("moler-v3.6-verbose-tcp-server-sender-stats-not-available.txt", 1,
+                                                22.0 / 8)])
+def test_iperf3_text_server_side_receives_from_its_client(name, streams, gbs):
+    (r,) = runs("iperf3", name)
+    bw = pick(r.measurements, "bandwidth", side="received")
+    assert bw.value == pytest.approx(gbs) and bw.params["streams"] == streams
+    assert r.run.meta["role"] == "server" and not [m for m in r.measurements if m.params["side"] == "sent"]
+
+
+def test_iperf3_text_verbose_client_version_and_test_settings():
+    (r,) = runs("iperf3", "moler-v3.6-verbose-tcp-ipv6-client-summary-cpu.txt")
+    assert r.run.source == "iperf3 3.6"
+    sent = pick(r.measurements, "bandwidth", side="sent")
+    assert sent.params["duration_s"] == 10 and sent.params["block_bytes"] == 131072
+    assert sent.params["src_host"] == "fd00::2:0" and sent.value == pytest.approx(25.8 / 8)
+
+
+def test_iperf3_text_reverse_mode_swaps_source_and_destination():
+    (r,) = runs("iperf3", "v3.7-udp-reverse-negative-lost-out-of-order-sum.txt")
+    recv = pick(r.measurements, "bandwidth", side="received")
+    assert recv.params["src_host"] == "10.45.0.1" and recv.params["dst_host"] == "10.45.0.2"
+    assert pick(r.measurements, "lost_percent").value == 0.36 and r.run.meta["out_of_order_datagrams"] == 3409
+
+
+def test_iperf3_text_interrupted_runs_keep_what_moved_and_say_so():
+    (r,) = runs("iperf3", "v3.7-udp-reverse-ctrl-c-interrupted-zero-intervals.txt")
+    assert r.run.status == "incomplete" and r.run.errors == ["iperf3: interrupt - the client has terminated"]
+    assert [m.params["side"] for m in r.measurements if m.metric == "bandwidth"] == ["received"]
+    assert "moved no byte" in r.run.meta["notes"][0]
+    (r,) = runs("iperf3", "v3.7-udp-reverse-interrupted-bogus-interval-476225s.txt")
+    assert r.run.status == "incomplete" and r.measurements == []      # no 0 GB/s over 476225 s
+
+
+def test_iperf2_output_is_refused():
+    with pytest.raises(LogFormatError, match="iperf 2 output"):
+        runs("iperf3", "pkb-NOT-iperf3-iperf2-enhanced-udp-tcp-multi.txt")
+    with pytest.raises(LogFormatError, match="unknown format"):   # iperf3 --version: no result at all
+        runs("iperf3", "moler-version-3.12.txt")
