@@ -204,3 +204,63 @@ def test_iperf2_output_is_refused():
         runs("iperf3", "pkb-NOT-iperf3-iperf2-enhanced-udp-tcp-multi.txt")
     with pytest.raises(LogFormatError, match="unknown format"):   # iperf3 --version: no result at all
         runs("iperf3", "moler-version-3.12.txt")
+
+
+# -- OSU ---------------------------------------------------------------------------------------
+def test_osu_name_is_the_program_not_the_title():
+    (r,) = runs("osu", "oci-osu_xccl_allreduce-v7.5-nccl-16rank-using-nccl-lines.txt")
+    # title 'OSU NCCL-CUDA Allreduce Latency Test': the program is osu_xccl_allreduce, not osu_allreduce
+    assert {m.benchmark for m in r.measurements} == {"osu_xccl_allreduce"}
+    assert pick(r.measurements, "latency_us", bytes=1073741824).value == 13482.19
+    text = (DATA / "osu" / "oci-osu_xccl_allreduce-v7.5-nccl-16rank-using-nccl-lines.txt").read_text()
+    (r,) = parse_text("".join(ln for ln in text.splitlines(keepends=True) if "mpirun" not in ln), name="x")
+    assert r.run.meta["benchmark"] == "osu_xccl_allreduce"   # from the title of the NCCL variant alone
+
+
+@pytest.mark.parametrize("name, bench, buffers", [
+    ("mvapich2-cuda-v5.6.3-latency-and-bibw-DD-two-tests-one-file.txt", "osu_latency", "D D"),
+    ("ompi-osu_latency-v5.3.2-cuda-build-HH-host-buffers.txt", "osu_latency", "H H"),
+    ("ucx-issue3984-osu_bw-v5.6.1-HD-host-to-device-elided.txt", "osu_bw", "H D"),
+    ("oci-osu_bw-v7.5-cuda-DD-no-buffer-line-datatype.txt", "osu_bw", "D D"),   # from '-d cuda D D'
+    ("jsc-osu_allreduce-v7.0-cuda-full-min-max-iterations-srun-lines.txt", "osu_allreduce", "D D"),  # '-d cuda'
+])
+def test_osu_buffer_placement_is_a_parameter(name, bench, buffers):
+    r = runs("osu", name)[0]
+    assert {m.benchmark for m in r.measurements} == {bench}
+    assert {m.params["buffers"] for m in r.measurements} == {buffers}
+
+
+def test_osu_two_tests_in_one_file_are_two_runs():
+    lat, bibw = runs("osu", "mvapich2-cuda-v5.6.3-latency-and-bibw-DD-two-tests-one-file.txt")
+    assert lat.run.meta["benchmark"] == "osu_latency" and bibw.run.meta["benchmark"] == "osu_bibw"
+    assert pick(lat.measurements, "latency_us", bytes=0).value == 0.95
+    assert pick(bibw.measurements, "bandwidth", bytes=64).value == pytest.approx(5.76 / 1000)
+
+
+def test_osu_mpi_chatter_inside_the_table_is_not_a_row_or_a_failure():
+    (r,) = runs("osu", "ompi-osu_latency-v5.3.2-cuda-DD-help-messages-mid-table.txt")
+    assert r.run.status == "complete" and r.run.errors == [] and len(r.measurements) == 24
+    (r,) = runs("osu", "mvapich2-gdr-osu_allreduce-v5.9-cuda-warnings-mid-table.txt")
+    assert r.run.status == "complete" and len(r.measurements) == 19
+    assert len(r.run.meta["warnings"]) == 2 and "Performance Impact Warning" in r.run.meta["warnings"][0]
+
+
+def test_osu_hung_test_is_incomplete_without_a_value():
+    (r,) = runs("osu", "cray-mpich-osu_bw-v7.1-cuda-DD-hang-libfabric-warnings-no-rows.txt")
+    assert r.run.status == "incomplete" and r.measurements == []
+    assert r.run.errors == ["no result row: the test printed its header and nothing after it"]
+    assert any("<warn>" in w for w in r.run.meta["warnings"])
+
+
+def test_osu_elided_rows_make_the_run_incomplete():
+    (r,) = runs("osu", "ucx-issue3984-osu_bw-v5.6.1-HD-host-to-device-elided.txt")
+    assert r.run.status == "incomplete" and r.run.meta["rows_elided"] == 1
+    assert [m.params["bytes"] for m in r.measurements] == [1, 2, 4, 1048576, 2097152, 4194304]
+
+
+def test_osu_full_columns_and_mbw_mr_window():
+    (r,) = runs("osu", "jsc-osu_allreduce-v7.0-cuda-full-min-max-iterations-srun-lines.txt")
+    assert {m.params["stat"]: m.value for m in r.measurements} == {"avg": 8630.58, "min": 8619.50, "max": 8642.46}
+    (r,) = runs("osu", "hpcbench-osu_mbw_mr-v5.3.2.txt")
+    rate = pick(r.measurements, "msg_rate", bytes=64)
+    assert rate.value == pytest.approx(7.64337859) and rate.params["window"] == 64 and rate.params["pairs"] == 1
