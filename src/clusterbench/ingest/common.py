@@ -21,12 +21,11 @@ import re
 from collections.abc import Iterable, Iterator
 
 from clusterbench.errors import UsageError
-from clusterbench.records import COMPLETE, Measurement, Run
+from clusterbench.records import COMPLETE, WARNINGS, Measurement, Run
 from clusterbench.store.packs import Packs, measurements_of, pack_measurements
 
 IMPORT_BENCHMARK = "import"
 MAX_ERROR_LINES = 100  # a crash can print the same failure from every rank; keep the run small
-WARNINGS = "warnings"  # run meta key: figures kept but doubtful (see add_warning)
 
 
 class LogFormatError(UsageError):

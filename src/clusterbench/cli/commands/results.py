@@ -9,6 +9,7 @@ import sys
 import click
 
 from clusterbench.cli.options import DatabaseParam, db_option, db_passfile_option, json_option
+from clusterbench.records import WARNINGS
 from clusterbench.report.terminal import render_run
 from clusterbench.store import Store
 
@@ -63,6 +64,8 @@ def show_cmd(run_id: int, as_json: bool, db: str | None) -> None:
         print(line)
     for e in run.errors:
         print(f"# error: {e}")
+    for w in run.meta.get(WARNINGS) or []:   # doubts about the figures (an import's checks)
+        print(f"# warning: {w}")
 
 
 @results.command("export")

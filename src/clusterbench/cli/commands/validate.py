@@ -17,7 +17,9 @@ from clusterbench.judge.efficiency import (
 from clusterbench.judge.profiles import builtin_profiles, load_profile
 from clusterbench.judge.select import load_runs, rows_of
 from clusterbench.judge.text import outcome_lines
+from clusterbench.judge.tool_checks import tool_outcomes
 from clusterbench.judge.validate import evaluate, exit_code
+from clusterbench.records import WARNINGS
 from clusterbench.store import Store
 
 
@@ -41,7 +43,8 @@ def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, n
     profile = load_profile(profile_name)
     with Store.open(db) as store:
         loaded = load_runs(store, runs or ("last",))
-    outcomes = evaluate(profile, rows_of(loaded))
+    judged = evaluate(profile, rows_of(loaded))
+    outcomes = judged + tool_outcomes(loaded)   # the tools' own checks (nccl-tests' error tolerance)
     effs = [e for run, ms in loaded for e in run_link_efficiency(run, ms, link_speed, nodes)]
     if link_speed and not effs:
         print("# note: no collective algbw rows on 2+ nodes to compare with the link speed "
@@ -58,6 +61,9 @@ def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, n
         for label, d in peaks:
             print(json.dumps({"kind": "percent_of_peak", "what": label, "device_name": d.device_name,
                               "value": d.value, "unit": d.unit, "peak": d.peak, "percent": d.percent}))
+        for run, _ms in loaded:
+            for text in run.meta.get(WARNINGS) or []:
+                print(json.dumps({"kind": "warning", "run": run.id, "message": text}))
     else:
         print(f"# profile {profile.name}: {len(profile.criteria)} criteria on run(s) "
               f"{', '.join(map(str, run_ids))}")
@@ -70,7 +76,10 @@ def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, n
         for label, d in peaks:
             print(f"# peak {label}: best {d.value:.4g} {d.unit} = {d.percent:.1f}% of {d.device_name} "
                   f"datasheet {d.peak:.4g} {d.unit}")
-    if all(o.status == "skipped" for o in outcomes):
+        for run, _ms in loaded:
+            for text in run.meta.get(WARNINGS) or []:
+                print(f"# warning: run {run.id}: {text}")
+    if all(o.status == "skipped" for o in judged):
         raise UsageError(f"no criterion of profile {profile.name} matched any measurement of run(s) "
                          f"{', '.join(map(str, run_ids))}")
     return exit_code(outcomes)
