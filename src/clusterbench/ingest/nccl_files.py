@@ -10,8 +10,11 @@ Formats, as the tools' sources write them:
   A run that crashed leaves the object unterminated; the finished part is kept (incomplete).
 - rccl-tests ``-Z csv``: ``numCycle,collective,[nodes,ranks,ranksPerNode,gpusPerRank | gpus],
   size,type,redop,inplace,time,algbw,busbw,#wrong``, one line per size and placement.
-- rccl-tests ``-Z json``: a list of objects with the same fields whose string values are not
-  quoted (``"name":AllReduce``), so it is read field by field, not with a JSON parser.
+- rccl-tests ``-Z json`` (``--rccl_output_format json``; src/common.cu ``Reporter::writeFile``):
+  ``[``, then one ``{"numCycle":0, "name":"AllReduce", ...}`` object per line, separated by ``},``
+  line ends, then ``]``. Older releases left string values unquoted (``"name":AllReduce``), and
+  logs often hold the object lines alone (a grep, a pod's output): each object is read field by
+  field on its own, with or without quotes, brackets and the separating commas.
 """
 
 from __future__ import annotations
@@ -221,8 +224,10 @@ def parse_rccl_results(text: str, name: str = "", fmt: str = "csv") -> list[Impo
 def _parse(lines: Iterable[str], name: str, head: str) -> Iterator[ImportedRun]:
     """nccl-tests' text output, its -J JSON, or rccl-tests' -Z csv/json, told apart by the head."""
     start = head.lstrip()[:1]
-    if head.lstrip().startswith("numCycle,") or start == "[" and '"numCycle"' in head:
-        yield from parse_rccl_results(whole_text(lines), name, "csv" if start != "[" else "json")
+    if head.lstrip().startswith("numCycle,"):
+        yield from parse_rccl_results(whole_text(lines), name, "csv")
+    elif '"numCycle"' in head[:4096]:   # -Z json: an array, or its object lines alone
+        yield from parse_rccl_results(whole_text(lines), name, "json")
     elif start == "{":
         yield from parse_nccl_json(whole_text(lines), name)
     else:
