@@ -310,5 +310,7 @@ IMPORTERS = (
                                        r"|^\s*STREAM Benchmark implementation|Function\s+(MBytes|MiBytes)/sec"
                                        r"|^\s*Function\s+[MGT]i?B/s\s+Min \(sec\)|Validation failed on (a|b|c)\[\]"
                                        r"|Validation failed on sum\. Error", re.M | re.I),
-             whole(parse), order=60, aliases=("stream",)),
+             whole(parse), order=60, aliases=("stream",),
+             starts=re.compile(r"^\s*(?:BabelStream|GPU-STREAM)\s*$|^\s*STREAM version \$Revision"
+                               r"|^\s*STREAM Benchmark implementation|^\s*function,num_times,", re.M)),
 )

@@ -176,6 +176,8 @@ def _parser(tool: str) -> Parse:
 
 IMPORTERS = (
     Importer("hipblaslt-bench", re.compile(r"hipblaslt-Gflops|hipBLASLt version"), _parser("hipblaslt-bench"),
-             order=70),
-    Importer("rocblas-bench", re.compile(r"rocblas-Gflops"), _parser("rocblas-bench"), order=80),
+             order=70, starts=re.compile(r"^\s*hipBLASLt version|^\s*(?:\[\d+\]:?)?transA,transB,.*hipblaslt-Gflops",
+                                         re.M)),
+    Importer("rocblas-bench", re.compile(r"rocblas-Gflops"), _parser("rocblas-bench"), order=80,
+             starts=re.compile(r"^\s*transA,transB,.*rocblas-Gflops", re.M)),
 )

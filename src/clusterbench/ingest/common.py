@@ -213,8 +213,9 @@ class Lines:
     """A log's lines: the ones already read (its head), then the rest of its source. A file
     as the source is also readable in large blocks (``blocks``), without a Python step per line."""
 
-    def __init__(self, head: list[str], rest: Iterator[str]) -> None:
+    def __init__(self, head: list[str], rest: Iterator[str], foreign: re.Pattern[str] | None = None) -> None:
         self.head, self.rest = head, rest
+        self.foreign = foreign   # where another tool's output begins (a streaming parser hands it over)
 
     def __iter__(self) -> Iterator[str]:
         yield from self.head

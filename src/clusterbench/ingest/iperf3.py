@@ -103,5 +103,6 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
 IMPORTERS = (
     Importer("iperf3", re.compile(r'"intervals"\s*:|"sum_sent"\s*:|"version"\s*:\s*"iperf'), whole(parse), order=20),
     # the text output's words, after the other tools' (perftest and OSU logs quote no iperf3 line)
-    Importer("iperf3", SIGNATURE, whole(parse), order=95),
+    Importer("iperf3", SIGNATURE, whole(parse), order=95,
+             starts=re.compile(r"^\s*Connecting to host \S+, port \d+|^\s*Server listening on \d+", re.M)),
 )

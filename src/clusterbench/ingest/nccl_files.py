@@ -237,8 +237,10 @@ def _parse(lines: Iterable[str], name: str, head: str) -> Iterator[ImportedRun]:
 IMPORTERS = (
     # the result files' keys early; the text's words last (other tools' logs may quote them)
     Importer("nccl-tests", re.compile(r'^\s*numCycle,|"numCycle"\s*:|"bus_bw"\s*:|"nccl_version"\s*:', re.M),
-             _parse, order=30, aliases=("rccl-tests",)),
+             _parse, order=30, aliases=("rccl-tests",), streams=True),
     Importer("nccl-tests", re.compile(r"Avg bus bandwidth|out-of-place|nThread:?\s+\d+\s+nGpus|Collective test"
                                       r"|rccl-tests|\balgbw\b.*\bbusbw\b|Test NCCL failure|Test CUDA failure"),
-             _parse, order=100, aliases=("rccl-tests",)),
+             _parse, order=100, aliases=("rccl-tests",), streams=True,
+             starts=re.compile(r"^#?\s*nThread:?\s+\d+\s+nGpus|^#\s*Collective test starting|^#\s*nccl-tests version"
+                               r"|^#?\s*NCCL Tests compiled|^#?\s*rccl-tests:\s*Version", re.M)),
 )

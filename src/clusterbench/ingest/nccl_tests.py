@@ -48,6 +48,7 @@ from clusterbench.ingest.common import (
     to_float,
 )
 from clusterbench.ingest.nccl_rows import DEFAULT_LAYOUT, Layout, RowTable, layout_of
+from clusterbench.ingest.registry import ForeignOutput
 from clusterbench.records import COMPLETE, FAILED, INCOMPLETE, Run
 from clusterbench.store.packs import number
 
@@ -76,6 +77,7 @@ _ERROR_RE = re.compile(_FAILURE.pattern + r"|NCCL WARN")
 _PROGRAM = re.compile(r"\b([a-z_]+_perf)(?:_mpi)?\b")
 _WRAPPER_OP = re.compile(r"(?:^|\s)(?:-t|--test|--collective|--coll)[ =]([A-Za-z_]+)\b")
 MAX_SWEEP_SIZES = 100_000
+CONTEXT_LINES = 3   # lines before another tool's first line handed over with it (its command line)
 OLD_ALGBW_OPS = ("all_gather", "reduce_scatter")
 OLD_ALGBW_NOTE = ("algbw not stored: this nccl-tests (before 2020-06) printed busbw in its algbw column for "
                   "all_gather/reduce_scatter, not size/time")
@@ -144,49 +146,67 @@ class _State:
 _SEGMENT = re.compile(r"\n(?=[^ \t\d\n#])")
 _ROW_OR_HASH = frozenset(" \t0123456789#")
 _PLAIN = ("Using devices", "(B)", "out-of-place", "in-place", "NCCL version")
+# words in the first line of every other tool's output (registry.Importer.starts): only a line
+# holding one is matched against those patterns
+_FOREIGN_WORDS = ("STREAM", "Stream", "function,", "OSU", " Test", "host,", "listening", "hipBLASLt", "Gflops",
+                  "TransferBench", "Serving")
 
 
 class NcclTextParser:
     """Feed text (``feed_text``, cleaned blocks of whole lines) or lines (``feed``); collect the
     finished runs they yield, then ``finish``."""
 
-    def __init__(self, name: str = "") -> None:
+    def __init__(self, name: str = "", foreign: re.Pattern[str] | None = None) -> None:
         self.name = name
         self.state = _State(name)
         self._done: list[ImportedRun] = []
+        self.foreign = foreign   # where another tool's output begins (see parse_lines)
 
     # -- blocks of text -----------------------------------------------------------------
     def feed_text(self, text: str) -> Iterator[ImportedRun]:
         """Runs finished by this text. Consecutive rows are read as one block with a few calls
         that work in C (split, slices, joins); a block that does not read as clean rows of the
         table's shape is read line by line."""
-        for seg in _SEGMENT.split(text):
-            if seg[:1] not in _ROW_OR_HASH:
-                head, _, seg = seg.partition("\n")
-                self._line(head)
-                if not seg:
-                    continue
-            # Each piece is one '#' line (without its '#') and the rows after it.
-            pieces = seg.split("\n#")
-            first = pieces[0]
-            if first[:1] == "#":
-                pieces[0] = first[1:]
-            elif first:
-                if not first.isspace() and not self._block(first):
-                    self._lines(first)
-                pieces[0] = ""
-            for piece in pieces:
-                nl = piece.find("\n")
-                if nl < 0:
-                    self._comment(piece)
-                    continue
-                self._comment(piece[:nl])
-                rows = piece[nl + 1:]
-                if rows and not rows.isspace() and not self._block(rows):
-                    self._lines(rows)
+        segs = _SEGMENT.split(text)
+        for i, seg in enumerate(segs):
+            try:
+                self._segment(seg)
+            except _Foreign as f:   # another tool's output from this line on, with its command line
+                k = seg.find(f.line)
+                line = seg.rfind("\n", 0, k) + 1 if k >= 0 else 0
+                before = [ln for ln in "\n".join([*segs[:i], seg[:line]]).split("\n") if ln.strip()]
+                context = before[-CONTEXT_LINES:] if before else []
+                yield from self._done
+                self._done.clear()
+                raise _Foreign(f.line, "\n".join([*context, seg[line:], *segs[i + 1:]])) from None
             if self._done:
                 yield from self._done
                 self._done.clear()
+
+    def _segment(self, seg: str) -> None:
+        if seg[:1] not in _ROW_OR_HASH:
+            head, _, seg = seg.partition("\n")
+            self._line(head)
+            if not seg:
+                return
+        # Each piece is one '#' line (without its '#') and the rows after it.
+        pieces = seg.split("\n#")
+        first = pieces[0]
+        if first[:1] == "#":
+            pieces[0] = first[1:]
+        elif first:
+            if not first.isspace() and not self._block(first):
+                self._lines(first)
+            pieces[0] = ""
+        for piece in pieces:
+            nl = piece.find("\n")
+            if nl < 0:
+                self._comment(piece)
+                continue
+            self._comment(piece[:nl])
+            rows = piece[nl + 1:]
+            if rows and not rows.isspace() and not self._block(rows):
+                self._lines(rows)
 
     def _lines(self, block: str) -> None:
         for line in block.split("\n"):
@@ -401,7 +421,11 @@ class NcclTextParser:
         self._command(body)
 
     def _command(self, body: str) -> None:
-        """A command line quoted in the log names the op of the table that follows it."""
+        """A command line quoted in the log names the op of the table that follows it; another
+        tool's first line ends nccl-tests' part of the log."""
+        if self.foreign is not None and any(w in body for w in _FOREIGN_WORDS) \
+                and (self.foreign.search(body) or self.foreign.search("#" + body)):
+            raise _Foreign(body)
         op = None
         if "_perf" in body:
             m = _PROGRAM.search(body)
@@ -789,11 +813,28 @@ def _sweep(header: str) -> dict[str, object]:
     return sweep
 
 
+class _Foreign(Exception):
+    def __init__(self, line: str, text: str = "") -> None:
+        super().__init__(line)
+        self.line, self.text = line, text
+
+
 def parse_lines(lines: Iterable[str], name: str = "") -> Iterator[ImportedRun]:
-    """Runs in an nccl-tests/rccl-tests text log, each yielded once the next one starts."""
-    parser = NcclTextParser(name)
-    for text in text_chunks(lines):
-        yield from parser.feed_text(text)
+    """Runs in an nccl-tests/rccl-tests text log, each yielded once the next one starts.
+
+    Given ``Lines`` that say where other tools' output begins (``Lines.foreign``), a line of
+    another tool ends the nccl-tests part: its runs are finished and the rest of the log is
+    handed back (``ForeignOutput``) to be read by the tool that wrote it."""
+    parser = NcclTextParser(name, getattr(lines, "foreign", None))
+    chunks = text_chunks(lines)
+    for text in chunks:
+        try:
+            yield from parser.feed_text(text)
+        except _Foreign as f:
+            done = parser.finish()
+            if done is not None:
+                yield done
+            raise ForeignOutput(f.text + "".join(chunks)) from None
     done = parser.finish()
     if done is not None:
         yield done

@@ -200,4 +200,5 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
     return out
 
 
-IMPORTERS = (Importer("osu", re.compile(r"^\s*#\s*OSU\s+\S+.*Test", re.M), whole(parse), order=40),)
+IMPORTERS = (Importer("osu", re.compile(r"^\s*#\s*OSU\s+\S+.*Test", re.M), whole(parse), order=40,
+                      starts=re.compile(r"^\s*#\s*OSU\s+\S+.*Test", re.M)),)

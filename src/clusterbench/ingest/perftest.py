@@ -169,5 +169,7 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
 
 IMPORTERS = (
     Importer("perftest", re.compile(r"(RDMA_Write|RDMA_Read|Send|Atomic\w*)\b[\w /]*?\b(BW|Latency)\s+Test"
-                                    r"|#bytes\s+#iterations\s+(BW peak|t_min)"), whole(parse), order=90),
+                                    r"|#bytes\s+#iterations\s+(BW peak|t_min)"), whole(parse), order=90,
+             starts=re.compile(r"^\s*(?:RDMA_Write|RDMA_Read|Send|Atomic\w*|Write|Read)\b[\w /]*?\b(?:BW|Latency)"
+                               r"\s+Test\s*$", re.M)),
 )

@@ -133,5 +133,5 @@ def _parse(lines: Iterable[str], name: str, head: str) -> Iterator[ImportedRun]:
 
 IMPORTERS = (
     Importer("vllm-serving", re.compile(r'"request_throughput"|Serving Benchmark Result|"mean_ttft_ms"'),
-             _parse, order=10),
+             _parse, order=10, starts=re.compile(r"^=*\s*Serving Benchmark Result", re.M)),
 )

@@ -6,6 +6,7 @@ import gzip
 import io
 import os
 import sys
+import zlib
 from collections.abc import Iterator
 from typing import IO
 
@@ -39,6 +40,8 @@ def _runs_of(path: str, tool: str | None) -> Iterator[ImportedRun]:
             yield from iter_runs(f, tool, name=path[:-3] if path.endswith(".gz") else path)
     except (OSError, EOFError) as e:  # EOFError: a .gz file cut short
         raise ClusterbenchError(getattr(e, "strerror", None) or str(e) or "unreadable file") from None
+    except zlib.error as e:  # a .gz file with a valid header and damaged data
+        raise ClusterbenchError(f"corrupt compressed data: {e}") from None
 
 
 def _summary(path: str, item: ImportedRun, dry_run: bool) -> str:
