@@ -221,7 +221,7 @@ class Lines:
         yield from self.head
         yield from self.rest
 
-    def blocks(self, size: int = 1 << 22) -> Iterator[str]:
+    def blocks(self, size: int = 1 << 20) -> Iterator[str]:
         """The text in blocks of whole lines, each ending with a newline."""
         if self.head:
             yield "".join(ln if ln.endswith("\n") else ln + "\n" for ln in self.head)

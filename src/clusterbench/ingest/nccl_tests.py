@@ -499,18 +499,19 @@ class NcclTextParser:
             add_error(run, line)
         if st.errors_dropped:
             run.meta["errors_dropped"] = st.errors_dropped
-        ranks_listed = _rank_list(st.rank_lines)
+        ranks_listed = _rank_list(st.rank_lines)   # {rank: index in its columns}; columns below
         if ranks_listed:
-            order = sorted(ranks_listed)
-            run.meta["rank_hosts"] = [ranks_listed[r][0] for r in order]
-            run.devices = [ranks_listed[r][1] for r in order]
-            run.hosts = list(dict.fromkeys(run.meta["rank_hosts"]))
-            run.meta["rank_pids"] = [ranks_listed[r][2] for r in order]
-            run.meta["rank_device_index"] = [ranks_listed[r][3] for r in order]
-            run.meta["rank_bus_id"] = [ranks_listed[r][4] for r in order]
+            cols = ranks_listed.pop(-1)  # type: ignore[call-overload]
+            hosts, names, pids, devs, buses = cols
+            run.meta["rank_hosts"] = hosts
+            run.devices = names
+            run.hosts = list(dict.fromkeys(hosts))
+            run.meta["rank_pids"] = pids
+            run.meta["rank_device_index"] = devs
+            run.meta["rank_bus_id"] = buses
         if st.header:
             run.meta["header"] = st.header
-        listed = len(ranks_listed) if ranks_listed and sorted(ranks_listed) == list(range(len(ranks_listed))) \
+        listed = len(ranks_listed) if ranks_listed and list(ranks_listed) == list(range(len(ranks_listed))) \
             else None
         stated = listed or st.nranks
         groups = self._groups() if st.nrows else {}
@@ -603,7 +604,7 @@ class NcclTextParser:
         if stated:
             return stated
         if listed:
-            run.meta["ranks_at_least"] = max(listed) + 1
+            run.meta["ranks_at_least"] = max(r for r in listed if r >= 0) + 1
         if st.nrows:
             add_warning(run, "the number of ranks is unknown: the rank list is incomplete and busbw/algbw "
                              "is too rounded (or the op's factor does not depend on it)")
@@ -723,11 +724,29 @@ def _maybe_error(text: str) -> bool:
         or "signal" in text or "error" in text
 
 
-def _rank_list(lines: list[str]) -> dict[int, tuple[str, str, int, int, str]]:
+def _rank_list(lines: list[str]) -> dict:
+    """The rank lines as {rank: position} in rank order, plus at key -1 the columns (hosts, device
+    names, pids, device indexes, bus ids) in that order; {} without rank lines. Built with calls
+    that loop in C: a large log has a rank list per run."""
     if not lines:
         return {}
-    return {int(rank): (host, name.strip(), int(pid or -1), int(dev), bus)
-            for rank, pid, host, dev, bus, name in _RANK.findall("\n".join(lines))}
+    found = _RANK.findall("\n".join(lines))
+    if not found:
+        return {}
+    ranks_s, pids_s, hosts, devs_s, buses, names = zip(*found)
+    ranks = list(map(int, ranks_s))
+    order = sorted(range(len(ranks)), key=ranks.__getitem__) if ranks != sorted(ranks) else None
+    try:
+        pids = list(map(int, pids_s))
+    except ValueError:   # old rank lines print no pid
+        pids = [int(p) if p else -1 for p in pids_s]
+    cols = [list(hosts), [n.strip() for n in names], pids, list(map(int, devs_s)), list(buses)]
+    if order is not None:
+        cols = [[c[i] for i in order] for c in cols]
+        ranks = [ranks[i] for i in order]
+    out: dict = dict.fromkeys(ranks)
+    out[-1] = cols
+    return out
 
 
 def _max_number(tokens: list[str]) -> float:
