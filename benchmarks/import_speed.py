@@ -12,6 +12,7 @@ to each peer's. Peak RSS at two file sizes shows whether memory grows with the f
 
     python benchmarks/import_speed.py                      # 200 MB, parse + store
     python benchmarks/import_speed.py --size-mb 50 --info-lines 400
+    python benchmarks/import_speed.py --db postgresql://USER@HOST:PORT/DB   # also stored in PostgreSQL
 """
 
 from __future__ import annotations
@@ -81,6 +82,8 @@ def main() -> None:
     ap.add_argument("--info-lines", type=int, default=0, help="NCCL INFO lines before each run (default 0)")
     ap.add_argument("--no-store", action="store_true", help="only parse (clusterbench import --dry-run)")
     ap.add_argument("--keep", action="store_true", help="keep the generated log and database")
+    ap.add_argument("--db", default=None, metavar="URL",
+                    help="also import into this (empty) PostgreSQL database, through COPY")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="cb-import-speed-"))
@@ -100,6 +103,8 @@ def main() -> None:
         rows.append(("clusterbench import --dry-run", measure(cb + ["import", "--dry-run", str(log)])))
         if not args.no_store:
             rows.append(("clusterbench import (stored)", measure(cb + ["import", "--db", str(tmp / "r.db"), str(log)])))
+        if args.db:
+            rows.append(("clusterbench import (PostgreSQL)", measure(cb + ["import", "--db", args.db, str(log)])))
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)

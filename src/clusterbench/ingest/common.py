@@ -168,9 +168,6 @@ def _strip_host(line: str) -> str:
 _WRAPPERS_AT_LINE = re.compile(r"^(?:" + _WRAPPER.pattern + r")+", re.M)
 _HOST_AT_LINE = re.compile(r"^" + _HOST_PREFIX.pattern, re.M)
 _OVERWRITTEN = re.compile(r"[^\n]*\r")
-_MARK_SPAN = re.compile(r":mark:`([^`]*)`")
-_MARK_WRAPPED = re.compile(r":mark:`([^`\n]*\n[^`]*)`")
-_WRAP_BREAK = re.compile(r"\n\s*")
 CHUNK_LINES = 1 << 16
 
 
@@ -198,14 +195,11 @@ class TextCleaner:
         if self.wrapped:
             text = _WRAPPERS_AT_LINE.sub("", text)
         if ":mark:`" in text:
-            if _MARK_WRAPPED.search(text):   # roles a document wrapped over lines: one line again
-                text = _MARK_WRAPPED.sub(lambda m: _WRAP_BREAK.sub(" ", m.group(1)), text)
-            roles = text.count(":mark:`")
-            if text.count("`") == 2 * roles:   # no other backquotes: drop the markup as text
-                text = text.replace(":mark:`", "").replace("`", "")
-            else:
-                text = _MARK_SPAN.sub(r"\1", text)
-            text = _BOLD.sub(r"\1", text).replace("\\|", "|").replace("\\\\", "\\").replace("\\*", "*")
+            text = _strip_roles(text)
+            if "**" in text:
+                text = _BOLD.sub(r"\1", text)
+            if "\\" in text:
+                text = text.replace("\\|", "|").replace("\\\\", "\\").replace("\\*", "*")
         return text
 
 
@@ -247,6 +241,25 @@ def _joined(lines: Iterable[str]) -> Iterator[str]:
         if not block:
             return
         yield "".join(ln if ln.endswith("\n") else ln + "\n" for ln in block)
+
+
+def _strip_roles(text: str) -> str:
+    """``text`` without its ``:mark:`...``` roles' markup; a role a document wrapped over lines is
+    one line again (each continuation stripped, a space where the wrap was)."""
+    parts = text.split(":mark:`")
+    out = [parts[0]]
+    for part in parts[1:]:
+        end = part.find("`")
+        if end < 0:
+            out.append(":mark:`" + part)
+            continue
+        role = part[:end]
+        if "\n" in role:
+            first, *rest = role.split("\n")
+            role = first + "".join(" " + r.strip() for r in rest)
+        out.append(role)
+        out.append(part[end + 1:])
+    return "".join(out)
 
 
 def text_chunks(lines: Iterable[str]) -> Iterator[str]:

@@ -379,6 +379,8 @@ class NcclTextParser:
     def _header_or_footer(self, body: str) -> None:
         # Cheap substring tests first: in large logs most of these lines are rank lines.
         st = self.state
+        if body.startswith(_PLAIN):   # the header's other lines: nothing to read
+            return
         if body.startswith("Rank"):
             if st.concluded:
                 self._next_run()
@@ -415,8 +417,6 @@ class NcclTextParser:
             return
         if "ersion" in body or body.startswith("NCCL Tests compiled"):
             self._version_line(body)
-            return
-        if body.startswith(_PLAIN):   # the header's other lines: nothing to read
             return
         self._command(body)
 

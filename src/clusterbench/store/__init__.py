@@ -12,6 +12,7 @@ import json
 import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,67 @@ def connect(where: Location) -> Backend:
     return SqliteBackend.connect(where)
 
 
+class _Batch:
+    """The runs of one transaction, written in bulk (``Backend.insert_rows``: executemany, COPY)
+    every ``FLUSH_BYTES`` of measurement packs and at its end. Run ids are taken when a run is
+    added (``Backend.next_ids``), so a caller knows a run's id at once."""
+
+    FLUSH_BYTES = 8 << 20
+    IDS = 1024   # at most this many ids taken at once; fewer at first (PostgreSQL never gives back)
+
+    def __init__(self, db: Backend) -> None:
+        self.db = db
+        self.ids: list[int] = []
+        self.runs: list[tuple[Any, ...]] = []
+        self.tags: list[tuple[Any, ...]] = []
+        self.packs: list[tuple[Any, ...]] = []
+        self.samples: list[tuple[Any, ...]] = []
+        self.size = 0
+        self.taken = 0
+
+    def add(self, values: tuple[Any, ...], tags: dict[str, str], packs: Iterable[Pack],
+            telemetry: Iterable[TelemetrySample]) -> int:
+        if not self.ids:   # 1, 2, 4 ... ids: a small import leaves no gap in the ids
+            n = min(self.IDS, max(1, self.taken))
+            self.ids = self.db.next_ids("runs", n)[::-1]
+            self.taken += n
+        run_id = self.ids.pop()
+        self.runs.append((run_id, *values))
+        self.tags += [(run_id, k, str(v)) for k, v in tags.items()]
+        for p in packs:
+            if p.count:
+                self.packs.append((run_id, p.format, p.count, p.body))
+                self.size += len(p.body)
+        self.samples += [(run_id, s.t, s.host, s.device, s.metric, s.value, s.unit) for s in telemetry]
+        if self.size >= self.FLUSH_BYTES:
+            self.flush()
+        return run_id
+
+    def flush(self) -> None:
+        db = self.db
+        if self.runs:
+            db.insert_rows("runs", ("id", *_RUN_WRITE_COLS), self.runs)
+        if self.tags:
+            db.insert_rows("run_tags", ("run_id", "key", "value"), self.tags)
+        if self.packs:
+            db.insert_rows("measurement_packs", ("run_id", "format", "count", "body"), self.packs)
+        if self.samples:
+            db.insert_rows("telemetry", ("run_id", "t", "host", "device", "metric", "value", "unit"), self.samples)
+        self.runs, self.tags, self.packs, self.samples, self.size = [], [], [], [], 0
+
+    @staticmethod
+    def write_rows(db: Backend, run_id: int, tags: dict[str, str], packs: Iterable[Pack],
+                   telemetry: Iterable[TelemetrySample]) -> None:
+        """A run's other rows, written at once (outside a batch)."""
+        if tags:
+            db.insert_rows("run_tags", ("run_id", "key", "value"), [(run_id, k, str(v)) for k, v in tags.items()])
+        db.insert_rows("measurement_packs", ("run_id", "format", "count", "body"),
+                       [(run_id, p.format, p.count, p.body) for p in packs if p.count])
+        samples = [(run_id, s.t, s.host, s.device, s.metric, s.value, s.unit) for s in telemetry]
+        if samples:
+            db.insert_rows("telemetry", ("run_id", "t", "host", "device", "metric", "value", "unit"), samples)
+
+
 def _packs(rows: Iterable[MeasurementRow] | Iterable[tuple[str, str, float, str, dict[str, Any]]] | Packs
            ) -> Iterable[Pack]:
     """The packs to store. Rows are packed lazily, inside the run's transaction, so a producer
@@ -81,6 +143,7 @@ class Store:
 
     def __init__(self, db: Backend) -> None:
         self.db = db
+        self._batch: _Batch | None = None   # inside transaction(): runs join it, written in bulk
         self.location = db.location
         self.where = db.location.display          # for messages: never a password
         self.path = db.location.path              # SQLite file, None for PostgreSQL
@@ -114,6 +177,24 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Store every run saved inside the block in one transaction: all of them or none (an
+        import of one file); also much faster than a commit per run."""
+        if self._batch is not None:
+            yield
+            return
+        try:
+            with self.db.write():
+                self._batch = _Batch(self.db)
+                try:
+                    yield
+                    self._batch.flush()
+                finally:
+                    self._batch = None
+        except self.db.errors as e:
+            raise StoreError(f"cannot write to results database {self.where}: {self.db.describe(e)}") from None
 
     def relax_durability(self) -> None:
         """Commits stay atomic but stop waiting for the disk: for storing many runs at once."""
@@ -174,7 +255,7 @@ class Store:
         return self._save(run, _packs(rows), telemetry)
 
     def _save(self, run: Run, packs: Iterable[Pack], telemetry: Iterable[TelemetrySample]) -> int:
-        run_id = self._write_run(run, new_uid(), packs, telemetry)
+        run_id = self._write_run(run, new_uid(), packs, telemetry, fresh=True)
         assert run_id is not None  # a fresh uuid4 is never taken
         return run_id
 
@@ -185,23 +266,25 @@ class Store:
         return self._write_run(run, uid, _packs(rows), telemetry)
 
     def _write_run(self, run: Run, uid: str, packs: Iterable[Pack],
-                   telemetry: Iterable[TelemetrySample]) -> int | None:
+                   telemetry: Iterable[TelemetrySample], fresh: bool = False) -> int | None:
         db = self.db
         values = (uid, run.benchmark, run.source, loc.redact(json.dumps(run.command)), run.started_at,
                   run.ended_at, run.status, json.dumps(run.hosts), run.ranks, json.dumps(run.devices),
                   json.dumps(run.versions), _clean(run.env), _clean(run.errors), _clean(run.meta))
         try:
-            with db.write():
-                run_id = db.insert_unique("runs", _RUN_WRITE_COLS, values, unique="uid")
-                if run_id is None:
-                    return None
-                db.insert_rows("run_tags", ("run_id", "key", "value"),
-                               [(run_id, k, str(v)) for k, v in run.tags.items()])
-                db.insert_rows("measurement_packs", ("run_id", "format", "count", "body"),
-                               [(run_id, p.format, p.count, p.body) for p in packs if p.count])
-                db.insert_rows("telemetry", ("run_id", "t", "host", "device", "metric", "value", "unit"),
-                               ((run_id, s.t, s.host, s.device, s.metric, s.value, s.unit)
-                                for s in telemetry))
+            if self._batch is not None and fresh:
+                run_id = self._batch.add(values, run.tags, packs, telemetry)
+            else:
+                with nullcontext() if self._batch is not None else db.write():
+                    if self._batch is not None:
+                        self._batch.flush()   # earlier runs first: this one may refer to them
+                    if fresh:   # a new uuid4: no run has it, no need to look
+                        run_id = db.insert_id("runs", _RUN_WRITE_COLS, values)
+                    else:
+                        run_id = db.insert_unique("runs", _RUN_WRITE_COLS, values, unique="uid")
+                    if run_id is None:
+                        return None
+                    _Batch.write_rows(db, run_id, run.tags, packs, telemetry)
         except db.errors as e:
             raise StoreError(f"cannot write to results database {self.where}: {db.describe(e)}") from None
         run.id = run_id

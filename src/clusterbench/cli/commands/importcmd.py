@@ -8,6 +8,7 @@ import os
 import sys
 import zlib
 from collections.abc import Iterator
+from contextlib import nullcontext
 from typing import IO
 
 import click
@@ -75,32 +76,29 @@ def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], 
     run_tags = parse_tags(tags)
     store = None if dry_run else Store.open(db)
     if store is not None:
-        # Each run is still one atomic transaction, but a commit does not wait for the disk,
-        # which makes storing thousands of runs from one log feasible
+        # A file is one transaction (stored whole or not at all), and its commit does not wait
+        # for the disk: storing thousands of runs from one log takes seconds
         store.relax_durability()
     failed = 0
     try:
         for path in paths:
-            stored: list[int] = []
             try:
-                for item in _runs_of(path, tool):
-                    run = item.run
-                    run.tags.update(run_tags)
-                    if not run.command:  # only a re-imported clusterbench run has the command it ran
-                        run.command = command_line()
-                    if host and not run.hosts:
-                        run.hosts = [host]
-                    if store is not None:
-                        stored.append(store.save_run_rows(run, item.store_rows()))
-                    if as_json:
-                        for line in run_lines(run, item.measurements):
-                            print(line)
-                    else:
-                        print(_summary(path, item, dry_run))
-            except (ClusterbenchError, KeyboardInterrupt) as e:
-                if store is not None:  # a file is stored whole or not at all
-                    for run_id in stored:
-                        store.delete_run(run_id)
+                with store.transaction() if store is not None else nullcontext():
+                    for item in _runs_of(path, tool):
+                        run = item.run
+                        run.tags.update(run_tags)
+                        if not run.command:  # only a re-imported clusterbench run has the command it ran
+                            run.command = command_line()
+                        if host and not run.hosts:
+                            run.hosts = [host]
+                        if store is not None:
+                            store.save_run_rows(run, item.store_rows())
+                        if as_json:
+                            for line in run_lines(run, item.measurements):
+                                print(line)
+                        else:
+                            print(_summary(path, item, dry_run))
+            except (ClusterbenchError, KeyboardInterrupt) as e:   # the file's transaction rolled back
                 if isinstance(e, KeyboardInterrupt):
                     raise
                 failed += 1
