@@ -133,6 +133,8 @@ class _State:
         return bool(self.nrows) or self.avg_busbw is not None
 
     def add_part(self, shape: Shape, text: str, rows: int) -> None:
+        if text.endswith("\n"):   # a block cut at a chunk's end: stored the same however cut
+            text = text.rstrip("\n")
         last = self.parts[-1] if self.parts else None
         if last is not None and last[0] == shape and (not self.cycles or self.cycles[-1] != len(self.parts)):
             last[1] += "\n" + text
