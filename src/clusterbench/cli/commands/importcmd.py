@@ -66,7 +66,7 @@ def _summary(path: str, item: ImportedRun, dry_run: bool) -> str:
 def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], host: str | None,
                as_json: bool, dry_run: bool, db: str | None) -> int:
     """Import nccl-tests/rccl-tests, TransferBench, BabelStream, rocblas-bench, hipblaslt-bench,
-    perftest, iperf3 -J, OSU and vLLM serving results, and clusterbench's own --json lines
+    perftest, iperf3 (-J or text), OSU and vLLM serving results, and clusterbench's own --json lines
     (PATH '-' reads standard input: kubectl logs POD | clusterbench import -).
 
     One run is stored per file, or per run when a file holds several (concatenated nccl-tests
