@@ -2,7 +2,9 @@
 side by side with peers that only read the same file (``wc -l``, a Python loop splitting every line).
 
 The file is built in /tmp from the real logs under tests/data/nccl-tests (complete runs only),
-repeated until it reaches --size-mb. ``--info-lines N`` puts N NCCL INFO lines before every run,
+repeated until it reaches --size-mb. The superbench logs name their collective only in their
+file name, so each copy is preceded by the command line that ran it (as a test script's log
+has), or the concatenated file would not say which op those tables measured. ``--info-lines N`` puts N NCCL INFO lines before every run,
 the shape of logs taken with NCCL_DEBUG=INFO (those lines are generated from the format of real
 INFO lines; the result tables are real). Each command runs as a child process; its wall time, CPU
 time and peak RSS (getrusage of the child) are printed, and the ratio of clusterbench's wall time
@@ -10,6 +12,7 @@ to each peer's. Peak RSS at two file sizes shows whether memory grows with the f
 
     python benchmarks/import_speed.py                      # 200 MB, parse + store
     python benchmarks/import_speed.py --size-mb 50 --info-lines 400
+    python benchmarks/import_speed.py --db postgresql://USER@HOST:PORT/DB   # also stored in PostgreSQL
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "nccl-tests"
 COMPLETE_LOGS = ["superbench-nccl_allreduce.log", "superbench-nccl_alltoall.log", "superbench-nccl_broadcast.log",
                  "a3mega-h100-2node-all_reduce.txt", "seed-mi300x-rccl-all_reduce-8gpu.txt",
                  "seed-tensorwave-mi355x-4node-all_reduce.txt"]
+# the command line before a log whose op only its file name says
+COMMANDS = {"superbench-nccl_allreduce.log": "all_reduce_perf", "superbench-nccl_alltoall.log": "alltoall_perf",
+            "superbench-nccl_broadcast.log": "broadcast_perf"}
 
 
 def info_lines(n: int, run: int) -> str:
@@ -43,7 +49,8 @@ def info_lines(n: int, run: int) -> str:
 
 
 def build(path: Path, size_mb: float, info: int) -> int:
-    logs = [(DATA / name).read_text() for name in COMPLETE_LOGS]
+    logs = [(f"$ mpirun -np 8 ./build/{COMMANDS[name]} -b 8 -e 8G -f 2 -g 1\n" if name in COMMANDS else "")
+            + (DATA / name).read_text() for name in COMPLETE_LOGS]
     target = int(size_mb * 1e6)
     written = runs = 0
     with path.open("w") as f:
@@ -75,6 +82,8 @@ def main() -> None:
     ap.add_argument("--info-lines", type=int, default=0, help="NCCL INFO lines before each run (default 0)")
     ap.add_argument("--no-store", action="store_true", help="only parse (clusterbench import --dry-run)")
     ap.add_argument("--keep", action="store_true", help="keep the generated log and database")
+    ap.add_argument("--db", default=None, metavar="URL",
+                    help="also import into this (empty) PostgreSQL database, through COPY")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="cb-import-speed-"))
@@ -94,6 +103,8 @@ def main() -> None:
         rows.append(("clusterbench import --dry-run", measure(cb + ["import", "--dry-run", str(log)])))
         if not args.no_store:
             rows.append(("clusterbench import (stored)", measure(cb + ["import", "--db", str(tmp / "r.db"), str(log)])))
+        if args.db:
+            rows.append(("clusterbench import (PostgreSQL)", measure(cb + ["import", "--db", args.db, str(log)])))
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -23,7 +23,7 @@ from clusterbench.families import (
 from clusterbench.families.base import GenericRenderer
 from clusterbench.families.collectives.spec import ALL_OPS, OPS, SPECS, op_in_text, op_name
 from clusterbench.ingest import IMPORTERS, TOOLS, detect_tool, parse_text
-from clusterbench.ingest.nccl_tests import BENCH_UNKNOWN
+from clusterbench.ingest.nccl_tests import LEGACY_UNNAMED_OP as BENCH_UNKNOWN
 from clusterbench.store import Store
 
 DATA = Path(__file__).parent / "data"

@@ -127,13 +127,14 @@ def test_wrong_tool_forced(capsys, db):
     assert rc == 2 and "bogus" in err
 
 
-def test_truncated_log_is_stored_incomplete_with_its_errors(capsys, db):
+def test_log_of_a_test_failure_is_stored_failed_with_its_errors(capsys, db):
     rc, out, _ = cli(capsys, "import", str(DATA / "nccl-tests" / "issue322-16G-test-nccl-failure-truncated.txt"),
                      "--db", db)
-    # exit 1: what was imported is a run that died; its summary says so with its first errors
-    assert rc == 1 and "incomplete" in out and "#   error: HCA-128: Test NCCL failure" in out
+    # exit 1: what was imported is a run that failed; its summary says so with its first errors
+    assert rc == 1 and "all_reduce failed, 40 measurements" in out
+    assert "#   error: HCA-128: Test NCCL failure" in out
     run = stored(db)[0]
-    assert run.status == "incomplete" and len(run.errors) == 9
+    assert run.status == "failed" and len(run.errors) == 9
 
 
 def test_file_with_several_runs_is_stored_whole_or_not_at_all(capsys, db, tmp_path, monkeypatch):

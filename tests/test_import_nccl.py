@@ -7,12 +7,15 @@ import pytest
 from clusterbench.families.collectives.spec import SPECS
 from clusterbench.families.collectives.spec import op_in_text as op_from_filename
 from clusterbench.families.collectives.spec import op_name as normalize_op
-from clusterbench.ingest import detect_tool, iter_runs, parse_text
+from clusterbench.ingest import LogFormatError, common, detect_tool, iter_runs, parse_text
 from clusterbench.ingest.collectives import infer_op, ranks_from_ratio
 from clusterbench.ingest.nccl_tests import nccl_version_from_code, parse_lines, sweep_from_header
 
 DATA = Path(__file__).parent / "data" / "nccl-tests"
-LOGS = sorted(p for p in DATA.iterdir() if p.name != "README.md")
+# Logs that must be refused, each with why (tested below)
+REFUSED = {"nccl-issue258-v100-old-error-column-truncated.txt": "does not say which collective",
+           "issue294-h100-non-mpi-build-under-mpirun-interleaved-duplicate-rows.txt": "interleaved"}
+LOGS = sorted(p for p in DATA.iterdir() if p.name != "README.md" and p.name not in REFUSED)
 
 
 def one(name: str):
@@ -30,11 +33,18 @@ def test_every_log_is_detected_and_parsed(path):
     text = path.read_text()
     assert detect_tool(text) == "nccl-tests"
     runs = parse_text(text, name=path.name)
-    assert runs and all(len(r.measurements) > 0 for r in runs)
+    assert runs
     for r in runs:
         assert r.run.benchmark == "import"
         assert r.run.status in ("complete", "incomplete", "failed")
         assert len(r) == len(r.measurements) == len(list(r.store_rows()))
+        assert len(r.measurements) > 0 or (r.run.status == "failed" and r.run.errors)
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_refused_logs_say_why(name):
+    with pytest.raises(LogFormatError, match=REFUSED[name]):
+        parse_text((DATA / name).read_text(), name=name)
 
 
 def test_seed_rccl_all_reduce_table():
@@ -91,30 +101,31 @@ def test_two_hosts_and_markdown_around_the_log():
     assert by(r.measurements, "avg_busbw")[0].value == 70.742
 
 
-def test_crash_keeps_rows_errors_and_marks_incomplete():
+def test_crash_keeps_rows_and_errors_and_fails_the_run():
     r = one("issue280-4090-test-nccl-failure-truncated.txt")
-    assert r.run.status == "incomplete" and r.run.meta["partial_last_row"]
+    assert r.run.status == "failed" and r.run.meta["partial_last_row"]
     assert r.run.meta["op"] == "all_reduce"  # from the quoted command line
     assert any("Test NCCL failure common.cu:1005" in e for e in r.run.errors)
     assert sorted({m.params["bytes"] for m in r.measurements}) == [8, 16, 32]  # rows without leading spaces
     r = one("issue322-16G-test-nccl-failure-truncated.txt")
-    assert r.run.status == "incomplete" and sum("Test NCCL failure" in e for e in r.run.errors) == 5
+    assert r.run.status == "failed" and sum("Test NCCL failure" in e for e in r.run.errors) == 5
     assert by(r.measurements, "busbw", bytes=17179869184, placement="in")[0].value == 367.44
 
 
-def test_exponent_error_column_and_unnamed_collective():
-    r = one("nccl-issue258-v100-old-error-column-truncated.txt")
+def test_exponent_error_column_of_a_table_named_by_its_file():
+    # algbw 0.00 everywhere and no command line: only a file name can say which op it was
+    text = (DATA / "nccl-issue258-v100-old-error-column-truncated.txt").read_text()
+    (r,) = parse_text(text, name="all_reduce-issue258.txt")
     errs = by(r.measurements, "max_error", placement="out")
     assert [m.value for m in errs] == [1e-07, 3e-08, 3e-08, 3e-08, 3e-08]
-    assert r.run.meta["op"] == "collective"  # algbw 0.00 everywhere: nothing tells which collective
-    assert r.run.status == "incomplete"
+    assert r.run.meta["op"] == "all_reduce" and r.run.status == "incomplete"
 
 
 def footer_logs():
     for path in LOGS:
-        for r in parse_text(path.read_text(), name=path.name):
-            if any(m.metric == "avg_busbw" for m in r.measurements):
-                yield pytest.param(r, id=path.name)
+        for i, r in enumerate(parse_text(path.read_text(), name=path.name)):
+            if r.run.status == "complete" and any(m.metric == "avg_busbw" for m in r.measurements):
+                yield pytest.param(r, id=f"{path.name}-{i}")
 
 
 @pytest.mark.parametrize("imported", list(footer_logs()))
@@ -131,6 +142,10 @@ def test_property_mean_busbw_is_footer_average(imported):
 def test_property_busbw_over_algbw_is_the_op_factor(imported):
     run, ms = imported.run, imported.measurements
     op, n = run.meta["op"], run.ranks
+    if not n:
+        pytest.skip("the log does not say how many ranks (a truncated rank list)")
+    if n == 1 or "algbw_not_stored" in run.meta:
+        pytest.skip("one rank (busbw 0) or an old all_gather/reduce_scatter algbw (tested below)")
     factor = SPECS[op].busbw_factor(n)
     checked = 0
     for m in by(ms, "algbw"):
@@ -142,10 +157,12 @@ def test_property_busbw_over_algbw_is_the_op_factor(imported):
         tolerance = factor * (0.005 / m.value + 0.005 / bus)
         assert abs(bus / m.value - factor) <= tolerance + 1e-12, (m.params, bus, m.value)
         checked += 1
+    if not checked and all(m.value < 1.0 for m in by(ms, "algbw")):
+        pytest.skip("every algbw below 1 GB/s: two decimals say nothing about the factor")
     assert checked >= 5
 
 
-def test_concatenated_logs_stream_run_by_run():
+def test_concatenated_logs_stream_run_by_run(monkeypatch):
     texts = [(DATA / n).read_text() for n in ("superbench-nccl_allreduce.log", "a3mega-h100-2node-all_reduce.txt",
                                                "superbench-nccl_broadcast.log")]
     lines = "".join(texts).splitlines(keepends=True)
@@ -157,6 +174,7 @@ def test_concatenated_logs_stream_run_by_run():
             consumed += 1
             yield line
 
+    monkeypatch.setattr(common, "CHUNK_LINES", 16)   # a large log is read a block at a time
     it = parse_lines(source(), "cat.log")
     first = next(it)
     assert first.run.meta["op"] == "all_reduce" and first.run.ranks == 8

@@ -110,6 +110,27 @@ def test_rccl_json_with_unquoted_strings(text_run):
     assert sorted(m.value for m in busbw) == [315.84, 316.55]
 
 
+@pytest.mark.parametrize("brackets", [True, False], ids=["array", "object-lines"])
+def test_rccl_json_quoted_as_the_current_reporter_writes_it(text_run, brackets):
+    # rocm-systems projects/rccl-tests src/common.cu: makeValueKeyPair quotes std::string values,
+    # std::to_string prints 6 decimals; an MPI build adds nodes/ranks/ranksPerNode/gpusPerRank
+    objs = [f'{{"numCycle":0, "name":"AllReduce", "nodes":1, "ranks":8, "ranksPerNode":8, "gpusPerRank":1, '
+            f'"size":{size}, "type":"float", "redop":"sum", "inPlace":{inplace}, "time":{p["time_us"]:.6f}, '
+            f'"algBw":{p["algbw"]:.6f}, "busBw":{p["busbw"]:.6f}, "wrong":"0"}}'
+            for size, inplace, p in rccl_rows(text_run)]
+    doc = ("[\n" + ",\n".join(objs) + "\n]\n") if brackets else "\n".join(objs) + "\n"
+    if brackets:
+        json.loads(doc)   # the current writer's output is valid JSON
+    assert detect_tool(doc) == "nccl-tests"
+    r = parse_text(doc, name="rccl.json")[0]
+    assert r.run.meta["op"] == "all_reduce" and r.run.ranks == 8 and r.run.meta["nodes"] == 1
+    got = sorted((m.metric, m.params["bytes"], m.params["count"], m.params["placement"], m.value)
+                 for m in r.measurements)
+    want = sorted((m.metric, m.params["bytes"], m.params["count"], m.params["placement"], m.value)
+                  for m in text_run.measurements if m.metric in ("time_us", "algbw", "busbw", "wrong"))
+    assert got == want
+
+
 def test_json_that_cannot_be_recovered_is_an_error():
     with pytest.raises(LogFormatError):
         parse_text('{"nccl_version": 1, "results": [ {"size": ', tool="nccl-tests")

@@ -124,3 +124,59 @@ def test_hipblaslt_bench_fp8_new_header():
     assert (t.params["m"], t.params["n"], t.params["k"], t.params["transA"]) == (4096, 65536, 14336, "T")
     assert t.params["dtype"] == "fp8_e4m3" and r.run.source == "hipblaslt-bench 100100"
     assert pick(r.measurements, "time_us").value == 2351.32
+
+
+# -- hipBLASLt / rocBLAS columns by name, GB/s kept, implausible figures warned -----------------
+@pytest.mark.parametrize("name, gflops, gbs, us", [
+    ("mi350x-v100200-bf16-7168x4096x18432-gbs-print-kernel-info.txt", 1.19301e+06, 486.546, 907.225),
+    ("doc-bench-freq-lowest-avg-freq-columns.txt", 192.399, 22.442, 10.9),      # freq columns first
+    ("doc-bench-freq-all-per-xcd-columns.txt", 148.734, 17.3488, 14.1),
+    ("pr1544-bench-eff-efficiency-column-between-gflops-and-gbs.txt", 555009, 248.176, 2361.71),
+    ("doc-v-validation-cpu-gflops-norm-error.txt", 403.298, 17.6063, 10.4),     # CPU-Gflops/CPU-us after
+])
+def test_hipblaslt_columns_by_name_and_gbs_kept(name, gflops, gbs, us):
+    r = load("hipblaslt-bench", name)
+    assert pick(r.measurements, "tflops").value == pytest.approx(gflops / 1000)
+    bw = pick(r.measurements, "bandwidth")
+    assert bw.value == pytest.approx(gbs) and bw.unit == "GB/s"
+    assert pick(r.measurements, "time_us").value == pytest.approx(us)
+    assert not r.run.meta.get("warnings")
+
+
+def test_hipblaslt_2023_header_without_gbs():
+    r = load("hipblaslt-bench", "doc-2023-old-header-uppercase-MNK-no-index-spaced-values.txt")
+    t = pick(r.measurements, "tflops")
+    assert t.value == pytest.approx(0.415278) and (t.params["m"], t.params["dtype"]) == (128, "fp32")
+    assert pick(r.measurements, "time_us").value == 10.1 and not [m for m in r.measurements if m.metric == "bandwidth"]
+
+
+def test_a_gemm_no_device_could_run_is_stored_with_a_warning():
+    r = load("hipblaslt-bench", "issue251-2023-gfx906-unsupported-warning-bogus-gflops-v1.txt")
+    assert pick(r.measurements, "tflops").value == pytest.approx(2727.63)   # stored as printed ...
+    warnings = r.run.meta["warnings"]                                       # ... and flagged
+    assert warnings[0].startswith("rocblaslt warning: No paths matched")
+    assert warnings[1].startswith("implausible GEMM figure: 2048x2048x2048 fp32 at 2728 TFLOP/s (6.3 us) is above "
+                                  "the datasheet peak of every device clusterbench knows (653.7 TFLOP/s for fp32)")
+
+
+def test_microseconds_for_a_large_gemm_on_a_known_device_are_flagged():
+    text = (DATA / "rocblas-bench" / "seed-mi300x-sgemm-4000.txt").read_text().replace(" 1317", " 13.17")
+    (r,) = parse_text("Device ID 0 : AMD Instinct MI300X\n" + text, name="sgemm.txt")
+    assert "is above the MI300X's datasheet peak (653.7 TFLOP/s for fp32)" in r.run.meta["warnings"][0]
+
+
+@pytest.mark.parametrize("name, gflops, us", [
+    ("rocblas-docs-vega20-sgemm-old-header-no-gbs-rst-indented.txt", 11941.5, 11509.4),   # ldb before beta
+    ("rx6750xt-windows-rocm-v5.7-cold-hot-iters-spaced-values.txt", 25977.3, 5290.73),   # ', 2, 10, 25977.3'
+])
+def test_rocblas_old_and_spaced_forms(name, gflops, us):
+    r = load("rocblas-bench", name)
+    t = pick(r.measurements, "tflops")
+    assert t.value == pytest.approx(gflops / 1000) and pick(r.measurements, "time_us").value == us
+    assert (t.params["m"], t.params["n"], t.params["k"]) == (4096, 4096, 4096)
+    assert not r.run.meta.get("warnings")
+
+
+def test_rocblas_type_not_printed_is_not_guessed():
+    r = load("rocblas-bench", "rx6750xt-windows-rocm-v5.7-cold-hot-iters-spaced-values.txt")
+    assert "dtype" not in pick(r.measurements, "tflops").params and r.run.source == "rocblas-bench 5.7.0.67811f1ee52"

@@ -123,7 +123,7 @@ def test_warnings_print_live_are_stored_and_shown_again(tmp_path):
     with Store.open(db) as store:
         run = store.get_run(result.run.id)
         shown = render_run(run, store.measurements(run.id))
-    assert [w["kind"] for w in run.meta["warnings"]] == [noise.FIRST, noise.SPREAD]
+    assert [w["kind"] for w in run.meta["noise"]] == [noise.FIRST, noise.SPREAD]
     assert [line for line in shown if line.startswith("# warning:")] == live_lines
     # after the table: the last row of the table comes before the first warning
     first_warning = shown.index(live_lines[0])

@@ -10,6 +10,7 @@ import pytest
 from clusterbench.errors import StoreError, UsageError
 from clusterbench.records import INCOMPLETE, Measurement, Run
 from clusterbench.store import Store, TelemetrySample
+from clusterbench.store.migrations import MIGRATIONS
 
 
 @pytest.fixture
@@ -61,14 +62,14 @@ def test_failed_write_leaves_nothing(db):
         with pytest.raises(StoreError):
             s.save_run(run, bad)
         assert s.list_runs() == []
-        assert _count(s, "measurements") == 0 and _count(s, "runs") == 0
+        assert _count(s, "measurement_packs") == 0 and _count(s, "runs") == 0
 
 
 def test_delete_cascades(db):
     with Store.open(db) as s:
         rid = s.save_run(Run(benchmark="coll", tags={"a": "b"}), _ms(4))
         s.delete_run(rid)
-        assert _count(s, "measurements") == 0 and _count(s, "run_tags") == 0
+        assert _count(s, "measurement_packs") == 0 and _count(s, "run_tags") == 0
 
 
 def test_corrupt_database(tmp_path):
@@ -131,7 +132,7 @@ def test_full_disk_is_one_error_and_stores_nothing(tmp_path):
 
     mnt = tmp_path / "tiny"
     mnt.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=160k", "tmpfs", str(mnt)],
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)],
                                            capture_output=True).returncode != 0:
         pytest.skip("needs root to mount a small tmpfs")
     try:
@@ -144,7 +145,7 @@ def test_full_disk_is_one_error_and_stores_nothing(tmp_path):
                 s.save_run(Run(benchmark="coll"), big)
         con = sqlite3.connect(db)
         assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
-        assert con.execute("SELECT count(*) FROM measurements").fetchone()[0] == 0
+        assert con.execute("SELECT count(*) FROM measurement_packs").fetchone()[0] == 0
         con.close()
     finally:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
@@ -212,6 +213,32 @@ def test_uid_migration_backfills_existing_runs(db):
         assert len(s.uids()) == 5
 
 
+def test_packs_migration_keeps_every_measurement_in_order(db):
+    """0005 moves the one-row-per-measurement table of older databases into packs: the records
+    read back are the ones written, in their order, on both engines."""
+    _old_database(db, 2)
+    from clusterbench.store import connect, location
+
+    written = {1: [("all_reduce", "busbw", 315.84, "GB/s", '{"bytes": 8, "placement": "in"}'),
+                   ("all_reduce", "time_us", 0.1 + 0.2, "us", '{"bytes": 8, "placement": "in"}'),
+                   ("stream", "bandwidth", 1e-300, "GB/s", '{"kernel": "Copy", "big": 4611686018427387904}')],
+               2: [("x", "y", -0.0, "", "{}")]}
+    backend = connect(location.parse(db))
+    with backend.write():
+        for run_id in (2, 1):   # interleaved ids: order within a run is by measurement id
+            for row in written[run_id]:
+                backend.execute("INSERT INTO measurements (run_id, benchmark, metric, value, unit, params)"
+                                " VALUES (?, ?, ?, ?, ?, ?)", (run_id, *row))
+    backend.close()
+    with Store.open(db) as s:
+        assert "0006_measurement_packs" in s.applied_migrations()
+        assert not s.db.table_exists("measurements")
+        assert s.measurement_counts() == {1: 3, 2: 1}
+        assert list(s.measurement_rows(1)) == written[1] and list(s.measurement_rows(2)) == written[2]
+        assert [m.value for m in s.measurements(1)] == [315.84, 0.1 + 0.2, 1e-300]
+        assert s.measurements(1)[2].params == {"kernel": "Copy", "big": 2**62}
+
+
 def _opener(db, tag):
     with Store.open(db) as s:
         s.save_run(Run(benchmark="coll", tags={"writer": tag}), _ms(10))
@@ -228,8 +255,6 @@ def test_concurrent_first_opens_migrate_once(db):
         assert p.exitcode == 0
     with Store.open(db) as s:
         names = s.applied_migrations()
-        from clusterbench.store.migrations import MIGRATIONS
-
         assert len(names) == len(set(names)) == len(MIGRATIONS)
         assert sorted(r.tags["writer"] for r in s.list_runs()) == ["0", "1", "2", "3"]
 

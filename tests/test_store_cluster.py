@@ -98,7 +98,7 @@ def test_32_writers_on_3_hosts_and_a_killed_one(cluster, server):
         runs = s.list_runs()
         counts = s.measurement_counts()
         assert s.runs_with_tags({"writer": "killed"}) == []
-        orphans = s.db.execute("SELECT count(*) FROM measurements WHERE run_id NOT IN (SELECT id FROM runs)")
+        orphans = s.db.execute("SELECT count(*) FROM measurement_packs WHERE run_id NOT IN (SELECT id FROM runs)")
         assert orphans.fetchone()[0] == 0
         assert len(s.uids()) == len(runs)
     assert len(runs) == (WRITERS - len(importers)) * RUNS + len(importers)

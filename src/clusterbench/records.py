@@ -23,6 +23,10 @@ COMPLETE = "complete"
 INCOMPLETE = "incomplete"
 FAILED = "failed"
 RUN_STATUSES = (COMPLETE, INCOMPLETE, FAILED)
+# Run meta key: a list of doubts about a run's figures that do not make them wrong to keep (an
+# import's checks: rows missing, an implausible rate); results show and validate print them.
+WARNINGS = "warnings"   # doubts about an import's figures (strings): ingest.common.add_warning
+NOISE = "noise"         # noise inside a run (dicts): judge.noise
 
 Params = dict[str, Any]
 

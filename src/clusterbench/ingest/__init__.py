@@ -12,12 +12,18 @@ docs/architecture.md, so an imported run is selected, validated and compared lik
 from __future__ import annotations
 
 import importlib
-import itertools
 import pkgutil
+import re
 from collections.abc import Iterable, Iterator
 
-from clusterbench.ingest.common import IMPORT_BENCHMARK, ImportedRun, LogFormatError, clean_lines
-from clusterbench.ingest.registry import Importer
+from clusterbench.ingest.common import (
+    IMPORT_BENCHMARK,
+    ImportedRun,
+    Lines,
+    LogFormatError,
+    clean_lines,
+)
+from clusterbench.ingest.registry import ForeignOutput, Importer, whole_text
 
 __all__ = ["IMPORT_BENCHMARK", "IMPORTERS", "TOOLS", "ImportedRun", "LogFormatError", "detect_tool",
            "iter_runs", "parse_text"]
@@ -40,6 +46,43 @@ for _imp in IMPORTERS:
     for _name in (_imp.tool, *_imp.aliases):
         _BY_TOOL.setdefault(_name, _imp)
 TOOLS = tuple(sorted(_BY_TOOL))
+# Where each tool's output begins, one named group per importer (g0, g1, ...)
+_STARTERS = [imp for imp in IMPORTERS if imp.starts is not None]
+_ALL_STARTS = re.compile("|".join(f"(?P<g{i}>{imp.starts.pattern})" for i, imp in enumerate(_STARTERS)  # type: ignore[union-attr]
+                                  ), re.M)
+CONTEXT_LINES = 3   # lines before a tool's first line that go with it (its command line)
+
+
+def _foreign_starts(tool: str) -> re.Pattern[str] | None:
+    """Where the output of a tool other than ``tool`` begins."""
+    others = [imp.starts.pattern for imp in _STARTERS if imp.tool != tool]  # type: ignore[union-attr]
+    return re.compile("|".join(f"(?:{p})" for p in others), re.M) if others else None
+
+
+def split_tools(text: str, first: str) -> list[tuple[str, str]]:
+    """The parts of a log written by different tools, as (tool, text), in order. Text before a
+    tool's first line (its command line, a prompt) goes with it; a part ends where another
+    tool's output begins."""
+    parts: list[tuple[str, str]] = []
+    tool, start = None, 0
+    for m in _ALL_STARTS.finditer(text):
+        found = _STARTERS[int((m.lastgroup or "g0")[1:])].tool
+        if tool is None:
+            tool = found
+            continue
+        if found == tool:
+            continue
+        line = text.rfind("\n", 0, m.start()) + 1
+        context = line
+        for _ in range(CONTEXT_LINES):
+            prev = text.rfind("\n", 0, max(context - 1, 0)) + 1
+            if prev >= context or not text[prev:context].strip():
+                break
+            context = prev
+        parts.append((tool, text[start:line]))
+        tool, start = found, context
+    parts.append((tool or first, text[start:]))
+    return [(t, p) for t, p in parts if p.strip()]
 
 
 def detect_tool(text: str) -> str | None:
@@ -72,13 +115,39 @@ def iter_runs(lines: Iterable[str], tool: str | None = None, name: str = "") -> 
     found = tool or detect_tool(head)
     if found is None:
         raise LogFormatError(f"unknown format: not the output of {', '.join(TOOLS)} (use --tool to force one)")
-    rest = (line if line.endswith("\n") else line + "\n" for line in it)
     count = 0
-    for run in _BY_TOOL[found].parse(itertools.chain(head_lines, rest), name, head):
+    imp = _BY_TOOL[found]
+    if tool is not None:          # forced: the whole log is that tool's
+        runs = imp.parse(Lines(head_lines, it), name, head)
+    elif imp.streams:             # a foreign tool's output met on the way is read by its tool
+        runs = _streamed(imp, Lines(head_lines, it, foreign=_foreign_starts(found)), name, head)
+    else:
+        runs = _parts(whole_text(Lines(head_lines, it)), found, name)
+    for run in runs:
         count += 1
         yield run
     if count == 0:
         raise LogFormatError(f"no {found} results found")
+
+
+def _streamed(imp: Importer, lines: Lines, name: str, head: str) -> Iterator[ImportedRun]:
+    try:
+        yield from imp.parse(lines, name, head)
+    except ForeignOutput as rest:
+        yield from _parts(rest.text, imp.tool, name, mixed=True)
+
+
+def _parts(text: str, found: str, name: str, mixed: bool = False) -> Iterator[ImportedRun]:
+    """Each tool's part of a log, read by its tool (one part when one tool wrote it all)."""
+    parts = split_tools(text, found)
+    for tool, part in parts:
+        lines = part.splitlines(keepends=True)
+        try:
+            yield from _BY_TOOL[tool].parse(Lines(lines, iter(())), name, part[:HEAD_CHARS])
+        except LogFormatError as e:
+            if len(parts) == 1 and not mixed:
+                raise
+            raise LogFormatError(f"the {tool} output in it: {e}") from None
 
 
 def _binary(head: str) -> bool:

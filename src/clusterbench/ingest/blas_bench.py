@@ -1,9 +1,17 @@
 """rocblas-bench and hipblaslt-bench CSV result lines -> ``gemm`` records (GFLOPS -> TFLOP/s).
 
-Both print a CSV header ending in ``<lib>-Gflops,us`` (hipblaslt-bench prefixes it with ``[0]``)
-followed by one value line per problem, which document copies sometimes wrap or separate with
-blank lines. rocblas-bench does not print the function or the data type: they come from a
-command line in the log, else from the file name, else are left out (never guessed).
+Both print a CSV header with ``<lib>-Gflops`` and ``us`` (hipblaslt-bench prefixes it with
+``[0]:`` since 2024) followed by one value line per problem, which document copies sometimes wrap
+or separate with blank lines. Columns are read by name, never by position: extra columns can come
+before the performance ones (``HIPBLASLT_BENCH_FREQ``, ``_EFF``) or after them (``-v``: CPU-Gflops,
+norm_error). ``<lib>-GB/s`` (hipblaslt-bench since 2024, newer rocblas-bench) is kept as the gemm
+family's ``bandwidth``. rocblas-bench does not print the function or the data type: they come
+from a command line in the log, else from the file name, else are left out (never guessed).
+
+A figure no device could produce, from the printed GFLOPS or from 2*m*n*k*batch over the printed
+time (a kernel that did not run reports microseconds for a multi-GFLOP GEMM), is stored with a
+warning: above 1.5x the datasheet peak of the log's device for the data type, or of any device
+clusterbench knows (data/peaks.yaml) when the device is not known.
 """
 
 from __future__ import annotations
@@ -11,10 +19,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-from clusterbench.families.gemm.spec import BENCHMARK, TFLOPS, TIME
-from clusterbench.ingest.common import ImportedRun, clean_lines, new_run, to_float, to_int
-from clusterbench.ingest.registry import Importer, Parse
-from clusterbench.records import Measurement
+from clusterbench import peaks
+from clusterbench.families.gemm.spec import BANDWIDTH, BENCHMARK, TFLOPS, TIME
+from clusterbench.ingest.common import (
+    ImportedRun,
+    add_warning,
+    clean_lines,
+    new_run,
+    to_float,
+    to_int,
+)
+from clusterbench.ingest.registry import Importer, Parse, whole_text
+from clusterbench.records import Measurement, Run
 
 # rocblas/hipblaslt type codes and file-name words -> the gemm family's dtype names
 _TYPES = {"s": "fp32", "f32_r": "fp32", "fp32": "fp32", "sgemm": "fp32", "d": "fp64", "f64_r": "fp64",
@@ -65,26 +81,37 @@ def parse(text: str, name: str = "", tool: str = "rocblas-bench") -> list[Import
         m = re.match(r"Device ID \d+\s*:\s*(.+)$", line)
         if m:
             run.devices.append(m.group(1).strip())
+        m = re.match(r"rocBLAS version:\s*(\S+)", line)
+        if m:
+            run.versions["rocblas"] = m.group(1)
+            run.source = f"{tool} {m.group(1)}"
+        if "warning" in line.lower() and "," not in line:   # e.g. rocblaslt: No paths matched (no kernels)
+            add_warning(run, line)
+            continue
         if "Gflops" in line and "," in line:
             cols = [c.strip() for c in re.sub(r"^\[\d+\]:?", "", line).split(",")]
             pending = ""
             continue
         if not cols or "," not in line:
             continue
-        pending = f"{pending},{line}" if pending else line
-        vals = [v.strip() for v in pending.split(",") if v.strip() != ""]
+        if pending:   # a value line a document wrapped: join it back at its comma
+            pending += line if pending.endswith(",") or line.startswith(",") else "," + line
+        else:
+            pending = line
+        vals = [v.strip() for v in pending.split(",")]
         if len(vals) < len(cols):
             continue  # the value line was wrapped: wait for the rest
         pending = ""
         row = dict(zip(cols, vals))
-        ms.extend(_measurements(row, cols, text, name))
+        ms.extend(_measurements(row, cols, text, name, run))
     if not ms:
         return []
     return [ImportedRun(run, ms)]
 
 
-def _measurements(row: dict[str, str], cols: list[str], text: str, name: str) -> list[Measurement]:
-    gflops_key = next(c for c in cols if c.endswith("Gflops"))
+def _measurements(row: dict[str, str], cols: list[str], text: str, name: str, run: Run) -> list[Measurement]:
+    gflops_key = next(c for c in cols if c.endswith("Gflops") and not c.startswith("CPU"))
+    gbs_key = next((c for c in cols if c.endswith("-GB/s") and not c.startswith("CPU")), None)
     gflops, us = to_float(row.get(gflops_key, "")), to_float(row.get("us", ""))
     lower = {k.lower(): v for k, v in row.items()}
     function, inferred = _function(cols, text)
@@ -107,17 +134,50 @@ def _measurements(row: dict[str, str], cols: list[str], text: str, name: str) ->
         out.append(TFLOPS(BENCHMARK, gflops / 1000.0, params))
     if us is not None:
         out.append(TIME(BENCHMARK, us, params))
+    gbs = to_float(row.get(gbs_key, "")) if gbs_key else None
+    if gbs is not None:
+        out.append(BANDWIDTH(BENCHMARK, gbs, params))
+    _check_plausible(run, params, gflops, us)
     return out
+
+
+def _check_plausible(run: Run, params: dict[str, object], gflops: float | None, us: float | None) -> None:
+    """Warn about a rate no device could reach (see the module doc)."""
+    m, n, k = params.get("m"), params.get("n"), params.get("k")
+    implied = None
+    if isinstance(m, int) and isinstance(n, int) and isinstance(k, int) and us:
+        implied = 2.0 * m * n * k * int(params.get("batch", 1)) / (us * 1e-6) / 1e12   # TFLOP/s
+    rate = max(x for x in (gflops / 1000.0 if gflops is not None else None, implied) if x is not None) \
+        if (gflops is not None or implied is not None) else None
+    if rate is None:
+        return
+    dtype = str(params.get("dtype", ""))
+    kinds = [dtype, "tf32"] if dtype == "fp32" else [dtype] if dtype else []
+    device = next((d for d in run.devices if peaks.lookup(d)), None)
+    if device:
+        dev = peaks.lookup(device)
+        assert dev is not None
+        limit = max((dev.tflops[x] for x in kinds if x in dev.tflops), default=max(dev.tflops.values(), default=0))
+        whose = f"the {dev.id}'s datasheet peak"
+    else:
+        limit = max((d.tflops.get(x, 0.0) for d in peaks.table() for x in (kinds or list(d.tflops))), default=0)
+        whose = "the datasheet peak of every device clusterbench knows"
+    if limit and rate > 1.5 * limit:
+        shape = f"{m}x{n}x{k} {dtype}".strip()
+        add_warning(run, f"implausible GEMM figure: {shape} at {rate:.4g} TFLOP/s ({us} us) is above {whose} "
+                         f"({limit:g} TFLOP/s{' for ' + dtype if dtype else ''}); the kernel probably did not run")
 
 
 def _parser(tool: str) -> Parse:
     def run(lines: Iterable[str], name: str, head: str) -> Iterator[ImportedRun]:
-        yield from parse("".join(lines), name, tool)
+        yield from parse(whole_text(lines), name, tool)
     return run
 
 
 IMPORTERS = (
     Importer("hipblaslt-bench", re.compile(r"hipblaslt-Gflops|hipBLASLt version"), _parser("hipblaslt-bench"),
-             order=70),
-    Importer("rocblas-bench", re.compile(r"rocblas-Gflops"), _parser("rocblas-bench"), order=80),
+             order=70, starts=re.compile(r"^\s*hipBLASLt version|^\s*(?:\[\d+\]:?)?transA,transB,.*hipblaslt-Gflops",
+                                         re.M)),
+    Importer("rocblas-bench", re.compile(r"rocblas-Gflops"), _parser("rocblas-bench"), order=80,
+             starts=re.compile(r"^\s*transA,transB,.*rocblas-Gflops", re.M)),
 )

@@ -135,5 +135,5 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
 IMPORTERS = (
     # first: clusterbench's own lines may hold any other tool's words in their params and meta
     Importer(TOOL, re.compile(r'\{"kind": "(measurement|run)", |\{"run": (\d+|null), "benchmark": "[^"]*", "metric": '),
-             lambda lines, name, head: iter_parse(lines, name), order=0),
+             lambda lines, name, head: iter_parse(lines, name), order=0, streams=True),
 )

@@ -1,21 +1,28 @@
 """What every log importer shares: the result type, line cleaning and number parsing.
 
-Logs reach us through terminals, MPI launchers, issue trackers and documents, so before a parser
-sees a line we undo what those do to it: MPI output tags (``[1,0]<stdout>:``), terminal colour
-codes, carriage returns, and the reStructuredText markup of documents that quote tool output
-(``:mark:`...``` roles wrapped across source lines, ``\\|`` escapes, ``**bold**``).
+Logs reach us through terminals, launchers, issue trackers and documents, so before a parser
+sees a line we undo what those do to it: the prefixes launchers and log collectors put before
+every line (Open MPI ``--tag-output`` ``[1,0]<stdout>:``, SkyPilot ``(head, rank=0, pid=N)``,
+srun ``--label`` ``0: `` / `` 0: ``, ``kubectl logs --prefix`` ``[pod/NAME/CONTAINER]``,
+timestamps, and pdsh's ``host: `` when every line has one), terminal colour codes, carriage
+returns, and the reStructuredText markup of documents that quote tool output (``:mark:`...```
+roles wrapped across source lines, ``\\|`` escapes, ``**bold**``).
+
+A prefix is only taken off where it cannot be data: a table row starts with a number but never
+with ``<number>: ``, and pdsh's free-form ``host: `` is removed only when nearly every line of the
+log's start carries one (so ``Version: 4.0`` in a BabelStream banner stays).
 """
 
 from __future__ import annotations
 
-import json
+import itertools
 import math
 import re
 from collections.abc import Iterable, Iterator
-from typing import Protocol
 
 from clusterbench.errors import UsageError
-from clusterbench.records import COMPLETE, Measurement, Run
+from clusterbench.records import COMPLETE, WARNINGS, Measurement, Run
+from clusterbench.store.packs import Packs, measurements_of, pack_measurements
 
 IMPORT_BENCHMARK = "import"
 MAX_ERROR_LINES = 100  # a crash can print the same failure from every rank; keep the run small
@@ -25,51 +32,42 @@ class LogFormatError(UsageError):
     """The text is not a log this importer understands (unknown tool, no results, junk)."""
 
 
-class RecordTable(Protocol):
-    """A compact form of a run's records, for parsers that produce millions of them."""
-
-    def __len__(self) -> int: ...
-
-    def measurements(self) -> list[Measurement]: ...
-
-    def rows(self) -> Iterator[tuple[str, str, float, str, str]]: ...
-
-
 class ImportedRun:
     """One run found in a log: the run record and its measurements.
 
-    Parsers give either the measurements or a ``RecordTable``; then ``store_rows`` feeds
-    ``Store.save_run_rows`` without building a Measurement object and a JSON text per record.
+    Parsers give either the measurements or, for runs of millions of records, ``Packs`` (the
+    store's packed form, store/packs.py): then ``store_rows`` hands them to
+    ``Store.save_run_rows`` as they are, and Measurement objects are built only if asked for.
     """
 
     def __init__(self, run: Run, measurements: list[Measurement] | None = None,
-                 table: RecordTable | None = None) -> None:
+                 packs: Packs | None = None, benchmark: str | None = None) -> None:
         self.run = run
-        self._measurements = measurements if measurements is not None or table is not None else []
-        self._table = table
+        self._measurements = measurements if measurements is not None or packs is not None else []
+        self._packs = packs
+        self._benchmark = benchmark  # the one benchmark of a packed run
 
     @property
     def measurements(self) -> list[Measurement]:
         if self._measurements is None:
-            assert self._table is not None
-            self._measurements = self._table.measurements()
+            assert self._packs is not None
+            self._measurements = [m for p in self._packs.packs for m in measurements_of(p.format, p.body)]
         return self._measurements
 
     def __len__(self) -> int:
-        return len(self._measurements) if self._measurements is not None else len(self._table or ())
+        return len(self._measurements) if self._measurements is not None else len(self._packs or ())
 
     def benchmarks(self) -> list[str]:
         """The benchmark names of the records, without building them."""
-        op = getattr(self._table, "op", None) if self._measurements is None else None
-        if op is not None:
-            return [op]
+        if self._measurements is None:
+            return [self._benchmark] if self._benchmark and len(self) else []
         return sorted({m.benchmark for m in self.measurements})
 
-    def store_rows(self) -> Iterator[tuple[str, str, float, str, str]]:
-        if self._measurements is None and self._table is not None:
-            return self._table.rows()
-        return ((m.benchmark, m.metric, float(m.value), m.unit, json.dumps(m.params, default=str))
-                for m in self.measurements)
+    def store_rows(self) -> Packs:
+        """The records for ``Store.save_run_rows``."""
+        if self._measurements is None and self._packs is not None:
+            return self._packs
+        return Packs([pack_measurements(self.measurements)])
 
 
 def new_run(tool: str, name: str = "") -> Run:
@@ -81,6 +79,14 @@ def new_run(tool: str, name: str = "") -> Run:
     return run
 
 
+def add_warning(run: Run, text: str) -> None:
+    """A doubt about the log's figures that does not make them wrong to keep: stored in the run's
+    ``warnings`` meta list, which ``results show`` and ``validate`` print."""
+    warnings = run.meta.setdefault(WARNINGS, [])
+    if text not in warnings and len(warnings) < MAX_ERROR_LINES:
+        warnings.append(text)
+
+
 def add_error(run: Run, line: str) -> None:
     if len(run.errors) < MAX_ERROR_LINES:
         run.errors.append(line.strip())
@@ -88,7 +94,16 @@ def add_error(run: Run, line: str) -> None:
         run.meta["errors_dropped"] = run.meta.get("errors_dropped", 0) + 1
 
 
-_MPI_TAG = re.compile(r"^\[\d+,\d+\]<(?:stdout|stderr)>:")
+# Prefixes a launcher or log collector writes before a tool's line; several may stack
+# (SkyPilot before an MPI tag, a kubectl prefix before a timestamp).
+_WRAPPER = re.compile(
+    r"\[\d+,\d+\]<(?:stdout|stderr)>:"                               # mpirun --tag-output
+    r"|\([\w.-]+, rank=\d+, pid=\d+(?:, ip=[^)]*)?\) "                # SkyPilot
+    r"|\[pod/[^\]\s]+\] "                                            # kubectl logs --prefix
+    r"|\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]? "  # timestamps
+    r"| *\d{1,6}:(?: |$)")                                           # srun --label, padded
+_HOST_PREFIX = re.compile(r"([A-Za-z][\w.-]*): ")                    # pdsh / pdcp
+_HOST_WINDOW = 40     # lines looked at to decide whether pdsh prefixed them all
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _MARK = re.compile(r":mark:`([^`]*)`")
 _BOLD = re.compile(r"\*\*([^*]+)\*\*")
@@ -100,21 +115,181 @@ def _strip_doc_markup(line: str) -> str:
     return line.replace("\\|", "|").replace("\\\\", "\\").replace("\\*", "*")
 
 
-def clean_lines(lines: Iterable[str]) -> Iterator[str]:
-    """Yield the tool's own output lines, without launcher tags, colours or document markup.
+def strip_wrappers(line: str) -> str:
+    """``line`` without the launcher and log-collector prefixes before it (see the module doc)."""
+    # Cheap test first: every prefix has a ':' early or starts with '(' or '['; a table row
+    # (the bulk of large logs) has none of these.
+    while (line.find(":", 0, 40) >= 0 or line[:1] in "([") and (m := _WRAPPER.match(line)):
+        if not m.end():
+            break
+        line = line[m.end():]
+    return line
 
-    A ``:mark:`` role that a document wrapped over several source lines is joined back into one
-    line (with a space where the wrap was), so a table row is one line again.
-    """
-    pending: str | None = None
-    for raw in lines:
+
+def _host_prefixes(lines: list[str]) -> bool:
+    """Whether (nearly) every non-empty line starts with ``host: `` as pdsh writes it."""
+    texts = [ln for ln in lines if ln.strip()]
+    if len(texts) < 5:
+        return False
+    hits = sum(1 for ln in texts if _HOST_PREFIX.match(ln))
+    return hits >= 0.9 * len(texts)
+
+
+def _unwrapped(lines: Iterable[str]) -> Iterator[str]:
+    buffered: list[str] = []
+    it = iter(lines)
+    for raw in it:
         line = raw.rstrip("\r\n")
         if "\x1b" in line:
             line = _ANSI.sub("", line)
         if "\r" in line:  # progress output overwritten in place: keep what was left on screen
             line = line.rsplit("\r", 1)[-1]
-        if line.startswith("["):
-            line = _MPI_TAG.sub("", line, count=1)
+        buffered.append(strip_wrappers(line))
+        if len(buffered) >= _HOST_WINDOW:
+            break
+    pdsh = _host_prefixes(buffered)
+    for line in buffered:
+        yield _strip_host(line) if pdsh else line
+    for raw in it:
+        line = raw.rstrip("\r\n")
+        if "\x1b" in line:
+            line = _ANSI.sub("", line)
+        if "\r" in line:
+            line = line.rsplit("\r", 1)[-1]
+        line = strip_wrappers(line)
+        yield _strip_host(line) if pdsh else line
+
+
+def _strip_host(line: str) -> str:
+    m = _HOST_PREFIX.match(line)
+    return strip_wrappers(line[m.end():]) if m else line
+
+
+_WRAPPERS_AT_LINE = re.compile(r"^(?:" + _WRAPPER.pattern + r")+", re.M)
+_HOST_AT_LINE = re.compile(r"^" + _HOST_PREFIX.pattern, re.M)
+_OVERWRITTEN = re.compile(r"[^\n]*\r")
+CHUNK_LINES = 1 << 16
+
+
+class TextCleaner:
+    """``clean_lines`` for big blocks of text: the same cleaning, done by a few regular-expression
+    passes over the block instead of Python work per line (the nccl-tests importer reads
+    200 MB logs this way). Which prefixes a log carries is decided from its first lines."""
+
+    def __init__(self, head_lines: list[str]) -> None:
+        lines = [ln.rstrip("\r\n") for ln in head_lines]
+        self.pdsh = _host_prefixes([strip_wrappers(ln) for ln in lines[:_HOST_WINDOW]])
+        if self.pdsh:
+            lines = [_strip_host(ln) for ln in lines]
+        self.wrapped = any(strip_wrappers(ln) != ln for ln in lines)
+
+    def clean(self, text: str) -> str:
+        if "\r" in text:
+            text = text.replace("\r\n", "\n")
+            if "\r" in text:  # progress output overwritten in place: keep what was left on screen
+                text = _OVERWRITTEN.sub("", text)
+        if "\x1b" in text:
+            text = _ANSI.sub("", text)
+        if self.pdsh:
+            text = _HOST_AT_LINE.sub("", text)
+        if self.wrapped:
+            text = _WRAPPERS_AT_LINE.sub("", text)
+        if ":mark:`" in text:
+            text = _strip_roles(text)
+            if "**" in text:
+                text = _BOLD.sub(r"\1", text)
+            if "\\" in text:
+                text = text.replace("\\|", "|").replace("\\\\", "\\").replace("\\*", "*")
+        return text
+
+
+class Lines:
+    """A log's lines: the ones already read (its head), then the rest of its source. A file
+    as the source is also readable in large blocks (``blocks``), without a Python step per line."""
+
+    def __init__(self, head: list[str], rest: Iterator[str], foreign: re.Pattern[str] | None = None) -> None:
+        self.head, self.rest = head, rest
+        self.foreign = foreign   # where another tool's output begins (a streaming parser hands it over)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.head
+        yield from self.rest
+
+    def blocks(self, size: int = 1 << 20) -> Iterator[str]:
+        """The text in blocks of whole lines, each ending with a newline."""
+        if self.head:
+            yield "".join(ln if ln.endswith("\n") else ln + "\n" for ln in self.head)
+        read = getattr(self.rest, "read", None)
+        if read is None:
+            yield from _joined(self.rest)
+            return
+        while True:
+            block = read(size)
+            if not block:
+                return
+            if not block.endswith("\n"):
+                block += self.rest.readline()  # type: ignore[attr-defined]
+                if not block.endswith("\n"):
+                    block += "\n"
+            yield block
+
+
+def _joined(lines: Iterable[str]) -> Iterator[str]:
+    it = iter(lines)
+    while True:
+        block = list(itertools.islice(it, CHUNK_LINES))
+        if not block:
+            return
+        yield "".join(ln if ln.endswith("\n") else ln + "\n" for ln in block)
+
+
+def _strip_roles(text: str) -> str:
+    """``text`` without its ``:mark:`...``` roles' markup; a role a document wrapped over lines is
+    one line again (each continuation stripped, a space where the wrap was)."""
+    parts = text.split(":mark:`")
+    out = [parts[0]]
+    for part in parts[1:]:
+        end = part.find("`")
+        if end < 0:
+            out.append(":mark:`" + part)
+            continue
+        role = part[:end]
+        if "\n" in role:
+            first, *rest = role.split("\n")
+            role = first + "".join(" " + r.strip() for r in rest)
+        out.append(role)
+        out.append(part[end + 1:])
+    return "".join(out)
+
+
+def text_chunks(lines: Iterable[str]) -> Iterator[str]:
+    """The log as cleaned blocks of whole lines (each ending with a newline); a document's
+    ``:mark:`` role is never cut in two. Which prefixes to take off is decided on its start."""
+    blocks = lines.blocks() if isinstance(lines, Lines) else _joined(lines)
+    cleaner: TextCleaner | None = None
+    carry = ""
+    for block in blocks:
+        if cleaner is None:
+            cleaner = TextCleaner(block[:1 << 16].split("\n")[:_HOST_WINDOW * 4])
+        text = carry + block
+        carry = ""
+        if ":mark:`" in text and text.count("`") % 2:
+            cut = text.rfind("\n", 0, text.rfind(":mark:`")) + 1
+            text, carry = text[:cut], text[cut:]
+        if text:
+            yield cleaner.clean(text)
+    if carry and cleaner is not None:
+        yield cleaner.clean(carry)
+
+
+def clean_lines(lines: Iterable[str]) -> Iterator[str]:
+    """Yield the tool's own output lines, without launcher prefixes, colours or document markup.
+
+    A ``:mark:`` role that a document wrapped over several source lines is joined back into one
+    line (with a space where the wrap was), so a table row is one line again.
+    """
+    pending: str | None = None
+    for line in _unwrapped(lines):
         if pending is None and ":mark:`" not in line:
             yield line
             continue

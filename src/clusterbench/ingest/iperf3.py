@@ -1,4 +1,4 @@
-"""iperf3 ``-J`` output -> ``net`` records.
+"""iperf3 ``-J`` output (and its text output, ``iperf3_text.py``) -> ``net`` records.
 
 Bandwidth comes from ``end.sum_sent`` / ``end.sum_received`` (bits per second / 8 / 10^9 = GB/s),
 with retransmits (TCP), jitter and loss (UDP), the stream count and the test duration. A file may
@@ -13,6 +13,7 @@ from typing import Any
 
 from clusterbench.families.net.spec import BANDWIDTH, JITTER, LOST, NET, RETRANSMITS
 from clusterbench.ingest.common import ImportedRun, LogFormatError, add_error, new_run
+from clusterbench.ingest.iperf3_text import SIGNATURE, parse_text_output
 from clusterbench.ingest.registry import Importer, whole
 from clusterbench.records import FAILED, INCOMPLETE, Measurement
 
@@ -73,9 +74,10 @@ def _run(doc: dict[str, Any], name: str) -> ImportedRun | None:
         ms.append(BANDWIDTH(NET, float(s["bits_per_second"]) / 8e9, p))
         if "retransmits" in s:
             ms.append(RETRANSMITS(NET, float(s["retransmits"]), p))
-        if "jitter_ms" in s:
+        # jitter and loss are measured by the receiver; a UDP sender's summary holds zeros
+        if "jitter_ms" in s and (side == "received" or key == "sum"):
             ms.append(JITTER(NET, float(s["jitter_ms"]) * 1000, p))
-        if "lost_percent" in s:
+        if "lost_percent" in s and (side == "received" or key == "sum"):
             ms.append(LOST(NET, float(s["lost_percent"]), p))
     if doc.get("error"):
         add_error(run, str(doc["error"]))
@@ -88,6 +90,8 @@ def _run(doc: dict[str, Any], name: str) -> ImportedRun | None:
 
 
 def parse(text: str, name: str = "") -> list[ImportedRun]:
+    if not text.lstrip().startswith("{"):
+        return parse_text_output(text, name)
     out = []
     for doc in _documents(text):
         r = _run(doc, name)
@@ -96,5 +100,9 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
     return out
 
 
-IMPORTERS = (Importer("iperf3", re.compile(r'"intervals"\s*:|"sum_sent"\s*:|"version"\s*:\s*"iperf'),
-                      whole(parse), order=20),)
+IMPORTERS = (
+    Importer("iperf3", re.compile(r'"intervals"\s*:|"sum_sent"\s*:|"version"\s*:\s*"iperf'), whole(parse), order=20),
+    # the text output's words, after the other tools' (perftest and OSU logs quote no iperf3 line)
+    Importer("iperf3", SIGNATURE, whole(parse), order=95,
+             starts=re.compile(r"^\s*Connecting to host \S+, port \d+|^\s*Server listening on \d+", re.M)),
+)

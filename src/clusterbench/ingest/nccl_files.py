@@ -10,8 +10,11 @@ Formats, as the tools' sources write them:
   A run that crashed leaves the object unterminated; the finished part is kept (incomplete).
 - rccl-tests ``-Z csv``: ``numCycle,collective,[nodes,ranks,ranksPerNode,gpusPerRank | gpus],
   size,type,redop,inplace,time,algbw,busbw,#wrong``, one line per size and placement.
-- rccl-tests ``-Z json``: a list of objects with the same fields whose string values are not
-  quoted (``"name":AllReduce``), so it is read field by field, not with a JSON parser.
+- rccl-tests ``-Z json`` (``--rccl_output_format json``; src/common.cu ``Reporter::writeFile``):
+  ``[``, then one ``{"numCycle":0, "name":"AllReduce", ...}`` object per line, separated by ``},``
+  line ends, then ``]``. Older releases left string values unquoted (``"name":AllReduce``), and
+  logs often hold the object lines alone (a grep, a pod's output): each object is read field by
+  field on its own, with or without quotes, brackets and the separating commas.
 """
 
 from __future__ import annotations
@@ -41,8 +44,8 @@ from clusterbench.ingest.common import (
     to_float,
     to_int,
 )
-from clusterbench.ingest.nccl_tests import BENCH_UNKNOWN, nccl_version_from_code, parse_lines
-from clusterbench.ingest.registry import Importer
+from clusterbench.ingest.nccl_tests import nccl_version_from_code, parse_lines
+from clusterbench.ingest.registry import Importer, whole_text
 from clusterbench.records import COMPLETE, FAILED, INCOMPLETE, Measurement
 
 
@@ -114,7 +117,10 @@ def parse_nccl_json(text: str, name: str = "") -> list[ImportedRun]:
     run.ranks = len(devices)
     if "rank_hosts" in run.meta and not run.meta["rank_hosts"]:
         del run.meta["rank_hosts"]
-    op = (op_name(str(args[0])) if args else None) or op_in_text(name) or BENCH_UNKNOWN
+    op = (op_name(str(args[0])) if args else None) or op_in_text(name)
+    if op is None:
+        raise LogFormatError("the JSON file does not say which collective it measured (no program in "
+                             "'args'): name the file after the op (all_reduce.json)")
     run.meta["op"] = op
     ms: list[Measurement] = []
     for row in doc.get("results") or []:
@@ -187,7 +193,10 @@ def parse_rccl_results(text: str, name: str = "", fmt: str = "csv") -> list[Impo
         raise LogFormatError("rccl-tests result file without rows")
     run = new_run("rccl-tests", name)
     first = rows[0]
-    op = op_name(first.get("collective") or first.get("name") or "") or op_in_text(name) or BENCH_UNKNOWN
+    op = op_name(first.get("collective") or first.get("name") or "") or op_in_text(name)
+    if op is None:
+        raise LogFormatError(f"unknown collective {first.get('collective') or first.get('name')!r} in the "
+                             "rccl-tests result file")
     run.meta["op"] = op
     ranks = to_int(first.get("ranks") or first.get("gpus") or "0") or 0
     run.ranks = ranks
@@ -215,10 +224,12 @@ def parse_rccl_results(text: str, name: str = "", fmt: str = "csv") -> list[Impo
 def _parse(lines: Iterable[str], name: str, head: str) -> Iterator[ImportedRun]:
     """nccl-tests' text output, its -J JSON, or rccl-tests' -Z csv/json, told apart by the head."""
     start = head.lstrip()[:1]
-    if head.lstrip().startswith("numCycle,") or start == "[" and '"numCycle"' in head:
-        yield from parse_rccl_results("".join(lines), name, "csv" if start != "[" else "json")
+    if head.lstrip().startswith("numCycle,"):
+        yield from parse_rccl_results(whole_text(lines), name, "csv")
+    elif '"numCycle"' in head[:4096]:   # -Z json: an array, or its object lines alone
+        yield from parse_rccl_results(whole_text(lines), name, "json")
     elif start == "{":
-        yield from parse_nccl_json("".join(lines), name)
+        yield from parse_nccl_json(whole_text(lines), name)
     else:
         yield from parse_lines(lines, name)
 
@@ -226,8 +237,10 @@ def _parse(lines: Iterable[str], name: str, head: str) -> Iterator[ImportedRun]:
 IMPORTERS = (
     # the result files' keys early; the text's words last (other tools' logs may quote them)
     Importer("nccl-tests", re.compile(r'^\s*numCycle,|"numCycle"\s*:|"bus_bw"\s*:|"nccl_version"\s*:', re.M),
-             _parse, order=30, aliases=("rccl-tests",)),
+             _parse, order=30, aliases=("rccl-tests",), streams=True),
     Importer("nccl-tests", re.compile(r"Avg bus bandwidth|out-of-place|nThread:?\s+\d+\s+nGpus|Collective test"
                                       r"|rccl-tests|\balgbw\b.*\bbusbw\b|Test NCCL failure|Test CUDA failure"),
-             _parse, order=100, aliases=("rccl-tests",)),
+             _parse, order=100, aliases=("rccl-tests",), streams=True,
+             starts=re.compile(r"^#?\s*nThread:?\s+\d+\s+nGpus|^#\s*Collective test starting|^#\s*nccl-tests version"
+                               r"|^#?\s*NCCL Tests compiled|^#?\s*rccl-tests:\s*Version", re.M)),
 )

@@ -1,15 +1,19 @@
-"""Rows of an nccl-tests table: the column layout, row parsing, and the compact record table.
+"""Rows of an nccl-tests table: the column layout, and a run's rows as the records they hold.
 
-This is the hot path of importing large logs, so a row is a plain tuple and its records are
-materialized as Measurement objects only when someone asks; storing them serializes each
-parameter set once per row and placement (see ``NcclTable.rows``).
+This is the hot path of importing large logs (a million rows in 200 MB). A row is split once
+and kept as the text it was printed as; the parser keeps only the few tokens its checks need
+(size, the dtype/redop/root group, busbw), as text, and converts them in bulk when the run
+ends. The records are the row's tokens: they are stored as a ``table`` pack (store/packs.py),
+and become Measurement objects only when someone asks for them.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
+import math
+from collections.abc import Sequence
+from functools import lru_cache
 
+from clusterbench.families.base import Metric
 from clusterbench.families.collectives.spec import (
     ALGBW,
     BUSBW,
@@ -19,8 +23,15 @@ from clusterbench.families.collectives.spec import (
     TIME,
     WRONG,
 )
-from clusterbench.ingest.common import to_float
-from clusterbench.records import Measurement
+from clusterbench.store.packs import (
+    ROWS,
+    Pack,
+    Packs,
+    count_values,
+    pack_measurements,
+    pack_table,
+    table_header,
+)
 
 PLACEMENTS = ("out", "in")
 DEFAULT_TAIL = ["time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong"]
@@ -31,137 +42,121 @@ COLUMN_METRICS = {"time": (TIME.name, TIME.unit, ""), "cputime": (TIME.name, TIM
                   "error": (MAX_ERROR.name, MAX_ERROR.unit, ""), "res": (MAX_ERROR.name, MAX_ERROR.unit, ""),
                   "i_min": (ITER_TIME.name, ITER_TIME.unit, "min"), "i_max": (ITER_TIME.name, ITER_TIME.unit, "max"),
                   "i_p99": (ITER_TIME.name, ITER_TIME.unit, "p99"), "i_cv%": (ITER_CV.name, ITER_CV.unit, "")}
-_INF = float("inf")
-
-# (size, count, dtype, redop, root, values in tail order (None where N/A), 4th column is an error)
-TableRow = tuple[int, int, str, str, int, list["float | None"], bool]
+# A row as stored: size, count, type, redop, root, then the columns.
+LEAD = (("bytes", "int"), ("count", "int"), ("dtype", "str"), ("redop", "str"), ("root", "int"))
+ORDER = ("bytes", "count", "dtype", "redop", "root", "placement", "ranks", "stat", "cycle")
 
 
 class Layout:
     """Which values follow the leading size/count/type[/redop][/root] fields of a row."""
 
-    def __init__(self, tail: list[str], from_header: bool) -> None:
+    def __init__(self, tail: Sequence[str], from_header: bool) -> None:
+        self.names = list(tail)
         self.ntail = len(tail)
-        # per placement: [(index in the tail, metric, unit, stat)]
-        self.blocks: list[list[tuple[int, str, str, str]]] = []
-        for i, name in enumerate(tail):
+        self.from_header = from_header
+        # per tail position: (metric, unit, stat, placement), or None (not a record)
+        self.cols: list[tuple[str, str, str, str] | None] = []
+        block = -1
+        for name in tail:
             if name in ("time", "cputime"):
-                self.blocks.append([])
-            if self.blocks:
-                self.blocks[-1].append((i, *COLUMN_METRICS.get(name, (name, "", ""))))
-        self.blocks = self.blocks[: len(PLACEMENTS)]
-        self.bw_index = [(next((i for i, m, _u, _s in b if m == ALGBW.name), None),
-                          next((i for i, m, _u, _s in b if m == BUSBW.name), None)) for b in self.blocks]
-        # Without a header we do not know whether the 4th value is #wrong or an old error column.
-        self.wrong_index = [i for b in self.blocks for i, m, _u, _s in b if m == "wrong"] if not from_header else []
+                block += 1
+            known = COLUMN_METRICS.get(name)
+            if block < 0 or block >= len(PLACEMENTS) or known is None:
+                self.cols.append(None)
+                continue
+            metric, unit, stat = known
+            self.cols.append((metric, unit, stat, PLACEMENTS[block]))
+        self.ignored = [n for n, c in zip(tail, self.cols) if c is None]
+        self.bus = [i for i, c in enumerate(self.cols) if c and c[0] == BUSBW.name]
+        self.alg = [i for i, c in enumerate(self.cols) if c and c[0] == ALGBW.name]
+        self.wrong = [i for i, c in enumerate(self.cols) if c and c[0] == WRONG.name]
+        self.error = [i for i, c in enumerate(self.cols) if c and c[0] == MAX_ERROR.name]
 
 
 DEFAULT_LAYOUT = Layout(DEFAULT_TAIL, from_header=False)
 
 
-def _number(token: str) -> float | None:
-    try:
-        v = float(token)
-    except ValueError:
-        return to_float(token)
-    return None if (v != v or v in (_INF, -_INF)) else v
+@lru_cache(maxsize=256)   # one per column header seen; concatenated logs repeat a few
+def layout_of(tail: tuple[str, ...]) -> Layout:
+    return Layout(tail, from_header=True)
 
 
-def _values(tokens: list[str]) -> list[float | None]:
-    try:
-        floats: list[float] = list(map(float, tokens))
-    except ValueError:  # N/A (unchecked #wrong), a trailing '*' (error over threshold)
-        return [None if t == "N/A" else _number(t) for t in tokens]
-    total = sum(floats)
-    if total != total or total in (_INF, -_INF):  # a nan or inf somewhere: not a measurement
-        return [None if (v != v or v in (_INF, -_INF)) else v for v in floats]
-    return floats  # type: ignore[return-value]
+class RowTable:
+    """A run's rows with their layout: the run's records, packed for the store."""
+
+    def __init__(self, op: str, ranks: int, layout: Layout, parts: list[list], cycles: list[int],
+                 footer: list[tuple[Metric, float]], error_column: bool, drop_algbw: bool = False) -> None:
+        self.op, self.ranks, self.layout = op, ranks, layout
+        self.parts = parts                # [shape, rows' text, row count]: what follows size/count/type
+        self.cycles = cycles              # index of the part where each cycle starts (rccl-tests -N)
+        self.footer = footer              # per-run records: (metric, value), params {"ranks": n}
+        self.error_column = error_column  # an old #wrong-less log whose 4th value is an error
+        self.drop_algbw = drop_algbw      # an old log whose algbw column is not size/time
+
+    def packs(self) -> Packs:
+        packs: list[Pack] = []
+        cycle_of = _cycles(self.cycles, len(self.parts)) if self.cycles else None
+        for i, (shape, text, rows) in enumerate(self.parts):
+            header, stored, ncols = _header(self.op, self.layout, shape, self.error_column, self.ranks,
+                                            cycle_of[i] if cycle_of else None, self.drop_algbw)
+            packs.append(pack_table(header, [text], _count(text, rows, stored, ncols)))
+        if self.footer:
+            packs.append(_footer_pack(self.op, self.ranks, self.footer))
+        return Packs(packs)
 
 
-def parse_row(toks: list[str], layout: Layout) -> TableRow | None:
-    """A table row split on whitespace, or None when the tokens are not one."""
-    nlead = len(toks) - layout.ntail
-    if nlead < 3 or nlead > 5:
-        return None
-    try:
-        size, count = int(toks[0]), int(toks[1])
-    except ValueError:
-        return None
-    dtype = toks[2]
-    if not dtype[:1].isalpha():
-        return None
-    redop, root = "", -1
-    for tok in toks[3:nlead]:
-        if tok.lstrip("-").isdigit():  # a test, not try/int: most rows carry a redop word
-            root = int(tok)
-        else:
-            redop = tok
-    tail = toks[nlead:]
-    is_error = bool(layout.wrong_index) and any("." in tail[i] or "e" in tail[i] for i in layout.wrong_index)
-    return (size, count, dtype, redop, root, _values(tail), is_error)
+def _footer_pack(op: str, ranks: int, footer: list[tuple[Metric, float]]) -> Pack:
+    """The run's footer records, all with params {"ranks": n}, as a ``rows`` pack: written
+    directly (as pack_rows would) because it is done once per run of a large log."""
+    if not op.isidentifier() or not all(math.isfinite(v) for _, v in footer):
+        return pack_measurements([metric(op, value, {"ranks": ranks}) for metric, value in footer])
+    keys = ",".join(f'["{op}","{metric.name}","{metric.unit}"]' for metric, _ in footer)
+    rows = ",".join(f"[{i},0,{float(value)!r}]" for i, (_, value) in enumerate(footer))
+    return Pack(ROWS, len(footer), f'{{"k":[{keys}],"p":[{{"ranks":{int(ranks)}}}],"r":[{rows}]}}')
 
 
-def best_bandwidths(rows: list[TableRow], layout: Layout) -> tuple[float, float] | None:
-    """(algbw, busbw) of the row with the largest algbw (its two-decimal rounding matters least)."""
-    best: tuple[float, float] | None = None
-    for row in rows:
-        values = row[5]
-        for i_alg, i_bus in layout.bw_index:
-            if i_alg is None or i_bus is None:
-                continue
-            alg, bus = values[i_alg], values[i_bus]
-            if alg and bus and (best is None or alg > best[0]):
-                best = (alg, bus)
-    return best if best and best[0] >= 1.0 else None
+def _cycles(starts: list[int], nparts: int) -> list[int | None]:
+    if len(starts) < 2:
+        return [None] * nparts
+    out: list[int | None] = []
+    for i in range(nparts):
+        out.append(max(0, sum(1 for s in starts if s <= i) - 1))
+    return out
 
 
-class NcclTable:
-    """A run's collective records in row form (see ``RecordTable`` in ingest.common)."""
+@lru_cache(maxsize=4096)
+def _header(op: str, layout: Layout, shape: tuple[str, ...], error_column: bool, ranks: int,
+            cycle: int | None, drop_algbw: bool = False) -> tuple[str, list[int], int]:
+    """The pack header of rows of this shape, which token positions hold records, and how many."""
+    cols: list[tuple[str, str, dict] | None] = []
+    for c in layout.cols:
+        if c is None or (drop_algbw and c[0] == ALGBW.name):
+            cols.append(None)
+            continue
+        metric, unit, stat, placement = c
+        if error_column and metric == WRONG.name:
+            metric = MAX_ERROR.name
+        params: dict[str, str] = {"placement": placement}
+        if stat:
+            params["stat"] = stat
+        cols.append((metric, unit, params))
+    lead = LEAD[:3] + tuple(x for x in LEAD[3:] if x[0] in shape)
+    const: dict[str, object] = {"ranks": ranks}
+    if "redop" not in shape:
+        const["redop"] = "none"
+    if "root" not in shape:
+        const["root"] = -1
+    if cycle is not None:
+        const["cycle"] = cycle
+    header = table_header(op, lead, cols, const, ORDER)
+    stored = [i + len(lead) for i, c in enumerate(cols) if c is not None]
+    return header, stored, len(cols)
 
-    def __init__(self, op: str, ranks: int, layout: Layout, rows: list[TableRow], extra: list[Measurement]) -> None:
-        self.op, self.ranks, self.layout, self.table, self.extra = op, ranks, layout, rows, extra
-        self._count: int | None = None
 
-    def __len__(self) -> int:
-        if self._count is None:
-            self._count = sum(1 for _ in self._values()) + len(self.extra)
-        return self._count
-
-    def _values(self) -> Iterator[tuple[TableRow, str, str, float, str, str]]:
-        for row in self.table:
-            values = row[5]
-            for placement, block in zip(PLACEMENTS, self.layout.blocks):
-                for index, metric, unit, stat in block:
-                    v = values[index]
-                    if v is not None:
-                        if row[6] and metric == WRONG.name:
-                            metric = MAX_ERROR.name
-                        yield row, placement, metric, v, unit, stat
-
-    def measurements(self) -> list[Measurement]:
-        out = []
-        for row, placement, metric, value, unit, stat in self._values():
-            params = {"bytes": row[0], "count": row[1], "dtype": row[2], "redop": row[3] or "none", "root": row[4],
-                      "placement": placement, "ranks": self.ranks}
-            if stat:
-                params["stat"] = stat
-            out.append(Measurement(self.op, metric, value, unit, params))
-        return out + self.extra
-
-    def rows(self) -> Iterator[tuple[str, str, float, str, str]]:
-        op, ranks = self.op, self.ranks
-        quoted: dict[str, str] = {}
-        last: tuple[TableRow, str] | None = None
-        base = ""
-        for row, placement, metric, value, unit, stat in self._values():
-            if last is None or last[0] is not row or last[1] != placement:
-                last = (row, placement)
-                dtype, redop = row[2], row[3] or "none"
-                jd = quoted.get(dtype) or quoted.setdefault(dtype, json.dumps(dtype))
-                jr = quoted.get(redop) or quoted.setdefault(redop, json.dumps(redop))
-                # the same text as json.dumps of the params dict in measurements(): same keys, order
-                base = (f'{{"bytes": {row[0]}, "count": {row[1]}, "dtype": {jd}, "redop": {jr}, '
-                        f'"root": {row[4]}, "placement": "{placement}", "ranks": {ranks}')
-            yield (op, metric, value, unit, f'{base}, "stat": "{stat}"}}' if stat else base + "}")
-        for m in self.extra:
-            yield (m.benchmark, m.metric, float(m.value), m.unit, json.dumps(m.params, default=str))
+def _count(text: str, rows: int, stored: list[int], ncols: int) -> int:
+    """Value tokens that are numbers, counted in C where the text allows it: every stored column
+    holds a number or N/A, unless the rows carry nan/inf/* or the table has columns not stored."""
+    if len(stored) == ncols and "nan" not in text and "inf" not in text and "*" not in text:
+        return rows * ncols - text.count("N/A")
+    return sum(count_values(toks[i] for i in stored if i < len(toks))
+               for toks in (ln.split() for ln in text.split("\n")) if toks)

@@ -1,44 +1,63 @@
 """nccl-tests / rccl-tests text output -> the records a native ``clusterbench coll`` run produces.
 
 The parser is a line-by-line state machine, so a file of many concatenated runs streams through
-in constant memory: ``parse_lines`` yields each run as soon as its footer (or the next run's
-header) is seen. Rows are split on whitespace, never on columns; the column header, when present,
-says which values follow the leading size/count/type[/redop][/root] fields. Old formats (an
-``error`` column, no redop or root column, an empty redop), NCCL INFO lines anywhere, a ``#``
-stripped by a log viewer, and logs cut mid-row are all read; see tests/data/nccl-tests/README.md.
+in constant memory: ``parse_lines`` yields each run once the next one starts (or the log ends),
+so failure lines printed after a run's footer stay with that run. Rows are split on whitespace,
+never on columns; the column header, when present, says which values follow the leading
+size/count/type[/redop][/root] fields. Old formats (an ``error`` column, no redop or root column,
+an empty redop), NCCL INFO lines anywhere, a ``#`` stripped by a log viewer, and logs cut mid-row
+are all read; see tests/data/nccl-tests/README.md.
+
+What a run's status says (docs/import.md):
+
+- ``failed``: the tool reported a failure (``Test NCCL failure``, ``Test CUDA failure``,
+  ``Test failure``, an abort, ``Out of bounds values : N FAILED``);
+- ``incomplete``: no footer (the log ends mid-sweep), or rows missing: the header promises sizes
+  min..max and the table stops short or skips some, or the footer's average busbw is not the
+  mean of the rows printed (an author elided rows);
+- ``complete`` otherwise.
+
+The collective comes from the log (``Collective test starting``, the ``x_perf`` program of a
+command line, a wrapper's ``-t all_gather``), else the file name, else the redop/root columns
+with busbw/algbw when only one op fits; a table whose op nothing names is refused. The rank
+count comes from busbw/algbw where the rounding allows, else from a complete rank list
+(ranks 0..n-1) or NCCL's own ``nranks``; a truncated list only bounds it from below.
 """
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 
-from clusterbench.families.collectives.spec import AVG_BUSBW, OUT_OF_BOUNDS, op_in_text, op_name
+from clusterbench.families.base import Metric
+from clusterbench.families.collectives.spec import AVG_BUSBW, OUT_OF_BOUNDS, op_in_text
+from clusterbench.families.collectives.spec import op_name as _op_name
 from clusterbench.ingest.collectives import infer_op, ranks_from_ratio
 from clusterbench.ingest.common import (
     MAX_ERROR_LINES,
     ImportedRun,
+    LogFormatError,
     add_error,
-    clean_lines,
+    add_warning,
     new_run,
+    strip_wrappers,
+    text_chunks,
     to_float,
-    to_int,
 )
-from clusterbench.ingest.nccl_rows import (
-    DEFAULT_LAYOUT,
-    Layout,
-    NcclTable,
-    TableRow,
-    best_bandwidths,
-    parse_row,
-)
-from clusterbench.records import COMPLETE, FAILED, INCOMPLETE, Measurement
+from clusterbench.ingest.nccl_rows import DEFAULT_LAYOUT, Layout, RowTable, layout_of
+from clusterbench.ingest.registry import ForeignOutput
+from clusterbench.records import COMPLETE, FAILED, INCOMPLETE, Run
+from clusterbench.store.packs import number
 
-BENCH_UNKNOWN = "collective"  # a table whose collective cannot be named (see docs/import.md)
+# Imports before this release stored a table whose op no line named under this benchmark name;
+# such tables are refused now (docs/import.md), but stored runs keep it.
+LEGACY_UNNAMED_OP = "collective"
 
-_RANK = re.compile(
-    r"Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+(\d+)\s+)?on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$")
+_RANK = re.compile(r"^Rank +(\d+) +(?:Group +\d+ +)?(?:Pid +(\d+) +)?on +(\S+) +device +(\d+) +\[([^\]\n]*)\] *(.*)",
+                   re.M)
 _SWEEP_INTS = {"nthread": r"nThread:?\s+(\d+)", "ngpus": r"nGpus:?\s+(\d+)", "minbytes": r"minBytes:?\s+(\d+)",
                "maxbytes": r"maxBytes:?\s+(\d+)", "validation": r"validation:\s+(\d+)", "graph": r"graph:\s+(\d+)",
                "warmup_iters": r"warmupIters:\s+(\d+)"}
@@ -46,14 +65,23 @@ _NTHREAD = re.compile(r"nThread:?\s+(\d+)\s+nGpus:?\s+(\d+)")
 _TESTS_VERSION = re.compile(r"nccl-tests version (\S+)(?:.*nccl-library=(\d+))?")
 _RCCL_TESTS_VERSION = re.compile(r"rccl-tests:\s*Version\s+(\S+)", re.IGNORECASE)
 _LIB_VERSION = re.compile(r"\b([NR]CCL) version (\S+)")
+_NRANKS = re.compile(r"\bn[Rr]anks (\d+)")
 _START = re.compile(r"Collective test (starting|concluded):\s*(\S+)")
+_CYCLE = re.compile(r"Testing (\d+) cycle")
 _OOB = re.compile(r"Out of bounds values\s*:\s*(\d+)\s*(\w*)")
 _AVG = re.compile(r"Avg bus bandwidth\s*:\s*(\S+)\s*(\w*)")
-_ERROR_MARKS = ("NCCL WARN", "Test NCCL failure", "Test CUDA failure", "Test HIP failure", "Test failure",
-                "NCCL failure", "CUDA failure", "HIP failure", "# error:", "Segmentation fault",
-                "terminate called", "Aborted")
-_ERROR_RE = re.compile("|".join(re.escape(mark) for mark in _ERROR_MARKS))
+# The tool (or the shell, or the C++ runtime) reporting that the test failed.
+_FAILURE = re.compile(r"Test (?:NCCL|CUDA|HIP) failure|\bTest failure\b|\b(?:NCCL|CUDA|HIP) failure\b"
+                      r"|Segmentation fault|terminate called|\bAborted\b|^# error:|exited on signal")
+_ERROR_RE = re.compile(_FAILURE.pattern + r"|NCCL WARN")
 _PROGRAM = re.compile(r"\b([a-z_]+_perf)(?:_mpi)?\b")
+_WRAPPER_OP = re.compile(r"(?:^|\s)(?:-t|--test|--collective|--coll)[ =]([A-Za-z_]+)\b")
+MAX_SWEEP_SIZES = 100_000
+CONTEXT_LINES = 3   # lines before another tool's first line handed over with it (its command line)
+OLD_ALGBW_OPS = ("all_gather", "reduce_scatter")
+OLD_ALGBW_NOTE = ("algbw not stored: this nccl-tests (before 2020-06) printed busbw in its algbw column for "
+                  "all_gather/reduce_scatter, not size/time")
+op_name = lru_cache(maxsize=1024)(_op_name)   # the same program names, run after run   # a header promising more sizes than this is not checked
 
 
 def nccl_version_from_code(code: int) -> str:
@@ -63,6 +91,9 @@ def nccl_version_from_code(code: int) -> str:
     return f"{code // 1000}.{code % 1000 // 100}.{code % 100}"
 
 
+Shape = tuple[str, ...]   # what follows size/count/type in a row: ("redop", "root"), ("root",), ...
+
+
 @dataclass
 class _State:
     name: str
@@ -70,64 +101,265 @@ class _State:
     version: str = ""
     versions: dict[str, str] = field(default_factory=dict)
     op: str | None = None
-    op_hint: str | None = None  # from a command line quoted in the log (x_perf ...)
+    op_hint: str | None = None   # from a command line quoted in the log (x_perf ..., -t op)
     layout: Layout = DEFAULT_LAYOUT
-    ranks: dict[int, tuple[str, str, int, int, str]] = field(default_factory=dict)  # host, name, pid, dev, bus
-    rows: list[TableRow] = field(default_factory=list)
+    rank_lines: list[str] = field(default_factory=list)  # parsed when the run ends
+    nranks: int | None = None    # NCCL INFO "nranks N"
+    # The rows, as text: (shape, rows) parts in order, and per row its size, its group's
+    # columns and its algbw/busbw tokens (kept as text; converted in bulk when the run ends).
+    parts: list[list] = field(default_factory=list)   # [shape, text, rows]
+    nrows: int = 0
+    sizes: list[str] = field(default_factory=list)
+    dtypes: list[str] = field(default_factory=list)
+    redops: list[str] = field(default_factory=list)
+    roots: list[str] = field(default_factory=list)
+    alg: list[str] = field(default_factory=list)
+    bus: list[str] = field(default_factory=list)
+    cycles: list[int] = field(default_factory=list)   # part index where each cycle starts
     errors: list[str] = field(default_factory=list)
+    failures: int = 0
     header: str = ""
     avg_busbw: float | None = None
     avg_ok: str = ""
     oob: int | None = None
     oob_ok: str = ""
     partial_row: bool = False
+    concluded: bool = False
     errors_dropped: int = 0
     seen: bool = False  # any nccl-tests line at all
 
     @property
     def has_results(self) -> bool:
-        return bool(self.rows) or self.avg_busbw is not None
+        return bool(self.nrows) or self.avg_busbw is not None
+
+    def add_part(self, shape: Shape, text: str, rows: int) -> None:
+        if text.endswith("\n"):   # a block cut at a chunk's end: stored the same however cut
+            text = text.rstrip("\n")
+        last = self.parts[-1] if self.parts else None
+        if last is not None and last[0] == shape and (not self.cycles or self.cycles[-1] != len(self.parts)):
+            last[1] += "\n" + text
+            last[2] += rows
+        else:
+            self.parts.append([shape, text, rows])
+
+
+# Lines that start anything but rows or comment lines (rows start with a digit or blanks,
+# nccl-tests' own lines with '#'): split there, the text between is read a block at a time.
+_SEGMENT = re.compile(r"\n(?=[^ \t\d\n#])")
+_ROW_OR_HASH = frozenset(" \t0123456789#")
+_PLAIN = ("Using devices", "(B)", "out-of-place", "in-place", "NCCL version")
+# words in the first line of every other tool's output (registry.Importer.starts): only a line
+# holding one is matched against those patterns
+_FOREIGN_WORDS = ("STREAM", "Stream", "function,", "OSU", " Test", "host,", "listening", "hipBLASLt", "Gflops",
+                  "TransferBench", "Serving")
 
 
 class NcclTextParser:
-    """Feed cleaned lines; collect finished runs from ``feed`` and ``finish``."""
+    """Feed text (``feed_text``, cleaned blocks of whole lines) or lines (``feed``); collect the
+    finished runs they yield, then ``finish``."""
 
-    def __init__(self, name: str = "") -> None:
+    def __init__(self, name: str = "", foreign: re.Pattern[str] | None = None) -> None:
         self.name = name
         self.state = _State(name)
+        self._done: list[ImportedRun] = []
+        self.foreign = foreign   # where another tool's output begins (see parse_lines)
 
-    # -- lines --------------------------------------------------------------------------
+    # -- blocks of text -----------------------------------------------------------------
+    def feed_text(self, text: str) -> Iterator[ImportedRun]:
+        """Runs finished by this text. Consecutive rows are read as one block with a few calls
+        that work in C (split, slices, joins); a block that does not read as clean rows of the
+        table's shape is read line by line."""
+        segs = _SEGMENT.split(text)
+        for i, seg in enumerate(segs):
+            try:
+                self._segment(seg)
+            except _Foreign as f:   # another tool's output from this line on, with its command line
+                k = seg.find(f.line)
+                line = seg.rfind("\n", 0, k) + 1 if k >= 0 else 0
+                before = [ln for ln in "\n".join([*segs[:i], seg[:line]]).split("\n") if ln.strip()]
+                context = before[-CONTEXT_LINES:] if before else []
+                yield from self._done
+                self._done.clear()
+                raise _Foreign(f.line, "\n".join([*context, seg[line:], *segs[i + 1:]])) from None
+            if self._done:
+                yield from self._done
+                self._done.clear()
+
+    def _segment(self, seg: str) -> None:
+        if seg[:1] not in _ROW_OR_HASH:
+            head, _, seg = seg.partition("\n")
+            self._line(head)
+            if not seg:
+                return
+        # Each piece is one '#' line (without its '#') and the rows after it.
+        pieces = seg.split("\n#")
+        first = pieces[0]
+        if first[:1] == "#":
+            pieces[0] = first[1:]
+        elif first:
+            if not first.isspace() and not self._block(first):
+                self._lines(first)
+            pieces[0] = ""
+        for piece in pieces:
+            nl = piece.find("\n")
+            if nl < 0:
+                self._comment(piece)
+                continue
+            self._comment(piece[:nl])
+            rows = piece[nl + 1:]
+            if rows and not rows.isspace() and not self._block(rows):
+                self._lines(rows)
+
+    def _lines(self, block: str) -> None:
+        for line in block.split("\n"):
+            self._line(line)
+
+    def _comment(self, line: str) -> None:
+        """An nccl-tests '#' line, without its first '#'."""
+        body = line.lstrip("#").strip()
+        if not body:
+            return
+        st = self.state
+        if body[:4] == "Rank" and not st.concluded:
+            st.rank_lines.append(body)
+            st.seen = True
+        elif body.startswith("error:"):
+            self._error("# " + body)
+        else:
+            self._header_or_footer(body)
+
     def feed(self, line: str) -> ImportedRun | None:
+        """One line; the run it finishes, if any."""
+        self._line(line)
+        if self._done:
+            return self._done.pop(0)
+        return None
+
+    def _block(self, block: str) -> bool:
+        st = self.state
+        lay = st.layout
+        first = block.lstrip()
+        toks1 = first[:first.find("\n")].split() if "\n" in first else first.split()
+        nlead = len(toks1) - lay.ntail
+        if not 3 <= nlead <= 5:
+            return False
+        shape = _shape(toks1, nlead)
+        if shape is None:
+            return False
+        toks = block.split()
+        ncols = nlead + lay.ntail
+        nrows = len(toks) // ncols
+        lines = block.split("\n")
+        if nrows * ncols != len(toks) or len(lines) - lines.count("") != nrows:
+            return False
+        sizes, counts, dtypes = toks[0::ncols], toks[1::ncols], toks[2::ncols]
+        if not ("".join(sizes).isdigit() and "".join(counts).isdigit() and "".join(dtypes).isalnum()):
+            return False
+        redops = toks[3 + shape.index("redop")::ncols] if "redop" in shape else ["none"] * nrows
+        roots = toks[3 + shape.index("root")::ncols] if "root" in shape else ["-1"] * nrows
+        if "redop" in shape and not "".join(redops).isalpha():
+            return False
+        if "root" in shape and not all(r.lstrip("-").isdigit() for r in set(roots)):
+            return False
+        if st.concluded or st.avg_busbw is not None:  # rows after a footer: the next run's
+            self._next_run(keep_layout=True)
+            st = self.state
+        st.add_part(shape, block, nrows)
+        st.nrows += nrows
+        st.sizes += sizes
+        st.dtypes += dtypes
+        st.redops += redops
+        st.roots += roots
+        for ia, ib in zip(lay.alg, lay.bus):
+            st.alg += toks[nlead + ia::ncols]
+            st.bus += toks[nlead + ib::ncols]
+        st.seen = True
+        st.partial_row = False
+        return True
+
+    # -- single lines -------------------------------------------------------------------
+    def _line(self, line: str) -> None:
         stripped = line.strip()
         if not stripped:
-            return None
-        first = stripped[0]
-        if first.isdigit() and " NCCL INFO " not in stripped:
-            toks = stripped.split()
-            row = parse_row(toks, self.state.layout)
-            if row is not None:
-                self.state.rows.append(row)
-                self.state.seen = True
-                self.state.partial_row = False
-                return None
-            if len(toks) < 3 + self.state.layout.ntail and to_int(toks[0]) is not None \
-                    and (len(toks) < 2 or to_int(toks[1]) is not None):
-                self.state.partial_row = True  # a row cut short: the log ends mid-sweep
-            return None
-        if " NCCL INFO " in stripped:  # most lines of a NCCL_DEBUG=INFO log: only versions matter
-            if "ersion" in stripped:
-                self._versions(stripped)
-            return None
-        if _ERROR_RE.search(stripped):
-            st = self.state
-            if len(st.errors) < MAX_ERROR_LINES:  # every rank may print the same failure
-                st.errors.append(stripped)
+            return
+        c = stripped[0]
+        if c in "[(" or (c.isdigit() and ":" in stripped[:8]):
+            unwrapped = strip_wrappers(stripped).strip()
+            if unwrapped != stripped:   # a launcher's prefix the log's start did not show
+                self._line(unwrapped)
+                return
+        if c.isdigit():
+            self._row_line(stripped)
+            return
+        if c == "#":
+            body = stripped.lstrip("#").strip()
+            if body.startswith("error:"):
+                self._error(stripped)
             else:
-                st.errors_dropped += 1
-            st.seen = True
-            return None
-        body = stripped.lstrip("#").strip()
-        return self._header_or_footer(body)
+                self._header_or_footer(body)
+            return
+        if " NCCL INFO " in stripped:  # most lines of a NCCL_DEBUG=INFO log
+            self._info(stripped)
+            return
+        if _maybe_error(stripped) and _ERROR_RE.search(stripped):
+            self._error(stripped)
+            return
+        self._header_or_footer(stripped)
+
+    def _row_line(self, stripped: str) -> None:
+        st = self.state
+        toks = stripped.split()
+        nlead = len(toks) - st.layout.ntail
+        if 3 <= nlead <= 5 and toks[0].isdigit() and toks[1].isdigit() and toks[2][:1].isalpha():
+            shape = _shape(toks, nlead)
+            if shape is not None:
+                if st.concluded or st.avg_busbw is not None:  # rows after a footer: the next run's
+                    self._next_run(keep_layout=True)
+                    st = self.state
+                st.add_part(shape, stripped, 1)
+                st.nrows += 1
+                st.sizes.append(toks[0])
+                st.dtypes.append(toks[2])
+                st.redops.append(toks[3 + shape.index("redop")] if "redop" in shape else "none")
+                st.roots.append(toks[3 + shape.index("root")] if "root" in shape else "-1")
+                for ia, ib in zip(st.layout.alg, st.layout.bus):
+                    st.alg.append(toks[nlead + ia])
+                    st.bus.append(toks[nlead + ib])
+                st.seen = True
+                st.partial_row = False
+                return
+        if " NCCL INFO " in stripped:
+            self._info(stripped)
+            return
+        m = _ERROR_RE.search(stripped) if _maybe_error(stripped) else None
+        if m:  # a row cut by a failure message on the same line: the message from its host on
+            st.partial_row = True
+            start = m.start()
+            word = stripped.rfind(" ", 0, max(start - 1, 0)) + 1
+            if stripped[word:start].rstrip().endswith(":"):
+                start = word
+            self._error(stripped[start:])
+            return
+        if toks[0].isdigit() and len(toks) < 3 + st.layout.ntail and (len(toks) < 2 or toks[1].isdigit()):
+            st.partial_row = True  # a row cut short: the log ends mid-sweep
+
+    def _info(self, text: str) -> None:
+        if "ersion" in text:
+            self._versions(text)
+        elif "ranks " in text:
+            m = _NRANKS.search(text)
+            if m:
+                self.state.nranks = max(self.state.nranks or 0, int(m.group(1)))
+
+    def _error(self, text: str) -> None:
+        st = self.state
+        if len(st.errors) < MAX_ERROR_LINES:  # every rank may print the same failure
+            st.errors.append(text)
+        else:
+            st.errors_dropped += 1
+        if _FAILURE.search(text):
+            st.failures += 1
+        st.seen = True
 
     def _versions(self, text: str) -> None:
         m = _LIB_VERSION.search(text)
@@ -137,72 +369,97 @@ class NcclTextParser:
             if lib == "rccl":
                 self.state.tool = "rccl-tests"
 
-    def _new_run_if_busy(self) -> ImportedRun | None:
-        if self.state.has_results or self.state.errors:
-            done = self._build()
-            self.state = _State(self.name)
-            return done
-        return None
-
-    def _header_or_footer(self, body: str) -> ImportedRun | None:
-        # Cheap substring tests first: in large logs most lines are rank lines or NCCL INFO.
+    def _next_run(self, keep_layout: bool = False) -> None:
+        """End the current run (if it holds anything) and start the next."""
         st = self.state
+        if st.has_results or st.errors:
+            self._done.append(self._build())
+            self.state = _State(self.name)
+            if keep_layout:
+                self.state.layout = st.layout
+
+    def _header_or_footer(self, body: str) -> None:
+        # Cheap substring tests first: in large logs most of these lines are rank lines.
+        st = self.state
+        if body.startswith(_PLAIN):   # the header's other lines: nothing to read
+            return
         if body.startswith("Rank"):
-            m = _RANK.match(body)
-            if m:
-                st.ranks[int(m.group(1))] = (m.group(3), m.group(6).strip(), int(m.group(2) or -1),
-                                             int(m.group(4)), m.group(5))
-                st.seen = True
-            return None
+            if st.concluded:
+                self._next_run()
+                st = self.state
+            st.rank_lines.append(body)
+            st.seen = True
+            return
         if "algbw" in body:
-            return self._columns(body)
+            self._columns(body)
+            return
         if body.startswith("Out of bounds"):
             m = _OOB.search(body)
             if m:
                 st.oob, st.oob_ok = int(m.group(1)), m.group(2)
                 st.seen = True
-            return None
+            return
         if body.startswith("Avg bus bandwidth"):
             m = _AVG.search(body)
             if m:
                 st.avg_busbw, st.avg_ok = to_float(m.group(1)), m.group(2)
                 st.seen = True
-            return None
+            return
         if "Collective test" in body:
-            return self._start_or_end(body)
+            self._start_or_end(body)
+            return
         if "nGpus" in body and _NTHREAD.search(body):
-            finished = self._new_run_if_busy()
+            self._next_run()
             self.state.header = body
             self.state.seen = True
-            return finished
+            return
+        if body.startswith("Testing") and "cycle" in body:
+            if _CYCLE.match(body):
+                st.cycles.append(len(st.parts))
+            return
         if "ersion" in body or body.startswith("NCCL Tests compiled"):
-            return self._version_line(body)
-        if "_perf" in body and st.op_hint is None:
-            m = _PROGRAM.search(body)
-            st.op_hint = op_name(m.group(1)) if m else None
-        return None
+            self._version_line(body)
+            return
+        self._command(body)
 
-    def _start_or_end(self, body: str) -> ImportedRun | None:
+    def _command(self, body: str) -> None:
+        """A command line quoted in the log names the op of the table that follows it; another
+        tool's first line ends nccl-tests' part of the log."""
+        if self.foreign is not None and any(w in body for w in _FOREIGN_WORDS) \
+                and (self.foreign.search(body) or self.foreign.search("#" + body)):
+            raise _Foreign(body)
+        op = None
+        if "_perf" in body:
+            m = _PROGRAM.search(body)
+            op = op_name(m.group(1)) if m else None
+        elif "nccl" in body.lower() or "rccl" in body.lower():
+            m = _WRAPPER_OP.search(body)   # run_nccl_tests.sh -t all_gather
+            op = op_name(m.group(1)) if m else None
+        if op is None:
+            return
+        if self.state.has_results:
+            self._next_run()
+        self.state.op_hint = op
+
+    def _start_or_end(self, body: str) -> None:
         m = _START.search(body)
         if not m:
-            return None
+            return
         if m.group(1) == "starting":
-            finished = self._new_run_if_busy()
+            self._next_run()
             self.state.op = op_name(m.group(2)) or self.state.op
             self.state.seen = True
-            return finished
+            return
         self.state.op = op_name(m.group(2)) or self.state.op
-        done = self._build()
-        self.state = _State(self.name)
-        return done
+        self.state.concluded = True  # built when the next run starts: failure lines may follow
 
-    def _version_line(self, body: str) -> ImportedRun | None:
+    def _version_line(self, body: str) -> None:
         tv = _TESTS_VERSION.search(body)
         rv = _RCCL_TESTS_VERSION.search(body)
         if not (tv or rv or body.startswith("NCCL Tests compiled")):
             self._versions(body)  # NCCL/RCCL library version lines
-            return None
-        finished = self._new_run_if_busy()
+            return
+        self._next_run()
         st = self.state
         st.seen = True
         if tv:
@@ -211,24 +468,21 @@ class NcclTextParser:
                 st.versions["nccl"] = nccl_version_from_code(int(tv.group(2)))
         elif rv:
             st.tool, st.version = "rccl-tests", rv.group(1)
-        return finished
 
-    def _columns(self, body: str) -> ImportedRun | None:
-        toks = body.split()
-        if not (("size" in toks or "bytes" in toks) and "algbw" in toks):
-            return None
-        finished = None
+    def _columns(self, body: str) -> None:
+        found, layout = _column_header(body)
+        if not found:
+            return
         if self.state.has_results:  # a second table without a new header line: a new run
-            finished = self._new_run_if_busy()
+            self._next_run()
         st = self.state
-        first_time = next((i for i, t in enumerate(toks) if t in ("time", "cputime")), None)
-        if first_time is not None:
-            tail = toks[first_time:]
-            st.layout = Layout(tail[:-1] if tail[-1] == "timestamp" else tail, from_header=True)
+        if layout is not None:
+            st.layout = layout
         st.seen = True
-        return finished
 
     def finish(self) -> ImportedRun | None:
+        if self._done:
+            raise RuntimeError("collect the runs feed_text yields before finish")
         if not (self.state.seen and (self.state.has_results or self.state.errors)):
             return None
         done = self._build()
@@ -247,53 +501,326 @@ class NcclTextParser:
             add_error(run, line)
         if st.errors_dropped:
             run.meta["errors_dropped"] = st.errors_dropped
-        ranks = len(st.ranks) or None
-        if st.ranks:
-            order = sorted(st.ranks)
-            run.meta["rank_hosts"] = [st.ranks[r][0] for r in order]
-            run.devices = [st.ranks[r][1] for r in order]
-            run.hosts = list(dict.fromkeys(run.meta["rank_hosts"]))
-            run.meta["rank_pids"] = [st.ranks[r][2] for r in order]
-            run.meta["rank_device_index"] = [st.ranks[r][3] for r in order]
-            run.meta["rank_bus_id"] = [st.ranks[r][4] for r in order]
+        ranks_listed = _rank_list(st.rank_lines)   # {rank: index in its columns}; columns below
+        if ranks_listed:
+            cols = ranks_listed.pop(-1)  # type: ignore[call-overload]
+            hosts, names, pids, devs, buses = cols
+            run.meta["rank_hosts"] = hosts
+            run.devices = names
+            run.hosts = list(dict.fromkeys(hosts))
+            run.meta["rank_pids"] = pids
+            run.meta["rank_device_index"] = devs
+            run.meta["rank_bus_id"] = buses
         if st.header:
             run.meta["header"] = st.header
-        pair = best_bandwidths(st.rows, st.layout)
-        ratio = pair[1] / pair[0] if pair else None
+        listed = len(ranks_listed) if ranks_listed and list(ranks_listed) == list(range(len(ranks_listed))) \
+            else None
+        stated = listed or st.nranks
+        groups = self._groups() if st.nrows else {}
         op = st.op or st.op_hint or op_in_text(self.name)
-        if op is None and st.rows:
-            first = st.rows[0]
-            op = infer_op(first[3] not in ("", "none"), first[4], ratio, ranks)
+        if op is None and st.nrows:
+            op = infer_op(st.redops[0] not in ("", "none"), int(st.roots[0]), self._ratio(loose=True), stated)
             if op:
                 run.meta["op_inferred"] = "redop/root columns and busbw/algbw"
-        if ranks is None and op and pair:
-            ranks = ranks_from_ratio(op, *pair)
-            if ranks:
-                run.meta["ranks_inferred"] = "busbw/algbw"
-        op = op or BENCH_UNKNOWN
-        run.meta["op"] = op
-        if st.header:
-            run.meta[f"coll_sweep.{op}"] = sweep_from_header(st.header)
-        run.ranks = ranks or 0
-        extra: list[Measurement] = []
-        if st.avg_busbw is not None:
-            extra.append(AVG_BUSBW(op, st.avg_busbw, {"ranks": run.ranks}))
-        if st.oob is not None:
-            extra.append(OUT_OF_BOUNDS(op, float(st.oob), {"ranks": run.ranks}))
-        if st.avg_busbw is None:
+        if op is None and st.has_results:
+            raise LogFormatError(
+                f"a table of {st.nrows} rows does not say which collective it measured (no "
+                "'Collective test starting' line, no x_perf command line, and its columns fit several "
+                "ops): keep the command line in the log or name the file after the op (all_gather.log)")
+        ranks = self._ranks(run, op, ranks_listed, stated)
+        if op:
+            run.meta["op"] = op
+        sweep = _sweep(st.header) if st.header else {}
+        if op and sweep:
+            run.meta[f"coll_sweep.{op}"] = dict(sweep)
+        run.ranks = ranks
+        footer: list[tuple[Metric, float]] = []
+        if op and st.avg_busbw is not None:
+            footer.append((AVG_BUSBW, st.avg_busbw))
+        if op and st.oob is not None:
+            footer.append((OUT_OF_BOUNDS, float(st.oob)))
+        missing = self._missing_rows(groups, sweep, ranks) if st.nrows else []
+        run.status = COMPLETE
+        if st.avg_busbw is None and st.has_results:
             run.status = INCOMPLETE
             run.meta["truncated"] = "no footer (Avg bus bandwidth): the log ends mid-sweep"
-        else:
-            run.status = COMPLETE
-        if st.oob_ok == "FAILED" or st.avg_ok == "FAILED":
+        if missing:
+            run.status = INCOMPLETE
+            run.meta["rows_missing"] = missing
+            for text in missing:
+                add_warning(run, text)
+        if st.failures or st.oob_ok == "FAILED" or st.avg_ok == "FAILED":
             run.status = FAILED
+        if not st.has_results:   # only failure lines: the test died before its first row
+            run.status = FAILED if st.failures else INCOMPLETE
         if st.partial_row:
             run.meta["partial_last_row"] = True
-        return ImportedRun(run, table=NcclTable(op, run.ranks, st.layout, st.rows, extra))
+        if st.layout.ignored:
+            run.meta["columns_not_stored"] = st.layout.ignored
+        old_algbw = op in OLD_ALGBW_OPS and self._algbw_is_busbw()
+        if old_algbw:
+            run.meta["algbw_not_stored"] = OLD_ALGBW_NOTE
+            add_warning(run, OLD_ALGBW_NOTE)
+        table = RowTable(op or "", ranks, st.layout, st.parts, st.cycles, footer, self._error_column(), old_algbw)
+        return ImportedRun(run, packs=table.packs(), benchmark=op)
+
+    def _ratio(self, loose: bool = False) -> float | None:
+        """busbw/algbw of the last rows. Strict: the pair with the largest algbw, None below 1 GB/s
+        (two-decimal rounding); loose: the sums over rows from 0.1 GB/s, enough to tell ops whose
+        factors differ widely (all_reduce from reduce_scatter), not to count ranks."""
+        pair = self._pair(loose)
+        return pair[1] / pair[0] if pair else None
+
+    def _pair(self, loose: bool = False) -> tuple[float, float] | None:
+        st = self.state
+        best: tuple[float, float] | None = None
+        alg_sum = bus_sum = 0.0
+        try:
+            values = list(zip(map(float, st.alg[-8:]), map(float, st.bus[-8:])))
+        except ValueError:
+            values = [(a, b) for a, b in zip(map(number, st.alg[-8:]), map(number, st.bus[-8:]))
+                      if a is not None and b is not None]
+        for a, b in values:
+            if a >= 0.1:
+                alg_sum, bus_sum = alg_sum + a, bus_sum + b
+            if a and b and (best is None or a > best[0]):
+                best = (a, b)
+        if loose:
+            return (alg_sum, bus_sum) if alg_sum else None
+        return best if best and best[0] >= 1.0 else None
+
+    def _ranks(self, run: Run, op: str | None, listed: dict[int, tuple[str, str, int, int, str]],
+               stated: int | None) -> int:
+        st = self.state
+        pair = self._pair() if op and st.alg else None
+        from_ratio = ranks_from_ratio(op, *pair) if op and pair else None
+        if from_ratio is None and op and pair is None and _max_number(st.alg[-8:]) >= 1.0 and _all_zero(st.bus):
+            from_ratio = 1 if stated in (None, 1) else None  # busbw 0 at GB/s of algbw: one rank
+        if from_ratio:
+            if stated is None:
+                run.meta["ranks_inferred"] = "busbw/algbw"
+            elif stated != from_ratio:
+                add_warning(run, f"the log lists {stated} ranks but busbw/algbw says {from_ratio}: "
+                                 f"stored as {from_ratio}")
+            return from_ratio
+        if stated:
+            return stated
+        if listed:
+            run.meta["ranks_at_least"] = max(r for r in listed if r >= 0) + 1
+        if st.nrows:
+            add_warning(run, "the number of ranks is unknown: the rank list is incomplete and busbw/algbw "
+                             "is too rounded (or the op's factor does not depend on it)")
+        return 0
+
+    def _groups(self) -> dict[tuple[str, str, str], list[list[int]]]:
+        """Each (dtype, redop, root) table's sizes, one list per sweep (several with rccl-tests'
+        cycles); refuses rows of several runs interleaved in one table."""
+        st = self.state
+        sizes = list(map(int, st.sizes))
+        if st.dtypes.count(st.dtypes[0]) == len(st.dtypes) and st.redops.count(st.redops[0]) == len(st.redops) \
+                and st.roots.count(st.roots[0]) == len(st.roots):
+            by_key = {(st.dtypes[0], st.redops[0], st.roots[0]): sizes}
+        else:
+            by_key = {}
+            for size, key in zip(sizes, zip(st.dtypes, st.redops, st.roots)):
+                by_key.setdefault(key, []).append(size)
+        groups: dict[tuple[str, str, str], list[list[int]]] = {}
+        for key, got in by_key.items():
+            runs = [got] if _one_sweep(got) else _sweeps(got)
+            if len(runs) > 1 and not st.cycles:
+                raise LogFormatError(
+                    f"sizes repeat out of order in the {key[0]} {key[1]} table ({', '.join(map(str, got[:4]))}, "
+                    "...): the output of several runs is interleaved (e.g. nccl-tests built without MPI=1 "
+                    "under mpirun), and its rows cannot be told apart")
+            groups[key] = runs
+        return groups
+
+    def _missing_rows(self, groups: dict[tuple[str, str, str], list[list[int]]], sweep: dict[str, object],
+                      ranks: int) -> list[str]:
+        """Why the rows are not the whole run the header and footer describe (empty when they are)."""
+        st = self.state
+        problems: list[str] = []
+        expected = _expected(st.header) if st.header else None
+        for key, runs in groups.items():
+            if expected is None:
+                break
+            for one in runs:   # one per cycle (rccl-tests -N)
+                if one != expected and not _covers(one, expected, ranks):
+                    problems.append(
+                        f"the header promises {len(expected)} sizes {expected[0]}..{expected[-1]} per table; "
+                        f"the {key[0]} {key[1]} table shows {len(one)} ({one[0]}..{one[-1]})")
+                    break
+        if st.avg_busbw is not None and st.bus:
+            try:
+                values = list(map(float, st.bus))
+            except ValueError:
+                values = [v for v in map(number, st.bus) if v is not None]
+            if values:
+                mean = sum(values) / len(values)
+                if abs(mean - st.avg_busbw) > max(0.01 * abs(st.avg_busbw), 0.01):
+                    problems.append(f"the footer's average busbw {st.avg_busbw:g} GB/s is not the mean "
+                                    f"{mean:.6g} GB/s of the {len(values)} busbw values shown: rows are missing")
+        return problems
+
+    def _algbw_is_busbw(self) -> bool:
+        """Whether the algbw column equals busbw on every row fast enough for the rounding not to
+        hide the op's (n-1)/n: nccl-tests before 2020-06 printed busbw there for all_gather and
+        reduce_scatter (commit ec1b5e2 'Change all_gather/reduce_scatter algbw to match the
+        documentation'), so that column is not size/time."""
+        st = self.state
+        if "#wrong" in st.layout.names or st.version:
+            return False
+        try:
+            pairs = [(a, b) for a, b in zip(map(float, st.alg), map(float, st.bus)) if a >= 10.0]
+        except ValueError:
+            return False
+        return len(pairs) >= 3 and all(a == b for a, b in pairs)
+
+    def _error_column(self) -> bool:
+        """Whether a log without a column header has old nccl-tests' error column (1e-07) where
+        newer ones print #wrong (an integer)."""
+        st = self.state
+        if st.layout.from_header or not st.layout.wrong:
+            return False
+        for shape, text, _rows in st.parts[:2]:
+            for line in text.split("\n")[:16]:
+                toks = line.split()
+                n = 3 + len(shape)
+                if any("." in toks[n + i] or "e" in toks[n + i] for i in st.layout.wrong if n + i < len(toks)):
+                    return True
+        return False
+
+
+@lru_cache(maxsize=256)
+def _column_header(body: str) -> tuple[bool, Layout | None]:
+    """Whether a line is a table's column header, and the layout of its values after the leading
+    size/count/type[/redop][/root] columns (None when it names no time column)."""
+    toks = body.split()
+    if not (("size" in toks or "bytes" in toks) and "algbw" in toks):
+        return False, None
+    first_time = next((i for i, t in enumerate(toks) if t in ("time", "cputime")), None)
+    if first_time is None:
+        return True, None
+    tail = toks[first_time:]
+    return True, layout_of(tuple(tail[:-1] if tail[-1] == "timestamp" else tail))
+
+
+def _shape(toks: list[str], nlead: int) -> Shape | None:
+    """What a row's lead tokens after size/count/type are. Old formats leave out the root
+    column, the redop column, or print an empty redop: a number there is the root, a word the redop."""
+    if nlead == 5:
+        if toks[3][:1].isalpha() and toks[4].lstrip("-").isdigit():
+            return ("redop", "root")
+        return None
+    if nlead == 3:
+        return ()
+    tok = toks[3]
+    if tok.lstrip("-").isdigit():
+        return ("root",)
+    return ("redop",) if tok[:1].isalpha() else None
+
+
+def _maybe_error(text: str) -> bool:
+    """A cheap test before the error pattern: every failure or warning line holds one of these."""
+    return "ail" in text or "WARN" in text or "bort" in text or "ault" in text or "termin" in text \
+        or "signal" in text or "error" in text
+
+
+def _rank_list(lines: list[str]) -> dict:
+    """The rank lines as {rank: position} in rank order, plus at key -1 the columns (hosts, device
+    names, pids, device indexes, bus ids) in that order; {} without rank lines. Built with calls
+    that loop in C: a large log has a rank list per run."""
+    if not lines:
+        return {}
+    found = _RANK.findall("\n".join(lines))
+    if not found:
+        return {}
+    ranks_s, pids_s, hosts, devs_s, buses, names = zip(*found)
+    ranks = list(map(int, ranks_s))
+    order = sorted(range(len(ranks)), key=ranks.__getitem__) if ranks != sorted(ranks) else None
+    try:
+        pids = list(map(int, pids_s))
+    except ValueError:   # old rank lines print no pid
+        pids = [int(p) if p else -1 for p in pids_s]
+    cols = [list(hosts), [n.strip() for n in names], pids, list(map(int, devs_s)), list(buses)]
+    if order is not None:
+        cols = [[c[i] for i in order] for c in cols]
+        ranks = [ranks[i] for i in order]
+    out: dict = dict.fromkeys(ranks)
+    out[-1] = cols
+    return out
+
+
+def _max_number(tokens: list[str]) -> float:
+    return max((v for v in map(number, tokens) if v is not None), default=0.0)
+
+
+def _all_zero(tokens: list[str]) -> bool:
+    return all(number(t) == 0.0 for t in tokens)
+
+
+def _one_sweep(sizes: list[int]) -> bool:
+    """Sizes increasing, except that gather ops print several 0s for tiny requested sizes
+    (done with calls that loop in C: this runs once per table of a large log)."""
+    if sizes != sorted(sizes):
+        return False
+    zeros = sizes.count(0)
+    return len(set(sizes)) == len(sizes) - zeros + (1 if zeros else 0)
+
+
+def _sweeps(sizes: list[int]) -> list[list[int]]:
+    """The increasing runs of sizes (a new one starts where a size is not larger than the one
+    before; tiny sizes of gather ops round down to 0 several times)."""
+    runs: list[list[int]] = [[]]
+    for s in sizes:
+        cur = runs[-1]
+        if cur and (s < cur[-1] or (s == cur[-1] and s != 0)):
+            runs.append([])
+        runs[-1].append(s)
+    return runs
+
+
+@lru_cache(maxsize=1024)
+def _expected(header: str) -> list[int] | None:
+    sweep = _sweep(header)
+    return expected_sizes(sweep.get("minbytes"), sweep.get("maxbytes"), sweep.get("step"), sweep.get("step_kind"))
+
+
+@lru_cache(maxsize=256)
+def expected_sizes(lo: object, hi: object, step: object, kind: object) -> list[int] | None:
+    """The sizes nccl-tests' header line promises (minBytes..maxBytes by step), or None."""
+    if not isinstance(lo, int) or not isinstance(hi, int) or lo > hi or not isinstance(step, int):
+        return None
+    if lo == hi:
+        return [lo]
+    sizes: list[int] = []
+    s = lo
+    if kind == "factor" and step >= 2 and lo > 0:
+        while s <= hi and len(sizes) < MAX_SWEEP_SIZES:
+            sizes.append(s)
+            s *= step
+    elif kind == "bytes" and step > 0 and (hi - lo) // step < MAX_SWEEP_SIZES:
+        sizes = list(range(lo, hi + 1, step))
+    return sizes or None
+
+
+def _covers(got: list[int], expected: list[int], ranks: int) -> bool:
+    """Whether the printed sizes are the requested ones, each rounded down as nccl-tests does
+    (to whole elements, and for gather-type ops to a multiple of the rank count)."""
+    if len(got) != len(expected):
+        return False
+    slack = max(8 * ranks if ranks else 8 * 4096, 8)
+    short = list(map(operator.sub, expected, got))
+    return min(short) >= 0 and max(short) < slack
 
 
 def sweep_from_header(header: str) -> dict[str, object]:
     """The nThread line's settings, under the keys the collective table renderer reads."""
+    return dict(_sweep(header))
+
+
+@lru_cache(maxsize=1024)   # concatenated logs repeat the same header line
+def _sweep(header: str) -> dict[str, object]:
     sweep: dict[str, object] = {}
     for key, pattern in _SWEEP_INTS.items():
         m = re.search(pattern, header)
@@ -307,13 +834,28 @@ def sweep_from_header(header: str) -> dict[str, object]:
     return sweep
 
 
+class _Foreign(Exception):
+    def __init__(self, line: str, text: str = "") -> None:
+        super().__init__(line)
+        self.line, self.text = line, text
+
+
 def parse_lines(lines: Iterable[str], name: str = "") -> Iterator[ImportedRun]:
-    """Runs in an nccl-tests/rccl-tests text log, each yielded as soon as it is complete."""
-    parser = NcclTextParser(name)
-    for line in clean_lines(lines):
-        done = parser.feed(line)
-        if done is not None:
-            yield done
+    """Runs in an nccl-tests/rccl-tests text log, each yielded once the next one starts.
+
+    Given ``Lines`` that say where other tools' output begins (``Lines.foreign``), a line of
+    another tool ends the nccl-tests part: its runs are finished and the rest of the log is
+    handed back (``ForeignOutput``) to be read by the tool that wrote it."""
+    parser = NcclTextParser(name, getattr(lines, "foreign", None))
+    chunks = text_chunks(lines)
+    for text in chunks:
+        try:
+            yield from parser.feed_text(text)
+        except _Foreign as f:
+            done = parser.finish()
+            if done is not None:
+                yield done
+            raise ForeignOutput(f.text + "".join(chunks)) from None
     done = parser.finish()
     if done is not None:
         yield done

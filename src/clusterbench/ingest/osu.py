@@ -1,8 +1,17 @@
 """OSU Micro-Benchmarks output (osu_bw, osu_bibw, osu_latency, osu_allreduce, ...) -> records.
 
-The benchmark name is the OSU program name, read from the title line (``# OSU MPI-ROCM Bandwidth
-Test v7.0`` -> ``osu_bw``). OSU's MB/s is 10^6 bytes per second. Every title line starts a run;
+The benchmark is named by its program, as OSU ships it: from the command line printed before
+the test when there is one (``osu_xccl_allreduce``), else from the title OSU prints for that
+program (``# OSU MPI-CUDA Bi-Directional Bandwidth Test`` -> ``osu_bibw``; NCCL/RCCL variants are
+the ``osu_xccl_*`` programs). OSU's MB/s is 10^6 bytes per second. Every title line starts a run;
 ``export K=V`` lines and the launch command printed before it are kept with that run.
+
+Buffer placement is a parameter (``buffers``: ``D D``, ``H H``, ``H D``, send then receive):
+from OSU's ``# Send Buffer on DEVICE (D) and Receive Buffer on HOST (H)`` line, else from the
+command line (``-d cuda D D``; ``-d`` alone puts both on the device). Launcher and MPI chatter
+inside the table (Open MPI help messages, MVAPICH2's performance warnings, libfabric warnings)
+is not a row; warnings are kept with the run, failures make it incomplete, and a table with no
+row at all (a hung test) is incomplete, never a bandwidth of 0.
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ from clusterbench.families.net.spec import LATENCY, MSG_RATE, OSU_BANDWIDTH, OSU
 from clusterbench.ingest.common import (
     ImportedRun,
     add_error,
+    add_warning,
     clean_lines,
     new_run,
     to_float,
@@ -24,23 +34,38 @@ from clusterbench.records import INCOMPLETE, Measurement
 _TITLE = re.compile(r"^#\s*OSU\s+(\S+)\s+(.*?)\s+Test(?:\s+v?([\d.]+))?\s*$")
 _LABEL = re.compile(r"(?:(Avg|Min|Max|P\d+(?:\.\d+)?)\s+)?(?:Tail\s+)?Lat(?:ency)?\s*\(us\)|Bandwidth\s*\(MB/s\)"
                     r"|MB/s|Messages/s|Iterations")
+# OSU's titles -> its programs (osu-micro-benchmarks c/mpi/*/*.c, print_header)
 _NAMES = {"bandwidth": "osu_bw", "bi-directional bandwidth": "osu_bibw", "latency": "osu_latency",
-          "multi-threaded latency": "osu_latency_mt", "broadcast latency": "osu_bcast",
-          "multiple bandwidth / message rate": "osu_mbw_mr", "multiple bandwidth/message rate": "osu_mbw_mr"}
+          "multi-threaded latency": "osu_latency_mt", "multi-process latency": "osu_latency_mp",
+          "multi latency": "osu_multi_lat", "broadcast latency": "osu_bcast", "barrier latency": "osu_barrier",
+          "multiple bandwidth / message rate": "osu_mbw_mr", "multiple bandwidth/message rate": "osu_mbw_mr",
+          "non-blocking broadcast latency": "osu_ibcast", "non-blocking barrier latency": "osu_ibarrier"}
+_PROGRAM = re.compile(r"\b(osu_\w+)")
+_BUFFER = re.compile(r"\b([HDM]{1,2})\s+([HDM]{1,2})\s*$")
+_DEVICE = re.compile(r"(?:^|\s)(?:-d|--accelerator)[ =](cuda|rocm|openacc|sycl)\b")
+_FATAL = re.compile(r"\babort|Segmentation fault|\bkilled\b|exited on signal|\bterminated\b|timed? ?out|CANCELLED",
+                    re.IGNORECASE)
+_NOISE = re.compile(r"help message|orte_base_help_aggregate|to see all help")   # Open MPI's help aggregation
+_WARNING = re.compile(r"\bwarn(?:ing)?\b|<warn>|\bfail(?:ed|ure)?\b|\berror\b", re.IGNORECASE)
 
 
-def bench_name(title: str) -> str:
+def bench_name(variant: str, title: str) -> str:
+    """The OSU program that prints this title."""
     key = title.strip().lower()
+    prefix = OSU_PREFIX + ("xccl_" if variant.upper().startswith(("NCCL", "RCCL", "XCCL")) else "")
     if key in _NAMES:
-        return _NAMES[key]
+        return prefix + _NAMES[key][len(OSU_PREFIX):]
     words = key.replace("non-blocking", "i").replace(" latency", "").replace(" bandwidth", "").split()
-    return OSU_PREFIX + "".join(words).replace("-", "_").replace("ireduce", "ireduce")
+    return prefix + "".join(words).replace("-", "_")
 
 
 class _Run:
     def __init__(self, name: str, m: re.Match[str], env: dict[str, str], command: str) -> None:
         self.run = new_run("osu", name)
-        self.bench = bench_name(m.group(2))
+        titled = bench_name(m.group(1), m.group(2))
+        program = _PROGRAM.search(command) if command else None
+        # the program on the command line, when it is this test's (a title names its family)
+        self.bench = program.group(1) if program and _same_test(program.group(1), titled) else titled
         version = m.group(3) or ""
         self.run.source = f"osu {version}".strip()
         if version:
@@ -48,11 +73,15 @@ class _Run:
         self.run.meta["variant"] = m.group(1)
         self.run.meta["benchmark"] = self.bench
         self.run.env = env
+        self.params: dict[str, object] = {}
         if command:
             self.run.meta["log_command"] = command
-        self.params: dict[str, object] = {}
+            self.params.update(_buffers_of_command(command))
         self.cols: list[tuple[str, str]] = []
         self.ms: list[Measurement] = []
+        self.rows = 0
+        self.elided = 0
+        self.fatal = False
 
     def header(self, line: str) -> None:
         cols = []
@@ -74,16 +103,44 @@ class _Run:
         if size is None or not self.cols:
             return
         params = {**self.params, "bytes": size}
+        added = False
         for (metric, stat), raw in zip(self.cols, toks[1:]):
             value = to_float(raw)
             if value is None or metric == "iterations":
                 continue
+            added = True
             if metric == "bandwidth":
                 self.ms.append(OSU_BANDWIDTH(self.bench, value / 1000.0, params))
             elif metric == "msg_rate":
                 self.ms.append(MSG_RATE(self.bench, value / 1e6, params))
             else:
                 self.ms.append(LATENCY(self.bench, value, {**params, "stat": stat}))
+        self.rows += added
+
+    def chatter(self, line: str) -> None:
+        """A launcher's or MPI library's line inside the test's output."""
+        if _NOISE.search(line):
+            return
+        if _FATAL.search(line):
+            self.fatal = True
+            add_error(self.run, line)
+        elif _WARNING.search(line):
+            add_warning(self.run, line)
+
+
+def _same_test(program: str, titled: str) -> bool:
+    return program == titled or program.replace("xccl_", "") == titled.replace("xccl_", "") \
+        or program.startswith(titled) or titled.startswith(program)
+
+
+def _buffers_of_command(command: str) -> dict[str, str]:
+    """``buffers`` from the command line: ``osu_bw -d cuda D H`` -> ``D H``; ``-d`` alone: ``D D``."""
+    m = _BUFFER.search(command)
+    if m and (_DEVICE.search(command) or m.group(1) != m.group(2) or m.group(1) in ("D", "M")):
+        return {"buffers": f"{m.group(1)} {m.group(2)}"}
+    if _DEVICE.search(command):
+        return {"buffers": "D D"}
+    return {}
 
 
 def parse(text: str, name: str = "") -> list[ImportedRun]:
@@ -106,7 +163,7 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
             env[key.strip()] = value.strip()
             continue
         if OSU_PREFIX in s and not s.startswith("#"):
-            command = s
+            command = s.lstrip("$> ")
             continue
         if cur is None:
             continue
@@ -115,21 +172,33 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
             if body.startswith("Size"):
                 cur.header(body)
             elif "Buffer on" in body:
-                cur.params["buffers"] = " ".join(re.findall(r"\((\w)\)", body))
+                cur.params["buffers"] = " ".join(re.findall(r"\((\w{1,2})\)", body))
+            elif body.startswith("[ pairs:"):
+                for key, value in re.findall(r"(pairs|window size):\s*(\d+)", body):
+                    cur.params["window" if key == "window size" else key] = int(value)
             continue
         toks = s.split()
         if toks[0].isdigit():
             cur.row(toks)
-        elif re.search(r"error|abort|fail", s, re.IGNORECASE):
-            add_error(cur.run, s)
+        elif s.strip("[]. ") == "":   # '[...]' where a document left rows out
+            cur.elided += 1
+        else:
+            cur.chatter(s)
     out = []
     for r in runs:
-        if not r.ms and not r.run.errors:
+        if not r.ms and not r.run.errors and not r.run.meta.get("warnings"):
             continue
-        if r.run.errors:
+        if r.elided:
+            r.run.meta["rows_elided"] = r.elided
+            add_warning(r.run, "the log leaves rows out ('[...]'): not every size is stored")
+        if not r.rows:
+            r.run.status = INCOMPLETE
+            add_error(r.run, "no result row: the test printed its header and nothing after it")
+        if r.fatal or r.elided:
             r.run.status = INCOMPLETE
         out.append(ImportedRun(r.run, r.ms))
     return out
 
 
-IMPORTERS = (Importer("osu", re.compile(r"^\s*#\s*OSU\s+\S+.*Test", re.M), whole(parse), order=40),)
+IMPORTERS = (Importer("osu", re.compile(r"^\s*#\s*OSU\s+\S+.*Test", re.M), whole(parse), order=40,
+                      starts=re.compile(r"^\s*#\s*OSU\s+\S+.*Test", re.M)),)

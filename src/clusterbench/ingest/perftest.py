@@ -1,9 +1,18 @@
 """perftest (ib_write_bw, ib_read_bw, ib_send_bw, ib_atomic_bw and the _lat tools) -> RDMA records.
 
-perftest's ``MB/sec`` is 2^20 bytes per second (checked: bytes x MsgRate equals BW x 2^20 in its
-own output) and ``--report_gbits`` prints ``Gb/sec`` = 10^9 bits per second; both become GB/s
-(10^9 bytes per second). Server and client output is often interleaved in one log, which repeats
-header lines and result rows; a row whose message size was already read is not read again.
+perftest's ``MB/sec`` (before 2024) and ``MiB/sec`` (after, the same unit renamed) are 2^20
+bytes per second (its source divides by 0x100000; its own output agrees: bytes x MsgRate = BW x
+2^20) and ``--report_gbits`` prints ``Gb/sec`` = 10^9 bits per second; all become GB/s (10^9
+bytes per second). A unit not known is refused, never guessed.
+
+``BW peak`` is not measured in duration mode (``-D``), in infinite runs, on the server side of
+send tests and with more than 20000 iterations: perftest then says ``WARNING: BW peak won't be
+measured in this run`` and prints 0.00, which is not a bandwidth of zero; no ``bw_peak`` record
+is stored (a peak of 0.00 beside a non-zero average is the same case, its warning lost in a copy).
+``Conflicting CPU frequency values detected`` is kept as a warning with the run.
+
+Server and client output is often interleaved in one log, which repeats header lines and result
+rows; a row whose message size was already read is not read again.
 """
 
 from __future__ import annotations
@@ -13,7 +22,9 @@ import re
 from clusterbench.families.net.spec import BW_AVG, BW_PEAK, LATENCY, MSG_RATE
 from clusterbench.ingest.common import (
     ImportedRun,
+    LogFormatError,
     add_error,
+    add_warning,
     clean_lines,
     new_run,
     to_float,
@@ -26,7 +37,8 @@ _TITLE = re.compile(r"^(RDMA_Write|RDMA_Read|Send|Atomic\w*|Write|Read)\b([\w /]
                     re.IGNORECASE)
 _BENCH = {"rdma_write": "ib_write", "write": "ib_write", "rdma_read": "ib_read", "read": "ib_read",
           "send": "ib_send"}
-_BW_UNITS = {"MB/sec": 1048576 / 1e9, "Gb/sec": 1e9 / 8 / 1e9}
+_BW_UNITS = {"MB/sec": 1048576 / 1e9, "MiB/sec": 1048576 / 1e9, "Gb/sec": 1e9 / 8 / 1e9}
+NO_PEAK = "BW peak not measured (perftest prints 0.00: duration mode, -n above 20000 or a send server)"
 _LAT_STATS = {"t_min": "min", "t_max": "max", "t_typical": "typical", "t_avg": "avg", "t_stdev": "stdev",
               "99%": "p99", "99.9%": "p99.9"}
 _SETTINGS = re.compile(r"([A-Za-z][\w .*-]*?)\s*:\s*(\S+)")
@@ -55,6 +67,7 @@ class _Run:
         self.cols: list[str] = []
         self.seen: set[int] = set()
         self.ms: list[Measurement] = []
+        self.no_peak = False   # perftest said it will not measure BW peak
 
     def setting(self, line: str) -> None:
         for key, value in _SETTINGS.findall(line):
@@ -78,14 +91,21 @@ class _Run:
         if iters is not None:
             params["iterations"] = iters
         added = False
+        avg = next((to_float(v) for c, v in vals.items() if c.startswith("BW_average")), None)
         for col, raw in vals.items():
             value = to_float(raw)
             if value is None:
                 continue
             if col.startswith(("BW_peak", "BW_average")):
                 unit = col[col.find("[") + 1: col.find("]")]
-                metric = BW_PEAK if col.startswith("BW_peak") else BW_AVG
-                self.ms.append(metric(self.bench, value * _BW_UNITS.get(unit, 1e-3), params))
+                if unit not in _BW_UNITS:
+                    raise LogFormatError(f"perftest bandwidth in an unknown unit {unit!r} ({col})")
+                peak = col.startswith("BW_peak")
+                if peak and value == 0.0 and (self.no_peak or (avg or 0.0) > 0.0):
+                    self.run.meta["bw_peak"] = NO_PEAK
+                    continue
+                metric = BW_PEAK if peak else BW_AVG
+                self.ms.append(metric(self.bench, value * _BW_UNITS[unit], params))
                 added = True
             elif col.startswith("MsgRate"):
                 self.ms.append(MSG_RATE(self.bench, value, params))
@@ -102,14 +122,24 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
     runs: list[_Run] = []
     cur: _Run | None = None
     errors: list[str] = []
+    no_peak = False   # the warning comes before the test's title
     for line in clean_lines(text.splitlines()):
         s = line.strip()
         if not s:
+            continue
+        if "BW peak won't be measured" in s:
+            no_peak = True
             continue
         if _TITLE.match(s):
             if cur is None or (cur.ms and cur.run.meta["test"] != s):
                 cur = _Run(name, s)
                 runs.append(cur)
+            cur.no_peak = cur.no_peak or no_peak
+            no_peak = False
+            continue
+        if s.startswith("Conflicting CPU frequency values detected"):
+            if cur is not None:
+                add_warning(cur.run, s)
             continue
         if cur is None:
             if "error" in s.lower() or "fail" in s.lower():
@@ -139,5 +169,7 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
 
 IMPORTERS = (
     Importer("perftest", re.compile(r"(RDMA_Write|RDMA_Read|Send|Atomic\w*)\b[\w /]*?\b(BW|Latency)\s+Test"
-                                    r"|#bytes\s+#iterations\s+(BW peak|t_min)"), whole(parse), order=90),
+                                    r"|#bytes\s+#iterations\s+(BW peak|t_min)"), whole(parse), order=90,
+             starts=re.compile(r"^\s*(?:RDMA_Write|RDMA_Read|Send|Atomic\w*|Write|Read)\b[\w /]*?\b(?:BW|Latency)"
+                               r"\s+Test\s*$", re.M)),
 )

@@ -188,5 +188,6 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
 
 IMPORTERS = (
     Importer("transferbench", re.compile(r"TransferBench|SRC\\+DST|SRC\+EXE\\+DST|Aggregate bandwidth \(GPU Timed\)"
-                                         r"|Bytes Per Direction|Aggregate \(CPU\)\s*[|│]"), whole(parse), order=50),
+                                         r"|Bytes Per Direction|Aggregate \(CPU\)\s*[|│]"), whole(parse), order=50,
+             starts=re.compile(r"^\s*TransferBench v\d", re.M)),
 )

@@ -16,7 +16,7 @@ from typing import Any
 
 from clusterbench.families import serving
 from clusterbench.ingest.common import ImportedRun, LogFormatError, clean_lines, new_run, to_float
-from clusterbench.ingest.registry import Importer
+from clusterbench.ingest.registry import Importer, whole_text
 from clusterbench.records import INCOMPLETE, Measurement
 
 _LATENCY = re.compile(r"^(mean|median|std|p\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el)_ms$")
@@ -127,11 +127,11 @@ def parse_text(text: str, name: str = "") -> list[ImportedRun]:
 
 
 def _parse(lines: Iterable[str], name: str, head: str) -> Iterator[ImportedRun]:
-    text = "".join(lines)
+    text = whole_text(lines)
     yield from (parse_json(text, name) if head.lstrip()[:1] in "{[" else parse_text(text, name))
 
 
 IMPORTERS = (
     Importer("vllm-serving", re.compile(r'"request_throughput"|Serving Benchmark Result|"mean_ttft_ms"'),
-             _parse, order=10),
+             _parse, order=10, starts=re.compile(r"^=*\s*Serving Benchmark Result", re.M)),
 )

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterbench.families import family_of, metric_of
-from clusterbench.records import Measurement, Run
+from clusterbench.records import NOISE, Measurement, Run
 
 SPREAD_RATIO = 2.0            # slowest / fastest iteration
 CV_LIMIT = 0.10               # stddev / mean; compare's --max-cv default
@@ -168,11 +168,11 @@ def _rows(n: int, of: int) -> str:
 
 
 def annotate(run: Run, measurements: Sequence[Measurement]) -> None:
-    """Store the run's warnings with it (``run.meta["warnings"]``), before it is saved."""
+    """Store the run's warnings with it (``run.meta["noise"]``), before it is saved."""
     found = check(measurements)
     if found:
-        run.meta["warnings"] = [w.to_stored() for w in found]
+        run.meta[NOISE] = [w.to_stored() for w in found]
 
 
 def stored(run: Run) -> list[NoiseWarning]:
-    return [NoiseWarning.from_stored(d) for d in run.meta.get("warnings") or [] if isinstance(d, dict)]
+    return [NoiseWarning.from_stored(d) for d in run.meta.get(NOISE) or [] if isinstance(d, dict)]

@@ -13,7 +13,7 @@ Every line is one JSON object whose first field is ``"kind"``; this module build
   datasheet peak;
 - ``criterion`` (validate, qualify), ``comparison`` (compare), ``check`` (preflight), ``host``
   (sweep), ``inventory`` and ``difference`` (env), ``note`` (a remark the table would print as
-  ``# note``), ``trend_point``, ``regression`` and ``improvement`` (trend), ``drain`` (a node taken
+  ``# note``), ``warning`` (a doubt about a run's figures that a table prints as ``# warning``), ``trend_point``, ``regression`` and ``improvement`` (trend), ``drain`` (a node taken
   out of or back into service by ``--on-fail``), ``step`` (a qualify step), and ``summary``: the
   last line of a command that judges or moves things, with its counts and exit code.
 """
@@ -44,6 +44,7 @@ HOST = "host"
 INVENTORY = "inventory"
 DIFFERENCE = "difference"
 NOTE = "note"
+WARNING = "warning"
 TREND_POINT = "trend_point"
 REGRESSION = "regression"
 IMPROVEMENT = "improvement"
@@ -51,7 +52,7 @@ DRAIN = "drain"
 STEP = "step"
 SUMMARY = "summary"
 KINDS = (MEASUREMENT, RUN, EFFICIENCY, PERCENT_OF_PEAK, CRITERION, COMPARISON, CHECK, HOST,
-         INVENTORY, DIFFERENCE, NOTE, TREND_POINT, REGRESSION, IMPROVEMENT, DRAIN, STEP, SUMMARY)
+         INVENTORY, DIFFERENCE, NOTE, WARNING, TREND_POINT, REGRESSION, IMPROVEMENT, DRAIN, STEP, SUMMARY)
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "data" / "schema" / "lines.schema.json"
 
@@ -147,6 +148,10 @@ def difference_line(d: dict[str, Any], left: str, right: str) -> dict[str, Any]:
 
 def note_line(text: str, run_id: int | None = None) -> dict[str, Any]:
     return line(NOTE, run=run_id, text=text)
+
+
+def warning_line(text: str, run_id: int | None = None) -> dict[str, Any]:
+    return line(WARNING, run=run_id, text=text)
 
 
 def summary_line(command: str, **fields: Any) -> dict[str, Any]:

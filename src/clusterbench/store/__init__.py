@@ -12,6 +12,7 @@ import json
 import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +22,19 @@ from clusterbench.store import location as loc
 from clusterbench.store.backend import Backend
 from clusterbench.store.location import Location
 from clusterbench.store.migrations import MIGRATIONS, new_uid, statements
+from clusterbench.store.packs import (
+    MeasurementRow,
+    Pack,
+    Packs,
+    benchmarks_of,
+    measurements_of,
+    pack_rows,
+    rows_of,
+)
 from clusterbench.store.selectors import MAX_RUN_ID, Selector, bench_filter, parse_selector
 from clusterbench.store.warn import warn_once
 
-MeasurementRow = tuple[str, str, float, str, str]   # benchmark, metric, value, unit, params JSON
+__all__ = ["MeasurementRow", "Pack", "Packs", "Store", "connect", "default_db_path", "describe"]
 _RUN_WRITE_COLS = ("uid", "benchmark", "source", "command", "started_at", "ended_at", "status",
                    "hosts", "ranks", "devices", "versions", "env", "errors", "meta")
 
@@ -89,6 +99,86 @@ def _filters(sel: Selector, since: str | None) -> tuple[str, list[Any]]:
     return " AND ".join(conds), args
 
 
+class _Batch:
+    """The runs of one transaction, written in bulk (``Backend.insert_rows``: executemany, COPY)
+    every ``FLUSH_BYTES`` of measurement packs and at its end. Run ids are taken when a run is
+    added (``Backend.next_ids``), so a caller knows a run's id at once."""
+
+    FLUSH_BYTES = 8 << 20
+    IDS = 1024   # at most this many ids taken at once; fewer at first (PostgreSQL never gives back)
+
+    def __init__(self, db: Backend) -> None:
+        self.db = db
+        self.ids: list[int] = []
+        self.runs: list[tuple[Any, ...]] = []
+        self.tags: list[tuple[Any, ...]] = []
+        self.packs: list[tuple[Any, ...]] = []
+        self.measured: list[tuple[Any, ...]] = []
+        self.samples: list[tuple[Any, ...]] = []
+        self.size = 0
+        self.taken = 0
+
+    def add(self, values: tuple[Any, ...], tags: dict[str, str], packs: Iterable[Pack],
+            telemetry: Iterable[TelemetrySample]) -> int:
+        if not self.ids:   # 1, 2, 4 ... ids: a small import leaves no gap in the ids
+            n = min(self.IDS, max(1, self.taken))
+            self.ids = self.db.next_ids("runs", n)[::-1]
+            self.taken += n
+        run_id = self.ids.pop()
+        self.runs.append((run_id, *values))
+        self.tags += [(run_id, k, str(v)) for k, v in tags.items()]
+        benchmarks: set[str] = set()
+        for p in packs:
+            if p.count:
+                self.packs.append((run_id, p.format, p.count, p.body))
+                self.size += len(p.body)
+                benchmarks.update(benchmarks_of(p))
+        self.measured += [(run_id, b) for b in sorted(benchmarks)]
+        self.samples += [(run_id, s.t, s.host, s.device, s.metric, s.value, s.unit) for s in telemetry]
+        if self.size >= self.FLUSH_BYTES:
+            self.flush()
+        return run_id
+
+    def flush(self) -> None:
+        db = self.db
+        if self.runs:
+            db.insert_rows("runs", ("id", *_RUN_WRITE_COLS), self.runs)
+        if self.tags:
+            db.insert_rows("run_tags", ("run_id", "key", "value"), self.tags)
+        if self.packs:
+            db.insert_rows("measurement_packs", ("run_id", "format", "count", "body"), self.packs)
+        if self.measured:
+            db.insert_rows("run_benchmarks", ("run_id", "benchmark"), self.measured)
+        if self.samples:
+            db.insert_rows("telemetry", ("run_id", "t", "host", "device", "metric", "value", "unit"), self.samples)
+        self.runs, self.tags, self.packs, self.measured, self.samples, self.size = [], [], [], [], [], 0
+
+    @staticmethod
+    def write_rows(db: Backend, run_id: int, tags: dict[str, str], packs: Iterable[Pack],
+                   telemetry: Iterable[TelemetrySample]) -> None:
+        """A run's other rows, written at once (outside a batch)."""
+        if tags:
+            db.insert_rows("run_tags", ("run_id", "key", "value"), [(run_id, k, str(v)) for k, v in tags.items()])
+        stored = [p for p in packs if p.count]
+        db.insert_rows("measurement_packs", ("run_id", "format", "count", "body"),
+                       [(run_id, p.format, p.count, p.body) for p in stored])
+        # what the run measured, for selectors and ``results list`` without reading the packs
+        db.insert_rows("run_benchmarks", ("run_id", "benchmark"),
+                       [(run_id, b) for b in sorted({b for p in stored for b in benchmarks_of(p)})])
+        samples = [(run_id, s.t, s.host, s.device, s.metric, s.value, s.unit) for s in telemetry]
+        if samples:
+            db.insert_rows("telemetry", ("run_id", "t", "host", "device", "metric", "value", "unit"), samples)
+
+
+def _packs(rows: Iterable[MeasurementRow] | Iterable[tuple[str, str, float, str, dict[str, Any]]] | Packs
+           ) -> Iterable[Pack]:
+    """The packs to store. Rows are packed lazily, inside the run's transaction, so a producer
+    that streams them is read while the run's row is already written (and rolled back with it)."""
+    if isinstance(rows, Packs):
+        return rows.packs
+    return (pack_rows(rows) for _ in (0,))
+
+
 def _clean(value: Any) -> str:
     """JSON for a stored column, with any password in a URL taken out (a ``--db`` URL in the
     command line, an error message that quotes one)."""
@@ -100,6 +190,7 @@ class Store:
 
     def __init__(self, db: Backend) -> None:
         self.db = db
+        self._batch: _Batch | None = None   # inside transaction(): runs join it, written in bulk
         self.location = db.location
         self.where = db.location.display          # for messages: never a password
         self.path = db.location.path              # SQLite file, None for PostgreSQL
@@ -133,6 +224,24 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Store every run saved inside the block in one transaction: all of them or none (an
+        import of one file); also much faster than a commit per run."""
+        if self._batch is not None:
+            yield
+            return
+        try:
+            with self.db.write():
+                self._batch = _Batch(self.db)
+                try:
+                    yield
+                    self._batch.flush()
+                finally:
+                    self._batch = None
+        except self.db.errors as e:
+            raise StoreError(f"cannot write to results database {self.where}: {self.db.describe(e)}") from None
 
     def relax_durability(self) -> None:
         """Commits stay atomic but stop waiting for the disk: for storing many runs at once."""
@@ -179,9 +288,8 @@ class Store:
         telemetry: Iterable[TelemetrySample] = (),
     ) -> int:
         """Store a run with all its records in one transaction; return its id."""
-        rows = ((m.benchmark, m.metric, float(m.value), m.unit, json.dumps(m.params, default=str))
-                for m in measurements)
-        return self.save_run_rows(run, rows, telemetry)
+        rows = ((m.benchmark, m.metric, float(m.value), m.unit, m.params) for m in measurements)
+        return self._save(run, _packs(rows), telemetry)
 
     def save_run_rows(
         self,
@@ -189,40 +297,41 @@ class Store:
         rows: Iterable[MeasurementRow],
         telemetry: Iterable[TelemetrySample] = (),
     ) -> int:
-        """``save_run`` with measurements as (benchmark, metric, value, unit, params JSON) rows, for
-        producers that serialize a parameter set once and share it (log importers)."""
-        run_id = self._write_run(run, new_uid(), rows, telemetry)
+        """``save_run`` with measurements as (benchmark, metric, value, unit, params JSON) rows, or
+        as ``Packs`` a producer packed already (log importers: ``ImportedRun.store_rows``)."""
+        return self._save(run, _packs(rows), telemetry)
+
+    def _save(self, run: Run, packs: Iterable[Pack], telemetry: Iterable[TelemetrySample]) -> int:
+        run_id = self._write_run(run, new_uid(), packs, telemetry, fresh=True)
         assert run_id is not None  # a fresh uuid4 is never taken
         return run_id
 
-    def add_copied_run(self, run: Run, uid: str, rows: Iterable[MeasurementRow],
+    def add_copied_run(self, run: Run, uid: str, rows: Iterable[MeasurementRow] | Packs,
                        telemetry: Iterable[TelemetrySample] = ()) -> int | None:
         """Store a run from another database under its uid; None (nothing written) when a run
         with that uid is here already."""
-        return self._write_run(run, uid, rows, telemetry)
+        return self._write_run(run, uid, _packs(rows), telemetry)
 
-    def _write_run(self, run: Run, uid: str, rows: Iterable[MeasurementRow],
-                   telemetry: Iterable[TelemetrySample]) -> int | None:
+    def _write_run(self, run: Run, uid: str, packs: Iterable[Pack],
+                   telemetry: Iterable[TelemetrySample], fresh: bool = False) -> int | None:
         db = self.db
         values = (uid, run.benchmark, run.source, loc.redact(json.dumps(run.command)), run.started_at,
                   run.ended_at, run.status, json.dumps(run.hosts), run.ranks, json.dumps(run.devices),
                   json.dumps(run.versions), _clean(run.env), _clean(run.errors), _clean(run.meta))
         try:
-            with db.write():
-                run_id = db.insert_unique("runs", _RUN_WRITE_COLS, values, unique="uid")
-                if run_id is None:
-                    return None
-                db.insert_rows("run_tags", ("run_id", "key", "value"),
-                               [(run_id, k, str(v)) for k, v in run.tags.items()])
-                measured: set[str] = set()
-                # set.add returns None: the filter only notes each row's benchmark on its way in
-                db.insert_rows("measurements", ("run_id", "benchmark", "metric", "value", "unit", "params"),
-                               ((run_id, *row) for row in rows if measured.add(row[0]) is None))
-                db.insert_rows("run_benchmarks", ("run_id", "benchmark"),
-                               [(run_id, b) for b in sorted(measured)])
-                db.insert_rows("telemetry", ("run_id", "t", "host", "device", "metric", "value", "unit"),
-                               ((run_id, s.t, s.host, s.device, s.metric, s.value, s.unit)
-                                for s in telemetry))
+            if self._batch is not None and fresh:
+                run_id = self._batch.add(values, run.tags, packs, telemetry)
+            else:
+                with nullcontext() if self._batch is not None else db.write():
+                    if self._batch is not None:
+                        self._batch.flush()   # earlier runs first: this one may refer to them
+                    if fresh:   # a new uuid4: no run has it, no need to look
+                        run_id = db.insert_id("runs", _RUN_WRITE_COLS, values)
+                    else:
+                        run_id = db.insert_unique("runs", _RUN_WRITE_COLS, values, unique="uid")
+                    if run_id is None:
+                        return None
+                    _Batch.write_rows(db, run_id, run.tags, packs, telemetry)
         except db.errors as e:
             raise StoreError(f"cannot write to results database {self.where}: {db.describe(e)}") from None
         run.id = run_id
@@ -349,8 +458,9 @@ class Store:
         return found
 
     def measurement_counts(self) -> dict[int, int]:
-        """Measurements per run id."""
-        return dict(self._query("SELECT run_id, count(*) FROM measurements GROUP BY run_id"))
+        """Measurements per run id (runs without any are left out)."""
+        return {rid: int(n) for rid, n in self._query(
+            "SELECT run_id, sum(count) FROM measurement_packs GROUP BY run_id") if n}
 
     def uids(self) -> dict[str, int]:
         """Every run's uid and its id here."""
@@ -367,26 +477,29 @@ class Store:
         return list(self.iter_measurements([run_id], benchmark, metric))
 
     def measurement_rows(self, run_id: int) -> Iterator[MeasurementRow]:
-        """A run's measurements as stored (params as JSON text), in order: for copying."""
-        yield from self._stream("SELECT benchmark, metric, value, unit, params FROM measurements"
-                                " WHERE run_id=? ORDER BY id", (run_id,))
+        """A run's measurements as stored (params as JSON text), in order."""
+        for p in self.measurement_packs(run_id).packs:
+            yield from rows_of(p.format, p.body)
+
+    def measurement_packs(self, run_id: int) -> Packs:
+        """A run's measurements as stored, still packed: for copying them to another store."""
+        return Packs([Pack(f, int(n), body) for f, n, body in self._query(
+            "SELECT format, count, body FROM measurement_packs WHERE run_id=? ORDER BY id", (run_id,))])
 
     def iter_measurements(self, run_ids: Sequence[int], benchmark: str | None = None,
                           metric: str | None = None) -> Iterator[Measurement]:
+        """The runs' measurements, in the order they were stored (a run's in its order)."""
         if not run_ids:
             return
-        sql = (f"SELECT benchmark, metric, value, unit, params FROM measurements WHERE run_id IN"
-               f" ({','.join('?' * len(run_ids))})")
-        args: list[Any] = list(run_ids)
-        if benchmark:
-            sql += " AND benchmark=?"
-            args.append(benchmark)
-        if metric:
-            sql += " AND metric=?"
-            args.append(metric)
-        sql += " ORDER BY id"
-        for b, m, v, u, p in self._stream(sql, args):
-            yield Measurement(b, m, v, u, json.loads(p))
+        sql = (f"SELECT format, body FROM measurement_packs WHERE run_id IN ({','.join('?' * len(run_ids))})"
+               " ORDER BY id")
+        for fmt, body in self._stream(sql, list(run_ids)):
+            try:
+                for m in measurements_of(fmt, body):
+                    if (benchmark is None or m.benchmark == benchmark) and (metric is None or m.metric == metric):
+                        yield m
+            except (ValueError, KeyError, TypeError) as e:
+                raise StoreError(f"results database {self.where}: unreadable measurements: {e}") from None
 
     def telemetry(self, run_id: int) -> list[TelemetrySample]:
         rows = self._query("SELECT t, metric, value, unit, host, device FROM telemetry WHERE run_id=?"

@@ -49,6 +49,15 @@ class Backend(ABC):
         block and rolled back on any exception."""
 
     @abstractmethod
+    def next_ids(self, table: str, n: int) -> list[int]:
+        """``n`` ids for rows about to be inserted into ``table`` with explicit ids, that no
+        other writer will take. Inside ``write()``."""
+
+    @abstractmethod
+    def insert_id(self, table: str, cols: Sequence[str], values: DbRow) -> int:
+        """Insert one row and return its ``id``. Inside ``write()``."""
+
+    @abstractmethod
     def insert_unique(self, table: str, cols: Sequence[str], values: DbRow, unique: str) -> int | None:
         """Insert one row and return its ``id``, or None (nothing written) when a row with the
         same value in column ``unique`` exists. Inside ``write()``."""

@@ -3,14 +3,15 @@
 Idempotent: a run is known by its uid, so a run already in the destination is skipped, and
 copying twice stores it once. Each run goes in with its tags, measurements and telemetry in
 one transaction; an interrupted copy leaves whole runs only, and running it again finishes it.
+Measurements move as the packs they are stored in (store/packs.py), without being decoded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from clusterbench.store import MeasurementRow, Store
+from clusterbench.store import Store
 
 
 @dataclass(frozen=True)
@@ -56,29 +57,17 @@ def copy_runs(source: Store, dest: Store, on_run: Callable[[CopiedRun], None] | 
     for run in source.list_runs(oldest_first=True):
         source_id = int(run.id or 0)
         uid = uid_of[source_id]
-        dest_id, copied, rows = present.get(uid), False, _Counted(source.measurement_rows(source_id))
-        if dest_id is None:
-            new_id = dest.add_copied_run(run, uid, rows, source.telemetry(source_id))
+        dest_id, copied = present.get(uid), False
+        packs = source.measurement_packs(source_id) if dest_id is None else None
+        if packs is not None:
+            new_id = dest.add_copied_run(run, uid, packs, source.telemetry(source_id))
             if new_id is None:       # another copy stored it since we looked
                 dest_id = dest.uids()[uid]
             else:
                 dest_id, copied = new_id, True
-        item = CopiedRun(uid, source_id, dest_id, copied, run.benchmark, rows.n if copied else 0)
+        item = CopiedRun(uid, source_id, int(dest_id), copied, run.benchmark, len(packs) if copied and packs else 0)
         summary.runs.append(item)
         if on_run:
             on_run(item)
     return summary
 
-
-class _Counted:
-    """Passes rows through and counts them, so a run's measurements stream from one database
-    into the other without being held in memory."""
-
-    def __init__(self, rows: Iterator[MeasurementRow]) -> None:
-        self._rows = rows
-        self.n = 0
-
-    def __iter__(self) -> Iterator[MeasurementRow]:
-        for row in self._rows:
-            self.n += 1
-            yield row

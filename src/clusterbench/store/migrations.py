@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from string import Template
 
 from clusterbench.store.backend import Backend
+from clusterbench.store.packs import pack_rows
 
 Step = str | Callable[[Backend], None]
 
@@ -34,6 +35,17 @@ def new_uid() -> str:
 def statements(sql: str, backend: Backend) -> list[str]:
     text = Template(sql).substitute(backend.types)
     return [s for s in text.split(";") if s.strip()]
+
+
+def _pack_measurements(db: Backend) -> None:
+    """Move every run's rows of ``measurements`` into one ``rows`` pack, in their order."""
+    run_ids = [r[0] for r in db.execute("SELECT DISTINCT run_id FROM measurements ORDER BY run_id").fetchall()]
+    for run_id in run_ids:
+        rows = db.execute("SELECT benchmark, metric, value, unit, params FROM measurements WHERE run_id=?"
+                          " ORDER BY id", (run_id,)).fetchall()
+        pack = pack_rows((b, m, float(v), u, p) for b, m, v, u, p in rows)
+        db.execute("INSERT INTO measurement_packs (run_id, format, count, body) VALUES (?, ?, ?, ?)",
+                   (run_id, pack.format, pack.count, pack.body))
 
 
 def _backfill_uids(db: Backend) -> None:
@@ -113,4 +125,19 @@ MIGRATIONS: list[Migration] = [
         CREATE INDEX run_benchmarks_benchmark ON run_benchmarks(benchmark);
         INSERT INTO run_benchmarks (run_id, benchmark) SELECT DISTINCT run_id, benchmark FROM measurements
         """,)),
+    # Measurements in packs (store/packs.py): one row per run instead of one per measurement,
+    # which made storing large imports slow. Existing rows move into one pack per run.
+    Migration("0006_measurement_packs", ("""
+        CREATE TABLE measurement_packs (
+            id      ${serial_pk},
+            run_id  ${ref} NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            format  TEXT NOT NULL,
+            count   INTEGER NOT NULL,
+            body    TEXT NOT NULL
+        );
+        CREATE INDEX measurement_packs_run ON measurement_packs(run_id)
+        """,
+        _pack_measurements,
+        "DROP TABLE measurements",
+    )),
 ]

@@ -83,6 +83,22 @@ class PostgresBackend(Backend):
         with self.conn.transaction():
             yield
 
+    def next_ids(self, table: str, n: int) -> list[int]:
+        rows = self.execute(f"SELECT nextval(pg_get_serial_sequence('{table}', 'id')) FROM generate_series(1, ?)",
+                            (n,)).fetchall()
+        return [int(r[0]) for r in rows]
+
+    def insert_rows(self, table: str, cols: Sequence[str], rows: Iterable[DbRow]) -> None:
+        # COPY: one statement streams every row; far faster than an INSERT per row
+        with self.conn.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(cols)}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+
+    def insert_id(self, table: str, cols: Sequence[str], values: DbRow) -> int:
+        marks = ",".join("?" * len(cols))
+        return int(self.execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({marks}) RETURNING id",
+                                values).fetchone()[0])
+
     def insert_unique(self, table: str, cols: Sequence[str], values: DbRow, unique: str) -> int | None:
         marks = ",".join("?" * len(cols))
         row = self.execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({marks})"

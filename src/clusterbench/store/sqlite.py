@@ -35,6 +35,7 @@ class SqliteBackend(Backend):
     def __init__(self, location: Location, conn: sqlite3.Connection) -> None:
         super().__init__(location)
         self.conn = conn
+        self._reserved: dict[str, int] = {}   # highest id next_ids gave in this transaction
 
     @classmethod
     def connect(cls, location: Location) -> SqliteBackend:
@@ -78,6 +79,7 @@ class SqliteBackend(Backend):
         # IMMEDIATE: take the write lock now, so a transaction never fails half-way on a lock
         # another writer took after our first read.
         self.conn.execute("BEGIN IMMEDIATE")
+        self._reserved.clear()
         try:
             yield
             self.conn.execute("COMMIT")
@@ -87,6 +89,20 @@ class SqliteBackend(Backend):
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
             raise
+
+    def next_ids(self, table: str, n: int) -> list[int]:
+        # The write lock is held (BEGIN IMMEDIATE) until commit: no other writer takes ids
+        # meanwhile. AUTOINCREMENT never reuses an id, so start after the highest ever given.
+        seq = self.conn.execute("SELECT seq FROM sqlite_sequence WHERE name=?", (table,)).fetchone()
+        top = self.conn.execute(f"SELECT max(id) FROM {table}").fetchone()[0]
+        first = max(seq[0] if seq else 0, top or 0, self._reserved.get(table, 0)) + 1
+        self._reserved[table] = first + n - 1
+        return list(range(first, first + n))
+
+    def insert_id(self, table: str, cols: Sequence[str], values: DbRow) -> int:
+        cur = self.conn.execute(
+            f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({','.join('?' * len(cols))})", values)
+        return int(cur.lastrowid)
 
     def insert_unique(self, table: str, cols: Sequence[str], values: DbRow, unique: str) -> int | None:
         # The write lock is held since BEGIN IMMEDIATE, so look-then-insert cannot race. (Not

@@ -6,7 +6,9 @@ import gzip
 import io
 import os
 import sys
+import zlib
 from collections.abc import Iterator
+from contextlib import nullcontext
 from typing import IO
 
 import click
@@ -42,6 +44,8 @@ def _runs_of(path: str, tool: str | None) -> Iterator[ImportedRun]:
             yield from iter_runs(f, tool, name=path[:-3] if path.endswith(".gz") else path)
     except (OSError, EOFError) as e:  # EOFError: a .gz file cut short
         raise ClusterbenchError(getattr(e, "strerror", None) or str(e) or "unreadable file") from None
+    except zlib.error as e:  # a .gz file with a valid header and damaged data
+        raise ClusterbenchError(f"corrupt compressed data: {e}") from None
 
 
 def _summary(path: str, item: ImportedRun, dry_run: bool) -> list[str]:
@@ -73,7 +77,7 @@ def _summary(path: str, item: ImportedRun, dry_run: bool) -> list[str]:
 def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], host: str | None,
                as_json: bool, dry_run: bool, db: str | None) -> int:
     """Import nccl-tests/rccl-tests, TransferBench, BabelStream, rocblas-bench, hipblaslt-bench,
-    perftest, iperf3 -J, OSU and vLLM serving results, and clusterbench's own --json lines
+    perftest, iperf3 (-J or text), OSU and vLLM serving results, and clusterbench's own --json lines
     (PATH '-' reads standard input: kubectl logs POD | clusterbench import -).
 
     One run is stored per file, or per run when a file holds several (concatenated nccl-tests
@@ -85,8 +89,8 @@ def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], 
     run_tags = parse_tags(tags)
     store = None if dry_run else Store.open(db)
     if store is not None:
-        # Each run is still one atomic transaction, but a commit does not wait for the disk,
-        # which makes storing thousands of runs from one log feasible
+        # A file is one transaction (stored whole or not at all), and its commit does not wait
+        # for the disk: storing thousands of runs from one log takes seconds
         store.relax_durability()
     failed: list[dict[str, str]] = []
     statuses: dict[str, int] = {s: 0 for s in RUN_STATUSES}
@@ -96,29 +100,27 @@ def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], 
             stored: list[int] = []
             counted: dict[str, int] = {}
             try:
-                for item in _runs_of(path, tool):
-                    run = item.run
-                    run.tags.update(run_tags)
-                    if not run.command:  # only a re-imported clusterbench run has the command it ran
-                        run.command = command_line()
-                    if host and not run.hosts:
-                        run.hosts = [host]
-                    if store is not None:
-                        stored.append(store.save_run_rows(run, item.store_rows()))
-                    counted[run.status] = counted.get(run.status, 0) + 1
-                    extra = dict(file=path, stored=store is not None, measurements=len(item),
-                                 benchmarks=item.benchmarks())
-                    if not as_json:
-                        for text in _summary(path, item, dry_run):
-                            print(text)
-                    elif dry_run:
-                        emit(run_line(run, **extra))
-                    else:  # streamed: a log of thousands of runs is never held whole
-                        emit_all(run_objects(run, item.measurements, **extra))
-            except (ClusterbenchError, KeyboardInterrupt) as e:
-                if store is not None:  # a file is stored whole or not at all
-                    for run_id in stored:
-                        store.delete_run(run_id)
+                with store.transaction() if store is not None else nullcontext():
+                    for item in _runs_of(path, tool):
+                        run = item.run
+                        run.tags.update(run_tags)
+                        if not run.command:  # only a re-imported clusterbench run has the command it ran
+                            run.command = command_line()
+                        if host and not run.hosts:
+                            run.hosts = [host]
+                        if store is not None:
+                            stored.append(store.save_run_rows(run, item.store_rows()))
+                        counted[run.status] = counted.get(run.status, 0) + 1
+                        extra = dict(file=path, stored=store is not None, measurements=len(item),
+                                     benchmarks=item.benchmarks())
+                        if not as_json:
+                            for text in _summary(path, item, dry_run):
+                                print(text)
+                        elif dry_run:
+                            emit(run_line(run, **extra))
+                        else:  # streamed: a log of thousands of runs is never held whole
+                            emit_all(run_objects(run, item.measurements, **extra))
+            except (ClusterbenchError, KeyboardInterrupt) as e:  # the file's transaction rolled back
                 if isinstance(e, KeyboardInterrupt):
                     raise
                 if as_json and stored:

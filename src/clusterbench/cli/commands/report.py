@@ -13,11 +13,7 @@ from clusterbench.judge.findings import Group, gather
 from clusterbench.judge.profiles import load_profile
 from clusterbench.judge.select import load_runs
 from clusterbench.judge.validate import STATUSES
-from clusterbench.report import plots
-from clusterbench.report.figures import build_figures
-from clusterbench.report.html import render_html
 from clusterbench.report.jsonl import emit, summary_line
-from clusterbench.report.markdown import render_markdown
 from clusterbench.store import Store
 from clusterbench.store.selectors import GRAMMAR
 
@@ -59,6 +55,12 @@ def report(selectors: tuple[str, ...], output: str, profile_name: str | None, li
         raise UsageError(f"directory {out.parent} does not exist")
     findings = gather(groups, profile=profile, link=link_speed, nodes=nodes)
     title = title or f"clusterbench report: {', '.join(selectors)}"
+    # matplotlib is imported here, not when the CLI starts: it would add half a second to every command
+    from clusterbench.report import plots
+    from clusterbench.report.figures import build_figures
+    from clusterbench.report.html import render_html
+    from clusterbench.report.markdown import render_markdown
+
     entries = build_figures(findings)
     plot_dir = out.with_name(out.stem + "_plots")
     images, files = {}, []

@@ -17,7 +17,7 @@ from clusterbench.cli.options import (
     since_option,
 )
 from clusterbench.families import FAMILIES, family_of
-from clusterbench.records import Run
+from clusterbench.records import WARNINGS, Run
 from clusterbench.report.jsonl import (
     emit,
     emit_all,
@@ -116,6 +116,8 @@ def show_cmd(selectors: tuple[str, ...], as_json: bool, since: str | None, db: s
             print(text)
         for e in run.errors:
             print(f"# error: {e}")
+        for w in run.meta.get(WARNINGS) or []:   # doubts about the figures (an import's checks)
+            print(f"# warning: {w}")
 
 
 @results.command("export", epilog=SELECTOR_HELP)

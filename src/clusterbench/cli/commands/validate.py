@@ -18,7 +18,9 @@ from clusterbench.judge.efficiency import (
 from clusterbench.judge.profiles import builtin_profiles, load_profile
 from clusterbench.judge.select import load_runs, rows_of
 from clusterbench.judge.text import outcome_lines
+from clusterbench.judge.tool_checks import tool_outcomes
 from clusterbench.judge.validate import STATUSES, evaluate, exit_code
+from clusterbench.records import WARNINGS
 from clusterbench.report import junit as junit_xml
 from clusterbench.report.jsonl import (
     criterion_line,
@@ -27,6 +29,7 @@ from clusterbench.report.jsonl import (
     note_line,
     percent_of_peak_line,
     summary_line,
+    warning_line,
 )
 from clusterbench.store import Store
 from clusterbench.store.selectors import GRAMMAR
@@ -62,11 +65,12 @@ def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, n
     with Store.open(db) as store:
         loaded = load_runs(store, runs or ("last",), since)
     rows = rows_of(loaded)
-    outcomes = evaluate(profile, rows)
+    judged = evaluate(profile, rows)
+    outcomes = judged + tool_outcomes(loaded)   # the tools' own checks (nccl-tests' error tolerance)
     effs = [(run, e) for run, ms in loaded for e in run_link_efficiency(run, ms, link_speed, nodes)]
     run_ids = [r.id for r, _ in loaded]
     peaks = best_percent_of_peak(loaded)
-    nothing_checked = all(o.status == "skipped" for o in outcomes)
+    nothing_checked = all(o.status == "skipped" for o in judged)
     code = 2 if nothing_checked else exit_code(outcomes)
     best = best_per_placement([e for _, e in effs])
     if as_json:
@@ -80,6 +84,9 @@ def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, n
             emit(percent_of_peak_line(label, d))
         if link_speed and not effs:
             emit(note_line(NO_LINK_ROWS))
+        for run, _ms in loaded:
+            for text in run.meta.get(WARNINGS) or []:
+                emit(warning_line(text, run.id))
         emit(summary_line("validate", profile=profile.name, runs=run_ids,
                           counts={s: sum(o.status == s for o in outcomes) for s in STATUSES},
                           exit_code=code))
@@ -97,6 +104,9 @@ def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, n
         for label, d in peaks:
             print(f"# peak {label}: best {d.value:.4g} {d.unit} = {d.percent:.1f}% of {d.device_name} "
                   f"datasheet {d.peak:.4g} {d.unit}")
+        for run, _ms in loaded:
+            for text in run.meta.get(WARNINGS) or []:
+                print(f"# warning: run {run.id}: {text}")
     if junit:
         junit_xml.write(junit, [junit_xml.validation_suite(profile.name, outcomes, run_ids)])
     if nothing_checked:

@@ -163,6 +163,20 @@ METRICS = (TIME, ALGBW, BUSBW, WRONG, MAX_ERROR, AVG_BUSBW, OUT_OF_BOUNDS, ITER_
 ROW_METRICS = (TIME, ALGBW, BUSBW, WRONG)     # per size and placement; the rest per run
 
 
+# Old nccl-tests (v2.0 .. v2.11, src/common.cu: DeltaMaxValue and CheckData) print each row's
+# largest absolute error and count the row as out of bounds when it exceeds
+# DeltaMaxValue(type) x (nranks - 1): 1e-2 for half and bfloat16, 1e-5 for float, 1e-12 for
+# double, and 1e-200 (any error at all) for the integer types.
+DELTA_MAX = {"half": 1e-2, "bfloat16": 1e-2, "float": 1e-5, "double": 1e-12}
+
+
+def error_tolerance(dtype: str, ranks: int) -> float | None:
+    """The largest ``max_error`` nccl-tests accepts for a row; None when the rank count is unknown."""
+    if ranks <= 0:
+        return None
+    return DELTA_MAX.get(dtype, 1e-200) * (ranks - 1)
+
+
 def element_size(dtype: str) -> int:
     return DTYPES[dtype][1]
 

@@ -4,7 +4,9 @@ nccl-tests/rccl-tests log all print the same way).
 Reads: measurements ``time_us``/``algbw``/``busbw``/``wrong`` per row and placement, per-run
 ``avg_busbw``/``out_of_bounds``; and, when present, run meta ``coll_sweep.<op>`` (the values of
 nccl-tests' first header line) and ``rank_pids``/``rank_device_index``/``rank_bus_id``.
-Missing values print ``N/A``, as nccl-tests does for an unchecked ``#wrong``.
+Missing values print ``N/A``, as nccl-tests does for an unchecked ``#wrong``. Old nccl-tests'
+``max_error`` prints in the #wrong column as it did (``4e-07``); a row above nccl-tests' own
+tolerance (``error_tolerance``) counts as out of bounds and the footer says so.
 """
 
 from __future__ import annotations
@@ -15,14 +17,16 @@ from clusterbench.families.collectives.spec import (
     ALGBW,
     AVG_BUSBW,
     BUSBW,
+    MAX_ERROR,
     OUT_OF_BOUNDS,
     ROW_METRICS,
     TIME,
     WRONG,
+    error_tolerance,
 )
 from clusterbench.records import Measurement, Run
 
-_ROW_NAMES = frozenset(m.name for m in ROW_METRICS)
+_ROW_NAMES = frozenset(m.name for m in ROW_METRICS) | {MAX_ERROR.name}
 
 
 def format_time(us: float) -> str:
@@ -41,8 +45,14 @@ def _row_key(params: dict[str, Any]) -> tuple:
 def _cell(values: dict[str, float] | None) -> str:
     if not values or TIME.name not in values:
         return f"  {'N/A':>7s}  {'N/A':>6s}  {'N/A':>6s}  {'N/A':>5s}"
-    wrong = f"{int(values[WRONG.name]):5d}" if WRONG.name in values else f"{'N/A':>5s}"
-    return (f"  {format_time(values[TIME.name])}  {values.get(ALGBW.name, 0.0):6.2f}"
+    if WRONG.name in values:
+        wrong = f"{int(values[WRONG.name]):5d}"
+    elif MAX_ERROR.name in values:
+        wrong = f"{values[MAX_ERROR.name]:5.0e}"
+    else:
+        wrong = f"{'N/A':>5s}"
+    alg = f"{values[ALGBW.name]:6.2f}" if ALGBW.name in values else f"{'N/A':>6s}"   # not stored: old logs
+    return (f"  {format_time(values[TIME.name])}  {alg}"
             f"  {values.get(BUSBW.name, 0.0):6.2f}  {wrong}")
 
 
@@ -112,8 +122,9 @@ class CollTable:
     def footer(self, run: Run, measurements: list[Measurement]) -> list[str]:
         oob = [m.value for m in measurements if m.metric == OUT_OF_BOUNDS.name]
         avg = [m.value for m in measurements if m.metric == AVG_BUSBW.name]
+        over = errors_over_tolerance(run, measurements)
         if not oob:  # an incomplete run: count from the rows that finished
-            oob = [float(sum(1 for m in measurements if m.metric == WRONG.name and m.value > 0))]
+            oob = [float(sum(1 for m in measurements if m.metric == WRONG.name and m.value > 0) + len(over))]
         if not avg:
             bws = [m.value for m in measurements if m.metric == BUSBW.name]
             avg = [sum(bws) / len(bws)] if bws else []
@@ -121,5 +132,26 @@ class CollTable:
         lines = [f"# Out of bounds values : {bad} {'FAILED' if bad else 'OK'}"]
         for a in avg or [None]:
             lines.append(f"# Avg bus bandwidth    : {a:g} " if a is not None else "# Avg bus bandwidth    : N/A")
+        if over:
+            worst = max(over, key=lambda m: m.value)
+            tol = error_tolerance(str(worst.params.get("dtype", "")), _ranks(run, worst))
+            lines.append(f"# Max error above nccl-tests' tolerance on {len(over)} rows (worst {worst.value:g} at "
+                         f"{_int(worst.params.get('bytes'), 0)} B, tolerance {tol:g}): FAILED")
         lines += ["#", f"# Collective test concluded: {self.op}"]
         return lines
+
+
+def _ranks(run: Run, m: Measurement) -> int:
+    return _int(m.params.get("ranks"), 0) or run.ranks
+
+
+def errors_over_tolerance(run: Run, measurements: list[Measurement]) -> list[Measurement]:
+    """The ``max_error`` records above nccl-tests' tolerance for their type and rank count."""
+    out = []
+    for m in measurements:
+        if m.metric != MAX_ERROR.name:
+            continue
+        tol = error_tolerance(str(m.params.get("dtype", "")), _ranks(run, m))
+        if tol is not None and m.value > tol:
+            out.append(m)
+    return out

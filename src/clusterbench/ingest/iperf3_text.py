@@ -1,0 +1,185 @@
+"""iperf3's text output (what it prints without ``-J``) -> the ``net`` records of ``iperf3 -J``.
+
+Read from the final summary, as the JSON importer reads ``end.sum_sent``/``end.sum_received``:
+the rows that end in ``sender`` / ``receiver``, the ``[SUM]`` rows when there are several streams
+(``-P``). TCP and UDP, client and server side, both header words (``Bandwidth`` before iperf 3.2,
+``Bitrate`` since). Units as iperf3's src/units.c prints them: bit rates in steps of 1000
+(``Kbits/sec``), byte quantities and byte rates (``-f M``: ``MBytes/sec``) in steps of 1024.
+
+Not stored: the per-second interval rows, a UDP sender's jitter and loss (only the receiver
+measures them; the sender prints zeros), and in a run interrupted with Ctrl-C the summary rows
+that moved no byte (their interval can be nonsense: ``0.00-476225.68 sec``). iperf 2 output
+(``Client connecting to``, ``Server Report:``, ``Write/Err``) is refused: its columns differ.
+"""
+
+from __future__ import annotations
+
+import re
+
+from clusterbench.families.net.spec import BANDWIDTH, JITTER, LOST, NET, RETRANSMITS
+from clusterbench.ingest.common import (
+    ImportedRun,
+    LogFormatError,
+    add_error,
+    clean_lines,
+    new_run,
+    to_float,
+)
+from clusterbench.records import INCOMPLETE, Measurement
+
+_ROW = re.compile(r"^\[\s*(\d+|SUM)\]\s+(\d+(?:\.\d+)?)-\s*(\d+(?:\.\d+)?)\s+sec\s+([\d.]+)\s+([KMGT]?)Bytes\s+"
+                  r"([\d.]+)\s+([KMGT]?)(bits|Bytes)/sec(.*)$")
+_UDP_TAIL = re.compile(r"^\s*([\d.]+)\s+ms\s+(-?\d+)/\s*(\d+)\s+\((-?[\d.e+-]+)%\)")
+_BIT_STEP = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+_BYTE_STEP = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+_IPERF2 = re.compile(r"^Client connecting to .*, (TCP|UDP) port|Server Report:|\bWrite/Err\b|\bRead/Err\b"
+                     r"|^Server listening on (TCP|UDP) port", re.M)
+SIGNATURE = re.compile(r"^\s*(?:\^C)?\[ ID\] Interval\s+Transfer\s+(?:Bitrate|Bandwidth)|^Connecting to host \S+, port \d+"
+                       r"|^Server listening on \d+", re.M)
+
+
+class _Run:
+    def __init__(self, name: str) -> None:
+        self.run = new_run("iperf3", name)
+        self.server = False
+        self.reverse = False
+        self.local = self.remote = ""
+        self.streams: set[str] = set()
+        self.protocol = "tcp"
+        self.duration: float | None = None
+        self.block: int | None = None
+        self.rows: list[tuple[str, str, float, float, str]] = []  # id, side, bytes, bytes/s, rest
+        self.interrupted = False
+        self.notes: list[str] = []
+        self.summary = False
+
+
+def parse_text_output(text: str, name: str = "") -> list[ImportedRun]:
+    if _IPERF2.search(text):
+        raise LogFormatError("iperf 2 output (Client connecting to / Server Report / Write/Err), not iperf3: "
+                             "its columns differ and it is not imported")
+    version = ""
+    runs: list[_Run] = []
+    cur = _Run(name)
+    for line in clean_lines(text.splitlines()):
+        s = line.strip()
+        if s.startswith("^C"):
+            cur.interrupted = True
+            s = s[2:].strip()
+        if not s:
+            continue
+        m = re.match(r"iperf (3\.[\w.]+)", s)
+        if m:
+            version = m.group(1)
+            continue
+        if s.startswith(("Connecting to host", "Server listening on")):
+            if cur.rows or cur.summary:
+                runs.append(cur)
+                cur = _Run(name)
+            cur.server = s.startswith("Server")
+            if not cur.server:
+                cur.remote = s.split("host", 1)[1].split(",")[0].strip()
+            continue
+        if s.startswith("Accepted connection from"):
+            cur.server = True
+            cur.remote = s.split("from", 1)[1].split(",")[0].strip()
+            continue
+        if s.startswith("Reverse mode"):
+            cur.reverse = True
+            continue
+        m = re.match(r"\[\s*(\d+)\] local (\S+) port \d+ connected (?:to|with) (\S+) port", s)
+        if m:
+            cur.streams.add(m.group(1))
+            cur.local, cur.remote = m.group(2), m.group(3)
+            continue
+        if s.startswith("Starting Test:"):
+            m = re.search(r"protocol: (\w+), (\d+) streams, (\d+) byte blocks.*?(\d+) second test", s)
+            if m:
+                cur.protocol = m.group(1).lower()
+                cur.block, cur.duration = int(m.group(3)), float(m.group(4))
+            continue
+        if s.startswith("[ ID]"):
+            if "Jitter" in s or "Datagrams" in s:
+                cur.protocol = "udp"
+            continue
+        if s.startswith("- - -") or s.startswith("Test Complete"):
+            cur.summary = True
+            continue
+        if "sender statistics not available" in s:
+            cur.notes.append("the server printed no sender statistics")
+            continue
+        if "datagrams received out-of-order" in s:
+            m = re.search(r"(\d+) datagrams received out-of-order", s)
+            if m:
+                cur.run.meta["out_of_order_datagrams"] = int(m.group(1))
+            continue
+        if s.startswith("iperf3: interrupt") or s.startswith("iperf3: error"):
+            cur.interrupted = cur.interrupted or "interrupt" in s
+            add_error(cur.run, s)
+            continue
+        m = _ROW.match(s)
+        if m and cur.summary:
+            rest = m.group(9).strip()
+            side = "sender" if rest.endswith("sender") else "receiver" if rest.endswith("receiver") else ""
+            if not side:
+                continue   # an interval row
+            rate_step = _BIT_STEP[m.group(7)] / 8 if m.group(8) == "bits" else _BYTE_STEP[m.group(7)]
+            cur.rows.append((m.group(1), side, float(m.group(4)) * _BYTE_STEP[m.group(5)],
+                             float(m.group(6)) * rate_step, rest[: -len(side)].strip()))
+    runs.append(cur)
+    out = []
+    for r in runs:
+        built = _build(r, version)
+        if built is not None:
+            out.append(built)
+    return out
+
+
+def _build(cur: _Run, version: str) -> ImportedRun | None:
+    run = cur.run
+    run.source = f"iperf3 {version}".strip()
+    if version:
+        run.versions["iperf3"] = version
+    streams = max(len(cur.streams), 1)
+    use_sum = any(r[0] == "SUM" for r in cur.rows)
+    rows = [r for r in cur.rows if (r[0] == "SUM") == use_sum]
+    # the client sends unless -R; a server receives what its client sends
+    sending_local = not cur.reverse and not cur.server
+    src, dst = (cur.local, cur.remote) if sending_local else (cur.remote, cur.local)
+    run.hosts = [h for h in (cur.local, cur.remote) if h]
+    run.meta["role"] = "server" if cur.server else "client"
+    ms: list[Measurement] = []
+    skipped = 0
+    for _id, side, nbytes, rate, rest in rows:
+        if cur.interrupted and nbytes == 0:
+            skipped += 1
+            continue
+        params: dict[str, object] = {"src_host": src, "dst_host": dst, "protocol": cur.protocol,
+                                     "streams": streams}
+        if cur.duration:
+            params["duration_s"] = cur.duration
+        if cur.block:
+            params["block_bytes"] = cur.block
+        params.update(side="sent" if side == "sender" else "received", bytes=int(nbytes))
+        ms.append(BANDWIDTH(NET, rate / 1e9, params))
+        if cur.protocol == "tcp" and side == "sender" and rest.split()[:1] and rest.split()[0].isdigit():
+            ms.append(RETRANSMITS(NET, float(rest.split()[0]), params))
+        u = _UDP_TAIL.match(rest)
+        if cur.protocol == "udp" and side == "receiver" and u:
+            ms.append(JITTER(NET, float(u.group(1)) * 1000, params))
+            lost = to_float(u.group(4))
+            if lost is not None:
+                ms.append(LOST(NET, lost, params))
+    if skipped:
+        cur.notes.append(f"{skipped} summary rows of the interrupted run moved no byte: not stored")
+    if cur.notes:
+        run.meta["notes"] = cur.notes
+    if cur.interrupted:
+        run.status = INCOMPLETE
+        if not any("interrupt" in e for e in run.errors):
+            add_error(run, "interrupted (^C)")
+    if not ms and not run.errors:
+        return None
+    if not ms:
+        run.status = INCOMPLETE
+    return ImportedRun(run, ms)

@@ -1,0 +1,190 @@
+"""How measurements are stored: packs of many records in one database row.
+
+A log import can hold millions of measurements; one database row per measurement made storing
+them the slow part of an import (about 9 us a row in SQLite). A run's measurements are therefore
+stored as a few *packs* (usually one), rows of ``measurement_packs``: (run_id, format, count,
+body). Records come back from a pack exactly as they went in, in the same order.
+
+Formats:
+
+- ``rows``: any records, as JSON ``{"k": [[benchmark, metric, unit], ...], "p": [params, ...],
+  "r": [[k index, p index, value], ...]}`` (each distinct key and parameter set stored once).
+- ``table``: a table as a tool prints it, for producers that read one (nccl-tests). A JSON header
+  line, then one text line per table row: whitespace-separated tokens, first the row's leading
+  parameter values (``lead``: names and types), then one token per column. Header::
+
+      {"benchmark": "all_reduce", "lead": [["bytes", "int"], ["count", "int"], ["dtype", "str"], ...],
+       "cols": [["time_us", "us", {"placement": "out"}], null, ...],   (null: a column not stored)
+       "const": {"ranks": 8}, "order": ["bytes", "count", "dtype", ..., "placement", "ranks"]}
+
+  Each token of a column that is a number (``N/A`` and other words are not; a trailing ``*``
+  or ``,`` is ignored) is one record: the column's metric and unit, parameters in ``order`` taken
+  from the row, the column and ``const``. Storing the row's text as printed costs nothing to
+  encode; a table of a million rows decodes in seconds when someone reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, NamedTuple
+
+from clusterbench.records import Measurement
+
+ROWS = "rows"
+TABLE = "table"
+FORMATS = (ROWS, TABLE)
+MeasurementRow = tuple[str, str, float, str, str]   # benchmark, metric, value, unit, params JSON
+_INF = float("inf")
+
+
+class Pack(NamedTuple):
+    format: str
+    count: int    # records in it
+    body: str
+    benchmarks: tuple[str, ...] = ()   # what it measured, when its producer said (else read from the body)
+
+
+class Packs:
+    """A run's measurements already packed by their producer (``ImportedRun.store_rows``).
+
+    Iterating gives the measurement rows, so it goes wherever rows go; ``Store.save_run_rows``
+    stores the packs themselves.
+    """
+
+    def __init__(self, packs: Sequence[Pack]) -> None:
+        self.packs = list(packs)
+
+    def __len__(self) -> int:
+        return sum(p.count for p in self.packs)
+
+    def __iter__(self) -> Iterator[MeasurementRow]:
+        for pack in self.packs:
+            yield from rows_of(pack.format, pack.body)
+
+
+def number(token: str) -> float | None:
+    """A value token of a ``table`` pack: a finite number, else None (N/A, nan, junk)."""
+    try:
+        v = float(token)
+    except ValueError:
+        try:
+            v = float(token.rstrip("*,"))
+        except ValueError:
+            return None
+    return None if (v != v or v in (_INF, -_INF)) else v
+
+
+# -- rows ------------------------------------------------------------------------------------
+def pack_measurements(ms: Iterable[Measurement]) -> Pack:
+    return pack_rows((m.benchmark, m.metric, float(m.value), m.unit, m.params) for m in ms)
+
+
+def pack_rows(rows: Iterable[tuple[str, str, float, str, dict[str, Any] | str]]) -> Pack:
+    """A ``rows`` pack of (benchmark, metric, value, unit, params dict or params JSON)."""
+    keys: dict[tuple[str, str, str], int] = {}
+    params: dict[str, int] = {}
+    plist: list[Any] = []
+    out: list[list[Any]] = []
+    for benchmark, metric, value, unit, p in rows:
+        k = keys.setdefault((benchmark, metric, unit), len(keys))
+        text = p if isinstance(p, str) else json.dumps(p, default=str)
+        i = params.get(text)
+        if i is None:
+            i = params[text] = len(plist)
+            plist.append(json.loads(text))  # as JSON stores it (default=str applied)
+        v = float(value)
+        if math.isnan(v) or math.isinf(v):
+            raise ValueError(f"measurement value must be finite, got {value!r}")
+        out.append([k, i, v])
+    body = json.dumps({"k": [list(k) for k in keys], "p": plist, "r": out}, separators=(",", ":"))
+    return Pack(ROWS, len(out), body, tuple(dict.fromkeys(k[0] for k in keys)))
+
+
+def _rows_rows(body: str) -> Iterator[MeasurementRow]:
+    doc = json.loads(body)
+    keys, plist = doc["k"], [json.dumps(p) for p in doc["p"]]
+    for k, i, v in doc["r"]:
+        b, m, u = keys[k]
+        yield b, m, float(v), u, plist[i]
+
+
+def _rows_measurements(body: str) -> Iterator[Measurement]:
+    doc = json.loads(body)
+    keys, plist = doc["k"], doc["p"]
+    for k, i, v in doc["r"]:
+        b, m, u = keys[k]
+        yield Measurement(b, m, float(v), u, dict(plist[i]))
+
+
+# -- table -----------------------------------------------------------------------------------
+def table_header(benchmark: str, lead: Sequence[tuple[str, str]], cols: Sequence[tuple[str, str, dict] | None],
+                 const: dict[str, Any], order: Sequence[str]) -> str:
+    return json.dumps({"benchmark": benchmark, "lead": [list(x) for x in lead],
+                       "cols": [list(c) if c is not None else None for c in cols], "const": const,
+                       "order": list(order)}, separators=(",", ":"))
+
+
+def pack_table(header: str, lines: Sequence[str], count: int) -> Pack:
+    """A ``table`` pack: ``lines`` hold the lead tokens and one token per column each; ``count``
+    is the number of value tokens that are numbers (the producer knows it without converting)."""
+    return Pack(TABLE, count, header + "\n" + "\n".join(lines), (json.loads(header)["benchmark"],))
+
+
+def benchmarks_of(pack: Pack) -> tuple[str, ...]:
+    """The benchmarks a pack holds records of: as its producer said, else from its body (a pack
+    read back from a database, on its way to another one)."""
+    if pack.benchmarks or not pack.count:
+        return pack.benchmarks
+    if pack.format == TABLE:
+        return (json.loads(pack.body.partition("\n")[0])["benchmark"],)
+    return tuple(dict.fromkeys(k[0] for k in json.loads(pack.body)["k"]))
+
+
+def count_values(tokens: Iterable[str]) -> int:
+    return sum(1 for t in tokens if number(t) is not None)
+
+
+def _table(body: str) -> Iterator[tuple[str, str, float, str, dict[str, Any]]]:
+    head, _, text = body.partition("\n")
+    h = json.loads(head)
+    bench, order, const = h["benchmark"], h["order"], h["const"]
+    lead = [(name, int if kind == "int" else str) for name, kind in h["lead"]]
+    nlead = len(lead)
+    cols = [(c[0], c[1], c[2]) if c else None for c in h["cols"]]
+    for line in text.split("\n"):
+        toks = line.split()
+        if not toks:
+            continue
+        row = {name: conv(tok) for (name, conv), tok in zip(lead, toks)}
+        for col, tok in zip(cols, toks[nlead:]):
+            if col is None:
+                continue
+            v = number(tok)
+            if v is None:
+                continue
+            metric, unit, cparams = col
+            src = {**row, **cparams, **const}
+            yield bench, metric, v, unit, {k: src[k] for k in order if k in src}
+
+
+# -- reading ---------------------------------------------------------------------------------
+def measurements_of(fmt: str, body: str) -> Iterator[Measurement]:
+    if fmt == ROWS:
+        yield from _rows_measurements(body)
+    elif fmt == TABLE:
+        for b, m, v, u, p in _table(body):
+            yield Measurement(b, m, v, u, p)
+    else:
+        raise ValueError(f"unknown measurement pack format {fmt!r} (written by a newer clusterbench?)")
+
+
+def rows_of(fmt: str, body: str) -> Iterator[MeasurementRow]:
+    if fmt == ROWS:
+        yield from _rows_rows(body)
+    elif fmt == TABLE:
+        for b, m, v, u, p in _table(body):
+            yield b, m, v, u, json.dumps(p, default=str)
+    else:
+        raise ValueError(f"unknown measurement pack format {fmt!r} (written by a newer clusterbench?)")
