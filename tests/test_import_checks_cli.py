@@ -2,10 +2,10 @@
 warnings (rows missing, implausible figures), and old nccl-tests' error column judged against
 nccl-tests' own tolerance (issues 15 and 18)."""
 
-import json
 from pathlib import Path
 
 import pytest
+from json_schema import check_lines
 
 from clusterbench.cli import main
 from clusterbench.families.collectives.spec import error_tolerance
@@ -54,8 +54,8 @@ def test_validate_prints_the_warnings(capsys, db, tmp_path):
     assert any(line.startswith("# warning: run 1: implausible GEMM figure: 2048x2048x2048 fp32 at 2728 TFLOP/s")
                for line in out.splitlines())
     rc, out, _ = cli(capsys, "validate", "1", "--profile", str(p), "--db", db, "--json")
-    warnings = [x for x in map(json.loads, out.splitlines()) if x["kind"] == "warning"]
-    assert [w["run"] for w in warnings] == [1, 1] and warnings[1]["message"].startswith("implausible GEMM")
+    warnings = [x for x in check_lines(out) if x["kind"] == "warning"]
+    assert [w["run"] for w in warnings] == [1, 1] and warnings[1]["text"].startswith("implausible GEMM")
 
 
 def test_old_error_column_above_tolerance_fails_show_and_validate(capsys, db, tmp_path):
