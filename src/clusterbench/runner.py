@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from clusterbench.printable import printable
 from clusterbench.ranks.driver import Job, JobOutcome, execute
 from clusterbench.records import (
     COMPLETE,
@@ -134,7 +135,7 @@ def run_job(
     if not outcome.is_root:
         if outcome.errors:
             for e in outcome.errors:
-                print(f"clusterbench: error: {e}", file=sys.stderr)
+                print(f"clusterbench: error: {printable(e)}", file=sys.stderr)
         return JobResult(None, exit_code=outcome.exit_code)
     run = builder.finish(outcome)
     if judge is not None:
@@ -143,7 +144,7 @@ def run_job(
     printer.finish(run, builder.measurements)
     say = announce or (lambda text: print(text, file=sys.stderr))
     for e in run.errors:
-        print(f"clusterbench: error: {e}", file=sys.stderr)
+        print(f"clusterbench: error: {printable(e)}", file=sys.stderr)
     say(f"# run {run.id} ({run.status}) stored in {describe(db)}")
     code = outcome.exit_code or (0 if run.status == COMPLETE else 1)
     return JobResult(run, builder.measurements, code)

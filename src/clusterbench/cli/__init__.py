@@ -16,6 +16,7 @@ import click
 
 from clusterbench import __version__
 from clusterbench.errors import ClusterbenchError
+from clusterbench.printable import printable
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -46,7 +47,8 @@ _NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", None) or getat
 
 
 def _fail(message: str, code: int) -> None:
-    print(f"clusterbench: error: {message}", file=sys.stderr)
+    # the message may quote a tag, a path or a log's text: one line, escaped
+    print(f"clusterbench: error: {printable(message)}", file=sys.stderr)
     sys.exit(code)
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from clusterbench.envinfo.software import comm_env, software_versions
 from clusterbench.errors import ClusterbenchError, UsageError
+from clusterbench.printable import printable
 from clusterbench.ranks import context as ctxmod
 from clusterbench.ranks import hostinfo
 from clusterbench.ranks.context import RankContext, RankOptions
@@ -384,7 +385,7 @@ class _Watchdog:
                 try:
                     self.on_abort(msg)
                 finally:
-                    print(f"clusterbench: error: {msg}", file=sys.stderr, flush=True)
+                    print(f"clusterbench: error: {printable(msg)}", file=sys.stderr, flush=True)
                     os._exit(1)
 
 

@@ -11,6 +11,7 @@ from clusterbench.judge.compare import BETTER, INSUFFICIENT, NOISY, SAME, WORSE,
 from clusterbench.judge.compare import compare as compare_rows
 from clusterbench.judge.select import Row, load_runs, rows_of
 from clusterbench.judge.text import comparison_lines
+from clusterbench.printable import printable
 from clusterbench.report.jsonl import comparison_line, emit, summary_line
 from clusterbench.store import Store
 from clusterbench.store.selectors import GRAMMAR
@@ -80,7 +81,7 @@ def compare(selector_a: str, selector_b: str, benchmark: str | None, metric: str
                           counts=counts, only_in_a=len(ka - kb), only_in_b=len(kb - ka),
                           fail_on=list(failing), exit_code=code))
         return code
-    print(f"# A = {selector_a} ({len(ids_a)} run(s)), B = {selector_b} ({len(ids_b)} run(s))")
+    print(printable(f"# A = {selector_a} ({len(ids_a)} run(s)), B = {selector_b} ({len(ids_b)} run(s))"))
     for text in comparison_lines(rows):
         print(text)
     if ka != kb:

@@ -14,6 +14,7 @@ import click
 from clusterbench.cli.options import command_line, db_option, json_option, parse_tags, tag_option
 from clusterbench.errors import ClusterbenchError
 from clusterbench.ingest import TOOLS, ImportedRun, iter_runs
+from clusterbench.printable import printable
 from clusterbench.records import COMPLETE, FAILED, INCOMPLETE, RUN_STATUSES
 from clusterbench.report.jsonl import emit, emit_all, note_line, run_line, run_objects, summary_line
 from clusterbench.store import Store
@@ -110,7 +111,7 @@ def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], 
                                  benchmarks=item.benchmarks())
                     if not as_json:
                         for text in _summary(path, item, dry_run):
-                            print(text)
+                            print(printable(text))
                     elif dry_run:
                         emit(run_line(run, **extra))
                     else:  # streamed: a log of thousands of runs is never held whole
@@ -125,7 +126,7 @@ def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], 
                     emit(note_line(f"{path}: run(s) {', '.join(map(str, stored))} printed above were removed "
                                    "again: a file is stored whole or not at all"))
                 failed.append({"file": path, "error": str(e)})
-                print(f"clusterbench: error: {path}: {e}", file=sys.stderr)
+                print(printable(f"clusterbench: error: {path}: {e}"), file=sys.stderr)
                 continue
             run_ids += stored
             for status, n in counted.items():

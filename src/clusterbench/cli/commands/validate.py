@@ -19,6 +19,7 @@ from clusterbench.judge.profiles import builtin_profiles, load_profile
 from clusterbench.judge.select import load_runs, rows_of
 from clusterbench.judge.text import outcome_lines
 from clusterbench.judge.validate import STATUSES, evaluate, exit_code
+from clusterbench.printable import printable
 from clusterbench.report import junit as junit_xml
 from clusterbench.report.jsonl import (
     criterion_line,
@@ -86,8 +87,8 @@ def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, n
     else:
         if link_speed and not effs:
             print(f"# note: {NO_LINK_ROWS}", file=sys.stderr)
-        print(f"# profile {profile.name}: {len(profile.criteria)} criteria on run(s) "
-              f"{', '.join(map(str, run_ids))}")
+        print(printable(f"# profile {profile.name}: {len(profile.criteria)} criteria on run(s) "
+                        f"{', '.join(map(str, run_ids))}"))
         for text in outcome_lines(outcomes):
             print(text)
         for e in best:
@@ -95,8 +96,8 @@ def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, n
                   f"algbw {e.measured_algbw:.2f} GB/s = {e.ratio * 100:.0f}% of optimal "
                   f"{e.optimal_algbw:.2f} GB/s")
         for label, d in peaks:
-            print(f"# peak {label}: best {d.value:.4g} {d.unit} = {d.percent:.1f}% of {d.device_name} "
-                  f"datasheet {d.peak:.4g} {d.unit}")
+            print(printable(f"# peak {label}: best {d.value:.4g} {d.unit} = {d.percent:.1f}% of {d.device_name} "
+                            f"datasheet {d.peak:.4g} {d.unit}"))
     if junit:
         junit_xml.write(junit, [junit_xml.validation_suite(profile.name, outcomes, run_ids)])
     if nothing_checked:
