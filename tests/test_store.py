@@ -131,7 +131,7 @@ def test_full_disk_is_one_error_and_stores_nothing(tmp_path):
 
     mnt = tmp_path / "tiny"
     mnt.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=160k", "tmpfs", str(mnt)],
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)],
                                            capture_output=True).returncode != 0:
         pytest.skip("needs root to mount a small tmpfs")
     try:

@@ -22,7 +22,8 @@ from typing import Any
 COMPLETE = "complete"
 INCOMPLETE = "incomplete"
 FAILED = "failed"
-RUN_STATUSES = (COMPLETE, INCOMPLETE, FAILED)
+INTERRUPTED = "interrupted"   # stopped by a signal (SIGTERM, a second Ctrl-C): the rows measured before it
+RUN_STATUSES = (COMPLETE, INCOMPLETE, FAILED, INTERRUPTED)
 
 Params = dict[str, Any]
 

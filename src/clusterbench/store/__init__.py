@@ -147,6 +147,7 @@ class Store:
         try:
             if db.table_exists("schema_migrations"):
                 done = {r[0] for r in db.execute("SELECT name FROM schema_migrations").fetchall()}
+                self._refuse_newer(done)
                 if all(m.name in done for m in MIGRATIONS):
                     return  # the common case: no write, no lock
             for m in MIGRATIONS:
@@ -167,6 +168,18 @@ class Store:
                                (m.name, time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())))
         except db.errors as e:
             raise StoreError(f"results database {self.where} is not usable: {db.describe(e)}") from None
+
+    def _refuse_newer(self, done: set[str]) -> None:
+        """A database holding a migration this version does not know was written by a newer
+        clusterbench: this one would misread or break what it stores, so it stops here, before
+        any benchmark runs (commands open their store first)."""
+        unknown = sorted(done - {m.name for m in MIGRATIONS})
+        if unknown:
+            from clusterbench import __version__
+
+            raise StoreError(f"results database {self.where} was written by a newer clusterbench: its schema "
+                             f"is {unknown[-1]}, this clusterbench {__version__} knows schemas up to "
+                             f"{MIGRATIONS[-1].name}; upgrade clusterbench (or use another --db)")
 
     def applied_migrations(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT name FROM schema_migrations ORDER BY name")]

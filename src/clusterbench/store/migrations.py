@@ -36,6 +36,38 @@ def statements(sql: str, backend: Backend) -> list[str]:
     return [s for s in text.split(";") if s.strip()]
 
 
+_STATUS_CHECK = "CHECK (status IN ('complete', 'incomplete', 'failed'))"
+_STATUS_CHECK_WIDE = "CHECK (status IN ('complete', 'incomplete', 'failed', 'interrupted'))"
+
+
+def _allow_interrupted(db: Backend) -> None:
+    """Widen the ``runs.status`` check by ``interrupted`` (a run stopped by a signal).
+
+    PostgreSQL replaces the constraint. SQLite cannot alter a CHECK, and rebuilding ``runs``
+    would cascade-delete every measurement (its children reference it); a CHECK that only
+    accepts more values does not change what is stored, so the table's SQL text is edited in
+    place, the procedure SQLite's ALTER TABLE documentation gives for exactly this (section
+    "Making Other Kinds Of Table Schema Changes"), inside this migration's transaction."""
+    if db.kind != "sqlite":
+        db.execute("ALTER TABLE runs DROP CONSTRAINT IF EXISTS runs_status_check")
+        db.execute(f"ALTER TABLE runs ADD CONSTRAINT runs_status_check {_STATUS_CHECK_WIDE}")
+        return
+    (sql,) = db.execute("SELECT sql FROM sqlite_master WHERE type='table' AND name='runs'").fetchone()
+    if _STATUS_CHECK_WIDE in sql:
+        return
+    if _STATUS_CHECK not in sql:
+        raise db.errors[0](f"unexpected runs table, cannot widen its status check: {sql}")
+    (version,) = db.execute("PRAGMA schema_version").fetchone()
+    db.execute("PRAGMA writable_schema = ON")
+    try:
+        db.execute("UPDATE sqlite_master SET sql=? WHERE type='table' AND name='runs'",
+                   (sql.replace(_STATUS_CHECK, _STATUS_CHECK_WIDE),))
+        # other connections re-read the schema when its version changes
+        db.execute(f"PRAGMA schema_version = {int(version) + 1}")
+    finally:
+        db.execute("PRAGMA writable_schema = OFF")
+
+
 def _backfill_uids(db: Backend) -> None:
     ids = [r[0] for r in db.execute("SELECT id FROM runs WHERE uid IS NULL").fetchall()]
     db.executemany("UPDATE runs SET uid=? WHERE id=?", [(new_uid(), i) for i in ids])
@@ -113,4 +145,6 @@ MIGRATIONS: list[Migration] = [
         CREATE INDEX run_benchmarks_benchmark ON run_benchmarks(benchmark);
         INSERT INTO run_benchmarks (run_id, benchmark) SELECT DISTINCT run_id, benchmark FROM measurements
         """,)),
+    # A run stopped by a signal keeps the rows measured before it, marked for what it is.
+    Migration("0006_run_status_interrupted", (_allow_interrupted,)),
 ]

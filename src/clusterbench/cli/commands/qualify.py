@@ -187,6 +187,8 @@ def qualify(profile_name: str, output: str | None, launch_text: str | None, node
     out = Path(output) if output else Path(f"qualify-{profile.name}-{group}.html")
     if not out.parent.is_dir():
         raise UsageError(f"directory {out.parent} does not exist")
+    # the store opens first: a database this version cannot write fails before any step runs
+    Store.open(db).close()
     started = time.monotonic()
 
     def say(text: str) -> None:

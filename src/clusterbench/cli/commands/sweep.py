@@ -113,6 +113,8 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
         raise UsageError("nothing to run: --no-single with --pairs none")
     run_tags = parse_tags(tags)
     rate = parse_rate(link_rate) if link_rate else None
+    # the store opens first: a database this version cannot write fails before any node runs
+    Store.open(db).close()
     sweep_id = new_group_id()
     # Every subset run is stored too, in the same database, tagged with this sweep's id.
     test_argv = with_store_args(test, for_other_hosts(db), {"sweep": sweep_id})
