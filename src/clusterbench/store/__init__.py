@@ -12,6 +12,7 @@ import json
 import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,7 @@ class Store:
 
     def __init__(self, db: Backend) -> None:
         self.db = db
+        self._in_transaction = False
         self.location = db.location
         self.where = db.location.display          # for messages: never a password
         self.path = db.location.path              # SQLite file, None for PostgreSQL
@@ -185,6 +187,39 @@ class Store:
         return [r[0] for r in self.db.execute("SELECT name FROM schema_migrations ORDER BY name")]
 
     # -- writing ------------------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Every run saved inside is committed together at the end, or none is: an exception,
+        a signal or a killed process leaves nothing (an imported file is stored whole or not at
+        all). Holds the write lock throughout: other writers wait (SQLite) or go on (PostgreSQL)."""
+        if self._in_transaction:
+            yield
+            return
+        try:
+            with self.db.write():
+                self._in_transaction = True
+                try:
+                    yield
+                finally:
+                    self._in_transaction = False
+        except self.db.errors as e:
+            raise StoreError(f"cannot write to results database {self.where}: {self.db.describe(e)}") from None
+
+    def imported_runs(self, digest: str) -> list[int]:
+        """The runs stored from the file whose content digest is ``digest`` (none: not imported)."""
+        return [r[0] for r in self._query("SELECT run_id FROM imported_files WHERE digest=? ORDER BY run_id",
+                                          (digest,))]
+
+    def note_imported(self, run_ids: Sequence[int], digest: str, name: str) -> None:
+        """Record that ``run_ids`` came from the file ``name`` with content ``digest``; inside
+        the import's ``transaction``, so runs and file identity commit together."""
+        try:
+            with nullcontext() if self._in_transaction else self.db.write():
+                self.db.insert_rows("imported_files", ("run_id", "digest", "name"),
+                                    [(rid, digest, name) for rid in run_ids])
+        except self.db.errors as e:
+            raise StoreError(f"cannot write to results database {self.where}: {self.db.describe(e)}") from None
+
     def save_run(
         self,
         run: Run,
@@ -221,7 +256,7 @@ class Store:
                   run.ended_at, run.status, json.dumps(run.hosts), run.ranks, json.dumps(run.devices),
                   json.dumps(run.versions), _clean(run.env), _clean(run.errors), _clean(run.meta))
         try:
-            with db.write():
+            with nullcontext() if self._in_transaction else db.write():
                 run_id = db.insert_unique("runs", _RUN_WRITE_COLS, values, unique="uid")
                 if run_id is None:
                     return None

@@ -147,4 +147,15 @@ MIGRATIONS: list[Migration] = [
         """,)),
     # A run stopped by a signal keeps the rows measured before it, marked for what it is.
     Migration("0006_run_status_interrupted", (_allow_interrupted,)),
+    # Which file (by content digest) each imported run came from: an import of one file is one
+    # transaction, and importing the same file again finds its runs here instead of storing
+    # them twice. Deleting the runs forgets the file.
+    Migration("0007_imported_files", ("""
+        CREATE TABLE imported_files (
+            run_id  ${ref} NOT NULL PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+            digest  TEXT NOT NULL,
+            name    TEXT NOT NULL DEFAULT ''
+        );
+        CREATE INDEX imported_files_digest ON imported_files(digest);
+        """,)),
 ]

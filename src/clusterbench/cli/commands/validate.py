@@ -16,7 +16,7 @@ from clusterbench.judge.efficiency import (
     run_link_efficiency,
 )
 from clusterbench.judge.profiles import builtin_profiles, load_profile
-from clusterbench.judge.select import load_runs, rows_of
+from clusterbench.judge.select import interrupted_note, load_runs, rows_of
 from clusterbench.judge.text import outcome_lines
 from clusterbench.judge.validate import STATUSES, evaluate, exit_code
 from clusterbench.printable import printable
@@ -68,6 +68,7 @@ def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, n
     run_ids = [r.id for r, _ in loaded]
     peaks = best_percent_of_peak(loaded)
     nothing_checked = all(o.status == "skipped" for o in outcomes)
+    partial = interrupted_note(r for r, _ in loaded)
     code = 2 if nothing_checked else exit_code(outcomes)
     best = best_per_placement([e for _, e in effs])
     if as_json:
@@ -81,12 +82,16 @@ def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, n
             emit(percent_of_peak_line(label, d))
         if link_speed and not effs:
             emit(note_line(NO_LINK_ROWS))
+        if partial:
+            emit(note_line(partial))
         emit(summary_line("validate", profile=profile.name, runs=run_ids,
                           counts={s: sum(o.status == s for o in outcomes) for s in STATUSES},
                           exit_code=code))
     else:
         if link_speed and not effs:
             print(f"# note: {NO_LINK_ROWS}", file=sys.stderr)
+        if partial:
+            print(f"# note: {partial}", file=sys.stderr)
         print(printable(f"# profile {profile.name}: {len(profile.criteria)} criteria on run(s) "
                         f"{', '.join(map(str, run_ids))}"))
         for text in outcome_lines(outcomes):
