@@ -11,7 +11,6 @@ run marked ``interrupted`` (or ``complete`` when only the output failed), with e
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
