@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import json
 import os
 import sys
 import zlib
@@ -84,10 +85,12 @@ def _file_digest(path: str) -> Any:
     return digest
 
 
-def _identity(digest: Any, tool: str | None, host: str | None) -> str:
-    """What makes two imports the same: the content, and the options that change what is stored."""
-    return " ".join([f"sha256:{digest.hexdigest()}", *([f"tool={tool}"] if tool else []),
-                     *([f"host={host}"] if host else [])])
+def _identity(digest: Any, tool: str | None, host: str | None, tags: dict[str, str]) -> str:
+    """What makes two imports the same: the content, and the options that change what is stored
+    (the same log imported again with other tags or another --host is another import)."""
+    options = {**({"tool": tool} if tool else {}), **({"host": host} if host else {}),
+               **({"tags": tags} if tags else {})}
+    return f"sha256:{digest.hexdigest()}" + (f" {json.dumps(options, sort_keys=True)}" if options else "")
 
 
 def _id_ranges(ids: Sequence[int]) -> str:
@@ -156,7 +159,8 @@ def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], 
 
     One run is stored per file, or per run when a file holds several (concatenated nccl-tests
     logs). A file is stored whole or not at all, in one transaction (an error, Ctrl-C, SIGTERM or
-    a killed process leave none of its runs); a file already imported (same content) is skipped,
+    a killed process leave none of its runs); a file already imported (same content, --tag,
+    --host and --tool) is skipped,
     so an import that was stopped completes when run again. Files that cannot be read are
     listed, the others are still stored. Exit code: 0 when every run imported is complete; 1 when
     a run is failed or incomplete (its log ends early or reports a failed check); 2 when a file
@@ -179,7 +183,7 @@ def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], 
                 # a file's identity is known before it is parsed; standard input's once read
                 digest = _file_digest(path) if store is not None and path != "-" else hashlib.sha256()
                 if store is not None and path != "-" and (before := store.imported_runs(
-                        _identity(digest, tool, host))):
+                        _identity(digest, tool, host, run_tags))):
                     raise _AlreadyImported(before)
                 with store.transaction() if store is not None else nullcontext():
                     _import_file(path, tool, host, run_tags, store, dry_run, as_json,
@@ -187,7 +191,7 @@ def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], 
                     if store is not None:
                         # again inside the transaction, where a concurrent import of the same
                         # file (or standard input seen before) is caught and rolled back
-                        identity = _identity(digest, tool, host)
+                        identity = _identity(digest, tool, host, run_tags)
                         if before := store.imported_runs(identity):
                             raise _AlreadyImported(before)
                         store.note_imported(stored, identity, path)
