@@ -128,13 +128,20 @@ class Store:
         return self.db.conn
 
     def close(self) -> None:
-        self.db.close()
+        try:
+            self.db.close()
+        except self.db.errors as e:
+            raise StoreError(f"cannot close results database {self.where}: {self.db.describe(e)}") from None
 
     def __enter__(self) -> Store:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        try:
+            self.close()
+        except StoreError:
+            if exc is None:  # closing must not hide the error that ended the block
+                raise
 
     def relax_durability(self) -> None:
         """Commits stay atomic but stop waiting for the disk: for storing many runs at once."""

@@ -217,7 +217,11 @@ def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], 
                 statuses[status] += n
     finally:
         if store is not None:
-            store.close()
+            try:
+                store.close()
+            except ClusterbenchError:
+                if sys.exc_info()[1] is None:  # never instead of the error that ended the import
+                    raise
     if failed and len(paths) > 1:
         print(f"clusterbench: error: {len(failed)} of {len(paths)} files not imported", file=sys.stderr)
     code = 2 if failed else (1 if statuses[FAILED] or statuses[INCOMPLETE] or statuses[INTERRUPTED] else 0)
