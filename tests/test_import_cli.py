@@ -69,8 +69,8 @@ def test_json_prints_the_measurement_contract(capsys, db):
     assert run["kind"] == "run" and run["id"] == 1 and run["benchmark"] == "import"
     assert run["status"] == "complete" and run["measurements"] == 206 and run["file"] == str(ALLTOALL)
     assert summary == {"kind": "summary", "command": "import", "files": 1, "stored": True, "runs": [1],
-                       "counts": {"complete": 1, "incomplete": 0, "failed": 0}, "failed_files": [],
-                       "exit_code": 0}
+                       "counts": {"complete": 1, "incomplete": 0, "failed": 0, "interrupted": 0},
+                       "failed_files": [], "already_imported": [], "exit_code": 0}
 
 
 def test_dry_run_stores_nothing(capsys, db):

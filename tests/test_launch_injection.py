@@ -187,6 +187,16 @@ def _strings(doc) -> list[str]:
 def _check_k8s(out: str, env: dict[str, str], cwd: Path) -> None:
     doc = yaml.safe_load(out)
     assert set(doc) == {"apiVersion", "kind", "metadata", "spec"}
+    main = _main_container(doc)
+    assert len(main) == 1 and all(isinstance(w, str) for w in main[0]["command"])
+    # the master's command, as the container runtime runs it: an argument list
+    subprocess.run(main[0]["command"], capture_output=True, text=True, timeout=20, env=env, cwd=cwd)
+
+
+def _main_container(doc: dict) -> list[dict]:
+    """The containers of the pod that runs the command, as the kubelet hands them to the
+    runtime: ``$(VAR)`` of the container's env expanded, ``$$`` -> ``$``, in the command and in
+    each env value (a Secret's value stands as ``SECRET``)."""
     if doc["kind"] == "PyTorchJob":
         _check(_pytorchjob_schema(), doc)
         replicas = doc["spec"]["pytorchReplicaSpecs"]
@@ -196,15 +206,16 @@ def _check_k8s(out: str, env: dict[str, str], cwd: Path) -> None:
         _check_cronjob(doc)
         assert doc["spec"]["jobTemplate"]["spec"]["completions"] == 2
         main = doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
-        # what the kubelet hands the runtime: $(VAR) of the container's env expanded, $$ -> $
-        names = {e["name"]: e.get("value", "SECRET") for e in main[0]["env"]}
-        main[0]["command"] = [_kubelet(w, names) for w in main[0]["command"]]
     else:
         _check(_mpijob_schema(), doc)
         main = doc["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]
-    assert len(main) == 1 and all(isinstance(w, str) for w in main[0]["command"])
-    # the master's command, as the container runtime runs it: an argument list
-    subprocess.run(main[0]["command"], capture_output=True, text=True, timeout=20, env=env, cwd=cwd)
+    defined: dict[str, str] = {}
+    for e in main[0].get("env") or []:  # in order: a value sees the variables defined before it
+        defined[e["name"]] = _kubelet(e["value"], defined) if "value" in e else "SECRET"
+        if "value" in e:
+            e["value"] = defined[e["name"]]
+    main[0]["command"] = [_kubelet(w, defined) for w in main[0]["command"]]
+    return main
 
 
 def _kubelet(word: str, env: dict[str, str]) -> str:
@@ -289,11 +300,37 @@ def _arrived(row: Row, payload: str, out: str, fakes: dict[str, str]) -> None:
     if row.args[:1] == ("--mpirun",):
         assert shlex.split(out.splitlines()[0])[0] == payload
         return
-    if row.launcher in ("k8s", "k8s-mpijob", "k8s-cron", "dstack") and row.args[:1] == ("--env",):
+    if row.launcher in ("k8s", "k8s-mpijob", "k8s-cron") and row.args[:1] == ("--env",):
+        doc = yaml.safe_load(out)
+        text = "\n".join(_strings(_main_container(doc)))  # the pod's environment, as the kubelet sets it
+    elif row.launcher == "dstack" and row.args[:1] == ("--env",):
         text = "\n".join(_strings(yaml.safe_load(out)))  # the pod's environment is the manifest's
     else:  # what the fake tools were given; a --db path arrives made absolute
         text = Path(fakes["CB_ARGS"]).read_text()
     assert payload in text, f"{payload!r} did not arrive literally:\n{text}\n{out}"
+
+
+K8S_KINDS = ("k8s", "k8s-mpijob", "k8s-cron")
+
+
+@pytest.mark.parametrize("where", ["tag", "env", "command"])
+@pytest.mark.parametrize("launcher", K8S_KINDS)
+def test_k8s_never_expands_a_variable(launcher: str, where: str, tmp_path: Path) -> None:
+    """The kubelet expands ``$(VAR)`` in container commands and env values: a tag reading
+    ``$(CLUSTERBENCH_DB)`` would become the database Secret's URL (password included) in the
+    run's stored command. Every kind of manifest doubles each ``$``, so it arrives as typed."""
+    typed = "x=$(CLUSTERBENCH_DB)$$(NCCL_X)$"
+    argv = [*BASE[launcher], "--db-secret", "cb-db", "--env", "NCCL_X=1"]
+    if where == "env":
+        argv += ["--env", f"NCCL_Y={typed}"]
+    tail = ["--", "coll", "all_reduce", *(["--tag", typed] if where == "tag" else []),
+            *([typed] if where == "command" else [])]
+    code, out, err = _cb([*argv, *tail])
+    assert code == 0, err
+    main = _main_container(yaml.safe_load(out))[0]
+    seen = main["command"] + [e.get("value", "") for e in main["env"]]
+    assert typed in seen, seen
+    assert not any("SECRET" in w for w in seen), seen
 
 
 def test_the_harness_sees_an_injection(tmp_path: Path, fakes: dict[str, str]) -> None:

@@ -22,7 +22,8 @@ from typing import Any
 COMPLETE = "complete"
 INCOMPLETE = "incomplete"
 FAILED = "failed"
-RUN_STATUSES = (COMPLETE, INCOMPLETE, FAILED)
+INTERRUPTED = "interrupted"   # stopped by a signal (SIGTERM, a second Ctrl-C): the rows measured before it
+RUN_STATUSES = (COMPLETE, INCOMPLETE, FAILED, INTERRUPTED)
 # Run meta key: a list of doubts about a run's figures that do not make them wrong to keep (an
 # import's checks: rows missing, an implausible rate); results show and validate print them.
 WARNINGS = "warnings"   # doubts about an import's figures (strings): ingest.common.add_warning

@@ -1,6 +1,12 @@
 """From a job to a stored run: execute on every rank, collect rank 0's events, store, report.
 
 The CLI builds a ``Job`` and a printer and calls ``run_job``; nothing here parses arguments.
+
+What a run has measured is stored whatever happens around it: SIGINT or SIGTERM stop the ranks
+and the rows so far are stored as an ``interrupted`` run (a second signal waits for that, see
+``ranks/signals.py``); a standard output that is closed or full stops the printing, not the
+measuring or the storing. The runner, not the benchmark, decides the status: a run that measured
+nothing is never ``complete``.
 """
 
 from __future__ import annotations
@@ -13,11 +19,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from clusterbench.output import OUTPUT_FAILED, discard_stdout, stdout_name, why
+from clusterbench.printable import printable
 from clusterbench.ranks.driver import Job, JobOutcome, execute
+from clusterbench.ranks.signals import held, stop_on_signals, stopped_by
 from clusterbench.records import (
     COMPLETE,
     FAILED,
     INCOMPLETE,
+    INTERRUPTED,
     Event,
     Failure,
     Header,
@@ -81,11 +91,16 @@ class RunBuilder:
         with self._lock:
             self.run.ended_at = utc_now()
             self.run.errors = list(outcome.errors) + self.failures
-            if outcome.status != COMPLETE:
+            if outcome.status == INTERRUPTED:  # what it measured before the signal, even nothing
+                self.run.status = INTERRUPTED
+            elif outcome.status != COMPLETE:
                 self.run.status = outcome.status if self.measurements or outcome.status == FAILED \
                     else FAILED
             elif self.failures:
                 self.run.status = FAILED
+            elif not self.measurements:
+                self.run.status = FAILED
+                self.run.errors.append("the run ended without a single measurement")
             else:
                 self.run.status = COMPLETE
             return self.run
@@ -103,6 +118,30 @@ def _save(store_path: str | os.PathLike[str] | None, builder: RunBuilder) -> int
         return store.save_run(builder.run, builder.measurements, builder.telemetry)
 
 
+class _GuardedPrinter:
+    """A printer whose output may fail (``| head -1``, ``> /dev/full``): the first failure ends
+    the printing, never the run; ``error`` says what failed."""
+
+    def __init__(self, printer: Printer) -> None:
+        self.printer = printer
+        self.error: str | None = None
+
+    def _guard(self, show: Callable[[], None]) -> None:
+        if self.error is not None:
+            return
+        try:
+            show()
+        except OSError as e:
+            self.error = f"cannot write to {stdout_name()}: {why(e)}"
+            discard_stdout()
+
+    def on_event(self, event: Event) -> None:
+        self._guard(lambda: self.printer.on_event(event))
+
+    def finish(self, run: Run, measurements: list[Measurement]) -> None:
+        self._guard(lambda: (self.printer.finish(run, measurements), sys.stdout.flush()))
+
+
 def run_job(
     job: Job,
     benchmark: str,
@@ -115,16 +154,27 @@ def run_job(
     judge: Callable[[Run, list[Measurement]], None] | None = None,
 ) -> JobResult:
     """Execute, store and print one run. Only rank 0 stores and prints. ``judge`` sees the
-    finished run before it is stored and may add to its meta (the noise warnings)."""
-    # Open the store first: a bad --db fails before any rank starts.
+    finished run before it is stored and may add to its meta (the noise warnings). Exit code:
+    the outcome's, 128 + the signal when one stopped it, ``OUTPUT_FAILED`` when only the printing
+    failed, else 0 for a complete run and 1 for any other."""
+    with stop_on_signals():
+        return _run_job(job, benchmark, command, printer, db, tags, meta, announce, judge)
+
+
+def _run_job(job: Job, benchmark: str, command: list[str], printer: Printer,
+             db: str | os.PathLike[str] | None, tags: dict[str, str] | None, meta: dict[str, Any] | None,
+             announce: Callable[[str], None] | None,
+             judge: Callable[[Run, list[Measurement]], None] | None) -> JobResult:
+    # Open the store first: a bad --db, or one a newer clusterbench wrote, fails before any rank starts.
     Store.open(db).close()
     builder = RunBuilder(benchmark, command, tags)
     if meta:
         builder.run.meta.update(meta)
+    shown = _GuardedPrinter(printer)
 
     def sink(event: Event) -> None:
-        builder.on_event(event)
-        printer.on_event(event)
+        builder.on_event(event)  # first: a row that was printed is a row that will be stored
+        shown.on_event(event)
 
     def on_abort(message: str) -> None:
         builder.finish(JobOutcome("root", INCOMPLETE, [message], exit_code=1))
@@ -134,18 +184,27 @@ def run_job(
     if not outcome.is_root:
         if outcome.errors:
             for e in outcome.errors:
-                print(f"clusterbench: error: {e}", file=sys.stderr)
+                print(f"clusterbench: error: {printable(e)}", file=sys.stderr)
         return JobResult(None, exit_code=outcome.exit_code)
-    run = builder.finish(outcome)
-    if judge is not None:
-        judge(run, builder.measurements)
-    _save(db, builder)
-    printer.finish(run, builder.measurements)
-    say = announce or (lambda text: print(text, file=sys.stderr))
-    for e in run.errors:
-        print(f"clusterbench: error: {e}", file=sys.stderr)
-    say(f"# run {run.id} ({run.status}) stored in {describe(db)}")
+    # From here the run is finished: a signal now waits until it is stored and said.
+    with held():
+        run = builder.finish(outcome)
+        if judge is not None:
+            judge(run, builder.measurements)
+        _save(db, builder)
+        shown.finish(run, builder.measurements)
+        say = announce or (lambda text: print(text, file=sys.stderr))
+        for e in run.errors:
+            print(f"clusterbench: error: {printable(e)}", file=sys.stderr)
+        if shown.error is not None:
+            print(f"clusterbench: error: {printable(shown.error)}; the run is stored", file=sys.stderr)
+        say(f"# run {run.id} ({run.status}) stored in {describe(db)}")
     code = outcome.exit_code or (0 if run.status == COMPLETE else 1)
+    signum = stopped_by()
+    if signum is not None and code <= 128:
+        code = 128 + signum
+    elif shown.error is not None and code == 0:
+        code = OUTPUT_FAILED
     return JobResult(run, builder.measurements, code)
 
 

@@ -1,24 +1,51 @@
 """The ``clusterbench`` command. Commands live one module each in ``clusterbench.cli.commands``;
 every module there exposes ``commands`` (a list of click commands) and is found automatically.
 
-Errors end with one line on stderr and an exit code: 2 for usage errors, 1 for failures.
-Set CLUSTERBENCH_DEBUG=1 to see tracebacks.
+Errors end with one line on stderr and an exit code: 2 for usage errors, 1 for failures, 130
+and 143 when SIGINT or SIGTERM stopped the command, 74 when standard output failed (closed or
+full). Set CLUSTERBENCH_DEBUG=1 to see tracebacks.
 """
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 import pkgutil
+import signal
 import sys
+import threading
+from types import FrameType
 
 import click
 
 from clusterbench import __version__
 from clusterbench.errors import ClusterbenchError
+from clusterbench.output import OUTPUT_FAILED, WatchedStdout, discard_stdout, stdout_name, why
+from clusterbench.printable import printable
+from clusterbench.ranks.signals import Interrupted
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _Stopped(ClusterbenchError):
+    """A command stopped by SIGINT or SIGTERM: one line, exit 128 + the signal."""
+
+    def __init__(self, e: Interrupted) -> None:
+        super().__init__(e.reason)
+        self.exit_code = e.exit_code
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> object:
+        # Before click sees it: click would turn the interrupt into "Aborted!" after an empty line
+        try:
+            return super().invoke(ctx)
+        except Interrupted as e:
+            raise _Stopped(e) from None
+        except KeyboardInterrupt:
+            raise _Stopped(Interrupted(signal.SIGINT)) from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="clusterbench")
 def cli() -> None:
     """Measure, validate and compare AI cluster hardware.
@@ -46,14 +73,53 @@ _NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", None) or getat
 
 
 def _fail(message: str, code: int) -> None:
-    print(f"clusterbench: error: {message}", file=sys.stderr)
+    # the message may quote a tag, a path or a log's text: one line, escaped
+    print(f"clusterbench: error: {printable(message)}", file=sys.stderr)
     sys.exit(code)
 
 
+def _terminate(signum: int, _frame: FrameType | None) -> None:
+    # SIGTERM ends a command as Ctrl-C does: its transactions roll back, one line, exit 143
+    # (a measuring command catches it itself and stores what it measured)
+    raise Interrupted(signum)
+
+
+def _output_failed(e: OSError) -> None:
+    name = stdout_name()
+    discard_stdout()
+    if e.errno == errno.EPIPE:  # `| head`: the reader has what it wanted; as other tools, no message
+        sys.exit(OUTPUT_FAILED)
+    _fail(f"cannot write to {name}: {why(e)}", OUTPUT_FAILED)
+
+
 def main(argv: list[str] | None = None) -> None:
+    if threading.current_thread() is not threading.main_thread():  # signals are the main thread's
+        _main(argv)
+        return
+    old = signal.signal(signal.SIGTERM, _terminate)
+    real = sys.stdout
+    watched = WatchedStdout(real) if real is sys.__stdout__ and real is not None else None
+    if watched is not None:
+        sys.stdout = watched  # type: ignore[assignment]
+    try:
+        _main(argv)
+    except SystemExit as e:
+        # click ends a command whose output pipe closed with exit 1 itself: say it as ours
+        if e.code == 1 and watched is not None and isinstance(watched.failed, BrokenPipeError):
+            discard_stdout()
+            sys.exit(OUTPUT_FAILED)
+        raise
+    finally:
+        sys.stdout = real
+        if signal.getsignal(signal.SIGTERM) is _terminate:  # (a run stopped by a signal ignores more)
+            signal.signal(signal.SIGTERM, old)
+
+
+def _main(argv: list[str] | None) -> None:
     debug = bool(os.environ.get("CLUSTERBENCH_DEBUG"))
     try:
         rc = cli.main(args=argv, prog_name="clusterbench", standalone_mode=False)
+        sys.stdout.flush()  # a full or closed output fails here, not silently at exit
     except _NO_ARGS_IS_HELP as e:  # bare group: show its help, as click would
         click.echo(e.ctx.get_help() if e.ctx else "")
         sys.exit(2)
@@ -67,11 +133,16 @@ def main(argv: list[str] | None = None) -> None:
         if debug:
             raise
         _fail(str(e), e.exit_code)
+    except Interrupted as e:
+        _fail(e.reason, e.exit_code)
     except KeyboardInterrupt:
-        _fail("interrupted", 130)
-    except BrokenPipeError:
-        sys.stderr.close()
-        sys.exit(1)
+        _fail("interrupted by SIGINT (Ctrl-C)", 130)
+    except OSError as e:
+        if isinstance(e, BrokenPipeError) or getattr(sys.stdout, "failed", None) is e:
+            _output_failed(e)
+        if debug:
+            raise
+        _fail(f"internal error: {type(e).__name__}: {e} (set CLUSTERBENCH_DEBUG=1 for details)", 1)
     except Exception as e:  # noqa: BLE001 - never a traceback for the user
         if debug:
             raise

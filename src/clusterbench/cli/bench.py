@@ -6,6 +6,7 @@ from typing import Any
 
 from clusterbench.cli.options import RunOutput, command_line
 from clusterbench.judge import noise
+from clusterbench.output import OUTPUT_FAILED
 from clusterbench.ranks.driver import Job
 from clusterbench.report.jsonl import JsonPrinter
 from clusterbench.report.progress import Progress, RowProgress, wanted
@@ -33,6 +34,6 @@ def run_benchmark_command(job: Job, benchmark: str, out: RunOutput,
                              tags=run_tags, meta=meta, judge=noise.annotate,
                              announce=(lambda _text: None) if out.quiet else None)
         worst = max(worst, result.exit_code)
-        if result.exit_code not in (0, 1):
+        if result.exit_code not in (0, 1, OUTPUT_FAILED):  # a signal or an error: no more repetitions
             break
     return worst

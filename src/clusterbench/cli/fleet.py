@@ -16,6 +16,7 @@ import click
 
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.launch import drain
+from clusterbench.printable import printable
 from clusterbench.report.jsonl import emit
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -84,11 +85,11 @@ def take_out(on_fail: OnFail, failed: dict[str, list[str]], passed: Sequence[str
             for argv in a.commands:
                 print(shlex.join(argv) if dry or a.applied else f"# FAILED: {shlex.join(argv)}", file=out)
             if a.note:
-                print(f"# {a.node}: {a.note}", file=out)
+                print(printable(f"# {a.node}: {a.note}"), file=out)
             if a.error:
-                print(f"# {a.node}: {a.error}", file=out)
+                print(printable(f"# {a.node}: {a.error}"), file=out)
     for n in notes:
-        print(f"# note: {n}", file=sys.stderr)
+        print(printable(f"# note: {n}"), file=sys.stderr)
     errors = [a for a in actions if a.error]
     if errors:
         raise ClusterbenchError("; ".join(f"{a.action} {a.node}: {a.error}" for a in errors))

@@ -190,6 +190,9 @@ def parse_tags(items: tuple[str, ...] | list[str]) -> dict[str, str]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"invalid tag {item!r}: expected KEY=VALUE")
+        if not item.isprintable() and any("\ud800" <= ch <= "\udfff" for ch in item):
+            # bytes that are not UTF-8 (Python keeps them as surrogates): no database stores them
+            raise UsageError(f"invalid tag {item!r}: not UTF-8 text")
         tags[key.strip()] = value.strip()
     return tags
 

@@ -75,6 +75,12 @@ def category(key: str) -> str:
     return "other"
 
 
+def _empty(value: Any) -> bool:
+    """Nothing stored: an empty section on one side and none on the other is no difference
+    (an imported run's ``versions`` is ``{}``, another's holds keys, each its own line)."""
+    return value is None or value == {} or value == []
+
+
 def diff(a: dict[str, Any], b: dict[str, Any], show_identity: bool = False) -> list[Difference]:
     """Every key whose value differs, or that only one side has (its other side is None)."""
     fa, fb = flatten(a), flatten(b)
@@ -83,7 +89,7 @@ def diff(a: dict[str, Any], b: dict[str, Any], show_identity: bool = False) -> l
         if VOLATILE.search(key) or (not show_identity and IDENTITY.search(key)):
             continue
         va, vb = fa.get(key), fb.get(key)
-        if va != vb:
+        if va != vb and not (_empty(va) and _empty(vb)):
             out.append(Difference(key, va, vb, category(key)))
     return out
 

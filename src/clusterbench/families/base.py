@@ -138,6 +138,28 @@ def iteration_stats(times: Sequence[float]) -> dict[str, float]:
     return out
 
 
+def param_text(value: object, missing: str = "?") -> str:
+    """A param as a table cell: ``missing`` where a row lacks it. Tables print stored and imported
+    rows too, whose params may be missing or of another type than a native run writes."""
+    return missing if value is None else str(value)
+
+
+def whole(value: object, default: int = 1) -> int:
+    """A param that should be a whole number (a device count), or ``default`` when it is not."""
+    try:
+        return int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError, OverflowError):
+        return default
+
+
+def number(value: object, default: float = 0.0) -> float:
+    """A param that should be a number, or ``default`` when it is not."""
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return default
+
+
 def fmt_value(v: float) -> str:
     if v == int(v) and abs(v) < 1e15:
         return str(int(v))

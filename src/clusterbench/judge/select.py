@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from clusterbench.records import Measurement, Run
+from clusterbench.records import INTERRUPTED, Measurement, Run
 from clusterbench.store import Store
 
 
@@ -56,6 +56,15 @@ def rows_of(runs: Iterable[tuple[Run, list[Measurement]]]) -> list[Row]:
 def select(rows: Iterable[Row], benchmark: str, metric: str, params: Mapping[str, Any]) -> list[Row]:
     return [r for r in rows if r.m.benchmark == benchmark and r.m.metric == metric
             and params_match(params, r.m.params)]
+
+
+def interrupted_note(runs: Iterable[Run]) -> str | None:
+    """What a judgement of interrupted runs must say: their rows stop where the signal came."""
+    ids = [str(r.id) for r in runs if r.status == INTERRUPTED]
+    if not ids:
+        return None
+    return (f"run(s) {', '.join(ids)} {'was' if len(ids) == 1 else 'were'} interrupted (SIGINT or SIGTERM): "
+            "only the rows measured before the signal are judged")
 
 
 def load_runs(store: Store, selectors: Iterable[str], since: str | None = None

@@ -1,4 +1,5 @@
-"""Plain-text tables for validation outcomes and comparisons (terminal output)."""
+"""Plain-text tables for validation outcomes and comparisons (terminal output). Criterion
+names, params and details come from profiles and runs: every line is escaped (``printable``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 
 from clusterbench.judge.compare import Comparison
 from clusterbench.judge.validate import Outcome
+from clusterbench.printable import printable
 from clusterbench.units import format_size
 
 
@@ -35,7 +37,7 @@ def outcome_lines(outcomes: list[Outcome]) -> list[str]:
         lines.append(f"{o.status.upper():<8} {name:<{width}} {fmt(o.measured, o.unit):>16}  "
                      f"{o.threshold:<22} {margin:>18}  {o.detail}")
     lines.append("# " + ", ".join(f"{counts.get(s, 0)} {s}" for s in ("pass", "fail", "skipped", "error")))
-    return lines
+    return [printable(t) for t in lines]
 
 
 def varying_keys(param_sets: list[dict]) -> set[str]:
@@ -77,7 +79,7 @@ def comparison_lines(rows: list[Comparison]) -> list[str]:
     for c in rows:
         counts[c.status] = counts.get(c.status, 0) + 1
     lines.append("# " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
-    return lines
+    return [printable(t) for t in lines]
 
 
 def dumps(obj: dict) -> str:

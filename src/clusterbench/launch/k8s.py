@@ -123,8 +123,15 @@ class K8sOptions:
             check_install(self.install)
 
 
+def k8s_literal(word: str) -> str:
+    """A command word as Kubernetes passes it literally: it expands ``$(VAR)`` in container
+    commands and reduces ``$$`` to ``$``, so every ``$`` is doubled."""
+    return word.replace("$", "$$")
+
+
 def _env(spec: Spec, opts: K8sOptions) -> list[dict[str, Any]]:
-    env: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in spec.env.items()]
+    # the kubelet expands $(VAR) in env values as in commands: every value is kept literal
+    env: list[dict[str, Any]] = [{"name": k, "value": k8s_literal(v)} for k, v in spec.env.items()]
     if opts.db_secret is not None:
         if DB_ENV in spec.env:
             raise UsageError(f"--env {DB_ENV}=... and --db-secret both set the database: give one")
@@ -151,7 +158,9 @@ def _container(spec: Spec, opts: K8sOptions, name: str, command: list[str], gpus
     if opts.memory:
         requests["memory"] = opts.memory
     c: dict[str, Any] = {
-        "name": name, "image": opts.image_ref, "command": list(command),
+        # literal words: a $(VAR) in a tag must not become the value of the container's
+        # variables (the database Secret's URL) when the kubelet starts it
+        "name": name, "image": opts.image_ref, "command": [k8s_literal(w) for w in command],
         "env": _env(spec, opts),
         "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
     }
@@ -230,12 +239,6 @@ NODE_ENV = "CLUSTERBENCH_NODE"          # the Node a pod runs on: what --on-fail
 CRONJOB_LABEL = "clusterbench.io/cronjob"
 
 
-def k8s_literal(word: str) -> str:
-    """A command word as Kubernetes passes it literally: it expands ``$(VAR)`` in container
-    commands and reduces ``$$`` to ``$``, so every ``$`` is doubled."""
-    return word.replace("$", "$$")
-
-
 def cronjob(spec: Spec, opts: K8sOptions, schedule: str, time_zone: str | None = None,
             service_account: str | None = None) -> dict[str, Any]:
     """A batch/v1 CronJob running the clusterbench command on ``spec.nodes`` nodes at a time, one
@@ -247,7 +250,7 @@ def cronjob(spec: Spec, opts: K8sOptions, schedule: str, time_zone: str | None =
     opts.check()
     schedule = check_schedule(schedule)
     command = _installing(["clusterbench", *spec.command], opts.install)
-    container = _container(spec, opts, "clusterbench", [k8s_literal(w) for w in command], spec.gpus_per_node)
+    container = _container(spec, opts, "clusterbench", command, spec.gpus_per_node)
     container["env"].append({"name": NODE_ENV, "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}})
     pod = _pod(spec, opts, container)
     labels = {"app.kubernetes.io/name": "clusterbench", CRONJOB_LABEL: opts.name}

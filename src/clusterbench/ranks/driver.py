@@ -29,11 +29,13 @@ from typing import Any
 
 from clusterbench.envinfo.software import comm_env, software_versions
 from clusterbench.errors import ClusterbenchError, UsageError
+from clusterbench.printable import printable
 from clusterbench.ranks import context as ctxmod
 from clusterbench.ranks import hostinfo
 from clusterbench.ranks.context import RankContext, RankOptions
 from clusterbench.ranks.env import RankEnv, detect
-from clusterbench.records import COMPLETE, FAILED, INCOMPLETE, Event, Header
+from clusterbench.ranks.signals import Interrupted, held
+from clusterbench.records import COMPLETE, FAILED, INCOMPLETE, INTERRUPTED, Event, Header
 
 RankMain = Callable[[RankContext, Any], None]
 
@@ -49,7 +51,7 @@ class Job:
 @dataclass
 class JobOutcome:
     role: str                      # "root": this process holds the results; "worker": it does not
-    status: str = COMPLETE         # complete | incomplete | failed
+    status: str = COMPLETE         # complete | incomplete | failed | interrupted
     errors: list[str] = field(default_factory=list)
     exit_code: int = 0
 
@@ -66,14 +68,53 @@ def default_np(options: RankOptions) -> int:
     return ctxmod.local_device_count(device_type) if device_type == "cuda" else 2
 
 
+MAX_LOCAL_RANKS_ENV = "CLUSTERBENCH_MAX_LOCAL_RANKS"
+RANKS_PER_CORE = 4
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))  # the cores this process may use (a container's share)
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def max_local_ranks() -> tuple[int, str]:
+    """How many ranks this host may start at once, and where that limit comes from: 4 per CPU
+    core (each rank is a process with a PyTorch runtime), or ``CLUSTERBENCH_MAX_LOCAL_RANKS``."""
+    text = os.environ.get(MAX_LOCAL_RANKS_ENV, "").strip()
+    if text:
+        try:
+            limit = int(text)
+        except ValueError:
+            limit = 0
+        if limit < 1:
+            raise UsageError(f"{MAX_LOCAL_RANKS_ENV}={text!r}: expected a whole number of ranks, at least 1")
+        return limit, f"{MAX_LOCAL_RANKS_ENV}={limit}"
+    cores = _cores()
+    return RANKS_PER_CORE * cores, f"{RANKS_PER_CORE} x {cores} CPU core(s); set {MAX_LOCAL_RANKS_ENV} to change it"
+
+
+def check_local_ranks(np: int, options: RankOptions) -> None:
+    """Refuse, before any rank starts, a number of local ranks this host cannot run: hundreds
+    of processes on a few cores swap and time out instead of measuring anything."""
+    if np < 1:
+        raise UsageError(f"--np must be at least 1, got {np}")
+    device_type = ctxmod.resolve_device_type(options.device)
+    if device_type == "cuda" and np > ctxmod.local_device_count("cuda"):
+        raise UsageError(f"--np {np} is larger than the {ctxmod.local_device_count('cuda')} visible GPUs")
+    limit, why = max_local_ranks()
+    if np > limit:
+        raise UsageError(f"--np {np}: more local ranks than this host runs at once (at most {limit}: {why})")
+
+
 def planned_world_size(np: int | None, options: RankOptions) -> int:
     """The ranks a job will have: the launcher's, else ``np``, else the default."""
     env = detect()
     if env is not None:
         return env.world_size
     n = np if np is not None else default_np(options)
-    if n < 1:
-        raise UsageError(f"--np must be at least 1, got {n}")
+    check_local_ranks(n, options)
     return n
 
 
@@ -139,15 +180,19 @@ class _Companion:
     def __init__(self, rank: int, q: Any, parent_pid: int) -> None:
         self.rank, self.q, self.parent_pid = rank, q, parent_pid
         self.steps = 0
+        self.stopped = threading.Event()
         threading.Thread(target=self._run, daemon=True, name="clusterbench-rank-companion").start()
 
     def progress(self, n: int) -> None:
         self.steps = n
 
+    def stop(self) -> None:
+        """Before the rank closes its queue: a progress message after that would raise."""
+        self.stopped.set()
+
     def _run(self) -> None:
         sent = 0
-        while True:
-            time.sleep(HEARTBEAT_S)
+        while not self.stopped.wait(HEARTBEAT_S):
             try:
                 os.kill(self.parent_pid, 0)
             except ProcessLookupError:
@@ -156,7 +201,10 @@ class _Companion:
                 pass
             if self.steps != sent:
                 sent = self.steps
-                self.q.put(("progress", self.rank, sent, None))
+                try:
+                    self.q.put(("progress", self.rank, sent, None))
+                except (ValueError, OSError):   # the queue closed between the check and the put
+                    return
 
 
 def _local_rank_main(env: RankEnv, job: Job, q: Any, parent_pid: int) -> None:
@@ -170,8 +218,10 @@ def _local_rank_main(env: RankEnv, job: Job, q: Any, parent_pid: int) -> None:
             emit=(lambda event: q.put(("event", rank, event, None))) if rank == 0 else None,
             progress=companion.progress,
         )
+        companion.stop()
         q.put(("done", rank, None, None))
     except BaseException as e:  # noqa: BLE001 - every failure is reported to the parent
+        companion.stop()
         msg, code = _describe(e)
         q.put(("error", rank, msg, code))
         q.close()
@@ -270,15 +320,25 @@ def _run_local(job: Job, sink: Sink, np: int) -> JobOutcome:
     q = mp.Queue()
     port = _free_port()
     host = socket.gethostname()
-    procs = []
-    with _main_module_hidden():
-        for r in range(np):
-            env = RankEnv(rank=r, world_size=np, local_rank=r, local_world_size=np,
-                          master_addr="127.0.0.1", master_port=port, launcher="local", host=host)
-            p = mp.Process(target=_local_rank_main, args=(env, job, q, os.getpid()), name=f"clusterbench-rank{r}",
-                           daemon=True)
-            p.start()
-            procs.append(p)
+    procs: list[Any] = []
+    try:
+        with _main_module_hidden():
+            for r in range(np):
+                env = RankEnv(rank=r, world_size=np, local_rank=r, local_world_size=np,
+                              master_addr="127.0.0.1", master_port=port, launcher="local", host=host)
+                p = mp.Process(target=_local_rank_main, args=(env, job, q, os.getpid()),
+                               name=f"clusterbench-rank{r}", daemon=True)
+                try:
+                    p.start()
+                except (OSError, EOFError) as e:  # out of processes, memory or file descriptors
+                    why = getattr(e, "strerror", None) or str(e) or type(e).__name__
+                    raise ClusterbenchError(f"rank {r} on {host} could not start: {why}") from None
+                procs.append(p)
+    except BaseException:
+        with held():
+            _stop(procs)  # the ranks that did start, so none is left behind
+            q.close()
+        raise
 
     done: set[int] = set()
     steps = [0] * np
@@ -328,27 +388,34 @@ def _run_local(job: Job, sink: Sink, np: int) -> JobOutcome:
                 except queue_mod.Empty:
                     pass
             failure = _blame(procs, done, errors, steps, dead(), host, timeout)
-    except KeyboardInterrupt:
-        failure = ("interrupted", 130)
+    except Interrupted as e:
+        failure = (e.reason, e.exit_code)
+    except KeyboardInterrupt:  # raised by Python's own SIGINT handler
+        failure = ("interrupted by SIGINT (Ctrl-C)", 130)
     finally:
-        if failure is not None:
-            _stop(procs)
-            # Keep events that were already sent (finished rows) before the failure.
-            while True:
-                try:
-                    kind, rank, a, b = q.get(timeout=0.05)
-                except (queue_mod.Empty, OSError, EOFError):
-                    break
-                if kind == "event":
-                    sink(a)
-        else:
-            for p in procs:
-                p.join(10.0)
-            _stop(procs)
-        q.close()
+        # Stopping the ranks and keeping their last rows is not cut short by a second signal
+        # (it is held): ranks always end, and the rows that finished reach the sink.
+        with held():
+            if failure is not None:
+                _stop(procs)
+                # Keep events that were already sent (finished rows) before the failure.
+                while True:
+                    try:
+                        kind, rank, a, b = q.get(timeout=0.05)
+                    except (queue_mod.Empty, OSError, EOFError):
+                        break
+                    if kind == "event":
+                        sink(a)
+            else:
+                for p in procs:
+                    p.join(10.0)
+                _stop(procs)
+            q.close()
     if failure is None:
         return JobOutcome("root", COMPLETE)
     msg, code = failure
+    if code > 128:
+        return JobOutcome("root", INTERRUPTED, [msg], exit_code=code)
     if code == 2:
         raise UsageError(msg.split(": ", 1)[-1])
     return JobOutcome("root", INCOMPLETE, [msg], exit_code=code)
@@ -384,7 +451,7 @@ class _Watchdog:
                 try:
                     self.on_abort(msg)
                 finally:
-                    print(f"clusterbench: error: {msg}", file=sys.stderr, flush=True)
+                    print(f"clusterbench: error: {printable(msg)}", file=sys.stderr, flush=True)
                     os._exit(1)
 
 
@@ -398,6 +465,8 @@ def _run_launched(env: RankEnv, job: Job, sink: Sink, on_abort: Callable[[str], 
                   progress=watchdog.beat)
     except UsageError:
         raise
+    except Interrupted as e:  # this process was told to stop: the rows so far are kept
+        return JobOutcome(role, INTERRUPTED, [f"rank {env.rank} on {env.host}: {e.reason}"], exit_code=e.exit_code)
     except BaseException as e:  # noqa: BLE001 - a peer's death surfaces here as a comm error
         msg, code = _describe(e)
         return JobOutcome(role, INCOMPLETE if role == "root" else FAILED,
@@ -419,12 +488,12 @@ def execute(job: Job, sink: Sink, on_abort: Callable[[str], None] | None = None)
             raise UsageError(f"--np {job.np} conflicts with the launcher's {env.world_size} ranks")
         return _run_launched(env, job, sink, on_abort or (lambda _m: None))
     np = job.np if job.np is not None else default_np(job.options)
-    if np < 1:
-        raise UsageError(f"--np must be at least 1, got {np}")
-    device_type = ctxmod.resolve_device_type(job.options.device)
-    if device_type == "cuda" and np > ctxmod.local_device_count("cuda"):
-        raise UsageError(f"--np {np} is larger than the {ctxmod.local_device_count('cuda')} visible GPUs")
-    return _run_local(job, sink, np)
+    check_local_ranks(np, job.options)
+    try:
+        return _run_local(job, sink, np)
+    except Interrupted as e:  # before the ranks ran (they were stopped): nothing measured
+        return JobOutcome("root", INTERRUPTED, [e.reason], exit_code=e.exit_code)
 
 
-__all__ = ["Job", "JobOutcome", "RankMain", "default_np", "execute", "host_ranks", "planned_world_size"]
+__all__ = ["Job", "JobOutcome", "RankMain", "check_local_ranks", "default_np", "execute", "host_ranks",
+           "max_local_ranks", "planned_world_size"]

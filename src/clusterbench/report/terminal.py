@@ -5,7 +5,8 @@ A renderer turns a run's header and measurements into lines, so the same code pr
 while a benchmark runs and re-prints a stored run (``clusterbench results show``). A note prints
 inside the table of its benchmark, after the header (live: when it arrives, or once its table
 starts). Below the tables come the judgements made at read time (efficiency against the run's
-link speed).
+link speed). Every line is escaped (``printable``) on its way out: a tag, note, host or device
+name holding control characters prints them as escapes, never as terminal commands.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import IO
 from clusterbench.families import Renderer, renderer_for, run_header_lines
 from clusterbench.judge import noise
 from clusterbench.judge.efficiency import efficiency_lines
+from clusterbench.printable import printable
 from clusterbench.records import (
     Event,
     Failure,
@@ -58,14 +60,14 @@ def render_run(run: Run, measurements: list[Measurement]) -> list[str]:
     # notes of benchmarks without a row (every size skipped) follow the tables
     homeless = [t for bench, texts in notes.items() if bench not in groups for t in texts]
     if not groups:
-        return run_header_lines(run) + ["# no measurements"] + _note_lines(homeless)
+        return [printable(t) for t in run_header_lines(run) + ["# no measurements"] + _note_lines(homeless)]
     warnings = noise.stored(run)  # as said when the run was made; none for older runs
     lines: list[str] = []
     for bench, ms in groups.items():
         r = renderer_for(bench)
         lines += r.header(run) + _note_lines(notes.get(bench, ())) + r.rows(ms) + r.footer(run, ms)
         lines += _warning_lines(warnings, bench)
-    return lines + _note_lines(homeless) + efficiency_lines(run, measurements)
+    return [printable(t) for t in lines + _note_lines(homeless) + efficiency_lines(run, measurements)]
 
 
 class TablePrinter:
@@ -82,7 +84,7 @@ class TablePrinter:
     def _write(self, lines: Iterable[str]) -> None:
         out = self.out or sys.stdout
         for line in lines:
-            out.write(line + "\n")
+            out.write(printable(line) + "\n")
         out.flush()
 
     def on_event(self, event: Event) -> None:

@@ -217,13 +217,20 @@ class Store:
         return self.db.conn
 
     def close(self) -> None:
-        self.db.close()
+        try:
+            self.db.close()
+        except self.db.errors as e:
+            raise StoreError(f"cannot close results database {self.where}: {self.db.describe(e)}") from None
 
     def __enter__(self) -> Store:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        try:
+            self.close()
+        except StoreError:
+            if exc is None:  # closing must not hide the error that ended the block
+                raise
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -256,6 +263,7 @@ class Store:
         try:
             if db.table_exists("schema_migrations"):
                 done = {r[0] for r in db.execute("SELECT name FROM schema_migrations").fetchall()}
+                self._refuse_newer(done)
                 if all(m.name in done for m in MIGRATIONS):
                     return  # the common case: no write, no lock
             for m in MIGRATIONS:
@@ -277,10 +285,39 @@ class Store:
         except db.errors as e:
             raise StoreError(f"results database {self.where} is not usable: {db.describe(e)}") from None
 
+    def _refuse_newer(self, done: set[str]) -> None:
+        """A database holding a migration this version does not know was written by a newer
+        clusterbench: this one would misread or break what it stores, so it stops here, before
+        any benchmark runs (commands open their store first)."""
+        unknown = sorted(done - {m.name for m in MIGRATIONS})
+        if unknown:
+            from clusterbench import __version__
+
+            raise StoreError(f"results database {self.where} was written by a newer clusterbench: its schema "
+                             f"is {unknown[-1]}, this clusterbench {__version__} knows schemas up to "
+                             f"{MIGRATIONS[-1].name}; upgrade clusterbench (or use another --db)")
+
     def applied_migrations(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT name FROM schema_migrations ORDER BY name")]
 
     # -- writing ------------------------------------------------------------------------
+    def imported_runs(self, digest: str) -> list[int]:
+        """The runs stored from the file whose content digest is ``digest`` (none: not imported)."""
+        return [r[0] for r in self._query("SELECT run_id FROM imported_files WHERE digest=? ORDER BY run_id",
+                                          (digest,))]
+
+    def note_imported(self, run_ids: Sequence[int], digest: str, name: str) -> None:
+        """Record that ``run_ids`` came from the file ``name`` with content ``digest``; inside
+        the import's ``transaction``, so runs and file identity commit together."""
+        try:
+            with nullcontext() if self._batch is not None else self.db.write():
+                if self._batch is not None:
+                    self._batch.flush()   # the runs first: the rows below refer to them
+                self.db.insert_rows("imported_files", ("run_id", "digest", "name"),
+                                    [(rid, digest, name) for rid in run_ids])
+        except self.db.errors as e:
+            raise StoreError(f"cannot write to results database {self.where}: {self.db.describe(e)}") from None
+
     def save_run(
         self,
         run: Run,

@@ -48,6 +48,38 @@ def _pack_measurements(db: Backend) -> None:
                    (run_id, pack.format, pack.count, pack.body))
 
 
+_STATUS_CHECK = "CHECK (status IN ('complete', 'incomplete', 'failed'))"
+_STATUS_CHECK_WIDE = "CHECK (status IN ('complete', 'incomplete', 'failed', 'interrupted'))"
+
+
+def _allow_interrupted(db: Backend) -> None:
+    """Widen the ``runs.status`` check by ``interrupted`` (a run stopped by a signal).
+
+    PostgreSQL replaces the constraint. SQLite cannot alter a CHECK, and rebuilding ``runs``
+    would cascade-delete every measurement (its children reference it); a CHECK that only
+    accepts more values does not change what is stored, so the table's SQL text is edited in
+    place, the procedure SQLite's ALTER TABLE documentation gives for exactly this (section
+    "Making Other Kinds Of Table Schema Changes"), inside this migration's transaction."""
+    if db.kind != "sqlite":
+        db.execute("ALTER TABLE runs DROP CONSTRAINT IF EXISTS runs_status_check")
+        db.execute(f"ALTER TABLE runs ADD CONSTRAINT runs_status_check {_STATUS_CHECK_WIDE}")
+        return
+    (sql,) = db.execute("SELECT sql FROM sqlite_master WHERE type='table' AND name='runs'").fetchone()
+    if _STATUS_CHECK_WIDE in sql:
+        return
+    if _STATUS_CHECK not in sql:
+        raise db.errors[0](f"unexpected runs table, cannot widen its status check: {sql}")
+    (version,) = db.execute("PRAGMA schema_version").fetchone()
+    db.execute("PRAGMA writable_schema = ON")
+    try:
+        db.execute("UPDATE sqlite_master SET sql=? WHERE type='table' AND name='runs'",
+                   (sql.replace(_STATUS_CHECK, _STATUS_CHECK_WIDE),))
+        # other connections re-read the schema when its version changes
+        db.execute(f"PRAGMA schema_version = {int(version) + 1}")
+    finally:
+        db.execute("PRAGMA writable_schema = OFF")
+
+
 def _backfill_uids(db: Backend) -> None:
     ids = [r[0] for r in db.execute("SELECT id FROM runs WHERE uid IS NULL").fetchall()]
     db.executemany("UPDATE runs SET uid=? WHERE id=?", [(new_uid(), i) for i in ids])
@@ -140,4 +172,17 @@ MIGRATIONS: list[Migration] = [
         _pack_measurements,
         "DROP TABLE measurements",
     )),
+    # A run stopped by a signal keeps the rows measured before it, marked for what it is.
+    Migration("0007_run_status_interrupted", (_allow_interrupted,)),
+    # Which file (by content digest) each imported run came from: an import of one file is one
+    # transaction, and importing the same file again finds its runs here instead of storing
+    # them twice. Deleting the runs forgets the file.
+    Migration("0008_imported_files", ("""
+        CREATE TABLE imported_files (
+            run_id  ${ref} NOT NULL PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+            digest  TEXT NOT NULL,
+            name    TEXT NOT NULL DEFAULT ''
+        );
+        CREATE INDEX imported_files_digest ON imported_files(digest);
+        """,)),
 ]

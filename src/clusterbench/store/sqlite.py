@@ -8,6 +8,7 @@ many hosts belong in PostgreSQL.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -61,6 +62,9 @@ class SqliteBackend(Backend):
             if shared and "locked" in why:
                 # a WAL database cannot leave WAL while another process has it open
                 why += f" (it is in WAL mode, unsafe on {shared}: close its other users once)"
+            elif _full(e, None if memory else path):
+                # opening creates the WAL index and log: on a full disk that is an "I/O error"
+                why = f"no space left on the file system holding it{_free_space(path)} ({why})"
             raise StoreError(f"cannot open results database {path}: {why}") from None
         if shared:
             warn_once(f"results database {path} is on {shared}: using SQLite's rollback journal, not WAL "
@@ -85,9 +89,14 @@ class SqliteBackend(Backend):
             self.conn.execute("COMMIT")
         except BaseException:
             # SQLite has already rolled back on some errors (a full disk): rolling back again
-            # would replace the real error with "no transaction is active".
+            # would replace the real error with "no transaction is active". A rollback that
+            # fails itself (an I/O error) must not hide the error that made it necessary either:
+            # the journal undoes the transaction when the database is next opened.
             if self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")
+                try:
+                    self.conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
             raise
 
     def next_ids(self, table: str, n: int) -> list[int]:
@@ -129,5 +138,39 @@ class SqliteBackend(Backend):
         # In WAL mode a commit then no longer waits for fsync; each run is still atomic.
         self.conn.execute("PRAGMA synchronous = NORMAL")
 
+    def describe(self, error: BaseException) -> str:
+        text = super().describe(error)
+        if _full(error, self.location.path):
+            return f"no space left on the file system holding it{_free_space(self.location.path)} ({text})"
+        return text
+
     def close(self) -> None:
         self.conn.close()
+
+
+NEARLY_FULL_BYTES = 1 << 20
+
+
+def _full(error: BaseException, path: Path | None) -> bool:
+    """SQLite's "database or disk is full", or an I/O error on a file system with (next to) no
+    space left, which is how a full disk shows while the WAL files are created."""
+    if getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "disk is full" in str(error):
+        return True
+    if path is None or "disk I/O error" not in str(error):
+        return False
+    try:
+        st = os.statvfs(path.parent)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < NEARLY_FULL_BYTES
+
+
+def _free_space(path: Path | None) -> str:
+    """``: 0 bytes free in /mnt/x``, where the file system can say."""
+    if path is None:
+        return ""
+    try:
+        st = os.statvfs(path.parent)
+    except OSError:
+        return ""
+    return f": {st.f_bavail * st.f_frsize} bytes free in {path.parent}"

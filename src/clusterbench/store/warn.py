@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import sys
 
+from clusterbench.printable import printable
+
 _given: set[str] = set()
 
 
 def warn_once(message: str) -> None:
     if message not in _given:
         _given.add(message)
-        print(f"clusterbench: warning: {message}", file=sys.stderr)
+        print(f"clusterbench: warning: {printable(message)}", file=sys.stderr)
 
 
 def forget() -> None:

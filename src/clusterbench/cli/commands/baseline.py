@@ -12,6 +12,7 @@ from clusterbench.errors import UsageError
 from clusterbench.judge.baseline import create_baseline
 from clusterbench.judge.profiles import dump_profile
 from clusterbench.judge.select import load_runs, rows_of
+from clusterbench.printable import printable
 from clusterbench.report.jsonl import emit, summary_line
 from clusterbench.store import Store
 from clusterbench.store.selectors import GRAMMAR
@@ -63,11 +64,11 @@ def create(runs: tuple[str, ...], output: str, name: str | None, pct: float, met
     print(f"wrote {output}: {len(result.profile.criteria)} criteria from run(s) "
           f"{', '.join(str(r.id) for r, _ in loaded)}")
     for lo in result.left_out:
-        print(f"# left out run {lo['run']} for {lo['row']}: {lo['value']:.4g} is "
-              f"{lo['rel_dev'] * 100:+.1f}% vs median {lo['median']:.4g} (modified z {lo['z']:+.1f})",
+        print(printable(f"# left out run {lo['run']} for {lo['row']}: {lo['value']:.4g} is "
+                        f"{lo['rel_dev'] * 100:+.1f}% vs median {lo['median']:.4g} (modified z {lo['z']:+.1f})"),
               file=sys.stderr)
     for n in result.noisy:
-        print(f"# skipped {n['row']}: runs disagree (CV {n['cv'] * 100:.0f}% over {n['runs']} runs)",
+        print(printable(f"# skipped {n['row']}: runs disagree (CV {n['cv'] * 100:.0f}% over {n['runs']} runs)"),
               file=sys.stderr)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from clusterbench.choices import parse_choices
@@ -9,9 +11,10 @@ from clusterbench.cli.options import db_option, json_option, since_option
 from clusterbench.errors import UsageError
 from clusterbench.judge.compare import BETTER, INSUFFICIENT, NOISY, SAME, WORSE, group_rows
 from clusterbench.judge.compare import compare as compare_rows
-from clusterbench.judge.select import Row, load_runs, rows_of
+from clusterbench.judge.select import Row, interrupted_note, load_runs, rows_of
 from clusterbench.judge.text import comparison_lines
-from clusterbench.report.jsonl import comparison_line, emit, summary_line
+from clusterbench.printable import printable
+from clusterbench.report.jsonl import comparison_line, emit, note_line, summary_line
 from clusterbench.store import Store
 from clusterbench.store.selectors import GRAMMAR
 
@@ -56,8 +59,9 @@ def compare(selector_a: str, selector_b: str, benchmark: str | None, metric: str
     """
     failing = _fail_on(fail_on)
     with Store.open(db) as store:
-        a = rows_of(load_runs(store, [selector_a], since))
-        b = rows_of(load_runs(store, [selector_b], since))
+        runs_a, runs_b = load_runs(store, [selector_a], since), load_runs(store, [selector_b], since)
+    a, b = rows_of(runs_a), rows_of(runs_b)
+    partial = interrupted_note(r for r, _ in runs_a + runs_b)
     ids_a, ids_b = {r.run.id for r in a}, {r.run.id for r in b}
     if ids_a & ids_b:
         raise UsageError(f"selectors {selector_a!r} and {selector_b!r} share runs; compare disjoint groups")
@@ -74,13 +78,17 @@ def compare(selector_a: str, selector_b: str, benchmark: str | None, metric: str
     if only_changes:
         rows = [c for c in rows if c.status in (BETTER, WORSE)]
     if as_json:
+        if partial:
+            emit(note_line(partial))
         for c in rows:
             emit(comparison_line(c, selector_a, selector_b))
         emit(summary_line("compare", a=selector_a, b=selector_b, runs_a=sorted(ids_a), runs_b=sorted(ids_b),
                           counts=counts, only_in_a=len(ka - kb), only_in_b=len(kb - ka),
                           fail_on=list(failing), exit_code=code))
         return code
-    print(f"# A = {selector_a} ({len(ids_a)} run(s)), B = {selector_b} ({len(ids_b)} run(s))")
+    if partial:
+        print(f"# note: {partial}", file=sys.stderr)
+    print(printable(f"# A = {selector_a} ({len(ids_a)} run(s)), B = {selector_b} ({len(ids_b)} run(s))"))
     for text in comparison_lines(rows):
         print(text)
     if ka != kb:

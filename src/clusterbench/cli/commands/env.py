@@ -11,8 +11,9 @@ from clusterbench.cli.options import db_option, json_option, since_option
 from clusterbench.envinfo import diff as envdiff
 from clusterbench.envinfo import inventory
 from clusterbench.errors import UsageError
+from clusterbench.printable import printable
 from clusterbench.records import Run
-from clusterbench.report.jsonl import difference_line, emit, inventory_line, summary_line
+from clusterbench.report.jsonl import difference_line, emit, inventory_line, note_line, summary_line
 from clusterbench.store import Store
 from clusterbench.store.selectors import GRAMMAR
 
@@ -91,7 +92,7 @@ def env(ctx: click.Context, as_json: bool, root: str) -> None:
         emit(inventory_line(inv, None))
         return
     for line in inventory_lines(inv):
-        print(line)
+        print(printable(line))
 
 
 @env.command("show", epilog=SELECTOR_HELP)
@@ -112,6 +113,16 @@ def show_cmd(selectors: tuple[str, ...], host: str | None, as_json: bool, since:
             if host not in hosts:
                 raise UsageError(f"run {run.id} has no host {host!r} (hosts: {', '.join(hosts) or 'none'})")
             hosts = [host]
+        if not hosts:  # e.g. an imported log that names no host: say so rather than print nothing
+            text = f"run {run.id} stored no hosts: no inventory to show"
+            if as_json:
+                emit(note_line(text, run.id))
+                continue
+            if not first:
+                print()
+            first = False
+            print(printable(f"# {text}"))
+            continue
         for h in hosts:
             inv = envdiff.run_environment(run, h)
             if as_json:
@@ -120,10 +131,10 @@ def show_cmd(selectors: tuple[str, ...], host: str | None, as_json: bool, since:
             if not first:
                 print()
             first = False
-            print(f"# run {run.id}, host {h}" + ("" if (run.meta or {}).get("inventory") else
-                                                 " (no inventory stored: versions and env only)"))
+            print(printable(f"# run {run.id}, host {h}" + ("" if (run.meta or {}).get("inventory") else
+                                                           " (no inventory stored: versions and env only)")))
             for line in inventory_lines(inv):
-                print(line)
+                print(printable(line))
 
 
 def _one(store: Store, selector: str, since: str | None) -> Run:
@@ -160,9 +171,9 @@ def _print(diffs: list[envdiff.Difference], left: str, right: str, as_json: bool
             emit(difference_line(d.to_dict(), left, right))
         emit(summary_line("env diff", left=left, right=right, differences=len(diffs)))
         return
-    print(f"# env diff: {left} vs {right}: {len(diffs)} difference(s)")
+    print(printable(f"# env diff: {left} vs {right}: {len(diffs)} difference(s)"))
     for d in diffs:
-        print(f"{d.category:<12} {d.key:<44} {_shown(d.a)}  ->  {_shown(d.b)}")
+        print(printable(f"{d.category:<12} {d.key:<44} {_shown(d.a)}  ->  {_shown(d.b)}"))
 
 
 @env.command("diff", epilog=SELECTOR_HELP + " Each side must pick one run.")

@@ -3,37 +3,116 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
+import json
 import os
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import nullcontext
-from typing import IO
+from typing import IO, Any
 
 import click
 
 from clusterbench.cli.options import command_line, db_option, json_option, parse_tags, tag_option
 from clusterbench.errors import ClusterbenchError
 from clusterbench.ingest import TOOLS, ImportedRun, iter_runs
-from clusterbench.records import COMPLETE, FAILED, INCOMPLETE, RUN_STATUSES
+from clusterbench.printable import printable
+from clusterbench.records import COMPLETE, FAILED, INCOMPLETE, INTERRUPTED, RUN_STATUSES
 from clusterbench.report.jsonl import emit, emit_all, note_line, run_line, run_objects, summary_line
 from clusterbench.store import Store
 
 MAX_ERRORS_SHOWN = 3
 
 
-def _stdin() -> IO[str]:
+class _Hashing(io.RawIOBase):
+    """A byte stream read through, hashing what passes (standard input's identity is known
+    only once it has been read)."""
+
+    def __init__(self, raw: Any, digest: Any) -> None:
+        self.raw, self.digest = raw, digest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        data = self.raw.read1(len(b)) if hasattr(self.raw, "read1") else self.raw.read(len(b))
+        n = len(data)
+        b[:n] = data
+        self.digest.update(data)
+        return n
+
+
+def _stdin(digest: Any) -> IO[str]:
     """Standard input as text; undecodable bytes become U+FFFD, as for files."""
     buffer = getattr(sys.stdin, "buffer", None)
     if buffer is None:  # already text (a test harness, an embedding program)
-        return sys.stdin
-    return io.TextIOWrapper(buffer, encoding="utf-8", errors="replace", newline="")
+        return _HashedText(sys.stdin, digest)
+    return io.TextIOWrapper(io.BufferedReader(_Hashing(buffer, digest)), encoding="utf-8",
+                            errors="replace", newline="")
 
 
-def _runs_of(path: str, tool: str | None) -> Iterator[ImportedRun]:
+class _HashedText:
+    """Lines of a text stream, hashed (as UTF-8) as they are read."""
+
+    def __init__(self, stream: IO[str], digest: Any) -> None:
+        self.stream, self.digest = stream, digest
+
+    def __iter__(self) -> Iterator[str]:
+        for line in self.stream:
+            self.digest.update(line.encode("utf-8", "surrogateescape"))
+            yield line
+
+
+def _open_bytes(path: str) -> IO[bytes]:
+    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")  # noqa: SIM115
+
+
+def _file_digest(path: str) -> Any:
+    """The sha256 of a file's content (of a .gz file: of what it holds, as imported)."""
+    if os.path.isdir(path):
+        raise ClusterbenchError("is a directory")
+    digest = hashlib.sha256()
+    try:
+        with _open_bytes(path) as f:
+            while chunk := f.read(1 << 20):
+                digest.update(chunk)
+    except (OSError, EOFError) as e:
+        raise ClusterbenchError(getattr(e, "strerror", None) or str(e) or "unreadable file") from None
+    except zlib.error as e:  # a .gz file whose header is valid and whose data is not
+        raise ClusterbenchError(f"corrupt gzip data ({e})") from None
+    return digest
+
+
+def _identity(digest: Any, tool: str | None, host: str | None, tags: dict[str, str]) -> str:
+    """What makes two imports the same: the content, and the options that change what is stored
+    (the same log imported again with other tags or another --host is another import)."""
+    options = {**({"tool": tool} if tool else {}), **({"host": host} if host else {}),
+               **({"tags": tags} if tags else {})}
+    return f"sha256:{digest.hexdigest()}" + (f" {json.dumps(options, sort_keys=True)}" if options else "")
+
+
+def _id_ranges(ids: Sequence[int]) -> str:
+    """``1-3, 7``: run ids as ranges."""
+    out: list[str] = []
+    for i in sorted(ids):
+        if out and i == int(out[-1].rsplit("-", 1)[-1]) + 1:
+            out[-1] = f"{out[-1].split('-')[0]}-{i}"
+        else:
+            out.append(str(i))
+    return ", ".join(out)
+
+
+class _AlreadyImported(Exception):
+    def __init__(self, runs: list[int]) -> None:
+        super().__init__(f"already imported as run(s) {_id_ranges(runs)} (same content): skipped")
+        self.runs = runs
+
+
+def _runs_of(path: str, tool: str | None, digest: Any = None) -> Iterator[ImportedRun]:
     if path == "-":  # e.g. kubectl logs POD | clusterbench import -
-        yield from iter_runs(_stdin(), tool, name="stdin")
+        yield from iter_runs(_stdin(digest if digest is not None else hashlib.sha256()), tool, name="stdin")
         return
     if os.path.isdir(path):
         raise ClusterbenchError("is a directory")
@@ -44,8 +123,6 @@ def _runs_of(path: str, tool: str | None) -> Iterator[ImportedRun]:
             yield from iter_runs(f, tool, name=path[:-3] if path.endswith(".gz") else path)
     except (OSError, EOFError) as e:  # EOFError: a .gz file cut short
         raise ClusterbenchError(getattr(e, "strerror", None) or str(e) or "unreadable file") from None
-    except zlib.error as e:  # a .gz file with a valid header and damaged data
-        raise ClusterbenchError(f"corrupt compressed data: {e}") from None
 
 
 def _summary(path: str, item: ImportedRun, dry_run: bool) -> list[str]:
@@ -77,22 +154,25 @@ def _summary(path: str, item: ImportedRun, dry_run: bool) -> list[str]:
 def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], host: str | None,
                as_json: bool, dry_run: bool, db: str | None) -> int:
     """Import nccl-tests/rccl-tests, TransferBench, BabelStream, rocblas-bench, hipblaslt-bench,
-    perftest, iperf3 (-J or text), OSU and vLLM serving results, and clusterbench's own --json lines
+    perftest, iperf3 -J, OSU and vLLM serving results, and clusterbench's own --json lines
     (PATH '-' reads standard input: kubectl logs POD | clusterbench import -).
 
     One run is stored per file, or per run when a file holds several (concatenated nccl-tests
-    logs). A file is stored whole or not at all; files that cannot be read are listed, the others
-    are still stored. Exit code: 0 when every run imported is complete; 1 when a run is failed or
-    incomplete (its log ends early or reports a failed check); 2 when a file could not be read or
-    recognised.
+    logs). A file is stored whole or not at all, in one transaction (an error, Ctrl-C, SIGTERM or
+    a killed process leave none of its runs); a file already imported (same content, --tag,
+    --host and --tool) is skipped,
+    so an import that was stopped completes when run again. Files that cannot be read are
+    listed, the others are still stored. Exit code: 0 when every run imported is complete; 1 when
+    a run is failed or incomplete (its log ends early or reports a failed check); 2 when a file
+    could not be read or recognised.
     """
     run_tags = parse_tags(tags)
     store = None if dry_run else Store.open(db)
     if store is not None:
-        # A file is one transaction (stored whole or not at all), and its commit does not wait
-        # for the disk: storing thousands of runs from one log takes seconds
+        # A file is still one atomic transaction, but its commit does not wait for the disk
         store.relax_durability()
     failed: list[dict[str, str]] = []
+    skipped: list[dict[str, Any]] = []
     statuses: dict[str, int] = {s: 0 for s in RUN_STATUSES}
     run_ids: list[int] = []
     try:
@@ -100,48 +180,79 @@ def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], 
             stored: list[int] = []
             counted: dict[str, int] = {}
             try:
+                # a file's identity is known before it is parsed; standard input's once read
+                digest = _file_digest(path) if store is not None and path != "-" else hashlib.sha256()
+                if store is not None and path != "-" and (before := store.imported_runs(
+                        _identity(digest, tool, host, run_tags))):
+                    raise _AlreadyImported(before)
                 with store.transaction() if store is not None else nullcontext():
-                    for item in _runs_of(path, tool):
-                        run = item.run
-                        run.tags.update(run_tags)
-                        if not run.command:  # only a re-imported clusterbench run has the command it ran
-                            run.command = command_line()
-                        if host and not run.hosts:
-                            run.hosts = [host]
-                        if store is not None:
-                            stored.append(store.save_run_rows(run, item.store_rows()))
-                        counted[run.status] = counted.get(run.status, 0) + 1
-                        extra = dict(file=path, stored=store is not None, measurements=len(item),
-                                     benchmarks=item.benchmarks())
-                        if not as_json:
-                            for text in _summary(path, item, dry_run):
-                                print(text)
-                        elif dry_run:
-                            emit(run_line(run, **extra))
-                        else:  # streamed: a log of thousands of runs is never held whole
-                            emit_all(run_objects(run, item.measurements, **extra))
-            except (ClusterbenchError, KeyboardInterrupt) as e:  # the file's transaction rolled back
-                if isinstance(e, KeyboardInterrupt):
-                    raise
+                    _import_file(path, tool, host, run_tags, store, dry_run, as_json,
+                                 digest if path == "-" else None, stored, counted)
+                    if store is not None:
+                        # again inside the transaction, where a concurrent import of the same
+                        # file (or standard input seen before) is caught and rolled back
+                        identity = _identity(digest, tool, host, run_tags)
+                        if before := store.imported_runs(identity):
+                            raise _AlreadyImported(before)
+                        store.note_imported(stored, identity, path)
+            except _AlreadyImported as e:
                 if as_json and stored:
-                    emit(note_line(f"{path}: run(s) {', '.join(map(str, stored))} printed above were removed "
-                                   "again: a file is stored whole or not at all"))
+                    emit(note_line(f"{path}: run(s) {', '.join(map(str, stored))} printed above were not "
+                                   "stored: the file was imported before"))
+                skipped.append({"file": path, "runs": e.runs})
+                if as_json:
+                    emit(note_line(f"{path}: {e}"))
+                else:
+                    print(printable(f"{path}: {e}"))
+                continue
+            except ClusterbenchError as e:
+                if as_json and stored:
+                    emit(note_line(f"{path}: run(s) {', '.join(map(str, stored))} printed above were not "
+                                   "stored: a file is stored whole or not at all"))
                 failed.append({"file": path, "error": str(e)})
-                print(f"clusterbench: error: {path}: {e}", file=sys.stderr)
+                print(printable(f"clusterbench: error: {path}: {e}"), file=sys.stderr)
                 continue
             run_ids += stored
             for status, n in counted.items():
                 statuses[status] += n
     finally:
         if store is not None:
-            store.close()
+            try:
+                store.close()
+            except ClusterbenchError:
+                if sys.exc_info()[1] is None:  # never instead of the error that ended the import
+                    raise
     if failed and len(paths) > 1:
         print(f"clusterbench: error: {len(failed)} of {len(paths)} files not imported", file=sys.stderr)
-    code = 2 if failed else (1 if statuses[FAILED] or statuses[INCOMPLETE] else 0)
+    code = 2 if failed else (1 if statuses[FAILED] or statuses[INCOMPLETE] or statuses[INTERRUPTED] else 0)
     if as_json:
         emit(summary_line("import", files=len(paths), stored=not dry_run, runs=run_ids, counts=statuses,
-                          failed_files=failed, exit_code=code))
+                          failed_files=failed, already_imported=skipped, exit_code=code))
     return code
+
+
+def _import_file(path: str, tool: str | None, host: str | None, run_tags: dict[str, str], store: Store | None,
+                 dry_run: bool, as_json: bool, digest: Any, stored: list[int], counted: dict[str, int]) -> None:
+    """Parse one file and save its runs (in the caller's transaction), printing each as it goes."""
+    for item in _runs_of(path, tool, digest):
+        run = item.run
+        run.tags.update(run_tags)
+        if not run.command:  # only a re-imported clusterbench run has the command it ran
+            run.command = command_line()
+        if host and not run.hosts:
+            run.hosts = [host]
+        if store is not None:
+            stored.append(store.save_run_rows(run, item.store_rows()))
+        counted[run.status] = counted.get(run.status, 0) + 1
+        extra = dict(file=path, stored=store is not None, measurements=len(item),
+                     benchmarks=item.benchmarks())
+        if not as_json:
+            for text in _summary(path, item, dry_run):
+                print(printable(text))
+        elif dry_run:
+            emit(run_line(run, **extra))
+        else:  # streamed: a log of thousands of runs is never held whole
+            emit_all(run_objects(run, item.measurements, **extra))
 
 
 commands = [import_cmd]

@@ -31,6 +31,7 @@ from clusterbench.launch.common import (
     split_agent,
     with_store_args,
 )
+from clusterbench.printable import printable
 from clusterbench.report.progress import Progress, wanted
 from clusterbench.store.location import for_other_hosts
 
@@ -185,10 +186,10 @@ def _show_launched(db: str | None, launch_id: str, what: str, as_json: bool, qui
         for line in render_run(run, ms):
             click.echo(line)
     if not quiet:
-        click.echo(f"# {what}: run {run.id} ({run.status}), {run.ranks} rank(s) on "
-                   f"{', '.join(run.hosts)}", err=True)
+        click.echo(printable(f"# {what}: run {run.id} ({run.status}), {run.ranks} rank(s) on "
+                             f"{', '.join(run.hosts)}"), err=True)
     for e in run.errors:
-        click.echo(f"clusterbench: error: {e}", err=True)
+        click.echo(f"clusterbench: error: {printable(e)}", err=True)
     return 0 if run.status == "complete" else 1
 
 

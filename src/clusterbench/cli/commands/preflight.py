@@ -12,6 +12,7 @@ from clusterbench.envinfo.inventory import hostname
 from clusterbench.errors import UsageError
 from clusterbench.preflight import Expectations, exit_code, overall, run_checks
 from clusterbench.preflight.checks import FAIL, NA, OK, WARNING, CheckResult
+from clusterbench.printable import printable
 from clusterbench.report import junit as junit_xml
 from clusterbench.report.jsonl import check_line, emit, summary_line
 from clusterbench.units import parse_rate
@@ -104,7 +105,7 @@ def preflight(expect_gpus: int | None, expect_model: str | None, expect_nic_spee
                           exit_code=code))
     else:
         for line in result_lines(results, verbose):
-            print(line)
+            print(printable(line))
         print(f"# preflight: {overall(results)}", file=sys.stderr)
     name = node or node_name()
     if junit:

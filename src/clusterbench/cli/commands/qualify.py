@@ -30,6 +30,7 @@ from clusterbench.judge.select import load_runs, rows_of
 from clusterbench.judge.text import outcome_lines
 from clusterbench.judge.validate import FAIL, PASS, SKIPPED, evaluate, exit_code
 from clusterbench.launch.common import split_agent
+from clusterbench.printable import printable
 from clusterbench.records import Run, utc_now
 from clusterbench.report import junit as junit_xml
 from clusterbench.report.jsonl import criterion_line, emit
@@ -186,10 +187,12 @@ def qualify(profile_name: str, output: str | None, launch_text: str | None, node
     out = Path(output) if output else Path(f"qualify-{profile.name}-{group}.html")
     if not out.parent.is_dir():
         raise UsageError(f"directory {out.parent} does not exist")
+    # the store opens first: a database this version cannot write fails before any step runs
+    Store.open(db).close()
     started = time.monotonic()
 
     def say(text: str) -> None:
-        print(text, file=sys.stderr, flush=True)
+        print(printable(text), file=sys.stderr, flush=True)
 
     say(f"# qualify {profile.name} on {node if launch is None else ' '.join(launch)}: "
         f"{len(planned)} step(s), group {GROUP_TAG}={group}")

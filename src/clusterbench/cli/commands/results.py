@@ -17,6 +17,7 @@ from clusterbench.cli.options import (
     since_option,
 )
 from clusterbench.families import FAMILIES, family_of
+from clusterbench.printable import printable
 from clusterbench.records import WARNINGS, Run
 from clusterbench.report.jsonl import (
     emit,
@@ -89,8 +90,8 @@ def list_cmd(as_json: bool, db: str | None, limit: int, benchmark: str | None, s
         hosts = hosts if len(hosts) <= 24 else hosts[:21] + "..."
         tags = ",".join(f"{k}={v}" for k, v in r.tags.items())
         what = measured_text(measured.get(int(r.id or 0), []), tool_of(r))
-        print(f"{r.id:>5}  {r.started_at:<24} {what:<{_MEASURED_WIDTH}} {r.status:<10} {r.ranks:>5} "
-              f"{counts.get(r.id, 0):>6}  {hosts:<24} {tags}")
+        print(printable(f"{r.id:>5}  {r.started_at:<24} {what:<{_MEASURED_WIDTH}} {r.status:<10} {r.ranks:>5} "
+                        f"{counts.get(r.id, 0):>6}  {hosts:<24} {tags}"))
 
 
 @results.command("show", epilog=SELECTOR_HELP)
@@ -108,16 +109,15 @@ def show_cmd(selectors: tuple[str, ...], as_json: bool, since: str | None, db: s
             continue
         if i:
             print()
-        print(f"# run {run.id}: {run.benchmark} ({run.status}) {run.started_at} .. {run.ended_at or '?'}")
-        print(f"# source: {run.source}; command: {' '.join(run.command)}")
+        lines = [f"# run {run.id}: {run.benchmark} ({run.status}) {run.started_at} .. {run.ended_at or '?'}",
+                 f"# source: {run.source}; command: {' '.join(run.command)}"]
         if run.tags:
-            print("# tags: " + ", ".join(f"{k}={v}" for k, v in run.tags.items()))
-        for text in render_run(run, ms):
-            print(text)
-        for e in run.errors:
-            print(f"# error: {e}")
-        for w in run.meta.get(WARNINGS) or []:   # doubts about the figures (an import's checks)
-            print(f"# warning: {w}")
+            lines.append("# tags: " + ", ".join(f"{k}={v}" for k, v in run.tags.items()))
+        lines += render_run(run, ms)
+        lines += [f"# error: {e}" for e in run.errors]
+        lines += [f"# warning: {w}" for w in run.meta.get(WARNINGS) or []]   # an import's doubts
+        for text in lines:
+            print(printable(text))
 
 
 @results.command("export", epilog=SELECTOR_HELP)
@@ -199,8 +199,8 @@ def copy_cmd(source: str, dest: str, as_json: bool) -> None:
         if as_json:
             return
         if item.copied:
-            print(f"run {item.source_id}: copied as run {item.dest_id} "
-                  f"({item.benchmark}, {item.measurements} measurements)")
+            print(printable(f"run {item.source_id}: copied as run {item.dest_id} "
+                            f"({item.benchmark}, {item.measurements} measurements)"))
         else:
             print(f"run {item.source_id}: skipped, already there as run {item.dest_id}")
 

@@ -8,6 +8,7 @@ from clusterbench.cli.options import db_option, json_option, since_option
 from clusterbench.families import metric_of
 from clusterbench.families.workloads.spec import SAMPLES_PER_S, TRAIN
 from clusterbench.judge import scaling as sc
+from clusterbench.printable import printable
 from clusterbench.report.jsonl import emit, measurement_line
 from clusterbench.store import Store
 from clusterbench.store.selectors import GRAMMAR
@@ -43,7 +44,7 @@ def scaling(selectors: tuple[str, ...], baseline: str | None, benchmark: str, me
         return 0
     known = metric_of(benchmark, metric)
     for line in sc.format_table(rows, known.unit if known and known.unit else metric):
-        print(line)
+        print(printable(line))
     return 0
 
 

@@ -27,6 +27,7 @@ from clusterbench.launch.common import (
     parse_hosts,
     with_store_args,
 )
+from clusterbench.printable import printable
 from clusterbench.records import utc_now
 from clusterbench.report import junit as junit_xml
 from clusterbench.report.jsonl import emit, emit_all, host_line, run_objects, summary_line
@@ -112,6 +113,8 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
         raise UsageError("nothing to run: --no-single with --pairs none")
     run_tags = parse_tags(tags)
     rate = parse_rate(link_rate) if link_rate else None
+    # the store opens first: a database this version cannot write fails before any node runs
+    Store.open(db).close()
     sweep_id = new_group_id()
     # Every subset run is stored too, in the same database, tagged with this sweep's id.
     test_argv = with_store_args(test, for_other_hosts(db), {"sweep": sweep_id})
@@ -132,7 +135,7 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
         if quiet:
             return
         what = f"{r.value:.4g} {r.unit}" if r.value is not None else f"FAILED: {r.error}"
-        print(f"# {r.stage:<6s} {'+'.join(r.hosts):<40s} {metric} {what}", file=sys.stderr, flush=True)
+        print(printable(f"# {r.stage:<6s} {'+'.join(r.hosts):<40s} {metric} {what}"), file=sys.stderr, flush=True)
 
     known = family.metric(metric) if family else None
     hib = not lower_is_better and (known is None or known.higher_is_better)
@@ -156,7 +159,7 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
         emit(summary_line("sweep", run=run.id, metric=metric, hosts=len(host_list),
                           suspects=sorted(suspects), exit_code=code))
     else:
-        print("\n".join(table_lines(result, results, metric, rate)))
+        print("\n".join(printable(t) for t in table_lines(result, results, metric, rate)))
     if not quiet:
         print(f"# run {run.id} ({run.status}) stored", file=sys.stderr)
     if junit:

@@ -18,6 +18,7 @@ from clusterbench.judge.history import (
     select_history,
 )
 from clusterbench.judge.text import fmt
+from clusterbench.printable import printable
 from clusterbench.report.jsonl import emit
 from clusterbench.store import Store
 from clusterbench.units import parse_size
@@ -92,8 +93,8 @@ def trend(selectors: tuple[str, ...], metric: str | None, benchmark: str | None,
         for s in series:
             row = s.label if len(s.label) <= width else s.label[:width - 3] + "..."
             what = "; ".join(_change_text(s, c) for c in s.changes) or "-"
-            print(f"{s.entity:<{ent}} {row:<{width}} {len(s.points):>5} {fmt(s.points[0].value):>12} "
-                  f"{fmt(s.points[-1].value, s.unit):>12}  {what}")
+            print(printable(f"{s.entity:<{ent}} {row:<{width}} {len(s.points):>5} {fmt(s.points[0].value):>12} "
+                            f"{fmt(s.points[-1].value, s.unit):>12}  {what}"))
         print(f"# {len(changes)} change(s): {sum(s.kind(c) == REGRESSION for s, c in changes)} regression(s), "
               f"{len(open_regressions)} not recovered")
     return 1 if fail_on == REGRESSION and open_regressions else 0

@@ -16,10 +16,11 @@ from clusterbench.judge.efficiency import (
     run_link_efficiency,
 )
 from clusterbench.judge.profiles import builtin_profiles, load_profile
-from clusterbench.judge.select import load_runs, rows_of
+from clusterbench.judge.select import interrupted_note, load_runs, rows_of
 from clusterbench.judge.text import outcome_lines
 from clusterbench.judge.tool_checks import tool_outcomes
 from clusterbench.judge.validate import STATUSES, evaluate, exit_code
+from clusterbench.printable import printable
 from clusterbench.records import WARNINGS
 from clusterbench.report import junit as junit_xml
 from clusterbench.report.jsonl import (
@@ -71,6 +72,7 @@ def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, n
     run_ids = [r.id for r, _ in loaded]
     peaks = best_percent_of_peak(loaded)
     nothing_checked = all(o.status == "skipped" for o in judged)
+    partial = interrupted_note(r for r, _ in loaded)
     code = 2 if nothing_checked else exit_code(outcomes)
     best = best_per_placement([e for _, e in effs])
     if as_json:
@@ -87,14 +89,18 @@ def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, n
         for run, _ms in loaded:
             for text in run.meta.get(WARNINGS) or []:
                 emit(warning_line(text, run.id))
+        if partial:
+            emit(note_line(partial))
         emit(summary_line("validate", profile=profile.name, runs=run_ids,
                           counts={s: sum(o.status == s for o in outcomes) for s in STATUSES},
                           exit_code=code))
     else:
         if link_speed and not effs:
             print(f"# note: {NO_LINK_ROWS}", file=sys.stderr)
-        print(f"# profile {profile.name}: {len(profile.criteria)} criteria on run(s) "
-              f"{', '.join(map(str, run_ids))}")
+        if partial:
+            print(f"# note: {partial}", file=sys.stderr)
+        print(printable(f"# profile {profile.name}: {len(profile.criteria)} criteria on run(s) "
+                        f"{', '.join(map(str, run_ids))}"))
         for text in outcome_lines(outcomes):
             print(text)
         for e in best:
@@ -102,11 +108,11 @@ def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, n
                   f"algbw {e.measured_algbw:.2f} GB/s = {e.ratio * 100:.0f}% of optimal "
                   f"{e.optimal_algbw:.2f} GB/s")
         for label, d in peaks:
-            print(f"# peak {label}: best {d.value:.4g} {d.unit} = {d.percent:.1f}% of {d.device_name} "
-                  f"datasheet {d.peak:.4g} {d.unit}")
+            print(printable(f"# peak {label}: best {d.value:.4g} {d.unit} = {d.percent:.1f}% of {d.device_name} "
+                            f"datasheet {d.peak:.4g} {d.unit}"))
         for run, _ms in loaded:
             for text in run.meta.get(WARNINGS) or []:
-                print(f"# warning: run {run.id}: {text}")
+                print(printable(f"# warning: run {run.id}: {text}"))
     if junit:
         junit_xml.write(junit, [junit_xml.validation_suite(profile.name, outcomes, run_ids)])
     if nothing_checked:

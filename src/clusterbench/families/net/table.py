@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clusterbench.families.base import run_header_lines
+from clusterbench.families.base import param_text, run_header_lines
 from clusterbench.families.net.spec import BANDWIDTH
 from clusterbench.records import Measurement, Run
 
@@ -18,7 +18,7 @@ class NetTable:
         for m in measurements:
             gbit = f"{m.value * 8:8.3f}" if m.unit == BANDWIDTH.unit else f"{'':>8s}"
             out.append(f" {str(m.param('src_host', '')):>18s} {str(m.param('dst_host', '')):>18s} "
-                       f"{m.metric:>11s} {str(m.param('stat', '')):>5s} {m.param('streams', ''):>7} "
+                       f"{m.metric:>11s} {param_text(m.param('stat'), ''):>5s} {param_text(m.param('streams'), ''):>7} "
                        f"{m.value:10.3f} {m.unit:<6s} {gbit}")
         return out
 

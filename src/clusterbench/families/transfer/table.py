@@ -5,6 +5,7 @@ datasheet link bound where the device is known."""
 from __future__ import annotations
 
 from clusterbench import peaks
+from clusterbench.families.base import param_text, whole
 from clusterbench.families.device_table import DeviceTable
 from clusterbench.families.transfer.spec import MATRIX_TESTS
 from clusterbench.records import Measurement, Run
@@ -99,11 +100,11 @@ class TransferTable(DeviceTable):
         lines = [f"# {test}"]
         for m in ms:
             if m.param("stat") == "pair":
-                t = m.param("transfer", 0)
-                lines.append(f"  Transfer {int(t):02d} | {m.value:>10.3f} GB/s | {m.param('bytes'):>11} bytes | "
+                t = whole(m.param("transfer", 0), 0)
+                lines.append(f"  Transfer {t:02d} | {m.value:>10.3f} GB/s | {param_text(m.param('bytes')):>11} bytes | "
                              f"{m.param('src')} -> {m.param('method')} {m.param('executor', '')} -> {m.param('dst')}")
             elif m.param("stat") == "aggregate":
-                lines.append(f"  Aggregate   | {m.value:>10.3f} GB/s | {m.param('bytes'):>11} bytes | wall time")
+                lines.append(f"  Aggregate   | {m.value:>10.3f} GB/s | {param_text(m.param('bytes')):>11} bytes | wall time")
         return lines
 
     def footer(self, run: Run, measurements: list[Measurement]) -> list[str]:

@@ -6,7 +6,7 @@ Per-step rows (those with a ``step`` param) print one line per step; overall row
 
 from __future__ import annotations
 
-from clusterbench.families.base import run_header_lines
+from clusterbench.families.base import number, param_text, run_header_lines
 from clusterbench.families.workloads.spec import (
     ALGBW,
     EFFICIENCY,
@@ -45,7 +45,8 @@ def _overall(measurements: list[Measurement]) -> list[str]:
             continue
         extra = ""
         if m.metric == EFFICIENCY.name:
-            extra = f" (optimal algbw {m.params.get('optimal_algbw', 0):.3g} GB/s for {m.params.get('nodes')} nodes)"
+            extra = (f" (optimal algbw {number(m.params.get('optimal_algbw')):.3g} GB/s for "
+                     f"{m.params.get('nodes')} nodes)")
         elif m.metric == MFU.name:
             extra = f" (peak {m.params.get('peak_tflops')} TFLOP/s)"
         elif m.metric == PEAK_MEMORY.name:
@@ -62,7 +63,7 @@ class TrainTable:
     def rows(self, measurements: list[Measurement]) -> list[str]:
         lines = []
         for step, ms in _group(measurements, "step").items():
-            lines.append(f"  {step:>6} {_num(ms.get(LOSS.name), '{:>10.4f}')} "
+            lines.append(f"  {param_text(step):>6} {_num(ms.get(LOSS.name), '{:>10.4f}')} "
                          f"{_num(ms.get(STEP_TIME.name), '{:>12.2f}')} {_num(ms.get(SAMPLES_PER_S.name))} "
                          f"{_num(ms.get(TOKENS_PER_S.name))}")
         return lines + _overall(measurements)
@@ -71,7 +72,7 @@ class TrainTable:
         info = run.meta.get("train") or {}
         if not info:
             return []
-        return [f"# model {info.get('model')}: {info.get('params', 0) / 1e6:.3g}M parameters, "
+        return [f"# model {info.get('model')}: {number(info.get('params')) / 1e6:.3g}M parameters, "
                 f"strategy {info.get('strategy')} (shard size {info.get('shard_size')}), {info.get('dtype')}, "
                 f"global batch {info.get('batch')} x {info.get('seq')} tokens"]
 
@@ -83,13 +84,13 @@ class DdpCommTable:
     def rows(self, measurements: list[Measurement]) -> list[str]:
         lines = []
         for step, ms in _group(measurements, "step").items():
-            lines.append(f"  {step:>6} {_num(ms.get(STEP_TIME.name), '{:>12.2f}')} "
+            lines.append(f"  {param_text(step):>6} {_num(ms.get(STEP_TIME.name), '{:>12.2f}')} "
                          f"{_num(ms.get(ALGBW.name), '{:>12.3f}')}")
         return lines + _overall(measurements)
 
     def footer(self, run: Run, measurements: list[Measurement]) -> list[str]:
         for m in measurements:
-            return [f"# {m.params.get('layers')} dummy layers, {m.params.get('bytes', 0) / 2**20:.0f} MiB "
+            return [f"# {m.params.get('layers')} dummy layers, {number(m.params.get('bytes')) / 2**20:.0f} MiB "
                     f"of gradients, bucket cap {m.params.get('bucket_cap_mb')} MB"]
         return []
 
@@ -102,7 +103,7 @@ class InferTpTable:
     def rows(self, measurements: list[Measurement]) -> list[str]:
         lines = []
         for batch, ms in _group(measurements, "batch").items():
-            lines.append(f"  {batch:>8} {_num(ms.get(f'{LATENCY.name}/avg'), '{:>12.3f}')} "
+            lines.append(f"  {param_text(batch):>8} {_num(ms.get(f'{LATENCY.name}/avg'), '{:>12.3f}')} "
                          f"{_num(ms.get(f'{LATENCY.name}/min'), '{:>12.3f}')} {_num(ms.get(f'{SAMPLES_PER_S.name}/avg'))}")
         return lines
 

@@ -1,0 +1,35 @@
+"""Text from a run or a log made safe for a terminal: the one escaping function.
+
+Tags, notes, host and device names, error messages and imported text come from users and from
+other programs' output. Printed raw, an ESC sequence in a tag could clear the screen, retitle
+the window or rewrite the lines above it, a carriage return could overwrite a PASS with a FAIL,
+and a newline could forge a line of its own. ``printable`` shows every such character as a
+Python-style escape instead (``\\x1b``, ``\\n``, ``\\u202e``); a line without one is returned
+unchanged, so ordinary output is byte-identical. JSON output is never passed through it: JSON
+escapes control characters itself, and its strings must stay exact.
+"""
+
+from __future__ import annotations
+
+import re
+
+# C0 controls and DEL and C1 controls (CSI is \x9b on some terminals); the Unicode bidi
+# controls, which reorder what is shown ("Trojan Source"); the line and paragraph separators;
+# and lone surrogates (undecodable bytes of a file name), which would make print() fail.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    ch = match.group()
+    if ch in _NAMED:
+        return _NAMED[ch]
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: object) -> str:
+    """``text`` (``str()`` of anything) with every control character escaped: one line, shown
+    as it is stored, never interpreted by the terminal."""
+    s = text if isinstance(text, str) else str(text)
+    return _UNSAFE.sub(_escape, s) if _UNSAFE.search(s) else s

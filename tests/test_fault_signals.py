@@ -1,0 +1,229 @@
+"""Issue 18: a measuring command stopped by a real signal, or whose standard output is really
+closed or full, keeps what it measured.
+
+Each test starts a real ``python -m clusterbench coll`` with local ranks, waits for its first
+finished rows on standard output, then sends a real SIGTERM to the command, or a real SIGINT to
+its whole process group (what Ctrl-C in a terminal does, once and then again), or closes the
+pipe it prints to, or points it at /dev/full. The rows it printed must be the rows stored, in a
+run marked ``interrupted`` (or ``complete`` when only the output failed), with exit code 143,
+130 or 74, one error line, and no rank left running.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from json_schema import check_lines
+
+from clusterbench.output import OUTPUT_FAILED
+from clusterbench.records import COMPLETE, INTERRUPTED
+from clusterbench.store import Store
+
+# long enough that the signal lands mid-sweep, short enough for two cores
+LONG = ["coll", "all_reduce", "-b", "8", "-e", "256M", "-f", "2", "-n", "20", "-w", "1", "--np", "2",
+        "--device", "cpu", "--telemetry-interval", "0", "--timeout", "120"]
+
+
+def _start(db: str, *extra: str, stdout=subprocess.PIPE) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "clusterbench", *LONG, *extra, "--db", db],
+                            stdout=stdout, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def _family(proc: subprocess.Popen) -> list[int]:
+    """The command, its forkserver and its ranks: every process that must be gone at the end."""
+    return [proc.pid] + [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
+
+
+def _no_orphans(family: list[int]) -> None:
+    deadline = time.monotonic() + 15
+    alive = family
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in family if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+        time.sleep(0.2)
+    assert not alive, f"left running: {alive}"
+
+
+def _rows_until(proc: subprocess.Popen, n: int) -> list[str]:
+    """Read the table until ``n`` finished rows were printed; return them."""
+    rows: list[str] = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.strip() and not line.startswith("#"):
+            rows.append(line)
+            if len(rows) >= n:
+                break
+    return rows
+
+
+def _sizes(lines: list[str]) -> list[int]:
+    return [int(line.split()[0]) for line in lines if line.strip() and not line.startswith("#")]
+
+
+def _stored(db: str):
+    with Store.open(db) as store:
+        runs = store.list_runs(oldest_first=True)
+        return runs, {r.id: store.measurements(int(r.id or 0)) for r in runs}
+
+
+def _finish(proc: subprocess.Popen) -> tuple[str, str]:
+    killer = threading.Timer(150, proc.kill)  # never let a test hang
+    killer.start()
+    try:
+        return proc.communicate(timeout=160)
+    finally:
+        killer.cancel()
+
+
+def _assert_printed_is_stored(printed: list[str], run, ms) -> None:
+    stored = sorted({int(m.params["bytes"]) for m in ms if m.metric == "busbw"})
+    assert printed and set(_sizes(printed)) <= set(stored), (printed, stored)
+
+
+def test_sigterm_keeps_the_rows_it_printed(tmp_path):
+    db = str(tmp_path / "term.db")
+    proc = _start(db)
+    printed = _rows_until(proc, 3)
+    family = _family(proc)
+    os.kill(proc.pid, signal.SIGTERM)
+    rest, err = _finish(proc)
+    printed += rest.splitlines()
+    assert proc.returncode == 143, err
+    errors = [e for e in err.splitlines() if e.startswith("clusterbench: error:")]
+    assert errors == ["clusterbench: error: interrupted by SIGTERM"], err
+    assert "Traceback" not in err
+    (run,), ms = _stored(db)
+    assert run.status == INTERRUPTED and run.errors == ["interrupted by SIGTERM"]
+    _assert_printed_is_stored(printed, run, ms[run.id])
+    assert f"# run {run.id} (interrupted) stored in" in err
+    _no_orphans(family)
+
+
+@pytest.mark.parametrize("gap", [0.0, 0.05, 0.3, 1.0])
+def test_ctrl_c_twice_keeps_the_run(tmp_path, gap):
+    """Ctrl-C goes to the whole foreground process group; the impatient second one used to
+    abandon the store in the middle (3 of 5 runs lost)."""
+    db = str(tmp_path / "int.db")
+    proc = _start(db)
+    printed = _rows_until(proc, 2)
+    family = _family(proc)
+    os.killpg(proc.pid, signal.SIGINT)
+    time.sleep(gap)
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGINT)
+    rest, err = _finish(proc)
+    printed += rest.splitlines()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    assert "clusterbench: error: interrupted by SIGINT (Ctrl-C)" in err.splitlines()
+    (run,), ms = _stored(db)
+    assert run.status == INTERRUPTED
+    _assert_printed_is_stored(printed, run, ms[run.id])
+    _no_orphans(family)
+
+
+def test_sigterm_in_a_repetition_keeps_the_finished_ones(tmp_path):
+    db = str(tmp_path / "rep.db")
+    proc = _start(db, "--repeat", "3", "-e", "1M")
+    assert proc.stdout is not None
+    concluded = 0
+    for line in proc.stdout:  # the first repetition's table, then a row of the second
+        concluded += line.startswith("# Collective test concluded")
+        if concluded == 1 and line.strip() and not line.startswith("#"):
+            break
+    family = _family(proc)
+    os.kill(proc.pid, signal.SIGTERM)
+    _, err = _finish(proc)
+    assert proc.returncode == 143, err
+    runs, _ = _stored(db)
+    assert [r.status for r in runs] == [COMPLETE, INTERRUPTED]   # no third repetition started
+    assert runs[0].tags["repeat_group"] == runs[1].tags["repeat_group"]
+    _no_orphans(family)
+    shown = subprocess.run([sys.executable, "-m", "clusterbench", "results", "show", "1-2", "--json", "--db", db],
+                           capture_output=True, text=True, timeout=60)
+    objs = check_lines(shown.stdout)  # the interrupted run's JSON follows the published schema
+    assert [o["status"] for o in objs if o["kind"] == "run"] == [COMPLETE, INTERRUPTED]
+
+
+def test_closed_stdout_ends_the_printing_not_the_run(tmp_path):
+    """``clusterbench coll ... | head -1``: the reader goes away after the first line."""
+    db = str(tmp_path / "pipe.db")
+    proc = _start(db, "-e", "1M")
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()  # as head -1 does once it has its line
+    family = _family(proc)
+    _, err = _finish(proc)
+    assert first.startswith("# Collective test")
+    assert proc.returncode == OUTPUT_FAILED, err
+    errors = [e for e in err.splitlines() if e.startswith("clusterbench: error:")]
+    assert len(errors) == 1 and "standard output" in errors[0] and "broken pipe" in errors[0], err
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    (run,), ms = _stored(db)
+    assert run.status == COMPLETE and max(m.params["bytes"] for m in ms[run.id] if "bytes" in m.params) == 1 << 20
+    _no_orphans(family)
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_full_stdout_names_it_and_stores_the_run(tmp_path, as_json):
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    db = str(tmp_path / "full.db")
+    with open("/dev/full", "w") as full:
+        proc = _start(db, "-e", "64K", *(["--json"] if as_json else []), stdout=full)
+        _, err = _finish(proc)
+    assert proc.returncode == OUTPUT_FAILED, err
+    errors = [e for e in err.splitlines() if e.startswith("clusterbench: error:")]
+    assert errors == ["clusterbench: error: cannot write to standard output (/dev/full): No space left on "
+                      "device; the run is stored"], err
+    (run,), _ = _stored(db)
+    assert run.status == COMPLETE
+
+
+@pytest.mark.parametrize("argv", [["results", "show", "1-300"], ["results", "export", "1-300"]])
+def test_other_commands_with_a_full_or_closed_stdout(tmp_path, argv):
+    db = str(tmp_path / "few.db")
+    from clusterbench.records import Measurement, Run
+
+    with Store.open(db) as store:
+        for i in range(300):  # more than a pipe's buffer of output
+            store.save_run(Run(benchmark="coll", tags={"i": str(i)}),
+                           [Measurement("all_reduce", "busbw", float(j), "GB/s", {"bytes": j}) for j in range(40)])
+    cmd = [sys.executable, "-m", "clusterbench", *argv, "--db", db]
+    with open("/dev/full", "w") as full:
+        p = subprocess.run(cmd, stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert p.returncode == OUTPUT_FAILED
+    assert p.stderr == "clusterbench: error: cannot write to standard output (/dev/full): No space left on device\n"
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    proc.stdout.readline()
+    proc.stdout.close()
+    _, err = _finish(proc)
+    assert proc.returncode == OUTPUT_FAILED and err == "", err  # `| head`: no message, as other tools
+
+
+def test_sigterm_ends_other_commands_with_one_line(tmp_path):
+    """An import in progress: rolled back, one line, exit 143 (tests/test_fault_import.py checks
+    what is stored)."""
+    data = Path(__file__).parent / "data" / "nccl-tests" / "seed-tensorwave-mi355x-4node-all_reduce.txt"
+    big = tmp_path / "big.log"
+    big.write_text(data.read_text() * 3000)
+    proc = subprocess.Popen([sys.executable, "-m", "clusterbench", "import", str(big), "--db",
+                             str(tmp_path / "i.db")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    for n, _line in enumerate(proc.stdout, 1):
+        if n == 100:
+            break
+    os.kill(proc.pid, signal.SIGTERM)
+    _, err = _finish(proc)
+    assert proc.returncode == 143
+    assert err.splitlines()[-1] == "clusterbench: error: interrupted by SIGTERM", err
+    assert re.search(r"Traceback", err) is None
