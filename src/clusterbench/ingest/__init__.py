@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
+import sys
 from collections.abc import Iterable, Iterator
 
 from clusterbench.ingest.common import (
@@ -123,9 +124,13 @@ def iter_runs(lines: Iterable[str], tool: str | None = None, name: str = "") -> 
         runs = _streamed(imp, Lines(head_lines, it, foreign=_foreign_starts(found)), name, head)
     else:
         runs = _parts(whole_text(Lines(head_lines, it)), found, name)
-    for run in runs:
-        count += 1
-        yield run
+    try:
+        for run in runs:
+            count += 1
+            yield run
+    except RecursionError:   # JSON nested thousands deep: Python's parser gives up, so do we
+        raise LogFormatError(f"{found} data nested more than {sys.getrecursionlimit()} levels deep: "
+                             "not a log this tool writes") from None
     if count == 0:
         raise LogFormatError(f"no {found} results found")
 

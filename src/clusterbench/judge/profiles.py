@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -350,6 +351,8 @@ def load_profile(name_or_path: str) -> Profile:
         raise UsageError(f"profile {origin}: invalid YAML{at}") from None
     except UsageError as e:
         raise UsageError(f"profile {origin}: {e}") from None
+    except RecursionError:
+        raise UsageError(f"profile {origin}: nested more than {sys.getrecursionlimit()} levels deep") from None
     return parse_profile(data, origin)
 
 
@@ -363,6 +366,39 @@ class _Mapping(dict):  # type: ignore[type-arg]
 class _LineLoader(yaml.SafeLoader):
     """PyYAML's safe loader (plain data only) whose mappings know their line numbers and refuse
     a key given twice (which safe_load silently takes the last of)."""
+
+
+# A profile is a few hundred values; aliases may repeat a node, but never expand it past this.
+MAX_NODES = 100_000
+
+
+def _expanded_nodes(root: yaml.Node) -> int:
+    """How many nodes the document would have with every alias written out: counted once per
+    distinct node (memoised), so a "billion laughs" is measured without being expanded."""
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key not in sizes:
+            sizes[key] = 1   # a node that contains itself (a recursive alias) counts once
+            children: list[yaml.Node] = []
+            if isinstance(node, yaml.SequenceNode):
+                children = node.value
+            elif isinstance(node, yaml.MappingNode):
+                children = [n for pair in node.value for n in pair]
+            sizes[key] = min(MAX_NODES + 1, 1 + sum(size(c) for c in children))
+        return sizes[key]
+
+    return size(root)
+
+
+def _construct_document(loader: _LineLoader, node: yaml.Node) -> Any:
+    if _expanded_nodes(node) > MAX_NODES:
+        raise UsageError(f"its aliases expand it past {MAX_NODES} values: refused, not expanded")
+    return yaml.SafeLoader.construct_document(loader, node)
+
+
+_LineLoader.construct_document = _construct_document  # type: ignore[method-assign,assignment]
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> _Mapping:

@@ -269,6 +269,26 @@ def buffer_bytes(op: str, per: int, n: int, dtype: str) -> int:
     return (send + recv) * element_size(dtype)
 
 
+def usable(free: int) -> int:
+    """Bytes of ``free`` memory a rank gives to its buffers; the headroom covers the check's
+    temporaries and the runtime's own allocations."""
+    return max(0, int(free * 0.8) - (512 << 20))
+
+
+def refuse_unallocatable(config: CollConfig, world: int, local: int, available: int) -> None:
+    """Before any rank starts: when not one size of the sweep fits in the host memory that
+    ``local`` ranks share, there is nothing to measure; say so with the memory there is.
+    (Sizes that do not fit beside sizes that do are skipped per rank, with a note.)"""
+    memory = usable(available // max(1, local))
+    needs = [buffer_bytes(op, row_counts(op, s, dtype, world).param, world, dtype)
+             for op in config.ops for dtype in config.dtypes for s in config.sizes()
+             if row_counts(op, s, dtype, world).param > 0]
+    if needs and min(needs) > memory:
+        raise UsageError(f"sizes -b {config.minbytes} .. -e {config.maxbytes}: the smallest needs {min(needs)} B "
+                         f"of buffers per rank, more than the {memory} B each of {local} local ranks can use "
+                         f"({available} B of host memory available)")
+
+
 def _usable_memory(ctx: RankContext) -> int:
     """Bytes a rank may give to its buffers: the least over ranks, so all skip the same sizes
     (nccl-tests likewise lowers maxBytes to fit the device). Headroom covers the check's temporaries."""
@@ -280,9 +300,9 @@ def _usable_memory(ctx: RankContext) -> int:
         free = torch.cuda.mem_get_info(ctx.device)[0]
     else:
         free = psutil.virtual_memory().available // max(1, ctx.env.local_world_size)
-    usable = torch.tensor([max(0, int(free * 0.8) - (512 << 20))], dtype=torch.int64, device=ctx.device)
-    dist.all_reduce(usable, dist.ReduceOp.MIN)
-    return int(usable.item())
+    least = torch.tensor([usable(free)], dtype=torch.int64, device=ctx.device)
+    dist.all_reduce(least, dist.ReduceOp.MIN)
+    return int(least.item())
 
 
 def run_op(ctx: RankContext, config: CollConfig, op: str) -> None:

@@ -6,13 +6,15 @@ from typing import Any
 
 import click
 
+from clusterbench.bench import devices as devs
 from clusterbench.bench.collectives import rank
 from clusterbench.bench.collectives.config import coll_config
 from clusterbench.cli.bench import run_benchmark_command
 from clusterbench.cli.options import RunOutput, rank_options, run_output
 from clusterbench.families.collectives.spec import DTYPES, OPS, REDOPS
-from clusterbench.ranks.context import RankOptions
-from clusterbench.ranks.driver import Job
+from clusterbench.ranks.context import RankOptions, resolve_device_type
+from clusterbench.ranks.driver import Job, planned_world_size
+from clusterbench.ranks.env import detect
 
 
 @click.command("coll", epilog=f"Ops: {', '.join(OPS)}.")
@@ -53,6 +55,11 @@ def coll(op: str, np: int | None, ranks: RankOptions, out: RunOutput, **kw: Any)
         stepbytes=kw["stepbytes"], iters=kw["iters"], warmup_iters=kw["warmup_iters"], check=kw["check"],
         datatype=kw["datatype"], redop=kw["redop"], root=kw["root"], average=kw["average"],
         cycles=kw["cycles"], graph=kw["graph"])
+    if resolve_device_type(ranks.device) == "cpu":   # a GPU's free memory is read by its rank
+        launched = detect()
+        world = launched.world_size if launched else planned_world_size(np, ranks)
+        rank.refuse_unallocatable(config, world, launched.local_world_size if launched else world,
+                                  devs.free_memory(devs.rank_device("cpu", [0], 0)))
     return run_benchmark_command(Job(rank.main, config, ranks, np=np), "coll", out)
 
 
