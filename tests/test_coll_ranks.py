@@ -52,11 +52,22 @@ def test_every_op_checks_clean(np, db):
 def test_unsupported_combination_is_a_skipped_note_not_a_failure(db):
     # gloo cannot average integers (verified by trying): that row is skipped with the reason
     config = build_config("all_reduce", minbytes="8", maxbytes="64", iters=2, warmup_iters=1,
-                          datatype="int32", redop="avg")
+                          datatype="int32,float", redop="avg")
     result, text = _run(config, 2, db)
-    assert result.exit_code == 0
+    assert result.exit_code == 0 and result.run.status == "complete"
     assert any("all_reduce int32 avg in-place: skipped, the gloo backend cannot run it" in n["text"]
                and n["benchmark"] == "all_reduce" for n in result.run.meta["notes"])
+    busbw = [m for m in result.measurements if m.metric == "busbw"]
+    assert busbw and {m.params["dtype"] for m in busbw} == {"float"}
+
+
+def test_a_run_of_only_unsupported_combinations_is_not_complete(db):
+    """Nothing measured: the note says why, and the run is never 'complete' with no rows."""
+    config = build_config("all_reduce", minbytes="8", maxbytes="64", iters=2, warmup_iters=1,
+                          datatype="int32", redop="avg")
+    result, text = _run(config, 2, db)
+    assert result.exit_code == 1 and result.run.status == FAILED
+    assert any("the gloo backend cannot run it" in n["text"] for n in result.run.meta["notes"])
     assert not [m for m in result.measurements if m.metric == "busbw"]
 
 

@@ -81,7 +81,7 @@ def _file_digest(path: str) -> Any:
     except (OSError, EOFError) as e:
         raise ClusterbenchError(getattr(e, "strerror", None) or str(e) or "unreadable file") from None
     except zlib.error as e:  # a .gz file whose header is valid and whose data is not
-        raise ClusterbenchError(f"corrupt gzip data ({e})") from None
+        raise ClusterbenchError(f"corrupt compressed data: {e}") from None
     return digest
 
 
