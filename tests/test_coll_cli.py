@@ -10,10 +10,9 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
-import psutil
 import pytest
+from process_helpers import assert_all_gone, process_family
 
 from clusterbench.cli import main
 from clusterbench.records import COMPLETE, INCOMPLETE, Note
@@ -126,7 +125,7 @@ def test_kill_a_rank_mid_run(tmp_path):
             elif line.strip() and not line.startswith("#"):
                 break  # the first finished row
         assert set(pids) == {0, 1, 2}
-        family = [proc.pid] + [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
+        family = process_family(proc)
         os.kill(pids[1], signal.SIGKILL)
         rest, err = proc.communicate(timeout=120)
     finally:
@@ -139,12 +138,7 @@ def test_kill_a_rank_mid_run(tmp_path):
         (run,) = store.list_runs()
         assert run.status == INCOMPLETE
         assert [m for m in store.measurements(run.id) if m.metric == "busbw"]
-    deadline = time.monotonic() + 10
-    alive = family
-    while alive and time.monotonic() < deadline:
-        alive = [p for p in family if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
-        time.sleep(0.2)
-    assert not alive, f"orphans left: {alive}"
+    assert_all_gone(family, within=10)
 
 
 def test_run_stores_one_run_with_every_collective(tmp_path):

@@ -20,9 +20,9 @@ import threading
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 from json_schema import check_lines
+from process_helpers import assert_all_gone, process_family
 
 from clusterbench.output import OUTPUT_FAILED
 from clusterbench.records import COMPLETE, INTERRUPTED
@@ -36,20 +36,6 @@ LONG = ["coll", "all_reduce", "-b", "8", "-e", "256M", "-f", "2", "-n", "20", "-
 def _start(db: str, *extra: str, stdout=subprocess.PIPE) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "clusterbench", *LONG, *extra, "--db", db],
                             stdout=stdout, stderr=subprocess.PIPE, text=True, start_new_session=True)
-
-
-def _family(proc: subprocess.Popen) -> list[int]:
-    """The command, its forkserver and its ranks: every process that must be gone at the end."""
-    return [proc.pid] + [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
-
-
-def _no_orphans(family: list[int]) -> None:
-    deadline = time.monotonic() + 15
-    alive = family
-    while alive and time.monotonic() < deadline:
-        alive = [p for p in family if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
-        time.sleep(0.2)
-    assert not alive, f"left running: {alive}"
 
 
 def _rows_until(proc: subprocess.Popen, n: int) -> list[str]:
@@ -92,7 +78,7 @@ def test_sigterm_keeps_the_rows_it_printed(tmp_path):
     db = str(tmp_path / "term.db")
     proc = _start(db)
     printed = _rows_until(proc, 3)
-    family = _family(proc)
+    family = process_family(proc)
     os.kill(proc.pid, signal.SIGTERM)
     rest, err = _finish(proc)
     printed += rest.splitlines()
@@ -104,7 +90,7 @@ def test_sigterm_keeps_the_rows_it_printed(tmp_path):
     assert run.status == INTERRUPTED and run.errors == ["interrupted by SIGTERM"]
     _assert_printed_is_stored(printed, run, ms[run.id])
     assert f"# run {run.id} (interrupted) stored in" in err
-    _no_orphans(family)
+    assert_all_gone(family)
 
 
 @pytest.mark.parametrize("gap", [0.0, 0.05, 0.3, 1.0])
@@ -114,7 +100,7 @@ def test_ctrl_c_twice_keeps_the_run(tmp_path, gap):
     db = str(tmp_path / "int.db")
     proc = _start(db)
     printed = _rows_until(proc, 2)
-    family = _family(proc)
+    family = process_family(proc)
     os.killpg(proc.pid, signal.SIGINT)
     time.sleep(gap)
     if proc.poll() is None:
@@ -127,7 +113,7 @@ def test_ctrl_c_twice_keeps_the_run(tmp_path, gap):
     (run,), ms = _stored(db)
     assert run.status == INTERRUPTED
     _assert_printed_is_stored(printed, run, ms[run.id])
-    _no_orphans(family)
+    assert_all_gone(family)
 
 
 def test_sigterm_in_a_repetition_keeps_the_finished_ones(tmp_path):
@@ -139,14 +125,14 @@ def test_sigterm_in_a_repetition_keeps_the_finished_ones(tmp_path):
         concluded += line.startswith("# Collective test concluded")
         if concluded == 1 and line.strip() and not line.startswith("#"):
             break
-    family = _family(proc)
+    family = process_family(proc)
     os.kill(proc.pid, signal.SIGTERM)
     _, err = _finish(proc)
     assert proc.returncode == 143, err
     runs, _ = _stored(db)
     assert [r.status for r in runs] == [COMPLETE, INTERRUPTED]   # no third repetition started
     assert runs[0].tags["repeat_group"] == runs[1].tags["repeat_group"]
-    _no_orphans(family)
+    assert_all_gone(family)
     shown = subprocess.run([sys.executable, "-m", "clusterbench", "results", "show", "1-2", "--json", "--db", db],
                            capture_output=True, text=True, timeout=60)
     objs = check_lines(shown.stdout)  # the interrupted run's JSON follows the published schema
@@ -160,7 +146,7 @@ def test_closed_stdout_ends_the_printing_not_the_run(tmp_path):
     assert proc.stdout is not None
     first = proc.stdout.readline()
     proc.stdout.close()  # as head -1 does once it has its line
-    family = _family(proc)
+    family = process_family(proc)
     _, err = _finish(proc)
     assert first.startswith("# Collective test")
     assert proc.returncode == OUTPUT_FAILED, err
@@ -169,7 +155,7 @@ def test_closed_stdout_ends_the_printing_not_the_run(tmp_path):
     assert "Traceback" not in err and "Exception ignored" not in err, err
     (run,), ms = _stored(db)
     assert run.status == COMPLETE and max(m.params["bytes"] for m in ms[run.id] if "bytes" in m.params) == 1 << 20
-    _no_orphans(family)
+    assert_all_gone(family)
 
 
 @pytest.mark.parametrize("as_json", [False, True])

@@ -106,7 +106,7 @@ def show_cmd(selectors: tuple[str, ...], host: str | None, as_json: bool, since:
     """The inventory stored with each RUN (e.g. last), one block per host."""
     with Store.open(db) as store:
         runs = store.select_all(selectors, since)
-    first = True
+    sections: list[list[str]] = []
     for run in runs:
         hosts = envdiff.run_hosts(run)
         if host is not None:
@@ -117,24 +117,22 @@ def show_cmd(selectors: tuple[str, ...], host: str | None, as_json: bool, since:
             text = f"run {run.id} stored no hosts: no inventory to show"
             if as_json:
                 emit(note_line(text, run.id))
-                continue
-            if not first:
-                print()
-            first = False
-            print(printable(f"# {text}"))
+            else:
+                sections.append([f"# {text}"])
             continue
         for h in hosts:
             inv = envdiff.run_environment(run, h)
             if as_json:
                 emit(inventory_line(inv, run.id))
                 continue
-            if not first:
-                print()
-            first = False
-            print(printable(f"# run {run.id}, host {h}" + ("" if (run.meta or {}).get("inventory") else
-                                                           " (no inventory stored: versions and env only)")))
-            for line in inventory_lines(inv):
-                print(printable(line))
+            sections.append([f"# run {run.id}, host {h}" + ("" if (run.meta or {}).get("inventory") else
+                                                           " (no inventory stored: versions and env only)"),
+                             *inventory_lines(inv)])
+    for i, lines in enumerate(sections):   # a blank line between sections
+        if i:
+            print()
+        for line in lines:
+            print(printable(line))
 
 
 def _one(store: Store, selector: str, since: str | None) -> Run:
