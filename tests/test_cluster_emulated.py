@@ -54,8 +54,11 @@ def test_sweep_without_shaping_flags_nobody_and_stores_each_pair(clean, tmp_path
     marker = tmp_path / "pwned"
     evil = f"note=$(touch {marker}); `touch {marker}`"
     # Unshaped, the veth links are CPU-bound on 2 cores: two rounds, best of each, so a transient
-    # slowdown of the first launches is not taken for a degraded node.
-    r = _sweep(clean, db, "--rounds", "2", test=["--tag", evil])   # the tag crosses the agent's shell
+    # slowdown of the first launches is not taken for a degraded node. Even so, pairs of one CI run
+    # ranged 0.82-1.09 GB/s and one node's score fell 7.4% below the median, so "nobody flagged" is
+    # checked above this machine's noise (25%); a shaped link (next test) is 87% below.
+    r = _sweep(clean, db, "--rounds", "2", "--min-rel-dev", "0.25",
+               test=["--tag", evil])   # the tag crosses the agent's shell
     assert r.returncode == 0, r.stdout + r.stderr
     assert "no suspect" in r.stdout and "SUSPECT" not in r.stdout
     with Store.open(db) as store:
