@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import random
 
 import pytest
@@ -16,6 +18,19 @@ def cli(capsys, *argv: str) -> tuple[int, str, str]:
         main(list(argv))
     out, err = capsys.readouterr()
     return int(e.value.code or 0), out, err
+
+
+def run_cli(*argv: object) -> tuple[int, str, str]:
+    """A command in-process without capsys (usable from module-scoped fixtures): exit code,
+    standard output, standard error."""
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main([str(a) for a in argv])
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    return code, out.getvalue(), err.getvalue()
 
 
 def json_lines(text: str) -> list[dict]:

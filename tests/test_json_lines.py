@@ -6,8 +6,6 @@ that runs it elsewhere (the ones that need a cluster)."""
 from __future__ import annotations
 
 import ast
-import contextlib
-import io
 import json
 import re
 from pathlib import Path
@@ -15,8 +13,9 @@ from pathlib import Path
 import click
 import pytest
 from json_schema import SCHEMA, check_lines
+from judge_helpers import run_cli
 
-from clusterbench.cli import cli, main
+from clusterbench.cli import cli
 from clusterbench.report import jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,17 +35,6 @@ LOGS = [
 ]
 TINY_COLL = ["coll", "all_reduce", "-b", "8", "-e", "64", "--np", "2", "--device", "cpu",
              "--telemetry-interval", "0"]
-
-
-def run_cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main([str(a) for a in argv])
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")
