@@ -286,11 +286,14 @@ def parse_suite(data: Any, origin: str) -> tuple[SuiteStep, ...]:
         steps = tuple(_step(i, d) for i, d in enumerate(data))
     except UsageError as e:
         raise UsageError(f"profile {origin}: {e}") from None
-    names = [s.name for s in steps]
+    _refuse_duplicates([s.name for s in steps], "suite step", origin)
+    return steps
+
+
+def _refuse_duplicates(names: list[str], what: str, origin: str) -> None:
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
-        raise UsageError(f"profile {origin}: duplicate suite step name(s) {', '.join(dup)}")
-    return steps
+        raise UsageError(f"profile {origin}: duplicate {what} name(s) {', '.join(dup)}")
 
 
 def parse_profile(data: Any, origin: str = "<profile>") -> Profile:
@@ -306,10 +309,7 @@ def parse_profile(data: Any, origin: str = "<profile>") -> Profile:
         criteria = tuple(_criterion(i, c) for i, c in enumerate(crits))
     except UsageError as e:
         raise UsageError(f"profile {origin}: {e}") from None
-    names = [c.name for c in criteria]
-    dup = sorted({n for n in names if names.count(n) > 1})
-    if dup:
-        raise UsageError(f"profile {origin}: duplicate criterion name(s) {', '.join(dup)}")
+    _refuse_duplicates([c.name for c in criteria], "criterion", origin)
     return Profile(name=str(data.get("name") or Path(origin).stem), criteria=criteria,
                    description=str(data.get("description") or ""), source=str(data.get("source") or ""),
                    path=origin, suite=parse_suite(data.get("suite"), origin))
