@@ -280,9 +280,9 @@ def refuse_unallocatable(config: CollConfig, world: int, local: int, available: 
     ``local`` ranks share, there is nothing to measure; say so with the memory there is.
     (Sizes that do not fit beside sizes that do are skipped per rank, with a note.)"""
     memory = usable(available // max(1, local))
-    needs = [buffer_bytes(op, row_counts(op, s, dtype, world).param, world, dtype)
-             for op in config.ops for dtype in config.dtypes for s in config.sizes()
-             if row_counts(op, s, dtype, world).param > 0]
+    pers = [(op, dtype, row_counts(op, s, dtype, world).param)
+            for op in config.ops for dtype in config.dtypes for s in config.sizes()]
+    needs = [buffer_bytes(op, per, world, dtype) for op, dtype, per in pers if per > 0]
     if needs and min(needs) > memory:
         raise UsageError(f"sizes -b {config.minbytes} .. -e {config.maxbytes}: the smallest needs {min(needs)} B "
                          f"of buffers per rank, more than the {memory} B each of {local} local ranks can use "
