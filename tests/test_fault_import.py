@@ -37,9 +37,14 @@ def big_log(tmp_path_factory) -> Path:
     return path
 
 
+def _default_sighup() -> None:
+    # under nohup (or a CI runner that ignores SIGHUP) the child would inherit SIG_IGN and finish
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def _import(*argv: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "clusterbench", "import", *argv], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_default_sighup)
 
 
 def _wait(proc: subprocess.Popen) -> tuple[str, str]:

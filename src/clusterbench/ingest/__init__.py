@@ -92,11 +92,15 @@ def detect_tool(text: str) -> str | None:
     return next((imp.tool for imp in IMPORTERS if imp.detects(head)), None)
 
 
-def iter_runs(lines: Iterable[str], tool: str | None = None, name: str = "") -> Iterator[ImportedRun]:
+def iter_runs(lines: Iterable[str], tool: str | None = None, name: str = "", jobs: int = 1,
+              path: str | None = None) -> Iterator[ImportedRun]:
     """Runs found in a log given as lines (with or without line ends; a file object works).
 
     Raises LogFormatError for empty input, binary data, an unknown format, or a log of the tool
     that holds no results. nccl-tests text logs are parsed as they stream, one run at a time.
+    ``path``: the uncompressed file ``lines`` reads from its start (opened as UTF-8 with
+    ``errors="replace", newline=""``); a large nccl-tests log there is read by up to ``jobs``
+    processes (nccl_parallel), with the same runs.
     """
     it = iter(lines)
     head_lines: list[str] = []
@@ -121,7 +125,7 @@ def iter_runs(lines: Iterable[str], tool: str | None = None, name: str = "") -> 
     if tool is not None:          # forced: the whole log is that tool's
         runs = imp.parse(Lines(head_lines, it), name, head)
     elif imp.streams:             # a foreign tool's output met on the way is read by its tool
-        runs = _streamed(imp, Lines(head_lines, it, foreign=_foreign_starts(found)), name, head)
+        runs = _streamed(imp, Lines(head_lines, it, foreign=_foreign_starts(found), path=path, jobs=jobs), name, head)
     else:
         runs = _parts(whole_text(Lines(head_lines, it)), found, name)
     try:

@@ -106,6 +106,9 @@ _HOST_PREFIX = re.compile(r"([A-Za-z][\w.-]*): ")                    # pdsh / pd
 _HOST_WINDOW = 40     # lines looked at to decide whether pdsh prefixed them all
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _MARK = re.compile(r":mark:`([^`]*)`")
+# a role's text ends at the first backtick, but never at the one of another role's ":mark:`"
+_ROLE_ONE_LINE = re.compile(r":mark:`([^`\n]*)(?<!:mark:)`")
+_ROLE = re.compile(r":mark:`([^`]*)(?<!:mark:)`")
 _BOLD = re.compile(r"\*\*([^*]+)\*\*")
 
 
@@ -195,7 +198,8 @@ class TextCleaner:
         if self.wrapped:
             text = _WRAPPERS_AT_LINE.sub("", text)
         if ":mark:`" in text:
-            text = _strip_roles(text)
+            once = _ROLE_ONE_LINE.sub(r"\1", text)   # in C; roles wrapped over lines are rare
+            text = once if ":mark:`" not in once else _ROLE.sub(_role_text, text)
             if "**" in text:
                 text = _BOLD.sub(r"\1", text)
             if "\\" in text:
@@ -207,9 +211,12 @@ class Lines:
     """A log's lines: the ones already read (its head), then the rest of its source. A file
     as the source is also readable in large blocks (``blocks``), without a Python step per line."""
 
-    def __init__(self, head: list[str], rest: Iterator[str], foreign: re.Pattern[str] | None = None) -> None:
+    def __init__(self, head: list[str], rest: Iterator[str], foreign: re.Pattern[str] | None = None,
+                 path: str | None = None, jobs: int = 1) -> None:
         self.head, self.rest = head, rest
         self.foreign = foreign   # where another tool's output begins (a streaming parser hands it over)
+        self.path = path         # the plain UTF-8 file they come from, when they do (parsers may read it in parts)
+        self.jobs = jobs         # processes a parser may read it with
 
     def __iter__(self) -> Iterator[str]:
         yield from self.head
@@ -243,34 +250,27 @@ def _joined(lines: Iterable[str]) -> Iterator[str]:
         yield "".join(ln if ln.endswith("\n") else ln + "\n" for ln in block)
 
 
-def _strip_roles(text: str) -> str:
-    """``text`` without its ``:mark:`...``` roles' markup; a role a document wrapped over lines is
-    one line again (each continuation stripped, a space where the wrap was)."""
-    parts = text.split(":mark:`")
-    out = [parts[0]]
-    for part in parts[1:]:
-        end = part.find("`")
-        if end < 0:
-            out.append(":mark:`" + part)
-            continue
-        role = part[:end]
-        if "\n" in role:
-            first, *rest = role.split("\n")
-            role = first + "".join(" " + r.strip() for r in rest)
-        out.append(role)
-        out.append(part[end + 1:])
-    return "".join(out)
+def _role_text(m: re.Match[str]) -> str:
+    """A ``:mark:`` role's text; one a document wrapped over lines is one line again (each
+    continuation stripped, a space where the wrap was)."""
+    first, *rest = m.group(1).split("\n")
+    return first + "".join(" " + r.strip() for r in rest)
 
 
-def text_chunks(lines: Iterable[str]) -> Iterator[str]:
+def first_cleaner(head: str) -> TextCleaner:
+    """The cleaning a log needs, decided on its first block of text."""
+    return TextCleaner(head[:1 << 16].split("\n")[:_HOST_WINDOW * 4])
+
+
+def text_chunks(lines: Iterable[str], cleaner: TextCleaner | None = None) -> Iterator[str]:
     """The log as cleaned blocks of whole lines (each ending with a newline); a document's
-    ``:mark:`` role is never cut in two. Which prefixes to take off is decided on its start."""
+    ``:mark:`` role is never cut in two. Which prefixes to take off is decided on its start
+    (or given: ``cleaner``, for a part of a log whose start was read before)."""
     blocks = lines.blocks() if isinstance(lines, Lines) else _joined(lines)
-    cleaner: TextCleaner | None = None
     carry = ""
     for block in blocks:
         if cleaner is None:
-            cleaner = TextCleaner(block[:1 << 16].split("\n")[:_HOST_WINDOW * 4])
+            cleaner = first_cleaner(block)
         text = carry + block
         carry = ""
         if ":mark:`" in text and text.count("`") % 2:

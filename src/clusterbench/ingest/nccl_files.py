@@ -36,6 +36,7 @@ from clusterbench.families.collectives.spec import (
     op_in_text,
     op_name,
 )
+from clusterbench.ingest import nccl_parallel
 from clusterbench.ingest.common import (
     ImportedRun,
     LogFormatError,
@@ -230,6 +231,8 @@ def _parse(lines: Iterable[str], name: str, head: str) -> Iterator[ImportedRun]:
         yield from parse_rccl_results(whole_text(lines), name, "json")
     elif start == "{":
         yield from parse_nccl_json(whole_text(lines), name)
+    elif nccl_parallel.usable(lines):
+        yield from nccl_parallel.parse_file(lines, name)  # type: ignore[arg-type]
     else:
         yield from parse_lines(lines, name)
 

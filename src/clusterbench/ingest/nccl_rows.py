@@ -99,7 +99,7 @@ class RowTable:
         for i, (shape, text, rows) in enumerate(self.parts):
             header, stored, ncols = _header(self.op, self.layout, shape, self.error_column, self.ranks,
                                             cycle_of[i] if cycle_of else None, self.drop_algbw)
-            packs.append(pack_table(header, [text], _count(text, rows, stored, ncols)))
+            packs.append(pack_table(header, [text], _count(text, rows, stored, ncols), self.op))
         if self.footer:
             packs.append(_footer_pack(self.op, self.ranks, self.footer))
         return Packs(packs)
@@ -110,9 +110,17 @@ def _footer_pack(op: str, ranks: int, footer: list[tuple[Metric, float]]) -> Pac
     directly (as pack_rows would) because it is done once per run of a large log."""
     if not op.isidentifier() or not all(math.isfinite(v) for _, v in footer):
         return pack_measurements([metric(op, value, {"ranks": ranks}) for metric, value in footer])
-    keys = ",".join(f'["{op}","{metric.name}","{metric.unit}"]' for metric, _ in footer)
-    rows = ",".join(f"[{i},0,{float(value)!r}]" for i, (_, value) in enumerate(footer))
-    return Pack(ROWS, len(footer), f'{{"k":[{keys}],"p":[{{"ranks":{int(ranks)}}}],"r":[{rows}]}}')
+    values = tuple(float(value) for _, value in footer)
+    return Pack(ROWS, len(footer), _footer_format(op, tuple(m for m, _ in footer)) % (int(ranks), *values), (op,))
+
+
+@lru_cache(maxsize=256)
+def _footer_format(op: str, metrics: tuple[Metric, ...]) -> str:
+    """The ``rows`` pack body of these footer records, with %d for the rank count and %r for
+    each value (op is an identifier: nothing in it needs quoting)."""
+    keys = ",".join(f'["{op}","{m.name}","{m.unit}"]' for m in metrics).replace("%", "%%")
+    rows = ",".join(f"[{i},0,%r]" for i in range(len(metrics)))
+    return '{"k":[' + keys + '],"p":[{"ranks":%d}],"r":[' + rows + "]}"
 
 
 def _cycles(starts: list[int], nparts: int) -> list[int | None]:

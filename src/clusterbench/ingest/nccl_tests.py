@@ -133,7 +133,9 @@ class _State:
         return bool(self.nrows) or self.avg_busbw is not None
 
     def add_part(self, shape: Shape, text: str, rows: int) -> None:
-        if text.endswith("\n"):   # a block cut at a chunk's end: stored the same however cut
+        if "\n\n" in text or text[:1] == "\n":   # blank lines between rows (a document's quote)
+            text = "\n".join(filter(None, text.split("\n")))
+        elif text.endswith("\n"):   # a block cut at a chunk's end: stored the same however cut
             text = text.rstrip("\n")
         last = self.parts[-1] if self.parts else None
         if last is not None and last[0] == shape and (not self.cycles or self.cycles[-1] != len(self.parts)):
@@ -173,14 +175,14 @@ class NcclTextParser:
         for i, seg in enumerate(segs):
             try:
                 self._segment(seg)
-            except _Foreign as f:   # another tool's output from this line on, with its command line
+            except ForeignLine as f:   # another tool's output from this line on, with its command line
                 k = seg.find(f.line)
                 line = seg.rfind("\n", 0, k) + 1 if k >= 0 else 0
                 before = [ln for ln in "\n".join([*segs[:i], seg[:line]]).split("\n") if ln.strip()]
                 context = before[-CONTEXT_LINES:] if before else []
                 yield from self._done
                 self._done.clear()
-                raise _Foreign(f.line, "\n".join([*context, seg[line:], *segs[i + 1:]])) from None
+                raise ForeignLine(f.line, "\n".join([*context, seg[line:], *segs[i + 1:]])) from None
             if self._done:
                 yield from self._done
                 self._done.clear()
@@ -427,7 +429,7 @@ class NcclTextParser:
         tool's first line ends nccl-tests' part of the log."""
         if self.foreign is not None and any(w in body for w in _FOREIGN_WORDS) \
                 and (self.foreign.search(body) or self.foreign.search("#" + body)):
-            raise _Foreign(body)
+            raise ForeignLine(body)
         op = None
         if "_perf" in body:
             m = _PROGRAM.search(body)
@@ -479,6 +481,19 @@ class NcclTextParser:
         if layout is not None:
             st.layout = layout
         st.seen = True
+
+    def closes_before(self, kind: str) -> bool:
+        """Whether a line of ``kind`` ("header" or "command") read now would leave nothing of
+        the current state to the next run (nccl_parallel cuts a log there). A header line
+        (``# nThread``, ``# Collective test starting``, a version line) ends a run that holds
+        results or errors; a command line naming an op (``x_perf``) ends one that holds
+        results; either starts afresh from nothing."""
+        st = self.state
+        if st == _State(self.name):
+            return True
+        if kind == "command":
+            return st.has_results
+        return st.has_results or bool(st.errors)
 
     def finish(self) -> ImportedRun | None:
         if self._done:
@@ -834,7 +849,9 @@ def _sweep(header: str) -> dict[str, object]:
     return sweep
 
 
-class _Foreign(Exception):
+class ForeignLine(Exception):
+    """Another tool's output begins at ``line`` (``text``: from there on, with its command line)."""
+
     def __init__(self, line: str, text: str = "") -> None:
         super().__init__(line)
         self.line, self.text = line, text
@@ -846,12 +863,16 @@ def parse_lines(lines: Iterable[str], name: str = "") -> Iterator[ImportedRun]:
     Given ``Lines`` that say where other tools' output begins (``Lines.foreign``), a line of
     another tool ends the nccl-tests part: its runs are finished and the rest of the log is
     handed back (``ForeignOutput``) to be read by the tool that wrote it."""
-    parser = NcclTextParser(name, getattr(lines, "foreign", None))
-    chunks = text_chunks(lines)
+    yield from parse_chunks(NcclTextParser(name, getattr(lines, "foreign", None)), text_chunks(lines))
+
+
+def parse_chunks(parser: NcclTextParser, chunks: Iterator[str]) -> Iterator[ImportedRun]:
+    """The runs in cleaned blocks of text (``text_chunks``), read by ``parser`` from the state it
+    is in; see ``parse_lines``."""
     for text in chunks:
         try:
             yield from parser.feed_text(text)
-        except _Foreign as f:
+        except ForeignLine as f:
             done = parser.finish()
             if done is not None:
                 yield done

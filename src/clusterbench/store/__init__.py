@@ -179,10 +179,14 @@ def _packs(rows: Iterable[MeasurementRow] | Iterable[tuple[str, str, float, str,
     return (pack_rows(rows) for _ in (0,))
 
 
+_ENCODE = json.JSONEncoder(default=str).encode   # json.dumps(value, default=str), without a new encoder per call
+_dumps = json.JSONEncoder().encode
+
+
 def _clean(value: Any) -> str:
     """JSON for a stored column, with any password in a URL taken out (a ``--db`` URL in the
     command line, an error message that quotes one)."""
-    return loc.redact(json.dumps(value, default=str))
+    return loc.redact(_ENCODE(value)) if value else _ENCODE(value)
 
 
 class Store:
@@ -352,9 +356,9 @@ class Store:
     def _write_run(self, run: Run, uid: str, packs: Iterable[Pack],
                    telemetry: Iterable[TelemetrySample], fresh: bool = False) -> int | None:
         db = self.db
-        values = (uid, run.benchmark, run.source, loc.redact(json.dumps(run.command)), run.started_at,
-                  run.ended_at, run.status, json.dumps(run.hosts), run.ranks, json.dumps(run.devices),
-                  json.dumps(run.versions), _clean(run.env), _clean(run.errors), _clean(run.meta))
+        values = (uid, run.benchmark, run.source, loc.redact(_dumps(run.command)), run.started_at,
+                  run.ended_at, run.status, _dumps(run.hosts), run.ranks, _dumps(run.devices),
+                  _dumps(run.versions), _clean(run.env), _clean(run.errors), _clean(run.meta))
         try:
             if self._batch is not None and fresh:
                 run_id = self._batch.add(values, run.tags, packs, telemetry)

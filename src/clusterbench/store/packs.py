@@ -126,10 +126,13 @@ def table_header(benchmark: str, lead: Sequence[tuple[str, str]], cols: Sequence
                        "order": list(order)}, separators=(",", ":"))
 
 
-def pack_table(header: str, lines: Sequence[str], count: int) -> Pack:
+def pack_table(header: str, lines: Sequence[str], count: int, benchmark: str | None = None) -> Pack:
     """A ``table`` pack: ``lines`` hold the lead tokens and one token per column each; ``count``
-    is the number of value tokens that are numbers (the producer knows it without converting)."""
-    return Pack(TABLE, count, header + "\n" + "\n".join(lines), (json.loads(header)["benchmark"],))
+    is the number of value tokens that are numbers (the producer knows it without converting),
+    ``benchmark`` the one in ``header`` (read from it when not given)."""
+    if benchmark is None:
+        benchmark = json.loads(header)["benchmark"]
+    return Pack(TABLE, count, header + "\n" + "\n".join(lines), (benchmark,))
 
 
 def benchmarks_of(pack: Pack) -> tuple[str, ...]:

@@ -110,7 +110,7 @@ class _AlreadyImported(Exception):
         self.runs = runs
 
 
-def _runs_of(path: str, tool: str | None, digest: Any = None) -> Iterator[ImportedRun]:
+def _runs_of(path: str, tool: str | None, digest: Any = None, jobs: int = 1) -> Iterator[ImportedRun]:
     if path == "-":  # e.g. kubectl logs POD | clusterbench import -
         yield from iter_runs(_stdin(digest if digest is not None else hashlib.sha256()), tool, name="stdin")
         return
@@ -120,7 +120,10 @@ def _runs_of(path: str, tool: str | None, digest: Any = None) -> Iterator[Import
         # errors="replace": junk bytes become U+FFFD, which the binary check then reports
         opener = gzip.open if path.endswith(".gz") else open  # rotated logs are often compressed
         with opener(path, "rt", encoding="utf-8", errors="replace", newline="") as f:
-            yield from iter_runs(f, tool, name=path[:-3] if path.endswith(".gz") else path)
+            if path.endswith(".gz"):
+                yield from iter_runs(f, tool, name=path[:-3])
+            else:   # workers may read a large plain file again by its path
+                yield from iter_runs(f, tool, name=path, jobs=jobs, path=path)
     except (OSError, EOFError) as e:  # EOFError: a .gz file cut short
         raise ClusterbenchError(getattr(e, "strerror", None) or str(e) or "unreadable file") from None
 
@@ -150,9 +153,12 @@ def _summary(path: str, item: ImportedRun, dry_run: bool) -> list[str]:
              "errors, `file` and measurement count (with --dry-run only the `run` lines), then a "
              "`summary` with the files that failed and the exit code")
 @click.option("--dry-run", is_flag=True, help="Parse and print, but store nothing.")
+@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=None, metavar="N",
+              help="Processes that parse a large nccl-tests text log (one file of 24 MB or more) at once "
+                   "(default: 2 where the machine has 2 or more CPUs; the runs are the same with any N).")
 @db_option
 def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], host: str | None,
-               as_json: bool, dry_run: bool, db: str | None) -> int:
+               as_json: bool, dry_run: bool, jobs: int | None, db: str | None) -> int:
     """Import nccl-tests/rccl-tests, TransferBench, BabelStream, rocblas-bench, hipblaslt-bench,
     perftest, iperf3 -J, OSU and vLLM serving results, and clusterbench's own --json lines
     (PATH '-' reads standard input: kubectl logs POD | clusterbench import -).
@@ -167,6 +173,7 @@ def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], 
     could not be read or recognised.
     """
     run_tags = parse_tags(tags)
+    jobs = jobs or min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
     store = None if dry_run else Store.open(db)
     if store is not None:
         # A file is still one atomic transaction, but its commit does not wait for the disk
@@ -187,7 +194,7 @@ def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], 
                     raise _AlreadyImported(before)
                 with store.transaction() if store is not None else nullcontext():
                     _import_file(path, tool, host, run_tags, store, dry_run, as_json,
-                                 digest if path == "-" else None, stored, counted)
+                                 digest if path == "-" else None, stored, counted, jobs)
                     if store is not None:
                         # again inside the transaction, where a concurrent import of the same
                         # file (or standard input seen before) is caught and rolled back
@@ -232,9 +239,10 @@ def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], 
 
 
 def _import_file(path: str, tool: str | None, host: str | None, run_tags: dict[str, str], store: Store | None,
-                 dry_run: bool, as_json: bool, digest: Any, stored: list[int], counted: dict[str, int]) -> None:
+                 dry_run: bool, as_json: bool, digest: Any, stored: list[int], counted: dict[str, int],
+                 jobs: int = 1) -> None:
     """Parse one file and save its runs (in the caller's transaction), printing each as it goes."""
-    for item in _runs_of(path, tool, digest):
+    for item in _runs_of(path, tool, digest, jobs):
         run = item.run
         run.tags.update(run_tags)
         if not run.command:  # only a re-imported clusterbench run has the command it ran
