@@ -1,5 +1,6 @@
 """Log import speed: ``clusterbench import`` of a large file of concatenated nccl-tests logs,
-side by side with peers that only read the same file (``wc -l``, a Python loop splitting every line).
+side by side with peers that only read the same file (``wc -l``, a Python loop splitting every line);
+clusterbench with its default of two parsing processes (``--jobs``) and with one.
 
 The file is built in /tmp from the real logs under tests/data/nccl-tests (complete runs only),
 repeated until it reaches --size-mb. The superbench logs name their collective only in their
@@ -100,8 +101,11 @@ def main() -> None:
                               str(log)])))
         rows.append(("clusterbench --version (startup only)", measure(cb + ["--version"])))
         rows.append((f"clusterbench import --dry-run ({size / 4e6:.0f} MB)", measure(cb + ["import", "--dry-run", str(small)])))
+        rows.append(("clusterbench import --dry-run --jobs 1", measure(cb + ["import", "--dry-run", "--jobs", "1", str(log)])))
         rows.append(("clusterbench import --dry-run", measure(cb + ["import", "--dry-run", str(log)])))
         if not args.no_store:
+            rows.append(("clusterbench import --jobs 1 (stored)",
+                         measure(cb + ["import", "--jobs", "1", "--db", str(tmp / "r1.db"), str(log)])))
             rows.append(("clusterbench import (stored)", measure(cb + ["import", "--db", str(tmp / "r.db"), str(log)])))
         if args.db:
             rows.append(("clusterbench import (PostgreSQL)", measure(cb + ["import", "--db", args.db, str(log)])))

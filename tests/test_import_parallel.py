@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterbench.ingest import LogFormatError, common, iter_runs, nccl_parallel
+from clusterbench.ingest import LogFormatError, iter_runs, nccl_parallel
 from clusterbench.store import Store
 
 DATA = Path(__file__).parent / "data"
@@ -163,30 +163,3 @@ def test_import_cli_stores_the_same_with_any_jobs(tmp_path, small_parts):
                             [(m.benchmark, m.metric, m.value, m.unit, m.params) for m in s.measurements(r.id)])
                            for r in sorted(runs, key=lambda r: r.id)])
     assert len(stored[0]) == 120 and stored[0] == stored[1]
-
-
-def _strip_roles(text: str) -> str:
-    """A role at a time, as the importer once did: the reference for the regular expressions."""
-    parts = text.split(":mark:`")
-    out = [parts[0]]
-    for part in parts[1:]:
-        end = part.find("`")
-        if end < 0:
-            out.append(":mark:`" + part)
-            continue
-        role = part[:end]
-        if "\n" in role:
-            first, *rest = role.split("\n")
-            role = first + "".join(" " + r.strip() for r in rest)
-        out += [role, part[end + 1:]]
-    return "".join(out)
-
-
-def test_markup_roles_are_cleaned_as_one_role_at_a_time():
-    rng = random.Random(3)
-    alphabet = [":mark:`", "`", "\n", "a", " ", ":", "mark:", "  b"]
-    cleaner = common.TextCleaner([])
-    for _ in range(3000):
-        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 14)))
-        if ":mark:`" in text and "*" not in text and "\\" not in text:
-            assert cleaner.clean(text) == _strip_roles(text), repr(text)

@@ -106,9 +106,6 @@ _HOST_PREFIX = re.compile(r"([A-Za-z][\w.-]*): ")                    # pdsh / pd
 _HOST_WINDOW = 40     # lines looked at to decide whether pdsh prefixed them all
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _MARK = re.compile(r":mark:`([^`]*)`")
-# a role's text ends at the first backtick, but never at the one of another role's ":mark:`"
-_ROLE_ONE_LINE = re.compile(r":mark:`([^`\n]*)(?<!:mark:)`")
-_ROLE = re.compile(r":mark:`([^`]*)(?<!:mark:)`")
 _BOLD = re.compile(r"\*\*([^*]+)\*\*")
 
 
@@ -198,8 +195,7 @@ class TextCleaner:
         if self.wrapped:
             text = _WRAPPERS_AT_LINE.sub("", text)
         if ":mark:`" in text:
-            once = _ROLE_ONE_LINE.sub(r"\1", text)   # in C; roles wrapped over lines are rare
-            text = once if ":mark:`" not in once else _ROLE.sub(_role_text, text)
+            text = _strip_roles(text)
             if "**" in text:
                 text = _BOLD.sub(r"\1", text)
             if "\\" in text:
@@ -250,11 +246,23 @@ def _joined(lines: Iterable[str]) -> Iterator[str]:
         yield "".join(ln if ln.endswith("\n") else ln + "\n" for ln in block)
 
 
-def _role_text(m: re.Match[str]) -> str:
-    """A ``:mark:`` role's text; one a document wrapped over lines is one line again (each
-    continuation stripped, a space where the wrap was)."""
-    first, *rest = m.group(1).split("\n")
-    return first + "".join(" " + r.strip() for r in rest)
+def _strip_roles(text: str) -> str:
+    """``text`` without its ``:mark:`...``` roles' markup; a role a document wrapped over lines is
+    one line again (each continuation stripped, a space where the wrap was)."""
+    parts = text.split(":mark:`")
+    out = [parts[0]]
+    for part in parts[1:]:
+        end = part.find("`")
+        if end < 0:
+            out.append(":mark:`" + part)
+            continue
+        role = part[:end]
+        if "\n" in role:
+            first, *rest = role.split("\n")
+            role = first + "".join(" " + r.strip() for r in rest)
+        out.append(role)
+        out.append(part[end + 1:])
+    return "".join(out)
 
 
 def first_cleaner(head: str) -> TextCleaner:

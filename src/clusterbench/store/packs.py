@@ -55,9 +55,10 @@ class Packs:
 
     def __init__(self, packs: Sequence[Pack]) -> None:
         self.packs = list(packs)
+        self._count = sum(p.count for p in self.packs)   # asked for several times per run
 
     def __len__(self) -> int:
-        return sum(p.count for p in self.packs)
+        return self._count
 
     def __iter__(self) -> Iterator[MeasurementRow]:
         for pack in self.packs:
