@@ -88,7 +88,9 @@ def test_slurm_plan_decisions():
             raise ClusterbenchError("scontrol show node broken failed: no such node")
         return nodes[name]
 
-    verdicts = [drain.Verdict("bad", ("c 1 GB/s >= 2 GB/s",)), *(drain.Verdict(n) for n in (*nodes, "broken"))]
+    nodes["bad"] = drain.SlurmNode("bad", "IDLE", "")
+    verdicts = [drain.Verdict("bad", ("c 1 GB/s >= 2 GB/s",)), *(drain.Verdict(n) for n in ("ours", "theirs", "idle",
+                                                                                           "broken"))]
     acts = {a.node: a for a in drain.slurm_plan(verdicts, True, lookup)}
     assert acts["bad"].action == "drain"
     assert acts["bad"].commands == [["scontrol", "update", "NodeName=bad", "State=DRAIN",
@@ -100,6 +102,12 @@ def test_slurm_plan_decisions():
     assert acts["broken"].action == "keep" and "no such node" in acts["broken"].note
     # without --undrain passing nodes are not even looked up
     assert [a.node for a in drain.slurm_plan(verdicts, False, lookup)] == ["bad"]
+    # a failing node someone else drained keeps their reason (a later --undrain must not resume it);
+    # one clusterbench drained gets the new reason; one whose state cannot be read is drained
+    failing = [drain.Verdict(n, ("c 1 GB/s >= 2 GB/s",)) for n in ("theirs", "ours", "broken")]
+    acts = {a.node: a for a in drain.slurm_plan(failing, False, lookup)}
+    assert acts["theirs"].action == "keep" and acts["theirs"].commands == [] and "maintenance" in acts["theirs"].note
+    assert acts["ours"].action == "drain" and acts["broken"].action == "drain" and "no such node" in acts["broken"].note
 
 
 def test_kubernetes_taint_label_and_annotation():
@@ -134,7 +142,9 @@ def test_cli_dry_run_prints_the_exact_commands(capsys, db, tmp_path):
     start = lines.index("# --on-fail drain (dry run, add --apply to run these):")
     cmd = shlex.split(lines[start + 1])
     assert cmd == ["scontrol", "update", "NodeName=n1", "State=DRAIN", f"Reason=clusterbench: {EVIL} 90 GB/s >= 100 GB/s"]
-    assert len(lines) == start + 2   # passing nodes are left alone without --undrain
+    # passing nodes are left alone without --undrain; n1's state is read first (where scontrol
+    # has no cluster to ask, a note says so and the drain is still planned)
+    assert all(line.startswith("# n1: state not read") for line in lines[start + 2:])
     rc, out, err = cli(capsys, "validate", "check=a", "--profile", str(prof), "--db", db, "--on-fail", "taint",
                        "--json")
     acts = [d for d in json_lines(out) if d["kind"] == "drain"]
@@ -199,6 +209,16 @@ def test_slurm_drain_resume_and_someone_elses_drain(slurm, capsys, db, tmp_path,
     assert not _node(slurm, "n1").drained
     n2 = _node(slurm, "n2")
     assert n2.drained and n2.reason == "RMA ticket 42"
+
+    # a third night n2 fails while a person has it drained: their reason stays (a clusterbench
+    # reason there would let a later --undrain put it back in service)
+    _stream_runs(db, {"n1": 110.0, "n2": 80.0}, "night3")
+    rc, out, err = cli(capsys, "validate", "check=night3", "--profile", str(prof), "--db", db,
+                       "--on-fail", "drain", "--apply", "--undrain", "--json")
+    assert rc == 1, err
+    acts = {d["node"]: d for d in json_lines(out) if d["kind"] == "drain"}
+    assert acts["n2"]["action"] == "keep" and "RMA ticket 42" in acts["n2"]["note"] and not acts["n2"]["commands"]
+    assert _node(slurm, "n2").reason == "RMA ticket 42"
     subprocess.run(["scontrol", "update", "NodeName=n2", "State=RESUME"], env=slurm, check=True, timeout=30)
 
 

@@ -132,13 +132,25 @@ def show_argv(node: str, scontrol: str = "scontrol") -> list[str]:
 
 def slurm_plan(verdicts: Sequence[Verdict], undrain: bool,
                lookup: Callable[[str], SlurmNode | None], scontrol: str = "scontrol") -> list[Action]:
-    """Drain every failed node; with ``undrain``, resume passing nodes drained by clusterbench.
-    ``lookup`` reads a node's state (None when it cannot be read: nothing is resumed then)."""
+    """Drain every failed node, except one someone else drained already (their reason stays, so
+    clusterbench never later resumes a node it did not drain); with ``undrain``, resume passing
+    nodes drained by clusterbench. ``lookup`` reads a node's state (None when it cannot be read:
+    a failed node is drained then, nothing is resumed)."""
     out = []
     for v in verdicts:
         if v.failed:
             reason = reason_text(v.problems)
-            out.append(Action(v.node, DRAIN, [drain_argv(v.node, reason, scontrol)], reason))
+            try:
+                node = lookup(v.node)
+            except ClusterbenchError as e:   # draining a failed node is the safe side
+                node, note = None, f"state not read ({e})"
+            else:
+                note = ""
+            if node is not None and node.drained and not node.ours:
+                out.append(Action(v.node, KEEP, note=f"fails, but drained by someone else "
+                                                     f"({node.reason or 'no reason'}): left with their reason"))
+            else:
+                out.append(Action(v.node, DRAIN, [drain_argv(v.node, reason, scontrol)], reason, note=note))
         elif undrain:
             try:
                 node = lookup(v.node)
