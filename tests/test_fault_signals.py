@@ -33,9 +33,15 @@ LONG = ["coll", "all_reduce", "-b", "8", "-e", "256M", "-f", "2", "-n", "20", "-
         "--device", "cpu", "--telemetry-interval", "0", "--timeout", "120"]
 
 
-def _start(db: str, *extra: str, stdout=subprocess.PIPE) -> subprocess.Popen:
+def _default_sighup() -> None:
+    # under nohup (or a CI runner that ignores SIGHUP) the command would inherit SIG_IGN
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+def _start(db: str, *extra: str, stdout=subprocess.PIPE, preexec_fn=None) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "clusterbench", *LONG, *extra, "--db", db],
-                            stdout=stdout, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=stdout, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=preexec_fn)
 
 
 def _rows_until(proc: subprocess.Popen, n: int) -> list[str]:
@@ -74,20 +80,27 @@ def _assert_printed_is_stored(printed: list[str], run, ms) -> None:
     assert printed and set(_sizes(printed)) <= set(stored), (printed, stored)
 
 
-def test_sigterm_keeps_the_rows_it_printed(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_keeps_the_rows_it_printed(tmp_path, sig):
+    # SIGHUP: the terminal closed or the ssh session dropped (sent to the whole group, as the
+    # terminal does; the ranks leave it to the parent)
     db = str(tmp_path / "term.db")
-    proc = _start(db)
+    proc = _start(db, preexec_fn=_default_sighup)
     printed = _rows_until(proc, 3)
     family = process_family(proc)
-    os.kill(proc.pid, signal.SIGTERM)
+    if sig == signal.SIGHUP:
+        os.killpg(proc.pid, sig)
+    else:
+        os.kill(proc.pid, sig)
     rest, err = _finish(proc)
     printed += rest.splitlines()
-    assert proc.returncode == 143, err
+    name = signal.Signals(sig).name
+    assert proc.returncode == 128 + sig, err
     errors = [e for e in err.splitlines() if e.startswith("clusterbench: error:")]
-    assert errors == ["clusterbench: error: interrupted by SIGTERM"], err
+    assert errors == [f"clusterbench: error: interrupted by {name}"], err
     assert "Traceback" not in err
     (run,), ms = _stored(db)
-    assert run.status == INTERRUPTED and run.errors == ["interrupted by SIGTERM"]
+    assert run.status == INTERRUPTED and run.errors == [f"interrupted by {name}"]
     _assert_printed_is_stored(printed, run, ms[run.id])
     assert f"# run {run.id} (interrupted) stored in" in err
     assert_all_gone(family)

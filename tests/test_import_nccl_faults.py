@@ -63,7 +63,8 @@ def test_failure_lines_after_the_footer_stay_with_their_run():
     (r,) = runs("issue369-v2.17.8-gh200-wrong-nonzero-oob-failed.txt")
     assert r.run.status == "failed"
     assert r.run.errors == [".. gpu-1-1 pid 662195: Test failure common.cu:1189",
-                            ".. gpu-1-7 pid 2448661: Test failure common.cu:1189"]
+                            ".. gpu-1-7 pid 2448661: Test failure common.cu:1189",
+                            "# Out of bounds values : 4 FAILED"]
     assert [m.value for m in by(r.measurements, "wrong", bytes=1048576)] == [96, 32]
     assert by(r.measurements, "out_of_bounds")[0].value == 4
 
@@ -71,6 +72,7 @@ def test_failure_lines_after_the_footer_stay_with_their_run():
 def test_out_of_bounds_failed_with_exponent_wrong_counts():
     r = one("rtx3090-2node-inc-wrong-exponent-oob-108-failed.txt")
     assert r.run.status == "failed" and r.run.ranks == 2
+    assert r.run.errors == ["# Out of bounds values : 108 FAILED"]   # why it failed, where errors are read
     assert by(r.measurements, "wrong", bytes=536870912, placement="out")[0].value == 2.68435e+08
 
 

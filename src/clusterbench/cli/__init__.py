@@ -2,8 +2,8 @@
 every module there exposes ``commands`` (a list of click commands) and is found automatically.
 
 Errors end with one line on stderr and an exit code: 2 for usage errors, 1 for failures, 130
-and 143 when SIGINT or SIGTERM stopped the command, 74 when standard output failed (closed or
-full). Set CLUSTERBENCH_DEBUG=1 to see tracebacks.
+and 143 when SIGINT or SIGTERM stopped the command (129: SIGHUP, for measuring commands), 74
+when standard output failed (closed or full). Set CLUSTERBENCH_DEBUG=1 to see tracebacks.
 """
 
 from __future__ import annotations

@@ -566,6 +566,10 @@ class NcclTextParser:
                 add_warning(run, text)
         if st.failures or st.oob_ok == "FAILED" or st.avg_ok == "FAILED":
             run.status = FAILED
+        if st.oob_ok == "FAILED":   # the run's own verdict: say it where a failed run's errors are read
+            add_error(run, f"# Out of bounds values : {st.oob} FAILED")
+        if st.avg_ok == "FAILED":
+            add_error(run, f"# Avg bus bandwidth : {st.avg_busbw} FAILED")
         if not st.has_results:   # only failure lines: the test died before its first row
             run.status = FAILED if st.failures else INCOMPLETE
         if st.partial_row:

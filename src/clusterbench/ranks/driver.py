@@ -208,8 +208,11 @@ class _Companion:
 
 
 def _local_rank_main(env: RankEnv, job: Job, q: Any, parent_pid: int) -> None:
-    # The parent decides when ranks die; ignore the terminal's Ctrl-C so it can report first.
+    # The parent decides when ranks die; ignore the terminal's Ctrl-C (and its hangup) so it can
+    # report first.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
     rank = env.rank
     companion = _Companion(rank, q, parent_pid)
     try:
@@ -243,6 +246,23 @@ def _context() -> Any:
         # Ranks fork from a server that imported torch once but never touched a GPU.
         _mp_context.set_forkserver_preload(["torch", "torch.distributed", "clusterbench.ranks.driver"])
     return _mp_context
+
+
+def _helpers_outlive_hangup() -> None:
+    """Start multiprocessing's helper processes (the fork server the ranks come from, the resource
+    tracker) ignoring SIGHUP: a closed terminal hangs up the whole process group, and the command
+    needs them alive to stop its ranks and store what they measured (ranks/signals.py)."""
+    if not hasattr(signal, "SIGHUP") or threading.current_thread() is not threading.main_thread():
+        return
+    from multiprocessing import forkserver, resource_tracker
+
+    old = signal.signal(signal.SIGHUP, signal.SIG_IGN)   # inherited by the helpers
+    try:
+        with _main_module_hidden():   # as when a rank starts it: the server never runs __main__
+            resource_tracker.ensure_running()
+            forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGHUP, old)
 
 
 @contextlib.contextmanager
@@ -317,6 +337,7 @@ def _blame(procs: list[Any], done: set[int], errors: dict[int, tuple[str, int]],
 
 def _run_local(job: Job, sink: Sink, np: int) -> JobOutcome:
     mp = _context()
+    _helpers_outlive_hangup()
     q = mp.Queue()
     port = _free_port()
     host = socket.gethostname()

@@ -1,4 +1,5 @@
-"""Stopping a measuring command with SIGINT (Ctrl-C) or SIGTERM without losing what it printed.
+"""Stopping a measuring command with SIGINT (Ctrl-C), SIGTERM or SIGHUP (a closed terminal or a
+dropped ssh session) without losing what it printed.
 
 The first signal raises ``Interrupted`` where the command is (a ``KeyboardInterrupt``, so every
 ``except KeyboardInterrupt`` that stops ranks handles SIGTERM the same way); the driver stops the
@@ -7,7 +8,8 @@ signal (the impatient second Ctrl-C, a second SIGTERM from a scheduler) is held,
 that run is stored: raised there, it would abandon the store's transaction and lose the run. A
 block that must not be cut at all (saving a run that completed) holds signals with ``held()``.
 
-Exit codes follow the shell's convention: 128 + the signal number, 130 for SIGINT, 143 for SIGTERM.
+Exit codes follow the shell's convention: 128 + the signal number, 130 for SIGINT, 143 for SIGTERM,
+129 for SIGHUP. A SIGHUP that is ignored when the command starts (``nohup``) stays ignored.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from contextlib import contextmanager
 from types import FrameType
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_HANGUP = getattr(signal, "SIGHUP", None)   # not on Windows
 
 
 class Interrupted(KeyboardInterrupt):
@@ -72,15 +75,18 @@ def stopped_by() -> int | None:
 
 @contextmanager
 def stop_on_signals() -> Iterator[None]:
-    """SIGINT and SIGTERM stop the command once; later ones wait (see the module's docstring).
-    Outside the main thread (signals cannot be caught there) it changes nothing."""
+    """SIGINT, SIGTERM and SIGHUP stop the command once; later ones wait (see the module's
+    docstring). Outside the main thread (signals cannot be caught there) it changes nothing."""
     if threading.current_thread() is not threading.main_thread() or _state.active:
         yield
         return
-    old = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    caught = [*STOP_SIGNALS]
+    if _HANGUP is not None and signal.getsignal(_HANGUP) is not signal.SIG_IGN:   # not under nohup
+        caught.append(_HANGUP)
+    old = {s: signal.getsignal(s) for s in caught}
     _state.__init__()  # type: ignore[misc]
     _state.active = True
-    for s in STOP_SIGNALS:
+    for s in caught:
         signal.signal(s, _handler)
     try:
         yield
@@ -92,7 +98,7 @@ def stop_on_signals() -> Iterator[None]:
         else:
             # The command is ending because of a signal: a later one must not cut that short,
             # even while the interpreter shuts down (when Python's own handlers are gone)
-            for s in STOP_SIGNALS:
+            for s in caught:
                 signal.signal(s, signal.SIG_IGN)
 
 
