@@ -5,9 +5,11 @@ and in ``results show``; spread records stay out of comparisons."""
 from __future__ import annotations
 
 import io
+import json
 import random
 
 import node_doubles
+from json_schema import check_lines
 
 from clusterbench.bench.stream import main as stream_main
 from clusterbench.bench.stream.main import StreamConfig
@@ -128,3 +130,15 @@ def test_warnings_print_live_are_stored_and_shown_again(tmp_path):
     # after the table: the last row of the table comes before the first warning
     first_warning = shown.index(live_lines[0])
     assert "Copy" in shown[first_warning - 1]
+    # and for scripts: the same warnings as `warning` lines after the run line, live and again
+    from clusterbench.report.jsonl import JsonPrinter, run_objects
+
+    printed = io.StringIO()
+    JsonPrinter(printed).finish(run, store_ms := Store.open(db).measurements(run.id))
+    lines = [json.loads(line) for line in printed.getvalue().splitlines()]
+    kinds = [x["kind"] for x in lines]
+    assert kinds.index("run") < kinds.index("warning")
+    assert [x["text"] for x in lines if x["kind"] == "warning"] == [w[len("# warning: "):] for w in live_lines]
+    assert [x for x in run_objects(run, store_ms) if x["kind"] == "warning"] == \
+        [x for x in lines if x["kind"] == "warning"]
+    check_lines(printed.getvalue())

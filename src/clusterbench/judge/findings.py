@@ -12,6 +12,7 @@ from clusterbench.errors import UsageError
 from clusterbench.families import is_judged, metric_of
 from clusterbench.families.collectives.spec import ALGBW, BUSBW, optimal_algbw
 from clusterbench.judge import noise
+from clusterbench.judge.changepoint import Settings
 from clusterbench.judge.compare import BETTER, INSUFFICIENT, NOISY, SAME, WORSE, Comparison, compare
 from clusterbench.judge.degraded import Degraded, find_degraded
 from clusterbench.judge.efficiency import (
@@ -211,7 +212,9 @@ def gather(groups: list[Group], *, profile: Profile | None = None, link: str | N
     return f
 
 
-HISTORY_MIN_RUNS = 4
+# the fewest runs in which a change of level can be found (changepoint.Settings.min_size on each
+# side): a shorter series says nothing over time, and its plot only crowds an A/B report
+HISTORY_MIN_RUNS = 2 * Settings().min_size
 
 
 def history_of(groups: list[Group]) -> list[Series]:
