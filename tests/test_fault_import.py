@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -86,6 +87,8 @@ def _signal_mid_import(any_db: str, big_log: Path, sig: int) -> None:
         assert proc.returncode == 128 + sig
         assert err.splitlines()[-1] == f"clusterbench: error: interrupted by {'SIGINT (Ctrl-C)' if sig == signal.SIGINT else 'SIGTERM'}"
         assert "Traceback" not in err
+        # the run ids it printed do not exist: it says so
+        assert re.search(r"^# note: .*: run\(s\) \d+-\d+ printed above were not stored", err, re.M), err
     assert _runs(any_db) == []  # not 700 runs: the file is stored whole or not at all
 
     again = _import(str(big_log), "--db", any_db, "--json")

@@ -213,12 +213,13 @@ def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], 
                     print(printable(f"{path}: {e}"))
                 continue
             except ClusterbenchError as e:
-                if as_json and stored:
-                    emit(note_line(f"{path}: run(s) {', '.join(map(str, stored))} printed above were not "
-                                   "stored: a file is stored whole or not at all"))
+                _not_stored(path, stored, as_json)
                 failed.append({"file": path, "error": str(e)})
                 print(printable(f"clusterbench: error: {path}: {e}"), file=sys.stderr)
                 continue
+            except BaseException:   # a signal (Ctrl-C, SIGTERM): the file's transaction rolled back
+                _not_stored(path, stored, as_json)
+                raise
             run_ids += stored
             for status, n in counted.items():
                 statuses[status] += n
@@ -236,6 +237,18 @@ def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], 
         emit(summary_line("import", files=len(paths), stored=not dry_run, runs=run_ids, counts=statuses,
                           failed_files=failed, already_imported=skipped, exit_code=code))
     return code
+
+
+def _not_stored(path: str, stored: list[int], as_json: bool) -> None:
+    """Say that the run ids printed for a file that was then rolled back do not exist."""
+    if not stored:
+        return
+    text = (f"{path}: run(s) {_id_ranges(stored)} printed above were not stored: a file is stored whole "
+            "or not at all")
+    if as_json:
+        emit(note_line(text))
+    else:
+        print(printable(f"# note: {text}"), file=sys.stderr)
 
 
 def _import_file(path: str, tool: str | None, host: str | None, run_tags: dict[str, str], store: Store | None,
