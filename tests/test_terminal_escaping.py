@@ -160,3 +160,23 @@ def test_results_show_of_rows_without_params(capsys, tmp_path):
     code, out, err = _cb(capsys, ["results", "show", "1-99", "--db", db])
     assert code == 0, err
     assert "internal error" not in err
+
+
+def test_trend_and_baseline_escape(capsys, tmp_path):
+    # a host name and a tag with terminal controls, over enough runs for a trend
+    db = str(tmp_path / "trend.db")
+    params = {"bytes": 1 << 20, "count": 1 << 18, "dtype": "float", "redop": "sum", "root": -1,
+              "placement": "out", "ranks": 2}
+    with Store.open(db) as store:
+        for i in range(8):
+            value = 10.0 if i < 4 else 7.0   # a step down at the fifth run
+            store.save_run(Run(benchmark="all_reduce", hosts=[f"node{ESC}1"], ranks=2, tags={"owner": EVIL},
+                               started_at=f"2026-11-{10 + i:02d}T00:00:00Z"),
+                           [Measurement("all_reduce", "busbw", value + 0.01 * i, "GB/s", params)])
+    code, out, err = _cb(capsys, ["trend", "--db", db])
+    _clean(out + err)
+    assert code == 0 and "node\\x1b[2J" in out
+    profile = tmp_path / "base.yaml"
+    code, out, err = _cb(capsys, ["baseline", "create", "1-4", "--name", f"b{ESC}", "-o", str(profile), "--db", db])
+    _clean(out + err)
+    assert code == 0 and profile.exists(), (code, out, err)
