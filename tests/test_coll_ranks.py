@@ -210,6 +210,33 @@ def test_finish_waits_once_on_ordered_streams_and_for_all_on_gloo():
     assert [works[0].waited, works[1][0].waited, works[1][1].waited, works[2].waited] == [1, 1, 1, 2]
 
 
+def test_gloo_runs_one_op_at_a_time_nccl_back_to_back():
+    # gloo would run async ops on several threads at once (two in flight timed as one); a
+    # stream runs them in order, so on NCCL they are issued back-to-back with one wait
+    from clusterbench.bench.collectives.rank import run_iters
+
+    log: list[str] = []
+
+    class Work:
+        def __init__(self, i):
+            self.i = i
+
+        def wait(self):
+            log.append(f"wait {self.i}")
+
+    def issue(i):
+        def call():
+            log.append(f"issue {i}")
+            return Work(i)
+        return call
+
+    run_iters([issue(0), issue(1)], 4, ordered=False)
+    assert log == ["issue 0", "wait 0", "issue 1", "wait 1", "issue 0", "wait 0", "issue 1", "wait 1"]
+    log.clear()
+    run_iters([issue(0), issue(1)], 4, ordered=True)
+    assert log == ["issue 0", "issue 1", "issue 0", "issue 1", "wait 1"]
+
+
 def test_async_timing_on_gloo_ranks(db):
     """The async loop over shifted buffers keeps every row correct on real ranks."""
     config = build_config("all_reduce,sendrecv,all_gather", minbytes="8", maxbytes="1K", stepfactor=4,

@@ -43,15 +43,26 @@ AVERAGE_NAMES = {0: "rank0", 1: "avg", 2: "min", 3: "max"}
 
 
 def time_iters(ctx: RankContext, issues: list[Callable[[], Any]], iters: int) -> float:
-    """Seconds per op on this rank: ``iters`` ops issued back-to-back, iteration ``i`` through
-    ``issues[i % len(issues)]`` (the shifted buffers), one wait and one device synchronize."""
-    ordered = ctx.backend == "nccl"
+    """Seconds per op on this rank: ``iters`` ops, iteration ``i`` through ``issues[i %
+    len(issues)]`` (the shifted buffers). On NCCL/RCCL they are issued back-to-back onto the
+    rank's stream, which runs them one after another, with one wait and one device synchronize,
+    as nccl-tests does. gloo runs async ops on several threads at once, which would time two
+    ops in flight as one; there each op is waited for before the next is issued, as a stream
+    would run them (and as a blocking ``dist.all_reduce`` loop does)."""
     ctx.barrier()
     t0 = time.perf_counter()
-    pending = [issues[i % len(issues)]() for i in range(iters)]
-    calls.finish(pending, ordered)
+    run_iters(issues, iters, ordered=ctx.backend == "nccl")
     ctx.synchronize()
     return (time.perf_counter() - t0) / iters
+
+
+def run_iters(issues: list[Callable[[], Any]], iters: int, ordered: bool) -> None:
+    """The timed loop of ``time_iters`` (see there)."""
+    if ordered:
+        calls.finish([issues[i % len(issues)]() for i in range(iters)], ordered=True)
+        return
+    for i in range(iters):
+        calls.finish([issues[i % len(issues)]()], ordered=False)
 
 
 def capture(ctx: RankContext, issues: list[Callable[[], Any]], iters: int) -> Any:
