@@ -66,18 +66,28 @@ def test_json_lines_follow_the_contract(capsys, db):
     code, out, err = cli(capsys, "coll", "reduce_scatter", *SMALL, "--json", "--db", db)
     assert code == 0, err
     units = {"time_us": "us", "algbw": "GB/s", "busbw": "GB/s", "wrong": "", "avg_busbw": "GB/s",
-             "out_of_bounds": ""}
+             "out_of_bounds": "", "iter_time_us": "us"}   # iter_time_us: gloo's per-op statistics
     records = [d for d in map(json.loads, out.splitlines()) if d["kind"] == "measurement"]
     assert records
     for r in records:
         assert list(r) == ["kind", "run", "benchmark", "metric", "value", "unit", "params"]
         assert r["benchmark"] == "reduce_scatter" and isinstance(r["run"], int)
         assert r["unit"] == units[r["metric"]]
-        if r["metric"] in ("time_us", "algbw", "busbw", "wrong"):
+        if r["metric"] in ("time_us", "algbw", "busbw", "wrong", "iter_time_us"):
             assert {"bytes", "count", "dtype", "redop", "root", "placement", "ranks"} <= set(r["params"])
             assert r["params"]["redop"] == "sum" and r["params"]["root"] == -1
+        if r["metric"] == "iter_time_us":   # min <= median <= max of the slowest rank's per-op times
+            assert r["params"]["stat"] in ("min", "max", "avg", "median", "mad", "first", "stddev")
     assert {r["metric"] for r in records} == set(units)
-    last = json.loads(out.splitlines()[-1])  # after the measurements: the whole run record
+    stats = {(r["params"]["bytes"], r["params"]["placement"], r["params"]["stat"]): r["value"]
+             for r in records if r["metric"] == "iter_time_us"}
+    for (size, place, stat), v in stats.items():
+        if stat == "median":
+            assert stats[(size, place, "min")] <= v <= stats[(size, place, "max")]
+    lines = [json.loads(line) for line in out.splitlines()]
+    run = next(x for x in lines if x["kind"] == "run")   # after the measurements: the whole run record
+    last = run
+    assert [x["kind"] for x in lines[lines.index(run) + 1:]] in ([], ["warning"], ["warning", "warning"])
     assert last["kind"] == "run" and last["id"] == records[0]["run"] and last["status"] == "complete"
     assert last["benchmark"] == "coll" and last["ranks"] >= 1 and last["hosts"]
 

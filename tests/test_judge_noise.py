@@ -111,6 +111,21 @@ def test_spread_records_stay_out_of_comparisons():
     stats = {str(c.params.get("stat")) for c in compare(rows(1.0), rows(1.2)) if c.metric == "time_us"}
     assert stats == {"min", "max", "avg", "median"}
 
+    # a collective's per-iteration statistics (native gloo rows, nccl-tests' i_* columns) are for
+    # the noise check only: none of them is compared, the row's own time is
+    def coll(scale: float) -> list[Row]:
+        params = {"bytes": 8, "count": 2, "dtype": "float", "redop": "sum", "root": -1, "placement": "out",
+                  "ranks": 2}
+        out = []
+        for i in range(3):
+            run = Run("coll", id=i)
+            out.append(Row(run, Measurement("all_reduce", "time_us", scale * 100 + i, "us", params)))
+            out += [Row(run, Measurement("all_reduce", "iter_time_us", scale * v + i, "us", {**params, "stat": s}))
+                    for s, v in iteration_stats([100.0 + j for j in range(10)]).items()]
+        return out
+
+    assert {(c.metric, c.params.get("stat")) for c in compare(coll(1.0), coll(1.2))} == {("time_us", None)}
+
 
 def test_warnings_print_live_are_stored_and_shown_again(tmp_path):
     db = str(tmp_path / "r.db")

@@ -42,6 +42,9 @@ class Metric:
     # ``stat`` param (min/best, max, avg, median, stddev, mad, first, p99) summarise the iteration
     # times of the row; "cv_pct": the value is their coefficient of variation in percent.
     spread: str = ""
+    # Its records are there for the noise check only (per-iteration statistics beside the row's
+    # own time, nccl-tests' i_* columns): compare and the degraded-node search leave them all out.
+    noise_only: bool = False
     # Another metric of the family that says the same thing about the same row (busbw = algbw x
     # the op's factor = size x factor / time): summaries that show that one fold this one away.
     redundant_with: str = ""
@@ -50,8 +53,9 @@ class Metric:
         return Measurement(benchmark, self.name, value, self.unit, params)
 
     def describes_spread(self, params: Params) -> bool:
-        """A row saying how the iterations spread (``stat`` stddev, mad or first), not how fast."""
-        return self.spread == "stat" and params.get("stat") in SPREAD_STATS
+        """A row saying how the iterations spread (``stat`` stddev, mad or first, or any record of a
+        ``noise_only`` metric), not how fast."""
+        return self.noise_only or (self.spread == "stat" and params.get("stat") in SPREAD_STATS)
 
 
 class Renderer(Protocol):

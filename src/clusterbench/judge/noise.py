@@ -6,8 +6,8 @@ The check reads records only: the per-row statistics a family declares with ``Me
 (``stat`` min/best, max, avg, median, stddev, mad, first of the iteration times, or a CV in
 percent). Native stream and gemm runs record them, so do imported BabelStream logs (min, max,
 avg) and nccl-tests logs with per-iteration columns (``iter_time_us`` min/max/p99,
-``iter_cv_pct``); a native collective run feeds it once its timing loop records per-iteration
-``stat`` rows of a metric declared ``spread="stat"``.
+``iter_cv_pct``), and native collective runs on gloo (``iter_time_us``, the slowest rank's
+per-op times; NCCL/RCCL rows time the ``-n`` ops as one and carry none).
 
 Per row, with the statistics it has (thresholds in docs/metrics.md):
 

@@ -3,7 +3,8 @@
 Per op, dtype and reduction, as nccl-tests' TimeTest/BenchTime: warm up at the largest and the
 smallest size, then for each size and placement: (fill when checking) one synchronised op,
 barrier, ``iters`` ops issued back-to-back (``async_op=True``), one wait and one device
-synchronize, time / iters; iteration ``i`` works on the buffers shifted by ``i % steps`` rows, as
+synchronize, time / iters (on gloo each op waited for before the next: its per-op times, the
+slowest rank's per iteration, become ``iter_time_us`` statistics for the noise check); iteration ``i`` works on the buffers shifted by ``i % steps`` rows, as
 nccl-tests' ``startColl`` does, so a mid-size row is not served from a cache (the 256 MB Infinity
 Cache of an MI300X). With ``-G N`` the ``iters`` ops are captured once in a CUDA/HIP graph and the
 graph is replayed N times: time / (iters x N), as nccl-tests' ``-G``. The per-rank times are
@@ -21,10 +22,12 @@ from typing import Any
 from clusterbench.bench.collectives import calls, data
 from clusterbench.bench.collectives.config import CollConfig
 from clusterbench.errors import UsageError
+from clusterbench.families.base import iteration_stats
 from clusterbench.families.collectives.spec import (
     ALGBW,
     AVG_BUSBW,
     BUSBW,
+    ITER_TIME,
     OUT_OF_BOUNDS,
     SPECS,
     TIME,
@@ -42,27 +45,45 @@ from clusterbench.records import Measurement
 AVERAGE_NAMES = {0: "rank0", 1: "avg", 2: "min", 3: "max"}
 
 
-def time_iters(ctx: RankContext, issues: list[Callable[[], Any]], iters: int) -> float:
+def time_iters(ctx: RankContext, issues: list[Callable[[], Any]], iters: int,
+               per_op: list[float] | None = None) -> float:
     """Seconds per op on this rank: ``iters`` ops, iteration ``i`` through ``issues[i %
     len(issues)]`` (the shifted buffers). On NCCL/RCCL they are issued back-to-back onto the
     rank's stream, which runs them one after another, with one wait and one device synchronize,
     as nccl-tests does. gloo runs async ops on several threads at once, which would time two
     ops in flight as one; there each op is waited for before the next is issued, as a stream
-    would run them (and as a blocking ``dist.all_reduce`` loop does)."""
+    would run them (and as a blocking ``dist.all_reduce`` loop does); there ``per_op`` gets each
+    op's seconds."""
     ctx.barrier()
     t0 = time.perf_counter()
-    run_iters(issues, iters, ordered=ctx.backend == "nccl")
+    run_iters(issues, iters, ordered=ctx.backend == "nccl", per_op=per_op)
     ctx.synchronize()
     return (time.perf_counter() - t0) / iters
 
 
-def run_iters(issues: list[Callable[[], Any]], iters: int, ordered: bool) -> None:
+def run_iters(issues: list[Callable[[], Any]], iters: int, ordered: bool,
+              per_op: list[float] | None = None) -> None:
     """The timed loop of ``time_iters`` (see there)."""
     if ordered:
         calls.finish([issues[i % len(issues)]() for i in range(iters)], ordered=True)
         return
+    last = time.perf_counter()
     for i in range(iters):
         calls.finish([issues[i % len(issues)]()], ordered=False)
+        if per_op is not None:
+            now = time.perf_counter()
+            per_op.append(now - last)
+            last = now
+
+
+def slowest_per_iteration(ctx: RankContext, seconds: list[float]) -> list[float]:
+    """Each iteration's time on the slowest rank (one all_reduce, outside the timed loop)."""
+    import torch
+    import torch.distributed as dist
+
+    t = torch.tensor(seconds, dtype=torch.float64, device=ctx.device)
+    dist.all_reduce(t, dist.ReduceOp.MAX)
+    return t.tolist()
 
 
 def capture(ctx: RankContext, issues: list[Callable[[], Any]], iters: int) -> Any:
@@ -220,8 +241,11 @@ class Sweep:
             b.run()
             ctx.synchronize()
             issues = self.shifted_calls(placement, per)
-            mine = time_graph(ctx, issues, cfg.iters, cfg.graph) if cfg.graph else time_iters(ctx, issues, cfg.iters)
+            per_op: list[float] = []
+            mine = time_graph(ctx, issues, cfg.iters, cfg.graph) if cfg.graph else \
+                time_iters(ctx, issues, cfg.iters, per_op)
             seconds = combine(ctx, mine, cfg.average)
+            spread = iteration_stats(slowest_per_iteration(ctx, per_op)) if len(per_op) > 1 else {}
             wrong = None
             if cfg.check and (placement == "out" or self.spec.in_place_checked):
                 for _ in range(cfg.check):
@@ -240,6 +264,7 @@ class Sweep:
             bb = busbw(self.op, ab, n)
             out += [TIME(self.op, seconds * 1e6, params), ALGBW(self.op, ab, params),
                     BUSBW(self.op, bb, params)]
+            out += [ITER_TIME(self.op, v * 1e6, {**params, "stat": stat}) for stat, v in spread.items()]
             if wrong is not None:
                 out.append(WRONG(self.op, float(wrong), params))
                 bad += 1 if wrong else 0

@@ -151,9 +151,9 @@ MAX_ERROR = Metric("max_error", "", higher_is_better=False, judged=False,
 AVG_BUSBW = Metric("avg_busbw", "GB/s", about="mean busbw over the run's rows")
 OUT_OF_BOUNDS = Metric("out_of_bounds", "", higher_is_better=False, judged=False,
                        about="rows with #wrong > 0")
-ITER_TIME = Metric("iter_time_us", "us", higher_is_better=False, spread="stat",
+ITER_TIME = Metric("iter_time_us", "us", higher_is_better=False, spread="stat", noise_only=True,
                    about="per-iteration time statistics (nccl-tests' i_min/i_max/i_p99 columns)")
-ITER_CV = Metric("iter_cv_pct", "%", higher_is_better=False, judged=False, spread="cv_pct",
+ITER_CV = Metric("iter_cv_pct", "%", higher_is_better=False, judged=False, spread="cv_pct", noise_only=True,
                  about="coefficient of variation of the iterations (nccl-tests' i_cv% column)")
 OPTIMAL_ALGBW = Metric("optimal_algbw", "GB/s", about="best algbw over a link (theory)")
 OPTIMAL_BUSBW = Metric("optimal_busbw", "GB/s", about="busbw at the optimum: the link speed")
