@@ -163,3 +163,18 @@ def test_import_cli_stores_the_same_with_any_jobs(tmp_path, small_parts):
                             [(m.benchmark, m.metric, m.value, m.unit, m.params) for m in s.measurements(r.id)])
                            for r in sorted(runs, key=lambda r: r.id)])
     assert len(stored[0]) == 120 and stored[0] == stored[1]
+
+
+def test_a_file_with_nowhere_to_cut_is_read_in_one_pass(tmp_path, small_parts, monkeypatch):
+    # runs without the header lines a cut needs (a command line names each op): no worker is
+    # started, and the runs are the same
+    text = "".join(ln for ln in _texts()[1].splitlines(keepends=True) if "nThread" not in ln)
+    path = _write(tmp_path, [text] * 60)
+    assert len(nccl_parallel.parts(str(path), path.stat().st_size)) == 1
+
+    def no_worker(*_a, **_k):
+        raise AssertionError("a worker was started")
+
+    one = _runs(path, 1)
+    monkeypatch.setattr(nccl_parallel.multiprocessing, "get_context", no_worker)
+    assert _runs(path, 2) == one and len(one) == 60

@@ -37,7 +37,7 @@ from clusterbench.ingest.common import (
     first_cleaner,
     text_chunks,
 )
-from clusterbench.ingest.nccl_tests import ForeignLine, NcclTextParser, parse_chunks
+from clusterbench.ingest.nccl_tests import ForeignLine, NcclTextParser, parse_chunks, parse_lines
 
 PART_BYTES = 8 << 20    # parts of about this size
 MIN_BYTES = 24 << 20    # smaller files are read by one process: starting workers would cost more
@@ -111,6 +111,9 @@ def parse_file(lines: Lines, name: str) -> Iterator[ImportedRun]:
     assert path is not None
     cleaner = first_cleaner("".join(ln if ln.endswith("\n") else ln + "\n" for ln in lines.head))
     cut = parts(path, os.path.getsize(path))
+    if len(cut) < 2:   # nowhere to cut: one pass, without a worker to hand every run over
+        yield from parse_lines(lines, name)
+        return
     jobs = min(lines.jobs, len(cut))
     ctx = multiprocessing.get_context("fork")
     workers: list[tuple[Any, Connection]] = []
