@@ -82,7 +82,7 @@ def main() -> None:
              "--device", "cpu", "--backend", "gloo", "--json", "--db", str(c.workdir / "bench.db")],
             capture_output=True, text=True, timeout=560)
         rows = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
-        bus = [m for m in rows if m["metric"] == "busbw"]
+        bus = [m for m in rows if m.get("kind") == "measurement" and m["metric"] == "busbw"]
         if r.returncode != 0 or not bus:
             raise SystemExit(f"clusterbench coll failed: {r.stderr.strip()[-400:]}")
         sizes = sorted({m["params"]["bytes"] for m in bus})

@@ -47,7 +47,8 @@ def clusterbench_net(c, streams: int, seconds: float) -> float:
          "--db", str(c.workdir / "bench.db")],
         capture_output=True, text=True, timeout=330)
     rows = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
-    bw = [m["value"] for m in rows if m["metric"] == "bandwidth" and m["params"]["src_host"] == "node0"]
+    bw = [m["value"] for m in rows if m.get("kind") == "measurement" and m["metric"] == "bandwidth"
+          and m["params"].get("src_host") == "node0"]
     if r.returncode != 0 or not bw:
         raise SystemExit(f"clusterbench net failed: {r.stderr.strip()[-400:]}")
     return bw[0] * 1e9

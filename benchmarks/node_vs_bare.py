@@ -43,7 +43,7 @@ def clusterbench(args: list[str], db: str) -> list[dict]:
 def cb_triad(n: int, numtimes: int, db: str) -> float:
     rows = clusterbench(["stream", "-s", str(n), "-n", str(numtimes), "--kernels", "Triad",
                          "--device", "cpu"], db)
-    return next(r["value"] for r in rows if r["metric"] == "bandwidth")
+    return next(r["value"] for r in rows if r.get("kind") == "measurement" and r["metric"] == "bandwidth")
 
 
 def bare_torch_triad(n: int, numtimes: int) -> float:
@@ -79,7 +79,8 @@ def bare_numpy_triad(n: int, numtimes: int) -> float:
 def cb_gemm(m: int, iters: int, samples: int, db: str) -> float:
     rows = clusterbench(["gemm", "-m", str(m), "-n", str(m), "-k", str(m), "--dtype", "fp32",
                          "-i", str(iters), "--samples", str(samples), "--device", "cpu"], db)
-    return next(r["value"] for r in rows if r["metric"] == "tflops" and r["params"]["stat"] == "best")
+    return next(r["value"] for r in rows
+                if r.get("kind") == "measurement" and r["metric"] == "tflops" and r["params"]["stat"] == "best")
 
 
 def bare_matmul(m: int, iters: int, samples: int) -> float:
