@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from clusterbench.envinfo.software import usable_cores
 from clusterbench.errors import UsageError
 from clusterbench.ranks.context import RankContext, local_device_count, resolve_device_type
 
@@ -65,10 +66,7 @@ def cpu_threads() -> int:
     if os.environ.get("OMP_NUM_THREADS", "").isdigit():
         n = int(os.environ["OMP_NUM_THREADS"])
     else:
-        try:
-            n = len(os.sched_getaffinity(0))
-        except AttributeError:  # not Linux
-            n = os.cpu_count() or 1
+        n = usable_cores()
     torch.set_num_threads(max(1, n))
     return torch.get_num_threads()
 

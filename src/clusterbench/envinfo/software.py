@@ -1,5 +1,6 @@
 """What this process runs with: software versions, the communication environment variables in
-force, and the CPU's model name. Read by every rank for the run header and by the inventory."""
+force, the CPU's model name and the cores it may use. Read by every rank for the run header and
+by the inventory."""
 
 from __future__ import annotations
 
@@ -45,3 +46,12 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "cpu"
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity: a container's or a job's share), else
+    the machine's count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):   # not Linux
+        return os.cpu_count() or 1

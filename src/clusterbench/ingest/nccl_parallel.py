@@ -183,19 +183,23 @@ def _text(f: Any, part: Part) -> str:
     return f.read(part.end - part.start).decode("utf-8", "replace")
 
 
+def _parser(name: str, foreign: re.Pattern[str] | None, state: Any) -> NcclTextParser:
+    """A parser in the state the part before left (None: afresh)."""
+    parser = NcclTextParser(name, foreign)
+    if state is not None:
+        parser.state = state
+    return parser
+
+
 def _read_here(path: str, part: Part, name: str, foreign: re.Pattern[str] | None, cleaner: TextCleaner,
                state: Any) -> tuple[list[ImportedRun], tuple[Any, ...]]:
-    parser = NcclTextParser(name, foreign)
-    parser.state = state
     with open(path, "rb") as f:
-        return _read(parser, _text(f, part), cleaner, part.next_kind)
+        return _read(_parser(name, foreign, state), _text(f, part), cleaner, part.next_kind)
 
 
 def _rest(path: str, start: int, name: str, foreign: re.Pattern[str] | None, cleaner: TextCleaner,
           state: Any) -> Iterator[ImportedRun]:
-    parser = NcclTextParser(name, foreign)
-    if state is not None:
-        parser.state = state
+    parser = _parser(name, foreign, state)
     with open(path, "rb") as raw:
         raw.seek(start)
         text = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")

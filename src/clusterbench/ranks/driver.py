@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from clusterbench.envinfo.software import comm_env, software_versions
+from clusterbench.envinfo.software import comm_env, software_versions, usable_cores
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.printable import printable
 from clusterbench.ranks import context as ctxmod
@@ -72,13 +72,6 @@ MAX_LOCAL_RANKS_ENV = "CLUSTERBENCH_MAX_LOCAL_RANKS"
 RANKS_PER_CORE = 4
 
 
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))  # the cores this process may use (a container's share)
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 def max_local_ranks() -> tuple[int, str]:
     """How many ranks this host may start at once, and where that limit comes from: 4 per CPU
     core (each rank is a process with a PyTorch runtime), or ``CLUSTERBENCH_MAX_LOCAL_RANKS``."""
@@ -91,7 +84,7 @@ def max_local_ranks() -> tuple[int, str]:
         if limit < 1:
             raise UsageError(f"{MAX_LOCAL_RANKS_ENV}={text!r}: expected a whole number of ranks, at least 1")
         return limit, f"{MAX_LOCAL_RANKS_ENV}={limit}"
-    cores = _cores()
+    cores = usable_cores()
     return RANKS_PER_CORE * cores, f"{RANKS_PER_CORE} x {cores} CPU core(s); set {MAX_LOCAL_RANKS_ENV} to change it"
 
 

@@ -4,8 +4,9 @@ Per op, dtype and reduction, as nccl-tests' TimeTest/BenchTime: warm up at the l
 smallest size, then for each size and placement: (fill when checking) one synchronised op,
 barrier, ``iters`` ops issued back-to-back (``async_op=True``), one wait and one device
 synchronize, time / iters (on gloo each op waited for before the next: its per-op times, the
-slowest rank's per iteration, become ``iter_time_us`` statistics for the noise check); iteration ``i`` works on the buffers shifted by ``i % steps`` rows, as
-nccl-tests' ``startColl`` does, so a mid-size row is not served from a cache (the 256 MB Infinity
+slowest rank's per iteration, become ``iter_time_us`` statistics for the noise check);
+iteration ``i`` works on the buffers shifted by ``i % steps`` rows, as nccl-tests' ``startColl``
+does, so a mid-size row is not served from a cache (the 256 MB Infinity
 Cache of an MI300X). With ``-G N`` the ``iters`` ops are captured once in a CUDA/HIP graph and the
 graph is replayed N times: time / (iters x N), as nccl-tests' ``-G``. The per-rank times are
 combined with one all_reduce per ``-a``; then the check re-fills the inputs, runs the op once

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from clusterbench.envinfo.software import usable_cores
 from clusterbench.ranks.context import RankContext
 
 
@@ -16,9 +17,7 @@ def share_cpu(ctx: RankContext) -> None:
     rank start one thread per core (oversubscription makes every collective wait)."""
     if ctx.device.type != "cpu":
         return
-    import os
-
     import torch
 
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = usable_cores()
     torch.set_num_threads(max(1, cores // max(1, ctx.env.local_world_size)))

@@ -16,6 +16,7 @@ from typing import IO, Any
 import click
 
 from clusterbench.cli.options import command_line, db_option, json_option, parse_tags, tag_option
+from clusterbench.envinfo.software import usable_cores
 from clusterbench.errors import ClusterbenchError
 from clusterbench.ingest import TOOLS, ImportedRun, iter_runs
 from clusterbench.printable import printable
@@ -173,7 +174,7 @@ def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], 
     could not be read or recognised.
     """
     run_tags = parse_tags(tags)
-    jobs = jobs or min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    jobs = jobs or min(2, usable_cores())
     store = None if dry_run else Store.open(db)
     if store is not None:
         # A file is still one atomic transaction, but its commit does not wait for the disk
