@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 import pytest
 
-from clusterbench.cli import cli
+from clusterbench.cli import all_commands, cli
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -19,7 +19,7 @@ README = (ROOT / "README.md").read_text()
 def _command_paths(cmd: click.Command, prefix: list[str]) -> list[list[str]]:
     if isinstance(cmd, click.Group):
         out = [prefix] if prefix else []
-        for name, sub in cmd.commands.items():
+        for name, sub in (all_commands() if cmd is cli else cmd.commands).items():
             out += _command_paths(sub, prefix + [name])
         return out
     return [prefix]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from clusterbench.bench.collectives import calls
-from clusterbench.cli import cli
+from clusterbench.cli import all_commands
 from clusterbench.families import (
     FAMILIES,
     by_command,
@@ -47,7 +47,7 @@ def test_every_benchmark_has_one_family_and_each_family_one_headline():
 def test_every_family_command_is_a_cli_command():
     for f in FAMILIES:
         for command in f.commands:
-            assert command in cli.commands, (f.name, command)
+            assert command in all_commands(), (f.name, command)
             assert by_command(command) is f
 
 
@@ -109,3 +109,16 @@ def test_native_records_of_every_family_are_declared(tmp_path):
                 assert declared is not None and declared.unit == m.unit, (m.benchmark, m.metric, m.unit)
                 seen.add(family_of(m.benchmark).name)
     assert seen >= {"collectives", "stream", "gemm", "transfer", "net", "train", "ddp_comm", "infer_tp"}
+
+
+def test_every_command_module_holds_the_command_named_after_it():
+    # the CLI imports a module only when its command runs, finding it by this name
+    import importlib
+    import pkgutil
+
+    from clusterbench.cli import commands
+
+    for info in pkgutil.iter_modules(commands.__path__):
+        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+        expected = "import" if info.name == "importcmd" else info.name.replace("_", "-")
+        assert [c.name for c in module.commands] == [expected], info.name

@@ -15,7 +15,7 @@ import pytest
 from json_schema import SCHEMA, check_lines
 from judge_helpers import run_cli
 
-from clusterbench.cli import cli
+from clusterbench.cli import all_commands, cli
 from clusterbench.report import jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -138,7 +138,7 @@ def _json_commands() -> set[str]:
 
     def walk(cmd: click.Command, path: list[str]) -> None:
         if isinstance(cmd, click.Group):
-            for name, sub in cmd.commands.items():
+            for name, sub in (all_commands() if cmd is cli else cmd.commands).items():
                 walk(sub, [*path, name])
         if any("--json" in getattr(p, "opts", ()) for p in cmd.params):
             found.add(" ".join(path))

@@ -346,13 +346,13 @@ def test_the_harness_sees_an_injection(tmp_path: Path, fakes: dict[str, str]) ->
 
 def test_every_launcher_option_is_in_the_table() -> None:
     """A new option must get its row here."""
-    from clusterbench.cli import cli
+    from clusterbench.cli import all_commands
 
     tried = {(r.launcher.split("-")[0], a) for r in ROWS for a in r.args if a.startswith("--")}
     flags_without_value = {"--print", "--auto-net-env", "--exclusive", "--submit", "--wait", "--no-wait",
                            "--json", "--oversubscribe", "--no-preflight", "--is-host", "--not-host",
                            "--apply", "--no-install", "--help", "--quiet"}
-    for engine, cmd in cli.commands["launch"].commands.items():
+    for engine, cmd in all_commands()["launch"].commands.items():
         for p in cmd.params:
             for opt in p.opts:
                 if opt.startswith("--") and opt not in flags_without_value:

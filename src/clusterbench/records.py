@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -32,8 +33,19 @@ NOISE = "noise"         # noise inside a run (dicts): judge.noise
 Params = dict[str, Any]
 
 
+_last_now: tuple[int, str] = (-1, "")
+
+
 def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """Now, to the millisecond (formatted once per millisecond: an import makes a run record
+    for each of thousands of runs in a second)."""
+    global _last_now
+    ms = time.time_ns() // 1_000_000
+    if ms != _last_now[0]:
+        at = datetime.fromtimestamp(ms // 1000, timezone.utc).replace(microsecond=ms % 1000 * 1000)
+        text = at.isoformat(timespec="milliseconds")
+        _last_now = (ms, text.replace("+00:00", "Z"))
+    return _last_now[1]
 
 
 @dataclass(frozen=True)

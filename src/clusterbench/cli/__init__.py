@@ -1,5 +1,8 @@
 """The ``clusterbench`` command. Commands live one module each in ``clusterbench.cli.commands``;
 every module there exposes ``commands`` (a list of click commands) and is found automatically.
+A module holds the command named after it (``serve_metrics``: ``serve-metrics``; ``importcmd``:
+``import``), and is imported only when that command runs or help lists every command: a command
+pays for its own imports, not for all of them.
 
 Errors end with one line on stderr and an exit code: 2 for usage errors, 1 for failures, 130
 and 143 when SIGINT or SIGTERM stopped the command (129: SIGHUP, for measuring commands), 74
@@ -34,7 +37,27 @@ class _Stopped(ClusterbenchError):
         self.exit_code = e.exit_code
 
 
+def _command_name(module: str) -> str:
+    return "import" if module == "importcmd" else module.replace("_", "-")
+
+
+def _modules() -> dict[str, str]:
+    """Command name -> its module's name, found without importing them."""
+    from clusterbench.cli import commands
+
+    return {_command_name(i.name): f"{commands.__name__}.{i.name}" for i in pkgutil.iter_modules(commands.__path__)}
+
+
 class _Group(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(self.commands) | set(_MODULES))
+
+    def get_command(self, ctx: click.Context | None, cmd_name: str) -> click.Command | None:  # type: ignore[override]
+        if cmd_name not in self.commands and cmd_name in _MODULES:
+            for cmd in importlib.import_module(_MODULES[cmd_name]).commands:
+                self.add_command(cmd)
+        return self.commands.get(cmd_name)
+
     def invoke(self, ctx: click.Context) -> object:
         # Before click sees it: click would turn the interrupt into "Aborted!" after an empty line
         try:
@@ -55,16 +78,12 @@ def cli() -> None:
     """
 
 
-def _register() -> None:
-    from clusterbench.cli import commands
-
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda i: i.name):
-        module = importlib.import_module(f"{commands.__name__}.{info.name}")
-        for cmd in getattr(module, "commands", []):
-            cli.add_command(cmd)
+_MODULES = _modules()
 
 
-_register()
+def all_commands() -> dict[str, click.Command]:
+    """Every top-level command, by name (each module imported)."""
+    return {name: cmd for name in cli.list_commands(None) if (cmd := cli.get_command(None, name)) is not None}  # type: ignore[arg-type]
 
 
 # click 8.2+ raises this for a group called without a subcommand; older clicks print help.

@@ -205,7 +205,13 @@ class NcclTextParser:
         for piece in pieces:
             nl = piece.find("\n")
             if nl < 0:
-                self._comment(piece)
+                # inline for the rank lines of a header: most '#' lines of a large log
+                st = self.state
+                if piece[:16].lstrip()[:4] == "Rank" and not st.concluded:
+                    st.rank_lines.append(piece.strip())
+                    st.seen = True
+                else:
+                    self._comment(piece)
                 continue
             self._comment(piece[:nl])
             rows = piece[nl + 1:]
@@ -251,8 +257,7 @@ class NcclTextParser:
         toks = block.split()
         ncols = nlead + lay.ntail
         nrows = len(toks) // ncols
-        lines = block.split("\n")
-        if nrows * ncols != len(toks) or len(lines) - lines.count("") != nrows:
+        if nrows * ncols != len(toks) or _nonempty_lines(block) != nrows:
             return False
         sizes, counts, dtypes = toks[0::ncols], toks[1::ncols], toks[2::ncols]
         if not ("".join(sizes).isdigit() and "".join(counts).isdigit() and "".join(dtypes).isalnum()):
@@ -671,14 +676,15 @@ class NcclTextParser:
                     break
         if st.avg_busbw is not None and st.bus:
             try:
-                values = list(map(float, st.bus))
+                total, count = sum(map(float, st.bus)), len(st.bus)
             except ValueError:
                 values = [v for v in map(number, st.bus) if v is not None]
-            if values:
-                mean = sum(values) / len(values)
+                total, count = sum(values), len(values)
+            if count:
+                mean = total / count
                 if abs(mean - st.avg_busbw) > max(0.01 * abs(st.avg_busbw), 0.01):
                     problems.append(f"the footer's average busbw {st.avg_busbw:g} GB/s is not the mean "
-                                    f"{mean:.6g} GB/s of the {len(values)} busbw values shown: rows are missing")
+                                    f"{mean:.6g} GB/s of the {count} busbw values shown: rows are missing")
         return problems
 
     def _algbw_is_busbw(self) -> bool:
@@ -737,6 +743,13 @@ def _shape(toks: list[str], nlead: int) -> Shape | None:
     if tok.lstrip("-").isdigit():
         return ("root",)
     return ("redop",) if tok[:1].isalpha() else None
+
+
+def _nonempty_lines(block: str) -> int:
+    if "\n\n" in block:
+        lines = block.split("\n")
+        return len(lines) - lines.count("")
+    return block.count("\n") + 1 - (block[:1] == "\n") - (block[-1:] == "\n") if block else 0
 
 
 def _maybe_error(text: str) -> bool:

@@ -72,8 +72,9 @@ def _check_options() -> None:
 def _with_json(words: list[str]) -> list[str]:
     """``words`` with ``--json`` after the subcommand, so the pod's log carries the JSON lines
     ``clusterbench import -`` reads; unchanged when it is there or the command has no --json."""
-    root = click.get_current_context().find_root().command
-    cmd = root.commands.get(words[0]) if isinstance(root, click.Group) else None
+    ctx = click.get_current_context().find_root()
+    root = ctx.command
+    cmd = root.get_command(ctx, words[0]) if isinstance(root, click.Group) else None
     takes_json = (cmd is not None and not isinstance(cmd, click.Group)
                   and any("--json" in p.opts for p in cmd.params))
     if not takes_json:

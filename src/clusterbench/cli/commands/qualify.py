@@ -83,7 +83,8 @@ def _parse_only(root: click.Group, argv: Sequence[str]) -> None:
 def _invoke(root: click.Group, argv: list[str]) -> tuple[int, str]:
     """Run a clusterbench command in this process (the ranks it starts share one forkserver, so
     a suite does not pay PyTorch's import per step); its exit code and error line."""
-    cmd = root.commands[argv[0]]
+    cmd = root.get_command(click.get_current_context(), argv[0])
+    assert cmd is not None, argv[0]   # parsed before (_parse_only)
     saved = sys.argv
     sys.argv = ["clusterbench", *argv]  # what the stored run records as its command line
     try:
