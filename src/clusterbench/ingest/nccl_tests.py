@@ -205,13 +205,7 @@ class NcclTextParser:
         for piece in pieces:
             nl = piece.find("\n")
             if nl < 0:
-                # inline for the rank lines of a header: most '#' lines of a large log
-                st = self.state
-                if piece[:16].lstrip()[:4] == "Rank" and not st.concluded:
-                    st.rank_lines.append(piece.strip())
-                    st.seen = True
-                else:
-                    self._comment(piece)
+                self._comment(piece)
                 continue
             self._comment(piece[:nl])
             rows = piece[nl + 1:]
