@@ -150,13 +150,15 @@ def _receive(conn: Connection) -> tuple[list[ImportedRun], tuple[Any, ...]]:
     while True:
         # Unpickling a batch makes thousands of containers at once, none in a cycle: the
         # collector would only walk them over and over (0.5 s of a 200 MB import)
+        collecting = gc.isenabled()
         gc.disable()
         try:
             msg = conn.recv()
         except (EOFError, OSError):   # the worker died
             return [], ("again",)
         finally:
-            gc.enable()
+            if collecting:
+                gc.enable()
         if msg[0] != "runs":
             return runs, msg
         runs += msg[1]

@@ -251,7 +251,8 @@ class NcclTextParser:
         toks = block.split()
         ncols = nlead + lay.ntail
         nrows = len(toks) // ncols
-        if nrows * ncols != len(toks) or _nonempty_lines(block) != nrows:
+        lines = block.split("\n")
+        if nrows * ncols != len(toks) or len(lines) - lines.count("") != nrows:
             return False
         sizes, counts, dtypes = toks[0::ncols], toks[1::ncols], toks[2::ncols]
         if not ("".join(sizes).isdigit() and "".join(counts).isdigit() and "".join(dtypes).isalnum()):
@@ -737,13 +738,6 @@ def _shape(toks: list[str], nlead: int) -> Shape | None:
     if tok.lstrip("-").isdigit():
         return ("root",)
     return ("redop",) if tok[:1].isalpha() else None
-
-
-def _nonempty_lines(block: str) -> int:
-    if "\n\n" in block:
-        lines = block.split("\n")
-        return len(lines) - lines.count("")
-    return block.count("\n") + 1 - (block[:1] == "\n") - (block[-1:] == "\n") if block else 0
 
 
 def _maybe_error(text: str) -> bool:
