@@ -110,6 +110,19 @@ def test_node_that_never_joins_is_named(clean, tmp_path):
     assert time.monotonic() - t0 < 100
 
 
+def test_rank_0_output_arrives_whichever_host_the_rendezvous_makes_rank_0(clean, tmp_path):
+    # c10d numbers the nodes by address: with the hosts listed backwards, rank 0 is the last
+    # one given, not the first (whose output alone was read before)
+    hosts = list(reversed(clean.hosts[:2]))
+    r = _cb(["launch", "torchrun", "--hosts", ",".join(hosts), "--agent", clean.agent, *GLOO,
+             "--join-timeout", "40", "--wall-timeout", "120", "--", *COLL, "--json",
+             "--db", str(tmp_path / "x.db")], timeout=150)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    lines = check_lines(r.stdout)
+    assert any(m["kind"] == "measurement" and m["metric"] == "busbw" for m in lines)
+    assert [m["status"] for m in lines if m["kind"] == "run"] == ["complete"]
+
+
 def test_node_dying_mid_run_ends_the_run_incomplete(clean, tmp_path):
     db = str(tmp_path / "dies.db")
     argv = [sys.executable, "-m", "clusterbench", "launch", "torchrun", "--hosts",

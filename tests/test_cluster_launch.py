@@ -188,6 +188,21 @@ def test_print_makes_no_process_and_bad_host_is_one_line():
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "invalid host" in r.stderr
 
 
+@pytest.mark.parametrize("option, value", [("--time", "1:00\nx"), ("--env", "A=1\nx"), ("--sbatch-opt", "--a=1\nx")])
+def test_a_refused_value_is_named_by_the_option_as_typed(option, value):
+    r = _cb("launch", "slurm", "--print", option, value, "--", "coll", "all_reduce")
+    assert r.returncode == 2 and r.stderr.startswith(f"clusterbench: error: invalid {option} "), r.stderr
+
+
+def test_ipv6_rendezvous_hosts_are_addresses_not_options():
+    r = _cb("launch", "torchrun", "--print", "--nodes", "2", "--rdzv-endpoint", "[::1]:29400", "--", "coll",
+            "all_reduce")
+    assert r.returncode == 0 and "--rdzv_endpoint=[::1]:29400" in r.stdout, r.stderr
+    r = _cb("launch", "torchrun", "--print", "--nodes", "2", "--rdzv-endpoint", "[::1;reboot]:29400", "--",
+            "coll", "all_reduce")
+    assert r.returncode == 2 and "invalid rendezvous host" in r.stderr
+
+
 # -- Kubernetes and dstack -------------------------------------------------------------------
 
 def _strict(schema: dict, doc, path="") -> list[str]:

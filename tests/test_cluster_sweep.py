@@ -187,10 +187,14 @@ def test_perftest_client_waits_until_the_server_listens(tmp_path):
         never.wait()
 
 
-def test_net_bad_input_is_one_line():
-    r = subprocess.run([sys.executable, "-m", "clusterbench", "net", "--streams", "0"],
+@pytest.mark.parametrize("args", [["--streams", "0"], ["--latency-bytes", "-5"], ["--latency-bytes", "0"],
+                                  ["-t", "nan"], ["-t", "inf"], ["-t", "-1"], ["--rdma-qps", "0"]])
+def test_net_bad_input_is_one_line(args):
+    r = subprocess.run([sys.executable, "-m", "clusterbench", "net", "--np", "2", *args],
                        capture_output=True, text=True, timeout=60)
-    assert r.returncode == 2 and r.stderr.strip().startswith("clusterbench: error: --streams")
+    option = "--duration" if args[0] == "-t" else args[0]
+    assert r.returncode == 2 and r.stderr.strip().startswith(f"clusterbench: error: {option}"), r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
 
 
 def test_rounds_keep_each_subsets_best_and_alternate_the_order(monkeypatch):

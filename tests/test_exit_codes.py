@@ -77,6 +77,17 @@ ROWS = [
     (2, ["launch", "k8s", "--apply", "--print", "--", "coll", "all_reduce"]),
     (2, ["launch", "torchrun", "--hosts", "a,b", "--node-rank", "0", "--print", "--", "coll", "all_reduce"]),
     (2, ["results", "copy", "--from", "{tmp}/missing.db", "--to", "{tmp}/x.db"]),
+    # numbers that would switch a check off or be taken for another value
+    (2, ["sweep", "--hosts", "a,b", "--threshold", "nan", "--", "coll", "all_reduce"]),
+    (2, ["sweep", "--hosts", "a,b", "--min-rel-dev", "-1", "--", "coll", "all_reduce"]),
+    (2, ["sweep", "--hosts", "a,b", "--batch", "0", "--", "coll", "all_reduce"]),
+    (2, ["sweep", "--hosts", "a,b", "--timeout", "inf", "--", "coll", "all_reduce"]),
+    (2, ["launch", "slurm", "--print", "--nodes", "0", "--", "coll", "all_reduce"]),
+    (2, ["launch", "k8s", "--print", "--procs-per-node", "0", "--", "coll", "all_reduce"]),
+    (2, ["launch", "k8s", "--print", "--nodes", "2", "--", "nosuchcmd"]),
+    (2, ["launch", "dstack", "--print", "--nodes", "2", "--", "coll", "all_reduce", "--bogus"]),
+    (2, ["net", "--latency-bytes", "-5"]),
+    (2, ["trend", "--since", "1e9d", "--db", "{db}"]),
 ]
 
 
@@ -120,7 +131,7 @@ def test_readme_table_is_what_the_rows_run():
     (["sweep", "--hosts", "a,b", "--batch", "2", "--pairs", "ring"], ("--batch", "--pairs")),
     (["launch", "slurm", "--print", "--submit", "--", "coll"], ("--print", "--submit")),
     (["launch", "k8s", "--apply", "--print", "--", "coll"], ("--apply", "--print")),
-    (["launch", "k8s", "--install", "x", "--no-install", "--", "coll"], ("--install", "--no-install")),
+    (["launch", "k8s", "--install", "x", "--no-install", "--", "coll", "all_reduce"], ("--install", "--no-install")),
     (["launch", "torchrun", "--hosts", "a,b", "--local-addr", "a", "--", "coll"], ("--hosts", "--local-addr")),
     (["env", "--json", "diff", "1", "2", "--db", "{db}"], ("--json", "env diff")),
 ])

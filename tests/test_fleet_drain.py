@@ -155,6 +155,16 @@ def test_cli_dry_run_prints_the_exact_commands(capsys, db, tmp_path):
     assert not os.path.exists(PWNED)
 
 
+def test_a_refused_node_name_ends_the_json_lines_without_a_summary_that_contradicts_it(capsys, db, tmp_path):
+    prof = tmp_path / "p.yaml"
+    prof.write_text(PROFILE)
+    _stream_runs(db, {"-all": 90.0, "n2": 120.0}, "a")   # a host name scontrol would take as an option
+    rc, out, err = cli(capsys, "validate", "check=a", "--profile", str(prof), "--db", db, "--on-fail", "taint",
+                       "--json")
+    assert rc == 2 and err.count("\n") == 1 and "-all" in err
+    assert [d["kind"] for d in json_lines(out) if d["kind"] in ("summary", "drain")] == []
+
+
 def test_cli_usage_errors(capsys, db, tmp_path, monkeypatch):
     prof = tmp_path / "p.yaml"
     prof.write_text(PROFILE)

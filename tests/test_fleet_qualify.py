@@ -134,3 +134,29 @@ def test_builtin_suites_parse_and_dry_run(capsys, db):
     assert "profile=amd-mi300x-oem" in first and not any(w.startswith("node=") for w in first)
     with Store.open(db) as s:
         assert s.list_runs() == []
+
+
+@pytest.mark.parametrize("command, launch, word", [
+    (["stream", "--help"], None, "--help"),                           # would print help and pass
+    (["stream", "--device", "cpu"], "slurm --nodes 2 --bogus", "--bogus"),   # a launcher option
+    (["stream", "--device", "cpu"], "slurm --nodes 2", None),          # fine: the control case
+])
+def test_steps_that_would_not_run_are_refused_before_anything_runs(capsys, db, tmp_path, command, launch, word):
+    prof = _profile(tmp_path, [{"name": "s", "command": command}])
+    rc, out, err = cli(capsys, "qualify", "--profile", str(prof), "--db", db, "--dry-run",
+                       *(["--launch", launch] if launch else []))
+    if word is None:
+        assert rc == 0, err
+        return
+    assert rc == 2 and err.count("\n") == 1 and "suite step 's'" in err and word in err
+    assert "Usage" not in out
+
+
+def test_dry_run_json_is_one_step_line_per_step(capsys, db):
+    rc, out, err = cli(capsys, "qualify", "--profile", "cpu-smoke", "--dry-run", "--json", "--db", db)
+    assert rc == 0, err
+    lines = check_lines(out)
+    suite = load_profile("cpu-smoke").suite
+    assert [(d["kind"], d["name"], d["exit"]) for d in lines] == [("step", s.name, None) for s in suite]
+    assert all(d["argv"][0] == "clusterbench" and d["argv"][1:1 + len(d["command"])] == d["command"]
+               for d in lines)

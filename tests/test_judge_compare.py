@@ -107,3 +107,15 @@ def test_cli_compare_usage_errors(db, capsys):
     assert rc == 2 and "share runs" in err
     rc, _, err = cli(capsys, "compare", "1", "99", "--db", db)
     assert rc == 2 and "no run 99" in err
+
+
+def test_a_change_from_zero_is_judged_by_the_test_not_hidden():
+    a = rows([0.0, 0.0, 0.0])
+    b = rows([50.0, 51.0, 50.5], start=100)
+    (c,) = compare(a, b)
+    assert c.delta_pct is None and c.test.p < 0.001
+    assert c.status == "better" and c.verdict == "B is faster (50.5 against A's 0), p<0.001"
+    (c,) = compare(rows([0.0, 0.0]), rows([0.0, 0.0], start=100))
+    assert c.status == "same"
+    (c,) = compare(rows([0.0]), rows([2.0], start=100))
+    assert c.status == "insufficient" and "(delta +2 from 0)" in c.verdict

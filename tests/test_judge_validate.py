@@ -24,7 +24,10 @@ criteria:
 
 def _profile(tmp_path, text, name="p.yaml"):
     p = tmp_path / name
-    p.write_text(text)
+    if isinstance(text, bytes):
+        p.write_bytes(text)
+    else:
+        p.write_text(text)
     return str(p)
 
 
@@ -103,6 +106,10 @@ criteria:
      "  - name: bad size\n    benchmark: all_reduce\n    metric: busbw\n    params: {bytes: 8X}\n"
      "    op: '>='\n    value: 1\n", "criterion 2 ('bad size'), line 7: invalid params.bytes '8X'"),
     ("name: x\ncriteria:\n  - name: a\n    name: b\n", "line 4: key 'name' given twice (first at line 3)"),
+    ("criteria:\n  - {name: a, benchmark: b, metric: c, op: '>=', value: " + "9" * 400 + "}", "value must be a number"),
+    ("name: x\ncriteria:\n  - name: typo\n    benchmark: all_reduce\n    metric: bussbw\n    op: '>='\n"
+     "    value: 1\n", "criterion 1 ('typo'), line 5: all_reduce has no metric 'bussbw' (it has: "),
+    (b"criteria:\n  - {name: \"\xff\xfe\", benchmark: b, metric: c, op: '>=', value: 1}\n", "not UTF-8 text"),
 ])
 def test_bad_profiles_are_usage_errors(tmp_path, db, capsys, text, msg):
     save(db, coll_rows(1.0, random.Random(1)))
@@ -190,3 +197,18 @@ def test_dump_profile_round_trips():
 def test_parse_profile_rejects_non_mapping():
     with pytest.raises(UsageError):
         parse_profile(["a"])
+
+
+def test_a_failing_upper_bound_says_above_and_a_range_outside(tmp_path, db, capsys):
+    save(db, [Measurement("gemm", "time_us", v, "us", {"m": 8, "n": 8, "k": k, "dtype": "fp16"})
+              for k, v in ((8, 12.0), (16, 30.0), (32, 31.0))])
+    p = _profile(tmp_path, """
+criteria:
+  - {name: upper, benchmark: gemm, metric: time_us, op: "<=", value: 20}
+  - {name: rng, benchmark: gemm, metric: time_us, op: range, min: 11, max: 13}
+""")
+    rc, out, _ = cli(capsys, "validate", "--profile", p, "--db", db, "--json")
+    res = {o["criterion"]: o for o in json_lines(out) if "criterion" in o}
+    assert rc == 1
+    assert res["upper"]["detail"].startswith("2 of 3 above the bound")
+    assert res["rng"]["detail"].startswith("2 of 3 outside the bound")

@@ -324,7 +324,7 @@ def test_k8s_never_expands_a_variable(launcher: str, where: str, tmp_path: Path)
     if where == "env":
         argv += ["--env", f"NCCL_Y={typed}"]
     tail = ["--", "coll", "all_reduce", *(["--tag", typed] if where == "tag" else []),
-            *([typed] if where == "command" else [])]
+            *(["--datatype", typed] if where == "command" else [])]   # a word the CLI parses as text
     code, out, err = _cb([*argv, *tail])
     assert code == 0, err
     main = _main_container(yaml.safe_load(out))[0]

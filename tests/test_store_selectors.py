@@ -111,6 +111,9 @@ def test_parse_since_ages():
     assert parse_since("12h", now) == "2026-11-23T00:00:00.000Z"
     assert parse_since("30m", now) == "2026-11-23T11:30:00.000Z"
     assert parse_since("2w", now) == "2026-11-09T12:00:00.000Z"
+    assert parse_since("1.5d", now) == "2026-11-22T00:00:00.000Z"
+    # longer ago than the calendar goes: every run, not an overflow
+    assert parse_since("99999999d", now) == parse_since("9" * 5000 + "w", now) == "0001-01-01T00:00:00.000Z"
     assert parse_since("2026-11-01T08:00:00+02:00", now) == "2026-11-01T06:00:00.000Z"
     with pytest.raises(UsageError, match="invalid --since"):
         parse_since("last week", now)

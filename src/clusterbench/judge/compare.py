@@ -15,6 +15,7 @@ tiny-but-"significant" shifts from being reported as regressions:
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -82,9 +83,15 @@ def _p_text(p: float) -> str:
 
 def judge(a: Summary, b: Summary, test: WelchResult | None, hib: bool, *, alpha: float,
           min_effect: float, max_cv: float) -> tuple[str, str]:
-    delta = (b.mean / a.mean - 1) if a.mean else 0.0
+    if a.mean:
+        delta = b.mean / a.mean - 1
+        change = f"{abs(delta) * 100:.1f}% "
+    else:   # any change from 0 is infinitely large relatively: the test alone decides
+        delta = 0.0 if b.mean == 0 else math.copysign(math.inf, b.mean)
+        change = ""
     if test is None:
-        return INSUFFICIENT, f"n={a.n} vs {b.n}: need 2+ values per side to test (delta {delta * 100:+.1f}%)"
+        shown = f"{delta * 100:+.1f}%" if a.mean else f"{b.mean:+g} from 0"
+        return INSUFFICIENT, f"n={a.n} vs {b.n}: need 2+ values per side to test (delta {shown})"
     noisy = max(a.cv, b.cv)
     if noisy > max_cv:
         return NOISY, f"too noisy to call (CV {noisy * 100:.0f}%)"
@@ -92,7 +99,8 @@ def judge(a: Summary, b: Summary, test: WelchResult | None, hib: bool, *, alpha:
         return SAME, "no significant difference"
     good = (delta > 0) == hib  # for times and latencies a rise is the bad direction
     word = "faster" if good else "slower"
-    return (BETTER if good else WORSE), f"B is {abs(delta) * 100:.1f}% {word}, {_p_text(test.p)}"
+    against = "" if a.mean else f" ({b.mean:g} against A's 0)"
+    return (BETTER if good else WORSE), f"B is {change}{word}{against}, {_p_text(test.p)}"
 
 
 def compare(rows_a: list[Row], rows_b: list[Row], *, alpha: float = 0.05, min_effect: float = 0.02,

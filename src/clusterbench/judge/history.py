@@ -11,37 +11,27 @@ direction of the metric (lower bandwidth, higher latency) is a regression.
 from __future__ import annotations
 
 import json
-import re
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
 from clusterbench.errors import UsageError
 from clusterbench.families import IDENTITY_PARAMS, family_of, higher_is_better
 from clusterbench.judge.changepoint import Change, Settings, find_changes
 from clusterbench.records import Measurement, Run
+from clusterbench.store.selectors import parse_since as since_text
 from clusterbench.units import format_size
 
 BY = ("host", "device")
 REGRESSION, IMPROVEMENT = "regression", "improvement"
-_AGE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
-_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
 def parse_since(text: str, now: datetime | None = None) -> datetime:
-    """``30d``, ``12h``, ``2w`` (an age) or an ISO date/time (``2025-01-31``) -> a UTC time."""
-    now = now or datetime.now(timezone.utc)
-    m = _AGE.match(text.strip().lower())
-    if m:
-        return now - timedelta(seconds=float(m.group(1)) * _AGE_UNITS[m.group(2)])
-    try:
-        t = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise UsageError(f"invalid --since {text!r}: expected an age such as 30d, 12h, 2w or a date "
-                         "such as 2025-01-31") from None
-    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+    """``30d``, ``12h``, ``2w`` (an age) or an ISO date/time (``2025-01-31``) -> a UTC time, as
+    every command's ``--since`` reads it (store/selectors.py)."""
+    return datetime.fromisoformat(since_text(text, now).replace("Z", "+00:00"))
 
 
 def parse_time(text: str | None) -> datetime | None:

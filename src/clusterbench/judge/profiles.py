@@ -42,7 +42,7 @@ from typing import Any
 import yaml
 
 from clusterbench.errors import UsageError
-from clusterbench.families import by_command, metric_of
+from clusterbench.families import by_command, family_of, metric_of
 from clusterbench.units import format_plain, parse_size, unit_scale
 
 OPERATORS = (">=", ">", "<=", "<", "range")
@@ -126,9 +126,14 @@ class Profile:
 
 
 def _number(where: str, key: str, v: Any) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise UsageError(f"{where}: {key} must be a number, got {v!r}")
-    return float(v)
+    try:
+        x = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
+    except OverflowError:   # an integer of hundreds of digits
+        x = math.nan
+    if not math.isfinite(x):
+        shown = repr(v) if len(repr(v)) <= 40 else repr(v)[:37] + "..."
+        raise UsageError(f"{where}: {key} must be a number, got {shown}")
+    return x
 
 
 def _text(where: str, key: str, v: Any, required: bool = False) -> str:
@@ -196,6 +201,10 @@ def _criterion(i: int, d: Any) -> Criterion:
     for key in ("name", "benchmark", "metric"):
         if key not in d:
             raise UsageError(f"{w}: missing required key {key!r}")
+    family = family_of(str(d["benchmark"]))
+    if family is not None and family.metric(str(d["metric"])) is None:   # a typo would never match
+        known = ", ".join(m.name for m in family.metrics)
+        raise UsageError(f"{w.at('metric')}: {d['benchmark']} has no metric {d['metric']!r} (it has: {known})")
     params = d.get("params") or {}
     if not isinstance(params, dict):
         raise UsageError(f"{w.at('params')}: params must be a mapping")
@@ -332,9 +341,11 @@ def load_profile(name_or_path: str) -> Profile:
         if not path.is_file():
             raise UsageError(f"profile file {name_or_path} does not exist")
         try:
-            text = path.read_text()
+            text = path.read_text(encoding="utf-8")
         except OSError as e:
             raise UsageError(f"cannot read profile {name_or_path}: {e.strerror or e}") from None
+        except UnicodeDecodeError as e:
+            raise UsageError(f"profile {name_or_path}: not UTF-8 text (byte {e.start})") from None
         origin = str(path)
     else:
         res = BUILTIN_DIR / f"{name_or_path}.yaml"

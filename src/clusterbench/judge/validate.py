@@ -93,7 +93,8 @@ def _judge_bound(c: Criterion, rows: list[Row]) -> Outcome:
         detail = (f"worst of {len(values)}" if len(values) > 1 else "")
         if failing:
             where = ", ".join(f"{k}={v}" for k, v in worst.m.params.items() if k in ("host", "device", "rank", "src", "dst"))
-            detail = f"{failing} of {len(values)} below the bound" if len(values) > 1 else ""
+            side = {">=": "below", ">": "below", "<=": "above", "<": "above"}.get(c.op, "outside")
+            detail = f"{failing} of {len(values)} {side} the bound" if len(values) > 1 else ""
             if where:
                 detail += (f"; worst at {where}" if detail else f"at {where}")
     else:

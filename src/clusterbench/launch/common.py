@@ -37,9 +37,20 @@ def check_text(value: str, what: str) -> str:
 
 def check_host(host: str, where: str = "host") -> str:
     host = host.strip()
-    if not host or not _HOST_RE.fullmatch(host) or len(host) > 253:
+    if not host or not (_HOST_RE.fullmatch(host) or _ipv6(host)) or len(host) > 253:
         raise UsageError(f"invalid {where} {host!r}: expected a host name or address")
     return host
+
+
+def _ipv6(host: str) -> bool:
+    """An IPv6 address (``::1``, ``fe80::1%eth0``): it may start with ':', which no name does."""
+    import ipaddress
+
+    try:
+        ipaddress.IPv6Address(host)
+    except ValueError:
+        return False
+    return _HOST_RE.fullmatch("0" + host) is not None   # and holds nothing a shell interprets
 
 
 def parse_hosts(text: str, what: str = "--hosts") -> list[str]:

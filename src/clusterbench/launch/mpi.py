@@ -69,10 +69,12 @@ def parse_hostfile(text: str, name: str = "hostfile") -> list[HostSlots]:
 def read_hostfile(path: str) -> list[HostSlots]:
     check_text(path, "--hostfile")
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             text = f.read()
     except OSError as e:
         raise UsageError(f"cannot read hostfile {path}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise UsageError(f"hostfile {path}: not UTF-8 text (byte {e.start})") from None
     return parse_hostfile(text, os.path.basename(path))
 
 

@@ -90,7 +90,8 @@ class HostProcess:
 class HostsResult:
     hosts: list[str]
     returncodes: dict[str, int | None]
-    stdout: str                                   # the first host's (rank 0's) standard output
+    stdout: str     # rank 0's standard output: the rendezvous, not the host order, says which
+                    # host that is, and only rank 0 prints, so every host's output in host order
     stderr: dict[str, list[str]]
     timed_out: bool = False
     killed: list[str] = field(default_factory=list)   # still running when the run was ended
@@ -128,7 +129,8 @@ def start_on_hosts(hosts: Sequence[str], agent: Sequence[str], per_host: Sequenc
 
     ``quote``: the agent joins its words into a shell line (ssh); False for agents that
     execute the words as an argument list (``srun -N1 -n1 -w``, ``kubectl exec``).
-    ``echo``: copy the first host's (rank 0's) output to our stdout as it arrives."""
+    ``echo``: copy rank 0's output to our stdout as it arrives (c10d rendezvous numbers the
+    nodes by their address, not in this order, so whichever host prints is copied)."""
     procs: list[HostProcess] = []
     try:
         for host, argv in zip(hosts, per_host):
@@ -140,7 +142,7 @@ def start_on_hosts(hosts: Sequence[str], agent: Sequence[str], per_host: Sequenc
                 raise UsageError(f"cannot start the launch agent {agent[0]!r}: {e.strerror}") from None
             hp = HostProcess(host, p)
             out_sink = hp.stdout.append
-            if echo and not procs:
+            if echo:
                 def out_sink(line: str, keep=hp.stdout.append) -> None:
                     keep(line)
                     print(line, flush=True)
@@ -183,7 +185,7 @@ def wait_hosts(procs: list[HostProcess], timeout: float, grace: float = 5.0) -> 
     return HostsResult(
         hosts=[hp.host for hp in procs],
         returncodes={hp.host: (None if hp.host in killed else hp.proc.returncode) for hp in procs},
-        stdout="\n".join(procs[0].stdout) if procs else "",
+        stdout="\n".join(line for hp in procs for line in hp.stdout),
         stderr={hp.host: list(hp.stderr) for hp in procs},
         timed_out=timed_out, killed=killed,
     )
@@ -252,7 +254,8 @@ def run_torchrun_on_hosts(
     quote: bool = True,
     echo: bool = False,
 ) -> HostsResult:
-    """torchrun with c10d rendezvous on every host; the first host holds the store (rank 0)."""
+    """torchrun with c10d rendezvous on every host; the first host holds the store (which host
+    gets rank 0 is the rendezvous's choice)."""
     hosts = [check_host(h) for h in hosts]
     if len(hosts) != spec.nodes:
         raise UsageError(f"{len(hosts)} hosts given for --nodes {spec.nodes}")

@@ -109,18 +109,21 @@ def parse_selector(text: str) -> Selector:
     return Selector(text.strip(), tuple(ids), tuple(ranges), last, tags, tuple(benches))
 
 
-_AGO = re.compile(r"^(\d+)\s*(s|m|min|h|d|w)$", re.IGNORECASE)
+_AGO = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|min|h|d|w)$", re.IGNORECASE)
 _SECONDS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
 def parse_since(text: str, now: datetime | None = None) -> str:
-    """``--since``: ``7d``, ``12h``, ``30m``, ``2w``, ``90s``, or an ISO date/time (UTC unless it
+    """``--since``: ``7d``, ``12h``, ``30m``, ``2w``, ``90s``, ``1.5d``, or an ISO date/time (UTC unless it
     says otherwise), as the timestamp form runs are stored with (``2026-11-23T18:13:34.099Z``)."""
     value = text.strip()
     now = now or datetime.now(timezone.utc)
     m = _AGO.match(value)
     if m:
-        when = now - timedelta(seconds=int(m.group(1)) * _SECONDS[m.group(2).lower()])
+        try:
+            when = now - timedelta(seconds=float(m.group(1)) * _SECONDS[m.group(2).lower()])
+        except OverflowError:   # longer ago than the calendar goes: every run
+            when = datetime.min.replace(tzinfo=timezone.utc)
     else:
         try:
             when = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value)

@@ -57,7 +57,7 @@ def run_subset(cfg: SweepConfig, hosts: Sequence[str], stage: str, index: int) -
         return SubsetResult(tuple(hosts), stage, None, error=problem)
     if picked is None:
         return SubsetResult(tuple(hosts), stage, None,
-                            error=f"no {cfg.metric!r} record in the output of {hosts[0]}")
+                            error=f"no {cfg.metric!r} record in the output of rank 0")
     return SubsetResult(tuple(hosts), stage, picked[0], picked[1])
 
 

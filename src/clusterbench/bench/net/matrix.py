@@ -17,6 +17,8 @@ from clusterbench.errors import UsageError
 from clusterbench.families.net.spec import BANDWIDTH, LATENCY, NET
 from clusterbench.ranks.context import RankContext
 
+MAX_DURATION = 86400.0           # seconds a bandwidth test may send for
+
 
 @dataclass(frozen=True)
 class NetConfig:
@@ -36,10 +38,14 @@ class NetConfig:
     def check(self) -> None:
         if self.streams < 1 or self.streams > 128:
             raise UsageError(f"--streams must be 1..128, got {self.streams}")
-        if self.duration <= 0:
-            raise UsageError(f"--duration must be positive, got {self.duration}")
+        if not 0 < self.duration <= MAX_DURATION:   # nan and inf fail this too
+            raise UsageError(f"--duration must be more than 0 and at most {MAX_DURATION:g} s, got {self.duration}")
         if self.latency_iters < 1:
             raise UsageError(f"--latency-iters must be at least 1, got {self.latency_iters}")
+        if not 1 <= self.latency_bytes <= tcp.MAX_MESSAGE:
+            raise UsageError(f"--latency-bytes must be 1..{tcp.MAX_MESSAGE}, got {self.latency_bytes}")
+        if self.rdma_qps < 1:
+            raise UsageError(f"--rdma-qps must be at least 1, got {self.rdma_qps}")
         if not (self.bandwidth or self.latency or self.rdma):
             raise UsageError("--no-bandwidth and --no-latency together leave nothing to measure "
                              "(add --rdma, or drop one)")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 _BW, _LAT = b"B", b"L"
 _REPORT = struct.Struct("!qdd")       # bytes, first byte time, last byte time (receiver clock)
 CHUNK = 1 << 20                       # bytes per send/recv call
+MAX_MESSAGE = 1 << 30                 # largest ping-pong message: it is held in memory whole
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,8 @@ class Server:
                 elif kind == _LAT:
                     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                     size = struct.unpack("!i", _recv_exact(conn, 4))[0]
+                    if not 1 <= size <= MAX_MESSAGE:   # not from a client of ours: hang up
+                        return
                     while True:
                         msg = conn.recv(size)
                         if not msg:

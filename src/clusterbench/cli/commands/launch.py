@@ -15,6 +15,7 @@ from typing import Any
 import click
 import yaml
 
+from clusterbench.cli.argv_check import check_argv
 from clusterbench.cli.options import json_option, quiet_option, refuse_together
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.launch import dstack, k8s, mpi, netenv, slurm
@@ -40,10 +41,10 @@ _CTX = {"ignore_unknown_options": True, "allow_interspersed_args": False}
 
 def _common(f: Any) -> Any:
     for d in reversed([
-        click.option("--nodes", type=int, default=None, help="Nodes to run on."),
-        click.option("--procs-per-node", type=int, default=None,
+        click.option("--nodes", type=click.IntRange(min=1), default=None, help="Nodes to run on."),
+        click.option("--procs-per-node", type=click.IntRange(min=1), default=None,
                      help="Processes (ranks) per node (default: --gpus-per-node, else 1)."),
-        click.option("--gpus-per-node", type=int, default=0, show_default=True,
+        click.option("--gpus-per-node", type=click.IntRange(min=0), default=0, show_default=True,
                      help="GPUs per node to request; one rank per GPU."),
         click.option("--env", "envs", multiple=True, metavar="KEY=VALUE",
                      help="Environment for every rank, e.g. NCCL_IB_GID_INDEX=3 (repeatable)."),
@@ -61,12 +62,14 @@ def _common(f: Any) -> Any:
 def _check_options() -> None:
     """No option value may hold a control character: a newline in a value would end a line of
     the generated script, directive or hostfile. (Command words are checked by bench_command.)"""
-    for name, value in click.get_current_context().params.items():
+    ctx = click.get_current_context()
+    flags = {p.name: max(p.opts, key=len) for p in ctx.command.params if p.opts}   # as typed: --time
+    for name, value in ctx.params.items():
         if name == "command":
             continue
         for v in value if isinstance(value, tuple) else (value,):
             if isinstance(v, str):
-                check_text(v, "--" + name.replace("_", "-"))
+                check_text(v, flags.get(name, "--" + name.replace("_", "-")))
 
 
 def _with_json(words: list[str]) -> list[str]:
@@ -96,7 +99,9 @@ def _spec(kw: dict[str, Any], nodes_default: int = 1, store: tuple[str | None, d
     env.update(parse_env(kw["envs"]))
     gpus = kw["gpus_per_node"]
     procs = kw["procs_per_node"] or (gpus if gpus else 1)
-    words = with_store_args(bench_command(kw["command"]), *store)
+    command = bench_command(kw["command"])
+    check_argv(command, "the command after --")   # here, not as a failed job on every node
+    words = with_store_args(command, *store)
     if json_lines:
         words = _with_json(words)
     return Spec(nodes=kw["nodes"] or nodes_default, procs_per_node=procs, gpus_per_node=gpus,

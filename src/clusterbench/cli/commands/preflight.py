@@ -100,9 +100,6 @@ def preflight(expect_gpus: int | None, expect_model: str | None, expect_nic_spee
         host = hostname()
         for r in results:
             emit(check_line(r.to_dict(), host))
-        emit(summary_line("preflight", host=host, status=overall(results),
-                          counts={s: sum(r.status == s for r in results) for s in (OK, WARNING, FAIL, NA)},
-                          exit_code=code))
     else:
         for line in result_lines(results, verbose):
             print(printable(line))
@@ -112,6 +109,10 @@ def preflight(expect_gpus: int | None, expect_model: str | None, expect_nic_spee
         junit_xml.write(junit, [junit_xml.preflight_suite(results, name)])
     problems = [f"preflight {r.check}: {r.summary}" for r in results if r.status == FAIL]
     take_out(on_fail, {name: problems} if problems else {}, [name], as_json)
+    if as_json:   # last: a node name --on-fail refuses, or a failed drain, ends the command first
+        emit(summary_line("preflight", host=hostname(), status=overall(results),
+                          counts={s: sum(r.status == s for r in results) for s in (OK, WARNING, FAIL, NA)},
+                          exit_code=code))
     return code
 
 

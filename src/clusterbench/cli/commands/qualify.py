@@ -13,7 +13,6 @@ import contextlib
 import shlex
 import sys
 import time
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 
 import click
 
+from clusterbench.cli.argv_check import check_argv
 from clusterbench.cli.fleet import OnFail, junit_option, node_name, on_fail_options, take_out
 from clusterbench.cli.options import db_option, json_option, parse_tags, tag_option
 from clusterbench.errors import ClusterbenchError, UsageError
@@ -60,31 +60,11 @@ def _root() -> click.Group:
     return root
 
 
-def _rest(ctx: click.Context) -> list[str]:
-    with warnings.catch_warnings():  # click 8.2 keeps the subcommand in protected_args
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return [*getattr(ctx, "protected_args", []), *ctx.args]
-
-
-def _parse_only(root: click.Group, argv: Sequence[str]) -> None:
-    """Parse ``argv`` with the real CLI parser (types, choices, unknown options), run nothing."""
-    ctx = root.make_context("clusterbench", list(argv))
-    cmd: click.Command = root
-    rest = _rest(ctx)
-    while isinstance(cmd, click.Group) and rest:
-        name, sub, rest = cmd.resolve_command(ctx, rest)
-        if sub is None:
-            raise UsageError(f"unknown command {name!r}")
-        ctx = sub.make_context(name or "", list(rest), parent=ctx)
-        cmd = sub
-        rest = _rest(ctx) if isinstance(sub, click.Group) else []
-
-
 def _invoke(root: click.Group, argv: list[str]) -> tuple[int, str]:
     """Run a clusterbench command in this process (the ranks it starts share one forkserver, so
     a suite does not pay PyTorch's import per step); its exit code and error line."""
     cmd = root.get_command(click.get_current_context(), argv[0])
-    assert cmd is not None, argv[0]   # parsed before (_parse_only)
+    assert cmd is not None, argv[0]   # parsed before (check_argv)
     saved = sys.argv
     sys.argv = ["clusterbench", *argv]  # what the stored run records as its command line
     try:
@@ -176,13 +156,14 @@ def qualify(profile_name: str, output: str | None, launch_text: str | None, node
     root = _root()
     planned = [(step, _step_argv(step, launch, db, run_tags)) for step in profile.suite]
     for step, argv in planned:   # a step the CLI cannot parse is a usage error before anything runs
-        try:
-            _parse_only(root, argv)
-        except click.ClickException as e:
-            raise UsageError(f"suite step {step.name!r}: {e.format_message()}") from None
+        check_argv(argv, f"suite step {step.name!r}")
     if dry_run:
         for step, argv in planned:
-            click.echo(f"# {step.name}\n{shlex.join(['clusterbench', *argv])}")
+            if as_json:
+                emit({"kind": "step", "name": step.name, "command": list(step.command),
+                      "argv": ["clusterbench", *argv], "exit": None})
+            else:
+                click.echo(f"# {step.name}\n{shlex.join(['clusterbench', *argv])}")
         return 0
 
     out = Path(output) if output else Path(f"qualify-{profile.name}-{group}.html")
@@ -216,8 +197,9 @@ def qualify(profile_name: str, output: str | None, launch_text: str | None, node
         if rc != 0:
             say(f"# step {step.name!r} failed (exit {rc})" + (f": {err}" if err else ""))
         if as_json:
-            emit({"kind": "step", "name": step.name, "command": list(step.command), "exit": rc,
-                       "error": err, "seconds": round(results[-1].seconds, 3)})
+            emit({"kind": "step", "name": step.name, "command": list(step.command),
+                  "argv": ["clusterbench", *argv], "exit": rc, "error": err,
+                  "seconds": round(results[-1].seconds, 3)})
 
     with Store.open(db) as store:
         runs = store.runs_with_tags({GROUP_TAG: group})

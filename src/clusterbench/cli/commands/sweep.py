@@ -8,6 +8,7 @@ import sys
 
 import click
 
+from clusterbench.cli.bounds import NON_NEGATIVE, POSITIVE
 from clusterbench.cli.fleet import OnFail, junit_option, on_fail_options, take_out
 from clusterbench.cli.options import (
     command_line,
@@ -54,26 +55,27 @@ DEFAULT_TEST = ("coll", "all_reduce", "-b", "32M", "-e", "32M", "--device", "cpu
                    "instead of a shell line (ssh): do not quote them.")
 @click.option("--pairs", "pair_mode", type=click.Choice(plan.PAIR_MODES), default="all", show_default=True,
               help="Pairs to test: all, a ring (n pairs, for large clusters), or none.")
-@click.option("--batch", type=int, default=None, help="Instead of pairs, disjoint groups of this many nodes.")
+@click.option("--batch", type=click.IntRange(min=2), default=None, help="Instead of pairs, disjoint groups of this many nodes.")
 @click.option("--no-single", is_flag=True, help="Skip the one-node runs.")
 @click.option("--metric", default=None, help="Record metric to rank by (default: busbw for coll, bandwidth for net).")
 @click.option("--lower-is-better", is_flag=True,
               help="The metric is a time or latency (default: as the test's family declares it).")
-@click.option("--threshold", type=float, default=3.5, show_default=True, help="Modified z-score limit.")
-@click.option("--min-rel-dev", type=float, default=0.05, show_default=True,
+@click.option("--threshold", type=POSITIVE, default=3.5, show_default=True, help="Modified z-score limit.")
+@click.option("--min-rel-dev", type=NON_NEGATIVE, default=0.05, show_default=True,
               help="Only flag nodes at least this far (relative) from the median.")
 @click.option("--topology", type=click.Path(dir_okay=False, exists=True), default=None,
               help="Slurm topology.conf: also rank switches and name the nodes behind a bad one.")
 @click.option("--link-rate", default=None, metavar="RATE",
               help="Link rate (e.g. 1gbit, 400Gbps): print each node's pair score as a fraction of it.")
-@click.option("--procs-per-node", type=int, default=1, show_default=True)
-@click.option("--single-procs", type=int, default=2, show_default=True,
+@click.option("--procs-per-node", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--single-procs", type=click.IntRange(min=1), default=2, show_default=True,
               help="Ranks in a one-node run (a collective needs two).")
 @click.option("--env", "envs", multiple=True, metavar="KEY=VALUE", help="Environment for every rank.")
-@click.option("--port", type=int, default=29400, show_default=True, help="First rendezvous port.")
-@click.option("--join-timeout", type=float, default=60.0, show_default=True,
+@click.option("--port", type=click.IntRange(1, 65535 - 500), default=29400, show_default=True,
+              help="First rendezvous port (each subset takes one of the next 500).")
+@click.option("--join-timeout", type=POSITIVE, default=60.0, show_default=True,
               help="Seconds for every node of a subset to join.")
-@click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds per subset run.")
+@click.option("--timeout", type=POSITIVE, default=600.0, show_default=True, help="Seconds per subset run.")
 @click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True,
               help="Run every subset N times (alternating the order) and keep each one's best result, "
                    "so a transient slowdown is not taken for a degraded node.")
@@ -103,7 +105,7 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
     metric = metric or (family.headline.name if family and family.headline else None)
     if metric is None:
         raise UsageError(f"--metric: no default metric for {test[0]!r}; name the record metric to rank by")
-    switches = parse_topology(open(topology).read(), topology) if topology else None
+    switches = parse_topology(_read_topology(topology), topology) if topology else None
     subsets: list[tuple[str, tuple[str, ...]]] = []
     if not no_single:
         subsets += [("single", (h,)) for h in host_list]
@@ -156,8 +158,6 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
             emit(host_line(h, "suspect" if s else "ok", single=result.single_scores.get(h),
                            pair=result.pair_scores.get(h), unit=next((r.unit for r in results if r.unit), ""),
                            reason=s.reason if s else "", evidence=list(s.evidence) if s else []))
-        emit(summary_line("sweep", run=run.id, metric=metric, hosts=len(host_list),
-                          suspects=sorted(suspects), exit_code=code))
     else:
         print("\n".join(printable(t) for t in table_lines(result, results, metric, rate)))
     if not quiet:
@@ -168,7 +168,20 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
     suspects = {s.host: [f"sweep {s.reason}: {s.evidence[0] if s.evidence else ''}".rstrip(": ")]
                 for s in result.suspects}
     take_out(on_fail, suspects, [h for h in host_list if h not in suspects], as_json)
+    if as_json:   # last: a node name --on-fail refuses, or a failed drain, ends the command first
+        emit(summary_line("sweep", run=run.id, metric=metric, hosts=len(host_list),
+                          suspects=sorted(suspects), exit_code=code))
     return code
+
+
+def _read_topology(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise UsageError(f"cannot read --topology {path}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise UsageError(f"--topology {path}: not UTF-8 text (byte {e.start})") from None
 
 
 def _cases(result, hosts: list[str], metric: str) -> list[junit_xml.Case]:  # type: ignore[no-untyped-def]

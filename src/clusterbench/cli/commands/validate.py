@@ -91,9 +91,6 @@ def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, n
                 emit(warning_line(text, run.id))
         if partial:
             emit(note_line(partial))
-        emit(summary_line("validate", profile=profile.name, runs=run_ids,
-                          counts={s: sum(o.status == s for o in outcomes) for s in STATUSES},
-                          exit_code=code))
     else:
         if link_speed and not effs:
             print(f"# note: {NO_LINK_ROWS}", file=sys.stderr)
@@ -115,11 +112,18 @@ def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, n
                 print(printable(f"# warning: run {run.id}: {text}"))
     if junit:
         junit_xml.write(junit, [junit_xml.validation_suite(profile.name, outcomes, run_ids)])
+    summary = summary_line("validate", profile=profile.name, runs=run_ids,
+                           counts={s: sum(o.status == s for o in outcomes) for s in STATUSES}, exit_code=code)
     if nothing_checked:
+        if as_json:
+            emit(summary)
         raise UsageError(f"no criterion of profile {profile.name} matched any measurement of run(s) "
                          f"{', '.join(map(str, run_ids))}")
     nodes_found = node_findings(outcomes, rows)
+    # before the summary: a node name it refuses, or a drain that fails, ends the command instead
     take_out(on_fail, nodes_found.problems, passing_nodes(nodes_found), as_json, nodes_found.notes)
+    if as_json:
+        emit(summary)
     return code
 
 

@@ -1,0 +1,56 @@
+"""A clusterbench command line parsed by the real CLI, without running it.
+
+``qualify`` checks every step of a suite, and ``launch`` the command it will start on other
+nodes, before anything runs: a typo there should be a usage error now, not a failed job on every
+node later. The launch commands take the remote command after ``--`` as raw words; those words
+are parsed in turn.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import click
+
+from clusterbench.errors import UsageError
+from clusterbench.launch.common import bench_command
+
+
+def check_argv(argv: Sequence[str], what: str) -> None:
+    """Parse ``argv`` (a command line without ``clusterbench``) as the CLI would: unknown
+    commands and options, bad types and choices are a UsageError naming ``what``."""
+    from clusterbench.cli import cli  # the root group (not a command's own, when qualify runs it)
+
+    try:
+        _parse(cli, list(argv))
+    except click.ClickException as e:
+        raise UsageError(f"{what}: {e.format_message()}") from None
+    except UsageError as e:
+        raise UsageError(f"{what}: {e}") from None
+
+
+def _rest(ctx: click.Context) -> list[str]:
+    with warnings.catch_warnings():  # click 8.2 keeps the subcommand in protected_args
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return [*getattr(ctx, "protected_args", []), *ctx.args]
+
+
+def _parse(root: click.Group, argv: list[str]) -> None:
+    # Without help options: a line that only prints help would pass for one that runs
+    ctx = root.make_context("clusterbench", argv, help_option_names=[])
+    cmd: click.Command = root
+    rest = _rest(ctx)
+    while isinstance(cmd, click.Group):
+        if not rest:
+            raise click.UsageError(f"{ctx.command_path} needs a command")
+        name, sub, rest = cmd.resolve_command(ctx, rest)
+        if sub is None:
+            raise click.UsageError(f"unknown command {name!r}")
+        ctx = sub.make_context(name or "", list(rest), parent=ctx)
+        cmd = sub
+        rest = _rest(ctx) if isinstance(sub, click.Group) else []
+    inner = next((p for p in cmd.params if p.name == "command" and p.nargs == -1
+                  and isinstance(p.type, click.types.UnprocessedParamType)), None)
+    if inner is not None:   # launch: the command it starts elsewhere
+        _parse(root, bench_command(ctx.params.get("command") or ()))
