@@ -180,3 +180,18 @@ def test_repeat_under_torchrun_runs_every_repetition_on_every_rank(tmp_path):
         runs = store.list_runs()
     assert [r.status for r in runs] == [COMPLETE, COMPLETE]
     assert {r.tags["repeat"] for r in runs} == {"1", "2"} and len({r.tags["repeat_group"] for r in runs}) == 1
+
+
+def test_a_one_device_benchmark_runs_under_a_launcher_with_more_ranks(tmp_path):
+    """stream picks one rank per device; under torchrun the launcher's ranks are the ranks (the
+    extra one has no device and waits), not an error about an --np the user never gave."""
+    db = str(tmp_path / "s.db")
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+                           "-m", "clusterbench", "stream", "-s", "64K", "-n", "3", "--device", "cpu",
+                           "--telemetry-interval", "0", "--timeout", "60", "--db", db],
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    with Store.open(db) as store:
+        (run,) = store.list_runs()
+        assert run.status == COMPLETE and run.ranks == 2
+        assert {m.params["kernel"] for m in store.measurements(run.id) if m.metric == "bandwidth"} >= {"Copy", "Triad"}

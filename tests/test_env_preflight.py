@@ -200,3 +200,12 @@ def test_run_command_records_preflight(monkeypatch, capsys):
     assert "# preflight on " in err
     code, _, err = _cli(["run", "--no-preflight", "--db", "unused.db"], capsys)
     assert code == 0 and seen[1] is None and "preflight" not in err
+
+
+def test_a_nic_speed_that_cannot_be_read_is_not_an_expectation_met():
+    inv = {"nics": [{"name": "eth0", "driver": "virtio_net", "operstate": "up", "speed_mbps": None, "mtu": 1500},
+                    {"name": "eth1", "driver": "mlx5_core", "operstate": "up", "speed_mbps": 400000, "mtu": 9000}]}
+    r = c.nics(inv, Expectations(nic_speed_gbps=100))
+    assert r.status == c.WARNING and r.summary == "1 of unknown speed"
+    assert "eth0" in r.evidence[0] and "cannot be checked" in r.evidence[0]
+    assert c.nics(inv, Expectations()).status == c.OK   # nothing expected: nothing to check

@@ -88,6 +88,12 @@ ROWS = [
     (2, ["launch", "dstack", "--print", "--nodes", "2", "--", "coll", "all_reduce", "--bogus"]),
     (2, ["net", "--latency-bytes", "-5"]),
     (2, ["trend", "--since", "1e9d", "--db", "{db}"]),
+    (2, ["transfer", "--bytes", "1T", "--matrix", "h2h", "--db", "{tmp}/scratch.db"]),   # more than host memory
+    (2, ["stream", "--sizes", "1T:2T", "-n", "2", "--db", "{tmp}/scratch.db"]),
+    (2, ["gemm", "--alpha", "nan"]),
+    (2, ["train", "--steps", "2", "--warmup", "5", "--batch", "4"]),
+    (2, ["infer-tp", "--np", "1", "--hidden", "-4"]),
+    (2, ["preflight", "--expect-compute-partition", "ZZZ"]),
 ]
 
 

@@ -226,3 +226,31 @@ def test_sigterm_ends_other_commands_with_one_line(tmp_path):
     assert proc.returncode == 143
     assert err.splitlines()[-1] == "clusterbench: error: interrupted by SIGTERM", err
     assert re.search(r"Traceback", err) is None
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_reaches_a_rank_that_waits_for_a_peer_that_never_comes(tmp_path, sig):
+    """Rank 0 of 2 under a launcher, and rank 1 never starts: the main thread waits inside
+    PyTorch's C++ rendezvous, where Python runs no signal handler. It still stops within
+    seconds, with the signal's exit code and one line, not at --timeout."""
+    db = str(tmp_path / "wait.db")
+    env = {**os.environ, "WORLD_SIZE": "2", "RANK": "0", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "2",
+           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(29000 + os.getpid() % 700)}
+    proc = subprocess.Popen([sys.executable, "-m", "clusterbench", "coll", "all_reduce", "-e", "1K", "-n", "1",
+                             "--timeout", "120", "--telemetry-interval", "0", "--db", db],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        time.sleep(8)   # imported, joined the rendezvous, waiting for rank 1
+        assert proc.poll() is None
+        t0 = time.monotonic()
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+        assert time.monotonic() - t0 < 20
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 128 + sig, err
+    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("clusterbench: error: rank 0")
+    (run,), _ms = _stored(db)
+    assert run.status == INTERRUPTED

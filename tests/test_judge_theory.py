@@ -2,7 +2,7 @@ import pytest
 
 from clusterbench.errors import UsageError
 from clusterbench.families.collectives.spec import optimal_algbw
-from clusterbench.judge.theory import link_efficiency, parse_nodes, theory_table
+from clusterbench.judge.theory import Efficiency, link_efficiency, parse_nodes, theory_table
 from clusterbench.records import Measurement
 
 
@@ -58,7 +58,7 @@ def test_cli_efficiency_of_stored_runs(db, capsys):
           for m in ("algbw", "busbw")]
     rid = save(db, ms, hosts=["a", "b"], tags={"link_speed": "100Gbps"})
     rc, out, _ = cli(capsys, "theory", "--nodes", "2", "--run", str(rid), "--db", db)
-    assert rc == 0 and (f"# run {rid}: all_reduce out-place 4294967296 B on 2 nodes: 8.42 GB/s = 67% of"
+    assert rc == 0 and (f"# run {rid}: all_reduce out-of-place 4294967296 B on 2 nodes: 8.42 GB/s = 67% of"
                         " 12.50 GB/s over 100Gbps") in out
     rc, out, _ = cli(capsys, "theory", "--link", "400Gbps", "--run", str(rid), "--db", db, "--json")
     eff = [o for o in json_lines(out) if o["kind"] == "efficiency"]
@@ -68,6 +68,9 @@ def test_cli_efficiency_of_stored_runs(db, capsys):
     fast = save(db, ms, hosts=["a", "b"], tags={"link_speed": "400Gbps"})
     rc, out, _ = cli(capsys, "theory", "--nodes", "2", "--run", str(fast), "--db", db)
     assert rc == 0 and "8.42 GB/s = 17% of 50.00 GB/s over 400Gbps" in out
+    # a row without a placement (DDP's gradient sync) says nothing about one
+    assert Efficiency("ddp_comm", 4194304, "", 2, 1.0, 2.0).label == "ddp_comm 4194304 B"
+    assert Efficiency("net", 8, "a->b", 2, 1.0, 2.0).label == "net a->b 8 B"
     single = save(db, ms, hosts=["a"])
     rc, _, err = cli(capsys, "theory", "--run", str(single), "--db", db)
     assert rc == 2 and "2 or more hosts" in err

@@ -49,3 +49,16 @@ def test_bad_integer():
 ])
 def test_hostlist(spec, hosts):
     assert expand_hostlist(spec) == hosts
+
+
+@pytest.mark.parametrize("env, words", [
+    ({"RANK": "5", "WORLD_SIZE": "2"}, "rank 5 of 2"),
+    ({"RANK": "-1", "WORLD_SIZE": "2"}, "rank -1 of 2"),
+    ({"RANK": "0", "WORLD_SIZE": "0"}, "0 ranks"),
+    ({"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "3", "LOCAL_WORLD_SIZE": "2"}, "local rank 3 of 2"),
+    ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_PORT": "70000"}, "MASTER_PORT 70000"),
+    ({"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "2", "MASTER_ADDR": "a"}, "rank 2 of 2"),
+])
+def test_launcher_numbers_no_launcher_sets_are_refused_at_once(env, words):
+    with pytest.raises(UsageError, match=words):
+        detect(env)

@@ -26,7 +26,7 @@ def test_format_size_roundtrip():
 
 @pytest.mark.parametrize("text,bytes_per_s", [
     ("100Gbps", 12.5e9), ("100gbit", 12.5e9), ("1Gbit/s", 1.25e8), ("400Gb/s", 50e9),
-    ("50GB/s", 50e9), ("10Mbps", 1.25e6),
+    ("50GB/s", 50e9), ("10Mbps", 1.25e6), ("12.5GBps", 12.5e9), ("800MBps", 800e6), ("100gbps", 12.5e9),
 ])
 def test_parse_rate(text, bytes_per_s):
     assert parse_rate(text) == pytest.approx(bytes_per_s)

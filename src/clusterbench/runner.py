@@ -176,8 +176,9 @@ def _run_job(job: Job, benchmark: str, command: list[str], printer: Printer,
         builder.on_event(event)  # first: a row that was printed is a row that will be stored
         shown.on_event(event)
 
-    def on_abort(message: str) -> None:
-        builder.finish(JobOutcome("root", INCOMPLETE, [message], exit_code=1))
+    def on_abort(message: str, signum: int | None) -> None:
+        status = INCOMPLETE if signum is None else INTERRUPTED
+        builder.finish(JobOutcome("root", status, [message], exit_code=1 if signum is None else 128 + signum))
         _save(db, builder)
 
     outcome = execute(job, sink, on_abort)

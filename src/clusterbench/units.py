@@ -69,12 +69,14 @@ _UNITS: dict[str, tuple[str, float]] = {
 def unit_scale(unit: str) -> tuple[str, float] | None:
     """(kind, factor to base) of a unit as users and tools write it, or None if unknown.
 
-    ``GB/s`` is bytes, ``Gb/s``, ``Gbps``, ``Gbit/s`` and ``gbit`` are bits; ``TFLOP/s`` and
+    ``GB/s`` and ``GBps`` are bytes, ``Gb/s``, ``Gbps``, ``Gbit/s`` and ``gbit`` are bits; ``TFLOP/s`` and
     ``TFLOPS`` are FLOP rates; ``us``, ``ms`` are times.
     """
     u = unit.strip()
     if u.endswith("b/s") and not u.endswith("B/s") and len(u) <= 4 and u[:-3].lower() in _BITS:
         return _UNITS[f"{u[:-3].lower()}bit/s"]  # Gb/s means gigabits
+    if u[-3:-2] == "B" and u[-2:].lower() == "ps" and u[:-3].lower() in _BITS:
+        return _UNITS[f"{u[:-3].lower()}b/s"]    # GBps means gigabytes, as GB/s does
     return _UNITS.get(u.lower())
 
 
@@ -99,8 +101,8 @@ _RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z/]+)\s*$", re.IGNORECASE)
 def parse_rate(text: str) -> float:
     """Parse a link or data rate to bytes per second, decimal units.
 
-    ``100Gbps``, ``100gbit``, ``1Gbit/s`` are bits; ``50GB/s`` is bytes. Case matters only
-    for the B of ``GB/s`` versus the b of ``Gb/s``.
+    ``100Gbps``, ``100gbit``, ``1Gbit/s`` are bits; ``50GB/s`` and ``50GBps`` are bytes. Case
+    matters only for the B of ``GB/s`` and ``GBps`` versus the b of ``Gb/s`` and ``Gbps``.
     """
     m = _RATE_RE.match(text)
     if not m:

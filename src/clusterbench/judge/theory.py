@@ -72,6 +72,12 @@ class Efficiency:
     def ratio(self) -> float:
         return self.measured_algbw / self.optimal_algbw
 
+    @property
+    def label(self) -> str:
+        """What the row is, as the table lines print it: ``all_reduce in-place 8589934592 B``."""
+        where = {"out": "out-of-place", "in": "in-place"}.get(self.placement, self.placement)
+        return " ".join(w for w in (self.benchmark, where, f"{self.bytes} B") if w)
+
 
 def _where(m: Measurement) -> str:
     if "placement" in m.params:

@@ -249,20 +249,27 @@ def nics(inv: dict[str, Any], exp: Expectations) -> CheckResult:
     if not phys:
         return CheckResult("nic", NA, "no physical network interface")
     fails, warns, fine = [], [], []
+    unknown = 0
     for n in phys:
         speed = n.get("speed_mbps")
         text = (f"{n['name']} ({n.get('driver') or '?'}): {n.get('operstate')}, "
                 f"{f'{speed / 1000:g} Gb/s' if speed else 'speed unknown'}, MTU {n.get('mtu')}")
         if n.get("operstate") not in ("up", "unknown"):
             (fails if n["name"] in exp.nics else warns).append(text)
-        elif exp.nic_speed_gbps and speed is not None and speed / 1000 < exp.nic_speed_gbps:
+        elif exp.nic_speed_gbps and not speed:   # an expectation not checked is not one met
+            unknown += 1
+            warns.append(f"{text}: the expected {exp.nic_speed_gbps:g} Gb/s cannot be checked")
+        elif exp.nic_speed_gbps and speed / 1000 < exp.nic_speed_gbps:
             fails.append(f"{text}: below the expected {exp.nic_speed_gbps:g} Gb/s")
         else:
             fine.append(text)
     if fails:
         return CheckResult("nic", FAIL, f"{len(fails)} interface(s) down or too slow", _cap(fails + warns))
     if warns:
-        return CheckResult("nic", WARNING, f"{len(warns)} physical interface(s) down", _cap(warns + fine))
+        down = len(warns) - unknown
+        what = [f"{down} physical interface(s) down"] if down else []
+        what += [f"{unknown} of unknown speed"] if unknown else []
+        return CheckResult("nic", WARNING, ", ".join(what), _cap(warns + fine))
     return CheckResult("nic", OK, f"{len(fine)} physical interface(s) up", _cap(fine))
 
 

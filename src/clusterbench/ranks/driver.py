@@ -34,7 +34,7 @@ from clusterbench.ranks import context as ctxmod
 from clusterbench.ranks import hostinfo
 from clusterbench.ranks.context import RankContext, RankOptions
 from clusterbench.ranks.env import RankEnv, detect
-from clusterbench.ranks.signals import Interrupted, held
+from clusterbench.ranks.signals import STOP_SIGNALS, Interrupted, describe, held, stopped_by
 from clusterbench.records import COMPLETE, FAILED, INCOMPLETE, INTERRUPTED, Event, Header
 
 RankMain = Callable[[RankContext, Any], None]
@@ -438,40 +438,73 @@ def _run_local(job: Job, sink: Sink, np: int) -> JobOutcome:
 # -- under a launcher ---------------------------------------------------------------------
 
 class _Watchdog:
-    """Ends this process when it makes no progress for ``timeout`` seconds (a hung peer)."""
+    """Ends this process when it makes no progress for ``timeout`` seconds (a hung peer), or
+    when a stop signal (SIGTERM, Ctrl-C) cannot reach it: while the main thread waits inside
+    PyTorch's C++ for a peer (a rendezvous, a collective), Python runs no signal handler until
+    that wait ends, which may be never. The signal's number still arrives on the wakeup pipe."""
 
-    def __init__(self, timeout: float, env: RankEnv, on_abort: Callable[[str], None]) -> None:
+    GRACE = 3.0   # seconds the main thread has to take a signal itself
+
+    def __init__(self, timeout: float, env: RankEnv, on_abort: Callable[[str, int | None], None]) -> None:
         self.timeout = timeout
         self.env = env
         self.on_abort = on_abort
         self.last = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True, name="clusterbench-watchdog")
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._old_wakeup: int | None = None
 
     def beat(self, _n: int = 0) -> None:
         self.last = time.monotonic()
 
     def start(self) -> None:
+        for s in (self._wake_r, self._wake_w):
+            s.setblocking(False)
+        if threading.current_thread() is threading.main_thread():
+            self._old_wakeup = signal.set_wakeup_fd(self._wake_w.fileno())
         self._thread.start()
 
     def stop(self) -> None:
         self._stop.set()
+        if self._old_wakeup is not None:
+            signal.set_wakeup_fd(self._old_wakeup)
+            self._old_wakeup = None
+
+    def _signal(self) -> int | None:
+        try:
+            data = self._wake_r.recv(64)
+        except (BlockingIOError, OSError):
+            return None
+        stops = {int(s) for s in (*STOP_SIGNALS, getattr(signal, "SIGHUP", signal.SIGTERM))}
+        return next((n for n in data if n in stops), None)
 
     def _watch(self) -> None:
+        signum: int | None = None
+        since = 0.0
         while not self._stop.wait(0.5):
+            if signum is None and (signum := self._signal()) is not None:
+                since = time.monotonic()
+            if signum is not None and stopped_by() is None and time.monotonic() - since > self.GRACE:
+                self._end(f"rank {self.env.rank} on {self.env.host}: {describe(signum)} while it waited for "
+                          "a peer rank", 128 + signum, signum)
             if time.monotonic() - self.last > self.timeout:
-                msg = (f"rank {self.env.rank} on {self.env.host}: no progress for {self.timeout:g} s"
-                       " (a peer rank hung or died; --timeout)")
-                try:
-                    self.on_abort(msg)
-                finally:
-                    print(f"clusterbench: error: {printable(msg)}", file=sys.stderr, flush=True)
-                    os._exit(1)
+                self._end(f"rank {self.env.rank} on {self.env.host}: no progress for {self.timeout:g} s"
+                          " (a peer rank hung or died; --timeout)", 1, None)
+
+    def _end(self, msg: str, code: int, signum: int | None) -> None:
+        if self._stop.is_set():
+            return
+        try:
+            self.on_abort(msg, signum)
+        finally:
+            print(f"clusterbench: error: {printable(msg)}", file=sys.stderr, flush=True)
+            os._exit(code)
 
 
-def _run_launched(env: RankEnv, job: Job, sink: Sink, on_abort: Callable[[str], None]) -> JobOutcome:
+def _run_launched(env: RankEnv, job: Job, sink: Sink, on_abort: Callable[[str, int | None], None]) -> JobOutcome:
     role = "root" if env.rank == 0 else "worker"
-    watchdog = _Watchdog(job.options.timeout, env, on_abort if env.rank == 0 else (lambda _m: None))
+    watchdog = _Watchdog(job.options.timeout, env, on_abort if env.rank == 0 else (lambda _m, _s: None))
     watchdog.start()
     try:
         _run_rank(env, job,
@@ -490,17 +523,16 @@ def _run_launched(env: RankEnv, job: Job, sink: Sink, on_abort: Callable[[str], 
     return JobOutcome(role, COMPLETE)
 
 
-def execute(job: Job, sink: Sink, on_abort: Callable[[str], None] | None = None) -> JobOutcome:
+def execute(job: Job, sink: Sink, on_abort: Callable[[str, int | None], None] | None = None) -> JobOutcome:
     """Run ``job`` on every rank. Returns on every rank; only the root's outcome holds results.
 
-    ``on_abort`` is called (from a watchdog thread, under a launcher) just before a hung
-    process exits, so the caller can store what it has.
+    ``on_abort(message, signum)`` is called (from a watchdog thread, under a launcher) just
+    before a hung process exits, so the caller can store what it has; ``signum``: the stop
+    signal that could not reach the main thread, None for --timeout.
     """
     env = detect()
-    if env is not None:
-        if job.np is not None and job.np != env.world_size:
-            raise UsageError(f"--np {job.np} conflicts with the launcher's {env.world_size} ranks")
-        return _run_launched(env, job, sink, on_abort or (lambda _m: None))
+    if env is not None:   # the launcher's ranks, whatever job.np says (--np: "ignored under torchrun")
+        return _run_launched(env, job, sink, on_abort or (lambda _m, _s: None))
     np = job.np if job.np is not None else default_np(job.options)
     check_local_ranks(np, job.options)
     try:

@@ -47,7 +47,26 @@ def _port(env: Mapping[str, str], default: int) -> int:
 
 def detect(env: Mapping[str, str] | None = None) -> RankEnv | None:
     """Return the rank environment set by a launcher, or None when not started by one."""
-    env = os.environ if env is None else env
+    found = _detect(os.environ if env is None else env)
+    return _checked(found) if found is not None else None
+
+
+def _checked(r: RankEnv) -> RankEnv:
+    """Numbers no launcher sets: a rank that waits for a peer that can never join (rank 5 of 2)
+    would hang until --timeout; refused at once instead."""
+    if r.world_size < 1:
+        raise UsageError(f"{r.launcher} says the world has {r.world_size} ranks: at least 1 is needed")
+    if not 0 <= r.rank < r.world_size:
+        raise UsageError(f"{r.launcher} says this is rank {r.rank} of {r.world_size}: ranks are 0..{r.world_size - 1}")
+    if r.local_world_size < 1 or not 0 <= r.local_rank < r.local_world_size:
+        raise UsageError(f"{r.launcher} says this is local rank {r.local_rank} of {r.local_world_size} on "
+                         f"this host: local ranks are 0..{max(r.local_world_size, 1) - 1}")
+    if not 1 <= r.master_port <= 65535:
+        raise UsageError(f"MASTER_PORT {r.master_port} is not a port (1..65535)")
+    return r
+
+
+def _detect(env: Mapping[str, str]) -> RankEnv | None:
     host = env.get("CLUSTERBENCH_HOSTNAME") or socket.gethostname()
 
     if "RANK" in env and "WORLD_SIZE" in env:  # torchrun, or anything that speaks its protocol

@@ -51,7 +51,12 @@ def stream_config(arraysize: str, numtimes: int, dtype: str, sizes: str | None, 
     elem = spec.DTYPES[dtype]
     if sizes:
         counts = [max(1, b // elem) for b in parse_sweep(sizes)]
-        strict = False
+        strict = False   # a size that does not fit is a skipped row; none fitting is an error now
+        if device_type == "cpu":
+            need, free = spec.footprint(min(counts), elem), devs.free_memory(devs.rank_device("cpu", [0], 0))
+            if need > free:
+                raise UsageError(f"--sizes {sizes}: even the smallest size needs {need} bytes for 3 {dtype} "
+                                 f"arrays, more than the {free} bytes of free host memory")
     else:
         if arraysize.strip().startswith("-"):
             raise UsageError(f"invalid -s/--arraysize {arraysize!r}: must be positive")

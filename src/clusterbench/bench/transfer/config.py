@@ -99,4 +99,16 @@ def transfer_config(matrix: str | None, tests: tuple[str, ...], config: str | No
         devs.parse_devices(devices, "cpu", 1)  # only validates: without GPUs the host is one device
     notes: list[str] = []
     planned = build_plan(matrix, tests, config, size, methods, topo, notes, gpu_ids)
+    _host_memory_fits(planned)
     return TransferConfig(tuple(planned), iterations, warmups, check, tuple(notes), device_type)
+
+
+def _host_memory_fits(planned: list[Planned]) -> None:
+    """Refuse, before any rank starts, a test whose host buffers exceed the free host memory
+    (a test's buffers are all allocated at once; device memory is checked by the device)."""
+    free = devs.free_memory(devs.rank_device("cpu", [0], 0))
+    for p in planned:
+        need = sum(x.bytes * sum(m.is_host for m in (*x.srcs, *x.dsts)) for x in p.test.transfers)
+        if need > free:
+            raise UsageError(f"test {p.test.name}: its host buffers need {need} bytes, more than the {free} bytes "
+                             "of free host memory (use a smaller --bytes)")

@@ -99,6 +99,8 @@ def train_config(shape: ModelShape, *, preset: str, batch: int, steps: int, warm
                  shard_size: int | None, dtype: str, lr: float, comm_share: bool, np: int | None,
                  options: RankOptions) -> TrainConfig:
     """Validate ``clusterbench train``'s options before any rank starts."""
+    if warmup >= steps:   # every step a warm-up: a "complete" run with no throughput
+        raise UsageError(f"--warmup {warmup} leaves none of the {steps} --steps timed: give more steps")
     world = planned_world_size(np, options)
     check_batch(batch, world)
     if strategy == "hybrid" and shard_size is not None and world % shard_size:
@@ -315,9 +317,6 @@ def _summary(ctx: RankContext, config: TrainConfig, base: dict[str, Any], timed:
     t = torch.tensor([peak], dtype=torch.float64, device=ctx.device)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     out = [PEAK_MEMORY(TRAIN, float(t.item()), {**base, "stat": "max", "memory": kind})]
-    if not timed:
-        ctx.note("no timed steps (--steps not above --warmup): no overall throughput", TRAIN)
-        return out
     total = sum(timed)
     s = {**base, "stat": "avg", "steps": len(timed)}
     samples_per_s = config.batch * len(timed) / total

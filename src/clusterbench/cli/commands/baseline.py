@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from clusterbench.cli.bounds import POSITIVE
 from clusterbench.cli.options import db_option, json_option, since_option
 from clusterbench.errors import UsageError
 from clusterbench.judge.baseline import create_baseline
@@ -28,7 +29,7 @@ def baseline() -> None:
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="Profile YAML to write (use it with validate --profile FILE).")
 @click.option("--name", default=None, help="Profile name (default: the output file's stem).")
-@click.option("--pct", type=float, default=90.0, show_default=True,
+@click.option("--pct", type=POSITIVE, default=90.0, show_default=True,
               help="Pass bound as percent of the median (>= pct% for bandwidths, <= 200-pct% for times).")
 @click.option("--metric", "metrics", multiple=True,
               help="Metrics to include (repeatable; default busbw, bandwidth, tflops).")

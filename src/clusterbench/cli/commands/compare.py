@@ -7,6 +7,7 @@ import sys
 import click
 
 from clusterbench.choices import parse_choices
+from clusterbench.cli.bounds import NON_NEGATIVE, FiniteFloat
 from clusterbench.cli.options import db_option, json_option, since_option
 from clusterbench.errors import UsageError
 from clusterbench.judge.compare import BETTER, INSUFFICIENT, NOISY, SAME, WORSE, group_rows
@@ -35,11 +36,11 @@ def _fail_on(text: str | None) -> tuple[str, ...]:
 @click.argument("selector_b")
 @click.option("--benchmark", default=None, help="Only rows of this benchmark (e.g. all_reduce).")
 @click.option("--metric", default=None, help="Only this metric (e.g. busbw).")
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
+@click.option("--alpha", type=FiniteFloat(0, True, 1, True), default=0.05,
               show_default=True, help="Significance level of Welch's t-test.")
-@click.option("--min-effect", type=click.FloatRange(min=0), default=2.0, show_default=True,
+@click.option("--min-effect", type=NON_NEGATIVE, default=2.0, show_default=True,
               help="Smallest change in percent worth reporting as a difference.")
-@click.option("--max-cv", type=click.FloatRange(min=0), default=10.0, show_default=True,
+@click.option("--max-cv", type=NON_NEGATIVE, default=10.0, show_default=True,
               help="Rows whose coefficient of variation exceeds this percent are 'noisy', never a regression.")
 @click.option("--only-changes", is_flag=True, help="Print only rows judged better or worse.")
 @click.option("--fail-on", "fail_on", default=None, metavar="worse|noisy|better|any",

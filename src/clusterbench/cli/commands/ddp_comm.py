@@ -9,6 +9,7 @@ import click
 from clusterbench.bench.workloads import ddp_comm as ddp_main
 from clusterbench.bench.workloads.ddp_comm import DEFAULT_SIZE, ddp_comm_config
 from clusterbench.cli.bench import run_benchmark_command
+from clusterbench.cli.bounds import POSITIVE
 from clusterbench.cli.options import RunOutput, rank_options, run_output
 from clusterbench.ranks.context import RankOptions
 from clusterbench.ranks.driver import Job
@@ -19,7 +20,7 @@ from clusterbench.units import format_size, parse_rate
 @click.option("--layers", type=int, default=16, show_default=True, help="Dummy layers.")
 @click.option("--size", default=format_size(DEFAULT_SIZE), show_default=True,
               help="Total fp32 parameter (= gradient) bytes over all layers; K/M/G are binary.")
-@click.option("--bucket-cap-mb", type=click.FloatRange(min=0, min_open=True), default=25.0,
+@click.option("--bucket-cap-mb", type=POSITIVE, default=25.0,
               show_default=True, help="DDP gradient bucket size (DDP's default is 25).")
 @click.option("--steps", type=click.IntRange(min=1), default=10, show_default=True,
               help="Timed steps, after the --warmup steps.")

@@ -10,6 +10,7 @@ from clusterbench.bench.gemm import main as gemm_main
 from clusterbench.bench.gemm import spec
 from clusterbench.bench.gemm.config import gemm_config
 from clusterbench.cli.bench import run_benchmark_command
+from clusterbench.cli.bounds import ANY
 from clusterbench.cli.options import RunOutput, node_options, run_output
 from clusterbench.ranks.context import RankOptions
 from clusterbench.ranks.driver import Job
@@ -22,8 +23,8 @@ from clusterbench.ranks.driver import Job
 @click.option("--batch", default=None, help="Batch count: strided batched GEMM when > 1 (default 1).")
 @click.option("--transA", "trans_a", default=None, help="N or T (default N).")
 @click.option("--transB", "trans_b", default=None, help="N or T (default N).")
-@click.option("--alpha", type=float, default=None, help="D = alpha*op(A)op(B) + beta*C (default 1).")
-@click.option("--beta", type=float, default=None, help="Default 0.")
+@click.option("--alpha", type=ANY, default=None, help="D = alpha*op(A)op(B) + beta*C (default 1).")
+@click.option("--beta", type=ANY, default=None, help="Default 0.")
 @click.option("--dtype", default=None,
               help="fp64, fp32, tf32, fp16, bf16, int8, fp8_e4m3, fp8_e5m2, a comma list, or all (default fp32).")
 @click.option("--preset", default=None, help=f"One of: {', '.join(spec.PRESETS)} (flags override it).")

@@ -13,8 +13,8 @@ from clusterbench.ranks.driver import Job
 
 
 @click.command("infer-tp")
-@click.option("--hidden", type=int, default=4096, show_default=True, help="Layer width (divisible by the ranks).")
-@click.option("--layers", type=int, default=4, show_default=True)
+@click.option("--hidden", type=click.IntRange(min=1), default=4096, show_default=True, help="Layer width (divisible by the ranks).")
+@click.option("--layers", type=click.IntRange(min=1), default=4, show_default=True)
 @click.option("--batch-sizes", default="128..32768", show_default=True,
               help="Comma list, or START..END doubling (the seed's sweep is 128..32768).")
 @click.option("--mode", type=click.Choice(MODES), default="column", show_default=True,

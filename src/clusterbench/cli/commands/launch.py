@@ -16,6 +16,7 @@ import click
 import yaml
 
 from clusterbench.cli.argv_check import check_argv
+from clusterbench.cli.bounds import POSITIVE
 from clusterbench.cli.options import json_option, quiet_option, refuse_together
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.launch import dstack, k8s, mpi, netenv, slurm
@@ -132,7 +133,7 @@ def launch() -> None:
 @click.option("--wait/--no-wait", default=True, show_default=True,
               help="With --submit: wait for the job (its state, queue and run time on stderr when it "
                    "is a terminal) and show the run its ranks stored.")
-@click.option("--wait-timeout", type=float, default=3600.0, show_default=True)
+@click.option("--wait-timeout", type=POSITIVE, default=3600.0, show_default=True)
 @click.option("--db", default=None, envvar="CLUSTERBENCH_DB",
               help="Database the ranks store into (on a shared file system).")
 @json_option("with --submit --wait, the stored run: a `measurement` line per result, then the `run` record")
@@ -229,7 +230,7 @@ def _run_argv(argv: list[str], timeout: float, what: str, env: dict[str, str] | 
 @click.option("--oversubscribe", is_flag=True)
 @click.option("--mpirun", "mpirun_exe", default="mpirun", show_default=True)
 @click.option("--no-preflight", is_flag=True, help="Skip checking that every host answers first.")
-@click.option("--wall-timeout", type=float, default=3600.0, show_default=True,
+@click.option("--wall-timeout", type=POSITIVE, default=3600.0, show_default=True,
               help="End mpirun after this many seconds.")
 @click.option("--db", default=None, envvar="CLUSTERBENCH_DB")
 def mpi_cmd(hostfile, hosts, mcas, agent, oversubscribe, mpirun_exe, no_preflight, wall_timeout, db,
@@ -271,13 +272,13 @@ def mpi_cmd(hostfile, hosts, mcas, agent, oversubscribe, mpirun_exe, no_prefligh
 @click.option("--local-addr", default=None, help="This node's address (torchrun --local_addr).")
 @click.option("--is-host/--not-host", "is_host", default=None,
               help="Whether this node hosts the c10d store (--rdzv_conf is_host=).")
-@click.option("--join-timeout", type=float, default=120.0, show_default=True,
+@click.option("--join-timeout", type=POSITIVE, default=120.0, show_default=True,
               help="Seconds to wait for every node to join the rendezvous.")
 @click.option("--hosts", default=None,
               help="Start torchrun on these hosts through --agent: a,b or a Slurm hostlist gpu[01-04].")
 @click.option("--agent", default=None,
               help="ssh-like agent to reach --hosts: 'AGENT HOST WORD...' (default ssh).")
-@click.option("--wall-timeout", type=float, default=3600.0, show_default=True)
+@click.option("--wall-timeout", type=POSITIVE, default=3600.0, show_default=True)
 def torchrun_cmd(rdzv_endpoint, node_rank, rdzv_id, local_addr, is_host, join_timeout, hosts, agent,
                  wall_timeout, **kw) -> int | None:
     """PyTorch elastic launch: one torchrun per node (c10d rendezvous, or static with --node-rank).

@@ -9,6 +9,7 @@ import click
 from clusterbench.bench.net import matrix
 from clusterbench.bench.net.matrix import PAIR_MODES, NetConfig
 from clusterbench.cli.bench import run_benchmark_command
+from clusterbench.cli.bounds import POSITIVE
 from clusterbench.cli.options import RunOutput, rank_options, run_output
 from clusterbench.ranks.context import RankOptions
 from clusterbench.ranks.driver import Job
@@ -18,7 +19,7 @@ from clusterbench.units import parse_rate
 @click.command("net")
 @click.option("--streams", "-P", type=int, default=4, show_default=True,
               help="Parallel TCP connections per bandwidth test (as iperf3 -P).")
-@click.option("--duration", "-t", type=float, default=2.0, show_default=True,
+@click.option("--duration", "-t", type=POSITIVE, default=2.0, show_default=True,
               help="Seconds each bandwidth test sends for.")
 @click.option("--latency-iters", type=int, default=200, show_default=True,
               help="Round trips timed per latency test.")

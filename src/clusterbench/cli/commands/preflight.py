@@ -27,9 +27,11 @@ expect_options = [
                  help="Fail for physical NICs and RDMA ports slower than RATE, e.g. 100Gbps or 400G."),
     click.option("--nic", "nic_names", multiple=True, metavar="NAME",
                  help="An interface or RDMA device that must be up (repeatable); others only warn when down."),
-    click.option("--expect-compute-partition", default=None, metavar="MODE",
+    click.option("--expect-compute-partition", type=click.Choice(("SPX", "DPX", "QPX", "CPX"), case_sensitive=False),
+                 default=None, metavar="MODE",
                  help="AMD compute partition every GPU must be in: SPX, DPX, QPX or CPX."),
-    click.option("--expect-memory-partition", default=None, metavar="MODE",
+    click.option("--expect-memory-partition", type=click.Choice(("NPS1", "NPS2", "NPS4"), case_sensitive=False),
+                 default=None, metavar="MODE",
                  help="AMD memory partition (NUMA per socket) every GPU must be in: NPS1 or NPS4."),
 ]
 

@@ -64,7 +64,7 @@ def theory(link: str, nodes_text: str, runs: tuple[str, ...], as_json: bool, sin
         if not as_json:
             largest = max(e.bytes for e in effs)
             for e in (e for e in effs if e.bytes == largest):
-                print(f"# run {run.id}: {e.benchmark} {e.placement}-place {e.bytes} B on {e.nodes} nodes: "
+                print(f"# run {run.id}: {e.label} on {e.nodes} nodes: "
                       f"{e.measured_algbw:.2f} GB/s = {e.ratio * 100:.0f}% of {e.optimal_algbw:.2f} GB/s"
                       f" over {run_link}")
     if not found:

@@ -9,6 +9,7 @@ from clusterbench.bench.workloads import train as train_main
 from clusterbench.bench.workloads.model import PRESETS, resolve_shape
 from clusterbench.bench.workloads.train import DTYPES, STRATEGIES, train_config
 from clusterbench.cli.bench import run_benchmark_command
+from clusterbench.cli.bounds import POSITIVE
 from clusterbench.cli.options import RunOutput, rank_options, run_output
 from clusterbench.ranks.context import RankOptions
 from clusterbench.ranks.driver import Job
@@ -36,7 +37,7 @@ from clusterbench.ranks.driver import Job
               help="Hybrid shard group size (default: ranks per host).")
 @click.option("--dtype", type=click.Choice(DTYPES), default="auto", show_default=True,
               help="auto: bf16 compute on GPUs that support it, fp32 otherwise.")
-@click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=3e-3, show_default=True)
+@click.option("--lr", type=POSITIVE, default=3e-3, show_default=True)
 @click.option("--no-comm-share", is_flag=True, help="Skip the profiled step that measures comm_share.")
 @rank_options
 @run_output

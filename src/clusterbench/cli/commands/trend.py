@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from clusterbench.cli.bounds import FiniteFloat
 from clusterbench.cli.options import db_option, json_option
 from clusterbench.errors import UsageError
 from clusterbench.judge.changepoint import Change, Settings
@@ -40,9 +41,9 @@ def _change_text(s: Series, c: Change) -> str:
               help="Only runs started since then: 30d, 12h, 2w or 2025-01-31.")
 @click.option("--bytes", "size", default=None, metavar="SIZE",
               help="Rows at this message size (default: the largest size of each run).")
-@click.option("--alpha", type=click.FloatRange(1e-6, 0.5), default=Settings.alpha, show_default=True,
+@click.option("--alpha", type=FiniteFloat(1e-6, False, 0.5), default=Settings.alpha, show_default=True,
               help="Largest permutation p-value taken as a change.")
-@click.option("--min-effect", type=click.FloatRange(0, 100), default=Settings.min_effect * 100, show_default=True,
+@click.option("--min-effect", type=FiniteFloat(0, False, 100), default=Settings.min_effect * 100, show_default=True,
               help="Smallest change of the median worth reporting, in percent.")
 @click.option("--min-runs", type=click.IntRange(min=2), default=Settings.min_size, show_default=True,
               help="Runs needed on each side of a change (one noisy run is never a step).")

@@ -101,7 +101,7 @@ def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, n
         for text in outcome_lines(outcomes):
             print(text)
         for e in best:
-            print(f"# efficiency {e.benchmark} {e.placement}-place {e.bytes} B on {e.nodes} nodes: "
+            print(f"# efficiency {e.label} on {e.nodes} nodes: "
                   f"algbw {e.measured_algbw:.2f} GB/s = {e.ratio * 100:.0f}% of optimal "
                   f"{e.optimal_algbw:.2f} GB/s")
         for label, d in peaks:
