@@ -94,6 +94,8 @@ ROWS = [
     (2, ["train", "--steps", "2", "--warmup", "5", "--batch", "4"]),
     (2, ["infer-tp", "--np", "1", "--hidden", "-4"]),
     (2, ["preflight", "--expect-compute-partition", "ZZZ"]),
+    (2, ["stream", "-s", "64K", "-n", "2", "--timeout", "nan"]),
+    (2, ["ddp-comm", "--telemetry-interval", "inf"]),
 ]
 
 

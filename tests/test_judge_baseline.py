@@ -44,3 +44,15 @@ def test_baseline_without_usable_metrics_is_usage_error(tmp_path, db, capsys):
     rc, _, err = cli(capsys, "baseline", "create", "1", "-o", str(tmp_path / "x.yaml"), "--db", db)
     assert rc == 2 and "have no headline measurements" in err
     assert not (tmp_path / "x.yaml").exists()
+
+
+def test_baseline_output_that_is_not_a_file_is_refused_and_left_alone(tmp_path, db, capsys):
+    import os
+
+    save(db, coll_rows(1.0, random.Random(1)), tags={"role": "good"})
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for out in (fifo, tmp_path):   # a FIFO (a rename would replace it) and a directory
+        rc, _, err = cli(capsys, "baseline", "create", "role=good", "-o", str(out), "--db", db)
+        assert rc == 2 and err.count("\n") == 1 and str(out) in err
+    assert fifo.is_fifo()

@@ -33,3 +33,10 @@ def printable(text: object) -> str:
     as it is stored, never interpreted by the terminal."""
     s = text if isinstance(text, str) else str(text)
     return _UNSAFE.sub(_escape, s) if _UNSAFE.search(s) else s
+
+
+def not_utf8(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate: what Python keeps of bytes that are not UTF-8
+    (a file name, a command-line argument), and what JSON's ``\\ud800`` escapes decode to. No
+    database or UTF-8 file can hold one: a tag or an imported value with one is refused."""
+    return not text.isprintable() and any("\ud800" <= ch <= "\udfff" for ch in text)

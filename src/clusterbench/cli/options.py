@@ -14,7 +14,9 @@ from typing import Any, TypeVar
 
 import click
 
+from clusterbench.cli.bounds import NON_NEGATIVE, FiniteFloat
 from clusterbench.errors import UsageError
+from clusterbench.printable import not_utf8
 from clusterbench.ranks.context import RankOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -82,6 +84,8 @@ class DatabaseParam(click.ParamType):
         from clusterbench.store.location import SQLITE, parse
 
         value = os.fspath(value)
+        if value == "":
+            self.fail("empty: give a file path or a database URL", param, ctx)
         try:
             where = parse(value)
         except UsageError as e:
@@ -150,9 +154,9 @@ _RANK_OPTIONS = (
                  help="Device type; cuda also means ROCm GPUs."),
     click.option("--backend", type=click.Choice(["auto", "nccl", "gloo"]), default="auto", show_default=True,
                  help="Process-group backend; nccl is RCCL on ROCm."),
-    click.option("--timeout", type=click.FloatRange(min=1), default=300.0, show_default=True,
+    click.option("--timeout", type=FiniteFloat(1), default=300.0, show_default=True,
                  help="Seconds a rank may go without progress before the run is ended."),
-    click.option("--telemetry-interval", type=click.FloatRange(min=0), default=1.0, show_default=True,
+    click.option("--telemetry-interval", type=NON_NEGATIVE, default=1.0, show_default=True,
                  metavar="SECONDS",
                  help="Sample GPU power/temperature/clocks and host CPU every SECONDS during the run (0: off)."),
 )
@@ -190,12 +194,20 @@ def parse_tags(items: tuple[str, ...] | list[str]) -> dict[str, str]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"invalid tag {item!r}: expected KEY=VALUE")
-        if not item.isprintable() and any("\ud800" <= ch <= "\udfff" for ch in item):
-            # bytes that are not UTF-8 (Python keeps them as surrogates): no database stores them
+        if not_utf8(item):
             raise UsageError(f"invalid tag {item!r}: not UTF-8 text")
         tags[key.strip()] = value.strip()
     return tags
 
 
+def fs_text(arg: str) -> str:
+    """A path or command-line argument as text every database stores and every terminal shows:
+    bytes that are not UTF-8 (which Python keeps as lone surrogates) escaped as ``\\xff``."""
+    try:
+        return os.fsencode(arg).decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:   # a surrogate that no byte maps to: text from a program, not the OS
+        return arg.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def command_line() -> list[str]:
-    return ["clusterbench", *sys.argv[1:]]
+    return ["clusterbench", *map(fs_text, sys.argv[1:])]

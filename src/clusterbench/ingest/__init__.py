@@ -16,6 +16,7 @@ import pkgutil
 import re
 import sys
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from clusterbench.ingest.common import (
     IMPORT_BENCHMARK,
@@ -30,6 +31,12 @@ __all__ = ["IMPORT_BENCHMARK", "IMPORTERS", "TOOLS", "ImportedRun", "LogFormatEr
            "iter_runs", "parse_text"]
 
 HEAD_CHARS = 64 * 1024  # enough to see every tool's signature; the rest is streamed
+# No tool writes a line near this long; a file without newlines (a disk image, /dev/zero) must
+# not be read whole to find its first line end
+MAX_LINE = 16 << 20
+# What a parser raises when a log is damaged in a way its tests did not foresee (a cell that is
+# not a number, a token missing): a defect to fix in that parser, and still a bad file to refuse
+PARSER_DEFECTS = (ValueError, LookupError, ArithmeticError, TypeError, AttributeError)
 
 
 def _discover() -> tuple[Importer, ...]:
@@ -102,19 +109,9 @@ def iter_runs(lines: Iterable[str], tool: str | None = None, name: str = "", job
     ``errors="replace", newline=""``); a large nccl-tests log there is read by up to ``jobs``
     processes (nccl_parallel), with the same runs.
     """
-    it = iter(lines)
-    head_lines: list[str] = []
-    size = 0
-    for line in it:
-        head_lines.append(line if line.endswith("\n") else line + "\n")
-        size += len(line)
-        if size >= HEAD_CHARS:
-            break
+    head_lines, it = _head(lines)
     head = "".join(head_lines)
-    if not head.strip():
-        raise LogFormatError("empty file")
-    if "\x00" in head or _binary(head):
-        raise LogFormatError("binary data, not a text log")
+    _refuse_junk(head)
     if tool is not None and tool not in _BY_TOOL:
         raise LogFormatError(f"unknown tool {tool!r}: choose one of {', '.join(TOOLS)}")
     found = tool or detect_tool(head)
@@ -131,12 +128,108 @@ def iter_runs(lines: Iterable[str], tool: str | None = None, name: str = "", job
     try:
         for run in runs:
             count += 1
+            _check_storable(run, found)
             yield run
     except RecursionError:   # JSON nested thousands deep: Python's parser gives up, so do we
         raise LogFormatError(f"{found} data nested more than {sys.getrecursionlimit()} levels deep: "
                              "not a log this tool writes") from None
+    except PARSER_DEFECTS as e:
+        # A parser met a shape of damage its tests did not foresee: the file is refused, by its
+        # name, and the other files of the import go on (CLUSTERBENCH_DEBUG=1 shows the cause)
+        raise LogFormatError(f"malformed {found} log: the importer failed on it "
+                             f"({type(e).__name__}: {_short(str(e))})") from e
     if count == 0:
         raise LogFormatError(f"no {found} results found")
+
+
+def _refuse_junk(head: str) -> None:
+    if not head.strip():
+        raise LogFormatError("empty file")
+    if "\x00" in head or _binary(head):
+        raise LogFormatError("binary data, not a text log")
+
+
+def _head(lines: Iterable[str]) -> tuple[list[str], Iterator[str]]:
+    """A log's first lines (about HEAD_CHARS, each ending with a newline) and the rest.
+
+    A file (anything with ``readline``) is read in bounded parts: its first HEAD_CHARS are
+    judged before the rest of a line that goes on past them is read, and the rest comes through
+    ``_Bounded``. Lines given otherwise are already in memory and are taken as they are.
+    """
+    head_lines: list[str] = []
+    size = 0
+    if not callable(getattr(lines, "readline", None)):
+        it = iter(lines)
+        for line in it:
+            head_lines.append(line if line.endswith("\n") else line + "\n")
+            size += len(line)
+            if size >= HEAD_CHARS:
+                break
+        return head_lines, it
+    f = _Bounded(lines)
+    cut = False     # the last line read stopped at the budget, not at its end
+    while size < HEAD_CHARS:
+        budget = HEAD_CHARS - size
+        line = f.file.readline(budget)
+        if not line:
+            break
+        head_lines.append(line)
+        size += len(line)
+        cut = len(line) == budget and not line.endswith("\n")
+    if cut:   # judged before the rest of that line, which may be gigabytes without a newline
+        _refuse_junk("".join(head_lines))
+        head_lines[-1] = f.rest_of_line(head_lines[-1])
+    return [ln if ln.endswith("\n") else ln + "\n" for ln in head_lines], f
+
+
+class _Bounded:
+    """A text file's lines, read so that none longer than MAX_LINE characters is held whole;
+    ``read`` and ``readline`` as ``Lines.blocks`` takes them from a file (blocks, each completed
+    to its line end)."""
+
+    def __init__(self, file: Any) -> None:
+        self.file = file
+
+    def __iter__(self) -> Iterator[str]:
+        readline, limit = self.file.readline, MAX_LINE + 1   # a loop, not __next__: 300k lines a second
+        while line := readline(limit):
+            if len(line) > MAX_LINE:
+                raise _too_long()
+            yield line
+
+    def __next__(self) -> str:
+        line = self.rest_of_line("")
+        if not line:
+            raise StopIteration
+        return line
+
+    def read(self, size: int) -> str:
+        return self.file.read(size)  # type: ignore[no-any-return]
+
+    def readline(self) -> str:
+        return self.rest_of_line("")
+
+    def rest_of_line(self, start: str) -> str:
+        """``start`` and the rest of its line."""
+        line = start + self.file.readline(MAX_LINE + 1 - len(start))
+        if len(line) > MAX_LINE:
+            raise _too_long()
+        return line
+
+
+def _too_long() -> LogFormatError:
+    return LogFormatError(f"not a text log: a line longer than {MAX_LINE >> 20} MiB")
+
+
+def _check_storable(run: ImportedRun, tool: str) -> None:
+    """Refuse a run with a value the store cannot hold (a parser's defect, as a per-file error)."""
+    bad = run.not_finite()
+    if bad is not None:
+        raise LogFormatError(f"malformed {tool} log: {bad.benchmark} {bad.metric} {bad.value!r} is not a finite number")
+
+
+def _short(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _streamed(imp: Importer, lines: Lines, name: str, head: str) -> Iterator[ImportedRun]:

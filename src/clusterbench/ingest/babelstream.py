@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 
 from clusterbench.families.stream.spec import BANDWIDTH, BENCHMARK, TIME
@@ -55,11 +56,17 @@ _FAILURE = re.compile(r"Validation failed|FAILED validation|Sum was .* but shoul
 _CSV_RATE = re.compile(r"^(?:max_)?(\w+?)_per_sec$", re.IGNORECASE)
 
 
+def _word(text: str, n: int) -> str:
+    """The ``n``th word of ``text``; "" where a damaged line has fewer (no value: none stored)."""
+    words = text.split()
+    return words[n] if n < len(words) else ""
+
+
 def _array_elements(mb_text: str, dtype: str) -> tuple[int | None, bool]:
     """Elements from 'Array size: 268.4 MB': BabelStream rounds, so snap to a power of two when the
     printed figure is that rounding of one (its default and usual ``-s`` values). Returns (n, exact)."""
     mb = first_number(mb_text)
-    if mb is None:
+    if mb is None or not math.isfinite(mb):   # hundreds of digits read as inf: no size
         return None, False
     size = 8 if dtype == "double" else 4
     approx = mb * 1e6 / size
@@ -135,16 +142,16 @@ def _text(lines: list[str], name: str) -> list[ImportedRun]:
         elif s.startswith("Number of elements:"):
             cur.array, cur.exact = to_int(s.split(":", 1)[1].strip()), True
         elif s.startswith("GridSize:") and cur.array is None:
-            cur.array, cur.exact = to_int(s.split()[1]), True  # GPU-STREAM: one element per work-item
+            cur.array, cur.exact = to_int(_word(s, 1)), True  # GPU-STREAM: one element per work-item
         elif s.startswith("Array size:") and not cur.exact:
             cur.array, cur.exact = _array_elements(s.split(":", 1)[1], cur.dtype)
         elif s.startswith("Array size (") and "=" in s:   # cuda-stream: 'Array size (double precision) = 536.87 MB'
-            cur.dtype = _DTYPE.get(s.split("(")[1].split()[0], cur.dtype)
+            cur.dtype = _DTYPE.get(_word(s.split("(")[1], 0), cur.dtype)
             cur.array, cur.exact = _array_elements(s.split("=", 1)[1], cur.dtype)
         elif s.startswith("Array size =") and "elements" in s:  # McCalpin STREAM
-            cur.array, cur.exact = to_int(s.split("=")[1].split()[0]), True
+            cur.array, cur.exact = to_int(_word(s.split("=")[1], 0)), True
         elif s.startswith("This system uses") and "bytes per array element" in s:
-            cur.dtype = _DTYPE.get(s.split()[3], cur.dtype)
+            cur.dtype = _DTYPE.get(_word(s, 3), cur.dtype)
         elif re.match(r"Using \w+ device", s):
             cur.devices.append(s.split("device", 1)[1].strip())
         elif s.startswith("Function"):

@@ -110,9 +110,10 @@ def parse(text: str, name: str = "", tool: str = "rocblas-bench") -> list[Import
 
 
 def _measurements(row: dict[str, str], cols: list[str], text: str, name: str, run: Run) -> list[Measurement]:
-    gflops_key = next(c for c in cols if c.endswith("Gflops") and not c.startswith("CPU"))
+    gflops_key = next((c for c in cols if c.endswith("Gflops") and not c.startswith("CPU")), None)
     gbs_key = next((c for c in cols if c.endswith("-GB/s") and not c.startswith("CPU")), None)
-    gflops, us = to_float(row.get(gflops_key, "")), to_float(row.get("us", ""))
+    gflops = to_float(row.get(gflops_key, "")) if gflops_key else None
+    us = to_float(row.get("us", ""))
     lower = {k.lower(): v for k, v in row.items()}
     function, inferred = _function(cols, text)
     params: dict[str, object] = {
@@ -146,7 +147,10 @@ def _check_plausible(run: Run, params: dict[str, object], gflops: float | None, 
     m, n, k = params.get("m"), params.get("n"), params.get("k")
     implied = None
     if isinstance(m, int) and isinstance(n, int) and isinstance(k, int) and us:
-        implied = 2.0 * m * n * k * int(params.get("batch", 1)) / (us * 1e-6) / 1e12   # TFLOP/s
+        try:
+            implied = 2.0 * m * n * k * int(params.get("batch", 1)) / (us * 1e-6) / 1e12   # TFLOP/s
+        except OverflowError:   # sizes of hundreds of digits: a damaged row, no rate to judge
+            implied = None
     rate = max(x for x in (gflops / 1000.0 if gflops is not None else None, implied) if x is not None) \
         if (gflops is not None or implied is not None) else None
     if rate is None:

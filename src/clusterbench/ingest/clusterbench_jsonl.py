@@ -22,12 +22,19 @@ env, tags, errors, meta); only its source says it was imported.
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 from typing import Any
 
-from clusterbench.ingest.common import IMPORT_BENCHMARK, ImportedRun, LogFormatError
+from clusterbench.ingest.common import (
+    IMPORT_BENCHMARK,
+    ImportedRun,
+    LogFormatError,
+    finite,
+    not_utf8_in,
+    shown,
+)
 from clusterbench.ingest.registry import Importer
 from clusterbench.records import INCOMPLETE, RUN_STATUSES, Measurement, Run
 
@@ -35,6 +42,7 @@ TOOL = "clusterbench-jsonl"
 MEASUREMENT_FIELDS = ("run", "benchmark", "metric", "value", "unit", "params")
 _MAX_TRIES = 4                # '{' positions tried per line: a prefix rarely has more than one
 _DECODER = json.JSONDecoder()
+_MAX_RANKS = 2**63 - 1        # the largest integer the stores hold
 
 
 def _object_in(line: str) -> dict[str, Any] | None:
@@ -64,8 +72,12 @@ def _kind(obj: dict[str, Any]) -> str | None:
 
 def _measurement(obj: dict[str, Any], where: str) -> Measurement:
     value = obj.get("value")
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
-        raise LogFormatError(f"{where}: measurement value {value!r} is not a number")
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise LogFormatError(f"{where}: measurement value {shown(value)} is not a number")
+    if finite(value) is None:   # JSON's 1e999 and Infinity decode to inf; no float holds 400 digits
+        raise LogFormatError(f"{where}: measurement value {shown(value)} is not a finite number")
+    if not isinstance(obj.get("run"), (int, type(None))):
+        raise LogFormatError(f"{where}: measurement field 'run' is {shown(obj.get('run'))}, not a run id")
     for key in ("benchmark", "metric", "unit"):
         if not isinstance(obj.get(key), str):
             raise LogFormatError(f"{where}: measurement field {key!r} is missing or not text")
@@ -81,6 +93,18 @@ _RUN_TYPES: dict[str, type | tuple[type, ...]] = {
     "status": str, "hosts": list, "ranks": int, "devices": list, "versions": dict, "env": dict,
     "tags": dict, "errors": list, "meta": dict,
 }
+_TEXT_LISTS = ("command", "hosts", "devices", "errors")   # what reports join and print as text
+_TEXT_MAPS = ("versions", "env")
+
+
+def _iso_time(text: str) -> bool:
+    """Whether ``text`` is a time as runs store it (``2026-11-23T18:13:34.099Z``) or another
+    ISO 8601 form ``datetime.fromisoformat`` reads (a trailing Z included, on any Python)."""
+    try:
+        datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+    except ValueError:
+        return False
+    return True
 
 
 def _run(obj: dict[str, Any], name: str, where: str) -> Run:
@@ -89,6 +113,19 @@ def _run(obj: dict[str, Any], name: str, where: str) -> Run:
             raise LogFormatError(f"{where}: run field {key!r} is missing or of the wrong type")
     if obj["status"] not in RUN_STATUSES:
         raise LogFormatError(f"{where}: unknown run status {obj['status']!r}")
+    for key in ("started_at", "ended_at"):
+        if obj[key] is not None and not _iso_time(obj[key]):
+            raise LogFormatError(f"{where}: run field {key!r} is {shown(obj[key])}, not an ISO 8601 time")
+    if not 0 <= obj["ranks"] <= _MAX_RANKS:
+        raise LogFormatError(f"{where}: run field 'ranks' is out of range")
+    if not isinstance(obj.get("id"), (int, type(None))):
+        raise LogFormatError(f"{where}: run field 'id' is {shown(obj.get('id'))}, not a run id")
+    for key in _TEXT_LISTS:
+        if not all(isinstance(x, str) for x in obj[key]):
+            raise LogFormatError(f"{where}: run field {key!r} is not a list of text")
+    for key in _TEXT_MAPS:
+        if not all(isinstance(x, str) for x in obj[key].values()):
+            raise LogFormatError(f"{where}: run field {key!r} does not map names to text")
     original = f" (run {obj['id']})" if isinstance(obj.get("id"), int) else ""
     source = f"{obj['source'] or 'clusterbench'}, imported from {name or 'JSON lines'}{original}"
     return Run(
@@ -99,6 +136,13 @@ def _run(obj: dict[str, Any], name: str, where: str) -> Run:
         tags={str(k): str(v) for k, v in obj["tags"].items()},
         errors=list(obj["errors"]), meta=dict(obj["meta"]),
     )
+
+
+def _refuse_surrogates(obj: dict[str, Any], where: str) -> None:
+    for key, value in obj.items():
+        found = not_utf8_in([key, value])
+        if found is not None:
+            raise LogFormatError(f"{where}: not UTF-8 text: {shown(found)} in field {shown(key)}")
 
 
 def _orphans(measurements: list[Measurement], run_id: Any, name: str) -> ImportedRun:
@@ -118,8 +162,13 @@ def iter_parse(lines: Iterable[str], name: str = "") -> Iterator[ImportedRun]:
         if obj is None:
             continue
         where = f"line {n}"
+        # a lone surrogate can only come from a JSON escape: text read from a file holds U+FFFD
+        # where its bytes were not UTF-8
+        if "\\u" in line:
+            _refuse_surrogates(obj, where)
         if _kind(obj) == "measurement":
-            pending.setdefault(obj.get("run"), []).append(_measurement(obj, where))
+            m = _measurement(obj, where)   # checks the run id before it is a key
+            pending.setdefault(obj.get("run"), []).append(m)
         else:
             run = _run(obj, name, where)
             yield ImportedRun(run, pending.pop(obj.get("id"), []))

@@ -25,6 +25,8 @@ def ranks_from_ratio(op: str, algbw: float, busbw: float) -> int | None:
         n, dn = 1 / (1 - ratio), 1 / (1 - ratio) ** 2 * dratio
     else:
         return None
+    if not n < 1 << 31:   # a ratio a hair from the limit (or nan): damaged values, no rank count
+        return None
     rounded = round(n)
     return rounded if rounded >= 2 and dn < 0.3 and abs(n - rounded) < 0.3 else None
 

@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterable, Iterator
 
 from clusterbench.errors import UsageError
+from clusterbench.printable import not_utf8
 from clusterbench.records import COMPLETE, WARNINGS, Measurement, Run
 from clusterbench.store.packs import Packs, measurements_of, pack_measurements
 
@@ -62,6 +63,12 @@ class ImportedRun:
         if self._measurements is None:
             return [self._benchmark] if self._benchmark and len(self) else []
         return sorted({m.benchmark for m in self.measurements})
+
+    def not_finite(self) -> Measurement | None:
+        """The first record whose value the store refuses (an infinite one: ``Measurement``
+        refuses NaN and integers no float holds); packs hold only finite values (``number`` and
+        ``pack_rows`` see to it)."""
+        return next((m for m in self._measurements or () if not math.isfinite(m.value)), None)
 
     def store_rows(self) -> Packs:
         """The records for ``Store.save_run_rows``."""
@@ -327,6 +334,61 @@ def to_int(token: str) -> int | None:
     except ValueError:
         value = to_float(token)
         return int(value) if value is not None and value == int(value) else None
+
+
+def finite(value: object) -> float | None:
+    """A decoded JSON value as a finite float; None for anything else (text, null, true, an
+    infinite number or one of hundreds of digits, which no float holds)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def shown(value: object) -> str:
+    """A decoded JSON value as an error message quotes it: short, an integer of hundreds of
+    digits by its length."""
+    if isinstance(value, int) and value.bit_length() > 64:
+        try:
+            digits = str(abs(value))
+        except ValueError:   # past Python's limit on converting an integer to text
+            return f"an integer of {value.bit_length()} bits"
+        return f"{'-' if value < 0 else ''}{digits[:3]}...{digits[-3:]} ({len(digits)} digits)"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def not_utf8_in(value: object) -> str | None:
+    """The first text in a decoded JSON value, keys included, that is ``not_utf8``; None if none."""
+    if isinstance(value, str):
+        return value if not_utf8(value) else None
+    items: Iterable[object] = ()
+    if isinstance(value, dict):
+        items = itertools.chain.from_iterable(value.items())
+    elif isinstance(value, list):
+        items = value
+    for item in items:
+        found = not_utf8_in(item)
+        if found is not None:
+            return found
+    return None
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def refuse_not_utf8(doc: object, text: str, where: str) -> None:
+    """Refuse a document decoded from the JSON ``text`` that holds a lone surrogate (see
+    ``not_utf8``): stored, it would break every CSV export and report of its run. Only JSON's
+    escapes make one (a file's bytes that are not UTF-8 are read as U+FFFD), so the document is
+    walked only when ``text`` has such an escape."""
+    if _SURROGATE_ESCAPE.search(text):
+        found = not_utf8_in(doc)
+        if found is not None:
+            raise LogFormatError(f"{where}: not UTF-8 text: {shown(found)}")
 
 
 def first_number(text: str) -> float | None:

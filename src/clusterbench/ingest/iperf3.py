@@ -12,7 +12,15 @@ import re
 from typing import Any
 
 from clusterbench.families.net.spec import BANDWIDTH, JITTER, LOST, NET, RETRANSMITS
-from clusterbench.ingest.common import ImportedRun, LogFormatError, add_error, new_run
+from clusterbench.ingest.common import (
+    ImportedRun,
+    LogFormatError,
+    add_error,
+    finite,
+    new_run,
+    refuse_not_utf8,
+    shown,
+)
 from clusterbench.ingest.iperf3_text import SIGNATURE, parse_text_output
 from clusterbench.ingest.registry import Importer, whole
 from clusterbench.records import FAILED, INCOMPLETE, Measurement
@@ -32,15 +40,52 @@ def _documents(text: str) -> list[dict[str, Any]]:
             if docs:
                 break  # a last document cut short: keep the complete ones
             raise LogFormatError(f"not iperf3 JSON: {e.msg} at line {e.lineno}") from None
+        except ValueError as e:   # an integer past the digits Python converts
+            raise LogFormatError(f"not iperf3 JSON: {e}") from None
         if isinstance(doc, dict):
             docs.append(doc)
     return docs
 
 
-def _run(doc: dict[str, Any], name: str) -> ImportedRun | None:
-    start = doc.get("start") or {}
-    end = doc.get("end") or {}
-    test = start.get("test_start") or {}
+class _Fields:
+    """One document's fields, each refused with its path unless of the type iperf3 writes: a
+    hand-edited or damaged file would otherwise store a wrong figure or none."""
+
+    def __init__(self, index: int) -> None:
+        self.where = f"iperf3 JSON document {index}"
+
+    def refuse(self, path: str, value: object, wanted: str) -> LogFormatError:
+        return LogFormatError(f"{self.where}: {path} is {shown(value)}, not {wanted}")
+
+    def obj(self, parent: dict[str, Any], key: str, path: str) -> dict[str, Any]:
+        """An object; {} where absent or null (a run that failed before it)."""
+        value = parent.get(key)
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self.refuse(path, value, "an object")
+        return value
+
+    def number(self, parent: dict[str, Any], key: str, path: str) -> float:
+        value = parent[key]
+        number = finite(value)
+        if number is None:
+            numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+            raise self.refuse(path, value, "a finite number" if numeric else "a number")
+        return number
+
+    def text(self, parent: dict[str, Any], key: str, path: str) -> str:
+        value = parent.get(key, "")
+        if not isinstance(value, str):
+            raise self.refuse(path, value, "text")
+        return value
+
+
+def _run(doc: dict[str, Any], name: str, index: int = 1) -> ImportedRun | None:
+    f = _Fields(index)
+    start = f.obj(doc, "start", "start")
+    end = f.obj(doc, "end", "end")
+    test = f.obj(start, "test_start", "start.test_start")
     run = new_run("iperf3", name)
     version = str(start.get("version", "")).replace("iperf ", "")
     run.source = f"iperf3 {version}".strip()
@@ -48,37 +93,44 @@ def _run(doc: dict[str, Any], name: str) -> ImportedRun | None:
         run.versions["iperf3"] = version
     if start.get("system_info"):
         run.meta["system_info"] = start["system_info"]
-    if (start.get("timestamp") or {}).get("time"):
-        run.meta["log_started_at"] = start["timestamp"]["time"]
-    conn = (start.get("connected") or [{}])[0]
-    local, remote = conn.get("local_host", ""), conn.get("remote_host", "")
+    timestamp = f.obj(start, "timestamp", "start.timestamp")
+    if timestamp.get("time"):
+        run.meta["log_started_at"] = f.text(timestamp, "time", "start.timestamp.time")
+    connected = start.get("connected") or [{}]
+    if not isinstance(connected, list) or not isinstance(connected[0], dict):
+        raise f.refuse("start.connected", connected, "a list of objects")
+    conn = connected[0]
+    local = f.text(conn, "local_host", "start.connected[0].local_host")
+    remote = f.text(conn, "remote_host", "start.connected[0].remote_host")
     reverse = bool(test.get("reverse"))
     src, dst = (remote, local) if reverse else (local, remote)
     run.hosts = [h for h in (local, remote) if h]
     protocol = str(test.get("protocol", "TCP")).lower()
-    params: dict[str, Any] = {"src_host": src, "dst_host": dst, "protocol": protocol,
-                              "streams": int(test.get("num_streams", 1) or 1)}
-    if test.get("duration"):
-        params["duration_s"] = test["duration"]
-    if test.get("blksize"):
-        params["block_bytes"] = test["blksize"]
+    streams = int(f.number(test, "num_streams", "start.test_start.num_streams")) if test.get("num_streams") else 1
+    params: dict[str, Any] = {"src_host": src, "dst_host": dst, "protocol": protocol, "streams": streams}
+    for key, param in (("duration", "duration_s"), ("blksize", "block_bytes")):
+        if test.get(key):
+            f.number(test, key, f"start.test_start.{key}")
+            params[param] = test[key]
     ms: list[Measurement] = []
     sides = [("sum_sent", "sent"), ("sum_received", "received")]
     if not any(k in end for k, _ in sides):
         sides = [("sum", "sent")]  # UDP in older iperf3 versions
     for key, side in sides:
-        s = end.get(key)
-        if not isinstance(s, dict) or "bits_per_second" not in s:
+        s = f.obj(end, key, f"end.{key}")
+        if "bits_per_second" not in s:
             continue
-        p = {**params, "side": side, "bytes": int(s.get("bytes", 0))}
-        ms.append(BANDWIDTH(NET, float(s["bits_per_second"]) / 8e9, p))
+        path = f"end.{key}"
+        nbytes = int(f.number(s, "bytes", f"{path}.bytes")) if "bytes" in s else 0
+        p = {**params, "side": side, "bytes": nbytes}
+        ms.append(BANDWIDTH(NET, f.number(s, "bits_per_second", f"{path}.bits_per_second") / 8e9, p))
         if "retransmits" in s:
-            ms.append(RETRANSMITS(NET, float(s["retransmits"]), p))
+            ms.append(RETRANSMITS(NET, f.number(s, "retransmits", f"{path}.retransmits"), p))
         # jitter and loss are measured by the receiver; a UDP sender's summary holds zeros
         if "jitter_ms" in s and (side == "received" or key == "sum"):
-            ms.append(JITTER(NET, float(s["jitter_ms"]) * 1000, p))
+            ms.append(JITTER(NET, f.number(s, "jitter_ms", f"{path}.jitter_ms") * 1000, p))
         if "lost_percent" in s and (side == "received" or key == "sum"):
-            ms.append(LOST(NET, float(s["lost_percent"]), p))
+            ms.append(LOST(NET, f.number(s, "lost_percent", f"{path}.lost_percent"), p))
     if doc.get("error"):
         add_error(run, str(doc["error"]))
         run.status = FAILED if not ms else INCOMPLETE
@@ -93,8 +145,9 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
     if not text.lstrip().startswith("{"):
         return parse_text_output(text, name)
     out = []
-    for doc in _documents(text):
-        r = _run(doc, name)
+    for i, doc in enumerate(_documents(text), 1):
+        refuse_not_utf8(doc, text, f"iperf3 JSON document {i}")
+        r = _run(doc, name, i)
         if r is not None:
             out.append(r)
     return out

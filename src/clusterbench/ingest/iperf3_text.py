@@ -23,6 +23,7 @@ from clusterbench.ingest.common import (
     add_error,
     clean_lines,
     new_run,
+    shown,
     to_float,
 )
 from clusterbench.records import INCOMPLETE, Measurement
@@ -124,8 +125,11 @@ def parse_text_output(text: str, name: str = "") -> list[ImportedRun]:
             if not side:
                 continue   # an interval row
             rate_step = _BIT_STEP[m.group(7)] / 8 if m.group(8) == "bits" else _BYTE_STEP[m.group(7)]
-            cur.rows.append((m.group(1), side, float(m.group(4)) * _BYTE_STEP[m.group(5)],
-                             float(m.group(6)) * rate_step, rest[: -len(side)].strip()))
+            moved, rate = to_float(m.group(4)), to_float(m.group(6))
+            if moved is None or rate is None:   # '1.2.3', or hundreds of digits: a damaged summary
+                raise LogFormatError(f"summary row {shown(s)}: its transfer or rate is not a number")
+            cur.rows.append((m.group(1), side, moved * _BYTE_STEP[m.group(5)], rate * rate_step,
+                             rest[: -len(side)].strip()))
     runs.append(cur)
     out = []
     for r in runs:

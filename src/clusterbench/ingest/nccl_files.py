@@ -42,6 +42,7 @@ from clusterbench.ingest.common import (
     LogFormatError,
     add_error,
     new_run,
+    refuse_not_utf8,
     to_float,
     to_int,
 )
@@ -52,6 +53,12 @@ from clusterbench.records import COMPLETE, FAILED, INCOMPLETE, Measurement
 
 def lenient_json(text: str) -> tuple[Any, bool]:
     """Parse JSON; if the writer died mid-file, close what is open. Returns (value, was_truncated)."""
+    value, truncated = _lenient_json(text)
+    refuse_not_utf8(value, text, "JSON")
+    return value, truncated
+
+
+def _lenient_json(text: str) -> tuple[Any, bool]:
     try:
         return json.loads(text), False
     except json.JSONDecodeError:

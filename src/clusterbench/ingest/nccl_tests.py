@@ -26,6 +26,7 @@ count comes from busbw/algbw where the rounding allows, else from a complete ran
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 from collections.abc import Iterable, Iterator
@@ -255,13 +256,14 @@ class NcclTextParser:
         if nrows * ncols != len(toks) or len(lines) - lines.count("") != nrows:
             return False
         sizes, counts, dtypes = toks[0::ncols], toks[1::ncols], toks[2::ncols]
-        if not ("".join(sizes).isdigit() and "".join(counts).isdigit() and "".join(dtypes).isalnum()):
+        # isdecimal, not isdigit: int() takes only decimal digits ('²' is a digit, not decimal)
+        if not ("".join(sizes).isdecimal() and "".join(counts).isdecimal() and "".join(dtypes).isalnum()):
             return False
         redops = toks[3 + shape.index("redop")::ncols] if "redop" in shape else ["none"] * nrows
         roots = toks[3 + shape.index("root")::ncols] if "root" in shape else ["-1"] * nrows
         if "redop" in shape and not "".join(redops).isalpha():
             return False
-        if "root" in shape and not all(r.lstrip("-").isdigit() for r in set(roots)):
+        if "root" in shape and not all(map(_integer, set(roots))):
             return False
         if st.concluded or st.avg_busbw is not None:  # rows after a footer: the next run's
             self._next_run(keep_layout=True)
@@ -312,7 +314,7 @@ class NcclTextParser:
         st = self.state
         toks = stripped.split()
         nlead = len(toks) - st.layout.ntail
-        if 3 <= nlead <= 5 and toks[0].isdigit() and toks[1].isdigit() and toks[2][:1].isalpha():
+        if 3 <= nlead <= 5 and toks[0].isdecimal() and toks[1].isdecimal() and toks[2][:1].isalpha():
             shape = _shape(toks, nlead)
             if shape is not None:
                 if st.concluded or st.avg_busbw is not None:  # rows after a footer: the next run's
@@ -397,7 +399,7 @@ class NcclTextParser:
             return
         if body.startswith("Out of bounds"):
             m = _OOB.search(body)
-            if m:
+            if m and len(m.group(1)) <= 18:   # more digits: a damaged line, no count a run could have
                 st.oob, st.oob_ok = int(m.group(1)), m.group(2)
                 st.seen = True
             return
@@ -672,14 +674,24 @@ class NcclTextParser:
         if st.avg_busbw is not None and st.bus:
             try:
                 total, count = sum(map(float, st.bus)), len(st.bus)
-            except ValueError:
-                values = [v for v in map(number, st.bus) if v is not None]
-                total, count = sum(values), len(values)
-            if count:
+            except ValueError:   # N/A in the column
+                total = math.nan
+            tolerance = max(0.01 * abs(st.avg_busbw), 0.01)
+            if math.isfinite(total):
                 mean = total / count
-                if abs(mean - st.avg_busbw) > max(0.01 * abs(st.avg_busbw), 0.01):
+                if abs(mean - st.avg_busbw) > tolerance:
                     problems.append(f"the footer's average busbw {st.avg_busbw:g} GB/s is not the mean "
                                     f"{mean:.6g} GB/s of the {count} busbw values shown: rows are missing")
+            else:
+                # N/A, nan or inf shown: the footer counted a value there that the log does not show
+                # (any from 0 up), so only a footer below the mean the numbers give with those as 0
+                # cannot be the mean of these rows
+                values = [v for v in map(number, st.bus) if v is not None]
+                floor = sum(values) / len(st.bus)
+                if values and st.avg_busbw < floor - tolerance:
+                    problems.append(f"the footer's average busbw {st.avg_busbw:g} GB/s is below the mean "
+                                    f"{floor:.6g} GB/s of the {len(st.bus)} busbw values shown, counting "
+                                    f"the {len(st.bus) - len(values)} that are not numbers as 0: rows are missing")
         return problems
 
     def _algbw_is_busbw(self) -> bool:
@@ -725,17 +737,22 @@ def _column_header(body: str) -> tuple[bool, Layout | None]:
     return True, layout_of(tuple(tail[:-1] if tail[-1] == "timestamp" else tail))
 
 
+def _integer(tok: str) -> bool:
+    """Whether ``int`` reads ``tok`` (a root: ``-1``, ``0``; not ``--1``)."""
+    return (tok[1:] if tok[:1] == "-" else tok).isdecimal()
+
+
 def _shape(toks: list[str], nlead: int) -> Shape | None:
     """What a row's lead tokens after size/count/type are. Old formats leave out the root
     column, the redop column, or print an empty redop: a number there is the root, a word the redop."""
     if nlead == 5:
-        if toks[3][:1].isalpha() and toks[4].lstrip("-").isdigit():
+        if toks[3][:1].isalpha() and _integer(toks[4]):
             return ("redop", "root")
         return None
     if nlead == 3:
         return ()
     tok = toks[3]
-    if tok.lstrip("-").isdigit():
+    if _integer(tok):
         return ("root",)
     return ("redop",) if tok[:1].isalpha() else None
 

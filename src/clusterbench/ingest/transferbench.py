@@ -8,14 +8,17 @@ use the class letter alone (``G`` all GPUs, ``C`` all CPUs).
 
 from __future__ import annotations
 
+import math
 import re
 
 from clusterbench.families.transfer.spec import BANDWIDTH, BENCHMARK, TIME
 from clusterbench.ingest.common import (
     ImportedRun,
+    LogFormatError,
     add_error,
     clean_lines,
     new_run,
+    shown,
     to_float,
     to_int,
 )
@@ -27,6 +30,8 @@ _VERSION = re.compile(r"TransferBench v?(\d[\w.]*)")
 _EXECUTOR = {"G": "GFX", "GPU": "GFX", "D": "DMA", "DMA": "DMA", "C": "CPU", "CPU": "CPU", "I": "NIC", "NIC": "NIC"}
 _BYTES_PER_TRANSFER = re.compile(r"\[(\d+) bytes per Transfer\]")
 _EXE_TOKEN = re.compile(r"^([A-Za-z]+)(\d+)")
+_EXECUTOR_CELL = re.compile(r"Executor:\s+([A-Za-z]+)\s+(\d+)")
+_AVERAGE_LABEL = re.compile(r"([A-Z])[A-Z]*->([A-Z])[A-Z]*")
 
 
 def _loc(kind: str, index: str) -> str:
@@ -37,8 +42,15 @@ def _columns(header: str) -> list[str]:
     return [_loc(k, i) for k, i in _DEVICE.findall(header.split("\\", 1)[-1])]
 
 
+def _first(text: str) -> str:
+    """The first word of a cell; "" for an empty one (a damaged row: its value is left out)."""
+    words = text.split(maxsplit=1)
+    return words[0] if words else ""
+
+
 class _Parser:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, text: str = "") -> None:
+        self.text = text   # the log, to say which line a refused cell is on
         self.run = new_run("transferbench", name)
         self.ms: list[Measurement] = []
         self.mode = ""  # a2a | uni | bi
@@ -87,9 +99,9 @@ class _Parser:
         elif s.startswith(("Average bandwidth", "Average   bandwidth", "Aggregate bandwidth")):
             timing = "cpu" if "CPU Timed" in s else "gpu"
             stat = "average" if s.startswith("Average") else "aggregate"
-            self.add(to_float(s.split(":")[-1].split()[0]), test="a2a", direction="uni", method=self.method,
+            self.add(to_float(_first(s.split(":")[-1])), test="a2a", direction="uni", method=self.method,
                      stat=stat, timing=timing)
-        elif s.startswith("Test ") and s.rstrip(":").split()[-1].isdigit():
+        elif s.startswith("Test ") and s.rstrip(":").split()[-1].isdecimal():
             self.test = {"index": int(s.rstrip(":").split()[-1]), "comment": self.comment}
             self.comment = ""
         elif s.startswith("##"):
@@ -130,23 +142,31 @@ class _Parser:
         direction = "bi" if "Bi" in s else "uni"
         vals = [to_float(t) for t in s.split(":", 1)[-1].split()]
         for label, v in zip(self.avg_labels, vals):
-            src, _, dst = label.partition("->")
-            self.add(v, src=src[0], dst=dst[0], test="p2p", direction=direction, method=self.method, stat="average")
+            m = _AVERAGE_LABEL.fullmatch(label)
+            if m:   # a damaged label says no longer which class the average is of
+                self.add(v, src=m.group(1), dst=m.group(2), test="p2p", direction=direction, method=self.method,
+                         stat="average")
 
     def _config_line(self, s: str) -> None:
         cells = [c.strip() for c in re.split(r"[|│]", s)]
         if len(cells) < 4:
             return
-        head, bw, ms_, nbytes = cells[0], to_float(cells[1].split()[0]), cells[2], cells[3]
-        time_us = to_float(ms_.split()[0]) if ms_ else None
-        time_us = time_us * 1000 if time_us is not None else None
-        nbytes_i = to_int(nbytes.split()[0]) if nbytes else None
+        head, bw, ms_, nbytes = cells[0], to_float(_first(cells[1])), cells[2], cells[3]
+        time_us = to_float(_first(ms_))
+        time_us = time_us * 1000 if time_us is not None and math.isfinite(time_us * 1000) else None
+        # the byte count identifies the row: a row without one would be stored as another row
+        nbytes_i = to_int(_first(nbytes))
+        if nbytes_i is None or nbytes_i < 0:
+            raise self._refused(s, nbytes, "is not a whole number of bytes", "byte count")
         base = {"test": self.kind, "test_index": self.test.get("index"), "bytes": nbytes_i}
         if self.test.get("comment"):
             base["name"] = self.test["comment"]
         tail = cells[4] if len(cells) > 4 else ""
         if head.startswith("Executor"):
-            kind, idx = head.split(":", 1)[1].split()
+            m = _EXECUTOR_CELL.fullmatch(head)
+            if m is None:
+                raise self._refused(s, head, "is not 'Executor: KIND INDEX'", "executor cell")
+            kind, idx = m.groups()
             exe = {"GPU": "G", "DMA": "D", "CPU": "C", "NIC": "I"}.get(kind, kind[:1]) + str(int(idx))
             method = _EXECUTOR.get(kind, kind)
             self.add(bw, executor=exe, method=method, stat="executor", **base)
@@ -159,13 +179,24 @@ class _Parser:
                 em = _EXE_TOKEN.match(parts[1])
                 method = _EXECUTOR.get(em.group(1), em.group(1)) if em else None
                 sub = to_int(parts[1].rsplit(":", 1)[-1]) if ":" in parts[1] else None
-                p = dict(base, src=parts[0], dst=parts[2], method=method, transfer=to_int(head.split()[-1]),
+                index = head.split()[-1]
+                if not index.isdecimal():
+                    raise self._refused(s, head, "is not 'Transfer INDEX'", "transfer cell")
+                p = dict(base, src=parts[0], dst=parts[2], method=method, transfer=int(index),
                          subexecutors=sub, stat="transfer")
                 self.add(bw, **p)
                 self._time(time_us, **p)
         elif head.startswith("Aggregate"):
             self.add(bw, stat="aggregate", timing="cpu", **base)
             self._time(time_us, stat="aggregate", timing="cpu", **base)
+
+    def _refused(self, line: str, cell: str, problem: str, what: str) -> LogFormatError:
+        """The error for a cell that no TransferBench prints, with the log line it is on."""
+        at = self.text.find(line)
+        if at < 0 and cell:   # the line as cleaned is not in the log (document markup): find the cell
+            at = self.text.find(cell)
+        where = f"line {self.text.count(chr(10), 0, at) + 1}: " if at >= 0 else ""
+        return LogFormatError(f"{where}{what} {shown(cell)} {problem}")
 
     def _time(self, value: float | None, **params: object) -> None:
         if value is not None:
@@ -174,7 +205,7 @@ class _Parser:
 
 
 def parse(text: str, name: str = "") -> list[ImportedRun]:
-    p = _Parser(name)
+    p = _Parser(name, text)
     for line in clean_lines(text.splitlines()):
         if line.lstrip().startswith(("[ERROR]", "ERROR", "Error")):
             add_error(p.run, line)

@@ -15,7 +15,14 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from clusterbench.families import serving
-from clusterbench.ingest.common import ImportedRun, LogFormatError, clean_lines, new_run, to_float
+from clusterbench.ingest.common import (
+    ImportedRun,
+    LogFormatError,
+    clean_lines,
+    new_run,
+    refuse_not_utf8,
+    to_float,
+)
 from clusterbench.ingest.registry import Importer, whole_text
 from clusterbench.records import INCOMPLETE, Measurement
 
@@ -72,6 +79,7 @@ def parse_json(text: str, name: str = "") -> list[ImportedRun]:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise LogFormatError(f"not a vLLM result JSON: {e.msg} at line {e.lineno}") from None
+    refuse_not_utf8(doc, text, "vLLM result JSON")
     docs = doc if isinstance(doc, list) else [doc]
     out = []
     for d in docs:

@@ -338,8 +338,12 @@ def load_profile(name_or_path: str) -> Profile:
     """Load a built-in profile by name (``amd-mi300x-oem``) or a YAML file by path."""
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml") or path.exists():
-        if not path.is_file():
+        if path.is_dir():
+            raise UsageError(f"profile file {name_or_path} is a directory")
+        if not path.exists():
             raise UsageError(f"profile file {name_or_path} does not exist")
+        if not path.is_file():   # a FIFO or a device: reading it could block or never end
+            raise UsageError(f"profile file {name_or_path} is not a regular file")
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as e:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from xml.etree import ElementTree as ET
 
-from clusterbench.errors import UsageError
+from clusterbench.report import outfile
 
 if TYPE_CHECKING:
     from clusterbench.judge.validate import Outcome
@@ -106,17 +106,7 @@ def render(suites: Sequence[Suite], name: str = "clusterbench") -> str:
 
 def write(path: str | os.PathLike[str], suites: Sequence[Suite], name: str = "clusterbench") -> Path:
     """Write the XML to ``path`` atomically (a CI job never reads half a file)."""
-    out = Path(path)
-    if not out.parent.is_dir():
-        raise UsageError(f"--junit {out}: directory {out.parent} does not exist")
-    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
-    try:
-        tmp.write_text(render(suites, name), encoding="utf-8")
-        os.replace(tmp, out)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise UsageError(f"cannot write --junit {out}: {e.strerror or e}") from None
-    return out
+    return outfile.write_text(path, render(suites, name), what="--junit")
 
 
 # -- what each command judges, as test cases ---------------------------------------------------

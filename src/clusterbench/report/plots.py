@@ -255,16 +255,17 @@ def timeline(title: str, panels: Sequence[tuple[str, str, Sequence[tuple[str, li
     return fig
 
 
-def save(fig: Figure, stem: Path) -> list[Path]:
-    """Write ``stem.png`` and ``stem.svg``; close the figure."""
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    out = []
-    for ext in ("png", "svg"):
-        p = stem.with_suffix(f".{ext}")
-        fig.savefig(p, dpi=110 if ext == "png" else None)
-        out.append(p)
+FORMATS = ("png", "svg")   # each figure's files, in this order
+
+
+def save_as(fig: Figure, path: Path, fmt: str) -> None:
+    """Write ``fig`` to ``path`` as ``fmt`` (one of ``FORMATS``; named, since a temporary file's
+    name does not end in it)."""
+    fig.savefig(path, format=fmt, dpi=110 if fmt == "png" else None)
+
+
+def close(fig: Figure) -> None:
     plt.close(fig)
-    return out
 
 
 def png_data_uri(fig: Figure) -> str:

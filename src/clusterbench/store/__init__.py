@@ -21,7 +21,7 @@ from clusterbench.records import Measurement, Run, TelemetrySample
 from clusterbench.store import location as loc
 from clusterbench.store.backend import Backend
 from clusterbench.store.location import Location
-from clusterbench.store.migrations import MIGRATIONS, new_uid, statements
+from clusterbench.store.migrations import MIGRATIONS, derived_uid, new_uid, statements
 from clusterbench.store.packs import (
     MeasurementRow,
     Pack,
@@ -50,18 +50,19 @@ def describe(db: str | os.PathLike[str] | None) -> str:
     return loc.parse(db).display
 
 
-def connect(where: Location) -> Backend:
-    """An open connection to the database at ``where``, not migrated (``Store.open`` migrates)."""
+def connect(where: Location, readonly: bool = False) -> Backend:
+    """An open connection to the database at ``where``, not migrated (``Store.open`` migrates);
+    ``readonly``: to an existing database, through a connection that cannot write to it."""
     if where.kind == loc.POSTGRESQL:
         from clusterbench.store.postgres import PostgresBackend
 
         if where.has_password:
             warn_once("the database URL holds a password, which shows in process lists and shell "
                       "history: put it in a passfile (--db-passfile FILE or PGPASSFILE)")
-        return PostgresBackend.connect(where)
+        return PostgresBackend.connect_readonly(where) if readonly else PostgresBackend.connect(where)
     from clusterbench.store.sqlite import SqliteBackend
 
-    return SqliteBackend.connect(where)
+    return SqliteBackend.connect_readonly(where) if readonly else SqliteBackend.connect(where)
 
 
 def _like_prefix(text: str) -> str:
@@ -189,6 +190,15 @@ def _clean(value: Any) -> str:
     return loc.redact(_ENCODE(value)) if value else _ENCODE(value)
 
 
+def _uid(row: Sequence[Any]) -> str:
+    """The uid of a run from its ``_UID_COLS``. A run stored without one (before migration 0004,
+    or after it by a clusterbench that did not know uids yet) gets one derived from its id and
+    what is stored of it: the same whenever it is read, in every copy of the file, so copying it twice
+    stores it once, as with a stored uid; and two different runs never share one."""
+    uid, *stored = row
+    return str(uid) if uid is not None else derived_uid(stored)
+
+
 class Store:
     """Results database. Open with ``Store.open(path_or_url)``; use as a context manager."""
 
@@ -214,6 +224,69 @@ class Store:
             store.close()
             raise
         return store
+
+    @classmethod
+    def open_readonly(cls, db: str | os.PathLike[str] | None) -> Store:
+        """Open the existing database ``db`` names only to read it (``results copy --from``):
+        nothing is created, migrated or written there; a missing database, or one that is not
+        clusterbench's, is an error.
+
+        A database of an older schema is read through a migrated copy, so that one set of
+        queries reads every schema. SQLite: the file is copied (SQLite's backup, consistent
+        even while another process writes it) to a temporary file, removed when the store
+        closes. PostgreSQL: a shared server's schema is not this command's to change, and a
+        copy of a server database is not cheap, so it is refused with the way to migrate it."""
+        store = cls(connect(loc.parse(db), readonly=True))
+        try:
+            pending = store._pending_migrations()
+            if pending:
+                store = store._migrated_copy()
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    def _pending_migrations(self) -> list[str]:
+        """The migrations this database lacks; an error if it is not a clusterbench database, or
+        one of a newer clusterbench."""
+        db = self.db
+        try:
+            if not db.table_exists("schema_migrations"):   # every clusterbench database has it
+                raise StoreError(f"{self.where} is not a clusterbench results database")
+            done = {r[0] for r in db.execute("SELECT name FROM schema_migrations").fetchall()}
+        except db.errors as e:
+            raise StoreError(f"results database {self.where} is not usable: {db.describe(e)}") from None
+        self._refuse_newer(done)
+        return [m.name for m in MIGRATIONS if m.name not in done]
+
+    def _migrated_copy(self) -> Store:
+        """This (read-only, older) database migrated in a temporary copy; closes this one."""
+        from clusterbench.store.sqlite import SqliteBackend
+
+        if not isinstance(self.db, SqliteBackend):
+            raise StoreError(f"results database {self.where} has an older schema than this clusterbench "
+                             f"and is only read here: migrate it first by opening it once, e.g. "
+                             f"clusterbench results list --db {self.where}")
+        try:
+            had_uids = any(r[1] == "uid" for r in self.db.execute("PRAGMA table_info(runs)"))
+        except self.db.errors as e:
+            raise StoreError(f"results database {self.where} is not usable: {self.db.describe(e)}") from None
+        copy = Store(self.db.snapshot())
+        self.close()
+        try:
+            copy.migrate()
+            if not had_uids:
+                # The migration gave every run a random uid, a new one each time this file is
+                # copied: without one, uids() derives the same uid for a run on every copy.
+                with copy.db.write():
+                    copy.db.execute("UPDATE runs SET uid=NULL")
+        except copy.db.errors as e:
+            copy.close()
+            raise StoreError(f"results database {self.where} is not usable: {copy.db.describe(e)}") from None
+        except BaseException:
+            copy.close()
+            raise
+        return copy
 
     @property
     def conn(self) -> Any:
@@ -442,7 +515,8 @@ class Store:
                   oldest_first: bool = False, since: str | None = None) -> list[Run]:
         """Runs, newest first; ``benchmark``: only runs that measured it (``bench:NAME`` of the
         selector grammar: a benchmark, a family or an import's tool); ``since``: ``--since``."""
-        where, args = _filters(Selector("", benchmarks=(bench_filter(benchmark),)) if benchmark
+        # ``is not None``: an empty name is refused (bench_filter), as the selector ``bench:`` is
+        where, args = _filters(Selector("", benchmarks=(bench_filter(benchmark),)) if benchmark is not None
                                else Selector(""), since)
         sql = f"SELECT {self._RUN_COLS} FROM runs WHERE {where}"
         sql += " ORDER BY id" if oldest_first else " ORDER BY id DESC"
@@ -503,15 +577,20 @@ class Store:
         return {rid: int(n) for rid, n in self._query(
             "SELECT run_id, sum(count) FROM measurement_packs GROUP BY run_id") if n}
 
+    _UID_COLS = f"uid, id, {', '.join(_RUN_WRITE_COLS[1:])}"
+
     def uids(self) -> dict[str, int]:
         """Every run's uid and its id here."""
-        return dict(self._query("SELECT uid, id FROM runs"))
+        found = dict(self._query("SELECT uid, id FROM runs WHERE uid IS NOT NULL"))
+        found.update((_uid(row), row[1]) for row in self._query(
+            f"SELECT {self._UID_COLS} FROM runs WHERE uid IS NULL"))
+        return found
 
     def uid_of(self, run_id: int) -> str:
-        rows = self._query("SELECT uid FROM runs WHERE id=?", (run_id,))
+        rows = self._query(f"SELECT {self._UID_COLS} FROM runs WHERE id=?", (run_id,))
         if not rows:
             raise UsageError(f"no run {run_id} in {self.where}")
-        return str(rows[0][0])
+        return _uid(rows[0])
 
     def measurements(self, run_id: int, benchmark: str | None = None,
                      metric: str | None = None) -> list[Measurement]:

@@ -52,11 +52,16 @@ class CopySummary:
 def copy_runs(source: Store, dest: Store, on_run: Callable[[CopiedRun], None] | None = None) -> CopySummary:
     """Copy every run of ``source`` that ``dest`` lacks, oldest first."""
     summary = CopySummary(source.where, dest.where)
+    runs = source.list_runs(oldest_first=True)
+    # uids after the runs: a run stored in the source meanwhile is left for the next copy,
+    # and every run listed has its uid here (unless deleted meanwhile: then it is not copied)
     uid_of = {rid: uid for uid, rid in source.uids().items()}
     present = dest.uids()            # saves reading the measurements of runs to skip
-    for run in source.list_runs(oldest_first=True):
+    for run in runs:
         source_id = int(run.id or 0)
-        uid = uid_of[source_id]
+        uid = uid_of.get(source_id)
+        if uid is None:
+            continue
         dest_id, copied = present.get(uid), False
         packs = source.measurement_packs(source_id) if dest_id is None else None
         if packs is not None:

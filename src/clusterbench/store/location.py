@@ -42,9 +42,17 @@ def default_db_path() -> Path:
 
 
 def parse(value: str | os.PathLike[str] | None) -> Location:
-    """The location a ``--db`` value names; None means ``CLUSTERBENCH_DB`` or the default file."""
-    if value is None or value == "":
-        value = os.environ.get("CLUSTERBENCH_DB") or default_db_path()
+    """The location a ``--db`` value names; None means ``CLUSTERBENCH_DB`` or the default file.
+    An empty value is an error, never the default file: a script whose variable came out empty
+    must not write to (or read from) the user's own database."""
+    if value is None:
+        value = os.environ.get("CLUSTERBENCH_DB")
+        if value == "":
+            raise UsageError("CLUSTERBENCH_DB is empty: set it to a file path or a database URL, or unset it "
+                             "for the default database")
+        value = value or default_db_path()
+    if value == "":
+        raise UsageError("the database path is empty: give a file path or a database URL")
     if isinstance(value, os.PathLike):
         return _sqlite(Path(value))
     m = _SCHEME.match(value)
@@ -64,7 +72,10 @@ def parse(value: str | os.PathLike[str] | None) -> Location:
 
 
 def _sqlite(path: Path) -> Location:
-    return Location(SQLITE, display=str(path), path=path)
+    # a file name need not be UTF-8: messages and stored records show its other bytes escaped
+    # (\xff), since no database stores, and not every terminal prints, the surrogates Python
+    # keeps them as
+    return Location(SQLITE, display=os.fsencode(path).decode("utf-8", "backslashreplace"), path=path)
 
 
 def _postgres(url: str) -> Location:

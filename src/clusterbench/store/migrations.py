@@ -10,10 +10,12 @@ of the backend, for data changes that SQL cannot express the same way on both.
 
 from __future__ import annotations
 
+import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from string import Template
+from typing import Any
 
 from clusterbench.store.backend import Backend
 from clusterbench.store.packs import pack_rows
@@ -30,6 +32,16 @@ class Migration:
 def new_uid() -> str:
     """The identity of a run everywhere it is copied to."""
     return str(uuid.uuid4())
+
+
+# Fixed forever: derived uids must come out the same from every clusterbench version.
+_DERIVED_UIDS = uuid.UUID("5d0c6a9e-7f0b-4c52-9a57-c1b5e0a3d2f4")
+
+
+def derived_uid(stored: Sequence[Any]) -> str:
+    """A uid for a run stored without one, from its stored columns (its id included): the same
+    for the same stored run every time, different for different runs."""
+    return str(uuid.uuid5(_DERIVED_UIDS, json.dumps(list(stored), default=str)))
 
 
 def statements(sql: str, backend: Backend) -> list[str]:

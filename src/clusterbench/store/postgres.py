@@ -70,6 +70,17 @@ class PostgresBackend(Backend):
             raise StoreError(f"cannot connect to results database {location.display}: {_hint(message)}") from None
         return cls(location, conn, psycopg)
 
+    @classmethod
+    def connect_readonly(cls, location: Location) -> PostgresBackend:
+        """A connection whose transactions are all read-only: the server refuses any write."""
+        backend = cls.connect(location)
+        try:
+            backend.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+        except backend.errors as e:
+            backend.close()
+            raise StoreError(f"cannot open results database {location.display}: {backend.describe(e)}") from None
+        return backend
+
     def execute(self, sql: str, args: Sequence[Any] = ()) -> Any:
         return self.conn.execute(_placeholders(sql), tuple(args))
 

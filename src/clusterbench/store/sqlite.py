@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from clusterbench.errors import StoreError
 from clusterbench.store import fstype
 from clusterbench.store.backend import Backend, DbRow
-from clusterbench.store.location import EXAMPLE_URL, Location
+from clusterbench.store.location import EXAMPLE_URL, SQLITE, Location
 from clusterbench.store.warn import warn_once
 
 BUSY_TIMEOUT_S = 30.0
@@ -37,6 +40,7 @@ class SqliteBackend(Backend):
         super().__init__(location)
         self.conn = conn
         self._reserved: dict[str, int] = {}   # highest id next_ids gave in this transaction
+        self.remove_on_close: Path | None = None   # a temporary copy (``snapshot``)
 
     @classmethod
     def connect(cls, location: Location) -> SqliteBackend:
@@ -71,6 +75,60 @@ class SqliteBackend(Backend):
                       f"(unsafe there); concurrent writers from many hosts belong in PostgreSQL "
                       f"(--db {EXAMPLE_URL})")
         return cls(location, conn)
+
+    @classmethod
+    def connect_readonly(cls, location: Location) -> SqliteBackend:
+        """The existing database file at ``location``, opened so that nothing can write to it
+        (``mode=ro``): no directory, file or journal mode is created or changed. SQLite may
+        still create the ``-wal``/``-shm`` files of a WAL database beside it to read it."""
+        path = location.path or Path(location.display)
+        try:
+            mode = path.stat().st_mode
+        except FileNotFoundError:
+            raise StoreError(f"no results database at {location.display}") from None
+        except OSError as e:
+            raise StoreError(f"cannot open results database {location.display}: {e.strerror or e}") from None
+        if stat.S_ISDIR(mode):
+            raise StoreError(f"database path {location.display} is a directory")
+        if not stat.S_ISREG(mode):   # a FIFO or a device: SQLite would block on it or read junk
+            raise StoreError(f"{location.display} is not a results database: not a regular file")
+        # a URI, for mode=ro: the path's bytes percent-encoded, so '?', '#' and '%' in a file
+        # name, or bytes that are not UTF-8, still name that file
+        uri = f"file:{quote(os.fsencode(path.absolute()))}?mode=ro"
+        try:
+            conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"cannot open results database {location.display}: {e}") from None
+        return cls(location, conn)
+
+    def snapshot(self) -> SqliteBackend:
+        """A writable copy of this database in a temporary file that is removed when the copy
+        is closed; messages still name this database."""
+        try:
+            fd, name = tempfile.mkstemp(prefix="clusterbench-", suffix=".db")
+        except OSError as e:
+            raise StoreError(f"cannot copy results database {self.location.display} to a temporary file in "
+                             f"{tempfile.gettempdir()}: {e.strerror or e}") from None
+        os.close(fd)
+        tmp = Path(name)
+        try:
+            target = sqlite3.connect(name)
+            try:
+                self.conn.backup(target)   # consistent even while another process writes
+            finally:
+                target.close()
+            copy = SqliteBackend.connect(Location(SQLITE, display=self.location.display, path=tmp))
+        except sqlite3.DatabaseError as e:
+            _remove(tmp)
+            why = f"no space left on the file system holding it{_free_space(tmp)} ({e})" if _full(e, tmp) else e
+            raise StoreError(f"cannot copy results database {self.location.display} to {tmp}: {why}") from None
+        except BaseException:
+            _remove(tmp)
+            raise
+        copy.remove_on_close = tmp
+        return copy
 
     def execute(self, sql: str, args: Sequence[Any] = ()) -> sqlite3.Cursor:
         return self.conn.execute(sql, args)
@@ -145,7 +203,17 @@ class SqliteBackend(Backend):
         return text
 
     def close(self) -> None:
-        self.conn.close()
+        try:
+            self.conn.close()
+        finally:
+            if self.remove_on_close is not None:
+                _remove(self.remove_on_close)
+
+
+def _remove(path: Path) -> None:
+    """A temporary database file and the journal files SQLite keeps beside it."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
 NEARLY_FULL_BYTES = 1 << 20

@@ -9,12 +9,12 @@ import click
 
 from clusterbench.cli.bounds import POSITIVE
 from clusterbench.cli.options import db_option, json_option, since_option
-from clusterbench.errors import UsageError
 from clusterbench.judge.baseline import create_baseline
 from clusterbench.judge.profiles import dump_profile
 from clusterbench.judge.select import load_runs, rows_of
 from clusterbench.printable import printable
 from clusterbench.report.jsonl import emit, summary_line
+from clusterbench.report.outfile import write_text
 from clusterbench.store import Store
 from clusterbench.store.selectors import GRAMMAR
 
@@ -50,13 +50,7 @@ def create(runs: tuple[str, ...], output: str, name: str | None, pct: float, met
     result = create_baseline(rows_of(loaded), name=name or stem, pct=pct, metrics=metrics,
                              min_bytes=parse_size(min_bytes, "--min-bytes"))
     text = dump_profile(result.profile)
-    tmp = f"{output}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "w") as f:
-            f.write(text)
-        os.replace(tmp, output)  # never leave a half-written profile
-    except OSError as e:
-        raise UsageError(f"cannot write {output}: {e.strerror or e}") from None
+    write_text(output, text)   # whole or not at all; never over a device or directory
     if as_json:
         emit(summary_line("baseline create", profile=output, name=result.profile.name,
                           criteria=len(result.profile.criteria), runs=[r.id for r, _ in loaded],

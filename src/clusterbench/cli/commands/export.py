@@ -3,16 +3,12 @@ format node_exporter's textfile collector reads (``report/openmetrics.py``)."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import click
 
 from clusterbench.cli.options import db_option
-from clusterbench.errors import UsageError
 from clusterbench.judge.history import parse_since
 from clusterbench.judge.profiles import load_profile
-from clusterbench.report import openmetrics
+from clusterbench.report import openmetrics, outfile
 
 
 @click.group("export")
@@ -27,30 +23,24 @@ def export() -> None:
               help="Also export each criterion's verdict per host (clusterbench_criterion_passed).")
 @click.option("-o", "--output", default=None, type=click.Path(dir_okay=False), metavar="FILE",
               help="Write FILE atomically (for node_exporter's --collector.textfile.directory) "
-                   "instead of standard output.")
+                   "instead of standard output; a symbolic link is written through, a device or FIFO "
+                   "refused.")
 @db_option
 def openmetrics_cmd(selectors: tuple[str, ...], since: str | None, profile_name: str | None,
                     output: str | None, db: str | None) -> None:
     """Gauges of the latest value of every row on every host among the selected runs (default:
     all): each family's headline metric in base units, run timestamps, criterion verdicts and
     preflight checks, in the Prometheus text exposition format."""
+    if output is not None:
+        outfile.target(output)   # a path that cannot be written is refused before any work
     profile = load_profile(profile_name) if profile_name else None
     gauges = openmetrics.from_store(db, selectors, parse_since(since) if since else None, profile)
     text = openmetrics.render_text(gauges)
     if output is None:
         click.echo(text, nl=False)
         return
-    out = Path(output)
-    if not out.parent.is_dir():
-        raise UsageError(f"directory {out.parent} does not exist")
-    # The textfile collector may read at any moment: write a temporary file and rename it over.
-    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, out)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise UsageError(f"cannot write {out}: {e.strerror or e}") from None
+    # The textfile collector may read at any moment: written beside it and renamed over it.
+    outfile.write_text(output, text)
 
 
 commands = [export]

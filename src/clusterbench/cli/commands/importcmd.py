@@ -7,6 +7,7 @@ import hashlib
 import io
 import json
 import os
+import stat
 import sys
 import zlib
 from collections.abc import Iterator, Sequence
@@ -15,7 +16,14 @@ from typing import IO, Any
 
 import click
 
-from clusterbench.cli.options import command_line, db_option, json_option, parse_tags, tag_option
+from clusterbench.cli.options import (
+    command_line,
+    db_option,
+    fs_text,
+    json_option,
+    parse_tags,
+    tag_option,
+)
 from clusterbench.envinfo.software import usable_cores
 from clusterbench.errors import ClusterbenchError
 from clusterbench.ingest import TOOLS, ImportedRun, iter_runs
@@ -50,7 +58,12 @@ def _stdin(digest: Any) -> IO[str]:
     buffer = getattr(sys.stdin, "buffer", None)
     if buffer is None:  # already text (a test harness, an embedding program)
         return _HashedText(sys.stdin, digest)
-    return io.TextIOWrapper(io.BufferedReader(_Hashing(buffer, digest)), encoding="utf-8",
+    return _hashed_text(buffer, digest)
+
+
+def _hashed_text(raw: Any, digest: Any) -> IO[str]:
+    """A byte stream as text, hashed as it is read; undecodable bytes become U+FFFD."""
+    return io.TextIOWrapper(io.BufferedReader(_Hashing(raw, digest)), encoding="utf-8",
                             errors="replace", newline="")
 
 
@@ -68,6 +81,18 @@ class _HashedText:
 
 def _open_bytes(path: str) -> IO[bytes]:
     return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")  # noqa: SIM115
+
+
+def _read_once(path: str) -> bool:
+    """Whether ``path`` can be read only once: standard input, a FIFO, a pipe named /dev/fd/N
+    (``<(...)``), a device. Such a file is hashed while it is parsed, not read first to hash."""
+    if path == "-":
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:   # reported when it is opened
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def _file_digest(path: str) -> Any:
@@ -111,22 +136,34 @@ class _AlreadyImported(Exception):
         self.runs = runs
 
 
-def _runs_of(path: str, tool: str | None, digest: Any = None, jobs: int = 1) -> Iterator[ImportedRun]:
+def _runs_of(path: str, tool: str | None, digest: Any = None, jobs: int = 1,
+             name: str | None = None) -> Iterator[ImportedRun]:
+    """The runs of the file ``path`` (named ``name`` in what is stored); ``digest``: read it once,
+    hashing it as it is parsed (``_read_once``)."""
     if path == "-":  # e.g. kubectl logs POD | clusterbench import -
         yield from iter_runs(_stdin(digest if digest is not None else hashlib.sha256()), tool, name="stdin")
         return
     if os.path.isdir(path):
         raise ClusterbenchError("is a directory")
+    name = name or path
+    gz = path.endswith(".gz")   # rotated logs are often compressed
     try:
+        if digest is not None:
+            with open(path, "rb") as raw:
+                data = gzip.GzipFile(fileobj=raw) if gz else raw
+                yield from iter_runs(_hashed_text(data, digest), tool, name=name[:-3] if gz else name)
+            return
         # errors="replace": junk bytes become U+FFFD, which the binary check then reports
-        opener = gzip.open if path.endswith(".gz") else open  # rotated logs are often compressed
+        opener = gzip.open if gz else open
         with opener(path, "rt", encoding="utf-8", errors="replace", newline="") as f:
-            if path.endswith(".gz"):
-                yield from iter_runs(f, tool, name=path[:-3])
+            if gz:
+                yield from iter_runs(f, tool, name=name[:-3])
             else:   # workers may read a large plain file again by its path
-                yield from iter_runs(f, tool, name=path, jobs=jobs, path=path)
+                yield from iter_runs(f, tool, name=name, jobs=jobs, path=path)
     except (OSError, EOFError) as e:  # EOFError: a .gz file cut short
         raise ClusterbenchError(getattr(e, "strerror", None) or str(e) or "unreadable file") from None
+    except zlib.error as e:  # a .gz file whose header is valid and whose data is not
+        raise ClusterbenchError(f"corrupt compressed data: {e}") from None
 
 
 def _summary(path: str, item: ImportedRun, dry_run: bool) -> list[str]:
@@ -185,41 +222,42 @@ def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], 
     run_ids: list[int] = []
     try:
         for path in paths:
+            name = fs_text(path)   # what is stored and printed: a file name need not be UTF-8
             stored: list[int] = []
             counted: dict[str, int] = {}
+            once = _read_once(path)
             try:
-                # a file's identity is known before it is parsed; standard input's once read
-                digest = _file_digest(path) if store is not None and path != "-" else hashlib.sha256()
-                if store is not None and path != "-" and (before := store.imported_runs(
+                # a file's identity is known before it is parsed; one read once (standard input,
+                # a FIFO) is known once read
+                digest = _file_digest(path) if store is not None and not once else hashlib.sha256()
+                if store is not None and not once and (before := store.imported_runs(
                         _identity(digest, tool, host, run_tags))):
                     raise _AlreadyImported(before)
                 with store.transaction() if store is not None else nullcontext():
                     _import_file(path, tool, host, run_tags, store, dry_run, as_json,
-                                 digest if path == "-" else None, stored, counted, jobs)
+                                 digest if once else None, stored, counted, jobs, name)
                     if store is not None:
                         # again inside the transaction, where a concurrent import of the same
                         # file (or standard input seen before) is caught and rolled back
                         identity = _identity(digest, tool, host, run_tags)
                         if before := store.imported_runs(identity):
                             raise _AlreadyImported(before)
-                        store.note_imported(stored, identity, path)
+                        store.note_imported(stored, identity, name)
             except _AlreadyImported as e:
-                if as_json and stored:
-                    emit(note_line(f"{path}: run(s) {', '.join(map(str, stored))} printed above were not "
-                                   "stored: the file was imported before"))
-                skipped.append({"file": path, "runs": e.runs})
+                _not_stored(name, stored, as_json, "the file was imported before")
+                skipped.append({"file": name, "runs": e.runs})
                 if as_json:
-                    emit(note_line(f"{path}: {e}"))
+                    emit(note_line(f"{name}: {e}"))
                 else:
-                    print(printable(f"{path}: {e}"))
+                    print(printable(f"{name}: {e}"))
                 continue
             except ClusterbenchError as e:
-                _not_stored(path, stored, as_json)
-                failed.append({"file": path, "error": str(e)})
-                print(printable(f"clusterbench: error: {path}: {e}"), file=sys.stderr)
+                _not_stored(name, stored, as_json)
+                failed.append({"file": name, "error": str(e)})
+                print(printable(f"clusterbench: error: {name}: {e}"), file=sys.stderr)
                 continue
             except BaseException:   # a signal (Ctrl-C, SIGTERM): the file's transaction rolled back
-                _not_stored(path, stored, as_json)
+                _not_stored(name, stored, as_json)
                 raise
             run_ids += stored
             for status, n in counted.items():
@@ -240,12 +278,12 @@ def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], 
     return code
 
 
-def _not_stored(path: str, stored: list[int], as_json: bool) -> None:
+def _not_stored(name: str, stored: list[int], as_json: bool,
+                why: str = "a file is stored whole or not at all") -> None:
     """Say that the run ids printed for a file that was then rolled back do not exist."""
     if not stored:
         return
-    text = (f"{path}: run(s) {_id_ranges(stored)} printed above were not stored: a file is stored whole "
-            "or not at all")
+    text = f"{name}: run(s) {_id_ranges(stored)} printed above were not stored: {why}"
     if as_json:
         emit(note_line(text))
     else:
@@ -254,9 +292,11 @@ def _not_stored(path: str, stored: list[int], as_json: bool) -> None:
 
 def _import_file(path: str, tool: str | None, host: str | None, run_tags: dict[str, str], store: Store | None,
                  dry_run: bool, as_json: bool, digest: Any, stored: list[int], counted: dict[str, int],
-                 jobs: int = 1) -> None:
-    """Parse one file and save its runs (in the caller's transaction), printing each as it goes."""
-    for item in _runs_of(path, tool, digest, jobs):
+                 jobs: int = 1, name: str | None = None) -> None:
+    """Parse one file and save its runs (in the caller's transaction), printing each as it goes;
+    ``name``: the file's name as stored and printed."""
+    name = name or path
+    for item in _runs_of(path, tool, digest, jobs, name):
         run = item.run
         run.tags.update(run_tags)
         if not run.command:  # only a re-imported clusterbench run has the command it ran
@@ -266,10 +306,10 @@ def _import_file(path: str, tool: str | None, host: str | None, run_tags: dict[s
         if store is not None:
             stored.append(store.save_run_rows(run, item.store_rows()))
         counted[run.status] = counted.get(run.status, 0) + 1
-        extra = dict(file=path, stored=store is not None, measurements=len(item),
+        extra = dict(file=name, stored=store is not None, measurements=len(item),
                      benchmarks=item.benchmarks())
         if not as_json:
-            for text in _summary(path, item, dry_run):
+            for text in _summary(name, item, dry_run):
                 print(printable(text))
         elif dry_run:
             emit(run_line(run, **extra))

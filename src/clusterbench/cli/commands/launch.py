@@ -34,6 +34,7 @@ from clusterbench.launch.common import (
     with_store_args,
 )
 from clusterbench.printable import printable
+from clusterbench.report.outfile import write_text
 from clusterbench.report.progress import Progress, wanted
 from clusterbench.store.location import for_other_hosts
 
@@ -162,7 +163,7 @@ def slurm_cmd(partition, time_limit, job_name, account, output, exclusive, nodel
         return
     path = Path(script_path) if script_path else \
         Path(tempfile.mkdtemp(prefix="clusterbench-slurm-")) / "job.sbatch"
-    path.write_text(script)
+    write_text(path, script, "--script")
     job = slurm.submit(str(path))
     if not quiet:
         click.echo(f"# submitted Slurm job {job} (script {path})", err=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
@@ -14,14 +13,9 @@ from clusterbench.judge.profiles import load_profile
 from clusterbench.judge.select import load_runs
 from clusterbench.judge.validate import STATUSES
 from clusterbench.report.jsonl import emit, summary_line
+from clusterbench.report.outfile import Outputs
 from clusterbench.store import Store
 from clusterbench.store.selectors import GRAMMAR
-
-
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 @click.command("report", epilog=f"A selector is {GRAMMAR} (see README, 'Selecting runs').")
@@ -42,47 +36,54 @@ def report(selectors: tuple[str, ...], output: str, profile_name: str | None, li
     """Write a report of the selected runs. Each SELECTOR is one group: a line in the plots;
     with exactly two groups the report includes an A/B comparison."""
     profile = load_profile(profile_name) if profile_name else None
-    with Store.open(db) as store:
-        groups = [Group(sel, load_runs(store, [sel], since)) for sel in selectors]
-        for g in groups:  # telemetry is plotted too (power, temperature, clocks, utilisation)
-            g.telemetry = {run.id: store.telemetry(run.id) for run, _ in g.runs}
-    if not any(ms for g in groups for _, ms in g.runs):
-        raise UsageError("the selected runs have no measurements to report")
     out = Path(output)
     if out.suffix.lower() not in (".html", ".htm"):
         out = out.with_suffix(out.suffix + ".html") if out.suffix else out.with_suffix(".html")
-    if not out.parent.is_dir():
-        raise UsageError(f"directory {out.parent} does not exist")
-    findings = gather(groups, profile=profile, link=link_speed, nodes=nodes)
-    title = title or f"clusterbench report: {', '.join(selectors)}"
-    # matplotlib is imported here, not when the CLI starts: it would add half a second to every command
-    from clusterbench.report import plots
-    from clusterbench.report.figures import build_figures
-    from clusterbench.report.html import render_html
-    from clusterbench.report.markdown import render_markdown
+    # Every path is checked before any work and before anything is written; the files are
+    # renamed into place together at the end of the block, or none is (report/outfile.py).
+    with Outputs() as files:
+        files.add(out)
+        md = files.add(out.with_suffix(".md"))
+        plot_dir = files.directory(out.with_name(out.stem + "_plots"), make=False)
+        with Store.open(db) as store:
+            groups = [Group(sel, load_runs(store, [sel], since)) for sel in selectors]
+            for g in groups:  # telemetry is plotted too (power, temperature, clocks, utilisation)
+                g.telemetry = {run.id: store.telemetry(run.id) for run, _ in g.runs}
+        if not any(ms for g in groups for _, ms in g.runs):
+            raise UsageError("the selected runs have no measurements to report")
+        findings = gather(groups, profile=profile, link=link_speed, nodes=nodes)
+        title = title or f"clusterbench report: {', '.join(selectors)}"
+        # matplotlib is imported here, not when the CLI starts: it would add half a second to every command
+        from clusterbench.report import plots
+        from clusterbench.report.figures import build_figures
+        from clusterbench.report.html import render_html
+        from clusterbench.report.markdown import render_markdown
 
-    entries = build_figures(findings)
-    plot_dir = out.with_name(out.stem + "_plots")
-    images, files = {}, []
-    for e in entries:
-        images[e.slug] = plots.png_data_uri(e.figure)
-        files += [str(p) for p in plots.save(e.figure, plot_dir / e.slug)]
-    try:
-        _write(out, render_html(findings, entries, images, title))
-        md = out.with_suffix(".md")
-        _write(md, render_markdown(findings, title))
-    except OSError as e:
-        raise UsageError(f"cannot write report {out}: {e.strerror or e}") from None
+        entries = build_figures(findings)
+        if entries:
+            files.directory(plot_dir)
+        images, written = {}, []
+        for e in entries:
+            images[e.slug] = plots.png_data_uri(e.figure)
+            for fmt in plots.FORMATS:
+                path = files.add(plot_dir / f"{e.slug}.{fmt}")
+                files.write(path, lambda tmp, fig=e.figure, fmt=fmt: plots.save_as(fig, tmp, fmt))
+                written.append(str(path))
+            plots.close(e.figure)
+        page = render_html(findings, entries, images, title)
+        files.write(out, lambda tmp: tmp.write_text(page, encoding="utf-8"))
+        summary = render_markdown(findings, title)
+        files.write(md, lambda tmp: tmp.write_text(summary, encoding="utf-8"))
     verdict = findings.verdict()
     if as_json:
-        emit(summary_line("report", html=str(out), markdown=str(md), plots=files,
+        emit(summary_line("report", html=str(out), markdown=str(md), plots=written,
                           verdict=verdict.status, reasons=verdict.reasons,
                           runs=[r.id for g in groups for r, _ in g.runs],
                           validation={s: sum(o.status == s for o in findings.outcomes) for s in STATUSES}
                           if profile else None,
                           degraded=[d.to_dict() for d in findings.degraded]))
     else:
-        print(f"{verdict.line}\nwrote {out} ({len(entries)} figure(s)), {md}, {len(files)} plot file(s) in {plot_dir}")
+        print(f"{verdict.line}\nwrote {out} ({len(entries)} figure(s)), {md}, {len(written)} plot file(s) in {plot_dir}")
 
 
 commands = [report]

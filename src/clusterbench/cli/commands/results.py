@@ -29,7 +29,7 @@ from clusterbench.report.jsonl import (
 )
 from clusterbench.report.terminal import render_run
 from clusterbench.store import Store
-from clusterbench.store.selectors import GRAMMAR
+from clusterbench.store.selectors import GRAMMAR, MAX_RUN_ID
 
 SELECTOR_HELP = f"RUN is {GRAMMAR} (see README, 'Selecting runs')."
 _MEASURED_WIDTH = 30
@@ -65,7 +65,7 @@ def measured_text(benchmarks: list[str], tool: str | None) -> str:
 @json_option("a `run` line per run (the run record with `measurements`, `benchmarks`, `families` "
              "and `tool`)")
 @db_option
-@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--limit", type=click.IntRange(min=1, max=MAX_RUN_ID), default=50, show_default=True)
 @click.option("--benchmark", default=None, metavar="NAME",
               help="Only runs that measured NAME: a benchmark (all_reduce, stream), a family "
                    "(collectives) or, for imports, the tool (rccl-tests).")
@@ -181,7 +181,8 @@ def tag_cmd(selector: str, tags: tuple[str, ...], since: str | None, db: str | N
 
 @results.command("copy")
 @click.option("--from", "source", type=DatabaseParam(), required=True, metavar="PATH|URL",
-              help="Database to copy from: an SQLite file or postgresql://... (must exist).")
+              help="Database to copy from: an SQLite file or postgresql://... (must exist; only read, never "
+                   "migrated or written).")
 @click.option("--to", "dest", type=DatabaseParam(), required=True, metavar="PATH|URL",
               envvar="CLUSTERBENCH_DB",
               help="Database to copy into (created and migrated as needed; env CLUSTERBENCH_DB).")
@@ -204,7 +205,7 @@ def copy_cmd(source: str, dest: str, as_json: bool) -> None:
         else:
             print(f"run {item.source_id}: skipped, already there as run {item.dest_id}")
 
-    with Store.open(source, create=False) as src, Store.open(dest) as dst:
+    with Store.open_readonly(source) as src, Store.open(dest) as dst:
         summary = copy_runs(src, dst, on_run=say)
     if as_json:
         emit(summary_line("results copy", **summary.to_dict()))

@@ -43,17 +43,19 @@ def _row_key(params: dict[str, Any]) -> tuple:
 
 
 def _cell(values: dict[str, float] | None) -> str:
-    if not values or TIME.name not in values:
-        return f"  {'N/A':>7s}  {'N/A':>6s}  {'N/A':>6s}  {'N/A':>5s}"
+    """One placement's columns, N/A for each value not stored: a placement not run, an old log
+    without algbw, or a log that printed nan or inf there."""
+    values = values or {}
+    time = format_time(values[TIME.name]) if TIME.name in values else f"{'N/A':>7s}"
     if WRONG.name in values:
         wrong = f"{int(values[WRONG.name]):5d}"
     elif MAX_ERROR.name in values:
         wrong = f"{values[MAX_ERROR.name]:5.0e}"
     else:
         wrong = f"{'N/A':>5s}"
-    alg = f"{values[ALGBW.name]:6.2f}" if ALGBW.name in values else f"{'N/A':>6s}"   # not stored: old logs
-    return (f"  {format_time(values[TIME.name])}  {alg}"
-            f"  {values.get(BUSBW.name, 0.0):6.2f}  {wrong}")
+    alg = f"{values[ALGBW.name]:6.2f}" if ALGBW.name in values else f"{'N/A':>6s}"
+    bus = f"{values[BUSBW.name]:6.2f}" if BUSBW.name in values else f"{'N/A':>6s}"
+    return f"  {time}  {alg}  {bus}  {wrong}"
 
 
 def _int(v: Any, default: int = -1) -> int:
