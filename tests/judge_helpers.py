@@ -13,9 +13,9 @@ from clusterbench.records import Measurement, Run
 from clusterbench.store import Store
 
 
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
+def cli(capsys, *argv: object) -> tuple[int, str, str]:
     with pytest.raises(SystemExit) as e:
-        main(list(argv))
+        main([str(a) for a in argv])
     out, err = capsys.readouterr()
     return int(e.value.code or 0), out, err
 

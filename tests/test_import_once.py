@@ -14,20 +14,13 @@ import threading
 from pathlib import Path
 
 import pytest
+from judge_helpers import cli
 
-from clusterbench.cli import main
 from clusterbench.store import Store
 
 DATA = Path(__file__).parent / "data"
 OSU = DATA / "osu" / "hpcbench-osu_bw-v5.3.2-host.txt"
 NCCL = DATA / "nccl-tests" / "superbench-nccl_alltoall.log"
-
-
-def cli(capsys, *argv):
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
 
 
 def _cb(*argv: object, **kw) -> subprocess.CompletedProcess:
