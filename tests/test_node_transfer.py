@@ -197,6 +197,13 @@ def test_bad_input(capsys, db, args, words):
     assert words in err and "Traceback" not in out + err
 
 
+def test_a_config_that_is_not_utf8_is_one_line(capsys, db, tmp_path):
+    cfg = tmp_path / "latin1.cfg"
+    cfg.write_bytes(b"# caf\xe9\n1 1 (C0->C0->C0)\n")
+    code, _, err = cli(capsys, "transfer", "--config", str(cfg), "--db", db)
+    assert code == 2 and err == f"clusterbench: error: --config {cfg}: not UTF-8 text (byte 5)\n"
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a GPU")
 def test_gpu_host_device_matrices(capsys, db):

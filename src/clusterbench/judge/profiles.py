@@ -43,6 +43,7 @@ import yaml
 
 from clusterbench.errors import UsageError
 from clusterbench.families import by_command, family_of, metric_of
+from clusterbench.textfile import read_user_text
 from clusterbench.units import format_plain, parse_size, unit_scale
 
 OPERATORS = (">=", ">", "<=", "<", "range")
@@ -344,12 +345,7 @@ def load_profile(name_or_path: str) -> Profile:
             raise UsageError(f"profile file {name_or_path} does not exist")
         if not path.is_file():   # a FIFO or a device: reading it could block or never end
             raise UsageError(f"profile file {name_or_path} is not a regular file")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as e:
-            raise UsageError(f"cannot read profile {name_or_path}: {e.strerror or e}") from None
-        except UnicodeDecodeError as e:
-            raise UsageError(f"profile {name_or_path}: not UTF-8 text (byte {e.start})") from None
+        text = read_user_text(name_or_path, "profile")
         origin = str(path)
     else:
         res = BUILTIN_DIR / f"{name_or_path}.yaml"

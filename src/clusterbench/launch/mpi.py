@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from clusterbench.errors import UsageError
 from clusterbench.launch.common import Spec, check_host, check_text, split_agent
+from clusterbench.textfile import read_user_text
 
 _KV_RE = re.compile(r"^(slots|max_slots|max-slots)=(\d+)$")
 # Open MPI copies MCA parameters onto the command line that starts its daemon on every remote
@@ -68,14 +69,7 @@ def parse_hostfile(text: str, name: str = "hostfile") -> list[HostSlots]:
 
 def read_hostfile(path: str) -> list[HostSlots]:
     check_text(path, "--hostfile")
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise UsageError(f"cannot read hostfile {path}: {e.strerror}") from None
-    except UnicodeDecodeError as e:
-        raise UsageError(f"hostfile {path}: not UTF-8 text (byte {e.start})") from None
-    return parse_hostfile(text, os.path.basename(path))
+    return parse_hostfile(read_user_text(path, "hostfile"), os.path.basename(path))
 
 
 def mpirun_argv(

@@ -437,6 +437,10 @@ def _run_local(job: Job, sink: Sink, np: int) -> JobOutcome:
 
 # -- under a launcher ---------------------------------------------------------------------
 
+# the signals that stop a command (signals.py), as the wakeup pipe carries them: one byte each
+_STOPS = frozenset(int(s) for s in (*STOP_SIGNALS, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])))
+
+
 class _Watchdog:
     """Ends this process when it makes no progress for ``timeout`` seconds (a hung peer), or
     when a stop signal (SIGTERM, Ctrl-C) cannot reach it: while the main thread waits inside
@@ -476,8 +480,7 @@ class _Watchdog:
             data = self._wake_r.recv(64)
         except (BlockingIOError, OSError):
             return None
-        stops = {int(s) for s in (*STOP_SIGNALS, getattr(signal, "SIGHUP", signal.SIGTERM))}
-        return next((n for n in data if n in stops), None)
+        return next((n for n in data if n in _STOPS), None)
 
     def _watch(self) -> None:
         signum: int | None = None

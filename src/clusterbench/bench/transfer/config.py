@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from importlib import resources
-from pathlib import Path
 
 from clusterbench.bench import devices as devs
 from clusterbench.bench.transfer import engine, lang
@@ -12,6 +11,7 @@ from clusterbench.bench.transfer.matrices import MATRICES, Planned, default_kind
 from clusterbench.choices import parse_choices
 from clusterbench.errors import UsageError
 from clusterbench.ranks.context import resolve_device_type
+from clusterbench.textfile import read_user_text
 from clusterbench.units import parse_size
 
 BUILTIN_CONFIGS = {"example": "data/transfer_example.cfg"}
@@ -20,10 +20,7 @@ BUILTIN_CONFIGS = {"example": "data/transfer_example.cfg"}
 def _config_text(path: str) -> str:
     if path in BUILTIN_CONFIGS:
         return resources.files("clusterbench").joinpath(BUILTIN_CONFIGS[path]).read_text()
-    try:
-        return Path(path).read_text()
-    except OSError as e:
-        raise UsageError(f"cannot read --config {path!r}: {e.strerror or e}") from None
+    return read_user_text(path, "--config")
 
 
 def build_plan(matrix: str | None, tests: tuple[str, ...], config: str | None, nbytes: int,

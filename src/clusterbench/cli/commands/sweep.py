@@ -40,6 +40,7 @@ from clusterbench.sweep import plan
 from clusterbench.sweep.analyze import SubsetResult, analyze, parse_topology
 from clusterbench.sweep.report import table_lines, to_run
 from clusterbench.sweep.run import SweepConfig, run_sweep
+from clusterbench.textfile import read_user_text
 from clusterbench.units import parse_rate
 
 DEFAULT_TEST = ("coll", "all_reduce", "-b", "32M", "-e", "32M", "--device", "cpu")
@@ -105,7 +106,7 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
     metric = metric or (family.headline.name if family and family.headline else None)
     if metric is None:
         raise UsageError(f"--metric: no default metric for {test[0]!r}; name the record metric to rank by")
-    switches = parse_topology(_read_topology(topology), topology) if topology else None
+    switches = parse_topology(read_user_text(topology, "--topology"), topology) if topology else None
     subsets: list[tuple[str, tuple[str, ...]]] = []
     if not no_single:
         subsets += [("single", (h,)) for h in host_list]
@@ -172,16 +173,6 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
         emit(summary_line("sweep", run=run.id, metric=metric, hosts=len(host_list),
                           suspects=sorted(suspects), exit_code=code))
     return code
-
-
-def _read_topology(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except OSError as e:
-        raise UsageError(f"cannot read --topology {path}: {e.strerror}") from None
-    except UnicodeDecodeError as e:
-        raise UsageError(f"--topology {path}: not UTF-8 text (byte {e.start})") from None
 
 
 def _cases(result, hosts: list[str], metric: str) -> list[junit_xml.Case]:  # type: ignore[no-untyped-def]
