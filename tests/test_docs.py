@@ -1,4 +1,4 @@
-"""The README stays true: every command is documented, and every example in it parses."""
+"""The README and docs stay true: every command is documented, and every example in them parses."""
 
 from __future__ import annotations
 
@@ -25,17 +25,39 @@ def _command_paths(cmd: click.Command, prefix: list[str]) -> list[list[str]]:
     return [prefix]
 
 
-def _examples() -> list[list[str]]:
-    """Every `clusterbench ...` invocation in the README's code blocks, as argument lists."""
+def _shell_blocks(text: str) -> list[str]:
+    """The code blocks of a Markdown text that hold shell commands (bash, sh, console or unlabelled)."""
+    blocks: list[str] = []
+    lang: str | None = None
+    lines: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("```"):
+            if lang is None:
+                lang, lines = line[3:].strip(), []
+            else:
+                if lang in ("", "bash", "sh", "console"):
+                    blocks.append("\n".join(lines))
+                lang = None
+        elif lang is not None:
+            lines.append(line)
+    return blocks
+
+
+def _examples(text: str = README) -> list[list[str]]:
+    """Every `clusterbench ...` invocation in a Markdown text's shell code blocks, as argument
+    lists (continued lines joined; synopses, whose [OPTIONAL] and A|B forms are not commands, left out)."""
     examples = []
-    for block in re.findall(r"```bash\n(.*?)```", README, re.S):
-        for line in block.splitlines():
-            for part in line.split(";"):
-                part = part.split(" #", 1)[0].split(" > ", 1)[0].strip()
+    for block in _shell_blocks(text):
+        for line in re.sub(r"\\\n\s*", " ", block).splitlines():
+            for part in re.split(r";|\|(?![^\[]*\])", line.removeprefix("$ ")):
+                part = part.split(" #", 1)[0].split(" > ", 1)[0].split(" 2>", 1)[0].strip()
                 part = part.split("&&")[-1].strip()
-                if part.startswith("clusterbench "):
+                if part.startswith("clusterbench ") and "[" not in part and "..." not in part:
                     examples.append(shlex.split(part)[1:])
     return examples
+
+
+DOC_EXAMPLES = [(doc.name, args) for doc in sorted((ROOT / "docs").glob("*.md")) for args in _examples(doc.read_text())]
 
 
 @pytest.mark.parametrize("path", [" ".join(p) for p in _command_paths(cli, [])])
@@ -52,6 +74,25 @@ def _rest(ctx: click.Context) -> list[str]:
 @pytest.mark.parametrize("args", _examples(), ids=lambda a: " ".join(a)[:60])
 def test_readme_examples_parse(args, monkeypatch):
     """Parse each example with the real CLI parser (types, choices, unknown options), without running it."""
+    _parse(args, monkeypatch)
+
+
+def test_the_docs_show_examples():
+    assert len(DOC_EXAMPLES) >= 60, "the docs' examples are no longer found: check _examples"
+
+
+@pytest.mark.parametrize(("doc", "args"), DOC_EXAMPLES, ids=lambda a: " ".join(a)[:60] if isinstance(a, list) else a)
+def test_docs_examples_parse(doc, args, monkeypatch):
+    """The commands shown in docs/*.md parse too: an option renamed or removed fails here. A file
+    named by its absolute path (/etc/slurm/topology.conf) is the reader's, not this checkout's."""
+    try:
+        _parse(args, monkeypatch)
+    except click.BadParameter as e:
+        if not re.search(r"'[/~][^']*' does not exist", e.format_message()):
+            raise
+
+
+def _parse(args: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     ctx = cli.make_context("clusterbench", list(args))
     cmd: click.Command = cli

@@ -66,19 +66,13 @@ def virtualization(root: Path, environ: dict[str, str] | None = None) -> dict[st
         evidence.append("KUBERNETES_SERVICE_HOST is set")
 
     vm_evidence = []
-    flags = _cpuinfo_field(root, "flags") or ""
+    flags = sysfs.cpuinfo_field(root, "flags") or ""
     if "hypervisor" in flags.split():
         vm_evidence.append("cpu flag 'hypervisor'")
     dmi = {k: read_text(root / "sys/class/dmi/id" / k) for k in ("sys_vendor", "product_name")}
     dmi = {k: v for k, v in dmi.items() if v}
     return {"container": container, "container_evidence": evidence,
             "vm": bool(vm_evidence), "vm_evidence": vm_evidence, "dmi": dmi}
-
-
-def _cpuinfo_field(root: Path, key: str) -> str | None:
-    text = read_text(root / "proc/cpuinfo") or ""
-    m = re.search(rf"^{re.escape(key)}\s*:\s*(.*)$", text, re.M)
-    return m.group(1).strip() if m else None
 
 
 def _meminfo_bytes(text: str | None, key: str) -> int | None:
@@ -100,7 +94,7 @@ def cpu_info(root: Path) -> dict[str, Any]:
                       "memory_bytes": _meminfo_bytes(read_text(node_base / name / "meminfo"), "MemTotal")})
     cpu0 = root / "sys/devices/system/cpu/cpu0/cpufreq"
     return {
-        "model": _cpuinfo_field(root, "model name") or platform.processor() or None,
+        "model": sysfs.cpuinfo_field(root, "model name") or platform.processor() or None,
         "sockets": sockets, "cores": len(cores) or None, "logical": logical or None,
         "online": read_text(root / "sys/devices/system/cpu/online"),
         "governor": read_text(cpu0 / "scaling_governor"),

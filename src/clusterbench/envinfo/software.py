@@ -8,6 +8,7 @@ import os
 import platform
 
 from clusterbench import __version__
+from clusterbench.envinfo import sysfs
 
 ENV_PREFIXES = ("NCCL_", "RCCL_", "UCX_", "HIP_", "HSA_", "GLOO_", "TORCH_NCCL_", "FI_")
 ENV_KEYS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "OMP_NUM_THREADS")
@@ -38,14 +39,7 @@ def software_versions() -> dict[str, str]:
 
 
 def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "cpu"
+    return sysfs.cpuinfo_field("/", "model name") or platform.processor() or "cpu"
 
 
 def usable_cores() -> int:

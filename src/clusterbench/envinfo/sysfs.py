@@ -37,6 +37,12 @@ def read_text(path: Path | str) -> str | None:
         return None
 
 
+def cpuinfo_field(root: Path | str, key: str) -> str | None:
+    """The value of ``key`` for the first CPU listed in /proc/cpuinfo (``model name``, ``flags``)."""
+    m = re.search(rf"^{re.escape(key)}\s*:\s*(.*)$", read_text(Path(root) / "proc/cpuinfo") or "", re.M)
+    return m.group(1).strip() if m else None
+
+
 def read_int(path: Path | str, base: int = 10) -> int | None:
     text = read_text(path)
     if text is None:
