@@ -119,3 +119,70 @@ def test_a_change_from_zero_is_judged_by_the_test_not_hidden():
     assert c.status == "same"
     (c,) = compare(rows([0.0]), rows([2.0], start=100))
     assert c.status == "insufficient" and "(delta +2 from 0)" in c.verdict
+
+
+def test_undefined_cv_is_shown_as_undefined_not_as_zero():
+    from clusterbench.judge.text import comparison_lines
+    from clusterbench.report.jsonl import comparison_line, dumps
+
+    one = compare(rows([100.0]), rows([100.0, 101.0], start=100))
+    zero = compare(rows([-1.0, 1.0, 0.0]), rows([5.0, 5.1, 4.9], start=100))
+    for (c,) in (one, zero):
+        d = c.to_dict()
+        assert d["cv_a"] is None and isinstance(d["cv_b"], float)
+        json_lines(dumps(comparison_line(c, "a", "b")))  # null is what the schema allows
+    assert one[0].to_dict()["sd_a"] is None and zero[0].to_dict()["sd_a"] == 1.0
+    header, row, _ = comparison_lines(one)
+    cells = row.split()
+    assert "0.0%" not in row and cells[cells.index("100") + 1] == "-"  # was "0.0%"
+
+
+def test_undefined_cv_never_makes_a_row_noisy():
+    # A's mean is 0: its CV has no scale; B is steady, so the test decides.
+    (c,) = compare(rows([-1.0, 1.0, 0.0]), rows([50.0, 50.5, 49.5], start=100))
+    assert c.status == "better" and c.a.cv is None
+    # A's own spread says nothing about B's noise, which still counts.
+    (c,) = compare(rows([-1.0, 1.0, 0.0]), rows([50.0, 70.0, 30.0], start=100))
+    assert c.status == "noisy" and "CV 40%" in c.verdict
+
+
+def test_direction_with_negative_means():
+    # -10 -> -5 is a rise of a higher-is-better metric; b/a - 1 called it "50% slower".
+    (c,) = compare(rows([-10.0, -10.1, -9.9]), rows([-5.0, -5.1, -4.9], start=100))
+    assert math.isclose(c.delta_pct, 50.0)
+    assert c.status == "better" and c.verdict.startswith("B is 50.0% faster")
+    (c,) = compare(rows([-10.0, -10.1, -9.9], metric="time_us", unit="us"),
+                   rows([-5.0, -5.1, -4.9], metric="time_us", unit="us", start=100))
+    assert c.status == "worse" and c.verdict.startswith("B is 50.0% slower")
+
+
+def test_infinite_values_are_not_tested():
+    from clusterbench.report.jsonl import comparison_line, dumps
+
+    inf = math.inf
+    # p was nan and nan passes every "not significant" check: "B is inf% faster, p=nan"
+    for a, b, who in (([100.0, 101.0, 99.0], [100.0, inf, 99.0], "B"), ([inf, inf], [inf, inf], "A and B")):
+        (c,) = compare(rows(a), rows(b, start=100))
+        assert c.status == "insufficient" and c.verdict == f"a value of {who} is not finite: cannot test"
+        assert c.delta_pct is None
+        (line,) = json_lines(dumps(comparison_line(c, "a", "b")))
+        assert line["mean_b"] is None and line["cv_b"] is None and line["p_value"] is None
+
+
+def test_tiny_and_huge_values_are_compared_like_any_others():
+    for scale in (1e-170, 1e200):
+        a = rows([1.0 * scale, 1.0001 * scale, 0.9999 * scale])
+        b = rows([2.0 * scale, 2.0001 * scale, 2.0002 * scale], start=100)
+        (c,) = compare(a, b)  # 1e200 raised OverflowError
+        # 1e-170: the squares underflowed, sd 0, and an "exact" CI of width 0
+        assert c.status == "better" and c.test.ci_low < c.test.diff < c.test.ci_high
+        assert math.isclose(c.a.cv, 1e-4, rel_tol=1e-9)
+
+
+def test_groups_of_different_sizes():
+    a = rows(exact_sample(3, 100.0, 1.0, 20))
+    b = rows(exact_sample(30, 90.0, 5.0, 21), start=100)
+    (c,) = compare(a, b)
+    va, vb = 1.0 / 3, 25.0 / 30
+    assert math.isclose(c.test.df, (va + vb) ** 2 / (va ** 2 / 2 + vb ** 2 / 29))
+    assert c.a.n == 3 and c.b.n == 30 and c.status == "worse" and "10.0% slower" in c.verdict

@@ -1,3 +1,4 @@
+import math
 import random
 
 from clusterbench.judge.outliers import flag_outliers, modified_z_scores
@@ -61,3 +62,29 @@ def test_min_rel_dev_guard():
     values["dip"] = 97.0
     assert flag_outliers(values) == []
     assert [o.key for o in flag_outliers(values, min_rel_dev=0.01)] == ["dip"]
+
+
+def test_all_equal_two_values_and_zero_mad():
+    assert modified_z_scores({"a": 5.0, "b": 5.0, "c": 5.0}) == (5.0, {"a": 0.0, "b": 0.0, "c": 0.0})
+    assert flag_outliers({"a": 5.0, "b": 5.0, "c": 5.0}) == []
+    assert flag_outliers({"a": 1.0, "b": 100.0}) == []  # two values: no majority
+    # MAD 0 (most values equal): the mean absolute deviation scales the score instead
+    med, z = modified_z_scores({"a": 100.0, "b": 100.0, "c": 100.0, "d": 100.0, "e": 50.0})
+    assert med == 100.0 and z["a"] == 0.0 and math.isclose(z["e"], -50 / (10 / 0.7978846))
+
+
+def test_an_infinite_value_is_scored_and_flagged_on_its_bad_side():
+    inf = math.inf
+    times = {"a": 10.0, "b": 10.1, "c": 9.9, "d": 10.0, "hung": inf}
+    med, z = modified_z_scores(times)
+    # the infinite deviation made every score nan: nothing was flagged
+    assert med == 10.0 and z["hung"] == inf and abs(z["b"]) < 1.5
+    assert [o.key for o in flag_outliers(times, higher_is_better=False)] == ["hung"]
+    assert flag_outliers(times, higher_is_better=True) == []
+    assert modified_z_scores({"a": inf, "b": inf, "c": 1.0})[1] == {"a": 0.0, "b": 0.0, "c": 0.0}
+
+
+def test_relative_deviation_keeps_its_sign_for_a_negative_median():
+    values = {"a": -100.0, "b": -100.0, "c": -101.0, "d": -99.0, "e": -200.0}
+    (o,) = flag_outliers(values)
+    assert o.key == "e" and o.rel_dev == -1.0 and "-100.0% vs median" in o.describe()  # was +100.0%

@@ -197,3 +197,15 @@ def test_confidence_band_is_the_t_interval_over_runs():
     assert xs == [1024.0] and means == [3.0]
     assert abs(highs[0] - 3.0 - 4.302653 / 3 ** 0.5) < 1e-4 and abs(means[0] - lows[0] - (highs[0] - 3.0)) < 1e-9
     assert band_points([run(1.0)], "bytes")[2] == [2.0]  # one run: no band
+
+
+def test_report_shows_no_spread_for_a_single_value(tmp_path, db, capsys):
+    # One run a side: every row has one value, whose sd is undefined, not "± 0".
+    rng = random.Random(3)
+    save(db, coll_rows(1.0, rng), tags={"env": "a"})
+    save(db, coll_rows(0.9, rng), tags={"env": "b"})
+    out = tmp_path / "r.html"
+    rc, _, _ = cli(capsys, "report", "env=a", "env=b", "-o", str(out), "--db", db)
+    page = out.read_text()
+    assert rc == 0 and "insufficient" in page
+    assert "± 0<" not in page and "± 0.0<" not in page

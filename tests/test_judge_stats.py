@@ -68,3 +68,82 @@ def test_welch_degenerate():
     assert r.p == 1.0 and r.diff == 0
     r = welch([5.0, 5.0], [6.0, 6.0])
     assert r.p == 0.0
+
+
+def test_cv_is_undefined_for_one_value_or_a_zero_mean():
+    one = summarize([3.0])
+    assert one.cv is None and one.known_sd is None  # was 0.0: "perfectly steady"
+    zero = summarize([-1.0, 1.0, 0.0])
+    assert zero.mean == 0 and zero.known_sd == 1.0 and zero.cv is None
+    assert summarize([1.0, 3.0]).cv == pytest.approx(math.sqrt(2) / 2)
+    assert summarize([-1.0, -3.0]).cv == pytest.approx(math.sqrt(2) / 2)  # a spread, not negative
+
+
+def test_summary_keeps_its_digits_at_any_magnitude():
+    # Squares of 1e-170 underflowed to an sd of 0 (and a CV of 0); of 1e200 overflowed.
+    for scale in (1e-170, 1e-300, 1.0, 1e200, 1e305):
+        s = summarize([1 * scale, 2 * scale, 3 * scale])
+        assert math.isclose(s.mean, 2 * scale, rel_tol=1e-15) and math.isclose(s.sd, scale, rel_tol=1e-15)
+    assert summarize([1e308, 1e308, 1.5e308]).mean == pytest.approx(1e308 / 6 * 7)
+    s = summarize([1e15 + 1, 1e15 + 2, 1e15 + 3])  # catastrophic cancellation for a one-pass sum
+    assert s.mean == 1e15 + 2 and s.sd == 1.0
+    s = summarize([1e9 + 0.1, 1e9 + 0.2, 1e9 + 0.3, 1e9 + 0.4])
+    assert math.isclose(s.sd, math.sqrt(5 / 3) / 10, rel_tol=1e-6)
+
+
+def test_welch_is_scale_free():
+    a, b = [1.0, 1.0001, 0.9999], [2.0, 2.0001, 2.0002]
+    ref = welch(a, b)
+    for scale in (1e-170, 1e200):
+        r = welch([v * scale for v in a], [v * scale for v in b])
+        # 1e-170 was "certain" (sd 0, p 0, CI of width 0); 1e200 raised OverflowError
+        assert math.isclose(r.t, ref.t, rel_tol=1e-12) and math.isclose(r.df, ref.df, rel_tol=1e-12)
+        assert math.isclose(r.p, ref.p, rel_tol=1e-9)
+        assert math.isclose(r.ci_high - r.ci_low, (ref.ci_high - ref.ci_low) * scale, rel_tol=1e-9)
+
+
+def test_welch_does_not_test_values_that_are_not_finite():
+    # p was nan, which every threshold check reads as "significant"
+    assert welch([1.0, 2.0], [math.inf, 1.0, 2.0]) is None
+    assert welch([math.inf, math.inf], [math.inf, math.inf]) is None
+    assert welch([1.0, 2.0], [1e308, -1e308, 1e308]) is not None
+    assert welch([-1e308, -1e308, -1.5e308], [1e308, 1e308, 1.5e308]) is None  # B - A overflows
+
+
+# Two-sided tails at 30 digits (the incomplete beta at high precision, and closed forms).
+@pytest.mark.parametrize("t, df, p", [
+    (2.0, 3.0, 0.139325968558843),
+    (0.5, 1.01, 0.704173039943817),
+    (1e-8, 1.0, 1 - 2 / math.pi * math.atan(1e-8)),   # near 1: was off by 3e-9 (relative)
+    (1e200, 1.0, 2 / math.pi / 1e200),                # |t| past 1e154: was 0
+    (2.0, 1e12, 0.0455002638966284),                  # huge df: was 0.045503
+    (1.0, 1e15, 0.317310507862914),                   # was 0.73
+    (3.0, 1e6, 0.0026998625414218),
+    (5.0, math.inf, math.erfc(5 / math.sqrt(2))),
+])
+def test_t_tail_reference_values(t, df, p):
+    assert math.isclose(t_sf_two_sided(t, df), p, rel_tol=1e-9)
+
+
+def test_t_tail_refuses_nan():
+    with pytest.raises(ValueError):
+        t_sf_two_sided(math.nan, 3.0)
+    with pytest.raises(ValueError):
+        t_sf_two_sided(1.0, math.nan)
+
+
+def test_t_quantile_is_relatively_precise_near_the_centre_and_in_the_far_tail():
+    # For p just above 0.5 the quantile is (p - 0.5) / density at 0; it was 1e-8 for 3e-12.
+    df = 10.0
+    density0 = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
+    assert math.isclose(t_ppf(0.5 + 1e-12, df), 1e-12 / density0, rel_tol=1e-3)
+    # Cauchy (df 1): the p quantile is tan(pi (p - 1/2)); was capped at -1.3e154.
+    assert math.isclose(t_ppf(1e-300, 1.0), -1 / (math.pi * 1e-300), rel_tol=1e-9)
+    assert math.isclose(t_ppf(1 - 1e-9, 1.0), math.tan(math.pi * (0.5 - 1e-9)), rel_tol=1e-6)
+
+
+def test_betainc_continued_fraction_runs_to_convergence():
+    # Near the mean of Beta(a, a) the fraction needs about sqrt(a) terms; a fixed 500 stopped
+    # short without a word (0.5000001 at a = 4e6).
+    assert betainc(4e6, 4e6, 0.5) == pytest.approx(0.5, abs=1e-8)
+    assert betainc(1e6, 1e6, 0.5005) + betainc(1e6, 1e6, 0.4995) == pytest.approx(1.0, abs=1e-8)

@@ -66,7 +66,7 @@ def create_baseline(rows: list[Row], *, name: str, pct: float = 90.0, metrics: t
                                     "median": o.median, "rel_dev": o.rel_dev, "z": o.z})
             del values[o.key]
         s = summarize(list(values.values()))
-        if s.n > 1 and s.cv > max_cv:
+        if s.cv is not None and s.cv > max_cv:  # undefined (one run, mean 0): nothing to call noisy
             result.noisy.append({"row": label, "cv": s.cv, "runs": s.n})
             continue
         med = statistics.median(values.values())

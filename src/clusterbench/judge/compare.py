@@ -5,11 +5,18 @@ dropped, so ten repeated runs per side, or eight GPUs per run, become one sample
 
 A row is called different only when all of these hold, which keeps noisy small-message rows and
 tiny-but-"significant" shifts from being reported as regressions:
-  * both sides have at least 2 values (Welch needs a variance);
+  * both sides have at least 2 values, all finite (Welch needs a variance);
   * neither side's coefficient of variation exceeds ``max_cv`` (10% by default): such rows are
-    reported as "noisy" whatever the p-value;
+    reported as "noisy" whatever the p-value. A side whose CV is undefined (its mean is 0) has no
+    scale to call noisy against: the test alone decides it;
   * the two-sided p-value is below ``alpha`` (0.05), and
-  * the relative change of the means is at least ``min_effect`` (2%).
+  * the relative change of the means, (B - A) / |A|, is at least ``min_effect`` (2%).
+
+Each row is tested on its own at ``alpha``: there is no correction for comparing many rows at
+once. Among rows that did not change, up to ``alpha`` of them (5%) can come out better or worse by
+chance; ``min_effect`` removes most of those, since a 2% shift is far outside the noise of a stable
+row. Rows are not independent (busbw and algbw are one number scaled, neighbouring sizes share
+the same runs), which makes a Bonferroni-style correction needlessly strict.
 """
 
 from __future__ import annotations
@@ -59,19 +66,32 @@ class Comparison:
 
     @property
     def delta_pct(self) -> float | None:
-        return (self.b.mean / self.a.mean - 1) * 100 if self.a.mean else None
+        """(B - A) / |A| in percent; None when A's mean is 0 or a mean is not finite."""
+        d = relative_change(self.a.mean, self.b.mean)
+        return d * 100 if d is not None and math.isfinite(d) else None
 
     def to_dict(self) -> dict[str, Any]:
         t = self.test
+        diff = self.b.mean - self.a.mean
         return {
             "benchmark": self.benchmark, "metric": self.metric, "params": self.params, "unit": self.unit,
-            "n_a": self.a.n, "mean_a": self.a.mean, "sd_a": self.a.sd, "cv_a": self.a.cv,
-            "n_b": self.b.n, "mean_b": self.b.mean, "sd_b": self.b.sd, "cv_b": self.b.cv,
+            "n_a": self.a.n, "mean_a": _finite(self.a.mean), "sd_a": self.a.known_sd, "cv_a": self.a.cv,
+            "n_b": self.b.n, "mean_b": _finite(self.b.mean), "sd_b": self.b.known_sd, "cv_b": self.b.cv,
             "delta_pct": self.delta_pct,
-            "diff": t.diff if t else self.b.mean - self.a.mean,
+            "diff": t.diff if t else _finite(diff),
             "ci95_low": t.ci_low if t else None, "ci95_high": t.ci_high if t else None,
             "p_value": t.p if t else None, "status": self.status, "verdict": self.verdict,
         }
+
+
+def _finite(v: float) -> float | None:
+    return v if math.isfinite(v) else None
+
+
+def relative_change(a: float, b: float) -> float | None:
+    """(b - a) / |a|: positive when b is larger, whatever the sign of a (b / a - 1 says -50% for
+    -10 -> -5); None when a is 0."""
+    return (b - a) / abs(a) if a else None
 
 
 def _p_text(p: float) -> str:
@@ -83,17 +103,24 @@ def _p_text(p: float) -> str:
 
 def judge(a: Summary, b: Summary, test: WelchResult | None, hib: bool, *, alpha: float,
           min_effect: float, max_cv: float) -> tuple[str, str]:
-    if a.mean:
-        delta = b.mean / a.mean - 1
+    if not (a.finite and b.finite):
+        # An infinite value (a bandwidth from a zero time) has no mean or spread to test.
+        sides = " and ".join(s for s, x in (("A", a), ("B", b)) if not x.finite)
+        return INSUFFICIENT, f"a value of {sides} is not finite: cannot test"
+    rel = relative_change(a.mean, b.mean)
+    if rel is not None:
+        delta = rel
         change = f"{abs(delta) * 100:.1f}% "
     else:   # any change from 0 is infinitely large relatively: the test alone decides
         delta = 0.0 if b.mean == 0 else math.copysign(math.inf, b.mean)
         change = ""
     if test is None:
-        shown = f"{delta * 100:+.1f}%" if a.mean else f"{b.mean:+g} from 0"
+        shown = f"{delta * 100:+.1f}%" if rel is not None else f"{b.mean:+g} from 0"
         return INSUFFICIENT, f"n={a.n} vs {b.n}: need 2+ values per side to test (delta {shown})"
-    noisy = max(a.cv, b.cv)
-    if noisy > max_cv:
+    # Only a defined CV can call a row noisy: a mean of 0 gives no scale to judge the spread by.
+    cvs = [cv for cv in (a.cv, b.cv) if cv is not None]
+    noisy = max(cvs, default=None)
+    if noisy is not None and noisy > max_cv:
         return NOISY, f"too noisy to call (CV {noisy * 100:.0f}%)"
     if test.p >= alpha or abs(delta) < min_effect:
         return SAME, "no significant difference"

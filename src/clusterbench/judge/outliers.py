@@ -20,6 +20,7 @@ median by more than ``min_rel_dev`` (5% by default): a MAD of 0.1% makes a 0.5% 
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -44,21 +45,31 @@ class Outlier:
 
 
 def modified_z_scores(values: Mapping[str, float]) -> tuple[float, dict[str, float]]:
-    """Median and the modified z-score of every value (0 for all when the values are all equal)."""
+    """Median and the modified z-score of every value (0 for all when the values are all equal).
+
+    An infinite value (a time or bandwidth from a broken measurement) scores +-inf; the MAD, a
+    median, takes it in its stride, but the mean absolute deviation leaves it out: an infinite
+    deviation there made every score nan, so nothing was ever flagged."""
     xs = [float(v) for v in values.values()]
     if not xs:
         return 0.0, {}
     med = statistics.median(xs)
+    if not math.isfinite(med):  # half the values or more are infinite: no centre to judge by
+        return med, {k: 0.0 for k in values}
     deviations = [abs(x - med) for x in xs]
-    mad = statistics.median(deviations)
+    mad = statistics.median(deviations)  # finite: fewer than half the values are infinite
     if mad > 0:
         scale = mad / MAD_CONSISTENCY
     else:
-        mean_ad = sum(deviations) / len(deviations)
-        scale = mean_ad / MEANAD_CONSISTENCY
-    if scale == 0:
-        return med, {k: 0.0 for k in values}
-    return med, {k: (float(v) - med) / scale for k, v in values.items()}
+        finite = [d for d in deviations if math.isfinite(d)]
+        scale = sum(finite) / len(finite) / MEANAD_CONSISTENCY
+
+    def score(x: float) -> float:
+        if math.isinf(x):
+            return math.copysign(math.inf, x - med)
+        return (x - med) / scale if scale else 0.0
+
+    return med, {k: score(float(v)) for k, v in values.items()}
 
 
 def flag_outliers(
@@ -79,7 +90,8 @@ def flag_outliers(
     for key, z in scores.items():
         value = float(values[key])
         bad_side = z < 0 if higher_is_better else z > 0
-        rel = value / med - 1 if med != 0 else float("inf") if value != 0 else 0.0
+        # Relative to |median|: value / median - 1 turned the sign around for a negative median.
+        rel = (value - med) / abs(med) if med != 0 else math.copysign(math.inf, value) if value != 0 else 0.0
         if bad_side and abs(z) > threshold and abs(rel) > min_rel_dev:
             found.append(Outlier(key, value, med, z, rel))
     found.sort(key=lambda o: -abs(o.z))

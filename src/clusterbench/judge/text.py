@@ -61,6 +61,12 @@ def params_text(params: dict, keys: set[str] | None = None) -> str:
     return " ".join(shown) if shown else "-"
 
 
+def cv_text(cv: float | None) -> str:
+    """A coefficient of variation as a percent; ``-`` where it is undefined (one value, a mean
+    of 0): 0.0% would claim a perfectly steady row."""
+    return "-" if cv is None else f"{cv * 100:.1f}%"
+
+
 def comparison_lines(rows: list[Comparison]) -> list[str]:
     keys = varying_keys([c.params for c in rows]) if len(rows) > 1 else None
     lines = [f"{'benchmark':<12} {'metric':<10} {'params':<40} {'n':>5} {'mean A':>11} {'cv A':>6} "
@@ -73,7 +79,7 @@ def comparison_lines(rows: list[Comparison]) -> list[str]:
         p = "-" if d["p_value"] is None else f"{d['p_value']:.3g}"
         delta = "-" if c.delta_pct is None else f"{c.delta_pct:+.1f}%"
         lines.append(f"{c.benchmark:<12} {c.metric:<10} {params:<40} {c.a.n:>2}/{c.b.n:<2} "
-                     f"{c.a.mean:>11.4g} {c.a.cv * 100:>5.1f}% {c.b.mean:>11.4g} {c.b.cv * 100:>5.1f}% "
+                     f"{c.a.mean:>11.4g} {cv_text(c.a.cv):>6} {c.b.mean:>11.4g} {cv_text(c.b.cv):>6} "
                      f"{delta:>8} {ci:>24} {p:>8}  {c.verdict}")
     counts: dict[str, int] = {}
     for c in rows:

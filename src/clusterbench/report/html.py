@@ -21,6 +21,7 @@ from clusterbench import __version__
 from clusterbench.families import FAMILIES, Family, family_of
 from clusterbench.judge.compare import BETTER, INSUFFICIENT, NOISY, SAME, WORSE, Comparison
 from clusterbench.judge.findings import Findings
+from clusterbench.judge.stats import Summary
 from clusterbench.judge.text import fmt, params_text, varying_keys
 from clusterbench.records import utc_now
 from clusterbench.report.figures import FigureEntry, benchmarks_of
@@ -137,11 +138,18 @@ def _comparison_rows(f: Findings, comparisons: Sequence[Comparison]) -> tuple[li
         d = c.to_dict()
         ci = "-" if d["ci95_low"] is None else f"[{d['ci95_low']:+.3g}, {d['ci95_high']:+.3g}]"
         rows.append([c.status, c.benchmark, c.metric, params_text(c.params, keys), f"{c.a.n}/{c.b.n}",
-                     f"{c.a.mean:.4g} ± {c.a.sd:.2g}", f"{c.b.mean:.4g} ± {c.b.sd:.2g}",
+                     _mean_sd(c.a), _mean_sd(c.b),
                      "-" if c.delta_pct is None else f"{c.delta_pct:+.1f}%", ci,
                      "-" if d["p_value"] is None else f"{d['p_value']:.3g}", c.verdict])
         classes.append(c.status)
     return rows, classes
+
+
+def _mean_sd(s: Summary) -> str:
+    """``mean ± sd``; the mean alone where the sd is undefined (one value): ± 0 would claim a
+    perfectly steady row."""
+    sd = s.known_sd
+    return f"{s.mean:.4g}" if sd is None else f"{s.mean:.4g} ± {sd:.2g}"
 
 
 _COMPARISON_HEADERS = ["status", "benchmark", "metric", "params", "n A/B", "A mean ± sd", "B mean ± sd",
