@@ -68,11 +68,15 @@ def evil_db(tmp_path):
 def test_results_show_and_list_escape(capsys, evil_db):
     code, out, err = _cb(capsys, ["results", "show", "1", "--db", evil_db])
     _clean(out + err)
-    assert "\\x1b[2J" in out and "FAKE\\nPASS" in out and "# tags: owner=a\\x1b" in out
+    assert "\\x1b[2J" in out and "FAKE\\nPASS" in out and '# tags: owner="a\\x1b' in out
     assert not any(line.startswith("PASS") for line in out.splitlines())  # no forged line
     code, out, err = _cb(capsys, ["results", "list", "--db", evil_db])
     _clean(out + err)
-    assert "owner=a\\x1b[2J" in out
+    assert 'owner="a\\x1b[2J' in out
+    # the tag as shown (quoted, escaped) is the selector that picks its run
+    shown = next(line for line in out.splitlines() if line.startswith("    1 ")).rsplit(" ", 1)[-1]
+    code, out, err = _cb(capsys, ["results", "show", shown, "--json", "--db", evil_db])
+    assert code == 0 and [json.loads(x)["id"] for x in out.splitlines() if '"kind": "run"' in x] == [1]
 
 
 def test_json_output_stays_exact(capsys, evil_db):

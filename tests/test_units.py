@@ -18,8 +18,40 @@ def test_parse_size_rejects(text):
         parse_size(text)
 
 
+@pytest.mark.parametrize("text,expected", [
+    ("9007199254740993", 2**53 + 1),                  # a float holds 2**53 + 1 as 2**53
+    ("9007199254740993K", (2**53 + 1) << 10),
+    ("18446744073709551617", 2**64 + 1),
+    ("12345678901234567.5K", 12345678901234567 * 1024 + 512),
+    ("0.0009765625K", 1),                             # 2**-10 K is one byte, exactly
+    ("1.5G", 3 << 29), ("1.25T", 5 << 38), ("8191.75T", 8191 * 2**40 + 3 * 2**38),
+    ("0001.5000K", 1536),                             # zeros that change nothing
+    ("1." + "0" * 100 + "K", 1024),
+    ("0" * 100 + "7", 7),
+    ("9" * 64, 10**64 - 1),
+])
+def test_parse_size_is_exact(text, expected):
+    assert parse_size(text) == expected
+
+
+@pytest.mark.parametrize("text,msg", [
+    ("9007199254740993.5", "not a whole number"),
+    ("1.0000000000000001K", "not a whole number"),     # 1024.0000000000001024, not 1024
+    ("8191.999999999999999T", "not a whole number"),   # a float rounds it to 8192T
+    ("0.00048828125K", "not a whole number"),          # half a byte
+    ("1." + "0" * 100 + "1K", "more than 64 digits"),
+    ("1" * 65, "more than 64 digits"),
+    ("1" * 5000 + "T", "more than 64 digits"),         # past what int() converts: still one line
+    ("1" * 400, "more than 64 digits"),                # a float would be inf
+])
+def test_parse_size_refuses_inexact(text, msg):
+    with pytest.raises(UsageError, match=msg) as e:
+        parse_size(text, "--bytes")
+    assert len(str(e.value)) < 120
+
+
 def test_format_size_roundtrip():
-    for n in (1, 8, 1000, 1024, 1536, 1 << 20, 3 << 30, 1 << 40):
+    for n in (1, 8, 1000, 1024, 1536, 1 << 20, 3 << 30, 1 << 40, 2**53 + 1, (2**53 + 1) << 40, 2**64 - 1):
         assert parse_size(format_size(n)) == n
     assert format_size(1 << 20) == "1M"
 

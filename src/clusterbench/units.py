@@ -11,10 +11,17 @@ _BINARY = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
 
 
+# More digits than any size means: a typo or a pasted blob, refused before it becomes a number
+# thousands of digits long (and past what int() converts).
+_MAX_SIZE_DIGITS = 64
+
+
 def parse_size(text: str | int, what: str = "size") -> int:
     """Parse a byte or element count with an optional binary suffix K/M/G/T (KB, KiB accepted).
 
     ``1K`` is 1024 as in nccl-tests. Fractions are allowed when they give a whole number (``1.5K``).
+    The arithmetic is exact integers, never floats: ``9007199254740993`` is that number, and
+    ``1.0000000000000001K`` is not a whole number of bytes.
     """
     if isinstance(text, int):
         value = text
@@ -23,10 +30,14 @@ def parse_size(text: str | int, what: str = "size") -> int:
         if not m:
             raise UsageError(f"invalid {what} {text!r}: expected a number with optional K, M, G or T suffix")
         number, suffix = m.groups()
-        exact = float(number) * _BINARY[suffix.upper()]
-        if exact != int(exact):
+        whole, _, fraction = number.partition(".")
+        whole, fraction = whole.lstrip("0"), fraction.rstrip("0")
+        if len(whole) > _MAX_SIZE_DIGITS or len(fraction) > _MAX_SIZE_DIGITS:
+            raise UsageError(f"invalid {what} {str(text).strip()[:24]!r}...: more than {_MAX_SIZE_DIGITS} digits")
+        # number = int(whole + fraction) / 10**len(fraction), so one divmod says whether it is whole
+        value, rest = divmod(int(whole + fraction or "0") * _BINARY[suffix.upper()], 10 ** len(fraction))
+        if rest:
             raise UsageError(f"invalid {what} {text!r}: not a whole number of units")
-        value = int(exact)
     if value < 0:
         raise UsageError(f"invalid {what} {text!r}: must not be negative")
     return value

@@ -16,7 +16,7 @@ import click
 
 from clusterbench.cli.bounds import NON_NEGATIVE, FiniteFloat
 from clusterbench.errors import UsageError
-from clusterbench.printable import not_utf8
+from clusterbench.printable import not_utf8, printable
 from clusterbench.ranks.context import RankOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -118,7 +118,52 @@ db_option = _compose(
                       "or postgresql://USER@HOST:PORT/DBNAME; env CLUSTERBENCH_DB."),
     db_passfile_option,
 )
-tag_option = click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE",
+
+
+# A tag is a short label people type and read in tables; longer text is a note, not a tag, and
+# would make every listing of the run unreadable (and a selector no command line can hold).
+MAX_TAG_KEY = 256
+MAX_TAG_VALUE = 4096
+
+
+def _shown_tag(item: str) -> str:
+    # a refused tag may be a megabyte long: the error line quotes its start
+    return repr(item if len(item) <= 60 else item[:60] + "...")
+
+
+def parse_tags(items: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """``KEY=VALUE`` words as tags; every tag stored by ``--tag`` or ``results tag`` passes here.
+    Space around the key and the value is dropped; a refused tag is one UsageError line."""
+    tags: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not_utf8(item):
+            raise UsageError(f"invalid tag {_shown_tag(item)}: not UTF-8 text")
+        if not sep or not key:
+            raise UsageError(f"invalid tag {_shown_tag(item)}: expected KEY=VALUE")
+        if not value:
+            raise UsageError(f"invalid tag {_shown_tag(item)}: empty value: expected KEY=VALUE")
+        if printable(item) != item:   # a newline or an escape sequence would forge lines where it is shown
+            raise UsageError(f"invalid tag {_shown_tag(item)}: holds a control character")
+        if len(key) > MAX_TAG_KEY:
+            raise UsageError(f"invalid tag {_shown_tag(item)}: the key is {len(key)} characters long, "
+                             f"at most {MAX_TAG_KEY}")
+        if len(value) > MAX_TAG_VALUE:
+            raise UsageError(f"invalid tag {_shown_tag(item)}: the value is {len(value)} characters long, "
+                             f"at most {MAX_TAG_VALUE}")
+        tags[key] = value
+    return tags
+
+
+def _check_tags(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    # At parse time, so a command line checked before it runs elsewhere (qualify's steps, launch's
+    # remote command) refuses a bad tag then, not on every node later.
+    parse_tags(value)
+    return value
+
+
+tag_option = click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", callback=_check_tags,
                           help="Tag the stored run (repeatable), e.g. --tag env=container.")
 quiet_option = click.option("--quiet", "-q", "quiet", is_flag=True,
                             help="No progress on stderr (shown only when stderr is a terminal) and no "
@@ -186,18 +231,6 @@ def node_options(f: F) -> F:
                      help="Devices to run on at once, one rank each (default: all GPUs; CPU is one device)."),
         _RANK_OPTIONS[3], _RANK_OPTIONS[4],
     )(command)  # type: ignore[return-value]
-
-
-def parse_tags(items: tuple[str, ...] | list[str]) -> dict[str, str]:
-    tags: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"invalid tag {item!r}: expected KEY=VALUE")
-        if not_utf8(item):
-            raise UsageError(f"invalid tag {item!r}: not UTF-8 text")
-        tags[key.strip()] = value.strip()
-    return tags
 
 
 def fs_text(arg: str) -> str:

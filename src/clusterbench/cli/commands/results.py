@@ -29,7 +29,7 @@ from clusterbench.report.jsonl import (
 )
 from clusterbench.report.terminal import render_run
 from clusterbench.store import Store
-from clusterbench.store.selectors import GRAMMAR, MAX_RUN_ID
+from clusterbench.store.selectors import GRAMMAR, MAX_RUN_ID, tag_term
 
 SELECTOR_HELP = f"RUN is {GRAMMAR} (see README, 'Selecting runs')."
 _MEASURED_WIDTH = 30
@@ -88,7 +88,7 @@ def list_cmd(as_json: bool, db: str | None, limit: int, benchmark: str | None, s
     for r in runs:
         hosts = ",".join(r.hosts)
         hosts = hosts if len(hosts) <= 24 else hosts[:21] + "..."
-        tags = ",".join(f"{k}={v}" for k, v in r.tags.items())
+        tags = ",".join(tag_term(k, v) for k, v in r.tags.items())   # itself a selector
         what = measured_text(measured.get(int(r.id or 0), []), tool_of(r))
         print(printable(f"{r.id:>5}  {r.started_at:<24} {what:<{_MEASURED_WIDTH}} {r.status:<10} {r.ranks:>5} "
                         f"{counts.get(r.id, 0):>6}  {hosts:<24} {tags}"))
@@ -112,7 +112,7 @@ def show_cmd(selectors: tuple[str, ...], as_json: bool, since: str | None, db: s
         lines = [f"# run {run.id}: {run.benchmark} ({run.status}) {run.started_at} .. {run.ended_at or '?'}",
                  f"# source: {run.source}; command: {' '.join(run.command)}"]
         if run.tags:
-            lines.append("# tags: " + ", ".join(f"{k}={v}" for k, v in run.tags.items()))
+            lines.append("# tags: " + ", ".join(tag_term(k, v) for k, v in run.tags.items()))
         lines += render_run(run, ms)
         lines += [f"# error: {e}" for e in run.errors]
         lines += [f"# warning: {w}" for w in run.meta.get(WARNINGS) or []]   # an import's doubts
