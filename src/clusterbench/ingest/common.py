@@ -112,8 +112,9 @@ _WRAPPER = re.compile(
 _HOST_PREFIX = re.compile(r"([A-Za-z][\w.-]*): ")                    # pdsh / pdcp
 _HOST_WINDOW = 40     # lines looked at to decide whether pdsh prefixed them all
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_MARK = re.compile(r":mark:`([^`]*)`")
-_BOLD = re.compile(r"\*\*([^*]+)\*\*")
+# never across a line end: Roles strips many lines at once
+_MARK = re.compile(r":mark:`([^`\n]*)`")
+_BOLD = re.compile(r"\*\*([^*\n]+)\*\*")
 
 
 def _strip_doc_markup(line: str) -> str:
@@ -142,28 +143,29 @@ def _host_prefixes(lines: list[str]) -> bool:
     return hits >= 0.9 * len(texts)
 
 
+def _on_screen(raw: str) -> str:
+    """A line as a terminal shows it: no line end, no colour codes, only what was written last
+    where progress output went back over it."""
+    line = raw.rstrip("\r\n")
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    if "\r" in line:
+        line = line.rsplit("\r", 1)[-1]
+    return line
+
+
 def _unwrapped(lines: Iterable[str]) -> Iterator[str]:
     buffered: list[str] = []
     it = iter(lines)
     for raw in it:
-        line = raw.rstrip("\r\n")
-        if "\x1b" in line:
-            line = _ANSI.sub("", line)
-        if "\r" in line:  # progress output overwritten in place: keep what was left on screen
-            line = line.rsplit("\r", 1)[-1]
-        buffered.append(strip_wrappers(line))
+        buffered.append(strip_wrappers(_on_screen(raw)))
         if len(buffered) >= _HOST_WINDOW:
             break
     pdsh = _host_prefixes(buffered)
     for line in buffered:
         yield _strip_host(line) if pdsh else line
     for raw in it:
-        line = raw.rstrip("\r\n")
-        if "\x1b" in line:
-            line = _ANSI.sub("", line)
-        if "\r" in line:
-            line = line.rsplit("\r", 1)[-1]
-        line = strip_wrappers(line)
+        line = strip_wrappers(_on_screen(raw))
         yield _strip_host(line) if pdsh else line
 
 
@@ -179,12 +181,15 @@ CHUNK_LINES = 1 << 16
 
 
 class TextCleaner:
-    """``clean_lines`` for big blocks of text: the same cleaning, done by a few regular-expression
-    passes over the block instead of Python work per line (the nccl-tests importer reads
-    200 MB logs this way). Which prefixes a log carries is decided from its first lines."""
+    """``clean_lines`` for big blocks of text, but for document markup (``Roles``): the same
+    cleaning of each line, done by a few regular-expression passes over the block instead of
+    Python work per line (the nccl-tests importer reads 200 MB logs this way). Which prefixes a
+    log carries is decided from its first lines; a launcher's prefix that only appears later is
+    left for the parser to take off."""
 
     def __init__(self, head_lines: list[str]) -> None:
-        lines = [ln.rstrip("\r\n") for ln in head_lines]
+        # judged on the lines as clean_lines sees them (a colour code can hide a prefix)
+        lines = [_on_screen(ln) for ln in head_lines]
         self.pdsh = _host_prefixes([strip_wrappers(ln) for ln in lines[:_HOST_WINDOW]])
         if self.pdsh:
             lines = [_strip_host(ln) for ln in lines]
@@ -198,15 +203,12 @@ class TextCleaner:
         if "\x1b" in text:
             text = _ANSI.sub("", text)
         if self.pdsh:
-            text = _HOST_AT_LINE.sub("", text)
-        if self.wrapped:
+            # as clean_lines: prefixes before the host's, the host's, then prefixes after it
+            # (a launcher's tag on some lines only, which the log's start need not show)
+            text = _HOST_AT_LINE.sub("", _WRAPPERS_AT_LINE.sub("", text))
             text = _WRAPPERS_AT_LINE.sub("", text)
-        if ":mark:`" in text:
-            text = _strip_roles(text)
-            if "**" in text:
-                text = _BOLD.sub(r"\1", text)
-            if "\\" in text:
-                text = text.replace("\\|", "|").replace("\\\\", "\\").replace("\\*", "*")
+        elif self.wrapped:
+            text = _WRAPPERS_AT_LINE.sub("", text)
         return text
 
 
@@ -253,23 +255,73 @@ def _joined(lines: Iterable[str]) -> Iterator[str]:
         yield "".join(ln if ln.endswith("\n") else ln + "\n" for ln in block)
 
 
-def _strip_roles(text: str) -> str:
-    """``text`` without its ``:mark:`...``` roles' markup; a role a document wrapped over lines is
-    one line again (each continuation stripped, a space where the wrap was)."""
-    parts = text.split(":mark:`")
-    out = [parts[0]]
-    for part in parts[1:]:
-        end = part.find("`")
-        if end < 0:
-            out.append(":mark:`" + part)
-            continue
-        role = part[:end]
-        if "\n" in role:
-            first, *rest = role.split("\n")
-            role = first + "".join(" " + r.strip() for r in rest)
-        out.append(role)
-        out.append(part[end + 1:])
-    return "".join(out)
+def _role_line(text: str, start: int, end: int) -> tuple[str | None, int]:
+    """The line ``text[start:end]`` that opens a role, joined with the lines the role was
+    wrapped onto (as clean_lines joins them), and where the last of them ends; None when the
+    role is still open at the end of ``text``."""
+    line = text[start:end]
+    while line.count("`") % 2:
+        if end + 1 >= len(text):
+            return None, end
+        nxt = text.find("\n", end + 1)
+        # a launcher's prefix the log's start did not show (the cleaner left it) goes, as in
+        # clean_lines: the parser takes such prefixes off only at a line's start
+        line += " " + strip_wrappers(text[end + 1:nxt]).strip()
+        end = nxt
+    return line, end
+
+
+class Roles:
+    """``clean_lines``' handling of a document's ``:mark:`` roles, for cleaned blocks of whole
+    lines: a role wrapped over source lines is joined into one line, and the markup is taken
+    off the lines that hold a role (only those: a ``\\`` elsewhere is the log's own). A role
+    still open at a block's end is held back and read with the next block."""
+
+    def __init__(self) -> None:
+        self.held = ""          # the lines from an open role's first line on
+        self.open_at_end = False
+
+    def feed(self, text: str) -> str:
+        """The lines of ``text`` (after the lines held back) that no open role goes on past."""
+        if self.held:
+            text, self.held = self.held + text, ""
+        elif ":mark:`" not in text:
+            return text
+        # Python work only per line of a role, the markup taken off all of them at once; the
+        # lines between are copied as they are
+        between: list[str] = []
+        roles: list[str] = []
+        done = 0     # text[:done] is in between/roles
+        at = text.find(":mark:`")
+        while at >= 0:
+            start = text.rfind("\n", 0, at) + 1
+            role, end = _role_line(text, start, text.find("\n", at))
+            if role is None:   # open at the block's end: read on with the next
+                self.held = text[start:]
+                text = text[:start]
+                break
+            between.append(text[done:start])
+            roles.append(role)
+            done = end
+            at = text.find(":mark:`", end)
+        if not roles:
+            return text[done:]
+        out = [""] * (2 * len(roles))
+        out[0::2] = between
+        out[1::2] = _strip_doc_markup("\n".join(roles)).split("\n")
+        out.append(text[done:])
+        return "".join(out)
+
+    def rest(self) -> str:
+        """The lines held back at the log's end: a role never closed runs to the end, as in
+        ``clean_lines``."""
+        if not self.held:
+            return ""
+        self.open_at_end = True
+        lines = self.held.split("\n")
+        lines.pop()
+        self.held = ""
+        return "\n".join(_joined_roles(lines)) + "\n"
 
 
 def first_cleaner(head: str) -> TextCleaner:
@@ -277,24 +329,23 @@ def first_cleaner(head: str) -> TextCleaner:
     return TextCleaner(head[:1 << 16].split("\n")[:_HOST_WINDOW * 4])
 
 
-def text_chunks(lines: Iterable[str], cleaner: TextCleaner | None = None) -> Iterator[str]:
+def text_chunks(lines: Iterable[str], cleaner: TextCleaner | None = None, roles: Roles | None = None
+                ) -> Iterator[str]:
     """The log as cleaned blocks of whole lines (each ending with a newline); a document's
     ``:mark:`` role is never cut in two. Which prefixes to take off is decided on its start
-    (or given: ``cleaner``, for a part of a log whose start was read before)."""
+    (or given: ``cleaner``, for a part of a log whose start was read before). ``roles``: where
+    the caller learns whether a role was left open at the end."""
     blocks = lines.blocks() if isinstance(lines, Lines) else _joined(lines)
-    carry = ""
+    roles = roles if roles is not None else Roles()
     for block in blocks:
         if cleaner is None:
             cleaner = first_cleaner(block)
-        text = carry + block
-        carry = ""
-        if ":mark:`" in text and text.count("`") % 2:
-            cut = text.rfind("\n", 0, text.rfind(":mark:`")) + 1
-            text, carry = text[:cut], text[cut:]
+        text = roles.feed(cleaner.clean(block))
         if text:
-            yield cleaner.clean(text)
-    if carry and cleaner is not None:
-        yield cleaner.clean(carry)
+            yield text
+    rest = roles.rest()
+    if rest:
+        yield rest
 
 
 def clean_lines(lines: Iterable[str]) -> Iterator[str]:
@@ -303,8 +354,14 @@ def clean_lines(lines: Iterable[str]) -> Iterator[str]:
     A ``:mark:`` role that a document wrapped over several source lines is joined back into one
     line (with a space where the wrap was), so a table row is one line again.
     """
+    return _joined_roles(_unwrapped(lines))
+
+
+def _joined_roles(lines: Iterable[str]) -> Iterator[str]:
+    """The lines with each role joined to the lines it was wrapped onto (a role runs on until
+    its line holds an even number of backticks) and the markup taken off those lines."""
     pending: str | None = None
-    for line in _unwrapped(lines):
+    for line in lines:
         if pending is None and ":mark:`" not in line:
             yield line
             continue

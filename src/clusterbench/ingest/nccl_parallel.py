@@ -34,11 +34,18 @@ from clusterbench.ingest.common import (
     ImportedRun,
     Lines,
     LogFormatError,
+    Roles,
     TextCleaner,
     first_cleaner,
     text_chunks,
 )
-from clusterbench.ingest.nccl_tests import ForeignLine, NcclTextParser, parse_chunks, parse_lines
+from clusterbench.ingest.nccl_tests import (
+    ForeignLine,
+    NcclTextParser,
+    names_op,
+    parse_chunks,
+    parse_lines,
+)
 
 PART_BYTES = 8 << 20    # parts of about this size
 MIN_BYTES = 24 << 20    # smaller files are read by one process: starting workers would cost more
@@ -47,7 +54,7 @@ _WINDOW = 1 << 20       # bytes searched for a run's start past each part's nomi
 # a header line that starts a run, at the start of a line
 _HEADER = re.compile(rb"\n(?=#[ \t]*(?:nThread:?[ \t]+\d+[ \t]+nGpus:?[ \t]+\d|Collective test starting"
                      rb"|nccl-tests version|NCCL Tests compiled|rccl-tests:[ \t]*Version))")
-# a command line naming the op (``$ mpirun ... all_reduce_perf``), as the parser reads one
+# a command line naming the op (``$ mpirun ... all_reduce_perf``): the quick test before names_op
 _COMMAND = re.compile(rb"[^\s\d#][^\n]*\b[a-z_]+_perf\b")
 
 
@@ -100,7 +107,8 @@ def _run_start(text: bytes, header: int) -> tuple[int, str]:
         start = text.rfind(b"\n", 0, end) + 1
         line = text[start:end]
         if line.strip():
-            return (start, "command") if start > 0 and _COMMAND.match(line) else (header, "header")
+            command = start > 0 and _COMMAND.match(line) and names_op(line.decode("utf-8", "replace"))
+            return (start, "command") if command else (header, "header")
         end = start - 1
     return header, "header"
 
@@ -170,11 +178,11 @@ def _read(parser: NcclTextParser, text: str, cleaner: TextCleaner, next_kind: st
     when it starts afresh), ("error", message), or ("again",): the main process must read the
     rest of the file as one pass (another tool's output, a markup role open across the cut)."""
     runs: list[ImportedRun] = []
+    roles = Roles()
     try:
-        for chunk in text_chunks(Lines([], io.StringIO(text)), cleaner):
+        for chunk in text_chunks(Lines([], io.StringIO(text)), cleaner, roles):
             runs += parser.feed_text(chunk)
-        role = text.rfind(":mark:`")
-        if next_kind and role >= 0 and text.find("`", role + 7) < 0:
+        if next_kind and roles.open_at_end:
             return [], ("again",)
         if next_kind and not parser.closes_before(next_kind):
             return runs, ("end", parser.state)

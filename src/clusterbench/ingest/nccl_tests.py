@@ -43,6 +43,7 @@ from clusterbench.ingest.common import (
     LogFormatError,
     add_error,
     add_warning,
+    clean_lines,
     new_run,
     strip_wrappers,
     text_chunks,
@@ -184,6 +185,10 @@ class NcclTextParser:
                 yield from self._done
                 self._done.clear()
                 raise ForeignLine(f.line, "\n".join([*context, seg[line:], *segs[i + 1:]])) from None
+            except LogFormatError:   # a run that cannot be stored: the runs before it first, as feed gives them
+                yield from self._done
+                self._done.clear()
+                raise
             if self._done:
                 yield from self._done
                 self._done.clear()
@@ -266,17 +271,28 @@ class NcclTextParser:
         if "root" in shape and not all(map(_integer, set(roots))):
             return False
         if st.concluded or st.avg_busbw is not None:  # rows after a footer: the next run's
-            self._next_run(keep_layout=True)
-            st = self.state
+            st = self._rows_after_footer()
         st.add_part(shape, block, nrows)
         st.nrows += nrows
         st.sizes += sizes
         st.dtypes += dtypes
         st.redops += redops
         st.roots += roots
-        for ia, ib in zip(lay.alg, lay.bus):
+        pairs = list(zip(lay.alg, lay.bus))
+        if len(pairs) == 1:
+            (ia, ib), = pairs
             st.alg += toks[nlead + ia::ncols]
             st.bus += toks[nlead + ib::ncols]
+        else:
+            # in row order, as feed appends them (out-of-place, in-place, next row): the last
+            # rows' values and the footer's mean are then the same however the text was cut
+            k = len(pairs)
+            alg, bus = [""] * (nrows * k), [""] * (nrows * k)
+            for j, (ia, ib) in enumerate(pairs):
+                alg[j::k] = toks[nlead + ia::ncols]
+                bus[j::k] = toks[nlead + ib::ncols]
+            st.alg += alg
+            st.bus += bus
         st.seen = True
         st.partial_row = False
         return True
@@ -287,9 +303,11 @@ class NcclTextParser:
         if not stripped:
             return
         c = stripped[0]
-        if c in "[(" or (c.isdigit() and ":" in stripped[:8]):
+        # a launcher's prefix the log's start did not show (so the cleaner left it): a tag, a
+        # label, a timestamp (its first ':' after the date)
+        if c in "[(" or (c.isdigit() and ":" in stripped[:16]):
             unwrapped = strip_wrappers(stripped).strip()
-            if unwrapped != stripped:   # a launcher's prefix the log's start did not show
+            if unwrapped != stripped:
                 self._line(unwrapped)
                 return
         if c.isdigit():
@@ -318,8 +336,7 @@ class NcclTextParser:
             shape = _shape(toks, nlead)
             if shape is not None:
                 if st.concluded or st.avg_busbw is not None:  # rows after a footer: the next run's
-                    self._next_run(keep_layout=True)
-                    st = self.state
+                    st = self._rows_after_footer()
                 st.add_part(shape, stripped, 1)
                 st.nrows += 1
                 st.sizes.append(toks[0])
@@ -381,6 +398,18 @@ class NcclTextParser:
             self.state = _State(self.name)
             if keep_layout:
                 self.state.layout = st.layout
+
+    def _rows_after_footer(self) -> _State:
+        """The state rows read after a footer go to: the next run's, or this one's when it holds
+        nothing to end (a ``Collective test concluded`` line with no table before it). Left
+        concluded, that state would end after one row, so where a block was cut would decide
+        how its rows are split into runs."""
+        st = self.state
+        if st.has_results or st.errors:
+            self._next_run(keep_layout=True)
+            return self.state
+        st.concluded = False
+        return st
 
     def _header_or_footer(self, body: str) -> None:
         # Cheap substring tests first: in large logs most of these lines are rank lines.
@@ -869,6 +898,17 @@ def _sweep(header: str) -> dict[str, object]:
     for word, value in re.findall(r"(?:(warmup|agg)\s+)?iters:\s+(\d+)", header):
         sweep[{"warmup": "warmup_iters", "agg": "agg_iters"}.get(word, "iters")] = int(value)
     return sweep
+
+
+def names_op(line: str) -> bool:
+    """Whether ``line``, read alone, is a command line naming an op and nothing else a run holds
+    (not a ``Collective test`` line in a document's markup, a failure naming the program):
+    nccl_parallel cuts a log before such a line, where one pass starts the next run too."""
+    parser = NcclTextParser()
+    for text in clean_lines([line]):
+        parser.feed(text)
+    st = parser.state
+    return st.op_hint is not None and st == _State(parser.name, op_hint=st.op_hint)
 
 
 class ForeignLine(Exception):
