@@ -186,3 +186,53 @@ def test_groups_of_different_sizes():
     va, vb = 1.0 / 3, 25.0 / 30
     assert math.isclose(c.test.df, (va + vb) ** 2 / (va ** 2 / 2 + vb ** 2 / 29))
     assert c.a.n == 3 and c.b.n == 30 and c.status == "worse" and "10.0% slower" in c.verdict
+
+
+def test_counts_are_more_or_fewer_not_slower(capsys, db):
+    # #wrong 0 -> 5 said "B is slower (5 against A's 0)"
+    (c,) = compare(rows([0.0, 0.0, 0.0], metric="wrong", unit=""),
+                   rows([5.0, 5.1, 4.9], metric="wrong", unit="", start=100))
+    assert c.status == "worse" and c.verdict.startswith("B has more wrong (5 against A's 0, worse), p<")
+    (c,) = compare(rows([10.0, 10.2, 9.8], metric="wrong", unit=""),
+                   rows([5.0, 5.1, 4.9], metric="wrong", unit="", start=100))
+    assert c.status == "better" and c.verdict.startswith("B has 50.0% fewer wrong (better), p<")
+    # an efficiency (a ratio) is higher or lower, a latency slower
+    (c,) = compare(rows([0.80, 0.81, 0.79], metric="efficiency", unit=""),
+                   rows([0.90, 0.91, 0.89], metric="efficiency", unit="", start=100))
+    assert c.verdict.startswith("B is 12.5% higher (better), p<")
+    # the same words through the command
+    for side, values in (("a", (0.0, 0.0, 0.0)), ("b", (4.9, 5.0, 5.1))):
+        for v in values:
+            save(db, [Measurement("all_reduce", "wrong", v, "", {"bytes": 1024, "placement": "in"})],
+                 tags={"env": side})
+    rc, out, err = cli(capsys, "compare", "env=a", "env=b", "--db", db)
+    assert rc == 0 and "B has more wrong (5 against A's 0, worse)" in out and "slower" not in out
+
+
+def test_every_registry_metric_has_fitting_words():
+    from clusterbench.families import FAMILIES
+    from clusterbench.judge.compare import COUNT, LEVEL, SPEED, change_text, wording
+    from clusterbench.units import is_time_unit
+
+    kinds: dict[str, set[str]] = {}
+    for family in FAMILIES:
+        for m in family.metrics:
+            bench = family.benchmarks[0] if family.benchmarks else family.name
+            words = wording(bench, m.name, m.unit)
+            kinds.setdefault(words, set()).add(m.unit)
+            said = {change_text(words, m.name, up, up == m.higher_is_better, "10.0% ", against)
+                    for up in (True, False) for against in ("", "5 against A's 0")}
+            speed = is_time_unit(m.unit) or m.unit.endswith(("/s", "pps"))
+            assert (words == SPEED) == speed, (family.name, m.name, m.unit)
+            if words == SPEED:
+                assert all(("faster" in s) != ("slower" in s) for s in said), said
+            else:   # better or worse said outright, never a speed
+                assert all("faster" not in s and "slower" not in s for s in said), said
+                assert all(s.endswith(("better)", "worse)")) for s in said), said
+            if words == COUNT:
+                assert not m.judged and m.unit == "" and all(" more " in s or " fewer " in s for s in said)
+            # the good direction is called better, whichever way the metric runs
+            good = change_text(words, m.name, m.higher_is_better, True, "10.0% ")
+            assert ("faster" in good) if words == SPEED else good.endswith("(better)")
+    assert kinds[SPEED] >= {"us", "ms", "s", "GB/s", "TFLOP/s", "Mpps", "tok/s", "req/s", "samples/s"}
+    assert kinds[COUNT] == {""} and kinds[LEVEL] >= {"", "%", "bytes"}

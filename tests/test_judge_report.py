@@ -1,3 +1,4 @@
+import math
 import random
 import shutil
 import subprocess
@@ -196,7 +197,34 @@ def test_confidence_band_is_the_t_interval_over_runs():
     # per run the mean over its rows (2, 3, 4); over runs: mean 3, sd 1, t(0.975, 2) = 4.303
     assert xs == [1024.0] and means == [3.0]
     assert abs(highs[0] - 3.0 - 4.302653 / 3 ** 0.5) < 1e-4 and abs(means[0] - lows[0] - (highs[0] - 3.0)) < 1e-9
-    assert band_points([run(1.0)], "bytes")[2] == [2.0]  # one run: no band
+    one = band_points([run(1.0)], "bytes")
+    assert one[1] == [2.0] and math.isnan(one[2][0]) and math.isnan(one[3][0])  # one run: no band
+
+
+def test_a_point_one_run_backs_gets_no_band_and_says_n_1():
+    """Three runs measured 1 KiB..4 KiB, one of them 8 KiB too: the band stopped at zero width
+    on 8 KiB, as if that value were certain."""
+    from clusterbench.report.plots import Curve, band_points, close, size_curve
+
+    def run(v: float, sizes: tuple[int, ...]) -> list[Measurement]:
+        return [Measurement("all_reduce", "busbw", v * b / 1024, "GB/s", {"bytes": b}) for b in sizes]
+
+    runs = [run(1.0, (1024, 2048, 4096, 8192)), run(1.1, (1024, 2048, 4096)), run(0.9, (1024, 2048, 4096))]
+    xs, means, lows, highs = band_points(runs, "bytes")
+    assert xs == [1024.0, 2048.0, 4096.0, 8192.0] and means[3] == 8.0
+    assert all(lo < m < hi for lo, m, hi in zip(lows[:3], means[:3], highs[:3]))
+    assert math.isnan(lows[3]) and math.isnan(highs[3])   # was lows[3] == highs[3] == 8.0
+    fig = size_curve("t", "busbw (GB/s)", [Curve("A", runs)], "bytes", "size")
+    ax = fig.axes[0]
+    (band,) = ax.collections
+    band_xs = {float(x) for path in band.get_paths() for x, _ in path.vertices}
+    assert 4096.0 in band_xs and 8192.0 not in band_xs
+    assert ax.get_legend_handles_labels()[1] == ["A, n=3 (n=1 at 1 size: no band)"]
+    close(fig)
+    # a single run: no band at all, and the legend says n=1
+    fig = size_curve("t", "busbw (GB/s)", [Curve("B", runs[:1])], "bytes", "size")
+    assert not fig.axes[0].collections and fig.axes[0].get_legend_handles_labels()[1] == ["B, n=1"]
+    close(fig)
 
 
 def test_report_shows_no_spread_for_a_single_value(tmp_path, db, capsys):
@@ -209,3 +237,43 @@ def test_report_shows_no_spread_for_a_single_value(tmp_path, db, capsys):
     page = out.read_text()
     assert rc == 0 and "insufficient" in page
     assert "± 0<" not in page and "± 0.0<" not in page
+
+
+def test_noisy_for_want_of_repetitions_says_so_plainly(tmp_path, db, capsys):
+    # one run a side: every row is untestable, and the verdict's reasons used to give only the
+    # counts under the word NOISY, as if the hardware were noisy
+    rng = random.Random(5)
+    save(db, coll_rows(1.0, rng, noise_small=0.01), tags={"env": "a"})
+    save(db, coll_rows(1.0, rng, noise_small=0.01), tags={"env": "b"})
+    out = tmp_path / "one.html"
+    rc, stdout, _ = cli(capsys, "report", "env=a", "env=b", "-o", str(out), "--db", db, "--json")
+    assert rc == 0
+    (info,) = json_lines(stdout)
+    html_verdict = _verdict_of_html(out.read_text())
+    assert html_verdict == _verdict_of_markdown(out.with_suffix(".md").read_text()) \
+        == (info["verdict"], info["reasons"])
+    status, reasons = html_verdict
+    assert status == "NOISY"
+    assert reasons[-1] == ("not enough repetitions to judge 32 row(s) (n=1 vs 1; a test needs 2 per side): "
+                           "nothing measured was noisy")
+    rc, stdout, _ = cli(capsys, "report", "env=a", "env=b", "-o", str(out), "--db", db)
+    assert stdout.startswith("NOISY: ") and "not enough repetitions to judge 32 row(s) (n=1 vs 1" in stdout
+
+
+def test_reasons_for_untestable_rows_tell_few_values_from_infinite_ones():
+    from clusterbench.judge.compare import compare
+    from clusterbench.judge.findings import Findings, Group
+    from clusterbench.judge.select import Row
+    from clusterbench.records import Run
+
+    def rows(values, bench, start):
+        return [Row(Run("coll", id=start + i), Measurement(bench, "bandwidth", v, "GB/s", {"kernel": "Copy"}))
+                for i, v in enumerate(values)]
+
+    a = rows([100.0, 101.0, 99.0], "stream", 1) + rows([5.0], "transfer", 1)
+    b = rows([100.0, float("inf"), 99.0], "stream", 10) + rows([5.0, 5.1, 4.9], "transfer", 10)
+    f = Findings([Group("a", []), Group("b", [])], comparisons=compare(a, b))
+    reasons = f.verdict().reasons
+    assert "not enough repetitions to judge 1 row(s) (n=1 vs 3; a test needs 2 per side): nothing measured " \
+           "was noisy" in reasons
+    assert "1 row(s) not tested: a value, or the difference of the means, is not finite" in reasons

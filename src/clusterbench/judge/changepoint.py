@@ -35,8 +35,10 @@ deviation estimation of a shift", Econometric Theory 11(3), 403-436 (1995).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -198,11 +200,54 @@ def _segments(x: np.ndarray, offset: int, s: Settings) -> list[tuple[Change, tup
     return out
 
 
+def smallest_p_value(n: int, s: Settings = Settings()) -> float:
+    """The smallest p-value the permutation test can give any series of ``n`` runs: that of the
+    cleanest step, every run of one half above every run of the other. Its middle split has the
+    largest standardized U any order of n distinct values has, and a random order matches it with
+    probability q = 2 / C(2m, m), m = n // 2 (either half first; for odd n the middle run may
+    join either half, which sums to the same q). 1.0 when n is too short for ``min_size`` runs
+    on each side. The permutations estimate p, never below 1 / (permutations + 1)."""
+    if n < 2 * s.min_size:
+        return 1.0
+    m = n // 2
+    return 2.0 / math.comb(2 * m, m)
+
+
+@lru_cache(maxsize=64)
+def runs_needed(s: Settings = Settings()) -> int | None:
+    """The fewest runs in which a change can be found at ``s.alpha`` (each scan gets half of
+    it): 12 at the default 0.01. None when no length can: the estimated p-value is never below
+    1 / (permutations + 1)."""
+    if s.alpha / 2 <= 1.0 / (s.permutations + 1):
+        return None
+    n = 2 * s.min_size
+    while smallest_p_value(n, s) >= s.alpha / 2:
+        n += 1   # q shrinks about fourfold every two runs: a few steps for any alpha
+    return n
+
+
+def _power_of_two_scale(x: np.ndarray) -> int:
+    """An exponent e such that x * 2**-e sums without overflow, or 0 when x already does.
+    Scaling by a power of two is exact and changes no rank, split, ratio or z, so huge values
+    (1e308) are searched like any others; ordinary series keep their own values."""
+    with np.errstate(over="ignore"):   # the overflow is the question asked
+        fits = bool(np.isfinite(np.sum(np.abs(x)) * 2))
+    if len(x) == 0 or fits:
+        return 0
+    return int(np.frexp(np.max(np.abs(x)))[1])
+
+
 def find_changes(values: Sequence[float], settings: Settings = Settings()) -> list[Change]:
-    """Every change of level in ``values`` (time order), earliest first."""
+    """Every change of level in ``values`` (time order), earliest first. Values must be finite
+    (``judge.history`` leaves other points out before it gets here)."""
     x = np.asarray(values, dtype=float)
     if not np.all(np.isfinite(x)):
         raise ValueError("a series with NaN or infinite values")
+    e = _power_of_two_scale(x)
+    if e:
+        # Medians of two huge values and sums of deviations would overflow to inf.
+        return [Change(c.index, float(np.ldexp(c.before, e)), float(np.ldexp(c.after, e)), c.p_value, c.z)
+                for c in find_changes(np.ldexp(x, -e), settings)]
     found: list[Change] = []
     pending = [(0, len(x))]
     while pending:

@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusterbench.errors import UsageError
-from clusterbench.families import IDENTITY_PARAMS, describes_spread, higher_is_better
+from clusterbench.families import IDENTITY_PARAMS, describes_spread, higher_is_better, metric_of
 from clusterbench.judge.select import Row
 from clusterbench.judge.stats import Summary, WelchResult, summarize, welch
+from clusterbench.units import is_time_unit, unit_scale
 
 SAME, BETTER, WORSE, NOISY, INSUFFICIENT = "same", "better", "worse", "noisy", "insufficient"
 
@@ -101,8 +102,38 @@ def _p_text(p: float) -> str:
     return f"p={p:.2f}"
 
 
+SPEED, COUNT, LEVEL = "speed", "count", "level"
+
+
+def wording(benchmark: str, metric: str, unit: str) -> str:
+    """How a change of this metric is said: ``speed`` (times and rates: faster, slower),
+    ``count`` (counts and errors the family does not judge as performance, #wrong: more, fewer)
+    or ``level`` (ratios, percentages, sizes: higher, lower). Only a time or a rate is "faster":
+    5 wrong elements against 0 are not "slower"."""
+    scale = unit_scale(unit) if unit else None
+    if is_time_unit(unit) or (scale is not None and scale[0] in ("rate", "flops")) \
+            or unit.endswith("/s") or unit.lower().endswith("pps"):   # GB/s, tok/s, Mpps
+        return SPEED
+    known = metric_of(benchmark, metric)
+    if known is not None and not known.judged and not unit:
+        return COUNT
+    return LEVEL
+
+
+def change_text(words: str, metric: str, up: bool, good: bool, change: str = "", against: str = "") -> str:
+    """``B is 12.0% slower``, ``B has more wrong (5 against A's 0, worse)``, ``B is 3.0% higher
+    (better)``: ``change`` is the size ("12.0% ") or empty, ``against`` says B's value when A's is 0."""
+    if words == SPEED:
+        return f"B is {change}{'faster' if good else 'slower'}" + (f" ({against})" if against else "")
+    verdict = "better" if good else "worse"
+    why = f" ({against}, {verdict})" if against else f" ({verdict})"
+    if words == COUNT:
+        return f"B has {change}{'more' if up else 'fewer'} {metric}{why}"
+    return f"B is {change}{'higher' if up else 'lower'}{why}"
+
+
 def judge(a: Summary, b: Summary, test: WelchResult | None, hib: bool, *, alpha: float,
-          min_effect: float, max_cv: float) -> tuple[str, str]:
+          min_effect: float, max_cv: float, words: str = SPEED, metric: str = "") -> tuple[str, str]:
     if not (a.finite and b.finite):
         # An infinite value (a bandwidth from a zero time) has no mean or spread to test.
         sides = " and ".join(s for s, x in (("A", a), ("B", b)) if not x.finite)
@@ -125,9 +156,9 @@ def judge(a: Summary, b: Summary, test: WelchResult | None, hib: bool, *, alpha:
     if test.p >= alpha or abs(delta) < min_effect:
         return SAME, "no significant difference"
     good = (delta > 0) == hib  # for times and latencies a rise is the bad direction
-    word = "faster" if good else "slower"
-    against = "" if a.mean else f" ({b.mean:g} against A's 0)"
-    return (BETTER if good else WORSE), f"B is {change}{word}{against}, {_p_text(test.p)}"
+    against = "" if a.mean else f"{b.mean:g} against A's 0"
+    said = change_text(words, metric, delta > 0, good, change, against)
+    return (BETTER if good else WORSE), f"{said}, {_p_text(test.p)}"
 
 
 def compare(rows_a: list[Row], rows_b: list[Row], *, alpha: float = 0.05, min_effect: float = 0.02,
@@ -145,6 +176,7 @@ def compare(rows_a: list[Row], rows_b: list[Row], *, alpha: float = 0.05, min_ef
         test = welch(va, vb)
         unit = ga[key][0].m.unit
         status, verdict = judge(sa, sb, test, higher_is_better(bench, metric, unit), alpha=alpha,
-                                min_effect=min_effect, max_cv=max_cv)
+                                min_effect=min_effect, max_cv=max_cv, words=wording(bench, metric, unit),
+                                metric=metric)
         out.append(Comparison(bench, metric, json.loads(params), unit, sa, sb, test, status, verdict))
     return out

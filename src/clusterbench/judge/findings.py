@@ -57,7 +57,8 @@ class EnvDiff:
 class Verdict:
     """The report's first line: PASS, FAIL (validation failed, a run failed or is incomplete, a
     degraded host or device), REGRESSION (a compared row is worse) or NOISY (rows too noisy or
-    with too few runs to call, or noise inside runs); ``reasons`` hold the counts behind it."""
+    with too few runs to call, or noise inside runs); ``reasons`` hold the counts behind it, and
+    say so plainly when rows only lack repetitions."""
 
     status: str
     reasons: list[str]
@@ -134,6 +135,16 @@ class Findings:
                 status = REGRESSION
             if (counts[NOISY] or counts[INSUFFICIENT]) and status == PASS:
                 status = NOISY_VERDICT
+            untested = [c for c in self.shown_comparisons if c.status == INSUFFICIENT]
+            few = [c for c in untested if c.a.finite and c.b.finite and min(c.a.n, c.b.n) < 2]
+            if few:
+                # NOISY for want of runs must not read as noisy hardware: say what is missing.
+                only = status == NOISY_VERDICT and not counts[NOISY] and not self.warnings
+                reasons.append(f"not enough repetitions to judge {len(few)} row(s) ({_fewest(few)}; a test "
+                               "needs 2 per side)" + (": nothing measured was noisy" if only else ""))
+            if len(untested) > len(few):
+                reasons.append(f"{len(untested) - len(few)} row(s) not tested: a value, or the difference "
+                               "of the means, is not finite")
         elif self.compare_error:
             reasons.append(f"comparison: {self.compare_error}")
         if self.warnings:
@@ -141,6 +152,15 @@ class Findings:
             if status == PASS:
                 status = NOISY_VERDICT
         return Verdict(status, reasons)
+
+
+def _fewest(rows: list[Comparison]) -> str:
+    """``n=1 vs 1`` when every row has the same counts, else the fewest values on a side."""
+    pairs = {(c.a.n, c.b.n) for c in rows}
+    if len(pairs) == 1:
+        a, b = pairs.pop()
+        return f"n={a} vs {b}"
+    return f"as few as n={min(min(p) for p in pairs)} on a side"
 
 
 def fold(comparisons: list[Comparison]) -> tuple[list[Comparison], list[Comparison]]:

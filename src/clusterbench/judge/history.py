@@ -5,13 +5,15 @@ A series is one row (benchmark, metric, params minus host/device/rank) on one ho
 one point per run in time order: the median of that run's values there. Rows with a ``bytes``
 param keep only the largest size of each run by default (the number people quote: busbw at
 8 GiB), or the size asked for. Changes come from ``judge.changepoint``; a change in the bad
-direction of the metric (lower bandwidth, higher latency) is a regression.
+direction of the metric (lower bandwidth, higher latency) is a regression. A point whose value
+is not finite has no rank to test: it is left out of the series and kept in ``left_out`` so the
+output can say so.
 """
 
 from __future__ import annotations
 
 import json
-import statistics
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -19,7 +21,7 @@ from typing import Any
 
 from clusterbench.errors import UsageError
 from clusterbench.families import IDENTITY_PARAMS, family_of, higher_is_better
-from clusterbench.judge.changepoint import Change, Settings, find_changes
+from clusterbench.judge.changepoint import Change, Settings, find_changes, runs_needed
 from clusterbench.records import Measurement, Run
 from clusterbench.store.selectors import parse_since as since_text
 from clusterbench.units import format_size
@@ -83,6 +85,7 @@ class Series:
     device: str | None = None    # with --by device
     points: list[Point] = field(default_factory=list)
     changes: list[Change] = field(default_factory=list)
+    left_out: list[Point] = field(default_factory=list)  # runs whose value is not finite
 
     @property
     def higher_is_better(self) -> bool:
@@ -118,6 +121,18 @@ class Series:
                 "run": p.run, "started_at": p.started_at, "index": c.index, "before": c.before,
                 "after": c.after, "change_pct": c.relative * 100, "p_value": c.p_value,
                 "confidence": c.confidence, "z": c.z, "points": len(self.points)}
+
+
+def median(values: Sequence[float]) -> float:
+    """The median, finite whenever the values are: the mean of the two middle values of an even
+    count is taken in halves when their sum overflows (two values of 1.7e308)."""
+    xs = sorted(values)
+    mid = len(xs) // 2
+    if len(xs) % 2:
+        return xs[mid]
+    a, b = xs[mid - 1], xs[mid]
+    m = (a + b) / 2
+    return m if math.isfinite(m) or not (math.isfinite(a) and math.isfinite(b)) else a / 2 + b / 2
 
 
 def _headline(benchmark: str) -> str | None:
@@ -170,14 +185,30 @@ def build_series(runs: Iterable[tuple[Run, list[Measurement]]], *, metric: str |
             s = series.get(key)
             if s is None:
                 s = series[key] = Series(key[0], key[1], units[key], json.loads(key[2]), key[3], key[4])
-            s.points.append(Point(run.id, run.started_at, statistics.median(values)))
+            point = Point(run.id, run.started_at, median(values))
+            (s.points if math.isfinite(point.value) else s.left_out).append(point)
     return sorted(series.values(), key=lambda s: (s.benchmark, s.metric, s.label, s.entity))
 
 
 def detect(series: Iterable[Series], settings: Settings = Settings()) -> list[Series]:
-    """Fill each series' ``changes``; return them."""
+    """Fill each series' ``changes``, after moving points that are not finite to ``left_out``
+    (an infinite value has no rank, and one bad run must not cost the whole series); return them."""
     out = []
     for s in series:
+        s.left_out += [p for p in s.points if not math.isfinite(p.value)]
+        s.points = [p for p in s.points if math.isfinite(p.value)]
         s.changes = find_changes([p.value for p in s.points], settings)
         out.append(s)
     return out
+
+
+def too_short(s: Series, settings: Settings = Settings()) -> str:
+    """Why no change can be found in ``s`` whatever its values, or "" when one can."""
+    needed = runs_needed(settings)
+    if needed is None:
+        return (f"no series can show a change at alpha {settings.alpha:g} with {settings.permutations} "
+                "permutations")
+    if len(s.points) < needed:
+        runs = f"{len(s.points)} run" + ("" if len(s.points) == 1 else "s")
+        return f"{runs}: at least {needed} are needed to detect a change at alpha {settings.alpha:g}"
+    return ""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import re
 import statistics
 from collections.abc import Iterable, Sequence
@@ -21,6 +22,7 @@ from clusterbench import __version__
 from clusterbench.families import FAMILIES, Family, family_of
 from clusterbench.judge.compare import BETTER, INSUFFICIENT, NOISY, SAME, WORSE, Comparison
 from clusterbench.judge.findings import Findings
+from clusterbench.judge.history import too_short
 from clusterbench.judge.stats import Summary
 from clusterbench.judge.text import fmt, params_text, varying_keys
 from clusterbench.records import utc_now
@@ -234,12 +236,24 @@ def _history(f: Findings, entries: Sequence[FigureEntry], images: dict[str, str]
     if not f.history:
         return ""
     rows = [[s.entity, s.label, s.metric, s.kind(c), s.points[c.index].run, s.points[c.index].started_at[:10],
-             fmt(c.before, s.unit), fmt(c.after, s.unit), f"{c.relative * 100:+.1f}%", f"{c.confidence * 100:.1f}%"]
+             fmt(c.before, s.unit), fmt(c.after, s.unit), _change_pct(c.relative), f"{c.confidence * 100:.1f}%"]
             for s in f.history for c in s.changes]
     found = (table(["host", "row", "metric", "change", "run", "date", "before", "after", "by", "confidence"],
                    rows, {6, 7, 8, 9}, ["fail" if r[3] == "regression" else "pass" for r in rows])
              if rows else "<p>No change of level in any series (Mann-Whitney scan, docs/judge.md).</p>")
+    # "No change" from a series that could not show one is not evidence of stability: say which.
+    notes = [f"{s.entity} {s.label} {s.metric}: {why}" for s in f.history if (why := too_short(s))]
+    notes += [f"{s.entity} {s.label} {s.metric}: run {p.run} left out, its value is not finite"
+              for s in f.history for p in s.left_out]
+    if notes:
+        found += "<ul class=small>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>"
     return found + _figures(entries, images, "history")
+
+
+def _change_pct(relative: float) -> str:
+    """A change in percent; "from 0" where the level before was 0 (no finite percentage)."""
+    pct = relative * 100
+    return f"{pct:+.1f}%" if math.isfinite(pct) else "from 0"
 
 
 def _efficiency(f: Findings) -> str:

@@ -5,13 +5,15 @@ which is its ``Figure`` spec. Each returns a Figure; ``save`` writes PNG+SVG.
 Bars and matrices take series as ``(label, rows)`` where rows are measurements from one run or a
 group of runs; points at the same x are averaged and their standard deviation drawn as an error
 bar. Size curves take each group's runs apart (``Curve``): the line is the mean over the runs
-at each size, the band its 95% confidence interval (Student's t over the runs' values).
+at each size, the band its 95% confidence interval (Student's t over the runs' values); a size
+that a single run measured has no band, and the legend says n=1.
 """
 
 from __future__ import annotations
 
 import base64
 import io
+import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -64,31 +66,53 @@ def _size_axis(ax, label: str) -> None:
     ax.grid(True, which="major", alpha=0.3)
 
 
-def band_points(runs: Sequence[Sequence[Measurement]], x_param: str) -> tuple[
-        list[float], list[float], list[float], list[float]]:
-    """Per x: the mean over runs of each run's mean value, and the 95% confidence interval of
-    that mean (t quantile with n-1 degrees of freedom; no band with a single run)."""
+def _per_x(runs: Sequence[Sequence[Measurement]], x_param: str) -> dict[float, list[float]]:
+    """Per x, each run's mean value there (a run that lacks that x adds nothing)."""
     per_x: dict[float, list[float]] = {}
     for rows in runs:
         xs, ys, _ = _points(rows, x_param)
         for x, y in zip(xs, ys):
             per_x.setdefault(x, []).append(y)
+    return per_x
+
+
+def band_points(runs: Sequence[Sequence[Measurement]], x_param: str) -> tuple[
+        list[float], list[float], list[float], list[float]]:
+    """Per x: the mean over runs of each run's mean value, and the 95% confidence interval of
+    that mean (t quantile with n-1 degrees of freedom). Where a single run backs the point the
+    interval is NaN: it is unknown, and a band of width 0 would claim a certain value."""
+    per_x = _per_x(runs, x_param)
     xs = sorted(per_x)
     means, lows, highs = [], [], []
     for x in xs:
         s = summarize(per_x[x])
-        half = t_ppf(0.975, s.n - 1) * s.sem if s.n > 1 else 0.0
+        half = t_ppf(0.975, s.n - 1) * s.sem if s.n > 1 else math.nan
         means.append(s.mean)
         lows.append(s.mean - half)
         highs.append(s.mean + half)
     return xs, means, lows, highs
 
 
+def runs_per_point(runs: Sequence[Sequence[Measurement]], x_param: str) -> list[int]:
+    """How many runs back each point of ``band_points``, in its x order."""
+    per_x = _per_x(runs, x_param)
+    return [len(per_x[x]) for x in sorted(per_x)]
+
+
+def curve_label(label: str, counts: Sequence[int]) -> str:
+    """``A, n=3``; ``A, n=3 (n=1 at 2 sizes: no band)`` where single runs back some points."""
+    n = max(counts, default=0)
+    single = sum(c == 1 for c in counts)
+    if n > 1 and single:
+        return f"{label}, n={n} (n=1 at {single} size{'s' if single > 1 else ''}: no band)"
+    return f"{label}, n={n}"
+
+
 def size_curve(title: str, ylabel: str, curves: Sequence[Curve], x_param: str, x_label: str,
                theory: float | None = None, theory_label: str = "") -> Figure:
     """A metric against a size param on a log2 axis (busbw vs message size): per curve the mean
-    over its runs and a shaded 95% confidence band; a colour per group, dashed for its second
-    split value."""
+    over its runs and a shaded 95% confidence band where at least two runs back a point; a colour
+    per group, dashed for its second split value."""
     fig, ax = plt.subplots(figsize=(8, 4.5))
     palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for c in curves:
@@ -96,13 +120,20 @@ def size_curve(title: str, ylabel: str, curves: Sequence[Curve], x_param: str, x
         if not xs:
             continue
         color = palette[c.color % len(palette)]
-        n = len(c.runs)
         ax.plot(xs, ys, marker="o", markersize=3, linewidth=1.3, color=color,
-                linestyle="--" if c.dashed else "-", label=f"{c.label}, n={n}")
-        if n > 1:
-            if min(ys) >= 0:  # a bandwidth is never negative: the band stops at zero
-                lo = [max(0.0, v) for v in lo]
-            ax.fill_between(xs, lo, hi, color=color, alpha=0.18 if not c.dashed else 0.10, linewidth=0)
+                linestyle="--" if c.dashed else "-", label=curve_label(c.label, runs_per_point(c.runs, x_param)))
+        banded = [v == v for v in lo]   # NaN where one run backs the point
+        if not any(banded):
+            continue
+        if min(ys) >= 0:  # a bandwidth is never negative: the band stops at zero
+            lo = [max(0.0, v) if v == v else v for v in lo]
+        # NaN bounds leave gaps: no band reaches into a point one run backs
+        ax.fill_between(xs, lo, hi, color=color, alpha=0.18 if not c.dashed else 0.10, linewidth=0)
+        for k, x in enumerate(xs):
+            alone = banded[k] and not (k > 0 and banded[k - 1]) and not (k + 1 < len(xs) and banded[k + 1])
+            if alone:  # a band over a single x has no width: an error bar shows it
+                ax.errorbar([x], [ys[k]], yerr=[[ys[k] - lo[k]], [hi[k] - ys[k]]], color=color,
+                            capsize=2, linewidth=1, linestyle="none")
     if theory:
         ax.axhline(theory, color="black", linestyle="--", linewidth=1,
                    label=theory_label or f"theoretical {theory:.2f} GB/s")

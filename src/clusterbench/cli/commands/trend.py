@@ -3,12 +3,14 @@ it changed level (exit 1 with ``--fail-on regression`` when a series sits at a w
 
 from __future__ import annotations
 
+import math
+
 import click
 
 from clusterbench.cli.bounds import FiniteFloat
 from clusterbench.cli.options import db_option, json_option
 from clusterbench.errors import UsageError
-from clusterbench.judge.changepoint import Change, Settings
+from clusterbench.judge.changepoint import Change, Settings, runs_needed
 from clusterbench.judge.history import (
     BY,
     REGRESSION,
@@ -17,18 +19,35 @@ from clusterbench.judge.history import (
     detect,
     parse_since,
     select_history,
+    too_short,
 )
 from clusterbench.judge.text import fmt
 from clusterbench.printable import printable
-from clusterbench.report.jsonl import emit
+from clusterbench.report.jsonl import emit, note_line
 from clusterbench.store import Store
 from clusterbench.units import parse_size
+
+# The permutation p-value is never below 1 / (permutations + 1) and each scan gets alpha / 2:
+# a smaller alpha could never show a change, whatever the history.
+ALPHA_FLOOR = 2 / (Settings.permutations + 1)
 
 
 def _change_text(s: Series, c: Change) -> str:
     p = s.points[c.index]
-    return (f"{s.kind(c).upper()} at run {p.run} ({p.started_at[:10]}): {c.relative * 100:+.1f}% "
+    rel = c.relative * 100
+    by = f"{rel:+.1f}% " if math.isfinite(rel) else ""   # a change from 0 has no percentage
+    return (f"{s.kind(c).upper()} at run {p.run} ({p.started_at[:10]}): {by}"
             f"({fmt(c.before)} -> {fmt(c.after, s.unit)}), confidence {c.confidence * 100:.1f}%")
+
+
+def _notes(s: Series, settings: Settings) -> list[tuple[int | None, str]]:
+    """(run, text) of what the series' row cannot show: runs left out, a series too short."""
+    name = f"{s.entity} {s.label} {s.metric}"
+    out: list[tuple[int | None, str]] = [
+        (p.run, f"{name}: run {p.run} left out, its value is not finite ({p.value})") for p in s.left_out]
+    if why := too_short(s, settings):
+        out.append((None, f"{name}: {why}"))
+    return out
 
 
 @click.command("trend")
@@ -41,8 +60,9 @@ def _change_text(s: Series, c: Change) -> str:
               help="Only runs started since then: 30d, 12h, 2w or 2025-01-31.")
 @click.option("--bytes", "size", default=None, metavar="SIZE",
               help="Rows at this message size (default: the largest size of each run).")
-@click.option("--alpha", type=FiniteFloat(1e-6, False, 0.5), default=Settings.alpha, show_default=True,
-              help="Largest permutation p-value taken as a change.")
+@click.option("--alpha", type=FiniteFloat(ALPHA_FLOOR, True, 0.5), default=Settings.alpha, show_default=True,
+              help=f"Largest permutation p-value taken as a change (more than {ALPHA_FLOOR:g}: "
+                   f"{Settings.permutations} permutations resolve no smaller p-value).")
 @click.option("--min-effect", type=FiniteFloat(0, False, 100), default=Settings.min_effect * 100, show_default=True,
               help="Smallest change of the median worth reporting, in percent.")
 @click.option("--min-runs", type=click.IntRange(min=2), default=Settings.min_size, show_default=True,
@@ -72,18 +92,24 @@ def trend(selectors: tuple[str, ...], metric: str | None, benchmark: str | None,
                          + (f" for {benchmark}" if benchmark else ""))
     changes = [(s, c) for s in series for c in s.changes]
     open_regressions = [s for s in series if s.open_regression is not None]
+    short = [s for s in series if too_short(s, settings)]
+    left_out = sum(len(s.left_out) for s in series)
+    notes = [n for s in series for n in _notes(s, settings)]
     if as_json:
         for s in series:
             for p in s.points:
                 emit({"kind": "trend_point", "benchmark": s.benchmark, "metric": s.metric,
                            "params": s.row, "host": s.host, "device": s.device, "run": p.run,
                            "started_at": p.started_at, "value": p.value, "unit": s.unit})
+        for run, text in notes:
+            emit(note_line(text, run))
         for s, c in changes:
             emit(s.change_dict(c))
         emit({"kind": "summary", "command": "trend", "runs": [r.id for r in runs], "series": len(series),
                    "regressions": sum(s.kind(c) == REGRESSION for s, c in changes),
                    "improvements": sum(s.kind(c) != REGRESSION for s, c in changes),
                    "open_regressions": len(open_regressions),
+                   "runs_needed": runs_needed(settings), "too_short": len(short), "points_left_out": left_out,
                    "exit_code": 1 if fail_on == REGRESSION and open_regressions else 0})
     else:
         print(f"# trend: {len(series)} series over {len(runs)} run(s), "
@@ -93,11 +119,18 @@ def trend(selectors: tuple[str, ...], metric: str | None, benchmark: str | None,
         print(f"{by:<{ent}} {'row':<{width}} {'runs':>5} {'first':>12} {'last':>12}  change")
         for s in series:
             row = s.label if len(s.label) <= width else s.label[:width - 3] + "..."
-            what = "; ".join(_change_text(s, c) for c in s.changes) or "-"
-            print(printable(f"{s.entity:<{ent}} {row:<{width}} {len(s.points):>5} {fmt(s.points[0].value):>12} "
-                            f"{fmt(s.points[-1].value, s.unit):>12}  {what}"))
+            what = "; ".join(_change_text(s, c) for c in s.changes) or too_short(s, settings) or "-"
+            first = fmt(s.points[0].value) if s.points else "-"
+            last = fmt(s.points[-1].value, s.unit) if s.points else "-"
+            print(printable(f"{s.entity:<{ent}} {row:<{width}} {len(s.points):>5} {first:>12} {last:>12}  {what}"))
+        for run, text in notes:
+            if run is not None:   # a short series says so in its row already
+                print(printable(f"# note: {text}"))
         print(f"# {len(changes)} change(s): {sum(s.kind(c) == REGRESSION for s, c in changes)} regression(s), "
               f"{len(open_regressions)} not recovered")
+        if short:
+            print(f"# {len(short)} series too short to show a change at alpha {alpha:g}: "
+                  f"at least {runs_needed(settings)} runs are needed")
     return 1 if fail_on == REGRESSION and open_regressions else 0
 
 
