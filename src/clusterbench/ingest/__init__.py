@@ -19,11 +19,13 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from clusterbench.ingest.common import (
+    BOM,
     IMPORT_BENCHMARK,
     ImportedRun,
     Lines,
     LogFormatError,
     clean_lines,
+    text_lines,
 )
 from clusterbench.ingest.registry import ForeignOutput, Importer, whole_text
 
@@ -95,7 +97,7 @@ def split_tools(text: str, first: str) -> list[tuple[str, str]]:
 
 def detect_tool(text: str) -> str | None:
     """The tool that wrote ``text`` (its beginning suffices), or None."""
-    head = "\n".join(clean_lines(text[:HEAD_CHARS].splitlines()))
+    head = "\n".join(clean_lines(text_lines(text[:HEAD_CHARS].removeprefix(BOM))))
     return next((imp.tool for imp in IMPORTERS if imp.detects(head)), None)
 
 
@@ -108,6 +110,11 @@ def iter_runs(lines: Iterable[str], tool: str | None = None, name: str = "", job
     ``path``: the uncompressed file ``lines`` reads from its start (opened as UTF-8 with
     ``errors="replace", newline=""``); a large nccl-tests log there is read by up to ``jobs``
     processes (nccl_parallel), with the same runs.
+
+    However the log arrives, a line ends at a line feed only (a CR before it is dropped, another
+    CR is progress output overwritten in place: ``common._on_screen``), and a byte order mark
+    before the first line is dropped, so a file, a pipe, a .gz file and ``parse_text`` give the
+    same runs.
     """
     head_lines, it = _head(lines)
     head = "".join(head_lines)
@@ -165,21 +172,34 @@ def _head(lines: Iterable[str]) -> tuple[list[str], Iterator[str]]:
             size += len(line)
             if size >= HEAD_CHARS:
                 break
-        return head_lines, it
+        return _without_bom(head_lines), it
     f = _Bounded(lines)
-    cut = False     # the last line read stopped at the budget, not at its end
     while size < HEAD_CHARS:
         budget = HEAD_CHARS - size
         line = f.file.readline(budget)
         if not line:
             break
-        head_lines.append(line)
+        if head_lines and not head_lines[-1].endswith("\n"):
+            # a file opened with newline="" splits at a lone CR; a log's line ends at a line
+            # feed only (a lone CR is progress output overwritten in place, see _on_screen)
+            head_lines[-1] += line
+        else:
+            head_lines.append(line)
         size += len(line)
-        cut = len(line) == budget and not line.endswith("\n")
-    if cut:   # judged before the rest of that line, which may be gigabytes without a newline
+    if head_lines and not head_lines[-1].endswith("\n") and size >= HEAD_CHARS:
+        # cut at the budget: judged before the rest of that line, which may be gigabytes
+        # without a newline
         _refuse_junk("".join(head_lines))
         head_lines[-1] = f.rest_of_line(head_lines[-1])
-    return [ln if ln.endswith("\n") else ln + "\n" for ln in head_lines], f
+    return _without_bom([ln if ln.endswith("\n") else ln + "\n" for ln in head_lines]), f
+
+
+def _without_bom(head_lines: list[str]) -> list[str]:
+    """The lines without the byte order mark an editor may put first: invisible, it would hide
+    the first line's words from the parsers (and a JSON document from its decoder)."""
+    if head_lines and head_lines[0].startswith(BOM):
+        head_lines[0] = head_lines[0][len(BOM):]
+    return head_lines
 
 
 class _Bounded:
@@ -193,6 +213,8 @@ class _Bounded:
     def __iter__(self) -> Iterator[str]:
         readline, limit = self.file.readline, MAX_LINE + 1   # a loop, not __next__: 300k lines a second
         while line := readline(limit):
+            if line[-1] != "\n":   # split at a lone CR (newline=""), cut at the limit, or the last line
+                line = self.rest_of_line(line)
             if len(line) > MAX_LINE:
                 raise _too_long()
             yield line
@@ -210,8 +232,14 @@ class _Bounded:
         return self.rest_of_line("")
 
     def rest_of_line(self, start: str) -> str:
-        """``start`` and the rest of its line."""
-        line = start + self.file.readline(MAX_LINE + 1 - len(start))
+        """``start`` and the rest of its line, which ends at a line feed only: a file opened
+        with newline="" also stops at a lone CR, read on past."""
+        line = start
+        while not line.endswith("\n") and len(line) <= MAX_LINE:
+            more = self.file.readline(MAX_LINE + 1 - len(line))
+            if not more:
+                break
+            line += more
         if len(line) > MAX_LINE:
             raise _too_long()
         return line
@@ -243,7 +271,7 @@ def _parts(text: str, found: str, name: str, mixed: bool = False) -> Iterator[Im
     """Each tool's part of a log, read by its tool (one part when one tool wrote it all)."""
     parts = split_tools(text, found)
     for tool, part in parts:
-        lines = part.splitlines(keepends=True)
+        lines = text_lines(part)
         try:
             yield from _BY_TOOL[tool].parse(Lines(lines, iter(())), name, part[:HEAD_CHARS])
         except LogFormatError as e:
@@ -260,4 +288,6 @@ def _binary(head: str) -> bool:
 
 def parse_text(text: str, tool: str | None = None, name: str = "") -> list[ImportedRun]:
     """All runs in ``text``; see ``iter_runs``."""
-    return list(iter_runs(text.splitlines(keepends=True), tool, name))
+    # split as a file is read: at line feeds only (str.splitlines also splits at a lone CR,
+    # form feeds and other separators, which a file's lines hold)
+    return list(iter_runs(text_lines(text), tool, name))

@@ -35,6 +35,7 @@ from clusterbench.ingest.common import (
     clean_lines,
     first_number,
     new_run,
+    text_lines,
     to_float,
     to_int,
 )
@@ -301,7 +302,7 @@ def _csv_row(row: dict[str | None, str | None], header: list[str], table: int) -
 
 
 def parse(text: str, name: str = "") -> list[ImportedRun]:
-    lines = list(clean_lines(text.splitlines()))
+    lines = list(clean_lines(text_lines(text)))
     if any(line.strip().lower().startswith("function,") for line in lines):
         result = _csv(lines, name)
     else:

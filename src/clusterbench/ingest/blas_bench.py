@@ -26,6 +26,7 @@ from clusterbench.ingest.common import (
     add_warning,
     clean_lines,
     new_run,
+    text_lines,
     to_float,
     to_int,
 )
@@ -66,7 +67,7 @@ def _function(cols: list[str], text: str) -> tuple[str, bool]:
 
 
 def parse(text: str, name: str = "", tool: str = "rocblas-bench") -> list[ImportedRun]:
-    lines = [ln.strip() for ln in clean_lines(text.splitlines())]
+    lines = [ln.strip() for ln in clean_lines(text_lines(text))]
     run = new_run(tool, name)
     ms: list[Measurement] = []
     cols: list[str] = []

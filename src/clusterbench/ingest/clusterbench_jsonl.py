@@ -34,6 +34,7 @@ from clusterbench.ingest.common import (
     finite,
     not_utf8_in,
     shown,
+    text_lines,
 )
 from clusterbench.ingest.registry import Importer
 from clusterbench.records import INCOMPLETE, RUN_STATUSES, Measurement, Run
@@ -178,7 +179,7 @@ def iter_parse(lines: Iterable[str], name: str = "") -> Iterator[ImportedRun]:
 
 def parse(text: str, name: str = "") -> list[ImportedRun]:
     """Every run in ``text`` (see the module's docstring); [] when it holds none."""
-    return list(iter_parse(text.splitlines(), name))
+    return list(iter_parse(text_lines(text), name))
 
 
 IMPORTERS = (

@@ -26,6 +26,7 @@ from clusterbench.records import COMPLETE, WARNINGS, Measurement, Run
 from clusterbench.store.packs import Packs, measurements_of, pack_measurements
 
 IMPORT_BENCHMARK = "import"
+BOM = "\ufeff"   # what some editors write first; not part of the log (iter_runs drops it)
 MAX_ERROR_LINES = 100  # a crash can print the same failure from every rank; keep the run small
 
 
@@ -143,6 +144,17 @@ def _host_prefixes(lines: list[str]) -> bool:
     return hits >= 0.9 * len(texts)
 
 
+def text_lines(text: str) -> list[str]:
+    """The lines of ``text`` (without the line feeds that end them), split as a file is read
+    line by line: at line feeds only. str.splitlines also splits at a lone CR (progress output,
+    which ``_on_screen`` reads), form and vertical feeds, \\x1c-\\x1e, NEL and the Unicode line
+    separators, so a log would read differently given as text than as a file."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
 def _on_screen(raw: str) -> str:
     """A line as a terminal shows it: no line end, no colour codes, only what was written last
     where progress output went back over it."""
@@ -177,6 +189,7 @@ def _strip_host(line: str) -> str:
 _WRAPPERS_AT_LINE = re.compile(r"^(?:" + _WRAPPER.pattern + r")+", re.M)
 _HOST_AT_LINE = re.compile(r"^" + _HOST_PREFIX.pattern, re.M)
 _OVERWRITTEN = re.compile(r"[^\n]*\r")
+_CRS_AT_END = re.compile(r"\r+\n")
 CHUNK_LINES = 1 << 16
 
 
@@ -198,8 +211,10 @@ class TextCleaner:
     def clean(self, text: str) -> str:
         if "\r" in text:
             text = text.replace("\r\n", "\n")
-            if "\r" in text:  # progress output overwritten in place: keep what was left on screen
-                text = _OVERWRITTEN.sub("", text)
+            if "\r" in text:
+                # CRs before a line end move nothing onto the screen (as _on_screen's rstrip);
+                # another is progress output overwritten in place: keep what was left on screen
+                text = _OVERWRITTEN.sub("", _CRS_AT_END.sub("\n", text))
         if "\x1b" in text:
             text = _ANSI.sub("", text)
         if self.pdsh:
@@ -239,10 +254,14 @@ class Lines:
             block = read(size)
             if not block:
                 return
-            if not block.endswith("\n"):
-                block += self.rest.readline()  # type: ignore[attr-defined]
-                if not block.endswith("\n"):
+            # completed to its line end: a line feed (a file opened with newline="" stops a
+            # readline at a lone CR too), or the end of the file
+            while not block.endswith("\n"):
+                more = self.rest.readline()  # type: ignore[attr-defined]
+                if not more:
                     block += "\n"
+                    break
+                block += more
             yield block
 
 

@@ -24,6 +24,7 @@ from clusterbench.ingest.common import (
     clean_lines,
     new_run,
     shown,
+    text_lines,
     to_float,
 )
 from clusterbench.records import INCOMPLETE, Measurement
@@ -62,7 +63,7 @@ def parse_text_output(text: str, name: str = "") -> list[ImportedRun]:
     version = ""
     runs: list[_Run] = []
     cur = _Run(name)
-    for line in clean_lines(text.splitlines()):
+    for line in clean_lines(text_lines(text)):
         s = line.strip()
         if s.startswith("^C"):
             cur.interrupted = True

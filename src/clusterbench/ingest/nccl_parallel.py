@@ -31,6 +31,7 @@ from multiprocessing.connection import Connection
 from typing import Any, NamedTuple
 
 from clusterbench.ingest.common import (
+    BOM,
     ImportedRun,
     Lines,
     LogFormatError,
@@ -50,6 +51,7 @@ from clusterbench.ingest.nccl_tests import (
 PART_BYTES = 8 << 20    # parts of about this size
 MIN_BYTES = 24 << 20    # smaller files are read by one process: starting workers would cost more
 BATCH = 256             # runs per message from a worker
+_BOM_BYTES = BOM.encode()
 _WINDOW = 1 << 20       # bytes searched for a run's start past each part's nominal end
 # a header line that starts a run, at the start of a line
 _HEADER = re.compile(rb"\n(?=#[ \t]*(?:nThread:?[ \t]+\d+[ \t]+nGpus:?[ \t]+\d|Collective test starting"
@@ -196,7 +198,9 @@ def _read(parser: NcclTextParser, text: str, cleaner: TextCleaner, next_kind: st
 
 def _text(f: Any, part: Part) -> str:
     f.seek(part.start)
-    return f.read(part.end - part.start).decode("utf-8", "replace")
+    text = f.read(part.end - part.start).decode("utf-8", "replace")
+    # the file's first part without a byte order mark, as iter_runs reads the head
+    return text.removeprefix(BOM) if part.start == 0 else text
 
 
 def _parser(name: str, foreign: re.Pattern[str] | None, state: Any) -> NcclTextParser:
@@ -218,6 +222,8 @@ def _rest(path: str, start: int, name: str, foreign: re.Pattern[str] | None, cle
     parser = _parser(name, foreign, state)
     with open(path, "rb") as raw:
         raw.seek(start)
+        if start == 0 and raw.read(len(_BOM_BYTES)) != _BOM_BYTES:   # dropped, as iter_runs does
+            raw.seek(0)
         text = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
         yield from parse_chunks(parser, text_chunks(Lines([], text), cleaner))
 

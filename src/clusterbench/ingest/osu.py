@@ -25,6 +25,7 @@ from clusterbench.ingest.common import (
     add_warning,
     clean_lines,
     new_run,
+    text_lines,
     to_float,
     to_int,
 )
@@ -148,7 +149,7 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
     cur: _Run | None = None
     env: dict[str, str] = {}
     command = ""
-    for line in clean_lines(text.splitlines()):
+    for line in clean_lines(text_lines(text)):
         s = line.strip()
         if not s:
             continue

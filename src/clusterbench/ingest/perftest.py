@@ -27,6 +27,7 @@ from clusterbench.ingest.common import (
     add_warning,
     clean_lines,
     new_run,
+    text_lines,
     to_float,
     to_int,
 )
@@ -123,7 +124,7 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
     cur: _Run | None = None
     errors: list[str] = []
     no_peak = False   # the warning comes before the test's title
-    for line in clean_lines(text.splitlines()):
+    for line in clean_lines(text_lines(text)):
         s = line.strip()
         if not s:
             continue

@@ -19,6 +19,7 @@ from clusterbench.ingest.common import (
     clean_lines,
     new_run,
     shown,
+    text_lines,
     to_float,
     to_int,
 )
@@ -206,7 +207,7 @@ class _Parser:
 
 def parse(text: str, name: str = "") -> list[ImportedRun]:
     p = _Parser(name, text)
-    for line in clean_lines(text.splitlines()):
+    for line in clean_lines(text_lines(text)):
         if line.lstrip().startswith(("[ERROR]", "ERROR", "Error")):
             add_error(p.run, line)
         p.line(line)

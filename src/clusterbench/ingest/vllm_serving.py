@@ -21,6 +21,7 @@ from clusterbench.ingest.common import (
     clean_lines,
     new_run,
     refuse_not_utf8,
+    text_lines,
     to_float,
 )
 from clusterbench.ingest.registry import Importer, whole_text
@@ -99,7 +100,7 @@ def parse_text(text: str, name: str = "") -> list[ImportedRun]:
     values: dict[str, Any] = {}
     in_block = closed = False
     pre_rate = None
-    for line in clean_lines(text.splitlines()):
+    for line in clean_lines(text_lines(text)):
         s = line.strip()
         if "Serving Benchmark Result" in s:
             in_block = True
