@@ -52,13 +52,61 @@ def format_size(n: int) -> str:
     return str(n)
 
 
+# Past these a threshold written out in full is a wall of digits (1.7e308 has 309 of them, 5e-324
+# over 300 zeros): such a value prints in exponent form instead.
+_PLAIN_MAX, _PLAIN_MIN = 1e15, 1e-9
+
+
 def format_plain(value: float) -> str:
-    """A number as people write thresholds: thousands separators and never an exponent
-    (``4,177,285``, ``94.1``, ``0.00005``); 12 significant digits hide float noise."""
-    number = Decimal(f"{float(value):.12g}")
+    """A number as people write thresholds: thousands separators and no exponent for any value a
+    person would type (``4,177,285``, ``94.1``, ``0.00005``); 12 significant digits hide float
+    noise. Only values past 1e15 or below 1e-9 use an exponent (``1.7e+308``)."""
+    v = float(value)
+    if abs(v) >= _PLAIN_MAX or 0 < abs(v) < _PLAIN_MIN:
+        # a subnormal's 12 digits are all noise (5e-324 is 4.94065645841e-324): the shorter form
+        return min(f"{v:.12g}", repr(v), key=len)
+    number = Decimal(f"{v:.12g}")
     if number == number.to_integral_value():
         return f"{int(number):,}"
     return format(number, ",f")
+
+
+# printf's %g precision: the significant digits an exponent form keeps at most.
+_G_DIGITS = 6
+
+
+def fit(text: str, value: float, width: int) -> str:
+    """A table cell: ``text`` (``value`` as the column formats it, %10.2f say) when it fits in
+    ``width`` characters, else ``value`` in %g form with as many significant digits (up to 6)
+    as fit, right-aligned: 1.7e308 in a %6.2f column is ``2e+308``, not 309 digits that push the
+    rest of the row out of line (-1.7e308 is ``-2e308``). Only when not even that fits is the cell
+    wider than ``width``: never are digits cut off."""
+    if len(text) <= width:
+        return text
+    for digits in range(_G_DIGITS, 0, -1):
+        cell = f"{value:.{digits}g}"
+        if len(cell) <= width:
+            return cell.rjust(width)
+    # -2e+308 in 6 characters: the exponent's sign is the one thing that can go (still a float literal)
+    return cell.replace("e+", "e").rjust(width)
+
+
+def fixed(value: float, width: int, decimals: int) -> str:
+    """printf's ``%{width}.{decimals}f`` of ``value``, or its %g form where that is too wide (``fit``)."""
+    return fit(f"{value:{width}.{decimals}f}", value, width)
+
+
+# A number in running text (a footer, a report cell) is this long at most before it switches to %g.
+_TEXT_WIDTH = 20
+
+
+def compact(value: float, decimals: int = 2, sign: bool = False) -> str:
+    """``value`` with ``decimals`` decimals for running text and report cells (``+`` before a
+    positive one with ``sign``), or in %g form with 6 significant digits where that would be
+    longer than 20 characters (1.7e308, 1e300)."""
+    plus = "+" if sign else ""
+    text = f"{value:{plus}.{decimals}f}"
+    return text if len(text) <= _TEXT_WIDTH else f"{value:{plus}.{_G_DIGITS}g}"
 
 
 # Every unit clusterbench reads or converts: unit -> (kind, factor to the kind's base unit).

@@ -8,6 +8,16 @@ from collections.abc import Callable, Iterable
 from clusterbench import peaks
 from clusterbench.families.base import run_header_lines
 from clusterbench.records import Run
+from clusterbench.units import fit
+
+
+def percent_cell(value: float, peak: float | None, width: int = 6) -> str:
+    """A %peak cell (``94.1%``), blank where the peak is unknown; %g where a value far past
+    any datasheet makes the percentage wider than the column."""
+    p = peaks.percent(value, peak)
+    if p is None:
+        return ""
+    return fit(f"{p:.1f}", p, width - 1).lstrip() + "%"
 
 
 class DeviceTable:

@@ -31,7 +31,7 @@ from clusterbench.errors import UsageError
 from clusterbench.families import IDENTITY_PARAMS, describes_spread, higher_is_better, metric_of
 from clusterbench.judge.select import Row
 from clusterbench.judge.stats import Summary, WelchResult, summarize, welch
-from clusterbench.units import is_time_unit, unit_scale
+from clusterbench.units import compact, is_time_unit, unit_scale
 
 SAME, BETTER, WORSE, NOISY, INSUFFICIENT = "same", "better", "worse", "noisy", "insufficient"
 
@@ -141,12 +141,12 @@ def judge(a: Summary, b: Summary, test: WelchResult | None, hib: bool, *, alpha:
     rel = relative_change(a.mean, b.mean)
     if rel is not None:
         delta = rel
-        change = f"{abs(delta) * 100:.1f}% "
+        change = f"{compact(abs(delta) * 100, 1)}% "
     else:   # any change from 0 is infinitely large relatively: the test alone decides
         delta = 0.0 if b.mean == 0 else math.copysign(math.inf, b.mean)
         change = ""
     if test is None:
-        shown = f"{delta * 100:+.1f}%" if rel is not None else f"{b.mean:+g} from 0"
+        shown = f"{compact(delta * 100, 1, sign=True)}%" if rel is not None else f"{b.mean:+g} from 0"
         return INSUFFICIENT, f"n={a.n} vs {b.n}: need 2+ values per side to test (delta {shown})"
     # Only a defined CV can call a row noisy: a mean of 0 gives no scale to judge the spread by.
     cvs = [cv for cv in (a.cv, b.cv) if cv is not None]

@@ -30,6 +30,7 @@ from typing import Any
 
 from clusterbench.families import family_of, metric_of
 from clusterbench.records import NOISE, Measurement, Run
+from clusterbench.units import compact
 
 SPREAD_RATIO = 2.0            # slowest / fastest iteration
 CV_LIMIT = 0.10               # stddev / mean; compare's --max-cv default
@@ -119,7 +120,7 @@ def spread_reasons(s: RowStats) -> list[str]:
     lo, hi, med, mad = s.get("min"), s.get("max"), s.get("median"), s.get("mad")
     out = []
     if lo and hi is not None and lo > 0 and hi / lo >= SPREAD_RATIO:
-        out.append(f"slowest iteration {hi / lo:.1f}x the fastest")
+        out.append(f"slowest iteration {compact(hi / lo, 1)}x the fastest")
     cv = s.get("cv")
     if cv is None and s.get("stddev") is not None and s.get("avg"):
         cv = s.stats["stddev"] / s.stats["avg"]
@@ -148,7 +149,7 @@ def check(measurements: Sequence[Measurement]) -> list[NoiseWarning]:
         firsts = [(r, ratio) for r in rows if (ratio := first_slow(r)) is not None]
         if firsts:
             worst, ratio = max(firsts, key=lambda x: x[1])
-            what = f"{worst.label}: {ratio:.1f}x the median"
+            what = f"{worst.label}: {compact(ratio, 1)}x the median"
             out.append(NoiseWarning(bench, FIRST, len(firsts), len(rows), what, (
                 f"{bench}: the first iteration of {_rows(len(firsts), len(rows))} is much slower than "
                 f"the rest ({what}): warm up longer (more warm-up iterations) before timing")))

@@ -77,7 +77,12 @@ def summarize(values: Sequence[float]) -> Summary:
     dev = [y - mean_y for y in ys]
     # The second term corrects the rounding of mean_y; exactly 0 in exact arithmetic.
     ss = math.fsum(d * d for d in dev) - math.fsum(dev) ** 2 / n
-    return Summary(n, math.ldexp(mean_y, shift), math.ldexp(math.sqrt(max(ss, 0.0) / (n - 1)), shift))
+    scaled_sd = math.sqrt(max(ss, 0.0) / (n - 1))
+    try:
+        sd = math.ldexp(scaled_sd, shift)
+    except OverflowError:   # values spanning -1.7e308..1.7e308: a spread past the largest float
+        sd = math.inf
+    return Summary(n, math.ldexp(mean_y, shift), sd)
 
 
 def _stirling_tail(z: float) -> float:

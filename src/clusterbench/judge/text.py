@@ -8,15 +8,22 @@ import json
 from clusterbench.judge.compare import Comparison
 from clusterbench.judge.validate import Outcome
 from clusterbench.printable import printable
-from clusterbench.units import format_size
+from clusterbench.units import compact, format_size
+
+# Whole with separators up to here (999,999,999,999 is 15 characters); past it the digits would
+# push the columns out of line (1.7e308 has 309), so the value shows in %g form.
+_WHOLE_MAX = 1e12
 
 
 def fmt(v: float | None, unit: str = "") -> str:
     """A measured value for a table: two decimals, large values whole with thousands separators
-    (never an exponent: 4,255,995 MB/s, not 4.256e+06), tiny ones with 4 significant digits."""
+    (4,255,995 MB/s, not 4.256e+06), tiny ones with 4 significant digits; only values of 1e12
+    and beyond use an exponent (``1.7e+308``)."""
     if v is None:
         return "-"
-    if abs(v) >= 1e5:
+    if abs(v) >= _WHOLE_MAX:
+        s = f"{v:.6g}"
+    elif abs(v) >= 1e5:
         s = f"{v:,.0f}"
     elif v and abs(v) < 1e-2:
         s = f"{v:.4g}"
@@ -32,7 +39,7 @@ def outcome_lines(outcomes: list[Outcome]) -> list[str]:
     for o in outcomes:
         counts[o.status] = counts.get(o.status, 0) + 1
         margin = "-" if o.margin is None else f"{o.margin:+.4g}" + (
-            f" ({o.margin_pct:+.1f}%)" if o.margin_pct is not None else "")
+            f" ({compact(o.margin_pct, 1, True)}%)" if o.margin_pct is not None else "")
         name = o.criterion.name if len(o.criterion.name) <= width else o.criterion.name[:width - 3] + "..."
         lines.append(f"{o.status.upper():<8} {name:<{width}} {fmt(o.measured, o.unit):>16}  "
                      f"{o.threshold:<22} {margin:>18}  {o.detail}")
@@ -77,7 +84,7 @@ def comparison_lines(rows: list[Comparison]) -> list[str]:
         params = params if len(params) <= 40 else params[:37] + "..."
         ci = "-" if d["ci95_low"] is None else f"[{d['ci95_low']:+.3g}, {d['ci95_high']:+.3g}]"
         p = "-" if d["p_value"] is None else f"{d['p_value']:.3g}"
-        delta = "-" if c.delta_pct is None else f"{c.delta_pct:+.1f}%"
+        delta = "-" if c.delta_pct is None else f"{compact(c.delta_pct, 1, True)}%"
         lines.append(f"{c.benchmark:<12} {c.metric:<10} {params:<40} {c.a.n:>2}/{c.b.n:<2} "
                      f"{c.a.mean:>11.4g} {cv_text(c.a.cv):>6} {c.b.mean:>11.4g} {cv_text(c.b.cv):>6} "
                      f"{delta:>8} {ci:>24} {p:>8}  {c.verdict}")

@@ -15,7 +15,6 @@ import html
 import json
 import math
 import re
-import statistics
 from collections.abc import Iterable, Sequence
 
 from clusterbench import __version__
@@ -27,7 +26,8 @@ from clusterbench.judge.stats import Summary
 from clusterbench.judge.text import fmt, params_text, varying_keys
 from clusterbench.records import utc_now
 from clusterbench.report.figures import FigureEntry, benchmarks_of
-from clusterbench.units import format_size
+from clusterbench.report.plots import mean_sd
+from clusterbench.units import compact, format_size
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1200px}
@@ -117,7 +117,7 @@ def _best_efficiency(f: Findings) -> str:
     if not f.efficiencies:
         return ""
     largest = max(e.bytes for _, e in f.efficiencies)
-    parts = [f"run {rid} {e.benchmark} {e.placement}: {e.ratio * 100:.0f}%"
+    parts = [f"run {rid} {e.benchmark} {e.placement}: {compact(e.ratio * 100, 0)}%"
              for rid, e in f.efficiencies if e.bytes == largest]
     return "; ".join(parts[:8])
 
@@ -126,7 +126,7 @@ def _validation(f: Findings) -> str:
     if not f.outcomes:
         return ""
     rows = [[o.status.upper(), o.criterion.name, o.criterion.source, fmt(o.measured, o.unit), o.threshold,
-             "-" if o.margin_pct is None else f"{o.margin_pct:+.1f}%", o.detail] for o in f.outcomes]
+             "-" if o.margin_pct is None else f"{compact(o.margin_pct, 1, True)}%", o.detail] for o in f.outcomes]
     src = f"<p class=small>{esc(f.profile.description)}</p>" if f.profile.description else ""
     return (src
             + table(["status", "criterion", "source", "measured", "threshold", "margin", "detail"], rows,
@@ -141,7 +141,7 @@ def _comparison_rows(f: Findings, comparisons: Sequence[Comparison]) -> tuple[li
         ci = "-" if d["ci95_low"] is None else f"[{d['ci95_low']:+.3g}, {d['ci95_high']:+.3g}]"
         rows.append([c.status, c.benchmark, c.metric, params_text(c.params, keys), f"{c.a.n}/{c.b.n}",
                      _mean_sd(c.a), _mean_sd(c.b),
-                     "-" if c.delta_pct is None else f"{c.delta_pct:+.1f}%", ci,
+                     "-" if c.delta_pct is None else f"{compact(c.delta_pct, 1, True)}%", ci,
                      "-" if d["p_value"] is None else f"{d['p_value']:.3g}", c.verdict])
         classes.append(c.status)
     return rows, classes
@@ -225,7 +225,7 @@ def _degraded(f: Findings) -> str:
         return ("<p>No outliers (modified z-score, Iglewicz &amp; "
                 "Hoaglin, |z| &gt; 3.5 and more than 5% off the median).</p>")
     rows = [[d.by, d.outlier.key, d.benchmark, d.metric, params_text(d.params), fmt(d.outlier.value, d.unit),
-             fmt(d.outlier.median, d.unit), f"{d.outlier.rel_dev * 100:+.1f}%", f"{d.outlier.z:+.1f}"]
+             fmt(d.outlier.median, d.unit), f"{compact(d.outlier.rel_dev * 100, 1, True)}%", f"{d.outlier.z:+.1f}"]
             for d in f.degraded[:50]]
     return (table(["by", "who", "benchmark", "metric", "params", "value", "median", "off by", "mod. z"],
                     rows, {5, 6, 7, 8}, ["fail"] * len(rows)))
@@ -253,7 +253,7 @@ def _history(f: Findings, entries: Sequence[FigureEntry], images: dict[str, str]
 def _change_pct(relative: float) -> str:
     """A change in percent; "from 0" where the level before was 0 (no finite percentage)."""
     pct = relative * 100
-    return f"{pct:+.1f}%" if math.isfinite(pct) else "from 0"
+    return f"{compact(pct, 1, True)}%" if math.isfinite(pct) else "from 0"
 
 
 def _efficiency(f: Findings) -> str:
@@ -264,15 +264,15 @@ def _efficiency(f: Findings) -> str:
             k = (rid, e.benchmark, e.placement)
             if k not in largest or e.bytes > largest[k][1].bytes:
                 largest[k] = (rid, e)
-        rows = [[rid, e.benchmark, e.placement, format_size(e.bytes), e.nodes, f"{e.measured_algbw:.2f}",
-                 f"{e.optimal_algbw:.2f}", f"{e.ratio * 100:.0f}%"] for rid, e in largest.values()]
+        rows = [[rid, e.benchmark, e.placement, format_size(e.bytes), e.nodes, compact(e.measured_algbw),
+                 compact(e.optimal_algbw), f"{compact(e.ratio * 100, 0)}%"] for rid, e in largest.values()]
         parts.append("<h3>Collectives vs theory</h3><p class=small>Optimal algbw over the inter-node link: "
                      "B&middot;n/(2(n-1)) for all_reduce (n nodes), link speed / bus factor otherwise.</p>"
                      + table(["run", "benchmark", "placement", "size", "nodes", "algbw GB/s",
                               "optimal GB/s", "efficiency"], rows, {0, 4, 5, 6, 7}))
     if f.device_percents:
         rows = [[rid, d.benchmark, d.device_name, d.label(), fmt(d.value, d.unit), fmt(d.peak, d.unit),
-                 f"{d.percent:.1f}%"] for rid, d in f.device_percents[:100]]
+                 f"{compact(d.percent, 1)}%"] for rid, d in f.device_percents[:100]]
         parts.append("<h3>Devices vs datasheet peak</h3>"
                      + table(["run", "benchmark", "device", "row", "measured", "peak", "% of peak"], rows, {4, 5, 6}))
     return "".join(parts)
@@ -302,8 +302,11 @@ def _size_tables(f: Findings, family: Family) -> str:
             row: list[object] = [format_size(s)]
             for label, pl in cols:
                 v = cells.get((s, label, pl))
-                row.append("-" if not v else (f"{statistics.fmean(v):.2f}" if len(v) == 1 else
-                                               f"{statistics.fmean(v):.2f} ± {statistics.stdev(v):.2f}"))
+                if not v:
+                    row.append("-")
+                    continue
+                mean, sd = mean_sd(v)
+                row.append(compact(mean) if len(v) == 1 else f"{compact(mean)} ± {compact(sd)}")
             rows.append(row)
         name = headline.name
         headers = ["size"] + [f"{label} {pl}-place {name}" if pl else f"{label} {name}" for label, pl in cols]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from clusterbench.judge.findings import Findings
 from clusterbench.judge.text import fmt, params_text, varying_keys
-from clusterbench.units import format_size
+from clusterbench.units import compact, format_size
 
 
 def _cell(v: object) -> str:
@@ -36,7 +36,7 @@ def render_markdown(f: Findings, title: str) -> str:
         lines += [f"## Validation: {_cell(f.profile.name)}: **{verdict}**", ""]
         lines += _table(["status", "criterion", "measured", "threshold", "margin", "detail"],
                         [[o.status.upper(), o.criterion.name, fmt(o.measured, o.unit), o.threshold,
-                          "-" if o.margin_pct is None else f"{o.margin_pct:+.1f}%", o.detail] for o in f.outcomes])
+                          "-" if o.margin_pct is None else f"{compact(o.margin_pct, 1, True)}%", o.detail] for o in f.outcomes])
     if f.compare_error:
         lines += ["## Comparison", "", _cell(f.compare_error), ""]
     elif f.comparisons:
@@ -50,14 +50,14 @@ def render_markdown(f: Findings, title: str) -> str:
             keys = varying_keys([c.params for c in f.comparisons])
             lines += _table(["benchmark", "metric", "params", "n A/B", "delta", "p", "verdict"],
                             [[c.benchmark, c.metric, params_text(c.params, keys), f"{c.a.n}/{c.b.n}",
-                              f"{c.delta_pct:+.1f}%" if c.delta_pct is not None else "-",
+                              f"{compact(c.delta_pct, 1, True)}%" if c.delta_pct is not None else "-",
                               f"{c.test.p:.3g}" if c.test else "-", c.verdict] for c in changed[:40]])
     lines += ["## Degraded hosts and devices", ""]
     if f.degraded:
         lines += _table(["by", "who", "benchmark", "metric", "params", "value", "median", "off by"],
                         [[d.by, d.outlier.key, d.benchmark, d.metric, params_text(d.params),
                           fmt(d.outlier.value, d.unit), fmt(d.outlier.median, d.unit),
-                          f"{d.outlier.rel_dev * 100:+.1f}%"] for d in f.degraded[:30]])
+                          f"{compact(d.outlier.rel_dev * 100, 1, True)}%"] for d in f.degraded[:30]])
     else:
         lines += ["None found (modified z-score > 3.5 and > 5% off the median).", ""]
     if f.warnings:
@@ -76,12 +76,12 @@ def render_markdown(f: Findings, title: str) -> str:
         largest = max(e.bytes for _, e in f.efficiencies)
         lines += ["## Efficiency vs theory", ""]
         lines += _table(["run", "benchmark", "placement", "size", "nodes", "algbw", "optimal", "efficiency"],
-                        [[rid, e.benchmark, e.placement, format_size(e.bytes), e.nodes, f"{e.measured_algbw:.2f}",
-                          f"{e.optimal_algbw:.2f}", f"{e.ratio * 100:.0f}%"]
+                        [[rid, e.benchmark, e.placement, format_size(e.bytes), e.nodes, compact(e.measured_algbw),
+                          compact(e.optimal_algbw), f"{compact(e.ratio * 100, 0)}%"]
                          for rid, e in f.efficiencies if e.bytes == largest])
     if f.device_percents:
         lines += ["## Devices vs datasheet peak", ""]
         lines += _table(["run", "benchmark", "device", "measured", "peak", "%"],
                         [[rid, d.benchmark, d.device_name, fmt(d.value, d.unit), fmt(d.peak, d.unit),
-                          f"{d.percent:.1f}%"] for rid, d in f.device_percents[:30]])
+                          f"{compact(d.percent, 1)}%"] for rid, d in f.device_percents[:30]])
     return "\n".join(lines).rstrip() + "\n"

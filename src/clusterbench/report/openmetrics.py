@@ -159,7 +159,18 @@ def _headline_gauges(rows: Sequence[Row], gauges: dict[str, Gauge]) -> None:
         for k, v in m.params.items():
             if k not in _NOT_LABELS:
                 labels[label_name(k)] = _label_value(v)
-        g.add(labels, m.value * factor)
+        g.add(labels, in_base_unit(m.value, factor))
+
+
+def in_base_unit(value: float, factor: float) -> float:
+    """A record's value in the gauge's base unit. A value already in it is exported exactly as
+    stored (123456789012345678 bytes keeps every digit); a converted one is rounded to 15
+    significant digits: 4269.126275 GB/s is 4269126275000.0 B/s, not ...000.0005. A value
+    whose conversion passes the float limit (1.7e308 GB/s) is +Inf, as in IEEE arithmetic:
+    no float holds 1.7e317."""
+    if factor == 1.0:
+        return value
+    return float(format(value * factor, ".15g"))
 
 
 def _timestamps(runs: Sequence[tuple[Run, list[Measurement]]], gauges: dict[str, Gauge]) -> None:
@@ -238,8 +249,9 @@ def _number(v: float) -> str:
         return "NaN"
     if math.isinf(v):
         return "+Inf" if v > 0 else "-Inf"
-    # 15 significant digits: 4269.126275 GB/s is 4269126275000.0 B/s, not ...000.0005
-    return repr(float(format(v, ".15g")))
+    # the shortest text that reads back as the same float ("-0.0", "1e-300", "1.7e+308"), which
+    # the exposition format's float syntax accepts as it is
+    return repr(float(v))
 
 
 def render_text(gauges: Sequence[Gauge]) -> str:

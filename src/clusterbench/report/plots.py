@@ -28,7 +28,7 @@ from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from clusterbench.judge.stats import summarize, t_ppf  # noqa: E402
 from clusterbench.records import Measurement  # noqa: E402
-from clusterbench.units import format_size  # noqa: E402
+from clusterbench.units import compact, format_size  # noqa: E402
 
 Series = tuple[str, Sequence[Measurement]]
 
@@ -44,8 +44,34 @@ class Curve:
 PASS_COLOR, FAIL_COLOR, SKIP_COLOR = "#2e7d32", "#c62828", "#9e9e9e"
 
 
+# Matplotlib pads an axis' span (max - min) and steps ticks across it: near the float limit that
+# span is infinite and the figure cannot be drawn. A value beyond this bound is drawn at it (the
+# tables print it as stored); no measured quantity comes anywhere near it.
+PLOT_LIMIT = 1e250
+# Above this the squares in a standard deviation pass the float limit: such values are scaled first.
+_SCALE_FROM = 1e150
+
+
+def drawable(value: float) -> float:
+    """``value`` clamped to what an axis can hold (NaN stays NaN: a gap)."""
+    return max(-PLOT_LIMIT, min(PLOT_LIMIT, value)) if value == value else value
+
+
+def mean_sd(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (0 for one value) of any finite values: two of 1e308
+    overflow a plain sum and the squares of 1e200 overflow a variance, so huge values are
+    divided by the largest one first (ordinary values are summed as they are)."""
+    big = max(abs(v) for v in values)
+    scale = big if big > _SCALE_FROM else 1.0
+    xs = [v / scale for v in values] if scale != 1.0 else list(values)
+    mean = statistics.fmean(xs) * scale
+    sd = statistics.stdev(xs) * scale if len(xs) > 1 else 0.0
+    return mean, sd
+
+
 def _mean_sd(values: list[float]) -> tuple[float, float]:
-    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
+    mean, sd = mean_sd([drawable(v) for v in values])
+    return drawable(mean), drawable(sd)
 
 
 def _points(rows: Sequence[Measurement], x_param: str) -> tuple[list[float], list[float], list[float]]:
@@ -88,8 +114,8 @@ def band_points(runs: Sequence[Sequence[Measurement]], x_param: str) -> tuple[
         s = summarize(per_x[x])
         half = t_ppf(0.975, s.n - 1) * s.sem if s.n > 1 else math.nan
         means.append(s.mean)
-        lows.append(s.mean - half)
-        highs.append(s.mean + half)
+        lows.append(drawable(s.mean - half))
+        highs.append(drawable(s.mean + half))
     return xs, means, lows, highs
 
 
@@ -135,8 +161,8 @@ def size_curve(title: str, ylabel: str, curves: Sequence[Curve], x_param: str, x
                 ax.errorbar([x], [ys[k]], yerr=[[ys[k] - lo[k]], [hi[k] - ys[k]]], color=color,
                             capsize=2, linewidth=1, linestyle="none")
     if theory:
-        ax.axhline(theory, color="black", linestyle="--", linewidth=1,
-                   label=theory_label or f"theoretical {theory:.2f} GB/s")
+        ax.axhline(drawable(theory), color="black", linestyle="--", linewidth=1,
+                   label=theory_label or f"theoretical {compact(theory)} GB/s")
     _size_axis(ax, x_label)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
@@ -153,7 +179,7 @@ def matrix(rows: Sequence[Measurement], title: str, unit: str) -> Figure:
         cells.setdefault((str(m.params.get("src")), str(m.params.get("dst"))), []).append(m.value)
     srcs = sorted({s for s, _ in cells}, key=_endpoint_order)
     dsts = sorted({d for _, d in cells}, key=_endpoint_order)
-    data = [[statistics.fmean(cells[(s, d)]) if (s, d) in cells else float("nan") for d in dsts] for s in srcs]
+    data = [[_mean_sd(cells[(s, d)])[0] if (s, d) in cells else float("nan") for d in dsts] for s in srcs]
     fig, ax = plt.subplots(figsize=(1.0 + 0.75 * max(4, len(dsts)), 1.0 + 0.55 * max(4, len(srcs))))
     finite = [v for row in data for v in row if v == v]
     # Local copies (src == dst) can be 30x faster than links and would flatten the colour scale:
@@ -169,12 +195,19 @@ def matrix(rows: Sequence[Measurement], title: str, unit: str) -> Figure:
         for j, v in enumerate(row):
             if v == v:
                 frac = (v - lo) / (hi - lo) if hi > lo else 1.0
-                ax.text(j, i, f"{v:.0f}" if v >= 100 else f"{v:.1f}", ha="center", va="center",
+                ax.text(j, i, _cell_text(v), ha="center", va="center",
                         fontsize=6, color="white" if frac < 0.6 else "black")
     fig.colorbar(im, ax=ax, label=unit)
     ax.set_title(title)
     fig.tight_layout()
     return fig
+
+
+def _cell_text(v: float) -> str:
+    """A matrix cell's number: whole from 100, one decimal below; %g where it would not fit."""
+    if abs(v) >= 1e6 or 0 < abs(v) < 0.05:
+        return f"{v:.3g}"
+    return f"{v:.0f}" if v >= 100 else f"{v:.1f}"
 
 
 def _endpoint_order(name: str) -> tuple[str, int, str]:
@@ -235,9 +268,9 @@ def history(title: str, ylabel: str, lines: Sequence[tuple[str, Sequence[object]
     found in a line: (x, y, label), drawn as a red (regression) or green (improvement) marker."""
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for label, xs, ys in lines:
-        ax.plot(list(xs), list(ys), marker="o", markersize=3, linewidth=1.2, label=label)
+        ax.plot(list(xs), [drawable(y) for y in ys], marker="o", markersize=3, linewidth=1.2, label=label)
     for x, y, kind in marks:
-        ax.plot([x], [y], marker="v" if kind == "regression" else "^", markersize=10,
+        ax.plot([x], [drawable(y)], marker="v" if kind == "regression" else "^", markersize=10,
                 color=FAIL_COLOR if kind == "regression" else PASS_COLOR, linestyle="none")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
@@ -256,9 +289,10 @@ def validation_figure(names: Sequence[str], margins_pct: Sequence[float | None],
     colors = {"pass": PASS_COLOR, "fail": FAIL_COLOR}
     ys = list(range(len(names)))[::-1]
     vals = [m if m is not None else 0.0 for m in margins_pct]
-    ax.barh(ys, vals, color=[colors.get(s, SKIP_COLOR) for s in statuses])
+    ax.barh(ys, [drawable(v) for v in vals], color=[colors.get(s, SKIP_COLOR) for s in statuses])
     for y, v, s in zip(ys, vals, statuses):
-        ax.text(v, y, f" {s}" if s not in ("pass", "fail") else f" {s.upper()} {v:+.1f}%", va="center", fontsize=7)
+        ax.text(drawable(v), y, f" {s}" if s not in ("pass", "fail") else f" {s.upper()} {compact(v, 1, True)}%",
+                va="center", fontsize=7)
     ax.set_yticks(ys, [n if len(n) <= 48 else n[:45] + "..." for n in names], fontsize=7)
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_xlabel("margin to threshold (%)")
@@ -275,7 +309,7 @@ def timeline(title: str, panels: Sequence[tuple[str, str, Sequence[tuple[str, li
                              squeeze=False)
     for ax, (metric, unit, lines) in zip(axes[:, 0], panels):
         for label, ts, vs in lines:
-            ax.plot(ts, vs, linewidth=1.0, label=label)
+            ax.plot(ts, [drawable(v) for v in vs], linewidth=1.0, label=label)
         ax.set_ylabel(f"{metric}\n({unit})" if unit else metric, fontsize=8)
         ax.grid(True, alpha=0.3)
         if 1 < len(lines) <= 8:

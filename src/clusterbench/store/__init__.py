@@ -65,6 +65,48 @@ def connect(where: Location, readonly: bool = False) -> Backend:
     return SqliteBackend.connect_readonly(where) if readonly else SqliteBackend.connect(where)
 
 
+# NUL: PostgreSQL's text columns cannot hold it (SQLite's can). Text stored as JSON (hosts, errors,
+# meta, params, metric names) has it escaped and is kept on both; text stored as it is (tags, the
+# run's benchmark, source, times and status, the benchmarks a run measured, telemetry labels) is
+# refused on both, so that a run stores the same way wherever it goes.
+_NUL = "\x00"
+
+
+def _refuse_nul(text: object, what: str) -> None:
+    if isinstance(text, str) and _NUL in text:
+        raise UsageError(f"{what} holds a NUL character (\\x00), which a results database cannot store")
+
+
+def _refuse_nul_in_run(run: Run, uid: str, telemetry: Sequence[TelemetrySample]) -> None:
+    """A one-line UsageError naming the first raw-text field of ``run`` that holds a NUL."""
+    for key, value in run.tags.items():
+        _refuse_nul(key, f"tag name {key!r}")
+        _refuse_nul(str(value), f"tag {key!r}")
+    for what, value in (("benchmark", run.benchmark), ("source", run.source), ("started_at", run.started_at),
+                        ("ended_at", run.ended_at), ("status", run.status), ("uid", uid)):
+        _refuse_nul(value, f"run {what} {value!r}")
+    for s in telemetry:
+        for what, value in (("host", s.host), ("device", s.device), ("metric", s.metric), ("unit", s.unit)):
+            _refuse_nul(value, f"telemetry {what} {value!r}")
+
+
+def _refuse_nul_in_pack(pack: Pack, benchmarks: Iterable[str]) -> None:
+    for b in benchmarks:
+        _refuse_nul(b, f"benchmark {b!r}")
+    # a rows pack is JSON, where a NUL is escaped; a table pack keeps a log's tokens as printed
+    if _NUL in pack.body:
+        line = next(t for t in pack.body.splitlines() if _NUL in t)
+        raise UsageError(f"measurement row {line.strip()[:80]!r} holds a NUL character (\\x00), which a "
+                         f"results database cannot store")
+
+
+def _nul_in_selector(sel: Selector) -> bool:
+    texts = [*sel.tags, *sel.tags.values()]
+    for b in sel.benchmarks:
+        texts += [b.name, *b.benchmarks, *b.prefixes, b.tool]
+    return any(_NUL in t for t in texts)
+
+
 def _like_prefix(text: str) -> str:
     """A LIKE pattern for values starting with ``text`` (with ``ESCAPE '!'``)."""
     return text.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%"
@@ -126,14 +168,19 @@ class _Batch:
             self.ids = self.db.next_ids("runs", n)[::-1]
             self.taken += n
         run_id = self.ids.pop()
-        self.runs.append((run_id, *values))
-        self.tags += [(run_id, k, str(v)) for k, v in tags.items()]
+        # the packs first: one that is refused leaves nothing of its run in the batch
+        stored: list[tuple[Any, ...]] = []
         benchmarks: set[str] = set()
         for p in packs:
             if p.count:
-                self.packs.append((run_id, p.format, p.count, p.body))
-                self.size += len(p.body)
-                benchmarks.update(benchmarks_of(p))
+                measured = benchmarks_of(p)
+                _refuse_nul_in_pack(p, measured)
+                stored.append((run_id, p.format, p.count, p.body))
+                benchmarks.update(measured)
+        self.runs.append((run_id, *values))
+        self.tags += [(run_id, k, str(v)) for k, v in tags.items()]
+        self.packs += stored
+        self.size += sum(len(p[3]) for p in stored)
         self.measured += [(run_id, b) for b in sorted(benchmarks)]
         self.samples += [(run_id, s.t, s.host, s.device, s.metric, s.value, s.unit) for s in telemetry]
         if self.size >= self.FLUSH_BYTES:
@@ -161,6 +208,8 @@ class _Batch:
         if tags:
             db.insert_rows("run_tags", ("run_id", "key", "value"), [(run_id, k, str(v)) for k, v in tags.items()])
         stored = [p for p in packs if p.count]
+        for p in stored:
+            _refuse_nul_in_pack(p, benchmarks_of(p))
         db.insert_rows("measurement_packs", ("run_id", "format", "count", "body"),
                        [(run_id, p.format, p.count, p.body) for p in stored])
         # what the run measured, for selectors and ``results list`` without reading the packs
@@ -429,6 +478,8 @@ class Store:
     def _write_run(self, run: Run, uid: str, packs: Iterable[Pack],
                    telemetry: Iterable[TelemetrySample], fresh: bool = False) -> int | None:
         db = self.db
+        telemetry = list(telemetry)
+        _refuse_nul_in_run(run, uid, telemetry)
         values = (uid, run.benchmark, run.source, loc.redact(_dumps(run.command)), run.started_at,
                   run.ended_at, run.status, _dumps(run.hosts), run.ranks, _dumps(run.devices),
                   _dumps(run.versions), _clean(run.env), _clean(run.errors), _clean(run.meta))
@@ -460,6 +511,9 @@ class Store:
             raise StoreError(f"cannot delete run {run_id} from {self.where}: {self.db.describe(e)}") from None
 
     def set_tags(self, run_id: int, tags: dict[str, str]) -> None:
+        for key, value in tags.items():
+            _refuse_nul(key, f"tag name {key!r}")
+            _refuse_nul(str(value), f"tag {key!r}")
         self.get_run(run_id)
         try:
             with self.db.write():
@@ -516,8 +570,10 @@ class Store:
         """Runs, newest first; ``benchmark``: only runs that measured it (``bench:NAME`` of the
         selector grammar: a benchmark, a family or an import's tool); ``since``: ``--since``."""
         # ``is not None``: an empty name is refused (bench_filter), as the selector ``bench:`` is
-        where, args = _filters(Selector("", benchmarks=(bench_filter(benchmark),)) if benchmark is not None
-                               else Selector(""), since)
+        sel = Selector("", benchmarks=(bench_filter(benchmark),)) if benchmark is not None else Selector("")
+        if self._cannot_match(sel):
+            return []
+        where, args = _filters(sel, since)
         sql = f"SELECT {self._RUN_COLS} FROM runs WHERE {where}"
         sql += " ORDER BY id" if oldest_first else " ORDER BY id DESC"
         if limit:
@@ -527,6 +583,8 @@ class Store:
 
     def runs_with_tags(self, tags: dict[str, str]) -> list[Run]:
         """Runs carrying every given tag (key=value); ordered by id."""
+        if self._cannot_match(Selector("", tags=dict(tags))):
+            return []
         where, args = _filters(Selector("", tags=dict(tags)), None)
         return self._runs_from_rows(self._query(f"SELECT {self._RUN_COLS} FROM runs WHERE {where} ORDER BY id",
                                                 args))
@@ -542,7 +600,7 @@ class Store:
             args.append(sel.last)
         else:
             sql += " ORDER BY id"
-        runs = self._runs_from_rows(self._query(sql, args))
+        runs = [] if self._cannot_match(sel) else self._runs_from_rows(self._query(sql, args))
         if not runs:
             window = f" since {since}" if since else ""
             if sel.text == "last" and not self._query("SELECT 1 FROM runs LIMIT 1"):
@@ -559,6 +617,12 @@ class Store:
             for r in self.select(sel, since):
                 runs.setdefault(int(r.id or 0), r)
         return [runs[i] for i in sorted(runs)]
+
+    def _cannot_match(self, sel: Selector) -> bool:
+        """Whether ``sel`` names a tag or benchmark with a NUL where no run can hold one: a
+        PostgreSQL database, which would refuse the query itself. (An SQLite file written before
+        such runs were refused may hold one: it is looked up there.)"""
+        return self.location.kind != loc.SQLITE and _nul_in_selector(sel)
 
     def run_benchmarks(self, run_ids: Sequence[int]) -> dict[int, list[str]]:
         """What each run measured: its distinct benchmark names, sorted."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from clusterbench.errors import UsageError
 from clusterbench.store import Store
 
 
@@ -65,7 +66,10 @@ def copy_runs(source: Store, dest: Store, on_run: Callable[[CopiedRun], None] | 
         dest_id, copied = present.get(uid), False
         packs = source.measurement_packs(source_id) if dest_id is None else None
         if packs is not None:
-            new_id = dest.add_copied_run(run, uid, packs, source.telemetry(source_id))
+            try:
+                new_id = dest.add_copied_run(run, uid, packs, source.telemetry(source_id))
+            except UsageError as e:   # a run an older clusterbench stored (a tag with a NUL)
+                raise UsageError(f"run {source_id} of {source.where} is not copied: {e}") from None
             if new_id is None:       # another copy stored it since we looked
                 dest_id = dest.uids()[uid]
             else:

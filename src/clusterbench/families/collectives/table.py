@@ -11,6 +11,7 @@ tolerance (``error_tolerance``) counts as out of bounds and the footer says so.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from clusterbench.families.collectives.spec import (
@@ -25,17 +26,19 @@ from clusterbench.families.collectives.spec import (
     error_tolerance,
 )
 from clusterbench.records import Measurement, Run
+from clusterbench.units import fit, fixed
 
 _ROW_NAMES = frozenset(m.name for m in ROW_METRICS) | {MAX_ERROR.name}
 
 
 def format_time(us: float) -> str:
-    """nccl-tests' time column: %7.0f from 10 ms, %7.1f from 100 us, else %7.2f."""
+    """nccl-tests' time column: %7.0f from 10 ms, %7.1f from 100 us, else %7.2f; %g where even
+    %7.0f is wider than the column."""
     if us >= 10000.0:
-        return f"{us:7.0f}"
+        return fixed(us, 7, 0)
     if us >= 100.0:
-        return f"{us:7.1f}"
-    return f"{us:7.2f}"
+        return fixed(us, 7, 1)
+    return fixed(us, 7, 2)
 
 
 def _row_key(params: dict[str, Any]) -> tuple:
@@ -48,13 +51,13 @@ def _cell(values: dict[str, float] | None) -> str:
     values = values or {}
     time = format_time(values[TIME.name]) if TIME.name in values else f"{'N/A':>7s}"
     if WRONG.name in values:
-        wrong = f"{int(values[WRONG.name]):5d}"
+        wrong = fit(f"{int(values[WRONG.name]):5d}", values[WRONG.name], 5)
     elif MAX_ERROR.name in values:
-        wrong = f"{values[MAX_ERROR.name]:5.0e}"
+        wrong = fit(f"{values[MAX_ERROR.name]:5.0e}", values[MAX_ERROR.name], 5)
     else:
         wrong = f"{'N/A':>5s}"
-    alg = f"{values[ALGBW.name]:6.2f}" if ALGBW.name in values else f"{'N/A':>6s}"
-    bus = f"{values[BUSBW.name]:6.2f}" if BUSBW.name in values else f"{'N/A':>6s}"
+    alg = fixed(values[ALGBW.name], 6, 2) if ALGBW.name in values else f"{'N/A':>6s}"
+    bus = fixed(values[BUSBW.name], 6, 2) if BUSBW.name in values else f"{'N/A':>6s}"
     return f"  {time}  {alg}  {bus}  {wrong}"
 
 
@@ -129,9 +132,9 @@ class CollTable:
             oob = [float(sum(1 for m in measurements if m.metric == WRONG.name and m.value > 0) + len(over))]
         if not avg:
             bws = [m.value for m in measurements if m.metric == BUSBW.name]
-            avg = [sum(bws) / len(bws)] if bws else []
-        bad = int(sum(oob))
-        lines = [f"# Out of bounds values : {bad} {'FAILED' if bad else 'OK'}"]
+            avg = [_mean(bws)] if bws else []
+        bad = _count(sum(oob))
+        lines = [f"# Out of bounds values : {bad} {'FAILED' if bad != '0' else 'OK'}"]
         for a in avg or [None]:
             lines.append(f"# Avg bus bandwidth    : {a:g} " if a is not None else "# Avg bus bandwidth    : N/A")
         if over:
@@ -141,6 +144,18 @@ class CollTable:
                          f"{_int(worst.params.get('bytes'), 0)} B, tolerance {tol:g}): FAILED")
         lines += ["#", f"# Collective test concluded: {self.op}"]
         return lines
+
+
+def _mean(values: list[float]) -> float:
+    """The mean, also of values whose sum passes the float limit (two of 1e308)."""
+    total = sum(values)
+    return total / len(values) if math.isfinite(total) else sum(v / len(values) for v in values)
+
+
+def _count(total: float) -> str:
+    """A count of values as nccl-tests prints it (%d), or %g where it is no exact whole number
+    of sensible size: a stored count of 1e308 (or two that sum past the float limit)."""
+    return str(int(total)) if abs(total) < 2 ** 53 else f"{total:g}"
 
 
 def _ranks(run: Run, m: Measurement) -> int:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from clusterbench import peaks
 from clusterbench.families.base import param_text, whole
-from clusterbench.families.device_table import DeviceTable
+from clusterbench.families.device_table import DeviceTable, percent_cell
 from clusterbench.families.gemm.spec import TFLOPS, TIME
 from clusterbench.records import Measurement, Run
+from clusterbench.units import fixed
 
 
 class GemmTable(DeviceTable):
@@ -36,11 +37,11 @@ class GemmTable(DeviceTable):
             p = m.params
             label, dtype, stat = str(p.get("device")), str(p.get("dtype")), str(p.get("stat", ""))
             t = times.get((label, dtype, stat))
-            pct = peaks.format_percent(m.value, self._peak(label, dtype, whole(p.get("devices", 1))))
-            tcol = f"{t:>11.1f}" if t is not None else f"{'':>11s}"
+            pct = percent_cell(m.value, self._peak(label, dtype, whole(p.get("devices", 1))))
+            tcol = fixed(t, 11, 1) if t is not None else f"{'':>11s}"
             m_, n_, k_, batch, ta, tb = (param_text(p.get(k)) for k in ("m", "n", "k", "batch", "transA", "transB"))
             out.append(f"  {label:>8s} {m_:>6} {n_:>6} {k_:>6} {batch:>5} {dtype:>8s} {ta:>2} {tb:>2} "
-                       f"{stat:>9s} {m.value:>10.3f} {pct:>6s} {tcol}".rstrip())
+                       f"{stat:>9s} {fixed(m.value, 10, 3)} {pct:>6s} {tcol}".rstrip())
         return out
 
     def footer(self, run: Run, measurements: list[Measurement]) -> list[str]:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from clusterbench import peaks
 from clusterbench.families.base import param_text, whole
-from clusterbench.families.device_table import DeviceTable
+from clusterbench.families.device_table import DeviceTable, percent_cell
 from clusterbench.families.stream.spec import BANDWIDTH, TIME
 from clusterbench.records import Measurement, Run
+from clusterbench.units import fixed
 
 
 class StreamTable(DeviceTable):
@@ -39,10 +40,10 @@ class StreamTable(DeviceTable):
             label = str(m.param("device"))
             key = (label, m.param("array_size"), m.param("dtype"), m.param("kernel"))
             t = times.get(key, {})
-            pct = peaks.format_percent(m.value, self._peak(label, whole(m.param("devices", 1))))
-            cols = " ".join(f"{t[s]:>10.1f}" if s in t else f"{'':>10s}" for s in ("min", "max", "avg"))
+            pct = percent_cell(m.value, self._peak(label, whole(m.param("devices", 1))))
+            cols = " ".join(fixed(t[s], 10, 1) if s in t else f"{'':>10s}" for s in ("min", "max", "avg"))
             out.append(f"  {label:>8s} {param_text(m.param('array_size')):>11} {param_text(m.param('dtype')):>6s} "
-                       f"{param_text(m.param('kernel')):>8s} {m.value:>10.2f} {pct:>6s} {cols}".rstrip())
+                       f"{param_text(m.param('kernel')):>8s} {fixed(m.value, 10, 2)} {pct:>6s} {cols}".rstrip())
         return out
 
     def footer(self, run: Run, measurements: list[Measurement]) -> list[str]:

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from clusterbench import peaks
 from clusterbench.families.base import param_text, whole
-from clusterbench.families.device_table import DeviceTable
+from clusterbench.families.device_table import DeviceTable, percent_cell
 from clusterbench.families.transfer.spec import MATRIX_TESTS
 from clusterbench.records import Measurement, Run
+from clusterbench.units import compact, fixed
 
 
 def _endpoint_order(e: str) -> tuple[int, int, str]:
@@ -18,7 +19,11 @@ def _endpoint_order(e: str) -> tuple[int, int, str]:
 
 
 def _cell(v: float | None) -> str:
-    return f"{v:>10.2f}" if v is not None else f"{'N/A':>10s}"
+    if v is None:
+        return f"{'N/A':>10s}"
+    text = f"{v:>10.2f}"
+    # cells have no separator: an exponent form keeps one blank so it does not run into the last
+    return text if len(text) <= 10 else " " + fixed(v, 9, 2)
 
 
 class TransferTable(DeviceTable):
@@ -40,8 +45,8 @@ class TransferTable(DeviceTable):
         name = self._gpu_name(src, dst) or self._gpu_name(*self._names)
         if not (src.startswith("G") or dst.startswith("G")) or name is None:
             return ""
-        return peaks.format_percent(m.value, peaks.transfer_peak(
-            name, str(m.param("test")), src, dst, str(m.param("direction")), self._partition(name)))
+        return percent_cell(m.value, peaks.transfer_peak(
+            name, str(m.param("test")), src, dst, str(m.param("direction")), self._partition(name)), 10)
 
     def rows(self, measurements: list[Measurement]) -> list[str]:
         by_test: dict[str, list[Measurement]] = {}
@@ -91,9 +96,9 @@ class TransferTable(DeviceTable):
         for m in ms:
             stat = m.param("stat")
             if stat == "average":
-                lines.append(f"  average {m.value:.2f} GB/s over {'off-diagonal ' if len(srcs) > 1 else ''}pairs")
+                lines.append(f"  average {compact(m.value)} GB/s over {'off-diagonal ' if len(srcs) > 1 else ''}pairs")
             elif stat == "aggregate":
-                lines.append(f"  aggregate {m.value:.2f} GB/s (all {m.param('bytes')} bytes / wall time)")
+                lines.append(f"  aggregate {compact(m.value)} GB/s (all {m.param('bytes')} bytes / wall time)")
         return lines
 
     def _config(self, test: str, ms: list[Measurement]) -> list[str]:
@@ -101,10 +106,10 @@ class TransferTable(DeviceTable):
         for m in ms:
             if m.param("stat") == "pair":
                 t = whole(m.param("transfer", 0), 0)
-                lines.append(f"  Transfer {t:02d} | {m.value:>10.3f} GB/s | {param_text(m.param('bytes')):>11} bytes | "
+                lines.append(f"  Transfer {t:02d} | {fixed(m.value, 10, 3)} GB/s | {param_text(m.param('bytes')):>11} bytes | "
                              f"{m.param('src')} -> {m.param('method')} {m.param('executor', '')} -> {m.param('dst')}")
             elif m.param("stat") == "aggregate":
-                lines.append(f"  Aggregate   | {m.value:>10.3f} GB/s | {param_text(m.param('bytes')):>11} bytes | wall time")
+                lines.append(f"  Aggregate   | {fixed(m.value, 10, 3)} GB/s | {param_text(m.param('bytes')):>11} bytes | wall time")
         return lines
 
     def footer(self, run: Run, measurements: list[Measurement]) -> list[str]:

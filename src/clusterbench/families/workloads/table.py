@@ -20,6 +20,7 @@ from clusterbench.families.workloads.spec import (
     TOKENS_PER_S,
 )
 from clusterbench.records import Measurement, Run
+from clusterbench.units import compact, fit
 
 
 def _group(measurements: list[Measurement], key: str) -> dict[object, dict[str, Measurement]]:
@@ -35,7 +36,7 @@ def _group(measurements: list[Measurement], key: str) -> dict[object, dict[str, 
 
 def _num(m: Measurement | None, fmt: str = "{:>12.4g}") -> str:
     width = int(fmt.split(">")[1].split(".")[0]) if ">" in fmt else 12
-    return fmt.format(m.value) if m is not None else " " * (width - 1) + "-"
+    return fit(fmt.format(m.value), m.value, width) if m is not None else " " * (width - 1) + "-"
 
 
 def _overall(measurements: list[Measurement]) -> list[str]:
@@ -50,7 +51,7 @@ def _overall(measurements: list[Measurement]) -> list[str]:
         elif m.metric == MFU.name:
             extra = f" (peak {m.params.get('peak_tflops')} TFLOP/s)"
         elif m.metric == PEAK_MEMORY.name:
-            extra = f" ({m.value / 2**20:.1f} MiB, {m.params.get('memory', '')})"
+            extra = f" ({compact(m.value / 2**20, 1)} MiB, {m.params.get('memory', '')})"
         lines.append(f"# overall {m.metric} ({m.params['stat']}): {m.value:.6g} {m.unit}{extra}")
     return lines
 
@@ -90,7 +91,7 @@ class DdpCommTable:
 
     def footer(self, run: Run, measurements: list[Measurement]) -> list[str]:
         for m in measurements:
-            return [f"# {m.params.get('layers')} dummy layers, {number(m.params.get('bytes')) / 2**20:.0f} MiB "
+            return [f"# {m.params.get('layers')} dummy layers, {compact(number(m.params.get('bytes')) / 2**20, 0)} MiB "
                     f"of gradients, bucket cap {m.params.get('bucket_cap_mb')} MB"]
         return []
 
