@@ -3,6 +3,7 @@ every family, every real log the importers read) is declared by its family with 
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -122,3 +123,12 @@ def test_every_command_module_holds_the_command_named_after_it():
         module = importlib.import_module(f"{commands.__name__}.{info.name}")
         expected = "import" if info.name == "importcmd" else info.name.replace("_", "-")
         assert [c.name for c in module.commands] == [expected], info.name
+
+
+def test_every_metric_is_documented_in_metrics_md():
+    """docs/metrics.md says what each stored metric means: a metric added to a family without a
+    word there fails here."""
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "metrics.md").read_text()
+    missing = [f"{family.name}.{m.name}" for family in FAMILIES for m in family.metrics
+               if not re.search(rf"(?<![\w.]){re.escape(m.name)}(?![\w])", doc)]
+    assert not missing, f"docs/metrics.md does not mention {', '.join(missing)}"

@@ -70,6 +70,19 @@ def test_by_device_names_the_gpu(capsys, db):
     assert all(-7 < d["change_pct"] < -3 for d in regs)
 
 
+def test_the_text_columns_fit_values_with_their_unit(capsys, db):
+    """A value with its unit (3,953,570 GB/s) is wider than the usual ones: the rows stay aligned."""
+    store_history(db, real_measurements(BABEL), HOSTS[:2], 6, factor=lambda h, i, m: 1000.0, seed=3)
+    rc, out, err = cli(capsys, "trend", "--by", "device", "--db", db)
+    assert rc == 0, err
+    lines = out.splitlines()
+    header = next(ln for ln in lines if ln.endswith("  change"))
+    at = len(header) - len("change")
+    rows = [ln for ln in lines[lines.index(header) + 1:] if not ln.startswith("#")]
+    assert rows and any("," in ln for ln in rows)
+    assert all(ln[at - 2:at] == "  " and ln[at] != " " for ln in rows), "\n".join([header, *rows[:3]])
+
+
 def test_one_bad_night_is_not_a_regression_and_a_repair_closes_one(capsys, db):
     base = real_measurements(A3MEGA)
 

@@ -116,13 +116,17 @@ def trend(selectors: tuple[str, ...], metric: str | None, benchmark: str | None,
               f"{runs[0].started_at[:10]} .. {runs[-1].started_at[:10]}")
         width = min(48, max(len(s.label) for s in series))
         ent = max(len(s.entity) for s in series)
-        print(f"{by:<{ent}} {'row':<{width}} {'runs':>5} {'first':>12} {'last':>12}  change")
-        for s in series:
+        # the columns as wide as their widest value: a value with its unit (4,255,995 MB/s) is wider
+        # than any fixed width that suits the usual ones
+        ends = [(fmt(s.points[0].value), fmt(s.points[-1].value, s.unit)) if s.points else ("-", "-")
+                for s in series]
+        wf = max(5, *(len(f) for f, _ in ends))
+        wl = max(4, *(len(la) for _, la in ends))
+        print(f"{by:<{ent}} {'row':<{width}} {'runs':>5} {'first':>{wf}} {'last':>{wl}}  change")
+        for s, (first, last) in zip(series, ends):
             row = s.label if len(s.label) <= width else s.label[:width - 3] + "..."
             what = "; ".join(_change_text(s, c) for c in s.changes) or too_short(s, settings) or "-"
-            first = fmt(s.points[0].value) if s.points else "-"
-            last = fmt(s.points[-1].value, s.unit) if s.points else "-"
-            print(printable(f"{s.entity:<{ent}} {row:<{width}} {len(s.points):>5} {first:>12} {last:>12}  {what}"))
+            print(printable(f"{s.entity:<{ent}} {row:<{width}} {len(s.points):>5} {first:>{wf}} {last:>{wl}}  {what}"))
         for run, text in notes:
             if run is not None:   # a short series says so in its row already
                 print(printable(f"# note: {text}"))
