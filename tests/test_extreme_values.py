@@ -214,3 +214,150 @@ def test_compare_of_values_spanning_the_float_range(db):
                            [Measurement("all_reduce", "busbw", v, "GB/s", {"bytes": 8, "placement": "out"})])
     rc, out, err = run_cli("compare", "g=a", "g=b", "--db", db)
     _ok(rc, out, err, (0, 1))
+
+
+# -- the commands that format their own numbers --------------------------------------------------
+
+# 1e300 stays finite through a percent (x100) or a link rate, so its efficiency or speedup is a
+# number of 300 digits in fixed-point form, where 1.7e308 would only reach inf
+FAR = [1e300, 1.7e308, 1e-300, 5e-324, -0.0, -7.5, 12.5, 123456789012345678.0, -1e300]
+# a median near zero with a tight spread, and one run far below: a deviation of -7.5e302%
+NEAR_ZERO = [1e-300, 1.01e-300, 0.99e-300, 1.02e-300, -7.5]
+GIB8 = 8 << 30
+
+
+def _all_reduce(value: float) -> list[Measurement]:
+    return [Measurement("all_reduce", metric, value, "GB/s",
+                        {"bytes": GIB8, "count": GIB8 // 4, "dtype": "float", "redop": "sum", "root": -1,
+                         "placement": place})
+            for metric in ("busbw", "algbw") for place in ("out", "in")]
+
+
+@pytest.fixture(scope="module")
+def far_db(tmp_path_factory) -> str:
+    """What the commands that judge runs compute from: two-host all_reduce runs (tag v) for a link
+    efficiency, runs around 1e-300 with one far below (tag near=0) for a baseline's left-out run,
+    MI300X stream runs for a percent of peak, train runs (tag scale=1) for speedups of 1e300, and
+    an inventory whose memory is past what a float holds."""
+    path = str(tmp_path_factory.mktemp("far") / "far.db")
+    huge = {"h1": {"host": "h1", "memory": {"total_bytes": 10 ** 400},
+                   "cpu": {"numa_nodes": [{"node": 0, "cpus": "0-1", "memory_bytes": 1.7e308}]}}}
+    with Store.open(path) as s:
+        for i, v in enumerate(FAR):
+            s.save_run(Run("coll", hosts=["h1", "h2"], ranks=2, tags={"v": str(i), "link_speed": "100Gbps"},
+                           meta={"inventory": huge}), _all_reduce(v))
+            s.save_run(Run("stream", hosts=["h1"], ranks=1, devices=["AMD Instinct MI300X"], tags={"v": str(i)}),
+                       [Measurement("stream", "bandwidth", v, "GB/s",
+                                    {"kernel": "Triad", "dtype": "double", "device": "0", "array_size": 1 << 28})])
+        for v in NEAR_ZERO:
+            s.save_run(Run("coll", hosts=["h1", "h2"], ranks=2, tags={"near": "0"}), _all_reduce(v))
+        for nodes, v in ((1, 12.5), (2, 1e300), (4, 5e-324), (8, 1.7e308)):
+            s.save_run(Run("train", hosts=[f"n{i}" for i in range(nodes)], ranks=nodes, tags={"scale": "1"}),
+                       [Measurement("train", "samples_per_s", v, "samples/s", {"stat": "avg"})])
+    return path
+
+
+# digits in one run: what %.2f prints for a value past 1e24 (WALL would take a list of run ids)
+DIGITS = re.compile(r"\d{25,}")
+
+
+def _no_wall(argv: list[str], out: str, err: str) -> None:
+    for line in (out + err).splitlines():
+        assert not DIGITS.search(line), (argv, line)
+
+
+@pytest.mark.parametrize("argv, codes", [
+    (["validate", "1..99", "--profile", "cpu-smoke", "--link-speed", "100Gbps"], (0, 1)),
+    (["validate", "1..99", "--profile", "amd-mi300x-oem", "--link-speed", "1bps", "--nodes", "3"], (1,)),
+    (["theory", "--run", "1..99"], (0,)),
+    (["theory", "--run", "v=0", "--link", "1bps"], (0,)),
+    # a link past any real one (the 20 digits are the user's own, echoed in the heading)
+    (["theory", "--link", "99999999999999999999Gbps"], (0,)),
+    (["scaling", "scale=1"], (0,)),
+    (["scaling", "scale=1", "--baseline", "scale=1"], (0,)),
+    (["baseline", "create", "near=0", "-o", "{tmp}/near.yaml"], (0,)),
+    (["baseline", "create", "1..99", "-o", "{tmp}/all.yaml"], (0, 2)),
+    (["env", "show", "v=0"], (0,)),
+])
+def test_judging_commands_print_far_values_compactly(far_db, tmp_path, argv, codes):
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    rc, out, err = run_cli(*argv, "--db", far_db)
+    _ok(rc, out, err, codes)
+    _no_wall(argv, out, err)
+
+
+def test_far_values_read_as_exponents(far_db, tmp_path):
+    """What each of those lines says instead of 300 digits."""
+    _, out, _ = run_cli("validate", "v=0", "--profile", "cpu-smoke", "--link-speed", "100Gbps", "--db", far_db)
+    assert "algbw 1e+300 GB/s = 8e+300% of optimal 12.50 GB/s" in out
+    _, out, _ = run_cli("validate", "1..99", "--profile", "amd-mi300x-oem", "--db", far_db)
+    assert "# peak stream Triad: best 1.7e+308 GB/s = inf% of AMD Instinct MI300X datasheet" in out
+    _, out, _ = run_cli("validate", "v=0", "v=3", "--profile", "amd-mi300x-oem", "--db", far_db)
+    assert "= 1.88679e+298% of AMD Instinct MI300X" in out
+    _, out, _ = run_cli("theory", "--run", "v=0", "--link", "99999999999999999999Gbps", "--db", far_db)
+    head, *rows = out.splitlines()[1:7]
+    assert rows[0] == "     2      1.25e+19      1.25e+19" and {len(r) for r in rows} == {len(head)}
+    assert "1e+300 GB/s = 8e+282% of 1.25e+19 GB/s" in out
+    _, out, _ = run_cli("scaling", "scale=1", "--db", far_db)
+    rows = [line.split() for line in out.splitlines() if not line.startswith("#")]
+    assert [r[-2:] for r in rows] == [["1.000", "1.000"], ["8e+298", "4e+298"], ["0.000", "0.000"],
+                                      ["1.4e+307", "1.7e+306"]]
+    _, _, err = run_cli("baseline", "create", "near=0", "-o", tmp_path / "p.yaml", "--db", far_db)
+    assert "-7.5 is -7.5e+302% vs median 1e-300 (modified z -5.05875e+302)" in err, err
+    _, out, _ = run_cli("env", "show", "v=0", "--db", far_db)
+    assert "memory    9.31323e+390 GiB; NUMA nodes: 0 (cpus 0-1, 1.58325e+299 GiB)" in out
+
+
+@pytest.mark.parametrize("argv", [
+    ["validate", "1..99", "--profile", "cpu-smoke", "--link-speed", "1bps", "--nodes", "2"],
+    ["validate", "1..99", "--profile", "amd-mi300x-oem", "--link-speed", "100Gbps", "--nodes", "2"],
+    ["theory", "--run", "1..99", "--link", "1bps", "--nodes", "2"],
+    ["theory", "--run", "1..99"],
+    ["scaling", "copy=1", "--baseline", "copy=0"],
+    ["scaling", "copy=0", "copy=1"],
+    ["baseline", "create", "1..99", "-o", "{tmp}/b.yaml"],
+])
+def test_judging_commands_on_the_extreme_database(extreme_db, tmp_path, argv):
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    rc, out, err = run_cli(*argv, "--db", extreme_db)
+    _ok(rc, out, err, (0, 1, 2) if argv[0] == "baseline" else (0, 1))
+    _no_wall(argv, out, err)
+
+
+SWEEPS = {
+    # every node's score around 1e-300 but e's: a z-score and a deviation of 1e302 and more
+    "near zero": {"a": 1e-300, "b": 1.01e-300, "c": 1.02e-300, "d": 0.99e-300, "e": -7.5},
+    "far apart": {"a": 1.7e308, "b": 1e300, "c": 5e-324, "d": 12.5, "e": -1.7e308},
+}
+
+
+@pytest.mark.parametrize("scores", SWEEPS.values(), ids=SWEEPS)
+@pytest.mark.parametrize("link", ["100Gbps", "1bps"])
+def test_sweep_of_far_scores(tmp_path, monkeypatch, scores, link):
+    """A sweep whose subsets measured values at the float limits (each pair the slower of its two
+    nodes): its table, suspects, stored run, JSON and JUnit, and the stored run shown again."""
+    from clusterbench.sweep import run as sweep_run
+    from clusterbench.sweep.analyze import SubsetResult
+
+    def fake(cfg, hosts, stage, index):  # type: ignore[no-untyped-def]
+        return SubsetResult(tuple(hosts), stage, min(scores[h] for h in hosts), "GB/s")
+
+    monkeypatch.setattr(sweep_run, "run_subset", fake)
+    topology = tmp_path / "topology.conf"
+    topology.write_text("SwitchName=s1 Nodes=a,b\nSwitchName=s2 Nodes=c,d\nSwitchName=s3 Nodes=e\n")
+    db = str(tmp_path / "s.db")
+    argv = ["sweep", "--hosts", "a,b,c,d,e", "--link-rate", link, "--topology", topology,
+            "--junit", tmp_path / "j.xml", "--db", db]
+    rc, out, err = run_cli(*argv)
+    _ok(rc, out, err, (0, 1))
+    _no_wall(argv, out, err + (tmp_path / "j.xml").read_text())
+    # every row's cells end in the same column (the flag after them is empty or SUSPECT)
+    assert len({len(line.removesuffix("SUSPECT").rstrip()) for line in out.splitlines()[2:]
+                if not line.startswith("#")}) == 1, out
+    rc, out, err = run_cli(*argv[:-1], str(tmp_path / "j.db"), "--json")
+    _ok(rc, out, err, (0, 1))
+    _no_wall(argv, out, err)
+    for shown in (["results", "show", "1"], ["validate", "1", "--profile", "cpu-smoke"]):
+        rc, out, err = run_cli(*shown, "--db", db)
+        _ok(rc, out, err, (0, 1, 2))
+        _no_wall(shown, out, err)

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from clusterbench.ingest import _head, nccl_parallel
-from clusterbench.ingest.common import Lines, clean_lines, text_chunks
+from clusterbench.ingest.common import Lines, TextCleaner, clean_lines, text_chunks
 from clusterbench.ingest.nccl_tests import NcclTextParser, parse_chunks
 
 DATA = Path(__file__).parent / "data" / "nccl-tests"
@@ -440,6 +440,33 @@ def test_the_runs_before_a_refused_one_come_first(tmp_path):
     assert len(want[0]) == 1 and want[1] is not None and "interleaved" in want[1][1]
     assert _outcome(by_blocks(text, "all_reduce.log", [])) == want
     assert _outcome(by_processes(text, "all_reduce.log", 256, str(tmp_path))) == want
+
+
+BOM = "\ufeff"
+
+
+@pytest.mark.parametrize("first", [
+    BOM + HEADER[0],                          # the second log saved with a byte order mark
+    BOM * 2 + HEADER[0],
+    f"{BOM}\x1b[32m{HEADER[0]}\x1b[0m",       # before a colour code
+    f"\x1b[32m{BOM}{HEADER[0]}",               # after one: the line as a terminal shows it
+    f"  37% |###   | 12/32\r{BOM}{HEADER[0]}",  # after progress written over
+    f"{BOM}{HEADER[0]}\r",                    # a CRLF line end
+], ids=["bom", "two", "before-colour", "after-colour", "after-progress", "crlf"])
+def test_a_bom_starting_a_line_in_the_middle(tmp_path, first):
+    # two logs concatenated, the second with a byte order mark: it stayed part of that line and
+    # hid the second log's '# nThread' header, so its rows ran on into the first run
+    log = [*HEADER, *_rows(), *FOOTER]
+    want = _agreed(log + log, tmp_path)
+    assert len(want) == 2
+    assert _agreed([*log, first, *log[1:]], tmp_path) == want
+
+
+def test_a_bom_inside_a_line_is_the_lines_own():
+    lines = [f"{HEADER[0]}{BOM}", f"# note {BOM}", BOM, ""]
+    assert list(clean_lines(lines)) == [f"{HEADER[0]}{BOM}", f"# note {BOM}", "", ""]
+    assert TextCleaner(lines).clean("".join(ln + "\n" for ln in lines)) == \
+        "".join(ln + "\n" for ln in clean_lines(lines))
 
 
 def test_out_and_in_place_values_in_row_order(tmp_path):

@@ -350,6 +350,25 @@ def test_a_bom_is_not_part_of_the_first_line(tmp_path):
     assert run.run.to_dict() | {"started_at": ""} == parse_text(osu.decode())[0].run.to_dict() | {"started_at": ""}
 
 
+def _text_pairs() -> list[tuple[str, bytes, bytes]]:
+    # a JSON document is decoded, not cleaned line by line: a byte order mark between two is
+    # for its importer to take, not the cleaners
+    return [(n, a, b) for n, a, b in _pairs() if not _json(n, a)]
+
+
+@pytest.mark.parametrize("name, a, b", _text_pairs(), ids=[n for n, _, _ in _text_pairs()])
+def test_a_bom_between_concatenated_logs(tmp_path, monkeypatch, name, a, b):
+    # the second log saved with a byte order mark: it started a line in the middle of the file
+    # and hid that line (an nccl-tests '# nThread' header, a banner) from the parsers
+    for label, first, second in (("cat", a, b), ("CRLF", a.replace(b"\n", b"\r\n"), b.replace(b"\n", b"\r\n"))):
+        want = by_file(tmp_path, first + second, name)
+        data = first + BOM + second
+        _same(want, by_file(tmp_path, data, name), f"{label}, a file")
+        _same(want, by_gz(tmp_path, data, name), f"{label}, gzipped")
+        _same(_text_form(want), by_text(data, name), f"{label}, parse_text")
+        _same(by_file(tmp_path, first + second, "stdin"), by_stdin(monkeypatch, data), f"{label}, standard input")
+
+
 # -- one process or several --------------------------------------------------------------------
 
 @pytest.mark.parametrize("path", NCCL[::3], ids=lambda p: p.name)
@@ -363,7 +382,9 @@ def test_processes_read_every_form_alike(tmp_path, monkeypatch, path):
     for label, form, want in (("plain", data, plain), ("a BOM", BOM + data, plain),
                               ("progress", _progress(data, 5), plain),
                               ("CRLF", data.replace(b"\n", b"\r\n"), plain),
-                              ("a BOM in the middle", data + BOM + data, by_file(tmp_path, data + BOM + data, path.name))):
+                              # at a line's start it is no part of the log: the second
+                              # copy's header was hidden by it
+                              ("a BOM in the middle", data + BOM + data, by_file(tmp_path, data + data, path.name))):
         _same(want, by_file(tmp_path, form, path.name, jobs=2), f"{label}, 2 processes")
 
 

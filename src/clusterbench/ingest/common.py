@@ -26,7 +26,10 @@ from clusterbench.records import COMPLETE, WARNINGS, Measurement, Run
 from clusterbench.store.packs import Packs, measurements_of, pack_measurements
 
 IMPORT_BENCHMARK = "import"
-BOM = "\ufeff"   # what some editors write first; not part of the log (iter_runs drops it)
+# What some editors write first; not part of the log. iter_runs drops it before the first line,
+# the cleaners at the start of every line: a log saved with one and appended to another has it
+# in the middle, where it hid the second log's first line (its '# nThread' header) from parsers.
+BOM = "\ufeff"
 MAX_ERROR_LINES = 100  # a crash can print the same failure from every rank; keep the run small
 
 
@@ -163,6 +166,8 @@ def _on_screen(raw: str) -> str:
         line = _ANSI.sub("", line)
     if "\r" in line:
         line = line.rsplit("\r", 1)[-1]
+    if line[:1] == BOM:   # as TextCleaner.clean: after the overwrites, before any prefix
+        line = line.lstrip(BOM)
     return line
 
 
@@ -190,6 +195,7 @@ _WRAPPERS_AT_LINE = re.compile(r"^(?:" + _WRAPPER.pattern + r")+", re.M)
 _HOST_AT_LINE = re.compile(r"^" + _HOST_PREFIX.pattern, re.M)
 _OVERWRITTEN = re.compile(r"[^\n]*\r")
 _CRS_AT_END = re.compile(r"\r+\n")
+_BOMS_AT_LINE = re.compile(f"^{BOM}+", re.M)
 CHUNK_LINES = 1 << 16
 
 
@@ -217,6 +223,8 @@ class TextCleaner:
                 text = _OVERWRITTEN.sub("", _CRS_AT_END.sub("\n", text))
         if "\x1b" in text:
             text = _ANSI.sub("", text)
+        if BOM in text:   # rare: a pass over the block only when one is in it
+            text = _BOMS_AT_LINE.sub("", text)
         if self.pdsh:
             # as clean_lines: prefixes before the host's, the host's, then prefixes after it
             # (a launcher's tag on some lines only, which the log's start need not show)

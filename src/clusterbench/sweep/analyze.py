@@ -10,6 +10,7 @@ evidence by itself: its hosts named in the failure are suspects.
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from collections.abc import Mapping, Sequence
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from clusterbench.errors import UsageError
 from clusterbench.hostlist import expand_hostlist
 from clusterbench.judge.outliers import Outlier, flag_outliers
+from clusterbench.units import compact
 
 
 @dataclass
@@ -53,7 +55,23 @@ def pick_value(records: Sequence[Mapping], metric: str) -> tuple[float, str] | N
     if sizes:
         top = max(sizes)
         rows = [r for r in rows if r.get("params", {}).get("bytes") == top]
-    return statistics.fmean(float(r["value"]) for r in rows), str(rows[0].get("unit", ""))
+    values = [float(r["value"]) for r in rows]
+    try:
+        mean = statistics.fmean(values)
+    except OverflowError:   # the sum of values near the float limit overflows; their mean does not
+        mean = 2 * statistics.fmean(v / 2 for v in values)
+    return mean, str(rows[0].get("unit", ""))
+
+
+def _median(values: list[float]) -> float:
+    """statistics.median, whose mean of the middle two overflows to inf for two values near the
+    float limit (1.7e308 and 1.7e308): the store refuses an infinite score, where their median
+    is a number. Then the halves are added instead (ordinary values round as before)."""
+    mid = statistics.median(values)
+    if math.isinf(mid) and all(map(math.isfinite, values)):
+        ordered = sorted(values)
+        mid = ordered[len(ordered) // 2 - 1] / 2 + ordered[len(ordered) // 2] / 2
+    return mid
 
 
 def node_pair_scores(results: Sequence[SubsetResult]) -> dict[str, float]:
@@ -62,7 +80,7 @@ def node_pair_scores(results: Sequence[SubsetResult]) -> dict[str, float]:
         if r.stage == "pair" and r.value is not None:
             for h in r.hosts:
                 per.setdefault(h, []).append(r.value)
-    return {h: statistics.median(v) for h, v in per.items()}
+    return {h: _median(v) for h, v in per.items()}
 
 
 def blamed_hosts(r: SubsetResult) -> list[str]:
@@ -117,7 +135,7 @@ def analyze(results: Sequence[SubsetResult], *, threshold: float = 3.5, min_rel_
     for stage, scores in (("single", singles), ("pair", pairs)):
         for o in flag_outliers(scores, threshold=threshold, higher_is_better=higher_is_better,
                                min_rel_dev=min_rel_dev):
-            evidence = [o.describe(unit)]
+            evidence = [_describe(o, unit)]
             if stage == "pair":
                 evidence += [f"{'+'.join(r.hosts)}: {r.value:.4g} {unit}" for r in results
                              if r.stage == "pair" and o.key in r.hosts and r.value is not None]
@@ -129,7 +147,7 @@ def analyze(results: Sequence[SubsetResult], *, threshold: float = 3.5, min_rel_
         for h, v in pairs.items():
             if h in switches:
                 groups.setdefault(switches[h], []).append(v)
-        switch_scores = {sw: statistics.median(v) for sw, v in groups.items()}
+        switch_scores = {sw: _median(v) for sw, v in groups.items()}
         for o in flag_outliers(switch_scores, threshold=threshold, higher_is_better=higher_is_better,
                                min_rel_dev=min_rel_dev):
             for h in sorted(h for h, sw in switches.items() if sw == o.key and h in pairs):
@@ -137,5 +155,13 @@ def analyze(results: Sequence[SubsetResult], *, threshold: float = 3.5, min_rel_
     return Analysis(singles, pairs, list(suspects.values()), switch_scores)
 
 
+def _describe(o: Outlier, unit: str) -> str:
+    """``Outlier.describe``'s sentence with its deviation and z-score compact: off a median near
+    zero (1e-300 GB/s) they reach 1e300 and more, which %+.1f writes out as 300 digits."""
+    u = f" {unit}" if unit else ""
+    return (f"{o.key}: {o.value:.4g}{u} is {compact(o.rel_dev * 100, 1, sign=True)}% vs median "
+            f"{o.median:.4g}{u} (modified z {compact(o.z, 1, sign=True)})")
+
+
 def _describe_switch(o: Outlier, unit: str) -> str:
-    return "switch " + o.describe(unit)
+    return "switch " + _describe(o, unit)

@@ -3,9 +3,12 @@ suspects with their evidence."""
 
 from __future__ import annotations
 
+import math
+
 from clusterbench.families.sweep import BENCHMARK, EFFICIENCY, NODE_SCORE
 from clusterbench.records import COMPLETE, FAILED, Measurement, Run, utc_now
 from clusterbench.sweep.analyze import Analysis, SubsetResult
+from clusterbench.units import fixed
 
 RATE_UNIT = "GB/s"  # a score in this unit can be held against a link rate
 
@@ -24,8 +27,10 @@ def to_run(results: list[SubsetResult], a: Analysis, test: list[str], metric: st
             p = {"host": h, "stage": stage, "test": test[0], "test_metric": metric,
                  "suspect": any(s.host == h for s in a.suspects)}
             ms.append(Measurement(BENCHMARK, NODE_SCORE.name, v, unit, p))
-            if rate and unit == RATE_UNIT:
-                ms.append(EFFICIENCY(BENCHMARK, v * 1e9 / rate, {**p, "link_rate": rate / 1e9}))
+            # past the float limit (a score of 1.7e308 GB/s on a 1 b/s link) an efficiency is no
+            # number the store keeps: the score itself is stored, its efficiency left out
+            if rate and unit == RATE_UNIT and math.isfinite(eff := _efficiency(v, rate)):
+                ms.append(EFFICIENCY(BENCHMARK, eff, {**p, "link_rate": rate / 1e9}))
     hosts = list(dict.fromkeys(h for r in results for h in r.hosts))
     run = Run(benchmark=BENCHMARK, command=command, started_at=started, ended_at=utc_now(),
               status=COMPLETE if any(r.value is not None for r in results) else FAILED,
@@ -36,6 +41,14 @@ def to_run(results: list[SubsetResult], a: Analysis, test: list[str], metric: st
                                  for s in a.suspects],
                     "switch_scores": a.switch_scores})
     return run, ms
+
+
+def _efficiency(score: float, rate: float) -> float:
+    """A GB/s score as a fraction of a link ``rate`` in B/s. score * 1e9 overflows for a score
+    near the float limit where the fraction itself does not: then it is divided the other way
+    (ordinary scores keep the product's rounding, as stored before)."""
+    eff = score * 1e9 / rate
+    return eff if math.isfinite(eff) or not math.isfinite(score) else score / (rate / 1e9)
 
 
 def table_lines(a: Analysis, results: list[SubsetResult], metric: str, rate: float | None) -> list[str]:
@@ -51,16 +64,17 @@ def table_lines(a: Analysis, results: list[SubsetResult], metric: str, rate: flo
     for h in hosts:
         s = a.single_scores.get(h)
         p = a.pair_scores.get(h)
+        # fixed: an efficiency off a score near the float limit keeps its 10 characters (%g)
         lines.append(f"{h:>24s} {s if s is not None else float('nan'):12.4g} "
                      f"{p if p is not None else float('nan'):12.4g} "
-                     f"{(f'{p * 1e9 / rate:10.3f}' if eff and rate and p is not None else ''):>10s}  "
+                     f"{(fixed(_efficiency(p, rate), 10, 3) if eff and rate and p is not None else ''):>10s}  "
                      f"{'SUSPECT' if h in suspects else ''}")
     for sw, v in a.switch_scores.items():
         lines.append(f"# switch {sw}: median pair score {v:.4g} {unit}")
     if not a.suspects:
         lines.append("# no suspect: every node is within the threshold of the median")
-    for s in a.suspects:
-        lines.append(f"# SUSPECT {s.host}: {s.reason}")
-        for e in s.evidence:
+    for suspect in a.suspects:
+        lines.append(f"# SUSPECT {suspect.host}: {suspect.reason}")
+        for e in suspect.evidence:
             lines.append(f"#   {e}")
     return lines

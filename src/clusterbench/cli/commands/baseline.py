@@ -17,6 +17,7 @@ from clusterbench.report.jsonl import emit, summary_line
 from clusterbench.report.outfile import write_text
 from clusterbench.store import Store
 from clusterbench.store.selectors import GRAMMAR
+from clusterbench.units import compact
 
 
 @click.group("baseline")
@@ -59,11 +60,14 @@ def create(runs: tuple[str, ...], output: str, name: str | None, pct: float, met
     print(f"wrote {output}: {len(result.profile.criteria)} criteria from run(s) "
           f"{', '.join(str(r.id) for r, _ in loaded)}")
     for lo in result.left_out:
+        # a deviation or z-score off a median near zero can be 1e300 or more: compact, not 300 digits
         print(printable(f"# left out run {lo['run']} for {lo['row']}: {lo['value']:.4g} is "
-                        f"{lo['rel_dev'] * 100:+.1f}% vs median {lo['median']:.4g} (modified z {lo['z']:+.1f})"),
+                        f"{compact(lo['rel_dev'] * 100, 1, sign=True)}% vs median {lo['median']:.4g} "
+                        f"(modified z {compact(lo['z'], 1, sign=True)})"),
               file=sys.stderr)
     for n in result.noisy:
-        print(printable(f"# skipped {n['row']}: runs disagree (CV {n['cv'] * 100:.0f}% over {n['runs']} runs)"),
+        print(printable(f"# skipped {n['row']}: runs disagree (CV {compact(n['cv'] * 100, 0)}% over "
+                        f"{n['runs']} runs)"),
               file=sys.stderr)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from typing import Any
 
 import click
@@ -16,12 +17,18 @@ from clusterbench.records import Run
 from clusterbench.report.jsonl import difference_line, emit, inventory_line, note_line, summary_line
 from clusterbench.store import Store
 from clusterbench.store.selectors import GRAMMAR
+from clusterbench.units import compact
 
 SELECTOR_HELP = f"RUN is {GRAMMAR} (see README, 'Selecting runs')."
 
 
 def _size(n: int | None) -> str:
-    return f"{n / 2**30:.1f} GiB" if n else "?"
+    if not n:
+        return "?"
+    try:
+        return f"{compact(n / 2**30, 1)} GiB"
+    except OverflowError:   # a stored inventory is JSON: any integer, even past what a float holds
+        return f"{Decimal(n) / 2**30:.6g} GiB"
 
 
 def _q(value: Any) -> Any:

@@ -13,6 +13,7 @@ from clusterbench.judge.theory import THEORY_OP, parse_nodes, theory_table
 from clusterbench.report.jsonl import efficiency_line, emit, measurement_line
 from clusterbench.store import Store
 from clusterbench.store.selectors import GRAMMAR
+from clusterbench.units import compact, fixed
 
 DEFAULT_LINK = "100Gbps"
 
@@ -46,7 +47,7 @@ def theory(link: str, nodes_text: str, runs: tuple[str, ...], as_json: bool, sin
         print(f"# optimal all_reduce over {table_link} links: algbw = B*n/(2(n-1))")
         print(f"{'nodes':>6} {'algbw (GB/s)':>13} {'busbw (GB/s)':>13}")
         for row in table:
-            print(f"{row.nodes:>6} {row.algbw:>13.2f} {row.busbw:>13.2f}")
+            print(f"{row.nodes:>6} {fixed(row.algbw, 13, 2)} {fixed(row.busbw, 13, 2)}")
     if not runs:
         return
     with Store.open(db) as store:
@@ -65,7 +66,8 @@ def theory(link: str, nodes_text: str, runs: tuple[str, ...], as_json: bool, sin
             largest = max(e.bytes for e in effs)
             for e in (e for e in effs if e.bytes == largest):
                 print(f"# run {run.id}: {e.label} on {e.nodes} nodes: "
-                      f"{e.measured_algbw:.2f} GB/s = {e.ratio * 100:.0f}% of {e.optimal_algbw:.2f} GB/s"
+                      f"{compact(e.measured_algbw)} GB/s = {compact(e.ratio * 100, 0)}% of "
+                      f"{compact(e.optimal_algbw)} GB/s"
                       f" over {run_link}")
     if not found:
         raise UsageError("the selected runs have no collective algbw rows on 2 or more hosts")
