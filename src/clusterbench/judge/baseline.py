@@ -20,6 +20,7 @@ from clusterbench.judge.outliers import flag_outliers
 from clusterbench.judge.profiles import Criterion, Profile
 from clusterbench.judge.select import Row
 from clusterbench.judge.stats import summarize
+from clusterbench.units import compact
 
 
 @dataclass
@@ -79,7 +80,7 @@ def create_baseline(rows: list[Row], *, name: str, pct: float = 90.0, metrics: t
         ))
     if not criteria and result.noisy:
         raise UsageError(f"all {len(result.noisy)} candidate rows of runs {','.join(map(str, run_ids))} vary by "
-                         f"more than {max_cv * 100:.0f}% CV between runs: no stable baseline (use more "
+                         f"more than {compact(max_cv * 100, 0)}% CV between runs: no stable baseline (use more "
                          "repetitions or larger sizes)")
     if not criteria:
         what = "/".join(metrics) if metrics else "headline"

@@ -13,7 +13,18 @@ from clusterbench.families import is_judged, metric_of
 from clusterbench.families.collectives.spec import ALGBW, BUSBW, optimal_algbw
 from clusterbench.judge import noise
 from clusterbench.judge.changepoint import Settings
-from clusterbench.judge.compare import BETTER, INSUFFICIENT, NOISY, SAME, WORSE, Comparison, compare
+from clusterbench.judge.compare import (
+    ADJUST_NONE,
+    BETTER,
+    DEFAULT_ADJUST,
+    INSUFFICIENT,
+    NOISY,
+    SAME,
+    WORSE,
+    Comparison,
+    compare,
+    family_size,
+)
 from clusterbench.judge.degraded import Degraded, find_degraded
 from clusterbench.judge.efficiency import (
     DevicePercent,
@@ -83,6 +94,9 @@ class Findings:
     history: list[Series] = field(default_factory=list)  # headline per host over time, with changes
     warnings: list[tuple[int, noise.NoiseWarning]] = field(default_factory=list)  # (run id, warning)
     env_diffs: list[EnvDiff] = field(default_factory=list)
+    # how the A/B rows' p-values were adjusted: the same judge as ``compare``, so that the
+    # report's verdict and ``compare``'s table agree row for row at the same setting
+    adjust: str = DEFAULT_ADJUST
 
     @property
     def all_rows(self) -> list[Row]:
@@ -102,10 +116,15 @@ class Findings:
         return {s: sum(c.status == s for c in shown) for s in STATUS_ORDER}
 
     def comparison_text(self) -> str:
-        """``5 worse, 2 better, 13 same, 16 noisy of 36 rows``: the same words everywhere."""
+        """``5 worse, 2 better, 13 same, 16 noisy of 36 rows (p adjusted by fdr over 36
+        measurements)``: the same words everywhere."""
         counts = self.comparison_counts()
         parts = [f"{n} {s}" for s, n in counts.items() if n or s in (WORSE, BETTER)]
-        return ", ".join(parts) + f" of {sum(counts.values())} rows"
+        text = ", ".join(parts) + f" of {sum(counts.values())} rows"
+        family = family_size(self.comparisons)
+        if self.adjust != ADJUST_NONE and family > 1:
+            text += f" (p adjusted by {self.adjust} over {family} measurements)"
+        return text
 
     def validation_counts(self) -> dict[str, int]:
         return {s: sum(o.status == s for o in self.outcomes) for s in ("pass", "fail", "skipped", "error")}
@@ -200,14 +219,14 @@ def _environment_diffs(groups: list[Group]) -> list[EnvDiff]:
 
 
 def gather(groups: list[Group], *, profile: Profile | None = None, link: str | None = None,
-           nodes: int | None = None) -> Findings:
-    f = Findings(groups, profile=profile, link=link)
+           nodes: int | None = None, adjust: str = DEFAULT_ADJUST) -> Findings:
+    f = Findings(groups, profile=profile, link=link, adjust=adjust)
     rows = f.all_rows
     if profile is not None:
         f.outcomes = evaluate(profile, rows)
     if len(groups) == 2:
         try:
-            f.comparisons = compare(groups[0].rows, groups[1].rows)
+            f.comparisons = compare(groups[0].rows, groups[1].rows, adjust_by=adjust)
         except UsageError as e:
             f.compare_error = str(e)
     f.degraded = find_degraded(rows)

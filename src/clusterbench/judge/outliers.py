@@ -25,6 +25,8 @@ import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from clusterbench.units import compact
+
 MAD_CONSISTENCY = 0.6745  # Iglewicz & Hoaglin: 0.6745 * (x - median) / MAD
 MEANAD_CONSISTENCY = 0.7978846  # sqrt(2/pi): E|X - mu| = 0.7979 sigma for normal data
 DEFAULT_THRESHOLD = 3.5
@@ -40,8 +42,10 @@ class Outlier:
 
     def describe(self, unit: str = "") -> str:
         u = f" {unit}" if unit else ""
-        return (f"{self.key}: {self.value:.4g}{u} is {self.rel_dev * 100:+.1f}% vs median "
-                f"{self.median:.4g}{u} (modified z {self.z:+.1f})")
+        # compact: off a median near zero (1e-300) the deviation and z reach 1e300 and more,
+        # which %+.1f writes out as 300 digits
+        return (f"{self.key}: {self.value:.4g}{u} is {compact(self.rel_dev * 100, 1, sign=True)}% vs median "
+                f"{self.median:.4g}{u} (modified z {compact(self.z, 1, sign=True)})")
 
 
 def modified_z_scores(values: Mapping[str, float]) -> tuple[float, dict[str, float]]:

@@ -15,6 +15,7 @@ from clusterbench.errors import UsageError
 from clusterbench.families.workloads.spec import SCALING_EFFICIENCY, SPEEDUP
 from clusterbench.records import COMPLETE, Measurement, Run
 from clusterbench.store import Store
+from clusterbench.units import fixed
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ def format_table(rows: list[ScalingRow], unit: str) -> list[str]:
              f"{'efficiency':>10}", f"# throughput in {unit}; efficiency = T(n) / ((n/n0) x T(n0))"]
     for r in rows:
         lines.append(f"  {r.group:<24} {r.nodes:>5} {r.ranks:>5} {r.runs:>4} {r.throughput:>12.4g} "
-                     f"{r.speedup:>8.3f} {r.efficiency:>10.3f}")
+                     f"{fixed(r.speedup, 8, 3)} {fixed(r.efficiency, 10, 3)}")
     return lines
 
 

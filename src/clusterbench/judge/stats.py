@@ -267,3 +267,64 @@ def welch(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> W
     p = t_sf_two_sided(t, df)
     half = t_ppf(0.5 + confidence / 2.0, df) * se
     return WelchResult(diff, t, df, p, diff - half, diff + half, confidence)
+
+
+# -- several tests at once ----------------------------------------------------------------------
+# Adjusted p-values: a row is significant at level alpha after adjustment exactly when its
+# adjusted p-value is below alpha, so one number per row says both what was decided and how
+# close it came, whatever alpha the reader uses.
+
+def holm(ps: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (S. Holm, "A simple sequentially rejective multiple test
+    procedure", Scandinavian Journal of Statistics 6(2):65-70, 1979), in the order given: the
+    i-th smallest p times (m - i + 1), made non-decreasing along the sorted order and capped at
+    1. Controls the chance of any false rejection (family-wise error) under any dependence."""
+    m = len(ps)
+    order = sorted(range(m), key=lambda i: ps[i])
+    out = [1.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        # The running maximum is the step-down rule: once a hypothesis is kept, every larger
+        # p-value is kept too, so none may come out smaller than one before it.
+        running = max(running, min(1.0, (m - rank) * ps[i]))
+        out[i] = running
+    return out
+
+
+def benjamini_hochberg(ps: Sequence[float]) -> list[float]:
+    """Benjamini-Hochberg step-up adjusted p-values (Y. Benjamini and Y. Hochberg, "Controlling
+    the false discovery rate: a practical and powerful approach to multiple testing", Journal of
+    the Royal Statistical Society B 57(1):289-300, 1995), in the order given: the i-th smallest
+    p times m / i, made non-decreasing by taking the smallest such value at or above each rank,
+    capped at 1. Controls the expected share of false discoveries among the rows called changed;
+    under positive dependence of the tests too (Benjamini and Yekutieli, Annals of Statistics
+    29(4):1165-1188, 2001)."""
+    m = len(ps)
+    order = sorted(range(m), key=lambda i: ps[i])
+    out = [1.0] * m
+    running = 1.0
+    for rank in range(m - 1, -1, -1):
+        i = order[rank]
+        # The running minimum from the top is the step-up rule: rejecting rank k rejects every
+        # smaller p-value with it, whatever their own ratio.
+        # m / (rank + 1) first: a factor of at least 1 never rounds the product below p itself.
+        running = min(running, ps[i] * (m / (rank + 1)))
+        out[i] = running
+    return out
+
+
+ADJUST_NONE, ADJUST_HOLM, ADJUST_FDR = "none", "holm", "fdr"
+ADJUSTMENTS = (ADJUST_NONE, ADJUST_HOLM, ADJUST_FDR)
+
+
+def adjust(ps: Sequence[float], method: str) -> list[float]:
+    """Adjusted p-values by ``method`` (none, holm, fdr); p-values must lie in [0, 1]."""
+    if any(not 0.0 <= p <= 1.0 for p in ps):   # also refuses NaN, which sorts arbitrarily
+        raise ValueError("p-values must lie in [0, 1]")
+    if method == ADJUST_NONE:
+        return [float(p) for p in ps]
+    if method == ADJUST_HOLM:
+        return holm(ps)
+    if method == ADJUST_FDR:
+        return benjamini_hochberg(ps)
+    raise ValueError(f"unknown adjustment {method!r}: one of {', '.join(ADJUSTMENTS)}")

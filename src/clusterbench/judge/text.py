@@ -74,20 +74,30 @@ def cv_text(cv: float | None) -> str:
     return "-" if cv is None else f"{cv * 100:.1f}%"
 
 
-def comparison_lines(rows: list[Comparison]) -> list[str]:
+def comparison_lines(rows: list[Comparison], adjust: str | None = None, family: int | None = None) -> list[str]:
+    """The comparison table; with ``adjust`` (the method the rows were judged by) a ``p adj``
+    column beside Welch's own p and a first line saying what the adjustment counted."""
     keys = varying_keys([c.params for c in rows]) if len(rows) > 1 else None
-    lines = [f"{'benchmark':<12} {'metric':<10} {'params':<40} {'n':>5} {'mean A':>11} {'cv A':>6} "
-             f"{'mean B':>11} {'cv B':>6} {'delta':>8} {'95% CI of B-A':>24} {'p':>8}  verdict"]
+    adjusted = adjust is not None and adjust != "none"
+    lines = []
+    if adjusted:
+        counted = f" over {family} measurement(s)" if family is not None else ""
+        lines.append(f"# p adj: p-values adjusted by {adjust}{counted} (algbw and time follow their busbw "
+                     "row); a verdict needs p adj below alpha")
+    lines.append(f"{'benchmark':<12} {'metric':<10} {'params':<40} {'n':>5} {'mean A':>11} {'cv A':>6} "
+                 f"{'mean B':>11} {'cv B':>6} {'delta':>8} {'95% CI of B-A':>24} {'p':>8}"
+                 + (f" {'p adj':>8}" if adjusted else "") + "  verdict")
     for c in rows:
         d = c.to_dict()
         params = params_text(c.params, keys)
         params = params if len(params) <= 40 else params[:37] + "..."
         ci = "-" if d["ci95_low"] is None else f"[{d['ci95_low']:+.3g}, {d['ci95_high']:+.3g}]"
         p = "-" if d["p_value"] is None else f"{d['p_value']:.3g}"
+        p_adj = "-" if d["p_adjusted"] is None else f"{d['p_adjusted']:.3g}"
         delta = "-" if c.delta_pct is None else f"{compact(c.delta_pct, 1, True)}%"
         lines.append(f"{c.benchmark:<12} {c.metric:<10} {params:<40} {c.a.n:>2}/{c.b.n:<2} "
                      f"{c.a.mean:>11.4g} {cv_text(c.a.cv):>6} {c.b.mean:>11.4g} {cv_text(c.b.cv):>6} "
-                     f"{delta:>8} {ci:>24} {p:>8}  {c.verdict}")
+                     f"{delta:>8} {ci:>24} {p:>8}" + (f" {p_adj:>8}" if adjusted else "") + f"  {c.verdict}")
     counts: dict[str, int] = {}
     for c in rows:
         counts[c.status] = counts.get(c.status, 0) + 1

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from clusterbench.errors import UsageError
 from clusterbench.hostlist import expand_hostlist
 from clusterbench.judge.outliers import Outlier, flag_outliers
-from clusterbench.units import compact
 
 
 @dataclass
@@ -135,7 +134,7 @@ def analyze(results: Sequence[SubsetResult], *, threshold: float = 3.5, min_rel_
     for stage, scores in (("single", singles), ("pair", pairs)):
         for o in flag_outliers(scores, threshold=threshold, higher_is_better=higher_is_better,
                                min_rel_dev=min_rel_dev):
-            evidence = [_describe(o, unit)]
+            evidence = [o.describe(unit)]
             if stage == "pair":
                 evidence += [f"{'+'.join(r.hosts)}: {r.value:.4g} {unit}" for r in results
                              if r.stage == "pair" and o.key in r.hosts and r.value is not None]
@@ -155,13 +154,5 @@ def analyze(results: Sequence[SubsetResult], *, threshold: float = 3.5, min_rel_
     return Analysis(singles, pairs, list(suspects.values()), switch_scores)
 
 
-def _describe(o: Outlier, unit: str) -> str:
-    """``Outlier.describe``'s sentence with its deviation and z-score compact: off a median near
-    zero (1e-300 GB/s) they reach 1e300 and more, which %+.1f writes out as 300 digits."""
-    u = f" {unit}" if unit else ""
-    return (f"{o.key}: {o.value:.4g}{u} is {compact(o.rel_dev * 100, 1, sign=True)}% vs median "
-            f"{o.median:.4g}{u} (modified z {compact(o.z, 1, sign=True)})")
-
-
 def _describe_switch(o: Outlier, unit: str) -> str:
-    return "switch " + _describe(o, unit)
+    return "switch " + o.describe(unit)

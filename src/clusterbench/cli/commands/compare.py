@@ -10,7 +10,17 @@ from clusterbench.choices import parse_choices
 from clusterbench.cli.bounds import NON_NEGATIVE, FiniteFloat
 from clusterbench.cli.options import db_option, json_option, since_option
 from clusterbench.errors import UsageError
-from clusterbench.judge.compare import BETTER, INSUFFICIENT, NOISY, SAME, WORSE, group_rows
+from clusterbench.judge.compare import (
+    ADJUSTMENTS,
+    BETTER,
+    DEFAULT_ADJUST,
+    INSUFFICIENT,
+    NOISY,
+    SAME,
+    WORSE,
+    family_size,
+    group_rows,
+)
 from clusterbench.judge.compare import compare as compare_rows
 from clusterbench.judge.select import Row, interrupted_note, load_runs, rows_of
 from clusterbench.judge.text import comparison_lines
@@ -42,6 +52,9 @@ def _fail_on(text: str | None) -> tuple[str, ...]:
               help="Smallest change in percent worth reporting as a difference.")
 @click.option("--max-cv", type=NON_NEGATIVE, default=10.0, show_default=True,
               help="Rows whose coefficient of variation exceeds this percent are 'noisy', never a regression.")
+@click.option("--adjust", "adjust_by", type=click.Choice(ADJUSTMENTS), default=DEFAULT_ADJUST, show_default=True,
+              help="Correct the p-values for testing many rows at once: fdr (Benjamini-Hochberg, the share "
+                   "of false rows among those called changed), holm (the chance of any false row) or none.")
 @click.option("--only-changes", is_flag=True, help="Print only rows judged better or worse.")
 @click.option("--fail-on", "fail_on", default=None, metavar="worse|noisy|better|any",
               help="Exit 1 when a row is judged so (a comma list; any: worse, noisy or better). "
@@ -50,12 +63,13 @@ def _fail_on(text: str | None) -> tuple[str, ...]:
 @since_option
 @db_option
 def compare(selector_a: str, selector_b: str, benchmark: str | None, metric: str | None,
-            alpha: float, min_effect: float, max_cv: float, only_changes: bool, fail_on: str | None,
+            alpha: float, min_effect: float, max_cv: float, adjust_by: str, only_changes: bool, fail_on: str | None,
             as_json: bool, since: str | None, db: str | None) -> int:
     """Compare group A with group B, row by row (benchmark, metric, params).
 
     Several runs on a side (e.g. from --repeat) form a sample: n, mean, sd, CV, delta, a 95%
-    confidence interval of the difference and Welch's t-test p-value, with a verdict per row.
+    confidence interval of the difference and Welch's t-test p-value, adjusted for the number
+    of measurements compared (--adjust), with a verdict per row.
     Exit code 0 (or, with --fail-on, 1 when a row has such a verdict); 2 for usage errors.
     """
     failing = _fail_on(fail_on)
@@ -72,7 +86,8 @@ def compare(selector_a: str, selector_b: str, benchmark: str | None, metric: str
                 and (not metric or r.m.metric == metric)]
 
     a, b = keep(a), keep(b)
-    rows = compare_rows(a, b, alpha=alpha, min_effect=min_effect / 100, max_cv=max_cv / 100)
+    rows = compare_rows(a, b, alpha=alpha, min_effect=min_effect / 100, max_cv=max_cv / 100, adjust_by=adjust_by)
+    family = family_size(rows)   # before --only-changes: the adjustment counted every tested row
     ka, kb = set(group_rows(a)), set(group_rows(b))
     counts = {s: sum(c.status == s for c in rows) for s in (WORSE, BETTER, SAME, NOISY, INSUFFICIENT)}
     code = 1 if any(counts[s] for s in failing) else 0
@@ -85,12 +100,12 @@ def compare(selector_a: str, selector_b: str, benchmark: str | None, metric: str
             emit(comparison_line(c, selector_a, selector_b))
         emit(summary_line("compare", a=selector_a, b=selector_b, runs_a=sorted(ids_a), runs_b=sorted(ids_b),
                           counts=counts, only_in_a=len(ka - kb), only_in_b=len(kb - ka),
-                          fail_on=list(failing), exit_code=code))
+                          fail_on=list(failing), adjust=adjust_by, family=family, exit_code=code))
         return code
     if partial:
         print(f"# note: {partial}", file=sys.stderr)
     print(printable(f"# A = {selector_a} ({len(ids_a)} run(s)), B = {selector_b} ({len(ids_b)} run(s))"))
-    for text in comparison_lines(rows):
+    for text in comparison_lines(rows, adjust_by, family):
         print(text)
     if ka != kb:
         print(f"# not compared: {len(ka - kb)} row(s) only in A, {len(kb - ka)} only in B")

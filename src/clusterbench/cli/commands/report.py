@@ -8,6 +8,7 @@ import click
 
 from clusterbench.cli.options import db_option, json_option, since_option
 from clusterbench.errors import UsageError
+from clusterbench.judge.compare import ADJUSTMENTS, DEFAULT_ADJUST
 from clusterbench.judge.findings import Group, gather
 from clusterbench.judge.profiles import load_profile
 from clusterbench.judge.select import load_runs
@@ -28,11 +29,15 @@ from clusterbench.store.selectors import GRAMMAR
               help="Inter-node link speed (e.g. 100Gbps) for the theoretical line and efficiency.")
 @click.option("--nodes", type=click.IntRange(min=2), default=None, help="Node count for the theory.")
 @click.option("--title", default=None, help="Page title.")
+@click.option("--adjust", "adjust_by", type=click.Choice(ADJUSTMENTS), default=DEFAULT_ADJUST, show_default=True,
+              help="With two groups: how the A/B rows' p-values are adjusted for testing many rows at once, "
+                   "as in compare (fdr, holm or none).")
 @json_option("one `summary` line: the files written, the runs, validation counts and degraded hosts")
 @since_option
 @db_option
 def report(selectors: tuple[str, ...], output: str, profile_name: str | None, link_speed: str | None,
-           nodes: int | None, title: str | None, as_json: bool, since: str | None, db: str | None) -> None:
+           nodes: int | None, title: str | None, adjust_by: str, as_json: bool, since: str | None,
+           db: str | None) -> None:
     """Write a report of the selected runs. Each SELECTOR is one group: a line in the plots;
     with exactly two groups the report includes an A/B comparison."""
     profile = load_profile(profile_name) if profile_name else None
@@ -51,7 +56,7 @@ def report(selectors: tuple[str, ...], output: str, profile_name: str | None, li
                 g.telemetry = {run.id: store.telemetry(run.id) for run, _ in g.runs}
         if not any(ms for g in groups for _, ms in g.runs):
             raise UsageError("the selected runs have no measurements to report")
-        findings = gather(groups, profile=profile, link=link_speed, nodes=nodes)
+        findings = gather(groups, profile=profile, link=link_speed, nodes=nodes, adjust=adjust_by)
         title = title or f"clusterbench report: {', '.join(selectors)}"
         # matplotlib is imported here, not when the CLI starts: it would add half a second to every command
         from clusterbench.report import plots
@@ -81,7 +86,8 @@ def report(selectors: tuple[str, ...], output: str, profile_name: str | None, li
                           runs=[r.id for g in groups for r, _ in g.runs],
                           validation={s: sum(o.status == s for o in findings.outcomes) for s in STATUSES}
                           if profile else None,
-                          degraded=[d.to_dict() for d in findings.degraded]))
+                          degraded=[d.to_dict() for d in findings.degraded],
+                          adjust=adjust_by if len(groups) == 2 else None))
     else:
         print(f"{verdict.line}\nwrote {out} ({len(entries)} figure(s)), {md}, {len(written)} plot file(s) in {plot_dir}")
 

@@ -12,7 +12,6 @@ from clusterbench.printable import printable
 from clusterbench.report.jsonl import emit, measurement_line
 from clusterbench.store import Store
 from clusterbench.store.selectors import GRAMMAR
-from clusterbench.units import fixed
 
 
 @click.command("scaling", epilog=f"A selector is {GRAMMAR} (see README, 'Selecting runs').")
@@ -44,18 +43,9 @@ def scaling(selectors: tuple[str, ...], baseline: str | None, benchmark: str, me
                 emit(measurement_line(m, None))
         return 0
     known = metric_of(benchmark, metric)
-    for line in _table(rows, known.unit if known and known.unit else metric):
+    for line in sc.format_table(rows, known.unit if known and known.unit else metric):
         print(printable(line))
     return 0
-
-
-def _table(rows: list[sc.ScalingRow], unit: str) -> list[str]:
-    """The judge's scaling table, its speedup and efficiency cells kept to their columns: a
-    throughput near the float limit makes a speedup of 1e300 or more, which %8.3f writes out as
-    hundreds of digits (a too-wide cell switches to %g instead)."""
-    head = sc.format_table([], unit)
-    return head + [f"  {r.group:<24} {r.nodes:>5} {r.ranks:>5} {r.runs:>4} {r.throughput:>12.4g} "
-                   f"{fixed(r.speedup, 8, 3)} {fixed(r.efficiency, 10, 3)}" for r in rows]
 
 
 commands = [scaling]
