@@ -369,6 +369,55 @@ def test_a_bom_between_concatenated_logs(tmp_path, monkeypatch, name, a, b):
         _same(by_file(tmp_path, first + second, "stdin"), by_stdin(monkeypatch, data), f"{label}, standard input")
 
 
+IPERF_JSON = [DATA / "iperf3" / n for n in ("cloudpilot-10k_file-bytes-mode.json",
+                                            "cloudpilot-bw_proxy_target_direct-10s-omit3.json")]
+VLLM_JSON = DATA / "vllm-serving" / "ascend-qwen2.5-vl-3b-bench-serve-save-result.json"
+
+
+def _json_pairs() -> list[tuple[str, bytes, bytes]]:
+    return [("iperf3.json", IPERF_JSON[0].read_bytes(), IPERF_JSON[1].read_bytes()),
+            ("vllm.json", VLLM_JSON.read_bytes(), VLLM_JSON.read_bytes().strip() + b"\n"),
+            ("clusterbench.jsonl", _jsonl(), _jsonl())]
+
+
+@pytest.mark.parametrize("name, a, b", _json_pairs(), ids=[n for n, _, _ in _json_pairs()])
+def test_a_bom_before_a_json_document(tmp_path, monkeypatch, name, a, b):
+    # two documents (or JSON lines) appended, the second saved with a byte order mark: the
+    # decoder stopped at it and the second document was lost (iperf3) or the file refused
+    # (vLLM); a blank line before the first one's mark sent iperf3 JSON to the text parser
+    want = by_file(tmp_path, a + b, name)
+    assert want[1] is None and len(want[0]) >= 2, want[1]
+    tool = _tool_of(want)
+    lines = name.endswith(".jsonl")   # a line holds one record: two on one line are not JSON lines
+    forms = [("between", a + BOM + b), ("before each", BOM + a + BOM + BOM + b),
+             ("after a blank line", b"\n" + BOM + a + b), ("CRLF", (a + BOM + b).replace(b"\n", b"\r\n"))]
+    if not lines:
+        forms.append(("between, no line end", a.rstrip() + BOM + b))
+    for label, data in forms:
+        _same(want, by_file(tmp_path, data, name), f"{label}, a file")
+        _same(want, by_gz(tmp_path, data, name), f"{label}, gzipped")
+        _same(_text_form(want), by_text(data, name), f"{label}, parse_text")
+        _same(by_file(tmp_path, a + b, "stdin"), by_stdin(monkeypatch, data), f"{label}, standard input")
+        _same(want, by_file(tmp_path, data, name, tool), f"{label}, --tool {tool}")
+
+
+@pytest.mark.parametrize("copies", [1, 40], ids=["whole", "streamed"])
+def test_a_bom_before_another_tools_output_every_way(tmp_path, monkeypatch, copies):
+    # nccl-tests output, then BabelStream's saved with a byte order mark: the split between the
+    # tools must see the BabelStream banner as the cleaners do, however the log is read
+    monkeypatch.setattr(nccl_parallel, "MIN_BYTES", 0)
+    nccl = (DATA / "nccl-tests" / "a3mega-h100-2node-all_reduce.txt").read_bytes() * copies
+    stream = (DATA / "babelstream" / "repo-results-v3.3-titanxp-cuda.txt").read_bytes()
+    want = by_file(tmp_path, nccl + stream, "session.log")
+    assert want[1] is None and {_tool_of(((run,), None)) for run in want[0]} == {"babelstream", "nccl-tests"}
+    data = nccl + BOM + stream
+    _same(want, by_file(tmp_path, data, "session.log"), "a file")
+    _same(want, by_file(tmp_path, data, "session.log", jobs=2), "2 processes")
+    _same(want, by_gz(tmp_path, data, "session.log"), "gzipped")
+    _same(_text_form(want), by_text(data, "session.log"), "parse_text")
+    _same(by_file(tmp_path, nccl + stream, "stdin"), by_stdin(monkeypatch, data), "standard input")
+
+
 # -- one process or several --------------------------------------------------------------------
 
 @pytest.mark.parametrize("path", NCCL[::3], ids=lambda p: p.name)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from clusterbench.cli import main
-from clusterbench.ingest import LogFormatError, parse_text
+from clusterbench.ingest import LogFormatError, parse_text, split_tools
 from clusterbench.store import Store
 
 DATA = Path(__file__).parent / "data"
@@ -44,6 +44,32 @@ def test_every_tools_runs_are_kept_with_their_own_records(paths):
     assert [r.run.meta["tool"] for r in mixed] == [r.run.meta["tool"] for r in want]
     assert records(mixed) == records(want)
     assert [r.run.status for r in mixed] == [r.run.status for r in want]
+
+
+BOM = "\ufeff"
+MIXED = [(A3MEGA, TITANXP), (TITANXP, A3MEGA), (WOHLBIER, OSU_BW, A3MEGA), (OSU_BW, PERFTEST, HIPBLASLT)]
+
+
+@pytest.mark.parametrize("paths", MIXED, ids=["nccl-stream", "stream-nccl", "nccl-osu-nccl", "osu-perftest-hipblaslt"])
+@pytest.mark.parametrize("copies", [1, 40], ids=["whole", "streamed"])   # the first past 64 KiB: read as it streams
+@pytest.mark.parametrize("line_end", ["\n", "\r\n"], ids=["LF", "CRLF"])
+def test_a_bom_before_another_tools_output(paths, copies, line_end):
+    # the later tools' output saved with a byte order mark: the cleaners drop it, but the
+    # split between tools was looked for on the raw text, where it hid a tool's first line (a
+    # small nccl-tests log then BabelStream: the BabelStream run was lost in the nccl-tests part)
+    texts = [paths[0].read_text() * copies] + [p.read_text() for p in paths[1:]]
+    mixed = parse_text(BOM.join(texts).replace("\n", line_end), name="session.log")
+    want = parse_text("".join(texts).replace("\n", line_end), name="session.log")
+    assert [r.run.meta["tool"] for r in mixed] == [r.run.meta["tool"] for r in want]
+    assert records(mixed) == records(want)
+    assert [r.run.status for r in mixed] == [r.run.status for r in want]
+
+
+def test_tool_starts_are_seen_without_a_bom():
+    text = A3MEGA.read_text() + BOM + TITANXP.read_text()
+    parts = split_tools(text, "nccl-tests")
+    assert parts == split_tools(text.replace(BOM, ""), "nccl-tests")
+    assert [t for t, _ in parts] == ["nccl-tests", "babelstream"]
 
 
 def test_a_command_line_before_another_tools_output_goes_with_it():

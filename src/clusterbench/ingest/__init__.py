@@ -25,6 +25,7 @@ from clusterbench.ingest.common import (
     Lines,
     LogFormatError,
     clean_lines,
+    drop_line_boms,
     text_lines,
 )
 from clusterbench.ingest.registry import ForeignOutput, Importer, whole_text
@@ -72,7 +73,10 @@ def _foreign_starts(tool: str) -> re.Pattern[str] | None:
 def split_tools(text: str, first: str) -> list[tuple[str, str]]:
     """The parts of a log written by different tools, as (tool, text), in order. Text before a
     tool's first line (its command line, a prompt) goes with it; a part ends where another
-    tool's output begins."""
+    tool's output begins. Lines are seen as the cleaners see them, without the byte order mark
+    that starts one (a tool's output saved with one and appended to another's), which would hide
+    the tool's first line; the parts are given so too."""
+    text = drop_line_boms(text)
     parts: list[tuple[str, str]] = []
     tool, start = None, 0
     for m in _ALL_STARTS.finditer(text):

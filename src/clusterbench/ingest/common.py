@@ -16,9 +16,11 @@ log's start carries one (so ``Version: 4.0`` in a BabelStream banner stays).
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import re
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from clusterbench.errors import UsageError
 from clusterbench.printable import not_utf8
@@ -199,6 +201,12 @@ _BOMS_AT_LINE = re.compile(f"^{BOM}+", re.M)
 CHUNK_LINES = 1 << 16
 
 
+def drop_line_boms(text: str) -> str:
+    """``text`` without the byte order marks that start its lines, as the cleaners see it."""
+    # rare: a pass over the text only when one is in it (a scan in C otherwise)
+    return _BOMS_AT_LINE.sub("", text) if BOM in text else text
+
+
 class TextCleaner:
     """``clean_lines`` for big blocks of text, but for document markup (``Roles``): the same
     cleaning of each line, done by a few regular-expression passes over the block instead of
@@ -223,8 +231,7 @@ class TextCleaner:
                 text = _OVERWRITTEN.sub("", _CRS_AT_END.sub("\n", text))
         if "\x1b" in text:
             text = _ANSI.sub("", text)
-        if BOM in text:   # rare: a pass over the block only when one is in it
-            text = _BOMS_AT_LINE.sub("", text)
+        text = drop_line_boms(text)
         if self.pdsh:
             # as clean_lines: prefixes before the host's, the host's, then prefixes after it
             # (a launcher's tag on some lines only, which the log's start need not show)
@@ -459,6 +466,38 @@ def not_utf8_in(value: object) -> str | None:
         if found is not None:
             return found
     return None
+
+
+# What goes before and between JSON documents: whitespace, and byte order marks, which are not
+# JSON's (the decoder stops at one) but a document saved with one and appended to another has one
+_JSON_GAP = re.compile(f"[\\s{BOM}]*")
+
+
+def json_gap_end(text: str, at: int = 0) -> int:
+    """Where the JSON in ``text`` goes on from ``at``: past whitespace and byte order marks."""
+    return _JSON_GAP.match(text, at).end()  # type: ignore[union-attr]  # matches the empty string
+
+
+def json_documents(text: str, what: str, cut_short: bool = False) -> list[Any]:
+    """The JSON documents in ``text``, one after another (a loop appending a tool's JSON to a
+    file, each document saved with or without a byte order mark). Refused as ``not {what}``
+    where one does not decode; with ``cut_short``, a last document that does not (the writer
+    stopped mid-document) is left out once a document before it decoded."""
+    decoder = json.JSONDecoder()
+    docs: list[Any] = []
+    i = json_gap_end(text)
+    while i < len(text):
+        try:
+            doc, i = decoder.raw_decode(text, i)
+        except json.JSONDecodeError as e:
+            if docs and cut_short:
+                break
+            raise LogFormatError(f"not {what}: {e.msg} at line {e.lineno}") from None
+        except ValueError as e:   # an integer past the digits Python converts
+            raise LogFormatError(f"not {what}: {e}") from None
+        docs.append(doc)
+        i = json_gap_end(text, i)
+    return docs
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")

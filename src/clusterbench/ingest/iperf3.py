@@ -7,7 +7,6 @@ hold several JSON documents one after another (a loop appending ``-J`` output): 
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -17,6 +16,8 @@ from clusterbench.ingest.common import (
     LogFormatError,
     add_error,
     finite,
+    json_documents,
+    json_gap_end,
     new_run,
     refuse_not_utf8,
     shown,
@@ -27,24 +28,8 @@ from clusterbench.records import FAILED, INCOMPLETE, Measurement
 
 
 def _documents(text: str) -> list[dict[str, Any]]:
-    decoder = json.JSONDecoder()
-    docs, i = [], 0
-    while True:
-        while i < len(text) and text[i].isspace():
-            i += 1
-        if i >= len(text):
-            break
-        try:
-            doc, i = decoder.raw_decode(text, i)
-        except json.JSONDecodeError as e:
-            if docs:
-                break  # a last document cut short: keep the complete ones
-            raise LogFormatError(f"not iperf3 JSON: {e.msg} at line {e.lineno}") from None
-        except ValueError as e:   # an integer past the digits Python converts
-            raise LogFormatError(f"not iperf3 JSON: {e}") from None
-        if isinstance(doc, dict):
-            docs.append(doc)
-    return docs
+    # a last document cut short (iperf3 killed mid-write): the complete ones are kept
+    return [doc for doc in json_documents(text, "iperf3 JSON", cut_short=True) if isinstance(doc, dict)]
 
 
 class _Fields:
@@ -142,7 +127,7 @@ def _run(doc: dict[str, Any], name: str, index: int = 1) -> ImportedRun | None:
 
 
 def parse(text: str, name: str = "") -> list[ImportedRun]:
-    if not text.lstrip().startswith("{"):
+    if not text.startswith("{", json_gap_end(text)):
         return parse_text_output(text, name)
     out = []
     for i, doc in enumerate(_documents(text), 1):

@@ -9,7 +9,6 @@ the same block and is read the same way.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -17,8 +16,9 @@ from typing import Any
 from clusterbench.families import serving
 from clusterbench.ingest.common import (
     ImportedRun,
-    LogFormatError,
     clean_lines,
+    json_documents,
+    json_gap_end,
     new_run,
     refuse_not_utf8,
     text_lines,
@@ -76,12 +76,10 @@ def _params(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def parse_json(text: str, name: str = "") -> list[ImportedRun]:
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise LogFormatError(f"not a vLLM result JSON: {e.msg} at line {e.lineno}") from None
-    refuse_not_utf8(doc, text, "vLLM result JSON")
-    docs = doc if isinstance(doc, list) else [doc]
+    # several documents: results appended to one file, one a line
+    found = json_documents(text, "a vLLM result JSON")
+    refuse_not_utf8(found, text, "vLLM result JSON")
+    docs = [d for doc in found for d in (doc if isinstance(doc, list) else [doc])]
     out = []
     for d in docs:
         if not isinstance(d, dict):
@@ -137,7 +135,7 @@ def parse_text(text: str, name: str = "") -> list[ImportedRun]:
 
 def _parse(lines: Iterable[str], name: str, head: str) -> Iterator[ImportedRun]:
     text = whole_text(lines)
-    yield from (parse_json(text, name) if head.lstrip()[:1] in "{[" else parse_text(text, name))
+    yield from (parse_json(text, name) if head[json_gap_end(head):][:1] in "{[" else parse_text(text, name))
 
 
 IMPORTERS = (
