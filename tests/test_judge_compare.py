@@ -215,6 +215,7 @@ def test_every_registry_metric_has_fitting_words():
     from clusterbench.units import is_time_unit
 
     kinds: dict[str, set[str]] = {}
+    timeless: set[str] = set()   # time-unit metrics that say no speed
     for family in FAMILIES:
         for m in family.metrics:
             bench = family.benchmarks[0] if family.benchmarks else family.name
@@ -223,7 +224,12 @@ def test_every_registry_metric_has_fitting_words():
             said = {change_text(words, m.name, up, up == m.higher_is_better, "10.0% ", against)
                     for up in (True, False) for against in ("", "5 against A's 0")}
             speed = is_time_unit(m.unit) or m.unit.endswith(("/s", "pps"))
-            assert (words == SPEED) == speed, (family.name, m.name, m.unit)
+            if m.wording:   # the family's word overrides what the unit implies
+                assert words == m.wording, (family.name, m.name, m.wording)
+            else:
+                assert (words == SPEED) == speed, (family.name, m.name, m.unit)
+            if is_time_unit(m.unit) and words != SPEED:
+                timeless.add(m.name)
             if words == SPEED:
                 assert all(("faster" in s) != ("slower" in s) for s in said), said
             else:   # better or worse said outright, never a speed
@@ -235,4 +241,34 @@ def test_every_registry_metric_has_fitting_words():
             good = change_text(words, m.name, m.higher_is_better, True, "10.0% ")
             assert ("faster" in good) if words == SPEED else good.endswith("(better)")
     assert kinds[SPEED] >= {"us", "ms", "s", "GB/s", "TFLOP/s", "Mpps", "tok/s", "req/s", "samples/s"}
-    assert kinds[COUNT] == {""} and kinds[LEVEL] >= {"", "%", "bytes"}
+    assert kinds[COUNT] == {""} and kinds[LEVEL] >= {"", "%", "bytes", "us"}
+    # jitter is a time but no duration of work: every other time in the registry is one
+    assert timeless == {"jitter_us"}
+
+
+def test_jitter_is_higher_or_lower_never_slower():
+    """A rise of iperf3's UDP jitter was said "B is 50.0% slower", as if the link took longer."""
+    def jitter(values, start):
+        return [Row(Run("net", id=start + i), Measurement("net", "jitter_us", v, "us", {"protocol": "udp"}))
+                for i, v in enumerate(values)]
+
+    worse = compare(jitter(exact_sample(5, 20.0, 0.4, 1), 1), jitter(exact_sample(5, 30.0, 0.6, 2), 10))
+    assert [(c.status, c.verdict) for c in worse] == [("worse", "B is 50.0% higher (worse), p<0.001")]
+    better = compare(jitter(exact_sample(5, 30.0, 0.6, 2), 1), jitter(exact_sample(5, 20.0, 0.4, 1), 10))
+    assert better[0].status == "better" and better[0].verdict.startswith("B is 33.3% lower (better)")
+    # latency, a time of work on the same family, stays a speed
+    lat = [Row(Run("net", id=i), Measurement("net", "latency_us", v, "us", {"protocol": "tcp"}))
+           for i, v in enumerate(exact_sample(5, 20.0, 0.4, 1))]
+    lat_b = [Row(Run("net", id=10 + i), Measurement("net", "latency_us", v, "us", {"protocol": "tcp"}))
+             for i, v in enumerate(exact_sample(5, 30.0, 0.6, 2))]
+    assert compare(lat, lat_b)[0].verdict.startswith("B is 50.0% slower")
+
+
+def test_a_metric_word_outside_the_known_ones_is_refused():
+    import pytest
+
+    from clusterbench.families.base import WORDINGS, Metric
+
+    assert Metric("x_us", "us", wording="level").wording in WORDINGS
+    with pytest.raises(ValueError, match="wording 'quick'"):
+        Metric("x_us", "us", wording="quick")

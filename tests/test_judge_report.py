@@ -89,6 +89,7 @@ def test_report_renders_in_headless_chromium(tmp_path, db, capsys):
     assert dom.index('id="verdict"') < dom.index("<h2") and _verdict_of_html(dom)[0] == "REGRESSION"
     assert '<nav class="toc">' in dom
     assert "optimal GB/s" in dom  # efficiency vs theory from --link-speed
+    assert "<th>p</th><th>p adj</th>" in dom and "p adj: p-values adjusted by fdr over" in dom
 
 
 # -- verdict first, A/B curves with bands, folding, contents, environment, telemetry, noise ----
@@ -278,3 +279,87 @@ def test_reasons_for_untestable_rows_tell_few_values_from_infinite_ones():
     assert "not enough repetitions to judge 1 row(s) (n=1 vs 3; a test needs 2 per side): nothing measured " \
            "was noisy" in reasons
     assert "1 row(s) not tested: a value, or the difference of the means, is not finite" in reasons
+
+
+def _table_rows(md: str, header: str) -> list[list[str]]:
+    """The cells of the Markdown table whose header row is ``header``."""
+    lines = md.splitlines()
+    start = lines.index(header) + 2
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("| "):
+            break
+        rows.append([c.strip() for c in line.strip("| ").split(" | ")])
+    return rows
+
+
+def test_report_tables_show_the_adjusted_p_the_verdict_went_by(tmp_path, db, capsys):
+    """The tables showed only Welch's own p while the verdict went by the adjusted one: a row
+    with p=0.03 could read "no significant difference" with nothing on the page to say why."""
+    import html as htmlmod
+    import re
+
+    _ab_store(db)
+    out = tmp_path / "ab.html"
+    rc, _, _ = cli(capsys, "report", "env=a", "env=b", "-o", str(out), "--db", db)
+    assert rc == 0
+    page, md = out.read_text(), out.with_suffix(".md").read_text()
+    note = ("p adj: p-values adjusted by fdr over 32 measurement(s) (algbw and time follow their busbw row); "
+            "a verdict needs p adj below alpha")
+    # the method is named once beside the tables, as compare's terminal table names it
+    assert htmlmod.unescape(page).count(note) == 1 and md.count(note) == 1
+    # every comparison table of the page has the column right after p
+    tables = re.findall(r"<table><thead><tr>(.*?)</tr></thead>", page)
+    compared = [t for t in tables if "<th>verdict</th>" in t]
+    assert len(compared) >= 3 and all("<th>p</th><th>p adj</th><th>verdict</th>" in t for t in compared)
+    header = "| benchmark | metric | params | n A/B | delta | p | p adj | verdict |"
+    rows = _table_rows(md, header)
+    assert rows and all(r[-1].startswith("B is ") for r in rows)
+    for r in rows:   # fdr never lowers a p-value, and the changed rows are changed by the adjusted one
+        p, p_adj = float(r[5]), float(r[6])
+        assert p <= p_adj < 0.05 and "adj. p&lt;" in r[-1]   # Markdown escapes "<"
+    # the page's cells are the same numbers
+    first = page[page.index("<th>p adj</th>"):]
+    cells = re.findall(r'<td class="n">([^<]*)</td>', first[:first.index("</table>")])
+    assert rows[0][5] in cells and rows[0][6] in cells
+    # without an adjustment there is nothing beside p to show
+    rc, _, _ = cli(capsys, "report", "env=a", "env=b", "-o", str(out), "--db", db, "--adjust", "none")
+    page, md = out.read_text(), out.with_suffix(".md").read_text()
+    assert rc == 0 and "p adj" not in page and "p adj" not in md
+    assert "| benchmark | metric | params | n A/B | delta | p | verdict |" in md
+
+
+def _error_segments(ax) -> list[tuple[float, float, float]]:
+    """(x, low, high) of every vertical error bar drawn on ``ax``."""
+    from matplotlib.collections import LineCollection
+
+    return [(float(seg[0][0]), float(min(seg[0][1], seg[1][1])), float(max(seg[0][1], seg[1][1])))
+            for c in ax.collections if isinstance(c, LineCollection) for seg in c.get_segments()]
+
+
+def test_a_bar_one_value_backs_gets_no_error_bar_and_says_n_1():
+    """A's Triad was measured once, its Copy three times: the Triad bar carried an error bar of
+    length 0, as if that one value were certain; B, measured once, had no sign of it at all."""
+    from clusterbench.report.plots import bars, close
+
+    def rows(kernel: str, values: list[float], size: int = 1 << 25) -> list[Measurement]:
+        return [Measurement("stream", "bandwidth", v, "GB/s", {"kernel": kernel, "array_size": size})
+                for v in values]
+
+    a = rows("Copy", [100.0, 110.0, 90.0]) + rows("Triad", [95.0])
+    b = rows("Copy", [80.0]) + rows("Triad", [70.0])
+    fig = bars("t", "bandwidth (GB/s)", [("A", a), ("B", b)], lambda m: m.params["kernel"], "array_size", "size")
+    ax = fig.axes[0]
+    # one error bar: A's Copy, one sd (10) either side of its mean; none of length 0 anywhere
+    (seg,) = _error_segments(ax)
+    assert seg[0] == 0.0 and abs(seg[1] - 90.0) < 1e-9 and abs(seg[2] - 110.0) < 1e-9
+    assert ax.get_legend_handles_labels()[1] == ["A, n=3 (n=1 at 1 bar: no error bar)", "B, n=1"]
+    close(fig)
+    # lines against the array size (stream over several sizes): the same rule per point
+    small = rows("Copy", [50.0, 60.0], 1 << 20) + rows("Copy", [100.0], 1 << 25)
+    fig = bars("t", "bandwidth (GB/s)", [("A", small)], lambda m: m.params["kernel"], "array_size", "size")
+    ax = fig.axes[0]
+    assert [s[0] for s in _error_segments(ax)] == [float(1 << 20)]
+    assert all(hi > lo for _, lo, hi in _error_segments(ax))
+    assert ax.get_legend_handles_labels()[1] == ["Copy, n=2 (n=1 at 1 size: no error bar)"]
+    close(fig)

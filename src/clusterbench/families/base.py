@@ -25,6 +25,11 @@ SPREAD_STATS = frozenset({"stddev", "mad", "first"})
 # values that differ only in these are samples of the same row (compare, baselines, outliers).
 IDENTITY_PARAMS = frozenset({"host", "rank", "device", "pid", "hostname", "node", "local_rank"})
 
+# How a change of a metric is said (judge/compare.py): "speed" (faster, slower), "count" (more,
+# fewer) or "level" (higher, lower). A metric that leaves it empty gets the word its unit implies.
+SPEED, COUNT, LEVEL = "speed", "count", "level"
+WORDINGS = (SPEED, COUNT, LEVEL)
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -48,6 +53,14 @@ class Metric:
     # Another metric of the family that says the same thing about the same row (busbw = algbw x
     # the op's factor = size x factor / time): summaries that show that one fold this one away.
     redundant_with: str = ""
+    # How a change of it is said, one of WORDINGS; empty: as its unit implies. A time that is not
+    # how long some work took (jitter: the spread of arrival times) is no speed: "level".
+    wording: str = ""
+
+    def __post_init__(self) -> None:
+        # A misspelt word would silently fall back to the unit's: the registry is checked at import.
+        if self.wording and self.wording not in WORDINGS:
+            raise ValueError(f"metric {self.name}: wording {self.wording!r} is not one of {', '.join(WORDINGS)}")
 
     def __call__(self, benchmark: str, value: float, params: Params) -> Measurement:
         return Measurement(benchmark, self.name, value, self.unit, params)

@@ -41,6 +41,7 @@ from typing import Any
 
 from clusterbench.errors import UsageError
 from clusterbench.families import IDENTITY_PARAMS, describes_spread, higher_is_better, metric_of
+from clusterbench.families.base import COUNT, LEVEL, SPEED
 from clusterbench.judge.select import Row
 from clusterbench.judge.stats import (
     ADJUST_FDR,
@@ -132,19 +133,19 @@ def _p_text(p: float) -> str:
     return f"p={p:.2f}"
 
 
-SPEED, COUNT, LEVEL = "speed", "count", "level"
-
-
 def wording(benchmark: str, metric: str, unit: str) -> str:
     """How a change of this metric is said: ``speed`` (times and rates: faster, slower),
     ``count`` (counts and errors the family does not judge as performance, #wrong: more, fewer)
-    or ``level`` (ratios, percentages, sizes: higher, lower). Only a time or a rate is "faster":
-    5 wrong elements against 0 are not "slower"."""
+    or ``level`` (ratios, percentages, sizes: higher, lower). The family's word where it declares
+    one (``Metric.wording``): a time is not always a speed, 20 us more jitter is not "slower".
+    Else only a time or a rate is "faster": 5 wrong elements against 0 are not "slower"."""
+    known = metric_of(benchmark, metric)
+    if known is not None and known.wording:
+        return known.wording
     scale = unit_scale(unit) if unit else None
     if is_time_unit(unit) or (scale is not None and scale[0] in ("rate", "flops")) \
             or unit.endswith("/s") or unit.lower().endswith("pps"):   # GB/s, tok/s, Mpps
         return SPEED
-    known = metric_of(benchmark, metric)
     if known is not None and not known.judged and not unit:
         return COUNT
     return LEVEL

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from clusterbench.judge.compare import Comparison
+from clusterbench.judge.compare import ADJUST_NONE, Comparison
 from clusterbench.judge.validate import Outcome
 from clusterbench.printable import printable
 from clusterbench.units import compact, format_size
@@ -74,16 +74,31 @@ def cv_text(cv: float | None) -> str:
     return "-" if cv is None else f"{cv * 100:.1f}%"
 
 
+def shows_adjusted(adjust: str | None) -> bool:
+    """Whether a comparison table has a ``p adj`` column: under "none" it would repeat ``p``."""
+    return adjust is not None and adjust != ADJUST_NONE
+
+
+def adjust_note(adjust: str, family: int | None = None) -> str:
+    """What the ``p adj`` column is, said once beside every table that has it (terminal, HTML,
+    Markdown), so that a reader sees why a row with a small ``p`` was not called changed."""
+    counted = f" over {family} measurement(s)" if family is not None else ""
+    return (f"p adj: p-values adjusted by {adjust}{counted} (algbw and time follow their busbw row); "
+            "a verdict needs p adj below alpha")
+
+
+def p_text(p: float | None) -> str:
+    return "-" if p is None else f"{p:.3g}"
+
+
 def comparison_lines(rows: list[Comparison], adjust: str | None = None, family: int | None = None) -> list[str]:
     """The comparison table; with ``adjust`` (the method the rows were judged by) a ``p adj``
     column beside Welch's own p and a first line saying what the adjustment counted."""
     keys = varying_keys([c.params for c in rows]) if len(rows) > 1 else None
-    adjusted = adjust is not None and adjust != "none"
+    adjusted = shows_adjusted(adjust)
     lines = []
-    if adjusted:
-        counted = f" over {family} measurement(s)" if family is not None else ""
-        lines.append(f"# p adj: p-values adjusted by {adjust}{counted} (algbw and time follow their busbw "
-                     "row); a verdict needs p adj below alpha")
+    if adjust is not None and adjusted:
+        lines.append("# " + adjust_note(adjust, family))
     lines.append(f"{'benchmark':<12} {'metric':<10} {'params':<40} {'n':>5} {'mean A':>11} {'cv A':>6} "
                  f"{'mean B':>11} {'cv B':>6} {'delta':>8} {'95% CI of B-A':>24} {'p':>8}"
                  + (f" {'p adj':>8}" if adjusted else "") + "  verdict")
@@ -92,8 +107,7 @@ def comparison_lines(rows: list[Comparison], adjust: str | None = None, family: 
         params = params_text(c.params, keys)
         params = params if len(params) <= 40 else params[:37] + "..."
         ci = "-" if d["ci95_low"] is None else f"[{d['ci95_low']:+.3g}, {d['ci95_high']:+.3g}]"
-        p = "-" if d["p_value"] is None else f"{d['p_value']:.3g}"
-        p_adj = "-" if d["p_adjusted"] is None else f"{d['p_adjusted']:.3g}"
+        p, p_adj = p_text(d["p_value"]), p_text(d["p_adjusted"])
         delta = "-" if c.delta_pct is None else f"{compact(c.delta_pct, 1, True)}%"
         lines.append(f"{c.benchmark:<12} {c.metric:<10} {params:<40} {c.a.n:>2}/{c.b.n:<2} "
                      f"{c.a.mean:>11.4g} {cv_text(c.a.cv):>6} {c.b.mean:>11.4g} {cv_text(c.b.cv):>6} "

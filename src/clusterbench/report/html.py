@@ -19,11 +19,26 @@ from collections.abc import Iterable, Sequence
 
 from clusterbench import __version__
 from clusterbench.families import FAMILIES, Family, family_of
-from clusterbench.judge.compare import BETTER, INSUFFICIENT, NOISY, SAME, WORSE, Comparison
+from clusterbench.judge.compare import (
+    BETTER,
+    INSUFFICIENT,
+    NOISY,
+    SAME,
+    WORSE,
+    Comparison,
+    family_size,
+)
 from clusterbench.judge.findings import Findings
 from clusterbench.judge.history import too_short
 from clusterbench.judge.stats import Summary
-from clusterbench.judge.text import fmt, params_text, varying_keys
+from clusterbench.judge.text import (
+    adjust_note,
+    fmt,
+    p_text,
+    params_text,
+    shows_adjusted,
+    varying_keys,
+)
 from clusterbench.records import utc_now
 from clusterbench.report.figures import FigureEntry, benchmarks_of
 from clusterbench.report.plots import mean_sd
@@ -135,6 +150,8 @@ def _validation(f: Findings) -> str:
 
 def _comparison_rows(f: Findings, comparisons: Sequence[Comparison]) -> tuple[list[list[object]], list[str]]:
     keys = varying_keys([c.params for c in f.comparisons])
+    # the verdict went by the adjusted p: it stands beside the raw one, as in compare's table
+    adjusted = shows_adjusted(f.adjust)
     rows, classes = [], []
     for c in comparisons:
         d = c.to_dict()
@@ -142,7 +159,7 @@ def _comparison_rows(f: Findings, comparisons: Sequence[Comparison]) -> tuple[li
         rows.append([c.status, c.benchmark, c.metric, params_text(c.params, keys), f"{c.a.n}/{c.b.n}",
                      _mean_sd(c.a), _mean_sd(c.b),
                      "-" if c.delta_pct is None else f"{compact(c.delta_pct, 1, True)}%", ci,
-                     "-" if d["p_value"] is None else f"{d['p_value']:.3g}", c.verdict])
+                     p_text(d["p_value"]), *([p_text(d["p_adjusted"])] if adjusted else []), c.verdict])
         classes.append(c.status)
     return rows, classes
 
@@ -156,6 +173,16 @@ def _mean_sd(s: Summary) -> str:
 
 _COMPARISON_HEADERS = ["status", "benchmark", "metric", "params", "n A/B", "A mean ± sd", "B mean ± sd",
                        "delta", "95% CI of B-A", "p", "verdict"]
+_NUMERIC = {5, 6, 7, 9}
+
+
+def _comparison_table(f: Findings, comparisons: Sequence[Comparison]) -> str:
+    rows, classes = _comparison_rows(f, comparisons)
+    if not shows_adjusted(f.adjust):
+        return table(_COMPARISON_HEADERS, rows, _NUMERIC, classes)
+    p = _COMPARISON_HEADERS.index("p")
+    headers = [*_COMPARISON_HEADERS[:p + 1], "p adj", *_COMPARISON_HEADERS[p + 1:]]
+    return table(headers, rows, _NUMERIC | {p + 1}, classes)
 
 
 def _comparison(f: Findings) -> str:
@@ -168,25 +195,23 @@ def _comparison(f: Findings) -> str:
     changed = sorted((c for c in shown if c.status in (WORSE, BETTER)), key=lambda c: c.status != WORSE)
     body = ("<p class=small>Welch's t-test per row; rows with CV above 10% are reported as noisy, "
             "never as a regression; changes under 2% are not reported. The plots show each group's "
-            "mean and 95% confidence interval per size.</p>"
-            f"<p>{esc(f.comparison_text())}.</p>")
+            "mean and 95% confidence interval per size."
+            + (f" {esc(adjust_note(f.adjust, family_size(f.comparisons)))}." if shows_adjusted(f.adjust) else "")
+            + f"</p><p>{esc(f.comparison_text())}.</p>")
     if changed:
-        rows, classes = _comparison_rows(f, changed)
-        body += table(_COMPARISON_HEADERS, rows, {5, 6, 7, 9}, classes)
+        body += _comparison_table(f, changed)
     for status, what in ((NOISY, "too noisy to call (CV above 10%)"),
                          (INSUFFICIENT, "with too few runs to test (fewer than 2 per side)"),
                          (SAME, "with no significant difference")):
         rest = [c for c in shown if c.status == status]
         if rest:
-            rows, classes = _comparison_rows(f, rest)
             body += (f"<details><summary>{len(rest)} row(s) {esc(what)}</summary>"
-                     f"{table(_COMPARISON_HEADERS, rows, {5, 6, 7, 9}, classes)}</details>")
+                     f"{_comparison_table(f, rest)}</details>")
     if folded:
         what = ", ".join(dict.fromkeys(c.metric for c in folded))
-        rows, classes = _comparison_rows(f, folded)
         body += (f"<details><summary>{len(folded)} redundant row(s) folded away ({esc(what)}: the same "
                  f"as a row shown, or zero everywhere)</summary>"
-                 f"{table(_COMPARISON_HEADERS, rows, {5, 6, 7, 9}, classes)}</details>")
+                 f"{_comparison_table(f, folded)}</details>")
     return body
 
 

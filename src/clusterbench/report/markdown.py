@@ -4,8 +4,16 @@ efficiency."""
 
 from __future__ import annotations
 
+from clusterbench.judge.compare import family_size
 from clusterbench.judge.findings import Findings
-from clusterbench.judge.text import fmt, params_text, varying_keys
+from clusterbench.judge.text import (
+    adjust_note,
+    fmt,
+    p_text,
+    params_text,
+    shows_adjusted,
+    varying_keys,
+)
 from clusterbench.units import compact, format_size
 
 
@@ -48,10 +56,16 @@ def render_markdown(f: Findings, title: str) -> str:
                      f"({', '.join(dict.fromkeys(c.metric for c in folded))})." if folded else ""), ""]
         if changed:
             keys = varying_keys([c.params for c in f.comparisons])
-            lines += _table(["benchmark", "metric", "params", "n A/B", "delta", "p", "verdict"],
+            # the verdict went by the adjusted p: it stands beside the raw one, as in compare's table
+            adjusted = shows_adjusted(f.adjust)
+            if adjusted:
+                lines += [_cell(adjust_note(f.adjust, family_size(f.comparisons))) + ".", ""]
+            lines += _table(["benchmark", "metric", "params", "n A/B", "delta", "p", *(["p adj"] if adjusted else []),
+                             "verdict"],
                             [[c.benchmark, c.metric, params_text(c.params, keys), f"{c.a.n}/{c.b.n}",
                               f"{compact(c.delta_pct, 1, True)}%" if c.delta_pct is not None else "-",
-                              f"{c.test.p:.3g}" if c.test else "-", c.verdict] for c in changed[:40]])
+                              p_text(c.test.p if c.test else None),
+                              *([p_text(c.p_adjusted)] if adjusted else []), c.verdict] for c in changed[:40]])
     lines += ["## Degraded hosts and devices", ""]
     if f.degraded:
         lines += _table(["by", "who", "benchmark", "metric", "params", "value", "median", "off by"],

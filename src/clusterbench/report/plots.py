@@ -4,9 +4,10 @@ which is its ``Figure`` spec. Each returns a Figure; ``save`` writes PNG+SVG.
 
 Bars and matrices take series as ``(label, rows)`` where rows are measurements from one run or a
 group of runs; points at the same x are averaged and their standard deviation drawn as an error
-bar. Size curves take each group's runs apart (``Curve``): the line is the mean over the runs
-at each size, the band its 95% confidence interval (Student's t over the runs' values); a size
-that a single run measured has no band, and the legend says n=1.
+bar, none where a single value backs the point (its spread is unknown; the legend gives n as a
+size curve's does). Size curves take each group's runs apart (``Curve``): the line is the mean
+over the runs at each size, the band its 95% confidence interval (Student's t over the runs'
+values); a size that a single run measured has no band, and the legend says n=1.
 """
 
 from __future__ import annotations
@@ -74,12 +75,17 @@ def _mean_sd(values: list[float]) -> tuple[float, float]:
     return drawable(mean), drawable(sd)
 
 
-def _points(rows: Sequence[Measurement], x_param: str) -> tuple[list[float], list[float], list[float]]:
+def _by_x(rows: Sequence[Measurement], x_param: str) -> dict[float, list[float]]:
     by_x: dict[float, list[float]] = {}
     for m in rows:
         x = m.params.get(x_param)
         if isinstance(x, (int, float)) and x > 0:
             by_x.setdefault(float(x), []).append(m.value)
+    return by_x
+
+
+def _points(rows: Sequence[Measurement], x_param: str) -> tuple[list[float], list[float], list[float]]:
+    by_x = _by_x(rows, x_param)
     xs = sorted(by_x)
     ms = [_mean_sd(by_x[x]) for x in xs]
     return xs, [m for m, _ in ms], [s for _, s in ms]
@@ -125,13 +131,24 @@ def runs_per_point(runs: Sequence[Sequence[Measurement]], x_param: str) -> list[
     return [len(per_x[x]) for x in sorted(per_x)]
 
 
-def curve_label(label: str, counts: Sequence[int]) -> str:
-    """``A, n=3``; ``A, n=3 (n=1 at 2 sizes: no band)`` where single runs back some points."""
+def curve_label(label: str, counts: Sequence[int], where: str = "size", missing: str = "band") -> str:
+    """``A, n=3``; ``A, n=3 (n=1 at 2 sizes: no band)`` where single runs back some points (bars:
+    ``where`` "bar", ``missing`` "error bar")."""
     n = max(counts, default=0)
     single = sum(c == 1 for c in counts)
     if n > 1 and single:
-        return f"{label}, n={n} (n=1 at {single} size{'s' if single > 1 else ''}: no band)"
+        return f"{label}, n={n} (n=1 at {single} {where}{'s' if single > 1 else ''}: no {missing})"
     return f"{label}, n={n}"
+
+
+def _spread_bars(ax, xs: Sequence[float], ys: Sequence[float], sds: Sequence[float], counts: Sequence[int],
+                 color: object) -> None:
+    """Error bars (one standard deviation) where two or more values back a point. A single
+    value's sd is unknown, not 0: a zero-length bar with caps would claim it certain."""
+    shown = [k for k, n in enumerate(counts) if n > 1]
+    if shown:
+        ax.errorbar([xs[k] for k in shown], [ys[k] for k in shown], yerr=[sds[k] for k in shown],
+                    fmt="none", ecolor=color, capsize=2, linewidth=1)
 
 
 def size_curve(title: str, ylabel: str, curves: Sequence[Curve], x_param: str, x_label: str,
@@ -225,10 +242,14 @@ def bars(title: str, ylabel: str, series: Sequence[Series], label_of: Callable[[
     if len(sizes) > 1:
         for label, rows in series:
             for cat in dict.fromkeys(label_of(m) for m in rows):
-                xs, ys, sds = _points([m for m in rows if label_of(m) == cat], x_param)
+                mine = [m for m in rows if label_of(m) == cat]
+                xs, ys, sds = _points(mine, x_param)
+                by_x = _by_x(mine, x_param)
+                counts = [len(by_x[x]) for x in xs]
                 name = cat if len(series) == 1 else f"{label} {cat}"
-                ax.errorbar(xs, ys, yerr=sds if any(sds) else None, marker="o", markersize=3,
-                            capsize=2, label=name)
+                (line,) = ax.plot(xs, ys, marker="o", markersize=3,
+                                  label=curve_label(name, counts, "size", "error bar"))
+                _spread_bars(ax, xs, ys, sds, counts, line.get_color())
         _size_axis(ax, x_label)
     else:
         _bars(ax, series, label_of)
@@ -248,15 +269,18 @@ def _bars(ax, series: Sequence[Series], label_of: Callable[[Measurement], str]) 
                 cats.append(c)
     width = 0.8 / max(1, len(series))
     for i, (label, rows) in enumerate(series):
-        vals = []
-        errs = []
+        vals, errs, counts = [], [], []
         for c in cats:
             v = [m.value for m in rows if label_of(m) == c]
             mean, sd = _mean_sd(v) if v else (0.0, 0.0)
             vals.append(mean)
             errs.append(sd)
+            counts.append(len(v))
         xs = [j + i * width for j in range(len(cats))]
-        ax.bar(xs, vals, width, yerr=errs if any(errs) else None, capsize=2, label=label)
+        # a category this series lacks is an empty slot, not a bar of one value
+        present = [n for n in counts if n]
+        ax.bar(xs, vals, width, label=curve_label(label, present, "bar", "error bar"))
+        _spread_bars(ax, xs, vals, errs, counts, "black")
     ax.set_xticks([j + width * (len(series) - 1) / 2 for j in range(len(cats))], cats,
                   rotation=20, ha="right", fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from clusterbench.families.base import Metric
+from clusterbench.families.base import LEVEL, Metric
 
 NET = "net"
 BANDWIDTH = Metric("bandwidth", "GB/s", headline=True, link_bound=True,
@@ -11,7 +11,8 @@ BANDWIDTH = Metric("bandwidth", "GB/s", headline=True, link_bound=True,
 LATENCY = Metric("latency_us", "us", higher_is_better=False, about="round trip / 2, with stat")
 EFFICIENCY = Metric("efficiency", "", about="bandwidth / the link rate given (--link-rate)")
 RETRANSMITS = Metric("retransmits", "", higher_is_better=False, judged=False, about="TCP retransmits (iperf3)")
-JITTER = Metric("jitter_us", "us", higher_is_better=False, about="UDP jitter (iperf3)")
+# Jitter is how much arrival times vary, not how long anything took: a change is "higher"/"lower".
+JITTER = Metric("jitter_us", "us", higher_is_better=False, about="UDP jitter (iperf3)", wording=LEVEL)
 LOST = Metric("lost_percent", "%", higher_is_better=False, about="UDP datagrams lost (iperf3)")
 NET_METRICS = (BANDWIDTH, LATENCY, EFFICIENCY, RETRANSMITS, JITTER, LOST)
 
