@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from clusterbench import peaks
+from clusterbench.families.device_table import percent_cell
 from clusterbench.families.gemm.table import GemmTable as GemmRenderer
 from clusterbench.families.stream.table import StreamTable as StreamRenderer
 from clusterbench.records import Measurement, Run
@@ -38,8 +39,8 @@ def test_unknown_device_is_not_an_error():
     assert peaks.lookup("Intel(R) Xeon(R) Processor") is None
     assert peaks.lookup(None) is None
     assert peaks.hbm_bandwidth("Some GPU") is None and peaks.dense_tflops("x", "fp16") is None
-    assert peaks.percent(10.0, None) is None and peaks.format_percent(10.0, None) == ""
-    assert peaks.format_percent(2680.0, peaks.hbm_bandwidth("NVIDIA H100 80GB HBM3")) == "80.0%"
+    assert peaks.percent(10.0, None) is None and percent_cell(10.0, None) == ""
+    assert percent_cell(2680.0, peaks.hbm_bandwidth("NVIDIA H100 80GB HBM3")) == "80.0%"
 
 
 def test_transfer_peaks():

@@ -206,3 +206,15 @@ def test_the_report_lists_series_too_short_to_show_a_change(capsys, db, tmp_path
     assert "No change of level in any series" in history
     assert "<li>h1 stream Triad bandwidth: 8 runs: at least 12 are needed to detect a change at alpha 0.01</li>" \
         in history
+
+
+def test_a_change_off_a_level_near_zero_keeps_its_percentage_short():
+    from clusterbench.cli.commands.trend import _change_text
+    from clusterbench.judge.changepoint import Change
+
+    s = Series("stream", "bandwidth", "GB/s", {"kernel": "Triad"}, "h1",
+               points=[Point(i, night(i), 1e-300 if i < 6 else 1.0) for i in range(12)])
+    text = _change_text(s, Change(6, 1e-300, 1.0, 0.001, 9.0))
+    assert "+1e+302%" in text and len(text) < 160
+    # ordinary changes read as before
+    assert "-20.0% " in _change_text(s, Change(6, 100.0, 80.0, 0.001, 9.0))

@@ -110,11 +110,6 @@ def percent(value: float, peak: float | None) -> float | None:
     return 100.0 * value / peak
 
 
-def format_percent(value: float, peak: float | None) -> str:
-    p = percent(value, peak)
-    return "" if p is None else f"{p:.1f}%"
-
-
 def device_name_for(label: str, device_names: dict[str, str] | None, rank_devices: list[str]) -> str | None:
     """The device name behind a record's ``device`` label (``cuda:1``, ``cpu``).
 

@@ -101,7 +101,7 @@ def split_tools(text: str, first: str) -> list[tuple[str, str]]:
 
 def detect_tool(text: str) -> str | None:
     """The tool that wrote ``text`` (its beginning suffices), or None."""
-    head = "\n".join(clean_lines(text_lines(text[:HEAD_CHARS].removeprefix(BOM))))
+    head = "\n".join(clean_lines(text_lines(text[:HEAD_CHARS])))
     return next((imp.tool for imp in IMPORTERS if imp.detects(head)), None)
 
 

@@ -22,6 +22,7 @@ from typing import Any
 from clusterbench.errors import UsageError
 from clusterbench.families import IDENTITY_PARAMS, family_of, higher_is_better
 from clusterbench.judge.changepoint import Change, Settings, find_changes, runs_needed
+from clusterbench.judge.stats import median
 from clusterbench.records import Measurement, Run
 from clusterbench.store.selectors import parse_since as since_text
 from clusterbench.units import format_size
@@ -121,18 +122,6 @@ class Series:
                 "run": p.run, "started_at": p.started_at, "index": c.index, "before": c.before,
                 "after": c.after, "change_pct": c.relative * 100, "p_value": c.p_value,
                 "confidence": c.confidence, "z": c.z, "points": len(self.points)}
-
-
-def median(values: Sequence[float]) -> float:
-    """The median, finite whenever the values are: the mean of the two middle values of an even
-    count is taken in halves when their sum overflows (two values of 1.7e308)."""
-    xs = sorted(values)
-    mid = len(xs) // 2
-    if len(xs) % 2:
-        return xs[mid]
-    a, b = xs[mid - 1], xs[mid]
-    m = (a + b) / 2
-    return m if math.isfinite(m) or not (math.isfinite(a) and math.isfinite(b)) else a / 2 + b / 2
 
 
 def _headline(benchmark: str) -> str | None:

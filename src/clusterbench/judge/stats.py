@@ -85,6 +85,21 @@ def summarize(values: Sequence[float]) -> Summary:
     return Summary(n, math.ldexp(mean_y, shift), sd)
 
 
+def median(values: Sequence[float]) -> float:
+    """The median, finite whenever the middle values are: the mean of the two middle values of
+    an even count is taken in halves when their sum overflows (two values of 1.7e308); ordinary
+    values round as ``statistics.median``."""
+    xs = sorted(values)
+    if not xs:
+        raise ValueError("no values to take the median of")
+    mid = len(xs) // 2
+    if len(xs) % 2:
+        return xs[mid]
+    a, b = xs[mid - 1], xs[mid]
+    m = (a + b) / 2
+    return m if math.isfinite(m) or not (math.isfinite(a) and math.isfinite(b)) else a / 2 + b / 2
+
+
 def _stirling_tail(z: float) -> float:
     """lgamma(z) minus its Stirling approximation (z - 1/2) log z - z + log(2 pi)/2, for z >= 100
     (next term 1/(1680 z^7): below 1e-17)."""

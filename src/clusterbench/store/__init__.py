@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -77,11 +77,15 @@ def _refuse_nul(text: object, what: str) -> None:
         raise UsageError(f"{what} holds a NUL character (\\x00), which a results database cannot store")
 
 
-def _refuse_nul_in_run(run: Run, uid: str, telemetry: Sequence[TelemetrySample]) -> None:
-    """A one-line UsageError naming the first raw-text field of ``run`` that holds a NUL."""
-    for key, value in run.tags.items():
+def _refuse_nul_in_tags(tags: Mapping[str, object]) -> None:
+    for key, value in tags.items():
         _refuse_nul(key, f"tag name {key!r}")
         _refuse_nul(str(value), f"tag {key!r}")
+
+
+def _refuse_nul_in_run(run: Run, uid: str, telemetry: Sequence[TelemetrySample]) -> None:
+    """A one-line UsageError naming the first raw-text field of ``run`` that holds a NUL."""
+    _refuse_nul_in_tags(run.tags)
     for what, value in (("benchmark", run.benchmark), ("source", run.source), ("started_at", run.started_at),
                         ("ended_at", run.ended_at), ("status", run.status), ("uid", uid)):
         _refuse_nul(value, f"run {what} {value!r}")
@@ -511,9 +515,7 @@ class Store:
             raise StoreError(f"cannot delete run {run_id} from {self.where}: {self.db.describe(e)}") from None
 
     def set_tags(self, run_id: int, tags: dict[str, str]) -> None:
-        for key, value in tags.items():
-            _refuse_nul(key, f"tag name {key!r}")
-            _refuse_nul(str(value), f"tag {key!r}")
+        _refuse_nul_in_tags(tags)
         self.get_run(run_id)
         try:
             with self.db.write():

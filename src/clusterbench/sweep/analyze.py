@@ -10,7 +10,6 @@ evidence by itself: its hosts named in the failure are suspects.
 
 from __future__ import annotations
 
-import math
 import re
 import statistics
 from collections.abc import Mapping, Sequence
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field
 from clusterbench.errors import UsageError
 from clusterbench.hostlist import expand_hostlist
 from clusterbench.judge.outliers import Outlier, flag_outliers
+from clusterbench.judge.stats import median
 
 
 @dataclass
@@ -62,24 +62,15 @@ def pick_value(records: Sequence[Mapping], metric: str) -> tuple[float, str] | N
     return mean, str(rows[0].get("unit", ""))
 
 
-def _median(values: list[float]) -> float:
-    """statistics.median, whose mean of the middle two overflows to inf for two values near the
-    float limit (1.7e308 and 1.7e308): the store refuses an infinite score, where their median
-    is a number. Then the halves are added instead (ordinary values round as before)."""
-    mid = statistics.median(values)
-    if math.isinf(mid) and all(map(math.isfinite, values)):
-        ordered = sorted(values)
-        mid = ordered[len(ordered) // 2 - 1] / 2 + ordered[len(ordered) // 2] / 2
-    return mid
-
-
 def node_pair_scores(results: Sequence[SubsetResult]) -> dict[str, float]:
     per: dict[str, list[float]] = {}
     for r in results:
         if r.stage == "pair" and r.value is not None:
             for h in r.hosts:
                 per.setdefault(h, []).append(r.value)
-    return {h: _median(v) for h, v in per.items()}
+    # stats.median: statistics.median gives inf for two scores near the float limit, which the
+    # store refuses to keep
+    return {h: median(v) for h, v in per.items()}
 
 
 def blamed_hosts(r: SubsetResult) -> list[str]:
@@ -146,7 +137,7 @@ def analyze(results: Sequence[SubsetResult], *, threshold: float = 3.5, min_rel_
         for h, v in pairs.items():
             if h in switches:
                 groups.setdefault(switches[h], []).append(v)
-        switch_scores = {sw: _median(v) for sw, v in groups.items()}
+        switch_scores = {sw: median(v) for sw, v in groups.items()}
         for o in flag_outliers(switch_scores, threshold=threshold, higher_is_better=higher_is_better,
                                min_rel_dev=min_rel_dev):
             for h in sorted(h for h, sw in switches.items() if sw == o.key and h in pairs):

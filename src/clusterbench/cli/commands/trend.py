@@ -25,7 +25,7 @@ from clusterbench.judge.text import fmt
 from clusterbench.printable import printable
 from clusterbench.report.jsonl import emit, note_line
 from clusterbench.store import Store
-from clusterbench.units import parse_size
+from clusterbench.units import compact, parse_size
 
 # The permutation p-value is never below 1 / (permutations + 1) and each scan gets alpha / 2:
 # a smaller alpha could never show a change, whatever the history.
@@ -35,7 +35,8 @@ ALPHA_FLOOR = 2 / (Settings.permutations + 1)
 def _change_text(s: Series, c: Change) -> str:
     p = s.points[c.index]
     rel = c.relative * 100
-    by = f"{rel:+.1f}% " if math.isfinite(rel) else ""   # a change from 0 has no percentage
+    # a change from 0 has no percentage; compact: off a level near 0 (1e-300) it has 300 digits
+    by = f"{compact(rel, 1, sign=True)}% " if math.isfinite(rel) else ""
     return (f"{s.kind(c).upper()} at run {p.run} ({p.started_at[:10]}): {by}"
             f"({fmt(c.before)} -> {fmt(c.after, s.unit)}), confidence {c.confidence * 100:.1f}%")
 
