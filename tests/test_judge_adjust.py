@@ -206,13 +206,18 @@ def test_holm_is_stricter_than_fdr_on_a_small_change():
     assert res["fdr"][2] >= 2 * res["holm"][2] and res["fdr"][2] >= 0.6 * res["fdr"][3]
 
 
-def test_cli_option_text_and_json(db, capsys):
+def _store_two_sides(db) -> None:
+    """Five runs a side at 3% noise; B 10% lower at the large sizes (env=a, env=b)."""
     base = _base()
     rng = random.Random(11)
     for side, start, step in (("a", 1, 0.0), ("b", 1000, 0.10)):
         rows = sweep_runs(base, 5, 0.03, rng, start, step)
         for i in range(5):
             save(db, [r.m for r in rows if r.run.id == start + i], benchmark="import", tags={"env": side})
+
+
+def test_cli_option_text_and_json(db, capsys):
+    _store_two_sides(db)
     results = {}
     for method in (None, "none", "holm", "fdr"):
         extra = ["--adjust", method] if method else []
@@ -242,12 +247,7 @@ def test_cli_option_text_and_json(db, capsys):
 
 
 def test_report_verdict_agrees_with_compare(tmp_path, db, capsys):
-    base = _base()
-    rng = random.Random(11)
-    for side, start, step in (("a", 1, 0.0), ("b", 1000, 0.10)):
-        rows = sweep_runs(base, 5, 0.03, rng, start, step)
-        for i in range(5):
-            save(db, [r.m for r in rows if r.run.id == start + i], benchmark="import", tags={"env": side})
+    _store_two_sides(db)
     for method in ("none", "fdr"):
         rc, out, _ = cli(capsys, "compare", "env=a", "env=b", "--db", db, "--json", "--adjust", method)
         *rows, _ = json_lines(out)

@@ -3,14 +3,12 @@ engines (an SQLite file and a real PostgreSQL database), and through the command
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from datetime import datetime, timezone
 
 import pytest
+from judge_helpers import run_cli
 
-from clusterbench.cli import main
 from clusterbench.errors import UsageError
 from clusterbench.records import Measurement, Run
 from clusterbench.store import Store
@@ -131,32 +129,21 @@ def test_run_benchmarks_are_kept_and_backfilled(store):
     assert store.db.execute("SELECT count(*) FROM run_benchmarks WHERE run_id=1").fetchone()[0] == 0
 
 
-def _cli(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main([str(a) for a in argv])
-            code = 0
-        except SystemExit as e:
-            code = int(e.code or 0)
-    return code, out.getvalue(), err.getvalue()
-
-
 def test_every_command_takes_the_grammar(store, db, tmp_path):
     """results show last works (it was an error while env show last worked), and the same
     selectors pick the same runs in every command."""
-    code, out, _ = _cli("results", "show", "last", "--json", "--db", db)
+    code, out, _ = run_cli("results", "show", "last", "--json", "--db", db)
     assert code == 0 and [json.loads(x)["id"] for x in out.splitlines() if '"run"' in x[:20]] == [6]
-    code, out, _ = _cli("results", "show", "bench:collectives", "--since", "2026-11-15", "--json", "--db", db)
+    code, out, _ = run_cli("results", "show", "bench:collectives", "--since", "2026-11-15", "--json", "--db", db)
     assert code == 0 and [json.loads(x)["id"] for x in out.splitlines() if '"run"' in x[:20]] == [3, 6]
-    code, out, _ = _cli("results", "export", "2-3", "--csv", "--db", db)
+    code, out, _ = run_cli("results", "export", "2-3", "--csv", "--db", db)
     assert code == 0 and sorted({x.split(",")[0] for x in out.splitlines()[1:]}) == ["2", "3"]
-    code, _, _ = _cli("results", "tag", "bench:osu", "checked=yes", "--db", db)
+    code, _, _ = run_cli("results", "tag", "bench:osu", "checked=yes", "--db", db)
     assert code == 0 and [r.id for r in store.select("checked=yes")] == [4]
-    code, out, _ = _cli("env", "show", "last~1", "--db", db)
+    code, out, _ = run_cli("env", "show", "last~1", "--db", db)
     assert code == 0 and out.startswith("# run 5,")
-    code, out, err = _cli("results", "delete", "env=b,node=n1", "--db", db)
+    code, out, err = run_cli("results", "delete", "env=b,node=n1", "--db", db)
     assert code == 0 and out == "deleted run 5\n"
-    code, _, err = _cli("results", "show", "99999999999999999999", "--db", db)
+    code, _, err = run_cli("results", "show", "99999999999999999999", "--db", db)
     assert code == 2 and err == ("clusterbench: error: invalid selector '99999999999999999999': "
                                  "run id 99999999999999999999 is out of range\n")

@@ -5,8 +5,6 @@ tags. Stores are SQLite and a real PostgreSQL (``any_db``)."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import random
@@ -15,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from judge_helpers import run_cli
 
-from clusterbench.cli import main
 from clusterbench.cli.options import MAX_TAG_KEY, MAX_TAG_VALUE, parse_tags
 from clusterbench.errors import UsageError
 from clusterbench.records import Run
@@ -144,17 +142,6 @@ def test_every_stored_tag_selects_exactly_its_runs(any_db):
             assert [r.tags[key] for r in store.select(tag_term(key, value))] == [value] * len(ids)
 
 
-def _cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main([str(a) for a in argv])
-            code = 0
-        except SystemExit as e:
-            code = int(e.code or 0)
-    return code, out.getvalue(), err.getvalue()
-
-
 def _ids(out: str) -> list[int]:
     return [json.loads(line)["id"] for line in out.splitlines() if line.startswith('{"kind": "run"')]
 
@@ -173,36 +160,36 @@ def test_imported_tags_are_shown_as_the_selectors_that_pick_them(any_db, tmp_pat
     lines = [_run_line({"team": "a"}, 1), _run_line({"team": "b"}, 2), _run_line(awkward, 3)]
     log = tmp_path / "runs.jsonl"
     log.write_text("\n".join(lines) + "\n")
-    assert _cli("import", log, "--db", any_db)[0] == 0
-    code, out, _ = _cli("results", "list", "--db", any_db)
+    assert run_cli("import", log, "--db", any_db)[0] == 0
+    code, out, _ = run_cli("results", "list", "--db", any_db)
     assert code == 0
     row = next(line for line in out.splitlines() if line.lstrip().startswith("3 "))
     shown = row.split("  ")[-1].strip()     # the tags column
     assert parse_selector(shown).tags == awkward
-    code, out, _ = _cli("results", "show", shown, "--json", "--db", any_db)
+    code, out, _ = run_cli("results", "show", shown, "--json", "--db", any_db)
     assert code == 0 and _ids(out) == [3]
-    code, out, _ = _cli("results", "show", 'team="a,b"', "--db", any_db)
+    code, out, _ = run_cli("results", "show", 'team="a,b"', "--db", any_db)
     tags_line = next(line for line in out.splitlines() if line.startswith("# tags: "))
     assert code == 0 and parse_selector(tags_line[len("# tags: "):]).tags == awkward
     assert all(term in tags_line for term in ('team="a,b"', '"bench:x"=1', '"a=b"=c', 'bidi="\\u202eevil"'))
-    code, out, _ = _cli("results", "export", '"bench:x"=1', "--csv", "--db", any_db)
+    code, out, _ = run_cli("results", "export", '"bench:x"=1', "--csv", "--db", any_db)
     assert code == 0
-    assert _cli("results", "tag", '"a=b"=c,team="a,b"', "seen=yes", "--db", any_db)[0] == 0
-    code, out, _ = _cli("results", "show", "seen=yes", "--json", "--db", any_db)
+    assert run_cli("results", "tag", '"a=b"=c,team="a,b"', "seen=yes", "--db", any_db)[0] == 0
+    code, out, _ = run_cli("results", "show", "seen=yes", "--json", "--db", any_db)
     assert _ids(out) == [3]
-    code, out, err = _cli("results", "show", "team=a,b", "--db", any_db)   # bare: team=a and b
+    code, out, err = run_cli("results", "show", "team=a,b", "--db", any_db)   # bare: team=a and b
     assert code == 2 and "'b' is not a run id" in err
-    code, out, _ = _cli("results", "delete", '""=,"bench:"=bench:', "--db", any_db)
+    code, out, _ = run_cli("results", "delete", '""=,"bench:"=bench:', "--db", any_db)
     assert code == 0 and out == "deleted run 3\n"
 
 
 def test_tag_with_grammar_characters_given_by_tag_option_is_selectable(tmp_path):
     db = str(tmp_path / "cb.db")
-    assert _cli("import", NCCL_LOG, "--db", db, "--tag", "team=a,b", "--tag", "bench:x=1",
+    assert run_cli("import", NCCL_LOG, "--db", db, "--tag", "team=a,b", "--tag", "bench:x=1",
                 "--tag", "3..7=last")[0] == 0
-    assert _cli("import", NCCL_LOG, "--db", db, "--tag", "team=a", "--tag", "x=1")[0] == 0
+    assert run_cli("import", NCCL_LOG, "--db", db, "--tag", "team=a", "--tag", "x=1")[0] == 0
     for selector in ('team="a,b"', '"bench:x"=1', "3..7=last", '"3..7"="last"'):
-        code, out, err = _cli("results", "show", selector, "--json", "--db", db)
+        code, out, err = run_cli("results", "show", selector, "--json", "--db", db)
         assert code == 0 and _ids(out) == [1], (selector, err)
 
 
@@ -246,7 +233,7 @@ def test_bad_tags_are_refused_by_every_command(tmp_path, item, msg):
         store.save_run(_run({"env": "a"}), [])
     for argv in (["results", "tag", "1", item], ["import", NCCL_LOG, "--tag", item],
                  ["coll", "all_reduce", "--np", "1", "--device", "cpu", "--tag", item]):
-        code, out, err = _cli(*argv, "--db", db)
+        code, out, err = run_cli(*argv, "--db", db)
         assert code == 2 and out == "", (argv, err)
         assert err.startswith("clusterbench: error: ") and err.count("\n") == 1 and msg in err, err
     with Store.open(str(db)) as store:
