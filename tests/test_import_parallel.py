@@ -111,12 +111,12 @@ def test_a_worker_that_dies_leaves_the_rest_to_the_main_process(tmp_path, small_
     real = nccl_parallel._read
     calls = []
 
-    def dying(parser, text, cleaner, next_kind):
+    def dying(parser, text, cleaner, next_kind, *prepare):
         calls.append(1)
         if len(calls) == 3:   # in a worker: its third part
             import os
             os._exit(9)
-        return real(parser, text, cleaner, next_kind)
+        return real(parser, text, cleaner, next_kind, *prepare)
 
     monkeypatch.setattr(nccl_parallel, "_read", dying)
     assert _runs(path, 2) == one
@@ -178,3 +178,70 @@ def test_a_file_with_nowhere_to_cut_is_read_in_one_pass(tmp_path, small_parts, m
     one = _runs(path, 1)
     monkeypatch.setattr(nccl_parallel.multiprocessing, "get_context", no_worker)
     assert _runs(path, 2) == one and len(one) == 60
+
+
+def _prepared(path: Path, jobs: int, prepare) -> list:
+    with open(path, encoding="utf-8", errors="replace", newline="") as f:
+        return list(iter_runs(f, name="big.log", jobs=jobs, path=str(path), prepare=prepare))
+
+
+def _key_and_pid(r):
+    import os
+    return _key(r), os.getpid()
+
+
+def test_prepare_runs_where_each_run_is_parsed_with_the_same_results(tmp_path, small_parts):
+    # what a caller makes of each run (import --dry-run: the lines it prints) is made in the
+    # worker that parsed it, so only that crosses back; the results are those of one pass,
+    # in order, states carried over cuts included
+    import os
+
+    texts, rng = _texts(), random.Random(11)
+    pieces = [rng.choice(["", DIED]) + texts[rng.randrange(len(texts))] + (FAILED if rng.random() < 0.1 else "")
+              for _ in range(250)]
+    path = _write(tmp_path, pieces)
+    one = _runs(path, 1)
+    for jobs in (1, 2, 3):
+        got = _prepared(path, jobs, _key_and_pid)
+        assert [key for key, _ in got] == one
+        pids = {pid for _, pid in got}
+        assert (pids == {os.getpid()}) == (jobs == 1) and len(pids) <= jobs + 1, pids
+
+
+def test_an_error_prepare_raises_comes_after_the_runs_before_it(tmp_path, small_parts):
+    # raised in a worker or in the main process, as one pass raises it: after the runs before
+    texts = _texts()
+    path = _write(tmp_path, [texts[i % len(texts)] + (FAILED if i == 150 else "") for i in range(200)])
+    assert [d["status"] for d, _ in _runs(path, 1)].index("failed") == 150
+
+    def refusing(kind):
+        def prepare(r):
+            if r.run.status == "failed":
+                raise kind("a failed run is refused")
+            return r.run.status
+        return prepare
+
+    for kind, match in ((LogFormatError, "failed run is refused"), (ValueError, "importer failed on it")):
+        for jobs in (1, 2):
+            got = []
+            with pytest.raises(LogFormatError, match=match), open(path, encoding="utf-8", newline="") as f:
+                for value in iter_runs(f, name="big.log", jobs=jobs, path=str(path), prepare=refusing(kind)):
+                    got.append(value)
+            assert got == ["complete"] * 150, (kind, jobs)
+
+
+def test_import_dry_run_prints_the_same_with_any_jobs(tmp_path, small_parts):
+    from judge_helpers import run_cli
+
+    texts = _texts()
+    path = _write(tmp_path, [texts[i % len(texts)] + (FAILED if i % 37 == 5 else "") for i in range(150)])
+    for extra in ([], ["--json"]):
+        outs = []
+        for jobs in (1, 2):
+            code, out, err = run_cli("import", "--dry-run", "--jobs", jobs, "--tag", "team=x", "--host", "h1",
+                                     *extra, path)
+            assert code == 1, err   # the failed runs
+            outs.append(re.sub(r'"started_at": "[^"]*"', "", out))   # when each was parsed
+        assert outs[0] == outs[1]
+        assert outs[0].count("failed") >= 4
+    assert outs[0].count('"tags": {"team": "x"}') == 150 and outs[0].count('"stored": false') == 151

@@ -15,7 +15,7 @@ import importlib
 import pkgutil
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from clusterbench.ingest.common import (
@@ -24,6 +24,7 @@ from clusterbench.ingest.common import (
     ImportedRun,
     Lines,
     LogFormatError,
+    Prepared,
     clean_lines,
     drop_line_boms,
     text_lines,
@@ -106,7 +107,7 @@ def detect_tool(text: str) -> str | None:
 
 
 def iter_runs(lines: Iterable[str], tool: str | None = None, name: str = "", jobs: int = 1,
-              path: str | None = None) -> Iterator[ImportedRun]:
+              path: str | None = None, prepare: Callable[[ImportedRun], Any] | None = None) -> Iterator[Any]:
     """Runs found in a log given as lines (with or without line ends; a file object works).
 
     Raises LogFormatError for empty input, binary data, an unknown format, or a log of the tool
@@ -114,6 +115,11 @@ def iter_runs(lines: Iterable[str], tool: str | None = None, name: str = "", job
     ``path``: the uncompressed file ``lines`` reads from its start (opened as UTF-8 with
     ``errors="replace", newline=""``); a large nccl-tests log there is read by up to ``jobs``
     processes (nccl_parallel), with the same runs.
+
+    ``prepare``: yield ``prepare(run)`` instead of each run, computed where the run was parsed
+    (a worker process, for a large log), so that only its result crosses between processes. It
+    must be a pure function of the run (it may change the run; it must not print or store);
+    what it raises is raised here, after the results of the runs before.
 
     However the log arrives, a line ends at a line feed only (a CR before it is dropped, another
     CR is progress output overwritten in place: ``common._on_screen``), and a byte order mark
@@ -130,17 +136,22 @@ def iter_runs(lines: Iterable[str], tool: str | None = None, name: str = "", job
         raise LogFormatError(f"unknown format: not the output of {', '.join(TOOLS)} (use --tool to force one)")
     count = 0
     imp = _BY_TOOL[found]
+
+    def each(run: ImportedRun) -> Any:
+        _check_storable(run, found)
+        return prepare(run) if prepare is not None else run
+
     if tool is not None:          # forced: the whole log is that tool's
         runs = imp.parse(Lines(head_lines, it), name, head)
     elif imp.streams:             # a foreign tool's output met on the way is read by its tool
-        runs = _streamed(imp, Lines(head_lines, it, foreign=_foreign_starts(found), path=path, jobs=jobs), name, head)
+        runs = _streamed(imp, Lines(head_lines, it, foreign=_foreign_starts(found), path=path, jobs=jobs,
+                                    prepare=each), name, head)
     else:
         runs = _parts(whole_text(Lines(head_lines, it)), found, name)
     try:
         for run in runs:
             count += 1
-            _check_storable(run, found)
-            yield run
+            yield run.value if isinstance(run, Prepared) else each(run)
     except RecursionError:   # JSON nested thousands deep: Python's parser gives up, so do we
         raise LogFormatError(f"{found} data nested more than {sys.getrecursionlimit()} levels deep: "
                              "not a log this tool writes") from None

@@ -19,7 +19,7 @@ import itertools
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from clusterbench.errors import UsageError
@@ -124,8 +124,10 @@ _BOLD = re.compile(r"\*\*([^*\n]+)\*\*")
 
 
 def _strip_doc_markup(line: str) -> str:
-    line = _MARK.sub(r"\1", line)
-    line = _BOLD.sub(r"\1", line)
+    # split keeps each match's group between the text around it: the sub with r"\1", without
+    # a Python call per match
+    line = "".join(_MARK.split(line))
+    line = "".join(_BOLD.split(line))
     return line.replace("\\|", "|").replace("\\\\", "\\").replace("\\*", "*")
 
 
@@ -242,16 +244,29 @@ class TextCleaner:
         return text
 
 
+class Prepared:
+    """What ``Lines.prepare`` made of a run, in the process that parsed it."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
 class Lines:
     """A log's lines: the ones already read (its head), then the rest of its source. A file
     as the source is also readable in large blocks (``blocks``), without a Python step per line."""
 
     def __init__(self, head: list[str], rest: Iterator[str], foreign: re.Pattern[str] | None = None,
-                 path: str | None = None, jobs: int = 1) -> None:
+                 path: str | None = None, jobs: int = 1,
+                 prepare: Callable[[ImportedRun], Any] | None = None) -> None:
         self.head, self.rest = head, rest
         self.foreign = foreign   # where another tool's output begins (a streaming parser hands it over)
         self.path = path         # the plain UTF-8 file they come from, when they do (parsers may read it in parts)
         self.jobs = jobs         # processes a parser may read it with
+        # What the caller makes of each run (iter_runs' ``prepare``): a parser reading in worker
+        # processes may apply it there and give ``Prepared`` results, so only they cross over
+        self.prepare = prepare
 
     def __iter__(self) -> Iterator[str]:
         yield from self.head

@@ -26,7 +26,7 @@ import multiprocessing
 import os
 import re
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from typing import Any, NamedTuple
 
@@ -35,6 +35,7 @@ from clusterbench.ingest.common import (
     ImportedRun,
     Lines,
     LogFormatError,
+    Prepared,
     Roles,
     TextCleaner,
     first_cleaner,
@@ -48,7 +49,7 @@ from clusterbench.ingest.nccl_tests import (
     parse_lines,
 )
 
-PART_BYTES = 8 << 20    # parts of about this size
+PART_BYTES = 4 << 20    # parts of about this size
 MIN_BYTES = 24 << 20    # smaller files are read by one process: starting workers would cost more
 BATCH = 256             # runs per message from a worker
 _BOM_BYTES = BOM.encode()
@@ -115,9 +116,10 @@ def _run_start(text: bytes, header: int) -> tuple[int, str]:
     return header, "header"
 
 
-def parse_file(lines: Lines, name: str) -> Iterator[ImportedRun]:
+def parse_file(lines: Lines, name: str) -> Iterator[ImportedRun | Prepared]:
     """The runs of ``lines.path`` (whose head ``lines`` holds), read by ``lines.jobs`` worker
-    processes where the file can be cut; the same runs in the same order as ``parse_lines``."""
+    processes where the file can be cut; the same runs in the same order as ``parse_lines``.
+    A run a worker read comes as ``Prepared`` when ``lines.prepare`` is given."""
     path = lines.path
     assert path is not None
     cleaner = first_cleaner("".join(ln if ln.endswith("\n") else ln + "\n" for ln in lines.head))
@@ -131,7 +133,8 @@ def parse_file(lines: Lines, name: str) -> Iterator[ImportedRun]:
     try:
         for j in range(jobs):
             recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_work, args=(path, cut[j::jobs], name, lines.foreign, cleaner, send), daemon=True)
+            proc = ctx.Process(target=_work, args=(path, cut[j::jobs], name, lines.foreign, cleaner, send,
+                                                   lines.prepare), daemon=True)
             proc.start()
             send.close()
             workers.append((proc, recv))
@@ -155,8 +158,8 @@ def parse_file(lines: Lines, name: str) -> Iterator[ImportedRun]:
             proc.join()
 
 
-def _receive(conn: Connection) -> tuple[list[ImportedRun], tuple[Any, ...]]:
-    runs: list[ImportedRun] = []
+def _receive(conn: Connection) -> tuple[list[Any], tuple[Any, ...]]:
+    runs: list[Any] = []
     while True:
         # Unpickling a batch makes thousands of containers at once, none in a cycle: the
         # collector would only walk them over and over (0.5 s of a 200 MB import)
@@ -174,22 +177,27 @@ def _receive(conn: Connection) -> tuple[list[ImportedRun], tuple[Any, ...]]:
         runs += msg[1]
 
 
-def _read(parser: NcclTextParser, text: str, cleaner: TextCleaner, next_kind: str
-          ) -> tuple[list[ImportedRun], tuple[Any, ...]]:
-    """A part's runs and how it ended: ("end", the state the next part starts from, or None
-    when it starts afresh), ("error", message), or ("again",): the main process must read the
-    rest of the file as one pass (another tool's output, a markup role open across the cut)."""
-    runs: list[ImportedRun] = []
+def _read(parser: NcclTextParser, text: str, cleaner: TextCleaner, next_kind: str,
+          prepare: Callable[[ImportedRun], Any] | None = None) -> tuple[list[Any], tuple[Any, ...]]:
+    """A part's runs (with ``prepare``: what it makes of each, as ``Prepared``) and how it
+    ended: ("end", the state the next part starts from, or None when it starts afresh),
+    ("error", message), or ("again",): the main process must read the rest of the file as one
+    pass (another tool's output, a markup role open across the cut)."""
+    runs: list[Any] = []
     roles = Roles()
+    keep = runs.append if prepare is None else (lambda run: runs.append(Prepared(prepare(run))))
     try:
         for chunk in text_chunks(Lines([], io.StringIO(text)), cleaner, roles):
-            runs += parser.feed_text(chunk)
+            for run in parser.feed_text(chunk):
+                keep(run)
         if next_kind and roles.open_at_end:
             return [], ("again",)
         if next_kind and not parser.closes_before(next_kind):
             return runs, ("end", parser.state)
         done = parser.finish()
-        return [*runs, done] if done is not None else runs, ("end", None)
+        if done is not None:
+            keep(done)
+        return runs, ("end", None)
     except ForeignLine:
         return [], ("again",)
     except LogFormatError as e:
@@ -229,9 +237,10 @@ def _rest(path: str, start: int, name: str, foreign: re.Pattern[str] | None, cle
 
 
 def _work(path: str, mine: list[Part], name: str, foreign: re.Pattern[str] | None, cleaner: TextCleaner,
-          conn: Connection) -> None:
+          conn: Connection, prepare: Callable[[ImportedRun], Any] | None = None) -> None:
     """A worker process: each of its parts read whole, then sent (while the main process takes
-    the other worker's part, this one reads its next)."""
+    the other worker's part, this one reads its next). With ``prepare``, only what it makes of
+    each run is sent (the records of a run are most of what a pickle of it holds)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)    # Ctrl-C or SIGTERM ends it quietly; the main
     signal.signal(signal.SIGTERM, signal.SIG_DFL)   # process says what happened
     # A part's runs are held until sent: the collector would walk them again and again for the
@@ -242,7 +251,8 @@ def _work(path: str, mine: list[Part], name: str, foreign: re.Pattern[str] | Non
         with open(path, "rb") as f:
             for part in mine:
                 try:
-                    runs, end = _read(NcclTextParser(name, foreign), _text(f, part), cleaner, part.next_kind)
+                    runs, end = _read(NcclTextParser(name, foreign), _text(f, part), cleaner, part.next_kind,
+                                      prepare)
                 except Exception:   # a defect: the main process meets it again, as one pass would
                     runs, end = [], ("again",)
                 for i in range(0, len(runs), BATCH):

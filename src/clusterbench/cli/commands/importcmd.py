@@ -10,8 +10,9 @@ import os
 import stat
 import sys
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
+from functools import partial
 from typing import IO, Any
 
 import click
@@ -28,8 +29,16 @@ from clusterbench.envinfo.software import usable_cores
 from clusterbench.errors import ClusterbenchError
 from clusterbench.ingest import TOOLS, ImportedRun, iter_runs
 from clusterbench.printable import printable
-from clusterbench.records import COMPLETE, FAILED, INCOMPLETE, INTERRUPTED, RUN_STATUSES
-from clusterbench.report.jsonl import emit, emit_all, note_line, run_line, run_objects, summary_line
+from clusterbench.records import COMPLETE, FAILED, INCOMPLETE, INTERRUPTED, RUN_STATUSES, Run
+from clusterbench.report.jsonl import (
+    dumps,
+    emit,
+    emit_all,
+    note_line,
+    run_line,
+    run_objects,
+    summary_line,
+)
 from clusterbench.store import Store
 
 MAX_ERRORS_SHOWN = 3
@@ -137,11 +146,12 @@ class _AlreadyImported(Exception):
 
 
 def _runs_of(path: str, tool: str | None, digest: Any = None, jobs: int = 1,
-             name: str | None = None) -> Iterator[ImportedRun]:
+             name: str | None = None, prepare: Callable[[ImportedRun], Any] | None = None) -> Iterator[Any]:
     """The runs of the file ``path`` (named ``name`` in what is stored); ``digest``: read it once,
-    hashing it as it is parsed (``_read_once``)."""
+    hashing it as it is parsed (``_read_once``); ``prepare``: iter_runs' (what each run becomes)."""
     if path == "-":  # e.g. kubectl logs POD | clusterbench import -
-        yield from iter_runs(_stdin(digest if digest is not None else hashlib.sha256()), tool, name="stdin")
+        yield from iter_runs(_stdin(digest if digest is not None else hashlib.sha256()), tool, name="stdin",
+                             prepare=prepare)
         return
     if os.path.isdir(path):
         raise ClusterbenchError("is a directory")
@@ -151,15 +161,16 @@ def _runs_of(path: str, tool: str | None, digest: Any = None, jobs: int = 1,
         if digest is not None:
             with open(path, "rb") as raw:
                 data = gzip.GzipFile(fileobj=raw) if gz else raw
-                yield from iter_runs(_hashed_text(data, digest), tool, name=name[:-3] if gz else name)
+                yield from iter_runs(_hashed_text(data, digest), tool, name=name[:-3] if gz else name,
+                                     prepare=prepare)
             return
         # errors="replace": junk bytes become U+FFFD, which the binary check then reports
         opener = gzip.open if gz else open
         with opener(path, "rt", encoding="utf-8", errors="replace", newline="") as f:
             if gz:
-                yield from iter_runs(f, tool, name=name[:-3])
+                yield from iter_runs(f, tool, name=name[:-3], prepare=prepare)
             else:   # workers may read a large plain file again by its path
-                yield from iter_runs(f, tool, name=name, jobs=jobs, path=path)
+                yield from iter_runs(f, tool, name=name, jobs=jobs, path=path, prepare=prepare)
     except (OSError, EOFError) as e:  # EOFError: a .gz file cut short
         raise ClusterbenchError(getattr(e, "strerror", None) or str(e) or "unreadable file") from None
     except zlib.error as e:  # a .gz file whose header is valid and whose data is not
@@ -296,25 +307,43 @@ def _import_file(path: str, tool: str | None, host: str | None, run_tags: dict[s
     """Parse one file and save its runs (in the caller's transaction), printing each as it goes;
     ``name``: the file's name as stored and printed."""
     name = name or path
+    if store is None:
+        # only the lines printed for each run cross back from a worker process, not its records
+        shown = partial(_shown_unstored, name=name, run_tags=run_tags, host=host, as_json=as_json)
+        for status, text in _runs_of(path, tool, digest, jobs, name, shown):
+            counted[status] = counted.get(status, 0) + 1
+            sys.stdout.write(text)
+        return
     for item in _runs_of(path, tool, digest, jobs, name):
-        run = item.run
-        run.tags.update(run_tags)
-        if not run.command:  # only a re-imported clusterbench run has the command it ran
-            run.command = command_line()
-        if host and not run.hosts:
-            run.hosts = [host]
-        if store is not None:
-            stored.append(store.save_run_rows(run, item.store_rows()))
+        run = _completed(item.run, run_tags, host)
+        stored.append(store.save_run_rows(run, item.store_rows()))
         counted[run.status] = counted.get(run.status, 0) + 1
-        extra = dict(file=name, stored=store is not None, measurements=len(item),
-                     benchmarks=item.benchmarks())
+        extra = dict(file=name, stored=True, measurements=len(item), benchmarks=item.benchmarks())
         if not as_json:
             for text in _summary(name, item, dry_run):
                 print(printable(text))
-        elif dry_run:
-            emit(run_line(run, **extra))
         else:  # streamed: a log of thousands of runs is never held whole
             emit_all(run_objects(run, item.measurements, **extra))
+
+
+def _completed(run: Run, run_tags: dict[str, str], host: str | None) -> Run:
+    """The run with what the import adds: its tags, the command, ``--host``."""
+    run.tags.update(run_tags)
+    if not run.command:  # only a re-imported clusterbench run has the command it ran
+        run.command = command_line()
+    if host and not run.hosts:
+        run.hosts = [host]
+    return run
+
+
+def _shown_unstored(item: ImportedRun, name: str, run_tags: dict[str, str], host: str | None,
+                    as_json: bool) -> tuple[str, str]:
+    """A run that is not stored (--dry-run): its status and the text printed for it."""
+    run = _completed(item.run, run_tags, host)
+    if as_json:
+        return run.status, dumps(run_line(run, file=name, stored=False, measurements=len(item),
+                                          benchmarks=item.benchmarks())) + "\n"
+    return run.status, "".join(printable(text) + "\n" for text in _summary(name, item, True))
 
 
 commands = [import_cmd]
