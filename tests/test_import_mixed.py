@@ -65,6 +65,32 @@ def test_a_bom_before_another_tools_output(paths, copies, line_end):
     assert [r.run.status for r in mixed] == [r.run.status for r in want]
 
 
+def _prefixed(text, prefix):
+    return "".join(prefix + line + "\n" for line in text.split("\n") if line)
+
+
+@pytest.mark.parametrize("paths", MIXED, ids=["nccl-stream", "stream-nccl", "nccl-osu-nccl", "osu-perftest-hipblaslt"])
+@pytest.mark.parametrize("prefix", ["[1,0]<stdout>:", "\x1b[32m", "2025-01-31T10:00:00Z ", "3: ", "node7: "],
+                         ids=["mpirun-tag", "colour", "timestamp", "srun-label", "pdsh"])
+@pytest.mark.parametrize("where", ["every", "later"])
+def test_a_prefix_before_every_line_hides_no_tool(paths, prefix, where):
+    # the parsers read each tool's lines without launcher prefixes and colour codes; the split
+    # between tools was looked for on the raw text, where a prefix hid each tool's first line
+    # (nccl-tests then BabelStream under mpirun --tag-output: the whole file read as BabelStream,
+    # the nccl-tests runs lost)
+    texts = [p.read_text() for p in paths]
+    if where == "later":   # the first tool's output bare, a prefix on the later tools' lines only
+        if prefix == "node7: ":
+            pytest.skip("pdsh's host prefix is taken off only where the log's start shows it")
+        mixed = parse_text(texts[0] + "".join(_prefixed(t, prefix) for t in texts[1:]), name="session.log")
+    else:
+        mixed = parse_text("".join(_prefixed(t, prefix) for t in texts), name="session.log")
+    want = parse_text("".join(_prefixed(t, "") for t in texts), name="session.log")
+    assert [r.run.meta["tool"] for r in mixed] == [r.run.meta["tool"] for r in want]
+    assert records(mixed) == records(want)
+    assert [r.run.status for r in mixed] == [r.run.status for r in want]
+
+
 def test_tool_starts_are_seen_without_a_bom():
     text = A3MEGA.read_text() + BOM + TITANXP.read_text()
     parts = split_tools(text, "nccl-tests")

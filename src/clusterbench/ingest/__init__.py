@@ -27,6 +27,7 @@ from clusterbench.ingest.common import (
     Prepared,
     clean_lines,
     drop_line_boms,
+    seen_lines,
     text_lines,
 )
 from clusterbench.ingest.registry import ForeignOutput, Importer, whole_text
@@ -74,20 +75,25 @@ def _foreign_starts(tool: str) -> re.Pattern[str] | None:
 def split_tools(text: str, first: str) -> list[tuple[str, str]]:
     """The parts of a log written by different tools, as (tool, text), in order. Text before a
     tool's first line (its command line, a prompt) goes with it; a part ends where another
-    tool's output begins. Lines are seen as the cleaners see them, without the byte order mark
-    that starts one (a tool's output saved with one and appended to another's), which would hide
-    the tool's first line; the parts are given so too."""
+    tool's output begins. Lines are seen as the parsers see them (``seen_lines``: a colour code,
+    a launcher's prefix or a byte order mark before a tool's first line would hide it); the parts
+    are the text as it came, without the byte order marks that start lines (a tool's output saved
+    with one and appended to another's)."""
     text = drop_line_boms(text)
+    seen = seen_lines(text)
+    line_at = _line_offsets(text) if seen != text else None
     parts: list[tuple[str, str]] = []
     tool, start = None, 0
-    for m in _ALL_STARTS.finditer(text):
+    for m in _ALL_STARTS.finditer(seen):
         found = _STARTERS[int((m.lastgroup or "g0")[1:])].tool
         if tool is None:
             tool = found
             continue
         if found == tool:
             continue
-        line = text.rfind("\n", 0, m.start()) + 1
+        line = seen.rfind("\n", 0, m.start()) + 1
+        if line_at is not None:   # the same line in the text as it came
+            line = line_at[seen.count("\n", 0, line)]
         context = line
         for _ in range(CONTEXT_LINES):
             prev = text.rfind("\n", 0, max(context - 1, 0)) + 1
@@ -98,6 +104,14 @@ def split_tools(text: str, first: str) -> list[tuple[str, str]]:
         tool, start = found, context
     parts.append((tool or first, text[start:]))
     return [(t, p) for t, p in parts if p.strip()]
+
+
+def _line_offsets(text: str) -> list[int]:
+    """Where each line of ``text`` starts."""
+    return [0, *(m.end() for m in _LINE_END.finditer(text))]
+
+
+_LINE_END = re.compile("\n")
 
 
 def detect_tool(text: str) -> str | None:

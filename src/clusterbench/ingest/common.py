@@ -378,6 +378,17 @@ def first_cleaner(head: str) -> TextCleaner:
     return TextCleaner(head[:1 << 16].split("\n")[:_HOST_WINDOW * 4])
 
 
+def seen_lines(text: str) -> str:
+    """``text`` line for line as a tool's parser reads it: without colour codes, progress output
+    overwritten in place, byte order marks and launcher prefixes (wherever they appear; pdsh's
+    host where the log's start shows it), so that a tool's first line is found behind them. The
+    same number of lines as ``text``, or ``text`` itself where cleaning would join lines."""
+    cleaner = first_cleaner(text)
+    cleaner.wrapped = True   # a prefix on later lines only still hides the line behind it
+    seen = cleaner.clean(text)
+    return seen if seen.count("\n") == text.count("\n") else text
+
+
 def text_chunks(lines: Iterable[str], cleaner: TextCleaner | None = None, roles: Roles | None = None
                 ) -> Iterator[str]:
     """The log as cleaned blocks of whole lines (each ending with a newline); a document's
