@@ -361,3 +361,15 @@ def test_sweep_of_far_scores(tmp_path, monkeypatch, scores, link):
         rc, out, err = run_cli(*shown, "--db", db)
         _ok(rc, out, err, (0, 1, 2))
         _no_wall(shown, out, err)
+
+
+def test_judged_percentages_stay_short_at_the_extremes():
+    # a CV, an outlier ratio or an efficiency off a value near 0 was printed with fixed
+    # decimals: hundreds of digits in a table cell or a reason
+    from clusterbench.judge.noise import RowStats, spread_reasons
+    from clusterbench.judge.text import cv_text
+
+    assert cv_text(1e200) == "1e+202%" and cv_text(0.0123) == "1.2%" and cv_text(None) == "-"
+    stats = RowStats("all_reduce", "8 B", {"min": 1e-300, "max": 1e10, "median": 1e-300, "mad": 1e-301, "cv": 1e200})
+    reasons = spread_reasons(stats)
+    assert reasons and max(len(r) for r in reasons) < 60, reasons

@@ -187,7 +187,7 @@ def judge(a: Summary, b: Summary, test: WelchResult | None, hib: bool, *, alpha:
     cvs = [cv for cv in (a.cv, b.cv) if cv is not None]
     noisy = max(cvs, default=None)
     if noisy is not None and noisy > max_cv:
-        return NOISY, f"too noisy to call (CV {noisy * 100:.0f}%)"
+        return NOISY, f"too noisy to call (CV {compact(noisy * 100, 0)}%)"
     decide = test.p if p is None else p
     raw = test.p if raw_p is None else raw_p
     adjusted = method != ADJUST_NONE

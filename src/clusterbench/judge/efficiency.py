@@ -12,6 +12,7 @@ from clusterbench import peaks
 from clusterbench.families import family_of, metric_of
 from clusterbench.judge.theory import Efficiency, link_efficiency, link_speed_for
 from clusterbench.records import Measurement, Run
+from clusterbench.units import compact
 
 
 def nodes_of(run: Run, override: int | None = None) -> int:
@@ -47,7 +48,7 @@ def efficiency_lines(run: Run, ms: list[Measurement], link: str | None = None) -
     """What a terminal table adds below a run judged against its link speed."""
     text = link or run.tags.get("link_speed")
     return [f"# efficiency {e.benchmark}{f' {e.placement}' if e.placement else ''}: algbw "
-            f"{e.measured_algbw:.3g} GB/s = {e.ratio * 100:.1f}% of the optimal {e.optimal_algbw:.3g} GB/s "
+            f"{e.measured_algbw:.3g} GB/s = {compact(e.ratio * 100, 1)}% of the optimal {e.optimal_algbw:.3g} GB/s "
             f"for {e.nodes} nodes over {text}"
             for e in best_per_placement(run_link_efficiency(run, ms, link))]
 

@@ -125,10 +125,10 @@ def spread_reasons(s: RowStats) -> list[str]:
     if cv is None and s.get("stddev") is not None and s.get("avg"):
         cv = s.stats["stddev"] / s.stats["avg"]
     if cv is not None and cv > CV_LIMIT:
-        out.append(f"CV {cv * 100:.0f}%")
+        out.append(f"CV {compact(cv * 100, 0)}%")
     if not out and hi is not None and med and mad is not None and hi >= med * (1 + MIN_EXCESS) \
             and _z(hi, med, mad) > OUTLIER_Z:
-        out.append(f"slowest iteration an outlier, {hi / med:.2f}x the median")
+        out.append(f"slowest iteration an outlier, {compact(hi / med)}x the median")
     return out
 
 

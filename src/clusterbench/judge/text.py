@@ -71,7 +71,7 @@ def params_text(params: dict, keys: set[str] | None = None) -> str:
 def cv_text(cv: float | None) -> str:
     """A coefficient of variation as a percent; ``-`` where it is undefined (one value, a mean
     of 0): 0.0% would claim a perfectly steady row."""
-    return "-" if cv is None else f"{cv * 100:.1f}%"
+    return "-" if cv is None else f"{compact(cv * 100, 1)}%"
 
 
 def shows_adjusted(adjust: str | None) -> bool:
