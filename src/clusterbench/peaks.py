@@ -15,8 +15,6 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
 
 @dataclass(frozen=True)
 class DevicePeaks:
@@ -43,6 +41,8 @@ def _from_dict(d: dict[str, Any]) -> DevicePeaks:
 
 @lru_cache(maxsize=1)
 def table() -> tuple[DevicePeaks, ...]:
+    import yaml  # here: most commands never read the table, and yaml is 10 ms of start-up
+
     text = resources.files("clusterbench").joinpath("data/peaks.yaml").read_text()
     return tuple(_from_dict(d) for d in yaml.safe_load(text)["devices"])
 
