@@ -39,8 +39,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from clusterbench.errors import UsageError
 from clusterbench.families import by_command, family_of, metric_of
 from clusterbench.textfile import read_user_text
@@ -354,8 +352,13 @@ def load_profile(name_or_path: str) -> Profile:
             raise UsageError(f"unknown profile {name_or_path!r} (built-in: {known}; or give a .yaml file)")
         text = res.read_text()
         origin = name_or_path
+    # here: most commands never load a profile, and yaml is 10 ms of start-up
+    import yaml
+
+    from clusterbench.judge.profile_yaml import load_yaml
+
     try:
-        data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader that notes line numbers
+        data = load_yaml(text)
     except yaml.YAMLError as e:
         where = getattr(e, "problem_mark", None)
         at = f" at line {where.line + 1}" if where else ""
@@ -365,73 +368,6 @@ def load_profile(name_or_path: str) -> Profile:
     except RecursionError:
         raise UsageError(f"profile {origin}: nested more than {sys.getrecursionlimit()} levels deep") from None
     return parse_profile(data, origin)
-
-
-class _Mapping(dict):  # type: ignore[type-arg]
-    """A YAML mapping that remembers its line and each key's line (1-based), for messages."""
-
-    line: int = 0
-    key_lines: dict[Any, int]
-
-
-class _LineLoader(yaml.SafeLoader):
-    """PyYAML's safe loader (plain data only) whose mappings know their line numbers and refuse
-    a key given twice (which safe_load silently takes the last of)."""
-
-
-# A profile is a few hundred values; aliases may repeat a node, but never expand it past this.
-MAX_NODES = 100_000
-
-
-def _expanded_nodes(root: yaml.Node) -> int:
-    """How many nodes the document would have with every alias written out: counted once per
-    distinct node (memoised), so a "billion laughs" is measured without being expanded."""
-    sizes: dict[int, int] = {}
-
-    def size(node: yaml.Node) -> int:
-        key = id(node)
-        if key not in sizes:
-            sizes[key] = 1   # a node that contains itself (a recursive alias) counts once
-            children: list[yaml.Node] = []
-            if isinstance(node, yaml.SequenceNode):
-                children = node.value
-            elif isinstance(node, yaml.MappingNode):
-                children = [n for pair in node.value for n in pair]
-            sizes[key] = min(MAX_NODES + 1, 1 + sum(size(c) for c in children))
-        return sizes[key]
-
-    return size(root)
-
-
-def _construct_document(loader: _LineLoader, node: yaml.Node) -> Any:
-    if _expanded_nodes(node) > MAX_NODES:
-        raise UsageError(f"its aliases expand it past {MAX_NODES} values: refused, not expanded")
-    return yaml.SafeLoader.construct_document(loader, node)
-
-
-_LineLoader.construct_document = _construct_document  # type: ignore[method-assign,assignment]
-
-
-def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> _Mapping:
-    loader.flatten_mapping(node)
-    out = _Mapping()
-    out.line = node.start_mark.line + 1
-    out.key_lines = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        try:
-            hash(key)
-        except TypeError:
-            raise UsageError(f"line {key_node.start_mark.line + 1}: a mapping key must be a plain value") from None
-        if key in out:
-            raise UsageError(f"line {key_node.start_mark.line + 1}: key {key!r} given twice "
-                             f"(first at line {out.key_lines[key]})")
-        out[key] = loader.construct_object(value_node, deep=True)
-        out.key_lines[key] = key_node.start_mark.line + 1
-    return out
-
-
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 def dump_profile(profile: Profile) -> str:
@@ -469,4 +405,6 @@ def dump_profile(profile: Profile) -> str:
             d["higher_is_better"] = c.higher_is_better
         crits.append(d)
     out["criteria"] = crits
+    import yaml
+
     return yaml.safe_dump(out, sort_keys=False, width=100)

@@ -1,0 +1,83 @@
+"""Profile YAML as ``load_profile`` reads it: PyYAML's safe loader whose mappings know their line
+numbers, refusing a key given twice and aliases that would expand a document past a bound."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from clusterbench.errors import UsageError
+
+
+def load_yaml(text: str) -> Any:
+    """The document in ``text``; raises yaml.YAMLError, UsageError (a key twice, too many
+    values) or RecursionError."""
+    return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader that notes line numbers
+
+
+class _Mapping(dict):  # type: ignore[type-arg]
+    """A YAML mapping that remembers its line and each key's line (1-based), for messages."""
+
+    line: int = 0
+    key_lines: dict[Any, int]
+
+
+class _LineLoader(yaml.SafeLoader):
+    """PyYAML's safe loader (plain data only) whose mappings know their line numbers and refuse
+    a key given twice (which safe_load silently takes the last of)."""
+
+
+# A profile is a few hundred values; aliases may repeat a node, but never expand it past this.
+MAX_NODES = 100_000
+
+
+def _expanded_nodes(root: yaml.Node) -> int:
+    """How many nodes the document would have with every alias written out: counted once per
+    distinct node (memoised), so a "billion laughs" is measured without being expanded."""
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key not in sizes:
+            sizes[key] = 1   # a node that contains itself (a recursive alias) counts once
+            children: list[yaml.Node] = []
+            if isinstance(node, yaml.SequenceNode):
+                children = node.value
+            elif isinstance(node, yaml.MappingNode):
+                children = [n for pair in node.value for n in pair]
+            sizes[key] = min(MAX_NODES + 1, 1 + sum(size(c) for c in children))
+        return sizes[key]
+
+    return size(root)
+
+
+def _construct_document(loader: _LineLoader, node: yaml.Node) -> Any:
+    if _expanded_nodes(node) > MAX_NODES:
+        raise UsageError(f"its aliases expand it past {MAX_NODES} values: refused, not expanded")
+    return yaml.SafeLoader.construct_document(loader, node)
+
+
+_LineLoader.construct_document = _construct_document  # type: ignore[method-assign,assignment]
+
+
+def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> _Mapping:
+    loader.flatten_mapping(node)
+    out = _Mapping()
+    out.line = node.start_mark.line + 1
+    out.key_lines = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            hash(key)
+        except TypeError:
+            raise UsageError(f"line {key_node.start_mark.line + 1}: a mapping key must be a plain value") from None
+        if key in out:
+            raise UsageError(f"line {key_node.start_mark.line + 1}: key {key!r} given twice "
+                             f"(first at line {out.key_lines[key]})")
+        out[key] = loader.construct_object(value_node, deep=True)
+        out.key_lines[key] = key_node.start_mark.line + 1
+    return out
+
+
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
