@@ -6,7 +6,8 @@ telemetry, and the runs.
 
 No external resources (no scripts, fonts or stylesheets fetched): figures are inline PNG data
 URIs, so the page can be mailed or attached to a ticket. Every string from a run or a log
-(hostnames, device names, tags, commands) goes through ``html.escape``.
+(hostnames, device names, tags, commands) goes through ``html.escape``, and its control
+characters show as ``printable``'s escapes (as ``results show`` prints them).
 """
 
 from __future__ import annotations
@@ -39,9 +40,12 @@ from clusterbench.judge.text import (
     shows_adjusted,
     varying_keys,
 )
+from clusterbench.printable import printable
 from clusterbench.records import utc_now
 from clusterbench.report.figures import FigureEntry, benchmarks_of
 from clusterbench.report.plots import mean_sd
+from clusterbench.report.terminal import run_remarks
+from clusterbench.store.selectors import tag_term
 from clusterbench.units import compact, format_size
 
 _CSS = """
@@ -65,7 +69,15 @@ details{margin:8px 0}summary{cursor:pointer;color:#333}
 
 
 def esc(v: object) -> str:
-    return html.escape(str(v), quote=True)
+    # html.escape leaves control characters: an ESC or BEL from a log would reach whoever cats
+    # the file, and HTML forbids them. Line breaks stay (HTML shows them as spaces).
+    return html.escape("\n".join(printable(line) for line in str(v).split("\n")), quote=True)
+
+
+def _num(v: float) -> str:
+    """A report cell's number; ``-`` where it is not finite (the sd of 1.7e308 and -1.7e308
+    overflows): ``inf`` is no figure."""
+    return compact(v) if math.isfinite(v) else "-"
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]], numeric: set[int] | None = None,
@@ -92,13 +104,16 @@ def _runs_section(f: Findings) -> str:
             rows.append([run.id, g.label, run.benchmark + (f" ({run.source})" if run.source else ""),
                          run.status, run.started_at, ", ".join(run.hosts) or "-", run.ranks,
                          ", ".join(dict.fromkeys(run.devices)) or "-",
-                         ", ".join(f"{k}={v}" for k, v in run.tags.items()) or "-",
+                         ", ".join(tag_term(k, v) for k, v in run.tags.items()) or "-",
                          ", ".join(f"{k} {v}" for k, v in list(run.versions.items())[:6]) or "-", len(ms)])
     body = table(["run", "group", "benchmark", "status", "started (UTC)", "hosts", "ranks", "devices",
                   "tags", "versions", "measurements"], rows, {0, 6, 10})
     errors = [(run.id, e) for g in f.groups for run, _ in g.runs for e in run.errors[:5]]
     if errors:
         body += "<p>Errors recorded with the runs:</p>" + table(["run", "error"], errors)
+    remarks = [(run.id, kind, text) for g in f.groups for run, _ in g.runs for kind, text in run_remarks(run)]
+    if remarks:
+        body += "<p>Warnings and notes recorded with the runs:</p>" + table(["run", "kind", "text"], remarks)
     return body
 
 
@@ -331,7 +346,7 @@ def _size_tables(f: Findings, family: Family) -> str:
                     row.append("-")
                     continue
                 mean, sd = mean_sd(v)
-                row.append(compact(mean) if len(v) == 1 else f"{compact(mean)} ± {compact(sd)}")
+                row.append(_num(mean) if len(v) == 1 else f"{_num(mean)} ± {_num(sd)}")
             rows.append(row)
         name = headline.name
         headers = ["size"] + [f"{label} {pl}-place {name}" if pl else f"{label} {name}" for label, pl in cols]

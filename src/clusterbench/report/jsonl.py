@@ -32,7 +32,7 @@ from clusterbench.judge.compare import Comparison
 from clusterbench.judge.efficiency import DevicePercent, best_per_placement, run_link_efficiency
 from clusterbench.judge.theory import Efficiency
 from clusterbench.judge.validate import Outcome
-from clusterbench.records import Event, Measurement, Run
+from clusterbench.records import WARNINGS, Event, Measurement, Run
 
 MEASUREMENT = "measurement"
 RUN = "run"
@@ -163,13 +163,16 @@ def summary_line(command: str, **fields: Any) -> dict[str, Any]:
 
 def run_objects(run: Run, measurements: Iterable[Measurement], /, **extra: Any) -> Iterator[dict[str, Any]]:
     """The lines of one run: its measurements, the run record (with ``extra`` fields, see
-    ``run_line``), its noise warnings (``warning``), then what is judged from them at once
-    (efficiency against the run's ``link_speed`` tag)."""
+    ``run_line``), its warnings (``warning``: an import's doubts, then noise warnings), then
+    what is judged from them at once (efficiency against the run's ``link_speed`` tag)."""
     measurements = list(measurements)
     for m in measurements:
         yield measurement_line(m, run.id)
     yield run_line(run, **extra)
-    for w in noise.stored(run):   # what a table prints as "# warning:", for scripts too
+    # what a table prints as "# warning:", for scripts too
+    for text in run.meta.get(WARNINGS) or []:
+        yield warning_line(str(text), run.id)
+    for w in noise.stored(run):
         yield warning_line(w.text, run.id)
     link = run.tags.get("link_speed", "")
     for e in best_per_placement(run_link_efficiency(run, measurements, None)):

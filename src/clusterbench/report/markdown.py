@@ -14,13 +14,18 @@ from clusterbench.judge.text import (
     shows_adjusted,
     varying_keys,
 )
+from clusterbench.printable import printable
+from clusterbench.report.terminal import run_remarks
+from clusterbench.store.selectors import tag_term
 from clusterbench.units import compact, format_size
 
 
 def _cell(v: object) -> str:
-    # Pipes and newlines would break the table; angle brackets would render as HTML on most sites.
-    return (str(v).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-            .replace("<", "&lt;").replace(">", "&gt;"))
+    # Pipes and newlines would break the table; angle brackets would render as HTML on most sites,
+    # and an entity (a tag "&amp;") as the character it names; other control characters (an ESC
+    # from a log) show as printable's escapes, never raw.
+    return (printable(str(v).replace("\n", " ")).replace("\\", "\\\\").replace("|", "\\|")
+            .replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
 
 
 def _table(headers: list[str], rows: list[list[object]]) -> list[str]:
@@ -35,9 +40,16 @@ def render_markdown(f: Findings, title: str) -> str:
     lines += [f"- {_cell(r)}" for r in v.reasons] + ([""] if v.reasons else [])
     runs = [[run.id, g.label, run.benchmark + (f" ({run.source})" if run.source else ""), run.status,
              ", ".join(run.hosts) or "-", run.ranks, ", ".join(dict.fromkeys(run.devices)) or "-",
-             ", ".join(f"{k}={v}" for k, v in run.tags.items()) or "-"]
+             ", ".join(tag_term(k, v) for k, v in run.tags.items()) or "-"]
             for g in f.groups for run, _ in g.runs]
     lines += ["## Runs", ""] + _table(["run", "group", "benchmark", "status", "hosts", "ranks", "devices", "tags"], runs)
+    # as the HTML page: a failed run's errors and an import's doubts are why its figures matter
+    errors = [[run.id, e] for g in f.groups for run, _ in g.runs for e in run.errors[:5]]
+    if errors:
+        lines += ["Errors recorded with the runs:", ""] + _table(["run", "error"], errors)
+    remarks = [[run.id, kind, text] for g in f.groups for run, _ in g.runs for kind, text in run_remarks(run)]
+    if remarks:
+        lines += ["Warnings and notes recorded with the runs:", ""] + _table(["run", "kind", "text"], remarks)
     if f.outcomes:
         failed = [o for o in f.outcomes if o.status in ("fail", "error")]
         verdict = "FAIL" if failed else "PASS"

@@ -20,6 +20,7 @@ from clusterbench.judge import noise
 from clusterbench.judge.efficiency import efficiency_lines
 from clusterbench.printable import printable
 from clusterbench.records import (
+    WARNINGS,
     Event,
     Failure,
     Header,
@@ -41,6 +42,13 @@ def stored_notes(run: Run) -> dict[str, list[str]]:
         if note.benchmark:
             out.setdefault(note.benchmark, []).append(note.text)
     return out
+
+
+def run_remarks(run: Run) -> list[tuple[str, str]]:
+    """An import's doubts (``# warning:`` in ``results show``) and every stored note, as (kind,
+    text): what a run's table prints besides its rows, for the report's forms to keep too."""
+    out = [("warning", str(w)) for w in run.meta.get(WARNINGS) or []]
+    return out + [("note", Note.from_stored(n).text) for n in run.meta.get("notes") or []]
 
 
 def _note_lines(texts: Iterable[str]) -> list[str]:
