@@ -373,3 +373,14 @@ def test_judged_percentages_stay_short_at_the_extremes():
     stats = RowStats("all_reduce", "8 B", {"min": 1e-300, "max": 1e10, "median": 1e-300, "mad": 1e-301, "cv": 1e200})
     reasons = spread_reasons(stats)
     assert reasons and max(len(r) for r in reasons) < 60, reasons
+
+
+def test_a_spread_past_the_largest_float_is_not_called_an_infinite_value():
+    from clusterbench.judge.compare import INSUFFICIENT, judge
+    from clusterbench.judge.stats import summarize
+
+    ordinary, wide, infinite = summarize([1.0, 2.0, 3.0]), summarize([1.7e308, -1.7e308]), summarize([1.0, math.inf])
+    args = dict(alpha=0.05, min_effect=0.02, max_cv=0.1)
+    assert judge(ordinary, wide, None, True, **args) == (
+        INSUFFICIENT, "the spread of B's values is past the largest float: cannot test")
+    assert judge(infinite, wide, None, True, **args) == (INSUFFICIENT, "a value of A is not finite: cannot test")

@@ -170,9 +170,13 @@ def judge(a: Summary, b: Summary, test: WelchResult | None, hib: bool, *, alpha:
     one under ``method``; the test's own by default) and ``raw_p`` the unadjusted one it came
     from, so that a row the adjustment kept from being called changed says so."""
     if not (a.finite and b.finite):
-        # An infinite value (a bandwidth from a zero time) has no mean or spread to test.
-        sides = " and ".join(s for s, x in (("A", a), ("B", b)) if not x.finite)
-        return INSUFFICIENT, f"a value of {sides} is not finite: cannot test"
+        # An infinite value (a bandwidth from a zero time) has no mean or spread to test; nor have
+        # finite values whose spread is past the largest float (1.7e308 and -1.7e308).
+        infinite = " and ".join(s for s, x in (("A", a), ("B", b)) if not math.isfinite(x.mean))
+        if infinite:
+            return INSUFFICIENT, f"a value of {infinite} is not finite: cannot test"
+        wide = " and ".join(s for s, x in (("A", a), ("B", b)) if not x.finite)
+        return INSUFFICIENT, f"the spread of {wide}'s values is past the largest float: cannot test"
     rel = relative_change(a.mean, b.mean)
     if rel is not None:
         delta = rel
