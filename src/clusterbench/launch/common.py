@@ -4,9 +4,10 @@ line a rank runs, and quoting for ssh-like agents.
 Commands are argument lists. Where a shell is unavoidable (an sbatch script, ssh's remote
 command line, a container's command), every word is quoted with ``shlex.quote`` and host
 names must match a strict pattern, so a host name or tag with shell metacharacters is data,
-never code. No value given to a launcher may hold a control character (newline, NUL, ...):
-a newline would end a line of a script, hostfile or directive, and a line break inside a
-quoted word would still end a ``#`` comment line of the printed text.
+never code. No value given to a launcher may hold a control character (newline, NUL, ...,
+and the C1 controls such as NEL ``\x85`` or CSI ``\x9b``): a newline would end a line of a
+script, hostfile or directive, and a line break inside a quoted word would still end a ``#``
+comment line of the printed text.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from clusterbench.errors import UsageError
 # Host names, IPv4/IPv6 addresses and Slurm node names; nothing a shell would interpret.
 _HOST_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:%\-]*$")
 _ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 DEFAULT_AGENT = ("ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10")
 

@@ -28,7 +28,8 @@ _TIME_ZONE = re.compile(r"[A-Za-z][A-Za-z0-9_+\-]*(/[A-Za-z0-9_+\-]+)*")
 
 
 def _value(text: str, what: str, lo: int, hi: int, names: dict[str, int]) -> int:
-    v = names.get(text.lower()) if not text.isdigit() else int(text)
+    digits = re.fullmatch(r"[0-9]+", text) is not None   # not str.isdigit: '٣' and '²' are not cron
+    v = int(text) if digits else names.get(text.lower())
     if v is None or not lo <= v <= hi:
         raise ValueError(f"{what} {text!r} is not in {lo}-{hi}" + (" or a name" if names else ""))
     return v
@@ -39,7 +40,7 @@ def _field(text: str, what: str, lo: int, hi: int, names: dict[str, int], questi
         return
     for part in text.split(","):
         base, slash, step = part.partition("/")
-        if slash and (not step.isdigit() or int(step) == 0):
+        if slash and (not re.fullmatch(r"[0-9]+", step) or int(step) == 0):
             raise ValueError(f"{what} step {step!r} is not a positive number")
         if base == "*":
             continue

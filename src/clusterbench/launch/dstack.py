@@ -5,7 +5,9 @@ dstack runs ``commands`` in a shell, so each of our words there is quoted with `
 the only expansions left are dstack's own variables (``$DSTACK_NODE_RANK``...). ``--setup``
 commands are shell text the user wrote, run as given. The team database URL comes from a dstack
 secret through dstack's ``${{ secrets.NAME }}`` interpolation in ``env``, so the manifest never
-holds it.
+holds it. dstack interpolates ``commands`` and ``env`` values before any shell sees them
+(``${{ run.args }}``, ``${{ secrets.NAME }}``, ``$$`` for ``$``), and not in a way a quote can
+undo, so a value of ours holding ``${{`` or ``$$`` is an error.
 """
 
 from __future__ import annotations
@@ -33,6 +35,14 @@ def secret_env(secret: str) -> str:
     return f"{DB_ENV}=${{{{ secrets.{secret} }}}}"
 
 
+def check_literal(text: str, what: str) -> str:
+    """``text`` unless dstack would interpolate it (``${{ ... }}``) or unescape it (``$$``)."""
+    if "${{" in text or "$$" in text:
+        raise UsageError(f"invalid {what} {text!r}: dstack reads '${{{{' and '$$' in a task as its "
+                         "own interpolation")
+    return text
+
+
 def _check(name: str, image: str | None, gpu: str | None, startup_order: str, stop_criteria: str,
            setup: tuple[str, ...], install: str | None) -> None:
     if not re.fullmatch(r"^[a-z][a-z0-9-]{0,40}$", name):
@@ -48,7 +58,7 @@ def _check(name: str, image: str | None, gpu: str | None, startup_order: str, st
     for line in setup:
         check_text(line, "--setup")  # one command per --setup: a newline would hide a second
     if install is not None:
-        check_install(install)
+        check_literal(check_install(install), "--install")
 
 
 def task(spec: Spec, *, name: str = "clusterbench", image: str | None = None,
@@ -57,6 +67,10 @@ def task(spec: Spec, *, name: str = "clusterbench", image: str | None = None,
          install: str | None = None, db_secret: str | None = None) -> dict[str, Any]:
     """The task: ``setup`` commands, ``pip install`` of ``install`` when given, then torchrun."""
     _check(name, image, gpu, startup_order, stop_criteria, setup, install)
+    for w in spec.command:
+        check_literal(w, "command word")
+    for v in spec.env.values():
+        check_literal(v, "--env value")
     run = " ".join([
         "torchrun", f"--nnodes={spec.nodes}",
         "--nproc_per_node=$DSTACK_GPUS_PER_NODE" if spec.gpus_per_node else

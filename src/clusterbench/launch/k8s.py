@@ -20,6 +20,8 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
 from clusterbench import __version__
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.launch.common import Spec, check_text
@@ -27,7 +29,7 @@ from clusterbench.launch.common import Spec, check_text
 _DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _SECRET_KEY = re.compile(r"[-._a-zA-Z0-9]+")
-_QUANTITY = re.compile(r"^\d+(\.\d+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m)?$")
+_QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m)?$")
 # An image reference: [registry[:port]/]path[:tag][@digest]; no white space or quotes.
 _IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+\-]*")
 # An extended resource name: [domain/]name, e.g. nvidia.com/gpu, rdma/roce_gdr.
@@ -104,7 +106,7 @@ class K8sOptions:
     def check(self) -> None:
         if not _DNS1123.fullmatch(self.name) or len(self.name) > 63:
             raise UsageError(f"invalid --name {self.name!r}: lower-case letters, digits and '-'")
-        if self.namespace is not None and not _DNS1123.fullmatch(self.namespace):
+        if self.namespace is not None and (not _DNS1123.fullmatch(self.namespace) or len(self.namespace) > 63):
             raise UsageError(f"invalid --namespace {self.namespace!r}")
         for what, q in (("--shm-size", self.shm_size), ("--cpu", self.cpu), ("--memory", self.memory)):
             if q is not None and not _QUANTITY.fullmatch(q):
@@ -112,7 +114,7 @@ class K8sOptions:
         for n in self.networks:
             if not re.fullmatch(r"^[a-z0-9]([-a-z0-9./]*[a-z0-9])?$", n):
                 raise UsageError(f"invalid --network {n!r}: a NetworkAttachmentDefinition name")
-        check_image(self.image_ref)
+        check_image(self.image if self.image is not None else self.image_ref)   # '' is no image
         for what, r in (("--gpu-resource", self.gpu_resource), *(("--resource", n) for n in self.extra_resources)):
             if not _RESOURCE.fullmatch(r):
                 raise UsageError(f"invalid {what} {r!r}: a resource name such as nvidia.com/gpu")
@@ -123,14 +125,46 @@ class K8sOptions:
             check_install(self.install)
 
 
+def check_job_name(name: str, replicas: int) -> None:
+    """The operators name a Service and a pod host name after the job and its last replica
+    (``NAME-worker-N``): Kubernetes wants those to be DNS-1035 labels, a letter first and at
+    most 63 characters, so a name that makes them invalid is an error here, not in the cluster."""
+    longest = f"{name}-worker-{max(replicas - 1, 0)}"
+    if not name[:1].isalpha() or len(longest) > 63:
+        raise UsageError(f"invalid --name {name!r}: it must start with a letter and {longest!r} "
+                         "(a replica's Service name) must fit in 63 characters")
+
+
+class _Dumper(yaml.SafeDumper):
+    """PyYAML's dumper, quoting the strings other YAML readers take for something else:
+    kubectl's (go-yaml, YAML 1.1 and 1.2) reads ``y``/``n`` as booleans and ``1e3``, ``08``,
+    ``0o17`` as numbers, which PyYAML would write bare."""
+
+
+_Dumper.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"), list("yYnN"))
+_Dumper.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:\.[0-9_]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?$"
+               r"|^[-+]?0(?:[oO][0-7_]+|[xX][0-9a-fA-F_]+|[bB][01_]+)$"),
+    list("-+.0123456789"))
+
+
+def dump(doc: Any) -> str:
+    """The manifest as YAML that every reader loads back to the same strings and numbers."""
+    return yaml.dump(doc, Dumper=_Dumper, sort_keys=False)
+
+
 def k8s_literal(word: str) -> str:
     """A command word as Kubernetes passes it literally: it expands ``$(VAR)`` in container
     commands and reduces ``$$`` to ``$``, so every ``$`` is doubled."""
     return word.replace("$", "$$")
 
 
-def _env(spec: Spec, opts: K8sOptions) -> list[dict[str, Any]]:
+def _env(spec: Spec, opts: K8sOptions, own: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     # the kubelet expands $(VAR) in env values as in commands: every value is kept literal
+    for key in own:   # variables the manifest sets itself
+        if key in spec.env:
+            raise UsageError(f"--env {key}=...: the manifest sets {key} itself")
     env: list[dict[str, Any]] = [{"name": k, "value": k8s_literal(v)} for k, v in spec.env.items()]
     if opts.db_secret is not None:
         if DB_ENV in spec.env:
@@ -147,7 +181,8 @@ def _installing(command: list[str], install: str | None) -> list[str]:
     return ["sh", "-c", INSTALL_SCRIPT, "clusterbench-install", install, *command]
 
 
-def _container(spec: Spec, opts: K8sOptions, name: str, command: list[str], gpus: int) -> dict[str, Any]:
+def _container(spec: Spec, opts: K8sOptions, name: str, command: list[str], gpus: int,
+               own_env: tuple[str, ...] = ()) -> dict[str, Any]:
     limits: dict[str, str] = dict(opts.extra_resources)
     requests: dict[str, str] = dict(opts.extra_resources)
     if gpus:
@@ -161,7 +196,7 @@ def _container(spec: Spec, opts: K8sOptions, name: str, command: list[str], gpus
         # literal words: a $(VAR) in a tag must not become the value of the container's
         # variables (the database Secret's URL) when the kubelet starts it
         "name": name, "image": opts.image_ref, "command": [k8s_literal(w) for w in command],
-        "env": _env(spec, opts),
+        "env": _env(spec, opts, own_env),
         "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
     }
     if limits or requests:
@@ -189,6 +224,7 @@ def _meta(opts: K8sOptions) -> dict[str, Any]:
 def pytorchjob(spec: Spec, opts: K8sOptions) -> dict[str, Any]:
     """Kubeflow PyTorchJob: the operator sets MASTER_ADDR/RANK/WORLD_SIZE; torchrun per pod."""
     opts.check()
+    check_job_name(opts.name, spec.nodes - 1)
     cmd = _installing(["torchrun", f"--nnodes={spec.nodes}", f"--nproc_per_node={spec.procs_per_node}",
                        "-m", "clusterbench", *spec.command], opts.install)
     gpus = spec.gpus_per_node
@@ -218,6 +254,7 @@ def mpijob(spec: Spec, opts: K8sOptions) -> dict[str, Any]:
         raise UsageError("--install does not apply to --kind mpijob, which runs the clusterbench "
                          "of its image (see docs/multi-node.md)")
     opts.check()
+    check_job_name(opts.name, spec.nodes)
     mpirun = ["mpirun", "-n", str(spec.world_size), "-N", str(spec.procs_per_node),
               "-x", "MASTER_ADDR=" + f"{opts.name}-worker-0.{opts.name}-worker",
               *[x for k in spec.env for x in ("-x", k)],
@@ -248,9 +285,11 @@ def cronjob(spec: Spec, opts: K8sOptions, schedule: str, time_zone: str | None =
     from clusterbench.launch.cron import check_schedule, check_time_zone
 
     opts.check()
+    if len(opts.name) > 52:   # its Jobs are named NAME-<11 digits>
+        raise UsageError(f"invalid --name {opts.name!r} for --schedule: a CronJob's name has at most 52 characters")
     schedule = check_schedule(schedule)
     command = _installing(["clusterbench", *spec.command], opts.install)
-    container = _container(spec, opts, "clusterbench", command, spec.gpus_per_node)
+    container = _container(spec, opts, "clusterbench", command, spec.gpus_per_node, own_env=(NODE_ENV,))
     container["env"].append({"name": NODE_ENV, "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}})
     pod = _pod(spec, opts, container)
     labels = {"app.kubernetes.io/name": "clusterbench", CRONJOB_LABEL: opts.name}

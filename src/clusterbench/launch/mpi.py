@@ -19,7 +19,7 @@ from clusterbench.errors import UsageError
 from clusterbench.launch.common import Spec, check_host, check_text, split_agent
 from clusterbench.textfile import read_user_text
 
-_KV_RE = re.compile(r"^(slots|max_slots|max-slots)=(\d+)$")
+_KV_RE = re.compile(r"^(slots|max_slots|max-slots)=([0-9]+)$")
 # Open MPI copies MCA parameters onto the command line that starts its daemon on every remote
 # host, read there by the agent's (ssh's) shell without shell-safe quoting: values stay in this set.
 _MCA_VALUE_RE = re.compile(r"[A-Za-z0-9_.,:/@%+=^*\-]+")
@@ -32,14 +32,22 @@ class HostSlots:
 
 
 def parse_hostfile(text: str, name: str = "hostfile") -> list[HostSlots]:
-    """Open MPI hostfile lines: ``host [slots=N] [max_slots=M]``, ``#`` comments; ``host:N`` too."""
+    """Open MPI hostfile lines: ``host [slots=N] [max_slots=M]``, ``#`` comments; ``host:N`` too.
+
+    Lines and words are split as Open MPI splits them (at ``\n``; at spaces and tabs), and any
+    other control character is an error: a vertical tab or a lone ``\r`` that Python takes for a
+    line break would let us check other hosts than the ones mpirun reads."""
     out: list[HostSlots] = []
     seen: set[str] = set()
-    for n, raw in enumerate(text.splitlines(), 1):
-        line = raw.split("#", 1)[0].strip()
+    for n, raw in enumerate(text.split("\n"), 1):
+        line = raw.removesuffix("\r").split("#", 1)[0].strip(" \t")
         if not line:
             continue
-        words = line.split()
+        try:
+            check_text(line.replace("\t", " "), "line")
+        except UsageError:
+            raise UsageError(f"{name} line {n}: control character in {line!r}") from None
+        words = re.split(r"[ \t]+", line)
         host, _, count = words[0].partition(":") if words[0].count(":") == 1 else (words[0], "", "")
         try:
             check_host(host)
@@ -47,7 +55,7 @@ def parse_hostfile(text: str, name: str = "hostfile") -> list[HostSlots]:
             raise UsageError(f"{name} line {n}: invalid host {host!r}") from None
         slots = 1
         if count:
-            if not count.isdigit():
+            if not re.fullmatch(r"[0-9]+", count):
                 raise UsageError(f"{name} line {n}: invalid slot count {count!r}")
             slots = int(count)
         for w in words[1:]:

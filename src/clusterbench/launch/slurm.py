@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.launch.common import Spec, parse_hosts
 
-_TIME_RE = re.compile(r"^(\d+-)?\d{1,3}(:\d{2}){0,2}$|^UNLIMITED$|^INFINITE$", re.IGNORECASE)
+_TIME_RE = re.compile(r"^([0-9]+-)?[0-9]{1,3}(:[0-9]{2}){0,2}$|^UNLIMITED$|^INFINITE$", re.IGNORECASE)
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 # sbatch --output file patterns (%j, %x, %N...): paths without white space, quotes, '#', '$',
 # '\\' or '`', so sbatch reads the value as one word and no shell ever expands it.
@@ -30,6 +30,8 @@ _PATH_RE = re.compile(r"^[A-Za-z0-9_./%@+,=:\-]+$")
 # A further directive: --key or --key=value, the value in a set wide enough for constraints
 # (a&b|[c*2]), gres (gpu:a100:2), dependencies (afterok:12), exports (ALL,FOO=1), mail addresses.
 _EXTRA_RE = re.compile(r"^--[A-Za-z][A-Za-z0-9\-]*(=[A-Za-z0-9_./%@+,=:&|*!^~()\[\]\-]+)?$")
+# Variables bash will not export (read-only): `export UID=...` would end the script.
+_BASH_READONLY = ("BASHOPTS", "BASH_VERSINFO", "EUID", "PPID", "SHELLOPTS", "UID")
 DONE_STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
                "PREEMPTED", "BOOT_FAIL", "DEADLINE")
 
@@ -73,6 +75,9 @@ def nodelist_hosts(nodelist: str) -> list[str]:
 def sbatch_script(spec: Spec, opts: SlurmOptions) -> str:
     """The batch script: #SBATCH resources, exported environment, then ``srun`` the command."""
     opts.check()
+    for key in spec.env:
+        if key in _BASH_READONLY:
+            raise UsageError(f"invalid --env {key}=...: {key} is read-only in bash, which runs the script")
     lines = ["#!/bin/bash", f"#SBATCH --job-name={opts.job_name}", f"#SBATCH --nodes={spec.nodes}",
              f"#SBATCH --ntasks-per-node={spec.procs_per_node}"]
     if spec.gpus_per_node:
@@ -86,8 +91,9 @@ def sbatch_script(spec: Spec, opts: SlurmOptions) -> str:
     if opts.output:
         lines.append(f"#SBATCH --output={opts.output}")
     if opts.nodelist:
-        # sbatch splits directives at white space: separate the names with commas instead
-        lines.append("#SBATCH --nodelist=" + ",".join(opts.nodelist.split()))
+        # sbatch splits directives at white space: separate the names with one comma instead
+        # (white space in brackets is refused, so this splits only between names)
+        lines.append("#SBATCH --nodelist=" + ",".join(w for w in re.split(r"[\s,]+", opts.nodelist) if w))
     if opts.exclusive:
         lines.append("#SBATCH --exclusive")
     lines += [f"#SBATCH {x}" for x in opts.extra]

@@ -32,8 +32,9 @@ def parse_endpoint(endpoint: str) -> tuple[str, int]:
     host, _, port = endpoint.rpartition(":")
     if not host or not re.fullmatch(r"[0-9]{1,5}", port) or int(port) > 65535:
         raise UsageError(f"invalid --rdzv-endpoint {endpoint!r}: expected HOST:PORT")
-    check_host(host.strip("[]"), "rendezvous host")
-    return host, int(port)
+    bracketed = host.startswith("[") and host.endswith("]")   # [v6addr]; no other brackets
+    name = check_host(host[1:-1] if bracketed else host, "rendezvous host")
+    return f"[{name}]" if bracketed else name, int(port)
 
 
 def torchrun_argv(
@@ -49,6 +50,7 @@ def torchrun_argv(
 ) -> list[str]:
     """The torchrun line for one node; the clusterbench command runs as ``python -m clusterbench``."""
     host, port = parse_endpoint(endpoint)
+    endpoint = f"{host}:{port}"   # as checked: without white space around the host
     check_text(rdzv_id, "--rdzv-id")
     argv = [*torchrun, f"--nnodes={spec.nodes}", f"--nproc_per_node={spec.procs_per_node}"]
     if node_rank is not None:

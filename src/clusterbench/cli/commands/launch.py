@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-import yaml
 
 from clusterbench.cli.argv_check import check_argv
 from clusterbench.cli.bounds import POSITIVE
@@ -63,7 +62,9 @@ def _common(f: Any) -> Any:
 
 def _check_options() -> None:
     """No option value may hold a control character: a newline in a value would end a line of
-    the generated script, directive or hostfile. (Command words are checked by bench_command.)"""
+    the generated script, directive or hostfile. Nor may one be empty: an empty --db, --image,
+    --schedule or --db-secret (a script's unset variable) must not quietly mean "not given".
+    (Command words are checked by bench_command.)"""
     ctx = click.get_current_context()
     flags = {p.name: max(p.opts, key=len) for p in ctx.command.params if p.opts}   # as typed: --time
     for name, value in ctx.params.items():
@@ -71,7 +72,24 @@ def _check_options() -> None:
             continue
         for v in value if isinstance(value, tuple) else (value,):
             if isinstance(v, str):
-                check_text(v, flags.get(name, "--" + name.replace("_", "-")))
+                flag = flags.get(name, "--" + name.replace("_", "-"))
+                check_text(v, flag)
+                if not v:
+                    raise UsageError(f"invalid {flag} '': empty")
+
+
+def _check_no_password(words: list[str], env: dict[str, str]) -> None:
+    """Ranks are handed database URLs without their password (it would show in every process
+    list and in the printed script or manifest): one in the command or in --env
+    CLUSTERBENCH_DB is an error, as the way to authenticate is a passfile or a Secret."""
+    from clusterbench.store.location import redact
+
+    for what, text in [*(("the command after --", w) for w in words),
+                       *(("--env CLUSTERBENCH_DB", v) for k, v in env.items() if k == "CLUSTERBENCH_DB")]:
+        if redact(text) != text:
+            raise UsageError(f"{what} holds a URL with a password ({redact(text)!r}): ranks "
+                             "authenticate with a passfile (~/.pgpass, --env PGPASSFILE=...) or, on "
+                             "Kubernetes, --db-secret")
 
 
 def _with_json(words: list[str]) -> list[str]:
@@ -103,6 +121,7 @@ def _spec(kw: dict[str, Any], nodes_default: int = 1, store: tuple[str | None, d
     procs = kw["procs_per_node"] or (gpus if gpus else 1)
     command = bench_command(kw["command"])
     check_argv(command, "the command after --")   # here, not as a failed job on every node
+    _check_no_password(command, env)
     words = with_store_args(command, *store)
     if json_lines:
         words = _with_json(words)
@@ -292,7 +311,10 @@ def torchrun_cmd(rdzv_endpoint, node_rank, rdzv_id, local_addr, is_host, join_ti
     host_list = parse_hosts(hosts) if hosts else None
     spec = _spec(kw, nodes_default=len(host_list) if host_list else 1)
     if host_list:
-        port = tr.parse_endpoint(rdzv_endpoint)[1] if rdzv_endpoint else tr.DEFAULT_PORT
+        rdzv_host, port = tr.parse_endpoint(rdzv_endpoint) if rdzv_endpoint else (host_list[0], tr.DEFAULT_PORT)
+        if rdzv_host != host_list[0]:   # the store is on the first host: another one would be ignored
+            raise UsageError(f"--rdzv-endpoint {rdzv_endpoint!r}: with --hosts the rendezvous host is the "
+                             f"first of them ({host_list[0]}:PORT)")
         agent_argv = split_agent(agent) if agent else list(DEFAULT_AGENT)
         if kw["print_only"]:
             for i, h in enumerate(host_list):
@@ -381,7 +403,7 @@ def k8s_cmd(kind, name, namespace, image, install, no_install, db_secret, gpu_re
         doc = k8s.cronjob(spec, opts, schedule, time_zone, service_account)
     else:
         doc = k8s.pytorchjob(spec, opts) if kind == "pytorchjob" else k8s.mpijob(spec, opts)
-    text = yaml.safe_dump(doc, sort_keys=False)
+    text = k8s.dump(doc)
     if do_apply and not kw["print_only"]:
         click.echo(k8s.apply(text))
         return
@@ -422,7 +444,7 @@ def dstack_cmd(name, image, gpu, startup_order, stop_criteria, setup, install, n
     doc = dstack.task(spec, name=name, image=image, gpu=gpu, startup_order=startup_order,
                       stop_criteria=stop_criteria, setup=tuple(setup),
                       install=_install(install, no_install), db_secret=db_secret)
-    click.echo(yaml.safe_dump(doc, sort_keys=False), nl=False)
+    click.echo(k8s.dump(doc), nl=False)
 
 
 commands = [launch]
