@@ -9,12 +9,14 @@ registry (``clusterbench.families``) instead of naming families or metrics thems
 
 from __future__ import annotations
 
+import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from clusterbench.records import Measurement, Params, Run
+from clusterbench.units import compact, fit, fixed
 
 # Stats that say how a row's iterations spread, not how fast it ran (sample standard deviation,
 # median absolute deviation, the first timed iteration): the noise check (judge/noise.py) reads
@@ -175,6 +177,43 @@ def number(value: object, default: float = 0.0) -> float:
         return float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError, OverflowError):
         return default
+
+
+def significant(value: float, width: int, decimals: int) -> str:
+    """``fixed(value, width, decimals)``, or where those decimals would print a nonzero value as
+    0 (0.000393 GB/s in a %10.3f column), %g with 3 significant digits: a nonzero value never
+    reads as 0 in a table."""
+    text = fixed(value, width, decimals)
+    try:
+        zero = value != 0 and math.isfinite(value) and float(text) == 0
+    except ValueError:
+        zero = False
+    return fit(f"{value:{width}.3g}", value, width) if zero else text
+
+
+def text_value(value: float, decimals: int = 2) -> str:
+    """A value in running text (``compact``), with 3 significant digits where its decimals would
+    print a nonzero value as 0."""
+    text = compact(value, decimals)
+    try:
+        zero = value != 0 and math.isfinite(value) and float(text) == 0
+    except ValueError:
+        zero = False
+    return f"{value:.3g}" if zero else text
+
+
+def varying(params: Sequence[Params], shown: Iterable[str]) -> list[str]:
+    """The params, other than ``shown`` (the table's columns) and the identity params a column
+    already names, whose values differ between ``params``: what a table must add to a row for
+    two rows not to read the same (``side=sender``, ``timing=cpu``). In first-seen order."""
+    skip = set(shown)
+    keys = list(dict.fromkeys(k for p in params for k in p if k not in skip))
+    return [k for k in keys if len({str(p.get(k)) for p in params}) > 1]
+
+
+def param_words(params: Params, keys: Iterable[str]) -> str:
+    """``key=value`` for each of ``keys`` the row has, space-separated (empty: none)."""
+    return " ".join(f"{k}={params[k]}" for k in keys if k in params)
 
 
 def fmt_value(v: float) -> str:

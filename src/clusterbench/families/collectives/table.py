@@ -109,15 +109,23 @@ class CollTable:
         return lines
 
     def rows(self, measurements: list[Measurement]) -> list[str]:
-        rows: dict[tuple, dict[str, Any]] = {}
+        # Rows in the order the records come, one per line nccl-tests printed: a row with the
+        # params of an earlier one (the size-0 rows of gather-type ops on many ranks, a size run
+        # twice) is a row of its own as soon as a value it already holds comes again.
+        rows: list[dict[str, Any]] = []
+        last: dict[tuple, dict[str, Any]] = {}
         for m in measurements:
             if m.metric not in _ROW_NAMES:
                 continue
-            row = rows.setdefault(_row_key(m.params), {"params": m.params, "out": {}, "in": {}})
+            key = _row_key(m.params)
             place = "in" if str(m.params.get("placement", "out")) == "in" else "out"
+            row = last.get(key)
+            if row is None or m.metric in row[place]:
+                row = last[key] = {"params": m.params, "out": {}, "in": {}}
+                rows.append(row)
             row[place][m.metric] = m.value
         lines = []
-        for row in rows.values():
+        for row in rows:
             p = row["params"]
             lines.append(f"{_int(p.get('bytes'), 0):12d}  {_int(p.get('count'), 0):12d}  "
                          f"{str(p.get('dtype', '?')):>8s}  {str(p.get('redop', 'none')):>6s}  "
