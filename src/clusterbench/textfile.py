@@ -3,7 +3,9 @@ UTF-8, or one line saying why it cannot be."""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 
 from clusterbench.errors import UsageError
 
@@ -11,7 +13,22 @@ from clusterbench.errors import UsageError
 def read_user_text(path: str | os.PathLike[str], what: str) -> str:
     """The text of ``path``; ``what`` names it in the error (``hostfile``, ``--topology``)."""
     try:
-        with open(path, encoding="utf-8") as f:
+        # O_NONBLOCK: opening a FIFO would wait for a writer; it changes nothing for a file
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISDIR(mode):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+            if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):   # /dev/zero never ends
+                raise UsageError(f"cannot read {what} {path}: a device, not a text file")
+            # a pipe (--hostfile <(scontrol show hostnames)) is read to its end; a FIFO that no
+            # writer has open reads as empty instead of waiting for one
+            os.set_blocking(fd, True)
+            f = open(fd, encoding="utf-8")
+        except BaseException:
+            os.close(fd)
+            raise
+        with f:
             return f.read()
     except OSError as e:
         raise UsageError(f"cannot read {what} {path}: {e.strerror or e}") from None

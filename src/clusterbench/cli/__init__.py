@@ -165,6 +165,10 @@ def _main(argv: list[str] | None) -> None:
     except Exception as e:  # noqa: BLE001 - never a traceback for the user
         if debug:
             raise
+        if isinstance(e, ValueError) and "embedded null" in str(e):
+            # open() and os.stat() refuse a NUL in a file name (a shell cannot pass one, a
+            # caller in-process or a file's text can): bad input, whichever option it came in
+            _fail("a file name holds a NUL character (\\x00), which no file system allows", 2)
         if isinstance(e, ModuleNotFoundError) and (e.name or "").split(".")[0] == "torch":
             # an analysis-only install (no torch) asked for a benchmark
             from clusterbench.envinfo.torchcheck import TORCH_MISSING

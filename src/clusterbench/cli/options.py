@@ -86,12 +86,26 @@ class DatabaseParam(click.ParamType):
         value = os.fspath(value)
         if value == "":
             self.fail("empty: give a file path or a database URL", param, ctx)
+        if "\x00" in value:  # (pathlib's is_dir says False, and opening it raises ValueError)
+            self.fail("holds a NUL character (\\x00), which no file name or URL can", param, ctx)
         try:
             where = parse(value)
         except UsageError as e:
             self.fail(str(e), param, ctx)
-        if where.kind == SQLITE and where.path is not None and where.path.is_dir():
+        if where.kind != SQLITE or where.path is None:
+            return value
+        try:
+            mode = where.path.stat().st_mode
+        except (FileNotFoundError, NotADirectoryError):  # a new database; a bad parent says so on open
+            return value
+        except OSError as e:  # a name longer than the file system takes, a loop of links
+            self.fail(f"{where.display}: {e.strerror or e}", param, ctx)
+        if stat.S_ISDIR(mode):
             self.fail(f"{where.display} is a directory", param, ctx)
+        if not stat.S_ISREG(mode):
+            # SQLite would fail with "disk I/O error" after making DEVICE-journal beside it (in /dev)
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+            self.fail(f"{where.display} is {kind}, not a database file", param, ctx)
         return value
 
 

@@ -31,7 +31,7 @@ from datetime import datetime, timedelta, timezone
 
 from clusterbench.errors import UsageError
 from clusterbench.families import FAMILIES
-from clusterbench.printable import printable
+from clusterbench.printable import not_utf8, printable
 
 # Run ids are 64-bit signed integers in both engines; a larger number is a typo, not a query.
 MAX_RUN_ID = 2**63 - 1
@@ -65,10 +65,11 @@ class Selector:
 
 
 def _run_id(text: str, selector: str) -> int:
-    value = int(text)
-    if value > MAX_RUN_ID:
+    # the length first: int() refuses more than 4300 digits (leading zeros too) with a ValueError
+    digits = text.lstrip("0") or "0"
+    if len(digits) > len(str(MAX_RUN_ID)) or int(digits) > MAX_RUN_ID:
         raise UsageError(f"invalid selector {text!r}: run id {text} is out of range")
-    return value
+    return int(digits)
 
 
 def bench_filter(name: str) -> BenchFilter:
@@ -76,6 +77,8 @@ def bench_filter(name: str) -> BenchFilter:
     name = name.strip()
     if not name:
         raise UsageError("empty benchmark name: expected bench:NAME, e.g. bench:all_reduce")
+    if not_utf8(name):  # no run holds one, and no database query can carry it
+        raise UsageError(f"invalid benchmark name {name!r}: not UTF-8 text")
     for fam in FAMILIES:
         if fam.name == name:
             return BenchFilter(name, fam.benchmarks, fam.prefixes, tool=name)
@@ -199,7 +202,7 @@ def parse_selector(text: str) -> Selector:
             if tags.get(key, value) != value:   # a run has one value per key: nothing would match
                 raise UsageError(f"invalid selector {text!r}: tag {key!r} given twice with different values")
             tags[key] = value
-        elif term.isdigit():
+        elif term.isdecimal():  # not isdigit(): "²" is a digit that int() refuses
             ids.append(_run_id(term, text))
         elif m := _RANGE.match(term):
             lo, hi = _run_id(m.group(1), text), _run_id(m.group(2), text)
@@ -214,6 +217,8 @@ def parse_selector(text: str) -> Selector:
             benches.append(bench_filter(term[len(BENCH_PREFIX):]))
         else:
             raise UsageError(f"invalid selector {text!r}: {term!r} is not {TERMS}")
+    if any(not_utf8(t) for t in (*tags, *tags.values())):  # as typed, or a quoted \udcff: no tag holds one
+        raise UsageError(f"invalid selector {text!r}: not UTF-8 text")
     return Selector(text.strip(), tuple(ids), tuple(ranges), last, tags, tuple(benches))
 
 

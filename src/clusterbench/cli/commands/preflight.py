@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 
 import click
@@ -93,9 +95,14 @@ def preflight(expect_gpus: int | None, expect_model: str | None, expect_nic_spee
                             expect_compute_partition, expect_memory_partition)
     if kernel_log is not None:
         try:
-            open(kernel_log, "rb").close()
+            with open(kernel_log, "rb") as f:
+                mode = os.fstat(f.fileno()).st_mode
         except OSError as e:
             raise UsageError(f"--kernel-log {kernel_log}: {e.strerror or e}") from None
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+            # read whole, /dev/kmsg would block at its end and /dev/zero never end (a pipe is text)
+            raise UsageError(f"--kernel-log {kernel_log}: a device, not saved kernel log text "
+                             "(without --kernel-log the live log is read)")
     results = run_checks(exp, root=root, log_path=kernel_log)
     code = exit_code(results)
     if as_json:

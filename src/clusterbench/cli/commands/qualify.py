@@ -33,6 +33,7 @@ from clusterbench.launch.common import split_agent
 from clusterbench.printable import printable
 from clusterbench.records import Run, utc_now
 from clusterbench.report import junit as junit_xml
+from clusterbench.report import outfile
 from clusterbench.report.jsonl import criterion_line, emit
 from clusterbench.runner import new_group_id
 from clusterbench.store import Store
@@ -169,6 +170,8 @@ def qualify(profile_name: str, output: str | None, launch_text: str | None, node
     out = Path(output) if output else Path(f"qualify-{profile.name}-{group}.html")
     if not out.parent.is_dir():
         raise UsageError(f"directory {out.parent} does not exist")
+    if junit:  # a --junit that cannot be written is a usage error now, not after every step stored
+        outfile.target(junit, "--junit")
     # the store opens first: a database this version cannot write fails before any step runs
     Store.open(db).close()
     started = time.monotonic()

@@ -15,10 +15,20 @@ from clusterbench.judge.profiles import load_profile
 from clusterbench.report import openmetrics
 
 
+def _address(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    # the socket layer encodes a host name as IDNA and raises UnicodeError, not OSError, for
+    # one it cannot (a label over 63 characters, a control character, bytes that are not UTF-8)
+    try:
+        value.encode("idna")
+    except UnicodeError as e:
+        raise click.BadParameter(f"{value!r} is not a host name or address ({e})", ctx, param) from None
+    return value
+
+
 @click.command("serve-metrics")
 @click.argument("selectors", nargs=-1, metavar="[RUN|SELECTOR]...")
 @click.option("--port", type=click.IntRange(1, 65535), required=True, help="TCP port to listen on.")
-@click.option("--addr", default="127.0.0.1", show_default=True,
+@click.option("--addr", default="127.0.0.1", show_default=True, callback=_address,
               help="Address to listen on (0.0.0.0: every interface, for a remote Prometheus).")
 @click.option("--since", default=None, metavar="AGE|DATE", help="Only runs started since then (30d).")
 @click.option("--profile", "profile_name", default=None, metavar="NAME|FILE",

@@ -3,7 +3,6 @@ nodes, ranks nodes by their results, and names the outliers with the evidence.""
 
 from __future__ import annotations
 
-import shlex
 import sys
 
 import click
@@ -26,11 +25,13 @@ from clusterbench.launch.common import (
     bench_command,
     parse_env,
     parse_hosts,
+    split_agent,
     with_store_args,
 )
 from clusterbench.printable import printable
 from clusterbench.records import utc_now
 from clusterbench.report import junit as junit_xml
+from clusterbench.report import outfile
 from clusterbench.report.jsonl import emit, emit_all, host_line, run_objects, summary_line
 from clusterbench.report.progress import Progress, wanted
 from clusterbench.runner import new_group_id
@@ -107,6 +108,8 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
     if metric is None:
         raise UsageError(f"--metric: no default metric for {test[0]!r}; name the record metric to rank by")
     switches = parse_topology(read_user_text(topology, "--topology"), topology) if topology else None
+    if topology and not switches:   # nothing to group by: a wrong file, or a pipe that gave nothing
+        raise UsageError(f"--topology {topology}: no leaf switch line (SwitchName=NAME Nodes=HOSTLIST)")
     subsets: list[tuple[str, tuple[str, ...]]] = []
     if not no_single:
         subsets += [("single", (h,)) for h in host_list]
@@ -116,13 +119,17 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
         raise UsageError("nothing to run: --no-single with --pairs none")
     run_tags = parse_tags(tags)
     rate = parse_rate(link_rate) if link_rate else None
+    # "ssh -p" as words, refused when empty or unparsable (an unclosed quote) before any node runs
+    agent_argv = split_agent(agent) if agent else list(DEFAULT_AGENT)
+    if junit:  # a --junit that cannot be written is a usage error now, not after a stored run
+        outfile.target(junit, "--junit")
     # the store opens first: a database this version cannot write fails before any node runs
     Store.open(db).close()
     sweep_id = new_group_id()
     # Every subset run is stored too, in the same database, tagged with this sweep's id.
     test_argv = with_store_args(test, for_other_hosts(db), {"sweep": sweep_id})
     cfg = SweepConfig(hosts=host_list, command=test_argv, metric=metric,
-                      agent=shlex.split(agent) if agent else list(DEFAULT_AGENT), quote=not agent_exec,
+                      agent=agent_argv, quote=not agent_exec,
                       procs_per_node=procs_per_node, single_procs=single_procs, env=parse_env(envs),
                       port=port, join_timeout=join_timeout, timeout=timeout)
     started = utc_now()

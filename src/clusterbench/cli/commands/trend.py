@@ -66,7 +66,9 @@ def _notes(s: Series, settings: Settings) -> list[tuple[int | None, str]]:
                    f"{Settings.permutations} permutations resolve no smaller p-value).")
 @click.option("--min-effect", type=FiniteFloat(0, False, 100), default=Settings.min_effect * 100, show_default=True,
               help="Smallest change of the median worth reporting, in percent.")
-@click.option("--min-runs", type=click.IntRange(min=2), default=Settings.min_size, show_default=True,
+# at most 500: the smallest p-value a series of 2 x 515 runs can give, 2 / C(1030, 515), is below
+# the smallest float (its computation overflows); 500 each side is far beyond any real history
+@click.option("--min-runs", type=click.IntRange(2, 500), default=Settings.min_size, show_default=True,
               help="Runs needed on each side of a change (one noisy run is never a step).")
 @click.option("--fail-on", "fail_on", type=click.Choice([REGRESSION]), default=None,
               help="Exit 1 when a series' latest change is a regression.")
