@@ -99,6 +99,14 @@ def test_report_names_the_summary_that_is_a_directory_and_writes_nothing(capsys,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.db", "v.md"]
 
 
+@pytest.mark.parametrize("name", ["", "x/.."])
+def test_report_needs_a_file_name(capsys, stored, tmp_path, monkeypatch, name):
+    # before: an internal error (pathlib cannot add a suffix to an empty name)
+    monkeypatch.chdir(tmp_path)
+    _one_line(*cli(capsys, "report", "1", "-o", name, "--db", stored), "give the HTML file's name")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.db"]
+
+
 @pytest.mark.parametrize("kind", ["device", "fifo"])
 def test_report_never_replaces_a_device_or_fifo(capsys, stored, tmp_path, kind):
     page = tmp_path / "r.html"

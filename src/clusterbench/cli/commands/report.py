@@ -42,6 +42,8 @@ def report(selectors: tuple[str, ...], output: str, profile_name: str | None, li
     with exactly two groups the report includes an A/B comparison."""
     profile = load_profile(profile_name) if profile_name else None
     out = Path(output)
+    if out.name in ("", ".", ".."):   # '' or a directory's name: nothing to name the page after
+        raise UsageError(f"-o {output!r}: give the HTML file's name (report.html)")
     if out.suffix.lower() not in (".html", ".htm"):
         out = out.with_suffix(out.suffix + ".html") if out.suffix else out.with_suffix(".html")
     # Every path is checked before any work and before anything is written; the files are
