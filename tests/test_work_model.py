@@ -114,6 +114,9 @@ def test_synthetic_batch_follows_its_rule_and_differs_per_rank():
     ({"hidden": 65, "heads": 4}, "not divisible by --heads"),
     ({"vocab": 1}, "--vocab must be at least 2"),
     ({"heads": 4, "kv_heads": 3}, "does not divide --heads"),
+    # before: accepted, then the ranks failed on an overflow and a failed run was stored
+    ({"seq": 10**23}, "--seq 100000000000000000000000 is past any tensor"),
+    ({"layers": 2**31}, "--layers 2147483648 is past any tensor"),
 ])
 def test_bad_shapes(kw, match):
     with pytest.raises(UsageError, match=match):
@@ -123,3 +126,17 @@ def test_bad_shapes(kw, match):
 def test_unknown_preset():
     with pytest.raises(UsageError, match="unknown model preset"):
         resolve_shape("70b")
+
+
+@pytest.mark.parametrize("argv", [["train", "--batch", "99999999999999999999999"],
+                                  ["infer-tp", "--batch-sizes", "1,99999999999999999999999"]])
+def test_a_batch_no_device_holds_is_refused_before_any_rank_starts(argv, tmp_path):
+    from judge_helpers import run_cli
+
+    code, out, err = run_cli(*argv, "--db", tmp_path / "r.db")
+    assert code == 2 and err.count("\n") == 1 and "past any tensor" in err, (code, err)
+    if (tmp_path / "r.db").exists():
+        from clusterbench.store import Store
+
+        with Store.open(tmp_path / "r.db") as store:
+            assert store.list_runs() == []

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusterbench.bench.workloads import cpu_memory_available, share_cpu
+from clusterbench.bench.workloads.model import check_dimension
 from clusterbench.errors import UsageError
 from clusterbench.families.workloads.spec import INFER_SAMPLES_PER_S, INFER_TP, LATENCY
 from clusterbench.ranks.context import RankContext, RankOptions, resolve_device_type
@@ -51,6 +52,9 @@ def validate(config: InferTpConfig, world_size: int) -> None:
         raise UsageError(f"--hidden {config.hidden} is not divisible by the {world_size} ranks")
     if not config.batches or min(config.batches) < 1:
         raise UsageError("--batch-sizes must be positive integers")
+    for value, option in ((config.layers, "--layers"), (config.hidden, "--hidden"),
+                          (max(config.batches), "--batch-sizes")):
+        check_dimension(value, option)
 
 
 def memory_need(config: InferTpConfig, world_size: int, dtype_bytes: int) -> int:

@@ -64,6 +64,7 @@ def resolve_shape(preset: str | None, *, layers: int | None = None, hidden: int 
         value = getattr(shape, field_name)
         if value < 1:
             raise UsageError(f"--{field_name} must be at least 1, got {value}")
+        check_dimension(value, f"--{field_name}")
     if shape.hidden % shape.heads:
         raise UsageError(f"--hidden {shape.hidden} is not divisible by --heads {shape.heads}")
     if shape.kv_heads < 0 or shape.heads % shape.kv:
@@ -71,6 +72,16 @@ def resolve_shape(preset: str | None, *, layers: int | None = None, hidden: int 
     if shape.vocab < 2:
         raise UsageError(f"--vocab must be at least 2, got {shape.vocab}")
     return shape
+
+
+# A tensor dimension or a batch past this is no workload any device holds; past 2**63 torch
+# cannot even take it (the rank failed with an overflow, stored as a failed run)
+MAX_DIMENSION = 2**31 - 1
+
+
+def check_dimension(value: int, option: str) -> None:
+    if value > MAX_DIMENSION:
+        raise UsageError(f"{option} {value} is past any tensor a device holds (at most {MAX_DIMENSION})")
 
 
 def param_count(shape: ModelShape) -> int:

@@ -26,6 +26,7 @@ from clusterbench.bench.workloads.model import (
     PRESETS,
     ModelShape,
     build_model,
+    check_dimension,
     param_count,
     synthetic_batch,
     train_flops_per_token,
@@ -68,6 +69,7 @@ def check_batch(batch: int, world_size: int) -> int:
     """Per-rank batch, or a UsageError when the global batch does not split evenly."""
     if batch < 1:
         raise UsageError(f"--batch must be at least 1, got {batch}")
+    check_dimension(batch, "--batch")
     if batch % world_size:
         raise UsageError(f"--batch {batch} is not divisible by the {world_size} ranks")
     return batch // world_size
