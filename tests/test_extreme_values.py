@@ -384,3 +384,12 @@ def test_a_spread_past_the_largest_float_is_not_called_an_infinite_value():
     assert judge(ordinary, wide, None, True, **args) == (
         INSUFFICIENT, "the spread of B's values is past the largest float: cannot test")
     assert judge(infinite, wide, None, True, **args) == (INSUFFICIENT, "a value of A is not finite: cannot test")
+
+
+def test_smallest_p_value_of_a_long_history_does_not_overflow():
+    from clusterbench.judge.changepoint import Settings, smallest_p_value
+
+    # before: OverflowError from 2 x 516 runs on (C(1032, 516) is past the largest float)
+    assert 0 < smallest_p_value(1032, Settings(min_size=2)) < 1e-307
+    assert smallest_p_value(2000, Settings(min_size=2)) == 0.0
+    assert smallest_p_value(20, Settings(min_size=2)) == 2 / math.comb(20, 10)

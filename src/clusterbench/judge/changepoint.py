@@ -210,7 +210,8 @@ def smallest_p_value(n: int, s: Settings = Settings()) -> float:
     if n < 2 * s.min_size:
         return 1.0
     m = n // 2
-    return 2.0 / math.comb(2 * m, m)
+    # int / int: exact to rounding, 0.0 below the smallest float (2.0 / C overflowed past m = 515)
+    return 2 / math.comb(2 * m, m)
 
 
 @lru_cache(maxsize=64)
