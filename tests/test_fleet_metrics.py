@@ -289,3 +289,12 @@ def test_prometheus_scrapes_serve_metrics_and_promql_returns_the_stored_value(se
         except subprocess.TimeoutExpired:
             p.kill()
         log.close()
+
+
+def test_serve_refuses_an_address_no_resolver_encodes():
+    # the CLI checks --addr first; the API said UnicodeError (a label past 63 characters)
+    from clusterbench.errors import UsageError
+    from clusterbench.report import openmetrics
+
+    with pytest.raises(UsageError, match="not a host name or address"):
+        openmetrics.serve(lambda: [], 9, "a" * 70, lambda _e: None)

@@ -313,3 +313,5 @@ def serve(load: Callable[[], list[Gauge]], port: int, addr: str,
         return client.start_http_server(port, addr=addr, registry=registry)
     except OSError as e:
         raise UsageError(f"cannot listen on {addr}:{port}: {e.strerror or e}") from None
+    except UnicodeError as e:   # the resolver encodes a host name as IDNA: a label past 63 characters
+        raise UsageError(f"cannot listen on {addr}:{port}: not a host name or address ({e})") from None
