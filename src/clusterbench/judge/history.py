@@ -201,3 +201,15 @@ def too_short(s: Series, settings: Settings = Settings()) -> str:
         runs = f"{len(s.points)} run" + ("" if len(s.points) == 1 else "s")
         return f"{runs}: at least {needed} are needed to detect a change at alpha {settings.alpha:g}"
     return ""
+
+
+def series_notes(s: Series, settings: Settings = Settings()) -> list[tuple[int | None, str]]:
+    """(run, text) of what a series' row cannot show: runs left out, a series too short to show
+    a change (``trend`` prints them, the report lists them: "no change" from a series that could
+    not show one is no evidence of stability)."""
+    name = f"{s.entity} {s.label} {s.metric}"
+    out: list[tuple[int | None, str]] = [
+        (p.run, f"{name}: run {p.run} left out, its value is not finite ({p.value})") for p in s.left_out]
+    if why := too_short(s, settings):
+        out.append((None, f"{name}: {why}"))
+    return out

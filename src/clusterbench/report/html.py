@@ -30,7 +30,7 @@ from clusterbench.judge.compare import (
     family_size,
 )
 from clusterbench.judge.findings import Findings
-from clusterbench.judge.history import too_short
+from clusterbench.judge.history import series_notes
 from clusterbench.judge.stats import Summary
 from clusterbench.judge.text import (
     adjust_note,
@@ -282,9 +282,7 @@ def _history(f: Findings, entries: Sequence[FigureEntry], images: dict[str, str]
                    rows, {6, 7, 8, 9}, ["fail" if r[3] == "regression" else "pass" for r in rows])
              if rows else "<p>No change of level in any series (Mann-Whitney scan, docs/judge.md).</p>")
     # "No change" from a series that could not show one is not evidence of stability: say which.
-    notes = [f"{s.entity} {s.label} {s.metric}: {why}" for s in f.history if (why := too_short(s))]
-    notes += [f"{s.entity} {s.label} {s.metric}: run {p.run} left out, its value is not finite"
-              for s in f.history for p in s.left_out]
+    notes = [text for s in f.history for _, text in series_notes(s)]
     if notes:
         found += "<ul class=small>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>"
     return found + _figures(entries, images, "history")

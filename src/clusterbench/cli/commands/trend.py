@@ -19,6 +19,7 @@ from clusterbench.judge.history import (
     detect,
     parse_since,
     select_history,
+    series_notes,
     too_short,
 )
 from clusterbench.judge.text import fmt
@@ -39,16 +40,6 @@ def _change_text(s: Series, c: Change) -> str:
     by = f"{compact(rel, 1, sign=True)}% " if math.isfinite(rel) else ""
     return (f"{s.kind(c).upper()} at run {p.run} ({p.started_at[:10]}): {by}"
             f"({fmt(c.before)} -> {fmt(c.after, s.unit)}), confidence {c.confidence * 100:.1f}%")
-
-
-def _notes(s: Series, settings: Settings) -> list[tuple[int | None, str]]:
-    """(run, text) of what the series' row cannot show: runs left out, a series too short."""
-    name = f"{s.entity} {s.label} {s.metric}"
-    out: list[tuple[int | None, str]] = [
-        (p.run, f"{name}: run {p.run} left out, its value is not finite ({p.value})") for p in s.left_out]
-    if why := too_short(s, settings):
-        out.append((None, f"{name}: {why}"))
-    return out
 
 
 @click.command("trend")
@@ -97,7 +88,7 @@ def trend(selectors: tuple[str, ...], metric: str | None, benchmark: str | None,
     open_regressions = [s for s in series if s.open_regression is not None]
     short = [s for s in series if too_short(s, settings)]
     left_out = sum(len(s.left_out) for s in series)
-    notes = [n for s in series for n in _notes(s, settings)]
+    notes = [n for s in series for n in series_notes(s, settings)]
     if as_json:
         for s in series:
             for p in s.points:
