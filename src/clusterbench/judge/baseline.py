@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 from clusterbench.errors import UsageError
 from clusterbench.families import family_of, higher_is_better
-from clusterbench.judge.compare import group_rows
+from clusterbench.judge.compare import group_key, group_rows
 from clusterbench.judge.outliers import flag_outliers
 from clusterbench.judge.profiles import Criterion, Profile
-from clusterbench.judge.select import Row
+from clusterbench.judge.select import Row, params_match
 from clusterbench.judge.stats import summarize
 from clusterbench.units import compact
 
@@ -50,6 +50,11 @@ def create_baseline(rows: list[Row], *, name: str, pct: float = 90.0, metrics: t
     run_ids = sorted({r.run.id for r in rows if r.run.id is not None})
     criteria: list[Criterion] = []
     result = BaselineResult(Profile(name, ()))
+    # every row's params (spread records too), to see which rows a criterion's params would also
+    # match: a profile's params are a subset match
+    all_params: dict[tuple[str, str], list[dict]] = {}
+    for b, m, pj in {group_key(r) for r in rows}:
+        all_params.setdefault((b, m), []).append(json.loads(pj))
     for (bench, metric, params_json), grp in group_rows(rows).items():
         if not _wanted(bench, metric, metrics):
             continue
@@ -73,8 +78,12 @@ def create_baseline(rows: list[Row], *, name: str, pct: float = 90.0, metrics: t
         med = statistics.median(values.values())
         if med <= 0:
             continue
+        # A bidirectional pair's total (no ``leg``) would also match each leg, and a stricter bound
+        # made from the total fail them: the params the other rows have besides these must be absent.
+        absent = sorted({k for other in all_params[bench, metric] if other != params and params_match(params, other)
+                         for k in other if k not in params})
         criteria.append(Criterion(
-            name=label, benchmark=bench, metric=metric, params=params,
+            name=label, benchmark=bench, metric=metric, params=params, absent=tuple(absent),
             source=f"baseline: median {med:.6g} {grp[0].m.unit} of run(s) {','.join(sorted(values, key=int))}",
             op=">=" if hib else "<=", baseline=med, pct=pct if hib else 200 - pct, unit=grp[0].m.unit,
         ))

@@ -3,6 +3,7 @@ numbers, refusing a key given twice and aliases that would expand a document pas
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -26,6 +27,13 @@ class _Mapping(dict):  # type: ignore[type-arg]
 class _LineLoader(yaml.SafeLoader):
     """PyYAML's safe loader (plain data only) whose mappings know their line numbers and refuse
     a key given twice (which safe_load silently takes the last of)."""
+
+
+# YAML 1.2 floats that PyYAML's YAML 1.1 rules read as strings: an exponent without a dot or
+# without a sign (1e9, 4.1e6, 1.0e308), as JSON and most people write them; refused as "must be
+# a number, got '1e9'" otherwise.
+_FLOAT_12 = re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$")
+_LineLoader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_12, list("-+0123456789."))
 
 
 # A profile is a few hundred values; aliases may repeat a node, but never expand it past this.
@@ -62,19 +70,26 @@ _LineLoader.construct_document = _construct_document  # type: ignore[method-assi
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> _Mapping:
+    # flatten_mapping puts the pairs a merge key (<<: *shared) brings in before the mapping's own:
+    # those are defaults its own keys override, as YAML says, not a key given twice.
+    own = sum(k.tag != "tag:yaml.org,2002:merge" for k, _ in node.value)
     loader.flatten_mapping(node)
+    merged = len(node.value) - own
     out = _Mapping()
     out.line = node.start_mark.line + 1
     out.key_lines = {}
-    for key_node, value_node in node.value:
+    own_keys: set[Any] = set()
+    for i, (key_node, value_node) in enumerate(node.value):
         key = loader.construct_object(key_node, deep=True)
         try:
             hash(key)
         except TypeError:
             raise UsageError(f"line {key_node.start_mark.line + 1}: a mapping key must be a plain value") from None
-        if key in out:
+        if i >= merged and key in own_keys:
             raise UsageError(f"line {key_node.start_mark.line + 1}: key {key!r} given twice "
                              f"(first at line {out.key_lines[key]})")
+        if i >= merged:
+            own_keys.add(key)
         out[key] = loader.construct_object(value_node, deep=True)
         out.key_lines[key] = key_node.start_mark.line + 1
     return out

@@ -36,11 +36,15 @@ import math
 import re
 import sys
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from clusterbench.bench.gemm.spec import ALIASES as GEMM_DTYPE_ALIASES
 from clusterbench.errors import UsageError
-from clusterbench.families import by_command, family_of, metric_of
+from clusterbench.families import FAMILIES, by_command, family_of, metric_of
+from clusterbench.families.base import Family
+from clusterbench.families.collectives.spec import DTYPE_ALIASES as COLL_DTYPE_ALIASES
 from clusterbench.textfile import read_user_text
 from clusterbench.units import format_plain, parse_size, unit_scale
 
@@ -60,6 +64,12 @@ _OUTLIER_KEYS = {"name", "source", "note", "benchmark", "metric", "params", "out
                  "threshold", "min_rel_dev", "higher_is_better"}
 # Params that hold sizes or counts: written as on the command line (8G, 1M: binary, as nccl-tests).
 SIZE_PARAMS = frozenset({"bytes", "count", "array_size", "m", "n", "k", "batch"})
+# Each family stores one spelling of a dtype (gemm fp32, collectives and stream float): a criterion
+# written with another (float for a GEMM, fp32 for an all_reduce) would match nothing.
+DTYPE_ALIASES = {"gemm": GEMM_DTYPE_ALIASES, "collectives": COLL_DTYPE_ALIASES, "stream": COLL_DTYPE_ALIASES}
+# Keys of an outliers criterion that a bound criterion has no use for: its op says which way is
+# better, and it compares with a threshold, not with the other hosts.
+_OUTLIER_ONLY = ("by", "threshold", "min_rel_dev", "higher_is_better")
 
 @dataclass(frozen=True)
 class Criterion:
@@ -67,6 +77,9 @@ class Criterion:
     benchmark: str
     metric: str
     params: dict[str, Any] = field(default_factory=dict)
+    # params written as null: a matching measurement must not have them (a bidirectional pair's
+    # total has no ``leg``; without this its criterion would also judge each leg)
+    absent: tuple[str, ...] = ()
     source: str = ""
     note: str = ""
     op: str = ">="
@@ -88,7 +101,10 @@ class Criterion:
         if self.value is not None:
             return self.value
         if self.baseline is not None and self.pct is not None:
-            return self.baseline * self.pct / 100.0
+            # exact, then rounded once: 100% of a baseline is the baseline itself (x * 100 / 100
+            # can be an ulp above it and fail the very run it came from), and 95% of 1e308 is
+            # not inf
+            return float(Fraction(self.baseline) * Fraction(self.pct) / 100)
         return None
 
     def describe(self, unit: str = "") -> str:
@@ -122,6 +138,7 @@ class Profile:
     source: str = ""
     path: str = ""
     suite: tuple[SuiteStep, ...] = ()
+    notes: str = ""
 
 
 def _number(where: str, key: str, v: Any) -> float:
@@ -160,7 +177,7 @@ class _Where:
         return self.at()
 
 
-def _unit(w: _Where, d: dict[str, Any]) -> str:
+def _unit(w: _Where, d: dict[str, Any], benchmark: str) -> str:
     unit = _text(w.at("unit"), "unit", d.get("unit"))
     if not unit:
         return ""
@@ -168,7 +185,7 @@ def _unit(w: _Where, d: dict[str, Any]) -> str:
     if scale is None:
         raise UsageError(f"{w.at('unit')}: unknown unit {unit!r} (e.g. GB/s, MB/s, Gbps, Gbit/s, "
                          "TFLOP/s, GFLOPS, us, ms)")
-    known = metric_of(str(d.get("benchmark")), str(d.get("metric")))
+    known = metric_of(benchmark, str(d.get("metric")))
     theirs = unit_scale(known.unit) if known is not None and known.unit else None
     if theirs is not None and theirs[0] != scale[0]:
         raise UsageError(f"{w.at('unit')}: unit {unit!r} is a {scale[0]}, but {d.get('benchmark')} "
@@ -176,10 +193,21 @@ def _unit(w: _Where, d: dict[str, Any]) -> str:
     return unit
 
 
-def _param(w: _Where, key: str, value: Any) -> Any:
-    """A param value as measurements hold it: sizes written as on the command line become numbers."""
-    if isinstance(value, list):
-        return [_param(w, key, v) for v in value]
+def _param(w: _Where, key: str, value: Any, family: Family | None, top: bool = True) -> Any:
+    """A param value as measurements hold it: sizes written as on the command line become numbers,
+    a dtype the family's spelling. A list means any of its values; a mapping, a list in a list or
+    an empty list could match no measurement and is refused."""
+    if isinstance(value, list) and top:
+        if not value:
+            raise UsageError(f"{w.at('params')}: params.{key} is an empty list, which matches nothing")
+        return [_param(w, key, v, family, False) for v in value]
+    if isinstance(value, (dict, list)):
+        raise UsageError(f"{w.at('params')}: params.{key} must be a value or a list of values, got {value!r}")
+    if key == "dtype" and isinstance(value, str) and family is not None and family.name in DTYPE_ALIASES:
+        low = value.strip().lower()   # these families store dtypes in lower case
+        return DTYPE_ALIASES[family.name].get(low, low)
+    if key in SIZE_PARAMS and isinstance(value, int) and not isinstance(value, bool) and value < 0:
+        raise UsageError(f"{w.at('params')}: params.{key} must not be negative, got {value}")
     if key not in SIZE_PARAMS or (isinstance(value, int) and not isinstance(value, bool)):
         return value
     if isinstance(value, str):
@@ -200,18 +228,27 @@ def _criterion(i: int, d: Any) -> Criterion:
     for key in ("name", "benchmark", "metric"):
         if key not in d:
             raise UsageError(f"{w}: missing required key {key!r}")
-    family = family_of(str(d["benchmark"]))
+    benchmark = _text(w.at("benchmark"), "benchmark", d["benchmark"], True)
+    # another spelling of a benchmark (allreduce) is stored under its own name (all_reduce)
+    benchmark = next((f.aliases[benchmark] for f in FAMILIES if benchmark in f.aliases), benchmark)
+    family = family_of(benchmark)
     if family is not None and family.metric(str(d["metric"])) is None:   # a typo would never match
         known = ", ".join(m.name for m in family.metrics)
         raise UsageError(f"{w.at('metric')}: {d['benchmark']} has no metric {d['metric']!r} (it has: {known})")
-    params = d.get("params") or {}
-    if not isinstance(params, dict):
+    params = d.get("params")
+    if params is None:   # no params (or "params:" with nothing after it): every measurement
+        params = {}
+    if not isinstance(params, dict):   # 0, "" or [] are no mapping: never "no params"
         raise UsageError(f"{w.at('params')}: params must be a mapping")
+    for k in params:   # ~: 1 or 3: 1 is no param any measurement has
+        if not isinstance(k, str) or not k:
+            raise UsageError(f"{w.at('params')}: a param name must be a non-empty string, got {k!r}")
     common = dict(
         name=_text(w.at("name"), "name", d["name"], True),
-        benchmark=_text(w.at("benchmark"), "benchmark", d["benchmark"], True),
+        benchmark=benchmark,
         metric=_text(w.at("metric"), "metric", d["metric"], True),
-        params={str(k): _param(w, str(k), v) for k, v in params.items()},
+        params={k: _param(w, k, v, family) for k, v in params.items() if v is not None},
+        absent=tuple(k for k, v in params.items() if v is None),
         source=_text(w.at("source"), "source", d.get("source")), note=_text(w.at("note"), "note", d.get("note")),
     )
     hib = d.get("higher_is_better")
@@ -224,17 +261,25 @@ def _criterion(i: int, d: Any) -> Criterion:
         if extra:
             raise UsageError(f"{w.at(extra[0])}: key(s) {', '.join(extra)} do not apply to an outliers criterion")
         by = _text(w.at("by"), "by", d.get("by", "host"), True)
-        return Criterion(**common, outliers=True, by=by,
-                         threshold=_number(w.at("threshold"), "threshold", d.get("threshold", 3.5)),
-                         min_rel_dev=_number(w.at("min_rel_dev"), "min_rel_dev", d.get("min_rel_dev", 0.05)),
+        threshold = _number(w.at("threshold"), "threshold", d.get("threshold", 3.5))
+        min_rel_dev = _number(w.at("min_rel_dev"), "min_rel_dev", d.get("min_rel_dev", 0.05))
+        if threshold <= 0:   # |z| > 0 or more: every value off the median would be an outlier
+            raise UsageError(f"{w.at('threshold')}: threshold must be positive, got {threshold:g}")
+        if min_rel_dev < 0:
+            raise UsageError(f"{w.at('min_rel_dev')}: min_rel_dev must not be negative, got {min_rel_dev:g}")
+        return Criterion(**common, outliers=True, by=by, threshold=threshold, min_rel_dev=min_rel_dev,
                          higher_is_better=hib)
+    extra = [k for k in _OUTLIER_ONLY if k in d]
+    if extra:
+        raise UsageError(f"{w.at(extra[0])}: key(s) {', '.join(extra)} apply only to an outliers criterion "
+                         "(a bound's op says which way is better)")
     op = d.get("op")
     if op not in OPERATORS:
         raise UsageError(f"{w.at('op')}: op must be one of {', '.join(OPERATORS)}, got {op!r}")
     aggregate = d.get("aggregate", "all")
     if aggregate not in AGGREGATES:
         raise UsageError(f"{w.at('aggregate')}: aggregate must be one of {', '.join(AGGREGATES)}, got {aggregate!r}")
-    kw: dict[str, Any] = dict(op=op, unit=_unit(w, d), aggregate=aggregate, higher_is_better=hib)
+    kw: dict[str, Any] = dict(op=op, unit=_unit(w, d, benchmark), aggregate=aggregate)
     if op == "range":
         if "min" not in d or "max" not in d or any(k in d for k in ("value", "baseline", "pct")):
             raise UsageError(f"{w.at('op')}: op range needs min and max (and no value/baseline)")
@@ -294,14 +339,19 @@ def parse_suite(data: Any, origin: str) -> tuple[SuiteStep, ...]:
         steps = tuple(_step(i, d) for i, d in enumerate(data))
     except UsageError as e:
         raise UsageError(f"profile {origin}: {e}") from None
-    _refuse_duplicates([s.name for s in steps], "suite step", origin)
+    _refuse_duplicates([s.name for s in steps], "suite step", origin, data)
     return steps
 
 
-def _refuse_duplicates(names: list[str], what: str, origin: str) -> None:
-    dup = sorted({n for n in names if names.count(n) > 1})
-    if dup:
-        raise UsageError(f"profile {origin}: duplicate {what} name(s) {', '.join(dup)}")
+def _refuse_duplicates(names: list[str], what: str, origin: str, items: list[Any]) -> None:
+    """Names must be unique: a report, JUnit and --on-fail tell criteria apart by name. The
+    message names the second one's position and line."""
+    for i, n in enumerate(names):
+        if n in names[:i]:
+            line = getattr(items[i], "line", None)
+            at = f", line {line}" if line else ""
+            raise UsageError(f"profile {origin}: duplicate {what} name {n!r}: {what} {i + 1}{at} "
+                             f"(also {what} {names.index(n) + 1})")
 
 
 def parse_profile(data: Any, origin: str = "<profile>") -> Profile:
@@ -317,9 +367,13 @@ def parse_profile(data: Any, origin: str = "<profile>") -> Profile:
         criteria = tuple(_criterion(i, c) for i, c in enumerate(crits))
     except UsageError as e:
         raise UsageError(f"profile {origin}: {e}") from None
-    _refuse_duplicates([c.name for c in criteria], "criterion", origin)
-    return Profile(name=str(data.get("name") or Path(origin).stem), criteria=criteria,
-                   description=str(data.get("description") or ""), source=str(data.get("source") or ""),
+    _refuse_duplicates([c.name for c in criteria], "criterion", origin, crits)
+    # str() of a list or a mapping would make a name nobody wrote: a wrong type is an error
+    lines = getattr(data, "key_lines", {})
+    text = {k: _text(f"profile {origin}, line {lines.get(k, '?')}", k, data.get(k))
+            for k in ("name", "description", "source", "notes")}
+    return Profile(name=text["name"] or Path(origin).stem, criteria=criteria,
+                   description=text["description"], source=text["source"], notes=text["notes"],
                    path=origin, suite=parse_suite(data.get("suite"), origin))
 
 
@@ -362,6 +416,8 @@ def load_profile(name_or_path: str) -> Profile:
     except yaml.YAMLError as e:
         where = getattr(e, "problem_mark", None)
         at = f" at line {where.line + 1}" if where else ""
+        if isinstance(e, yaml.reader.ReaderError):   # a character YAML does not allow (NUL, ESC)
+            at = f" at line {text.count(chr(10), 0, e.position) + 1}: character {e.character!r} is not allowed"
         raise UsageError(f"profile {origin}: invalid YAML{at}") from None
     except UsageError as e:
         raise UsageError(f"profile {origin}: {e}") from None
@@ -377,6 +433,8 @@ def dump_profile(profile: Profile) -> str:
         out["description"] = profile.description
     if profile.source:
         out["source"] = profile.source
+    if profile.notes:
+        out["notes"] = profile.notes
     if profile.suite:
         out["suite"] = [{"name": st.name, "command": list(st.command)} for st in profile.suite]
     crits = []
@@ -387,8 +445,8 @@ def dump_profile(profile: Profile) -> str:
         if c.note:
             d["note"] = c.note
         d.update(benchmark=c.benchmark, metric=c.metric)
-        if c.params:
-            d["params"] = dict(c.params)
+        if c.params or c.absent:
+            d["params"] = {**c.params, **dict.fromkeys(c.absent)}
         if c.outliers:
             d.update(outliers="none", by=c.by, threshold=c.threshold, min_rel_dev=c.min_rel_dev)
         elif c.op == "range":

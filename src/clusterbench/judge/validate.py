@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,7 +38,8 @@ class Outcome:
         c = self.criterion
         return {
             "criterion": c.name, "source": c.source, "status": self.status,
-            "benchmark": c.benchmark, "metric": c.metric, "params": dict(c.params),
+            "benchmark": c.benchmark, "metric": c.metric,
+            "params": {**c.params, **dict.fromkeys(c.absent)},   # null: must be absent, as the profile says
             "measured": self.measured, "unit": self.unit, "threshold": self.threshold,
             "margin": self.margin, "margin_pct": self.margin_pct, "matched": self.matched,
             "detail": self.detail, "runs": self.runs, "outliers": self.outliers,
@@ -102,6 +104,12 @@ def _judge_bound(c: Criterion, rows: list[Row]) -> Outcome:
         ok = _passes(c, measured, bound)
         detail = f"{c.aggregate} of {len(values)}" if len(values) > 1 else ""
     margin = _margin(c, measured, bound)
+    if isinstance(bound, tuple):   # in percent of the bound the margin is measured to
+        near = bound[0] if measured - bound[0] <= bound[1] - measured else bound[1]
+        ref = near or ref
+    pct = margin / abs(ref) * 100 if ref else None
+    if pct is not None and not math.isfinite(pct):   # a threshold of 1e308 TB/s is inf GB/s: inf/inf
+        pct = None
     failing: dict[str, float] = {}
     bad_rows = [r for r in rows if not _passes(c, r.m.value, bound)] if c.aggregate == "all" else \
         ([] if ok else rows)
@@ -110,17 +118,25 @@ def _judge_bound(c: Criterion, rows: list[Row]) -> Outcome:
         if host is not None:
             v = r.m.value if c.aggregate == "all" else measured
             failing[host] = v if host not in failing else min(failing[host], v, key=lambda x: _margin(c, x, bound))
-    return Outcome(c, PASS if ok else FAIL, measured, shown, margin,
-                   margin / abs(ref) * 100 if ref else None, unit, len(rows), detail, failing=failing)
+    return Outcome(c, PASS if ok else FAIL, measured, shown, margin, pct, unit, len(rows), detail,
+                   failing=failing)
 
 
 def _judge_outliers(c: Criterion, rows: list[Row]) -> Outcome:
     hib = c.higher_is_better if c.higher_is_better is not None else \
         higher_is_better(c.benchmark, c.metric, rows[0].m.unit)
+    # A device number names a GPU only on its host: GPU 3 of node a and GPU 3 of node b are two
+    # GPUs, and pooling them hid a slow one behind the others (and drained every node with a GPU 3).
+    multi_host = len({r.key("host") for r in rows} - {None}) > 1
+
+    def identity(r: Row) -> str | None:
+        key, host = r.key(c.by), r.key("host")
+        return f"{host}:{key}" if c.by == "device" and multi_host and key is not None and host else key
+
     # Compare like with like: one group per combination of the other params (e.g. per size).
     groups: dict[tuple, dict[str, list[float]]] = {}
     for r in rows:
-        key = r.key(c.by)
+        key = identity(r)
         if key is None:
             continue
         rest = tuple(sorted((k, str(v)) for k, v in r.m.params.items() if k not in (c.by, "rank", "device", "host")))
@@ -145,7 +161,7 @@ def _judge_outliers(c: Criterion, rows: list[Row]) -> Outcome:
     worst = min(found, key=lambda f: f["rel_dev"] if hib else -f["rel_dev"]) if found else None
     failing: dict[str, float] = {}
     for f in found:
-        hosts = {r.key("host") for r in rows if r.key(c.by) == str(f[c.by])}
+        hosts = {r.key("host") for r in rows if identity(r) == str(f[c.by])}
         for host in hosts - {None}:
             failing[host] = f["value"]
     return Outcome(c, FAIL if found else PASS, worst["value"] if worst else None, c.describe(),
@@ -156,9 +172,10 @@ def _judge_outliers(c: Criterion, rows: list[Row]) -> Outcome:
 def evaluate(profile: Profile, rows: list[Row]) -> list[Outcome]:
     outcomes = []
     for c in profile.criteria:
-        matched = select(rows, c.benchmark, c.metric, c.params)
+        matched = [r for r in select(rows, c.benchmark, c.metric, c.params)
+                   if not any(k in r.m.params for k in c.absent)]
         if not matched:
-            want = ", ".join(f"{k}={v}" for k, v in c.params.items())
+            want = ", ".join([f"{k}={v}" for k, v in c.params.items()] + [f"no {k}" for k in c.absent])
             known = metric_of(c.benchmark, c.metric)
             outcomes.append(Outcome(c, SKIPPED, threshold=c.describe(known.unit if known else ""),
                                     detail=f"no {c.benchmark}/{c.metric} measurement" + (f" with {want}" if want else "")))
