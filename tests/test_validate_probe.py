@@ -322,3 +322,11 @@ def test_bom_and_crlf_load(tmp_path):
         path = tmp_path / "p.yaml"
         path.write_bytes(body)
         assert load_profile(str(path)).criteria[0].value == 1
+
+
+def test_degraded_devices_tell_hosts_apart():
+    """The report's degraded section pooled GPU n of every host the same way."""
+    from clusterbench.judge.degraded import find_degraded
+
+    found = [d for d in find_degraded(_slow_gpu_rows()) if d.by == "device"]
+    assert [d.outlier.key for d in found] == ["c:3"]

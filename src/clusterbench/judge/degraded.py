@@ -1,8 +1,9 @@
 """Degraded hosts and devices: outliers among values that should be equal, found automatically.
 
 For every row (benchmark, metric, params minus identity) the values are split by an identity:
-the ``host`` or ``device`` param of the measurements, or the ``node`` tag of the runs. With at
-least three identities, the modified z-score (judge.outliers) flags the slow ones.
+the ``host`` or ``device`` param of the measurements (``host:device`` where the rows come from
+several hosts), or the ``node`` tag of the runs. With at least three identities, the modified
+z-score (judge.outliers) flags the slow ones.
 """
 
 from __future__ import annotations
@@ -42,10 +43,15 @@ def find_degraded(rows: list[Row], threshold: float = 3.5, min_rel_dev: float = 
             groups.setdefault(group_key(r), []).append(r)
     found = []
     for (bench, metric, params_json), grp in groups.items():
+        # A device number names a GPU only on its host: with several hosts, GPU 3 is host:3, or a
+        # slow one would be pooled with (and hidden by) GPU 3 of every other host
+        multi_host = len({r.key("host") for r in grp} - {None}) > 1
         for by in IDENTITIES:
             per: dict[str, list[float]] = {}
             for r in grp:
                 k = r.key(by)
+                if k is not None and by == "device" and multi_host and (host := r.key("host")):
+                    k = f"{host}:{k}"
                 if k is not None:
                     per.setdefault(k, []).append(r.m.value)
             if len(per) < 3:
