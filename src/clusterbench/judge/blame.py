@@ -41,7 +41,7 @@ def node_findings(outcomes: Sequence[Outcome], rows: Sequence[Row]) -> NodeFindi
         if o.status == SKIPPED:
             continue
         c = o.criterion
-        for r in select(rows, c.benchmark, c.metric, c.params):
+        for r in select(rows, c.benchmark, c.metric, c.params, c.absent):
             host = r.key("host")
             if host is not None:
                 seen.setdefault(host)

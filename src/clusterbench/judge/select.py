@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,9 +53,12 @@ def rows_of(runs: Iterable[tuple[Run, list[Measurement]]]) -> list[Row]:
     return [Row(r, m) for r, ms in runs for m in ms]
 
 
-def select(rows: Iterable[Row], benchmark: str, metric: str, params: Mapping[str, Any]) -> list[Row]:
+def select(rows: Iterable[Row], benchmark: str, metric: str, params: Mapping[str, Any],
+           absent: Sequence[str] = ()) -> list[Row]:
+    """The rows of this benchmark and metric whose params include ``params`` and hold none of
+    ``absent`` (a profile's ``key: null``)."""
     return [r for r in rows if r.m.benchmark == benchmark and r.m.metric == metric
-            and params_match(params, r.m.params)]
+            and params_match(params, r.m.params) and not any(k in r.m.params for k in absent)]
 
 
 def interrupted_note(runs: Iterable[Run]) -> str | None:

@@ -172,8 +172,7 @@ def _judge_outliers(c: Criterion, rows: list[Row]) -> Outcome:
 def evaluate(profile: Profile, rows: list[Row]) -> list[Outcome]:
     outcomes = []
     for c in profile.criteria:
-        matched = [r for r in select(rows, c.benchmark, c.metric, c.params)
-                   if not any(k in r.m.params for k in c.absent)]
+        matched = select(rows, c.benchmark, c.metric, c.params, c.absent)
         if not matched:
             want = ", ".join([f"{k}={v}" for k, v in c.params.items()] + [f"no {k}" for k in c.absent])
             known = metric_of(c.benchmark, c.metric)
