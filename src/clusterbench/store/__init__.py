@@ -111,9 +111,11 @@ def _nul_in_selector(sel: Selector) -> bool:
     return any(_NUL in t for t in texts)
 
 
-def _like_prefix(text: str) -> str:
-    """A LIKE pattern for values starting with ``text`` (with ``ESCAPE '!'``)."""
-    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%"
+def _starts_with(column: str, prefix: str) -> str:
+    """An SQL condition, with one ``?`` for ``prefix``: ``column`` starts with ``prefix``, case
+    included on both engines (SQLite's LIKE ignores ASCII case, PostgreSQL's does not; both
+    count ``substr`` in characters)."""
+    return f"substr({column}, 1, {len(prefix)}) = ?"
 
 
 def _filters(sel: Selector, since: str | None) -> tuple[str, list[Any]]:
@@ -133,12 +135,12 @@ def _filters(sel: Selector, since: str | None) -> tuple[str, list[Any]]:
         measured = [f"benchmark IN ({','.join('?' * len(b.benchmarks))})"] if b.benchmarks else []
         args += list(b.benchmarks)
         for prefix in b.prefixes:
-            measured.append("benchmark LIKE ? ESCAPE '!'")
-            args.append(_like_prefix(prefix))
+            measured.append(_starts_with("benchmark", prefix))
+            args.append(prefix)
         either = [f"id IN (SELECT run_id FROM run_benchmarks WHERE {' OR '.join(measured)})"] if measured else []
         if b.tool:  # an imported log's source is its tool, then maybe a version: "osu 7.0"
-            either.append("(source=? OR source LIKE ? ESCAPE '!')")
-            args += [b.tool, _like_prefix(b.tool + " ")]
+            either.append(f"(source=? OR {_starts_with('source', b.tool + ' ')})")
+            args += [b.tool, b.tool + " "]
         conds.append(f"({' OR '.join(either)})")
     if since:
         conds.append("started_at >= ?")
@@ -547,9 +549,12 @@ class Store:
         for i in range(0, len(ids), 500):
             chunk = ids[i:i + 500]
             for rid, key, value in self._query(
-                    f"SELECT run_id, key, value FROM run_tags WHERE run_id IN ({','.join('?' * len(chunk))})"
-                    " ORDER BY run_id, key", chunk):
+                    f"SELECT run_id, key, value FROM run_tags WHERE run_id IN ({','.join('?' * len(chunk))})",
+                    chunk):
                 tags[rid][key] = value
+        # keys in code point order, sorted here: ORDER BY would follow the database's collation,
+        # which on PostgreSQL is its locale's ("_x, a, B" in en_US, "B, _x, a" in C and SQLite)
+        tags = {rid: dict(sorted(found.items())) for rid, found in tags.items()}
         return [
             Run(id=rid, benchmark=benchmark, source=source, command=json.loads(command),
                 started_at=started, ended_at=ended, status=status, hosts=json.loads(hosts),
@@ -633,9 +638,11 @@ class Store:
         for i in range(0, len(ids), 500):
             chunk = ids[i:i + 500]
             for rid, bench in self._query(
-                    f"SELECT run_id, benchmark FROM run_benchmarks WHERE run_id IN ({','.join('?' * len(chunk))})"
-                    " ORDER BY run_id, benchmark", chunk):
+                    f"SELECT run_id, benchmark FROM run_benchmarks WHERE run_id IN ({','.join('?' * len(chunk))})",
+                    chunk):
                 found[rid].append(bench)
+        for benches in found.values():   # in code point order on every engine, as the tags above
+            benches.sort()
         return found
 
     def measurement_counts(self) -> dict[int, int]:

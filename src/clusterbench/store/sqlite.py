@@ -96,11 +96,18 @@ class SqliteBackend(Backend):
         # name, or bytes that are not UTF-8, still name that file
         uri = f"file:{quote(os.fsencode(path.absolute()))}?mode=ro"
         try:
-            conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            conn = _open_readonly(uri)
         except sqlite3.DatabaseError as e:
-            raise StoreError(f"cannot open results database {location.display}: {e}") from None
+            # A WAL database is read through its -shm file, which SQLite cannot create in a
+            # directory nobody may write (a read-only mount, a backup snapshot). With no -wal
+            # file beside it every committed run is in the database file itself, and no writer
+            # can be using it (it would need those files there): read it as immutable.
+            if Path(f"{path}-wal").exists() or os.access(path.parent, os.W_OK):
+                raise StoreError(f"cannot open results database {location.display}: {e}") from None
+            try:
+                conn = _open_readonly(uri + "&immutable=1")
+            except sqlite3.DatabaseError as e2:
+                raise StoreError(f"cannot open results database {location.display}: {e2}") from None
         return cls(location, conn)
 
     def snapshot(self) -> SqliteBackend:
@@ -208,6 +215,17 @@ class SqliteBackend(Backend):
         finally:
             if self.remove_on_close is not None:
                 _remove(self.remove_on_close)
+
+
+def _open_readonly(uri: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def _remove(path: Path) -> None:
