@@ -157,3 +157,10 @@ def test_warnings_print_live_are_stored_and_shown_again(tmp_path):
     assert [x for x in run_objects(run, store_ms) if x["kind"] == "warning"] == \
         [x for x in lines if x["kind"] == "warning"]
     check_lines(printed.getvalue())
+
+
+def test_one_noisy_row_is_one_row_that_varies():
+    spiky = [100.0 + i % 3 for i in range(50)]
+    spiky[30] = 9400.0
+    (w,) = noise.check(_stream_rows("Triad", spiky))
+    assert w.line().startswith("# warning: stream: the row varies a lot between iterations")   # was "vary"

@@ -32,6 +32,7 @@ from clusterbench.ingest.common import (
     ImportedRun,
     LogFormatError,
     add_error,
+    add_warning,
     clean_lines,
     first_number,
     new_run,
@@ -308,8 +309,13 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
     else:
         result = _text(lines, name)
     if result and any(line.strip() == ". . ." for line in lines):
-        for r in result:  # a document quoting the output left parts out; the tables it shows are whole
+        # A document quoting the output left parts out: the tables it shows are whole (the run
+        # stays complete), but they need not be all the tool measured (8 ranks, 2 tables shown):
+        # a warning says so wherever the run is shown or judged
+        for r in result:
             r.run.meta["elided"] = "the log shows '. . .' where output was left out"
+            add_warning(r.run, "the log shows '. . .' where output was left out: the tables shown are "
+                               "whole, other devices' tables may be missing")
     return result
 
 

@@ -158,7 +158,8 @@ def check(measurements: Sequence[Measurement]) -> list[NoiseWarning]:
             worst, reasons = max(spread, key=lambda x: _severity(x[0]))
             what = f"{worst.label}: {', '.join(reasons)}"
             out.append(NoiseWarning(bench, SPREAD, len(spread), len(rows), what, (
-                f"{bench}: {_rows(len(spread), len(rows))} vary a lot between iterations ({what}): "
+                f"{bench}: {_rows(len(spread), len(rows))} {'varies' if len(spread) == 1 else 'vary'} a lot "
+                f"between iterations ({what}): "
                 "check for other load on the hosts and devices, run more iterations, or --repeat "
                 "the run and compare")))
     return out
