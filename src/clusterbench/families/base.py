@@ -184,22 +184,22 @@ def significant(value: float, width: int, decimals: int) -> str:
     0 (0.000393 GB/s in a %10.3f column), %g with 3 significant digits: a nonzero value never
     reads as 0 in a table."""
     text = fixed(value, width, decimals)
-    try:
-        zero = value != 0 and math.isfinite(value) and float(text) == 0
-    except ValueError:
-        zero = False
-    return fit(f"{value:{width}.3g}", value, width) if zero else text
+    return fit(f"{value:{width}.3g}", value, width) if _shows_zero(value, text) else text
 
 
 def text_value(value: float, decimals: int = 2) -> str:
     """A value in running text (``compact``), with 3 significant digits where its decimals would
     print a nonzero value as 0."""
     text = compact(value, decimals)
+    return f"{value:.3g}" if _shows_zero(value, text) else text
+
+
+def _shows_zero(value: float, text: str) -> bool:
+    """Whether ``text`` shows the nonzero, finite ``value`` as 0."""
     try:
-        zero = value != 0 and math.isfinite(value) and float(text) == 0
-    except ValueError:
-        zero = False
-    return f"{value:.3g}" if zero else text
+        return value != 0 and math.isfinite(value) and float(text) == 0
+    except ValueError:   # text that is no float literal shows no 0 either
+        return False
 
 
 def varying(params: Sequence[Params], shown: Iterable[str]) -> list[str]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from clusterbench.families import describes_spread, higher_is_better, is_judged
 from clusterbench.judge.compare import group_key
 from clusterbench.judge.outliers import Outlier, flag_outliers
-from clusterbench.judge.select import Row
+from clusterbench.judge.select import Row, identity_of
 
 IDENTITIES = ("host", "device", "tag:node")
 
@@ -43,15 +43,11 @@ def find_degraded(rows: list[Row], threshold: float = 3.5, min_rel_dev: float = 
             groups.setdefault(group_key(r), []).append(r)
     found = []
     for (bench, metric, params_json), grp in groups.items():
-        # A device number names a GPU only on its host: with several hosts, GPU 3 is host:3, or a
-        # slow one would be pooled with (and hidden by) GPU 3 of every other host
-        multi_host = len({r.key("host") for r in grp} - {None}) > 1
         for by in IDENTITIES:
+            identity = identity_of(grp, by)
             per: dict[str, list[float]] = {}
             for r in grp:
-                k = r.key(by)
-                if k is not None and by == "device" and multi_host and (host := r.key("host")):
-                    k = f"{host}:{k}"
+                k = identity(r)
                 if k is not None:
                     per.setdefault(k, []).append(r.m.value)
             if len(per) < 3:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +47,20 @@ class Row:
         if v is None and by == "host" and len(self.run.hosts) == 1:
             return self.run.hosts[0]  # single-host run: the run's host is the measurement's host
         return None if v is None else str(v)
+
+
+def identity_of(rows: Sequence[Row], by: str) -> Callable[[Row], str | None]:
+    """``Row.key(by)`` for outliers among ``rows``, except that a ``device`` is ``host:device``
+    where the rows come from several hosts: a device number names a GPU only on its host, and
+    pooling GPU 3 of every host hides a slow one behind the others."""
+    if by != "device" or len({r.key("host") for r in rows} - {None}) < 2:
+        return lambda r: r.key(by)
+
+    def on_host(r: Row) -> str | None:
+        key, host = r.key(by), r.key("host")
+        return f"{host}:{key}" if key is not None and host else key
+
+    return on_host
 
 
 def rows_of(runs: Iterable[tuple[Run, list[Measurement]]]) -> list[Row]:

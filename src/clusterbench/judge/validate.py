@@ -10,7 +10,7 @@ from typing import Any
 from clusterbench.families import higher_is_better, metric_of
 from clusterbench.judge.outliers import flag_outliers
 from clusterbench.judge.profiles import Criterion, Profile
-from clusterbench.judge.select import Row, select
+from clusterbench.judge.select import Row, identity_of, select
 from clusterbench.units import convert
 
 PASS, FAIL, SKIPPED, ERROR = "pass", "fail", "skipped", "error"
@@ -125,14 +125,9 @@ def _judge_bound(c: Criterion, rows: list[Row]) -> Outcome:
 def _judge_outliers(c: Criterion, rows: list[Row]) -> Outcome:
     hib = c.higher_is_better if c.higher_is_better is not None else \
         higher_is_better(c.benchmark, c.metric, rows[0].m.unit)
-    # A device number names a GPU only on its host: GPU 3 of node a and GPU 3 of node b are two
-    # GPUs, and pooling them hid a slow one behind the others (and drained every node with a GPU 3).
-    multi_host = len({r.key("host") for r in rows} - {None}) > 1
-
-    def identity(r: Row) -> str | None:
-        key, host = r.key(c.by), r.key("host")
-        return f"{host}:{key}" if c.by == "device" and multi_host and key is not None and host else key
-
+    # GPU 3 of node a and GPU 3 of node b are two GPUs: pooled, a slow one hid behind the others
+    # (and every node with a GPU 3 was drained)
+    identity = identity_of(rows, c.by)
     # Compare like with like: one group per combination of the other params (e.g. per size).
     groups: dict[tuple, dict[str, list[float]]] = {}
     for r in rows:
