@@ -20,8 +20,6 @@ accepted artifacts are run.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import random
 import re
@@ -32,6 +30,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from judge_helpers import run_cli
 from test_cluster_launch import _check, _mpijob_schema, _pytorchjob_schema
 from test_fleet_cronjob import _check as _check_cronjob
 
@@ -249,19 +248,6 @@ ROWS += [("k8s", ("--install", "{v}"), "field"), ("k8s-cron", ("--schedule", "{v
 ROWS += [("dstack", (o, "{v}"), "field") for o in ("--name", "--image", "--gpu", "--db-secret", "--install")]
 
 
-def _cb(argv: list[str]) -> tuple[int, str, str]:
-    from clusterbench.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(argv)
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    return code, out.getvalue(), err.getvalue()
-
-
 def _argv(launcher: str, words: tuple[str, ...], value: str, cwd: Path) -> list[str]:
     hostfile = cwd / "hosts"
     hostfile.write_text("node1 slots=8\nnode2 slots=8\n")
@@ -275,7 +261,7 @@ def _argv(launcher: str, words: tuple[str, ...], value: str, cwd: Path) -> list[
 
 
 def _check_row(launcher: str, words: tuple[str, ...], kind: str, value: str, cwd: Path, bindir: Path) -> None:
-    code, out, err = _cb(_argv(launcher, words, value, cwd))
+    code, out, err = run_cli(*_argv(launcher, words, value, cwd))
     if code != 0:
         assert code == 2, f"exit {code}: {err}"
         assert err.startswith("clusterbench: error: ") and err.count("\n") == 1, err
@@ -369,12 +355,12 @@ REFUSED = [
 def test_refused_with_one_line(launcher: str, opts: list[str], tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "hosts").write_text("node1 slots=8\n")
-    code, out, err = _cb([*_argv(launcher, (), "", tmp_path)[:-len(TAIL)], *opts, *TAIL])
+    code, out, err = run_cli(*_argv(launcher, (), "", tmp_path)[:-len(TAIL)], *opts, *TAIL)
     assert code == 2 and out == "" and err.count("\n") == 1, (code, out, err)
 
 
 def test_dstack_refuses_its_interpolation_in_the_command() -> None:
-    code, out, err = _cb([*BASE["dstack"], *TAIL, "--tag", "t=${{ run.args }}"])
+    code, out, err = run_cli(*BASE["dstack"], *TAIL, "--tag", "t=${{ run.args }}")
     assert code == 2 and "interpolation" in err, err
 
 
@@ -384,10 +370,10 @@ def test_hostfile_is_read_as_open_mpi_reads_it(content: str, tmp_path: Path) -> 
     """A superscript digit crashed the parser; other digits, a vertical tab (a line break to
     Python, not to Open MPI) and a no-break space made us check other hosts than mpirun reads."""
     (tmp_path / "hosts").write_text(content)
-    code, out, err = _cb(["launch", "mpi", "--hostfile", str(tmp_path / "hosts"), "--print", *TAIL])
+    code, out, err = run_cli("launch", "mpi", "--hostfile", str(tmp_path / "hosts"), "--print", *TAIL)
     assert code == 2 and err.count("\n") == 1 and "line 1" in err, (code, err)
     (tmp_path / "hosts").write_text("node1 slots=2\r\n\tnode2\tslots=2 # a comment\r\n")   # CRLF and tabs: fine
-    assert _cb(["launch", "mpi", "--hostfile", str(tmp_path / "hosts"), "--print", *TAIL])[0] == 0
+    assert run_cli("launch", "mpi", "--hostfile", str(tmp_path / "hosts"), "--print", *TAIL)[0] == 0
 
 
 @pytest.mark.parametrize("launcher", ["k8s", "k8s-mpijob", "k8s-cron", "dstack"])
@@ -395,7 +381,7 @@ def test_yaml_quotes_what_kubectl_would_retype(launcher: str) -> None:
     """PyYAML writes 1e3, y, 08, 0o17 bare; kubectl's reader takes them for numbers and booleans."""
     words = ["1e3", "y", "N", "08", "0o17", "1.0e3", "+.5"]
     args = [a for w in words for a in ("--env", f"NCCL_{len(w)}{ord(w[0])}={w}")]
-    code, out, err = _cb([*BASE[launcher], *args, *TAIL, "--datatype", "1e3"])
+    code, out, err = run_cli(*BASE[launcher], *args, *TAIL, "--datatype", "1e3")
     assert code == 0, err
     _yaml_strict(out)
     strings = _strings(yaml.safe_load(out))
@@ -404,7 +390,7 @@ def test_yaml_quotes_what_kubectl_would_retype(launcher: str) -> None:
 
 
 def test_nodelist_items_are_joined_with_one_comma() -> None:
-    code, out, err = _cb(["launch", "slurm", "--nodelist", " gpu01, gpu02 ,gpu[03-04] ", "--print", *TAIL])
+    code, out, err = run_cli("launch", "slurm", "--nodelist", " gpu01, gpu02 ,gpu[03-04] ", "--print", *TAIL)
     assert code == 0, err
     assert "#SBATCH --nodelist=gpu01,gpu02,gpu[03-04]\n" in out
 
@@ -415,12 +401,12 @@ def test_a_database_password_never_shows(tmp_path: Path, bindir: Path, monkeypat
     monkeypatch.chdir(tmp_path)
     url = "postgresql://cb:S3cretPW@db1:5432/cb?sslmode=require&password=S3cretPW"
     for launcher in ("slurm", "mpi"):
-        code, out, err = _cb([*BASE[launcher], "--print", "--db", url, *TAIL])
+        code, out, err = run_cli(*BASE[launcher], "--print", "--db", url, *TAIL)
         assert code == 0 and "S3cretPW" not in out + err and "postgresql://cb@db1:5432/cb" in out, out
     for launcher in BASE:
         for extra, tail in ((["--env", f"CLUSTERBENCH_DB={url}"], []), ([], ["--tag", f"db={url}"]),
                             ([], ["--datatype", url])):
-            code, out, err = _cb([*_argv(launcher, (), "", tmp_path)[:-len(TAIL)], *extra, *TAIL, *tail])
+            code, out, err = run_cli(*_argv(launcher, (), "", tmp_path)[:-len(TAIL)], *extra, *TAIL, *tail)
             assert code == 2 and out == "" and "S3cretPW" not in err, (launcher, extra, tail, out, err)
 
 

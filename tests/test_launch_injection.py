@@ -13,8 +13,6 @@ reach the recorder literally: quoting, not refusing, is what keeps it safe there
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
 import shlex
 import subprocess
@@ -24,6 +22,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+from judge_helpers import run_cli
 from test_cluster_launch import DSTACK_SCHEMA, _check, _mpijob_schema, _pytorchjob_schema
 from test_fleet_cronjob import _check as _check_cronjob
 
@@ -107,19 +106,6 @@ def _rows() -> list[Row]:
 
 
 ROWS = _rows()
-
-
-def _cb(argv: list[str]) -> tuple[int, str, str]:
-    from clusterbench.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(argv)
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    return code, out.getvalue(), err.getvalue()
 
 
 # -- the harmless stand-ins for the benchmark and its launchers -------------------------------
@@ -275,7 +261,7 @@ def test_injection(row: Row, name: str, tmp_path: Path, fakes: dict[str, str], m
     monkeypatch.chdir(tmp_path)
     marker = tmp_path / "P"
     payload = PAYLOADS[name].format(m=marker)
-    code, out, err = _cb(_argv(row, payload, tmp_path))
+    code, out, err = run_cli(*_argv(row, payload, tmp_path))
     if code != 0:
         assert code == 2, err
         assert err.startswith("clusterbench: error: ") and err.count("\n") == 1, err
@@ -325,7 +311,7 @@ def test_k8s_never_expands_a_variable(launcher: str, where: str, tmp_path: Path)
         argv += ["--env", f"NCCL_Y={typed}"]
     tail = ["--", "coll", "all_reduce", *(["--tag", typed] if where == "tag" else []),
             *(["--datatype", typed] if where == "command" else [])]   # a word the CLI parses as text
-    code, out, err = _cb([*argv, *tail])
+    code, out, err = run_cli(*argv, *tail)
     assert code == 0, err
     main = _main_container(yaml.safe_load(out))[0]
     seen = main["command"] + [e.get("value", "") for e in main["env"]]
