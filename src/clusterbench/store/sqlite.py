@@ -12,6 +12,7 @@ import os
 import sqlite3
 import stat
 import tempfile
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,6 +26,34 @@ from clusterbench.store.location import EXAMPLE_URL, SQLITE, Location
 from clusterbench.store.warn import warn_once
 
 BUSY_TIMEOUT_S = 30.0
+
+
+def _open_retrying(path: Path, mode: str | None, *, retry: bool) -> sqlite3.Connection:
+    """A connection to ``path`` in journal ``mode``. Switching a brand-new file to WAL, or
+    reading a WAL file another process is switching or recovering, can fail at once with
+    "database is locked": SQLite does not call its busy handler there. So when several
+    processes open one new database at the same moment (ranks, parallel imports), that is
+    retried until the busy timeout, as a lock held by a writer is."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    pause = 0.01
+    while True:
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        try:
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            if mode:
+                conn.execute(f"PRAGMA journal_mode = {mode}")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlite3.OperationalError as e:
+            conn.close()
+            if not (retry and "locked" in str(e) and time.monotonic() + pause < deadline):
+                raise
+        except BaseException:
+            conn.close()
+            raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.5)
 
 
 def journal_mode(shared: str | None) -> str:
@@ -55,12 +84,7 @@ class SqliteBackend(Backend):
                 raise StoreError(f"database path {path} is a directory")
         shared = None if memory else fstype.shared_fs(path)
         try:
-            conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
-            conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            if not memory:
-                conn.execute(f"PRAGMA journal_mode = {journal_mode(shared)}")
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            conn = _open_retrying(path, None if memory else journal_mode(shared), retry=not shared)
         except sqlite3.DatabaseError as e:
             why = str(e)
             if shared and "locked" in why:
