@@ -11,6 +11,10 @@ INFO lines; the result tables are real). Each command runs as a child process; i
 time and peak RSS (getrusage of the child) are printed, and the ratio of clusterbench's wall time
 to each peer's. Peak RSS at two file sizes shows whether memory grows with the file.
 
+clusterbench's modules are compiled to bytecode first, as ``pip install`` does when it installs
+the package: a source checkout run with PYTHONDONTWRITEBYTECODE set would otherwise compile
+every module again at each start (0.1 s here), which no installed copy does.
+
     python benchmarks/import_speed.py                      # 200 MB, parse + store
     python benchmarks/import_speed.py --size-mb 50 --info-lines 400
     python benchmarks/import_speed.py --db postgresql://USER@HOST:PORT/DB   # also stored in PostgreSQL
@@ -19,6 +23,8 @@ to each peer's. Peak RSS at two file sizes shows whether memory grows with the f
 from __future__ import annotations
 
 import argparse
+import compileall
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -93,6 +99,9 @@ def main() -> None:
     build(small, args.size_mb / 4, args.info_lines)
     size = log.stat().st_size
     cb = [sys.executable, "-m", "clusterbench"]
+    spec = importlib.util.find_spec("clusterbench")
+    for where in (spec.submodule_search_locations or []) if spec else []:
+        compileall.compile_dir(where, quiet=1)   # as pip install does
     rows: list[tuple[str, dict[str, float]]] = []
     try:
         rows.append(("wc -l (peer)", measure(["wc", "-l", str(log)])))

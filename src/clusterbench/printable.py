@@ -32,6 +32,8 @@ def printable(text: object) -> str:
     """``text`` (``str()`` of anything) with every control character escaped: one line, shown
     as it is stored, never interpreted by the terminal."""
     s = text if isinstance(text, str) else str(text)
+    if s.isprintable():   # every character _UNSAFE holds is not (Cc, Cf, Cs, Zl, Zp): checked in C
+        return s
     return _UNSAFE.sub(_escape, s) if _UNSAFE.search(s) else s
 
 

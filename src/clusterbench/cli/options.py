@@ -257,4 +257,9 @@ def fs_text(arg: str) -> str:
 
 
 def command_line() -> list[str]:
-    return ["clusterbench", *map(fs_text, sys.argv[1:])]
+    return list(_command_line(tuple(sys.argv[1:])))
+
+
+@functools.lru_cache(maxsize=4)   # asked for once per run of an import of thousands
+def _command_line(args: tuple[str, ...]) -> tuple[str, ...]:
+    return ("clusterbench", *map(fs_text, args))

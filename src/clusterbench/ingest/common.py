@@ -320,6 +320,60 @@ def _role_line(text: str, start: int, end: int) -> tuple[str | None, int]:
     return line, end
 
 
+# A role whose text may run over lines (the block path's split; _MARK stays within a line)
+_ROLE = re.compile(r":mark:`([^`]*)`")
+# In a role's text, a wrapped line that the per-role path would change beyond joining it with
+# a space: whitespace before or after the line feed (strip()), a launcher's prefix (_WRAPPER:
+# each starts with '(', '[', spaces, 'digits:' or a date), or a role over three lines or more
+_UNPLAIN_WRAP = re.compile(r"\n(?:(?<=\s\n)|[\s(\[]|\d{1,6}:|\d{4}-|[^\x00]*\n)")
+
+
+def _plain_roles(text: str) -> str | None:
+    """``text`` (whole lines) with its roles undone as ``Roles.feed`` undoes them, computed
+    with few passes over the text, or None where that would differ and the per-role path must
+    run: a backtick that is no role's, a role left open, bold or escapes on a role's line, a
+    wrapped line that strip() or a launcher prefix would change. A document quoting a log has a
+    role on most of its lines. (Single-character ``in`` tests: they scan fastest.)"""
+    if not text.endswith("\n"):
+        return None
+    parts = _ROLE.split(text)
+    roles = parts[1::2]
+    if "`" in "\x00".join(parts[0::2]):
+        return None   # a backtick outside every role: a stray one, or a role left open
+    inner = "\x00".join(roles)
+    if "\n" in inner:
+        if _UNPLAIN_WRAP.search(inner):
+            return None
+        # strip() takes whitespace off a wrapped role's last line: where that line ends after
+        # the role's closing backtick (other roles may follow it on the line), none may be there
+        for i in [i for i, role in enumerate(roles) if "\n" in role]:
+            for k in range(2 * i + 2, len(parts)):
+                end = parts[k].find("\n")
+                if end >= 0:
+                    if k % 2 == 0 and end and parts[k][end - 1].isspace():
+                        return None
+                    break
+        inner = inner.replace("\n", " ")
+    plain = inner.split("\x00")
+    if len(plain) != len(roles) or "\\" in inner or "*" in inner and "**" in inner \
+            or _markup_beside_role(text, "\\") or "*" in text and _markup_beside_role(text, "**"):
+        return None
+    parts[1::2] = plain
+    return "".join(parts)
+
+
+def _markup_beside_role(text: str, mark: str) -> bool:
+    """Whether ``mark`` is on a line that holds a backtick (a role's line). A line without one is
+    no role's: _plain_roles refuses a role wrapped over a whole line."""
+    at = text.find(mark)
+    while at >= 0:
+        start, end = text.rfind("\n", 0, at) + 1, text.find("\n", at)
+        if text.find("`", start, end) >= 0:
+            return True
+        at = text.find(mark, end)
+    return False
+
+
 class Roles:
     """``clean_lines``' handling of a document's ``:mark:`` roles, for cleaned blocks of whole
     lines: a role wrapped over source lines is joined into one line, and the markup is taken
@@ -336,6 +390,9 @@ class Roles:
             text, self.held = self.held + text, ""
         elif ":mark:`" not in text:
             return text
+        done = _plain_roles(text)
+        if done is not None:
+            return done
         # Python work only per line of a role, the markup taken off all of them at once; the
         # lines between are copied as they are
         between: list[str] = []

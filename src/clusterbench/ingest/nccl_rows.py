@@ -108,10 +108,11 @@ class RowTable:
 def _footer_pack(op: str, ranks: int, footer: list[tuple[Metric, float]]) -> Pack:
     """The run's footer records, all with params {"ranks": n}, as a ``rows`` pack: written
     directly (as pack_rows would) because it is done once per run of a large log."""
-    if not op.isidentifier() or not all(math.isfinite(v) for _, v in footer):
+    metrics, values = zip(*footer)
+    values = tuple(map(float, values))
+    if not op.isidentifier() or not all(map(math.isfinite, values)):
         return pack_measurements([metric(op, value, {"ranks": ranks}) for metric, value in footer])
-    values = tuple(float(value) for _, value in footer)
-    return Pack(ROWS, len(footer), _footer_format(op, tuple(m for m, _ in footer)) % (int(ranks), *values), (op,))
+    return Pack(ROWS, len(values), _footer_format(op, metrics) % (int(ranks), *values), (op,))
 
 
 @lru_cache(maxsize=256)
@@ -164,7 +165,8 @@ def _header(op: str, layout: Layout, shape: tuple[str, ...], error_column: bool,
 def _count(text: str, rows: int, stored: list[int], ncols: int) -> int:
     """Value tokens that are numbers, counted in C where the text allows it: every stored column
     holds a number or N/A, unless the rows carry nan/inf/* or the table has columns not stored."""
-    if len(stored) == ncols and "nan" not in text and "inf" not in text and "*" not in text:
-        return rows * ncols - text.count("N/A")
+    # one-character tests first: they scan fastest (a float/sum table holds no 'n' at all)
+    if len(stored) == ncols and "*" not in text and ("n" not in text or "nan" not in text and "inf" not in text):
+        return rows * ncols - (text.count("N/A") if "N" in text else 0)
     return sum(count_values(toks[i] for i in stored if i < len(toks))
                for toks in (ln.split() for ln in text.split("\n")) if toks)

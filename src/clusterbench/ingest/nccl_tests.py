@@ -58,8 +58,9 @@ from clusterbench.store.packs import number
 # such tables are refused now (docs/import.md), but stored runs keep it.
 LEGACY_UNNAMED_OP = "collective"
 
-_RANK = re.compile(r"^Rank +(\d+) +(?:Group +\d+ +)?(?:Pid +(\d+) +)?on +(\S+) +device +(\d+) +\[([^\]\n]*)\] *(.*)",
-                   re.M)
+# (rank lines are kept stripped: the device name after the bus id ends where the line does)
+_RANK = re.compile(r"^Rank +(\d+) +(?:Group +\d+ +)?(?:Pid +(\d+) +)?on +(\S+) +device +(\d+) +\[([^\]\n]*)\]"
+                   r"[^\S\n]*(.*)", re.M)
 _SWEEP_INTS = {"nthread": r"nThread:?\s+(\d+)", "ngpus": r"nGpus:?\s+(\d+)", "minbytes": r"minBytes:?\s+(\d+)",
                "maxbytes": r"maxBytes:?\s+(\d+)", "validation": r"validation:\s+(\d+)", "graph": r"graph:\s+(\d+)",
                "warmup_iters": r"warmupIters:\s+(\d+)"}
@@ -134,8 +135,11 @@ class _State:
     def has_results(self) -> bool:
         return bool(self.nrows) or self.avg_busbw is not None
 
-    def add_part(self, shape: Shape, text: str, rows: int) -> None:
-        if "\n\n" in text or text[:1] == "\n":   # blank lines between rows (a document's quote)
+    def add_part(self, shape: Shape, text: str, rows: int, blank: bool = True) -> None:
+        """``blank``: whether ``text`` may hold empty lines (its reader did not count them)."""
+        if not blank:
+            pass
+        elif "\n\n" in text or text[:1] == "\n":   # blank lines between rows (a document's quote)
             text = "\n".join(filter(None, text.split("\n")))
         elif text.endswith("\n"):   # a block cut at a chunk's end: stored the same however cut
             text = text.rstrip("\n")
@@ -258,7 +262,8 @@ class NcclTextParser:
         ncols = nlead + lay.ntail
         nrows = len(toks) // ncols
         lines = block.split("\n")
-        if nrows * ncols != len(toks) or len(lines) - lines.count("") != nrows:
+        empty = lines.count("")
+        if nrows * ncols != len(toks) or len(lines) - empty != nrows:
             return False
         sizes, counts, dtypes = toks[0::ncols], toks[1::ncols], toks[2::ncols]
         # isdecimal, not isdigit: int() takes only decimal digits ('²' is a digit, not decimal)
@@ -272,7 +277,7 @@ class NcclTextParser:
             return False
         if st.concluded or st.avg_busbw is not None:  # rows after a footer: the next run's
             st = self._rows_after_footer()
-        st.add_part(shape, block, nrows)
+        st.add_part(shape, block, nrows, blank=empty > 0)
         st.nrows += nrows
         st.sizes += sizes
         st.dtypes += dtypes
@@ -337,7 +342,7 @@ class NcclTextParser:
             if shape is not None:
                 if st.concluded or st.avg_busbw is not None:  # rows after a footer: the next run's
                     st = self._rows_after_footer()
-                st.add_part(shape, stripped, 1)
+                st.add_part(shape, stripped, 1, blank=False)
                 st.nrows += 1
                 st.sizes.append(toks[0])
                 st.dtypes.append(toks[2])
@@ -808,7 +813,7 @@ def _rank_list(lines: list[str]) -> dict:
         pids = list(map(int, pids_s))
     except ValueError:   # old rank lines print no pid
         pids = [int(p) if p else -1 for p in pids_s]
-    cols = [list(hosts), [n.strip() for n in names], pids, list(map(int, devs_s)), list(buses)]
+    cols = [list(hosts), list(names), pids, list(map(int, devs_s)), list(buses)]
     if order is not None:
         cols = [[c[i] for i in order] for c in cols]
         ranks = [ranks[i] for i in order]
