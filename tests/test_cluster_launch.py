@@ -66,6 +66,17 @@ def test_malformed_hostfile_cli_is_one_line(tmp_path):
     assert r.stderr.strip() == "clusterbench: error: hosts line 2: unexpected 'banana' (expected slots=N or max_slots=N)"
 
 
+def test_hostfile_read_from_disk_as_mpirun_reads_it(tmp_path):
+    """A lone CR is no line break to Open MPI: read with universal newlines, node2 was checked and
+    launched as a host of its own while mpirun saw one line 'node1 slots=2\rnode2 slots=2'."""
+    crlf, lone = tmp_path / "crlf", tmp_path / "lone"
+    crlf.write_bytes(b"node1 slots=2\r\nnode2 slots=2\r\n")
+    lone.write_bytes(b"node1 slots=2\rnode2 slots=2\n")
+    assert [(h.host, h.slots) for h in mpi.read_hostfile(str(crlf))] == [("node1", 2), ("node2", 2)]
+    with pytest.raises(UsageError, match="line 1: control character"):
+        mpi.read_hostfile(str(lone))
+
+
 def test_mpirun_argv_env_mca_slots():
     spec = Spec(nodes=2, procs_per_node=8, env={"NCCL_IB_GID_INDEX": "3", "UCX_NET_DEVICES": "mlx5_0:1"},
                 command=["coll", "all_reduce"])

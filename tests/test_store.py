@@ -259,6 +259,14 @@ def test_concurrent_first_opens_migrate_once(db):
         assert sorted(r.tags["writer"] for r in s.list_runs()) == ["0", "1", "2", "3"]
 
 
+def test_rank_counts_past_32_bits_are_stored_by_both_backends(db):
+    """PostgreSQL's INTEGER is 32 bits: a run with more ranks than that, stored by SQLite (or
+    imported from a log that says so), could not be stored or copied there."""
+    with Store.open(db) as s:
+        rid = s.save_run(Run(benchmark="coll", ranks=2**40), _ms(1))
+        assert s.get_run(rid).ranks == 2**40
+
+
 def test_passwords_in_urls_are_never_stored(db):
     secret = "s3cr3t-pw"
     run = Run(benchmark="coll",

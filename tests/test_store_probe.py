@@ -214,3 +214,27 @@ def test_copy_from_wal_database_in_readonly_directory(capsys, tmp_path, readonly
     assert rc == 0, err
     assert json.loads(out)["measurements"] == 250
     assert _export(capsys, str(dest))
+
+
+def test_reading_commands_read_a_wal_database_in_readonly_directory(capsys, tmp_path, readonly_dir):
+    """A database on a read-only mount (a backup snapshot) was unreadable by every command:
+    opening it for writing needs its -shm file. Commands that only read now read it."""
+    where, make_readonly = readonly_dir
+    src = where / "r.db"
+    rc, _, err = cli(capsys, "import", SEED_NCCL, "--db", src)
+    assert rc == 0, err
+    make_readonly()
+    rc, out, err = cli(capsys, "results", "list", "--db", src, "--json")
+    assert rc == 0, err
+    assert [json.loads(line)["id"] for line in out.splitlines()] == [1]
+    rc, out, err = cli(capsys, "results", "show", "1", "--db", src, "--json")
+    assert rc == 0 and sum(1 for line in out.splitlines() if json.loads(line).get("metric")) == 250, err
+    rc, out, err = cli(capsys, "results", "export", "1", "--db", src, "--csv")
+    assert rc == 0 and len(out.splitlines()) == 251, err
+    rc, out, err = cli(capsys, "report", "1", "--db", src, "-o", str(tmp_path / "r.html"))
+    assert rc == 0, err
+    rc, out, err = cli(capsys, "validate", "1", "--db", src, "--profile", "amd-mi300x-oem")
+    assert rc in (0, 1) and "Traceback" not in err and "database" not in err, err
+    # writing is still refused, in one line
+    rc, _, err = cli(capsys, "results", "tag", "1", "team=a", "--db", src)
+    assert rc == 2 and len(err.strip().splitlines()) == 1, err

@@ -24,7 +24,9 @@ def read_user_text(path: str | os.PathLike[str], what: str) -> str:
             # a pipe (--hostfile <(scontrol show hostnames)) is read to its end; a FIFO that no
             # writer has open reads as empty instead of waiting for one
             os.set_blocking(fd, True)
-            f = open(fd, encoding="utf-8")
+            # newline="": the text as written; universal newlines would turn a lone CR into a
+            # line break that the program reading the file (mpirun, Slurm) does not see
+            f = open(fd, encoding="utf-8", newline="")
         except BaseException:
             os.close(fd)
             raise

@@ -281,6 +281,22 @@ class Store:
         return store
 
     @classmethod
+    def open_to_read(cls, db: str | os.PathLike[str] | None = None) -> Store:
+        """``open``, for a command that only reads; where this process cannot write the SQLite
+        file or its directory (a read-only mount, a backup snapshot, another user's file), the
+        database is read as ``open_readonly`` reads it: opening for writing would fail there
+        (a WAL database's -shm file cannot be made), though reading needs none of it."""
+        try:
+            return cls.open(db)
+        except StoreError:
+            where = loc.parse(db)
+            path = where.path
+            if where.kind != loc.SQLITE or path is None or not path.is_file() \
+                    or (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+                raise
+        return cls.open_readonly(db)
+
+    @classmethod
     def open_readonly(cls, db: str | os.PathLike[str] | None) -> Store:
         """Open the existing database ``db`` names only to read it (``results copy --from``):
         nothing is created, migrated or written there; a missing database, or one that is not

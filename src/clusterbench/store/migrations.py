@@ -97,6 +97,13 @@ def _backfill_uids(db: Backend) -> None:
     db.executemany("UPDATE runs SET uid=? WHERE id=?", [(new_uid(), i) for i in ids])
 
 
+def _widen_ranks(db: Backend) -> None:
+    """``runs.ranks`` as a 64-bit integer, as every other count and id is: PostgreSQL's INTEGER
+    is 32 bits (SQLite's already holds 64), so a run SQLite stored could not be copied there."""
+    if db.kind != "sqlite":
+        db.execute("ALTER TABLE runs ALTER COLUMN ranks TYPE BIGINT")
+
+
 MIGRATIONS: list[Migration] = [
     Migration("0001_runs_and_measurements", ("""
         CREATE TABLE runs (
@@ -197,4 +204,5 @@ MIGRATIONS: list[Migration] = [
         );
         CREATE INDEX imported_files_digest ON imported_files(digest);
         """,)),
+    Migration("0009_runs_ranks_bigint", (_widen_ranks,)),
 ]

@@ -52,7 +52,7 @@ def report(selectors: tuple[str, ...], output: str, profile_name: str | None, li
         files.add(out)
         md = files.add(out.with_suffix(".md"))
         plot_dir = files.directory(out.with_name(out.stem + "_plots"), make=False)
-        with Store.open(db) as store:
+        with Store.open_to_read(db) as store:
             groups = [Group(sel, load_runs(store, [sel], since)) for sel in selectors]
             for g in groups:  # telemetry is plotted too (power, temperature, clocks, utilisation)
                 g.telemetry = {run.id: store.telemetry(run.id) for run, _ in g.runs}

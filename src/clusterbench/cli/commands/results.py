@@ -72,7 +72,7 @@ def measured_text(benchmarks: list[str], tool: str | None) -> str:
 @since_option
 def list_cmd(as_json: bool, db: str | None, limit: int, benchmark: str | None, since: str | None) -> None:
     """List runs, newest first, with what each measured."""
-    with Store.open(db) as store:
+    with Store.open_to_read(db) as store:
         runs = store.list_runs(limit=limit, benchmark=benchmark, since=since)
         counts = store.measurement_counts()
         measured = store.run_benchmarks([int(r.id or 0) for r in runs])
@@ -101,7 +101,7 @@ def list_cmd(as_json: bool, db: str | None, limit: int, benchmark: str | None, s
 @db_option
 def show_cmd(selectors: tuple[str, ...], as_json: bool, since: str | None, db: str | None) -> None:
     """Re-print stored runs as their tables (nccl-tests format for collectives)."""
-    with Store.open(db) as store:
+    with Store.open_to_read(db) as store:
         loaded = [(run, store.measurements(int(run.id or 0))) for run in store.select_all(selectors, since)]
     for i, (run, ms) in enumerate(loaded):
         if as_json:
@@ -134,7 +134,7 @@ def export_cmd(selectors: tuple[str, ...], as_json: bool, as_csv: bool, run_info
                db: str | None) -> None:
     """Export stored runs' measurements as JSON lines or CSV."""
     refuse_together("as_json", "as_csv")
-    with Store.open(db) as store:
+    with Store.open_to_read(db) as store:
         loaded = [(run, store.measurements(int(run.id or 0))) for run in store.select_all(selectors, since)]
     if not as_csv:
         for run, ms in loaded:

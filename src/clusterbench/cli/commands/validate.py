@@ -64,7 +64,7 @@ def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, n
     With --on-fail, the nodes a failing criterion names are drained (Slurm) or tainted (Kubernetes).
     """
     profile = load_profile(profile_name)
-    with Store.open(db) as store:
+    with Store.open_to_read(db) as store:
         loaded = load_runs(store, runs or ("last",), since)
     rows = rows_of(loaded)
     judged = evaluate(profile, rows)
