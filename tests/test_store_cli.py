@@ -74,6 +74,7 @@ def test_results_commands(capsys, any_db):
     rc, out, _ = cli(capsys, "results", "export", "2", "--csv", "--db", any_db)
     rows = list(csv.DictReader(io.StringIO(out)))
     assert len(rows) == n2 and {r["benchmark"] for r in rows} == {"all_reduce"}
+    assert {r["status"] for r in rows} == {"complete"}   # a failed run's rows say so
 
     rc, _, _ = cli(capsys, "results", "tag", "2", "node=gpu-07", "seed=none", "--db", any_db)
     assert rc == 0

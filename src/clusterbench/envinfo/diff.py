@@ -98,18 +98,26 @@ def run_environment(run: Any, host: str | None = None) -> dict[str, Any]:
     """One host's environment as stored with a run: its inventory, overlaid with the run's
     versions and NCCL/RCCL/UCX environment (which runs imported or stored before inventories
     existed still carry)."""
-    inventories: dict[str, Any] = (run.meta or {}).get("inventory") or {}
+    stored_by_host = inventories(run)
     if host is None:
-        host = next(iter(inventories), run.hosts[0] if run.hosts else None)
-    inv = dict(inventories.get(host) or {}) if host is not None else {}
+        host = next(iter(stored_by_host), run.hosts[0] if run.hosts else None)
+    stored = stored_by_host.get(host) if host is not None else None
+    inv = dict(stored) if isinstance(stored, dict) else {}
     versions = dict(run.versions or {})
-    versions.update(inv.get("versions") or {})
+    if isinstance(inv.get("versions"), dict):
+        versions.update(inv["versions"])
     inv["versions"] = versions
     inv.setdefault("env", dict(run.env or {}))
     inv.setdefault("host", host)
     return inv
 
 
+def inventories(run: Any) -> dict[str, Any]:
+    """``run.meta["inventory"]``, or {} when it is not a mapping of hosts: an imported run line
+    carries whatever meta its file held."""
+    found = (run.meta or {}).get("inventory")
+    return found if isinstance(found, dict) else {}
+
+
 def run_hosts(run: Any) -> list[str]:
-    inventories = (run.meta or {}).get("inventory") or {}
-    return list(inventories) or list(run.hosts or [])
+    return list(inventories(run)) or list(run.hosts or [])

@@ -236,26 +236,29 @@ class AmdSmi:
         m = self.m
         out: list[tuple[int, str, float, str]] = []
         for i, h in enumerate(self.handles):
-            p = _try(lambda h=h: m.amdsmi_get_power_info(h)) or {}
-            watts = p.get("current_socket_power")
-            if not isinstance(watts, (int, float)):
-                watts = p.get("average_socket_power")
-            if isinstance(watts, (int, float)):
-                out.append((i, "gpu_power", float(watts), "W"))
-            t = _try(lambda h=h: m.amdsmi_get_temp_metric(
-                h, m.AmdSmiTemperatureType.HOTSPOT, m.AmdSmiTemperatureMetric.CURRENT))
-            if isinstance(t, (int, float)):
-                out.append((i, "gpu_temperature", float(t), "C"))
+            p = _try(lambda h=h: m.amdsmi_get_power_info(h))
+            p = p if isinstance(p, dict) else {}
+            # the max-int sentinels too: 65535 W or 65535 C is a counter not filled, not a reading
+            watts = _number(p.get("current_socket_power"))
+            if watts is None:
+                watts = _number(p.get("average_socket_power"))
+            if watts is not None:
+                out.append((i, "gpu_power", watts, "W"))
+            t = _number(_try(lambda h=h: m.amdsmi_get_temp_metric(
+                h, m.AmdSmiTemperatureType.HOTSPOT, m.AmdSmiTemperatureMetric.CURRENT)))
+            if t is not None:
+                out.append((i, "gpu_temperature", t, "C"))
             for metric, clk in (("gpu_sm_clock", "GFX"), ("gpu_mem_clock", "MEM")):
                 c = amd_clock(_try(lambda h=h, clk=clk: m.amdsmi_get_clock_info(h, getattr(m.AmdSmiClkType, clk))))
                 if c is not None:
                     out.append((i, metric, c, "MHz"))
-            a = _try(lambda h=h: m.amdsmi_get_gpu_activity(h)) or {}
-            if isinstance(a.get("gfx_activity"), (int, float)):
-                out.append((i, "gpu_utilization", float(a["gfx_activity"]), "%"))
-            used = _try(lambda h=h: m.amdsmi_get_gpu_memory_usage(h, m.AmdSmiMemoryType.VRAM))
-            if isinstance(used, (int, float)):
-                out.append((i, "gpu_memory_used", float(used), "bytes"))
+            a = _try(lambda h=h: m.amdsmi_get_gpu_activity(h))
+            gfx = _number(a.get("gfx_activity")) if isinstance(a, dict) else None
+            if gfx is not None:
+                out.append((i, "gpu_utilization", gfx, "%"))
+            used = _number(_try(lambda h=h: m.amdsmi_get_gpu_memory_usage(h, m.AmdSmiMemoryType.VRAM)))
+            if used is not None:
+                out.append((i, "gpu_memory_used", used, "bytes"))
             gm = _try(lambda h=h: m.amdsmi_get_gpu_metrics_info(h))
             if isinstance(gm, dict):
                 readings, self._residency[i] = amd_throttle(gm, self._residency.get(i))

@@ -121,10 +121,13 @@ def host_of(run: Run, m: Measurement | None = None) -> str:
 
 
 def label_name(param: str) -> str:
-    """A param as a Prometheus label name: snake_case (transA -> trans_a), [a-z0-9_] only."""
+    """A param as a Prometheus label name: snake_case (transA -> trans_a), [a-z0-9_] only, never
+    empty and never starting with ``__`` (reserved: ``__name__`` would rename the series)."""
     snake = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", param).lower()
     snake = _LABEL.sub("_", snake)
-    return snake if not snake[:1].isdigit() else "_" + snake
+    if snake.startswith("__"):
+        snake = "_" + snake.lstrip("_")
+    return snake if snake and not snake[:1].isdigit() else "_" + snake
 
 
 def _label_value(v: Any) -> str:
@@ -156,9 +159,14 @@ def _headline_gauges(rows: Sequence[Row], gauges: dict[str, Gauge]) -> None:
                                                 f"latest run per host and row"))
         labels = {"benchmark": m.benchmark, "host": host_of(r.run, m),
                   "device": _label_value(m.params.get("device", ""))}
-        for k, v in m.params.items():
+        # sorted, so two params that read as one label name ("a-b", "a.b") get the same names on
+        # every row; one that would overwrite benchmark/host/device or an earlier one is prefixed
+        for k, v in sorted(m.params.items()):
             if k not in _NOT_LABELS:
-                labels[label_name(k)] = _label_value(v)
+                name = label_name(k)
+                while name in labels:
+                    name = "param_" + name
+                labels[name] = _label_value(v)
         g.add(labels, in_base_unit(m.value, factor))
 
 
@@ -216,7 +224,7 @@ def from_store(db: str | None, selectors: Sequence[str], since: datetime | None,
     """The gauges of the selected runs (none: every run), read from the database now."""
     from clusterbench.store import Store
 
-    with Store.open(db) as store:
+    with Store.open_to_read(db) as store:
         runs = select_history(store, selectors, since)
         loaded = [(r, store.measurements(r.id)) for r in runs]
     return collect(loaded, profile)

@@ -22,8 +22,10 @@ from clusterbench.units import compact
 SELECTOR_HELP = f"RUN is {GRAMMAR} (see README, 'Selecting runs')."
 
 
-def _size(n: int | None) -> str:
-    if not n:
+def _size(n: Any) -> str:
+    if isinstance(n, bool) or not isinstance(n, (int, float)):
+        return str(n) if n else "?"
+    if not n > 0:   # unknown, or no size at all (negative, NaN)
         return "?"
     try:
         return f"{compact(n / 2**30, 1)} GiB"
@@ -36,48 +38,62 @@ def _q(value: Any) -> Any:
     return "?" if value is None else value
 
 
+# A stored inventory is whatever JSON its run carried (an imported run line, an older version):
+# a section of another shape prints as unknown rather than stopping the command.
+def _d(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _ds(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
 def inventory_lines(inv: dict[str, Any]) -> list[str]:
-    v = inv.get("virtualization") or {}
-    cpu, mem, os_ = inv.get("cpu") or {}, inv.get("memory") or {}, inv.get("os") or {}
+    v = _d(inv.get("virtualization"))
+    cpu, mem, os_ = _d(inv.get("cpu")), _d(inv.get("memory")), _d(inv.get("os"))
     where = v.get("container") or "bare process"
     if v.get("vm"):
-        where += " in a VM" + (f" ({v['dmi'].get('sys_vendor')})" if (v.get("dmi") or {}).get("sys_vendor") else "")
+        vendor = _d(v.get("dmi")).get("sys_vendor")
+        where += " in a VM" + (f" ({vendor})" if vendor else "")
     lines = [
         f"host      {inv.get('host')}: {_q(os_.get('name'))}, kernel {_q(os_.get('kernel'))}, {_q(os_.get('arch'))}; {where}",
         f"cpu       {_q(cpu.get('model'))}: {cpu.get('sockets') or '?'} socket(s), {cpu.get('cores') or '?'} core(s), "
         f"{cpu.get('logical') or '?'} logical; governor {cpu.get('governor') or '?'}",
         f"memory    {_size(mem.get('total_bytes'))}; NUMA nodes: "
-        + (", ".join(f"{n['node']} (cpus {n['cpus']}, {_size(n.get('memory_bytes'))})" for n in cpu.get("numa_nodes") or []) or "?"),
-        "versions  " + ", ".join(f"{k} {val}" for k, val in (inv.get("versions") or {}).items()),
+        + (", ".join(f"{_q(n.get('node'))} (cpus {_q(n.get('cpus'))}, {_size(n.get('memory_bytes'))})"
+                     for n in _ds(cpu.get("numa_nodes"))) or "?"),
+        "versions  " + ", ".join(f"{k} {val}" for k, val in _d(inv.get("versions")).items()),
     ]
-    if inv.get("drivers"):
+    if _d(inv.get("drivers")):
         lines.append("drivers   " + ", ".join(f"{k} {val}" for k, val in inv["drivers"].items()))
-    gpus = inv.get("gpus") or []
+    gpus = _ds(inv.get("gpus"))
     lines.append(f"gpus      {len(gpus)} (via {inv.get('gpu_source')})" if gpus else
-                 "gpus      none found: " + ("; ".join(f"{k}: {e}" for k, e in (inv.get("gpu_library_errors") or {}).items()) or "no GPU"))
+                 "gpus      none found: " + ("; ".join(f"{k}: {e}" for k, e in _d(inv.get("gpu_library_errors")).items()) or "no GPU"))
     for g in gpus:
         part = ""
         if g.get("compute_partition") or g.get("memory_partition"):
             part = f", partition {g.get('compute_partition')}/{g.get('memory_partition')}"
         if isinstance(g.get("mig"), dict):
-            part += f", MIG {'on' if g['mig']['current'] else 'off'}"
+            part += f", MIG {'on' if g['mig'].get('current') else 'off'}"
         lines.append(f"  gpu {g.get('index')}: {g.get('name')}, {_size(g.get('memory_bytes'))}, pci {g.get('pci')}, "
                      f"uuid {g.get('uuid')}{part}")
-    for d in inv.get("pcie") or []:
-        link = d["link"]
+    for d in _ds(inv.get("pcie")):
+        link = _d(d.get("link"))
         if link.get("max_width") or link.get("max_speed_gts"):
-            lines.append(f"pcie      {d['bdf']} {d['kind']} {d.get('vendor')}: x{link.get('current_width')}/x{link.get('max_width')} "
+            lines.append(f"pcie      {d.get('bdf')} {d.get('kind')} {d.get('vendor')}: x{link.get('current_width')}/x{link.get('max_width')} "
                          f"{link.get('current_speed_gts')}/{link.get('max_speed_gts')} GT/s, numa {d.get('numa_node')}")
-    for n in inv.get("nics") or []:
-        speed = f"{n['speed_mbps'] / 1000:g} Gb/s" if n.get("speed_mbps") else "speed ?"
-        lines.append(f"nic       {n['name']}: {_q(n.get('operstate'))}, {speed}, MTU {_q(n.get('mtu'))}, "
+    for n in _ds(inv.get("nics")):
+        mbps = n.get("speed_mbps")
+        speed = f"{mbps / 1000:g} Gb/s" if isinstance(mbps, (int, float)) and not isinstance(mbps, bool) and mbps \
+            else "speed ?"
+        lines.append(f"nic       {n.get('name')}: {_q(n.get('operstate'))}, {speed}, MTU {_q(n.get('mtu'))}, "
                      f"driver {n.get('driver') or ('virtual' if n.get('virtual') else '?')}, pci {n.get('pci') or '-'}")
-    for r in inv.get("rdma") or []:
-        for p in r.get("ports") or []:
-            gids = ", ".join(f"{g['index']}={g.get('type') or '?'}({g.get('netdev') or '-'})" for g in p.get("gids") or [])
-            lines.append(f"rdma      {r['name']} port {p['port']}: {_q(p.get('state'))}, {_q(p.get('rate'))}, "
+    for r in _ds(inv.get("rdma")):
+        for p in _ds(r.get("ports")):
+            gids = ", ".join(f"{g.get('index')}={g.get('type') or '?'}({g.get('netdev') or '-'})" for g in _ds(p.get("gids")))
+            lines.append(f"rdma      {r.get('name')} port {p.get('port')}: {_q(p.get('state'))}, {_q(p.get('rate'))}, "
                          f"{_q(p.get('link_layer'))}, fw {_q(r.get('fw_ver'))}; GIDs {gids or 'none'}")
-    env = inv.get("env") or {}
+    env = _d(inv.get("env"))
     lines.append("env       " + (" ".join(f"{k}={val}" for k, val in env.items()) or "(no NCCL_/RCCL_/UCX_/HIP_ variables set)"))
     return lines
 
@@ -132,7 +148,7 @@ def show_cmd(selectors: tuple[str, ...], host: str | None, as_json: bool, since:
             if as_json:
                 emit(inventory_line(inv, run.id))
                 continue
-            sections.append([f"# run {run.id}, host {h}" + ("" if (run.meta or {}).get("inventory") else
+            sections.append([f"# run {run.id}, host {h}" + ("" if envdiff.inventories(run) else
                                                            " (no inventory stored: versions and env only)"),
                              *inventory_lines(inv)])
     for i, lines in enumerate(sections):   # a blank line between sections
@@ -160,7 +176,7 @@ def _side(store: Store, selector: str, host: str | None, since: str | None) -> t
     if host is not None and host not in hosts:
         raise UsageError(f"run {run.id} has no host {host!r} (hosts: {', '.join(hosts) or 'none'})")
     inv = envdiff.run_environment(run, host)
-    note = "" if (run.meta or {}).get("inventory") else ", versions and env only: no inventory stored"
+    note = "" if envdiff.inventories(run) else ", versions and env only: no inventory stored"
     return inv, f"run {run.id} ({inv.get('host') or '?'}{note})"
 
 

@@ -147,11 +147,14 @@ def export_cmd(selectors: tuple[str, ...], as_json: bool, as_csv: bool, run_info
                 if k not in keys:
                     keys.append(k)
     w = csv.writer(sys.stdout, lineterminator="\n")
-    w.writerow(["run", "benchmark", "metric", "value", "unit", *keys])
+    # the run's status on every row: a spreadsheet of rows must still tell a failed run's
+    # figures from a complete one's
+    w.writerow(["run", "status", "benchmark", "metric", "value", "unit", *keys])
     for run, ms in loaded:
         for m in ms:
-            w.writerow([run.id, m.benchmark, m.metric, repr(m.value) if isinstance(m.value, float) else m.value,
-                        m.unit, *[m.params.get(k, "") for k in keys]])
+            w.writerow([run.id, run.status, m.benchmark, m.metric,
+                        repr(m.value) if isinstance(m.value, float) else m.value, m.unit,
+                        *[m.params.get(k, "") for k in keys]])
 
 
 @results.command("delete", epilog=SELECTOR_HELP)
