@@ -214,3 +214,13 @@ def test_one_sampler_per_host_is_kept(monkeypatch):
     assert sorted(s.host for s in samples) == ["a", "b"]
     (meta,) = [d for k, d in emitted if k == "meta"]
     assert meta["telemetry"]["samples"] == 2 and meta["telemetry"]["sampler_cpu_s"] == 0.002
+
+
+def test_overrun_slots_are_skipped_not_caught_up():
+    """A tick that ran past several slots (or a suspended machine) went on with the missed
+    slots back to back, a burst of samples of one moment."""
+    from clusterbench.telemetry.sampler import next_slot
+    assert next_slot(0.0, 1.0, 1, 1.2) == 2      # on time: the next slot
+    assert next_slot(0.0, 1.0, 1, 5.5) == 6      # slots 2-5 overran: skipped
+    assert next_slot(0.0, 1.0, 1, 2.0) == 2      # slot 2 is due now: taken at once
+    assert next_slot(10.0, 0.5, 3, 10.1) == 4    # never back to a slot already taken

@@ -12,6 +12,7 @@ line up on one time axis.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -129,7 +130,14 @@ class Sampler:
         n = 1
         while not self._stop.wait(max(0.0, start + n * self.interval - time.monotonic())):
             self._tick()
-            n += 1
+            n = next_slot(start, self.interval, n, time.monotonic())
+
+
+def next_slot(start: float, interval: float, last: int, now: float) -> int:
+    """The grid slot after ``last`` that is not yet past at ``now``. Slots a slow tick (or a
+    suspended machine) overran are skipped, not caught up back to back: a burst of samples taken
+    at one moment would weigh that moment as many times in the run's telemetry summary."""
+    return max(last + 1, math.ceil((now - start) / interval))
 
 
 def summarize(samples: list[TelemetrySample]) -> dict[str, dict[str, float]]:
