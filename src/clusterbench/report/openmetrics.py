@@ -172,8 +172,8 @@ def _headline_gauges(rows: Sequence[Row], gauges: dict[str, Gauge]) -> None:
 
 def in_base_unit(value: float, factor: float) -> float:
     """A record's value in the gauge's base unit. A value already in it is exported exactly as
-    stored (123456789012345678 bytes keeps every digit); a converted one is rounded to 15
-    significant digits: 4269.126275 GB/s is 4269126275000.0 B/s, not ...000.0005. A value
+    stored (the same float64, which is what Prometheus holds too); a converted one is rounded to
+    15 significant digits: 4269.126275 GB/s is 4269126275000.0 B/s, not ...000.0005. A value
     whose conversion passes the float limit (1.7e308 GB/s) is +Inf, as in IEEE arithmetic:
     no float holds 1.7e317."""
     if factor == 1.0:
