@@ -10,7 +10,6 @@ times; every value of a validated run must meet it (aggregate all).
 from __future__ import annotations
 
 import json
-import statistics
 from dataclasses import dataclass, field
 
 from clusterbench.errors import UsageError
@@ -19,7 +18,7 @@ from clusterbench.judge.compare import group_key, group_rows
 from clusterbench.judge.outliers import flag_outliers
 from clusterbench.judge.profiles import Criterion, Profile
 from clusterbench.judge.select import Row, params_match
-from clusterbench.judge.stats import summarize
+from clusterbench.judge.stats import median, summarize
 from clusterbench.units import compact
 
 
@@ -65,7 +64,9 @@ def create_baseline(rows: list[Row], *, name: str, pct: float = 90.0, metrics: t
         per_run: dict[str, list[float]] = {}
         for r in grp:
             per_run.setdefault(str(r.run.id), []).append(r.m.value)
-        values = {k: statistics.median(v) for k, v in per_run.items()}
+        # judge.stats.median: statistics.median of two values near 1.7e308 overflows to inf, and
+        # a bound of inf makes a profile validate refuses to load
+        values = {k: median(v) for k, v in per_run.items()}
         label = _label(bench, metric, params)
         for o in flag_outliers(values, higher_is_better=hib):
             result.left_out.append({"run": int(o.key), "row": label, "value": o.value,
@@ -75,7 +76,7 @@ def create_baseline(rows: list[Row], *, name: str, pct: float = 90.0, metrics: t
         if s.cv is not None and s.cv > max_cv:  # undefined (one run, mean 0): nothing to call noisy
             result.noisy.append({"row": label, "cv": s.cv, "runs": s.n})
             continue
-        med = statistics.median(values.values())
+        med = median(list(values.values()))
         if med <= 0:
             continue
         # A bidirectional pair's total (no ``leg``) would also match each leg, and a stricter bound

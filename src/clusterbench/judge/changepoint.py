@@ -189,7 +189,12 @@ def _segments(x: np.ndarray, offset: int, s: Settings) -> list[tuple[Change, tup
     resid = np.concatenate([inside - b, outside - a])
     sigma = MAD_TO_SIGMA * float(np.median(np.abs(resid)))
     z = shift / sigma if sigma > 0 else (float("inf") if shift > 0 else 0.0)
-    rel = shift / abs(a) if a else float("inf")
+    # Relative to the level before each change reported (``Change.relative``), not to one fixed
+    # side: measured against the later level, a 1.98% drop passed a 2% floor and a 2.02% rise
+    # failed it. The larger level is the strictest, so every change reported clears the floor.
+    befores = ([a] if i > 0 else []) + ([b] if j < len(x) else [])
+    ref = max(abs(v) for v in befores)
+    rel = shift / ref if ref else float("inf")
     if rel < s.min_effect or z < s.min_z:
         return None
     out = []

@@ -66,7 +66,17 @@ def select_history(store: Any, selectors: Sequence[str], since: datetime | None 
         runs = store.list_runs(oldest_first=True)
     if since is not None:
         runs = [r for r in runs if (t := run_time(r)) is not None and t >= since]
-    return sorted(runs, key=lambda r: (r.started_at or "", r.id or 0))
+    return sorted(runs, key=_time_order)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def _time_order(run: Run) -> tuple[bool, datetime, int]:
+    """Runs by the instant they started, unreadable times first: the text alone misorders times
+    written with other offsets (an imported ``05:00+02:00`` is before ``04:00Z``)."""
+    t = run_time(run)
+    return t is not None, t or _EPOCH, run.id or 0
 
 
 @dataclass(frozen=True)

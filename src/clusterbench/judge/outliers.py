@@ -21,10 +21,10 @@ median by more than ``min_rel_dev`` (5% by default): a MAD of 0.1% makes a 0.5% 
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from clusterbench.judge.stats import median
 from clusterbench.units import compact
 
 MAD_CONSISTENCY = 0.6745  # Iglewicz & Hoaglin: 0.6745 * (x - median) / MAD
@@ -57,11 +57,11 @@ def modified_z_scores(values: Mapping[str, float]) -> tuple[float, dict[str, flo
     xs = [float(v) for v in values.values()]
     if not xs:
         return 0.0, {}
-    med = statistics.median(xs)
+    med = median(xs)   # statistics.median of two values near 1.7e308 is inf: no centre at all
     if not math.isfinite(med):  # half the values or more are infinite: no centre to judge by
         return med, {k: 0.0 for k in values}
     deviations = [abs(x - med) for x in xs]
-    mad = statistics.median(deviations)  # finite: fewer than half the values are infinite
+    mad = median(deviations)  # finite: fewer than half the values are infinite
     if mad > 0:
         scale = mad / MAD_CONSISTENCY
     else:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from clusterbench.errors import UsageError
 from clusterbench.families.workloads.spec import SCALING_EFFICIENCY, SPEEDUP
+from clusterbench.judge.stats import summarize
 from clusterbench.records import COMPLETE, Measurement, Run
 from clusterbench.store import Store
 from clusterbench.units import fixed
@@ -70,6 +71,11 @@ def point_for(group: str, run: Run, measurements: list[Measurement], metric: str
     return Point(group, nodes, run.ranks, value, run.id)
 
 
+def _mean(values: list[float]) -> float:
+    """The mean without overflow: sum() of two throughputs near 1.7e308 is inf."""
+    return summarize(values).mean
+
+
 def scaling_table(points: list[Point], baseline: list[Point] | None = None) -> list[ScalingRow]:
     """One row per (group, node count). ``baseline``: points shared by every group (e.g. the
     single-node run that uses no network); otherwise each group's smallest node count."""
@@ -82,20 +88,20 @@ def scaling_table(points: list[Point], baseline: list[Point] | None = None) -> l
     if baseline:
         n0 = min(p.nodes for p in baseline)
         vals = [p.throughput for p in baseline if p.nodes == n0]
-        base_pair = (n0, sum(vals) / len(vals))
+        base_pair = (n0, _mean(vals))
     rows = []
     for group, by_n in groups.items():
         if base_pair is not None:
             n0, t0 = base_pair
         else:
             n0 = min(by_n)
-            t0 = sum(p.throughput for p in by_n[n0]) / len(by_n[n0])
+            t0 = _mean([p.throughput for p in by_n[n0]])
         if t0 <= 0:
             raise UsageError(f"baseline throughput of {group!r} is {t0}: cannot scale against it")
         for n in sorted(by_n):
             ps = by_n[n]
             rows.append(ScalingRow(group, n, max(p.ranks for p in ps), len(ps),
-                                   sum(p.throughput for p in ps) / len(ps), n0, t0))
+                                   _mean([p.throughput for p in ps]), n0, t0))
     return rows
 
 

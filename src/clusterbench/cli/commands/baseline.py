@@ -45,7 +45,7 @@ def create(runs: tuple[str, ...], output: str, name: str | None, pct: float, met
     """Derive a profile from RUNs: per row, PCT% of the median over the runs, outlier runs left out."""
     from clusterbench.units import parse_size
 
-    with Store.open(db) as store:
+    with Store.open_to_read(db) as store:
         loaded = load_runs(store, runs, since)
     stem = os.path.splitext(os.path.basename(output))[0]
     result = create_baseline(rows_of(loaded), name=name or stem, pct=pct, metrics=metrics,

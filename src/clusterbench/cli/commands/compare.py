@@ -73,7 +73,7 @@ def compare(selector_a: str, selector_b: str, benchmark: str | None, metric: str
     Exit code 0 (or, with --fail-on, 1 when a row has such a verdict); 2 for usage errors.
     """
     failing = _fail_on(fail_on)
-    with Store.open(db) as store:
+    with Store.open_to_read(db) as store:
         runs_a, runs_b = load_runs(store, [selector_a], since), load_runs(store, [selector_b], since)
     a, b = rows_of(runs_a), rows_of(runs_b)
     partial = interrupted_note(r for r, _ in runs_a + runs_b)

@@ -127,7 +127,7 @@ def env(ctx: click.Context, as_json: bool, root: str) -> None:
 def show_cmd(selectors: tuple[str, ...], host: str | None, as_json: bool, since: str | None,
              db: str | None) -> None:
     """The inventory stored with each RUN (e.g. last), one block per host."""
-    with Store.open(db) as store:
+    with Store.open_to_read(db) as store:
         runs = store.select_all(selectors, since)
     sections: list[list[str]] = []
     for run in runs:
@@ -218,7 +218,7 @@ def diff_cmd(run_a: str, run_b: str | None, hosts: str | None, show_identity: bo
     if len(names) > 2 or any(not h for h in names):
         raise UsageError(f"--hosts {hosts!r}: expected HOST_A or HOST_A,HOST_B")
     found = 0
-    with Store.open(db) as store:
+    with Store.open_to_read(db) as store:
         if run_b is not None:
             ha = names[0] if names else None
             hb = names[1] if len(names) > 1 else ha

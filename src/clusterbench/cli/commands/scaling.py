@@ -33,7 +33,7 @@ def scaling(selectors: tuple[str, ...], baseline: str | None, benchmark: str, me
     Each SELECTOR (e.g. tags such as network=vnic) is one group, e.g.
     `clusterbench scaling network=pod network=vnic --baseline nodes=1`.
     """
-    with Store.open(db) as store:
+    with Store.open_to_read(db) as store:
         points = sc.load_points(store, selectors, benchmark, metric, by, since)
         base = sc.load_points(store, (baseline,), benchmark, metric, by, since) if baseline else None
     rows = sc.scaling_table(points, base)

@@ -50,7 +50,7 @@ def theory(link: str, nodes_text: str, runs: tuple[str, ...], as_json: bool, sin
             print(f"{row.nodes:>6} {fixed(row.algbw, 13, 2)} {fixed(row.busbw, 13, 2)}")
     if not runs:
         return
-    with Store.open(db) as store:
+    with Store.open_to_read(db) as store:
         loaded = load_runs(store, runs, since)
     found = False
     for run, ms in loaded:

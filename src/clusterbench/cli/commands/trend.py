@@ -74,7 +74,7 @@ def trend(selectors: tuple[str, ...], metric: str | None, benchmark: str | None,
     scan with a permutation p-value, docs/judge.md)."""
     settings = Settings(alpha=alpha, min_size=min_runs, min_effect=min_effect / 100)
     since_t = parse_since(since) if since else None
-    with Store.open(db) as store:
+    with Store.open_to_read(db) as store:
         runs = select_history(store, selectors, since_t)
         loaded = [(r, store.measurements(r.id)) for r in runs]
     if not runs:
