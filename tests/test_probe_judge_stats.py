@@ -5,6 +5,7 @@ largest float, and compare's Welch numbers."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -110,3 +111,13 @@ def test_outliers_near_the_largest_float_still_have_a_centre() -> None:
     found = flag_outliers({"a": 1.7e308, "b": 1.7e308, "c": 1.6e308, "d": 1.0e308})
     assert [o.key for o in found] == ["d"]
     assert found[0].median == pytest.approx(1.65e308)
+
+
+def test_baseline_pct_above_100_is_refused(capsys, tmp_path):
+    """A --pct above 100 wrote a bandwidth bound above the median: validating the runs the
+    baseline came from failed half of them."""
+    db = tmp_path / "r.db"
+    seed = Path(__file__).parent / "data" / "nccl-tests" / "seed-mi300x-rccl-all_reduce-8gpu.txt"
+    assert cli(capsys, "import", seed, "--db", db)[0] == 0
+    code, _, err = cli(capsys, "baseline", "create", "1", "-o", tmp_path / "p.yaml", "--pct", "150", "--db", db)
+    assert code == 2 and "at most 100" in err and len(err.strip().splitlines()) == 1

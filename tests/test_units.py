@@ -64,7 +64,7 @@ def test_parse_rate(text, bytes_per_s):
     assert parse_rate(text) == pytest.approx(bytes_per_s)
 
 
-@pytest.mark.parametrize("text", ["fast", "100", "100 parsecs", "0Gbps"])
+@pytest.mark.parametrize("text", ["fast", "100", "100 parsecs", "0Gbps", "9" * 400 + "GB/s"])
 def test_parse_rate_rejects(text):
     with pytest.raises(UsageError):
         parse_rate(text)

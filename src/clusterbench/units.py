@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal
 
@@ -172,4 +173,7 @@ def parse_rate(text: str) -> float:
         raise UsageError(f"invalid rate {text!r}: unknown unit {unit!r}")
     if number <= 0:
         raise UsageError(f"invalid rate {text!r}: must be positive")
-    return number * scale[1]
+    rate = number * scale[1]
+    if not math.isfinite(rate):   # 400 digits: inf bytes/s would make every efficiency 0%
+        raise UsageError(f"invalid rate {text[:32]!r}{'...' if len(text) > 32 else ''}: too large")
+    return rate

@@ -31,7 +31,7 @@ def baseline() -> None:
               help="Profile YAML to write (use it with validate --profile FILE).")
 @click.option("--name", default=None, help="Profile name (default: the output file's stem).")
 @click.option("--pct", type=POSITIVE, default=90.0, show_default=True,
-              help="Pass bound as percent of the median (>= pct% for bandwidths, <= 200-pct% for times).")
+              help="Pass bound as percent of the median, at most 100 (>= pct% for bandwidths, <= 200-pct% for times).")
 @click.option("--metric", "metrics", multiple=True,
               help="Metrics to include (repeatable; default busbw, bandwidth, tflops).")
 @click.option("--min-bytes", default="1M", show_default=True,
