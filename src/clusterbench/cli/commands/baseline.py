@@ -35,7 +35,7 @@ def baseline() -> None:
 @click.option("--metric", "metrics", multiple=True,
               help="Metrics to include (repeatable; default busbw, bandwidth, tflops).")
 @click.option("--min-bytes", default="1M", show_default=True,
-              help="Leave out collective rows below this message size (latency-bound, noisy).")
+              help="Leave out rows of a smaller message or transfer size (latency-bound, noisy).")
 @json_option("one `summary` line: the profile written, its criteria, the runs, and the runs and "
              "rows left out")
 @since_option
