@@ -29,6 +29,7 @@ from clusterbench.judge.profiles import Profile, SuiteStep, builtin_profiles, lo
 from clusterbench.judge.select import load_runs, rows_of
 from clusterbench.judge.text import outcome_lines
 from clusterbench.judge.validate import FAIL, PASS, SKIPPED, evaluate, exit_code
+from clusterbench.launch import drain
 from clusterbench.launch.common import split_agent
 from clusterbench.printable import printable
 from clusterbench.records import Run, utc_now
@@ -118,6 +119,29 @@ def _print_outcomes(profile: Profile, outcomes: Sequence[Any], as_json: bool) ->
             print(line)
 
 
+def _check_launch(launch: list[str]) -> None:
+    """Refuse a launch that returns before its ranks have stored a run: every step would pass
+    having measured nothing, and the group would be judged empty."""
+    engine, opts = launch[0], launch[1:]
+    if "--print" in opts:
+        raise UsageError(f"--launch {shlex.join(launch)!r}: --print runs nothing (qualify judges what its "
+                         "steps store; --dry-run prints them)")
+    waits = [o for o in opts if o in ("--wait", "--no-wait")]
+    if engine == "slurm" and ("--submit" not in opts or waits[-1:] == ["--no-wait"]):
+        raise UsageError(f"--launch {shlex.join(launch)!r}: slurm needs --submit, and its --wait (the "
+                         "default), so each step's run is stored before the next one starts")
+
+
+def _report_path(out: Path) -> Path:
+    """The page ``report -o OUT`` writes: OUT itself when it ends in .html or .htm, else OUT with
+    .html added (``-o nightly`` writes nightly.html), so the summary names the file written."""
+    if out.name in ("", ".", ".."):
+        raise UsageError(f"-o {str(out)!r}: give the HTML file's name (report.html)")
+    if out.suffix.lower() in (".html", ".htm"):
+        return out
+    return out.with_suffix(out.suffix + ".html") if out.suffix else out.with_suffix(".html")
+
+
 @click.command("qualify")
 @click.option("--profile", "profile_name", required=True, metavar="NAME|FILE",
               help=f"A profile with a suite: ({', '.join(builtin_profiles()) or 'none'}) or a YAML file.")
@@ -154,6 +178,9 @@ def qualify(profile_name: str, output: str | None, launch_text: str | None, node
     run_tags = {**parse_tags(tags), GROUP_TAG: group, "profile": profile.name}
     if launch is None:
         run_tags["node"] = node   # every run of a local qualification is this node's
+    if on_fail.action:   # a node name it refuses, or --apply without its tool, is found now, not after the suite
+        local = [drain.Verdict(node)] if launch is None else []   # under --launch the nodes come from the runs
+        drain.plan(on_fail.action, local, False, need_tool=on_fail.apply)
     root = _root()
     planned = [(step, _step_argv(step, launch, db, run_tags)) for step in profile.suite]
     for step, argv in planned:   # a step the CLI cannot parse is a usage error before anything runs
@@ -167,9 +194,11 @@ def qualify(profile_name: str, output: str | None, launch_text: str | None, node
                 click.echo(f"# {step.name}\n{shlex.join(['clusterbench', *argv])}")
         return 0
 
-    out = Path(output) if output else Path(f"qualify-{profile.name}-{group}.html")
-    if not out.parent.is_dir():
-        raise UsageError(f"directory {out.parent} does not exist")
+    if launch is not None:   # (a dry run prints the steps as they are, for any launch)
+        _check_launch(launch)
+    out = _report_path(Path(output) if output else Path(f"qualify-{profile.name}-{group}.html"))
+    # a page that cannot be written is a usage error now, not after every step stored
+    outfile.target(out, "-o")
     if junit:  # a --junit that cannot be written is a usage error now, not after every step stored
         outfile.target(junit, "--junit")
     # the store opens first: a database this version cannot write fails before any step runs

@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from clusterbench.cli.argv_check import check_argv
 from clusterbench.cli.bounds import NON_NEGATIVE, POSITIVE
 from clusterbench.cli.fleet import OnFail, junit_option, on_fail_options, take_out
 from clusterbench.cli.options import (
@@ -19,7 +20,8 @@ from clusterbench.cli.options import (
     tag_option,
 )
 from clusterbench.errors import UsageError
-from clusterbench.families import by_command
+from clusterbench.families import FAMILIES, by_command
+from clusterbench.launch import drain
 from clusterbench.launch.common import (
     DEFAULT_AGENT,
     bench_command,
@@ -104,9 +106,15 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
         raise UsageError("--hosts: a sweep needs at least 2 nodes")
     test = bench_command(command) if command else list(DEFAULT_TEST)
     family = by_command(test[0])
-    metric = metric or (family.headline.name if family and family.headline else None)
+    if family is None:   # its ranks would record nothing to rank nodes by
+        raise UsageError(f"the test after --: {test[0]!r} is not a benchmark command (coll, net, stream, gemm, ...)")
+    metric = metric or (family.headline.name if family.headline else None)
     if metric is None:
         raise UsageError(f"--metric: no default metric for {test[0]!r}; name the record metric to rank by")
+    # A metric no benchmark records would be missing from every subset's output: each node would
+    # fail, be named a suspect and, with --on-fail, be drained.
+    if not any(f.metric(metric) for f in FAMILIES):
+        raise UsageError(f"--metric {metric!r}: no benchmark records such a metric")
     switches = parse_topology(read_user_text(topology, "--topology"), topology) if topology else None
     if topology and not switches:   # nothing to group by: a wrong file, or a pipe that gave nothing
         raise UsageError(f"--topology {topology}: no leaf switch line (SwitchName=NAME Nodes=HOSTLIST)")
@@ -123,11 +131,16 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
     agent_argv = split_agent(agent) if agent else list(DEFAULT_AGENT)
     if junit:  # a --junit that cannot be written is a usage error now, not after a stored run
         outfile.target(junit, "--junit")
-    # the store opens first: a database this version cannot write fails before any node runs
-    Store.open(db).close()
+    if on_fail.action:   # a node name it refuses, or --apply without its tool, is found now, not after the sweep
+        drain.plan(on_fail.action, [drain.Verdict(h) for h in host_list], False, need_tool=on_fail.apply)
     sweep_id = new_group_id()
     # Every subset run is stored too, in the same database, tagged with this sweep's id.
     test_argv = with_store_args(test, for_other_hosts(db), {"sweep": sweep_id})
+    # The test as every node will run it: a typo there would fail on every node alike, and the
+    # sweep would name every node a suspect (and drain them all with --on-fail).
+    check_argv([*test_argv, "--json"], "the test after --")
+    # the store opens first: a database this version cannot write fails before any node runs
+    Store.open(db).close()
     cfg = SweepConfig(hosts=host_list, command=test_argv, metric=metric,
                       agent=agent_argv, quote=not agent_exec,
                       procs_per_node=procs_per_node, single_procs=single_procs, env=parse_env(envs),
@@ -147,7 +160,7 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
         what = f"{r.value:.4g} {r.unit}" if r.value is not None else f"FAILED: {r.error}"
         print(printable(f"# {r.stage:<6s} {'+'.join(r.hosts):<40s} {metric} {what}"), file=sys.stderr, flush=True)
 
-    known = family.metric(metric) if family else None
+    known = family.metric(metric)
     hib = not lower_is_better and (known is None or known.higher_is_better)
     with bar:
         results = run_sweep(cfg, subsets, progress, rounds=rounds, higher_is_better=hib, on_start=launching)
