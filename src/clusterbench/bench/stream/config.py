@@ -50,7 +50,10 @@ def stream_config(arraysize: str, numtimes: int, dtype: str, sizes: str | None, 
         raise UsageError(f"-n/--numtimes must be at least 2 (the first iteration is not timed), got {numtimes}")
     elem = spec.DTYPES[dtype]
     if sizes:
-        counts = [max(1, b // elem) for b in parse_sweep(sizes)]
+        # Small byte sizes round to the same element count (1:32 of double: 1, 1, 1, 1, 2, 4):
+        # each is measured once, or the run would hold identical rows that compare and
+        # baselines pool as if they were repeats.
+        counts = list(dict.fromkeys(max(1, b // elem) for b in parse_sweep(sizes)))
         strict = False   # a size that does not fit is a skipped row; none fitting is an error now
         if device_type == "cpu":
             need, free = spec.footprint(min(counts), elem), devs.free_memory(devs.rank_device("cpu", [0], 0))

@@ -143,7 +143,7 @@ BUSBW = Metric("busbw", "GB/s", headline=True, about="algbw x the op's bus facto
 # spread="stat": per-iteration statistics of a row as time_us rows with a stat param feed the noise
 # check (judge/noise.py); the row's own time has no stat
 TIME = Metric("time_us", "us", higher_is_better=False, redundant_with=BUSBW.name, spread="stat",
-              about="time per op (slowest rank per -a)")
+              about="time per op, combined over ranks per -a (default: mean)")
 ALGBW = Metric("algbw", "GB/s", link_bound=True, redundant_with=BUSBW.name, about="size / time")
 WRONG = Metric("wrong", "", higher_is_better=False, judged=False, about="wrong elements, all ranks")
 MAX_ERROR = Metric("max_error", "", higher_is_better=False, judged=False,

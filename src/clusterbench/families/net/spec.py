@@ -8,7 +8,8 @@ from clusterbench.families.base import LEVEL, Metric
 NET = "net"
 BANDWIDTH = Metric("bandwidth", "GB/s", headline=True, link_bound=True,
                    about="bytes received / time, all streams")
-LATENCY = Metric("latency_us", "us", higher_is_better=False, about="round trip / 2, with stat")
+LATENCY = Metric("latency_us", "us", higher_is_better=False,
+                 about="latency with stat: the round trip for native net, one way for perftest and OSU")
 EFFICIENCY = Metric("efficiency", "", about="bandwidth / the link rate given (--link-rate)")
 RETRANSMITS = Metric("retransmits", "", higher_is_better=False, judged=False, about="TCP retransmits (iperf3)")
 # Jitter is how much arrival times vary, not how long anything took: a change is "higher"/"lower".
