@@ -108,6 +108,15 @@ def test_torchrun_c10d_and_static():
         tr.torchrun_argv(spec, "head;reboot:29500")
 
 
+def test_ipv6_rendezvous_endpoint_in_brackets():
+    """A sweep over IPv6 hosts wrote fe80::1:29400, an endpoint torchrun cannot split."""
+    spec = Spec(nodes=2, procs_per_node=1, command=["net"])
+    assert tr.endpoint_of("fe80::1", 29400) == "[fe80::1]:29400" and tr.endpoint_of("h1", 5) == "h1:5"
+    assert "--rdzv_endpoint=[fe80::1]:29400" in tr.torchrun_argv(spec, tr.endpoint_of("fe80::1", 29400))
+    with pytest.raises(UsageError, match=r"in brackets, \[fe80::1\]:29400"):
+        tr.torchrun_argv(spec, "fe80::1:29400")
+
+
 def test_diagnose_names_missing_and_dead_hosts():
     r = tr.HostsResult(["a", "b", "c"], {"a": 1, "b": 1, "c": None}, "",
                        {"a": ["torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError"],

@@ -27,12 +27,21 @@ from clusterbench.launch.common import Spec, check_host, check_text, env_argv, r
 DEFAULT_PORT = 29400
 
 
+def endpoint_of(host: str, port: int) -> str:
+    """``HOST:PORT``, an IPv6 address in brackets: ``fe80::1:29400`` names no port torchrun
+    can tell from the address."""
+    return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
+
+
 def parse_endpoint(endpoint: str) -> tuple[str, int]:
     """``HOST:PORT`` (``[v6addr]:PORT`` too) with a plain host name and a port number."""
     host, _, port = endpoint.rpartition(":")
     if not host or not re.fullmatch(r"[0-9]{1,5}", port) or int(port) > 65535:
         raise UsageError(f"invalid --rdzv-endpoint {endpoint!r}: expected HOST:PORT")
     bracketed = host.startswith("[") and host.endswith("]")   # [v6addr]; no other brackets
+    if ":" in host and not bracketed:
+        raise UsageError(f"invalid --rdzv-endpoint {endpoint!r}: write an IPv6 address in brackets, "
+                         f"[{host}]:{port}")
     name = check_host(host[1:-1] if bracketed else host, "rendezvous host")
     return f"[{name}]" if bracketed else name, int(port)
 
@@ -261,7 +270,7 @@ def run_torchrun_on_hosts(
     hosts = [check_host(h) for h in hosts]
     if len(hosts) != spec.nodes:
         raise UsageError(f"{len(hosts)} hosts given for --nodes {spec.nodes}")
-    endpoint = f"{hosts[0]}:{port}"
+    endpoint = endpoint_of(hosts[0], port)
     per_host = []
     for i, host in enumerate(hosts):
         argv = torchrun_argv(spec, endpoint, rdzv_id=rdzv_id, is_host=(i == 0),

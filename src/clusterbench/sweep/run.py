@@ -50,7 +50,7 @@ def run_subset(cfg: SweepConfig, hosts: Sequence[str], stage: str, index: int) -
     result = tr.run_torchrun_on_hosts(list(hosts), cfg.agent, spec, port=port,
                                       rdzv_id=f"sweep{index}", join_timeout=cfg.join_timeout,
                                       timeout=cfg.timeout, torchrun=cfg.torchrun, quote=cfg.quote)
-    problem = tr.diagnose(result, f"{hosts[0]}:{port}", cfg.join_timeout)
+    problem = tr.diagnose(result, tr.endpoint_of(hosts[0], port), cfg.join_timeout)
     records = parse_records(result.stdout)
     picked = pick_value(records, cfg.metric)
     if problem is not None:
