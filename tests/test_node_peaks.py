@@ -128,3 +128,16 @@ def test_stream_table_and_judge_show_no_percent_for_a_cpx_run():
     assert device_percent_of_peak(run, _stream_rows()) == []
     whole = Run("stream", devices=["AMD Instinct MI300X"], meta={"inventory": {"n1": {"gpus": []}}})
     assert [d.peak for d in device_percent_of_peak(whole, _stream_rows())] == [5300]
+
+
+def test_stream_and_transfer_tables_never_show_a_nonzero_value_as_zero():
+    """A 1 KiB copy at 0.0004 GB/s read 0.00 in the stream and transfer tables, as the gemm and
+    net tables already avoided."""
+    from clusterbench.families.transfer.table import _cell
+    base = {"kernel": "Copy", "array_size": 128, "dtype": "double", "device": "cpu"}
+    r = StreamRenderer()
+    r.header(Run("stream", devices=["cpu"]))
+    (line,) = r.rows([Measurement("stream", "bandwidth", 0.0004, "GB/s", base),
+                      Measurement("stream", "time_us", 0.04, "us", {**base, "stat": "min"})])
+    assert line.split()[4:6] == ["0.0004", "0.04"]
+    assert _cell(0.0004).strip() == "0.0004" and _cell(12.5) == "     12.50"

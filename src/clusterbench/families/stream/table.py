@@ -4,11 +4,10 @@ with percent of the device's datasheet HBM bandwidth when the device is known.""
 from __future__ import annotations
 
 from clusterbench import peaks
-from clusterbench.families.base import param_text, whole
+from clusterbench.families.base import param_text, significant, whole
 from clusterbench.families.device_table import DeviceTable, percent_cell
 from clusterbench.families.stream.spec import BANDWIDTH, TIME
 from clusterbench.records import Measurement, Run
-from clusterbench.units import fixed
 
 
 class StreamTable(DeviceTable):
@@ -41,9 +40,9 @@ class StreamTable(DeviceTable):
             key = (label, m.param("array_size"), m.param("dtype"), m.param("kernel"))
             t = times.get(key, {})
             pct = percent_cell(m.value, self._peak(label, whole(m.param("devices", 1))))
-            cols = " ".join(fixed(t[s], 10, 1) if s in t else f"{'':>10s}" for s in ("min", "max", "avg"))
+            cols = " ".join(significant(t[s], 10, 1) if s in t else f"{'':>10s}" for s in ("min", "max", "avg"))
             out.append(f"  {label:>8s} {param_text(m.param('array_size')):>11} {param_text(m.param('dtype')):>6s} "
-                       f"{param_text(m.param('kernel')):>8s} {fixed(m.value, 10, 2)} {pct:>6s} {cols}".rstrip())
+                       f"{param_text(m.param('kernel')):>8s} {significant(m.value, 10, 2)} {pct:>6s} {cols}".rstrip())
         return out
 
     def footer(self, run: Run, measurements: list[Measurement]) -> list[str]:

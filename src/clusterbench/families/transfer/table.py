@@ -16,7 +16,6 @@ from clusterbench.families.base import (
 from clusterbench.families.device_table import DeviceTable, percent_cell
 from clusterbench.families.transfer.spec import BANDWIDTH, MATRIX_TESTS
 from clusterbench.records import Measurement, Run
-from clusterbench.units import fixed
 
 
 def _endpoint_order(e: str) -> tuple[int, int, str]:
@@ -41,9 +40,9 @@ def _text(m: Measurement) -> str:
 def _cell(v: float | None) -> str:
     if v is None:
         return f"{'N/A':>10s}"
-    text = f"{v:>10.2f}"
+    text = significant(v, 10, 2)
     # cells have no separator: an exponent form keeps one blank so it does not run into the last
-    return text if len(text) <= 10 else " " + fixed(v, 9, 2)
+    return text if len(text) <= 10 else " " + significant(v, 9, 2)
 
 
 class TransferTable(DeviceTable):
@@ -155,10 +154,10 @@ class TransferTable(DeviceTable):
             stat = m.param("stat")
             if stat == "pair" and m.metric == BANDWIDTH.name:
                 t = whole(m.param("transfer", 0), 0)
-                lines.append(f"  Transfer {t:02d} | {fixed(m.value, 10, 3)} GB/s | {param_text(m.param('bytes')):>11} bytes | "
+                lines.append(f"  Transfer {t:02d} | {significant(m.value, 10, 3)} GB/s | {param_text(m.param('bytes')):>11} bytes | "
                              f"{m.param('src')} -> {m.param('method')} {m.param('executor', '')} -> {m.param('dst')}")
             elif stat == "aggregate" and m.metric == BANDWIDTH.name and m.param("timing") is None:
-                lines.append(f"  Aggregate   | {fixed(m.value, 10, 3)} GB/s | {param_text(m.param('bytes')):>11} bytes | wall time")
+                lines.append(f"  Aggregate   | {significant(m.value, 10, 3)} GB/s | {param_text(m.param('bytes')):>11} bytes | wall time")
             else:
                 lines.append(f"  {param_text(stat).capitalize():<12s}| {significant(m.value, 10, 3)} {m.unit:<4s} | "
                              f"{param_text(m.param('bytes')):>11} bytes | {_words(m)}".rstrip())
