@@ -154,7 +154,7 @@ class Sweep:
         self.root = config.root if self.spec.has_root else -1
         self.send_buf = self.recv_buf = None
         self.per_max = 0
-        self.notes: list[str] = []  # skipped rows, said once the op's table has started
+        self.notes: list[str] = []  # placements the backend cannot run, said before the op's rows
 
     def allocate(self, per_max: int) -> None:
         import torch
@@ -346,58 +346,53 @@ def run_op(ctx: RankContext, config: CollConfig, op: str) -> None:
     spec = SPECS[op]
     n = ctx.world_size
     ctx.meta({f"coll_sweep.{op}": sweep_header(config)})
-    # Notes wait for the op's first row, so they print inside its table rather than before it.
+    # Every note of an op is known before its first row: which placements the backend runs
+    # (tried with one element per rank) and which sizes are skipped. Said before the rows, they
+    # print under the op's table header live, where results show prints them too.
     notes: list[str] = []
     if not spec.out_of_place:
         notes.append(f"{op}: PyTorch offers only an in-place {op}; out-of-place columns are N/A")
-    said: set[str] = set()
-
-    def say() -> None:
-        for text in notes:
-            if text not in said:
-                said.add(text)
-                ctx.note(text, op)
-        notes.clear()
-
     combos = [(d, r) for d in config.dtypes for r in (config.redops if spec.reduces else ("none",))]
     sizes = config.sizes()
     memory = _usable_memory(ctx)
     usable: dict[tuple[str, str], list[str]] = {}
+    planned: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for dtype, redop in combos:
+        probe = Sweep(ctx, config, op, dtype, redop)
+        usable[(dtype, redop)] = probe.probe()
+        notes += probe.notes
+        pers = [row_counts(op, s, dtype, n).param for s in sizes]
+        runnable = [(s, p) for s, p in zip(sizes, pers) if p > 0]
+        if len(runnable) < len(sizes):
+            too_small = [s for s, p in zip(sizes, pers) if p == 0]
+            notes.append(f"{op} {dtype}: size(s) {', '.join(map(str, too_small))} B hold less "
+                         f"than one element per rank for {n} ranks: skipped")
+        fits = [(s, p) for s, p in runnable if buffer_bytes(op, p, n, dtype) <= memory]
+        if len(fits) < len(runnable):
+            big = [str(s) for s, p in runnable if (s, p) not in fits]
+            notes.append(f"{op} {dtype}: size(s) {', '.join(big)} B skipped: their buffers need more "
+                         f"than the {memory} B of memory free per rank")
+        planned[(dtype, redop)] = fits
+    for text in dict.fromkeys(notes):
+        ctx.note(text, op)
     records: list[Measurement] = []
     bws: list[float] = []
     bad = 0
     for cycle in range(config.cycles):
         for dtype, redop in combos:
-            sweep = Sweep(ctx, config, op, dtype, redop)
-            if (dtype, redop) not in usable:
-                usable[(dtype, redop)] = sweep.probe()
-                notes += sweep.notes
-            places = usable[(dtype, redop)]
-            pers = [row_counts(op, s, dtype, n).param for s in sizes]
-            runnable = [(s, p) for s, p in zip(sizes, pers) if p > 0]
-            if cycle == 0 and len(runnable) < len(sizes):
-                too_small = [s for s, p in zip(sizes, pers) if p == 0]
-                notes.append(f"{op} {dtype}: size(s) {', '.join(map(str, too_small))} B hold less "
-                             f"than one element per rank for {n} ranks: skipped")
-            fits = [(s, p) for s, p in runnable if buffer_bytes(op, p, n, dtype) <= memory]
-            if len(fits) < len(runnable):
-                big = [str(s) for s, p in runnable if (s, p) not in fits]
-                notes.append(f"{op} {dtype}: size(s) {', '.join(big)} B skipped: their buffers need more "
-                             f"than the {memory} B of memory free per rank")
-                runnable = fits
+            places, runnable = usable[(dtype, redop)], planned[(dtype, redop)]
             if not places or not runnable:
                 continue
+            sweep = Sweep(ctx, config, op, dtype, redop)
             sweep.allocate(max(p for _, p in runnable))
             sweep.warm_up(places, [p for _, p in runnable])
             for size, per in runnable:
                 ms, row_bws, row_bad = sweep.row(size, per, places, cycle)
                 ctx.record(ms)
                 ctx.progress()
-                say()
                 records += ms
                 bws += row_bws
                 bad += row_bad
-    say()
     if not records:
         return
     run_params = {"ranks": n}
