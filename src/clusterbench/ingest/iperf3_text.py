@@ -5,6 +5,8 @@ the rows that end in ``sender`` / ``receiver``, the ``[SUM]`` rows when there ar
 (``-P``). TCP and UDP, client and server side, both header words (``Bandwidth`` before iperf 3.2,
 ``Bitrate`` since). Units as iperf3's src/units.c prints them: bit rates in steps of 1000
 (``Kbits/sec``), byte quantities and byte rates (``-f M``: ``MBytes/sec``) in steps of 1024.
+``--bidir`` rows carry their role (``[  5][TX-C]``): each direction is stored with its own
+src/dst and ``bidirectional`` true; ``--get-server-output``'s server report is a run of its own.
 
 Not stored: the per-second interval rows, a UDP sender's jitter and loss (only the receiver
 measures them; the sender prints zeros), and in a run interrupted with Ctrl-C the summary rows
@@ -29,7 +31,9 @@ from clusterbench.ingest.common import (
 )
 from clusterbench.records import INCOMPLETE, Measurement
 
-_ROW = re.compile(r"^\[\s*(\d+|SUM)\]\s+(\d+(?:\.\d+)?)-\s*(\d+(?:\.\d+)?)\s+sec\s+([\d.]+)\s+([KMGT]?)Bytes\s+"
+# ``--bidir`` (iperf 3.7+) tags each row with its role after the id: ``[  5][TX-C]`` is a stream the
+# client sends on, ``[RX-C]`` one it receives on, ``[TX-S]``/``[RX-S]`` the same seen by the server.
+_ROW = re.compile(r"^\[\s*(\d+|SUM)\](?:\[(TX|RX)-([CS])\])?\s+(\d+(?:\.\d+)?)-\s*(\d+(?:\.\d+)?)\s+sec\s+([\d.]+)\s+([KMGT]?)Bytes\s+"
                   r"([\d.]+)\s+([KMGT]?)(bits|Bytes)/sec(.*)$")
 _UDP_TAIL = re.compile(r"^\s*([\d.]+)\s+ms\s+(-?\d+)/\s*(\d+)\s+\((-?[\d.e+-]+)%\)")
 _BIT_STEP = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
@@ -50,7 +54,9 @@ class _Run:
         self.protocol = "tcp"
         self.duration: float | None = None
         self.block: int | None = None
-        self.rows: list[tuple[str, str, float, float, str]] = []  # id, side, bytes, bytes/s, rest
+        self.rows: list[tuple[str, str, float, float, str, str]] = []  # id, side, bytes, bytes/s, rest, TX/RX
+        self.bidir = False
+        self.client: _Run | None = None   # the client run whose log embeds this server's output
         self.interrupted = False
         self.notes: list[str] = []
         self.summary = False
@@ -119,18 +125,30 @@ def parse_text_output(text: str, name: str = "") -> list[ImportedRun]:
             cur.interrupted = cur.interrupted or "interrupt" in s
             add_error(cur.run, s)
             continue
+        if s == "Server output:":
+            # --get-server-output: the server's own report follows inside the client's log
+            if cur.rows or cur.summary:
+                runs.append(cur)
+                client, cur = cur, _Run(name)
+                cur.client = client
+            continue
         m = _ROW.match(s)
+        if m and m.group(2):
+            cur.bidir = True
         if m and cur.summary:
-            rest = m.group(9).strip()
+            rest = m.group(11).strip()
             side = "sender" if rest.endswith("sender") else "receiver" if rest.endswith("receiver") else ""
             if not side:
                 continue   # an interval row
-            rate_step = _BIT_STEP[m.group(7)] / 8 if m.group(8) == "bits" else _BYTE_STEP[m.group(7)]
-            moved, rate = to_float(m.group(4)), to_float(m.group(6))
+            rate_step = _BIT_STEP[m.group(9)] / 8 if m.group(10) == "bits" else _BYTE_STEP[m.group(9)]
+            moved, rate = to_float(m.group(6)), to_float(m.group(8))
             if moved is None or rate is None:   # '1.2.3', or hundreds of digits: a damaged summary
                 raise LogFormatError(f"summary row {shown(s)}: its transfer or rate is not a number")
-            cur.rows.append((m.group(1), side, moved * _BYTE_STEP[m.group(5)], rate * rate_step,
-                             rest[: -len(side)].strip()))
+            # with --bidir and --get-server-output iperf3 prints the client's receiving streams
+            # ([RX-C]) after the server's report: they are the client's rows
+            owner = cur.client if cur.client is not None and m.group(3) == "C" else cur
+            owner.rows.append((m.group(1), side, moved * _BYTE_STEP[m.group(7)], rate * rate_step,
+                               rest[: -len(side)].strip(), m.group(2) or ""))
     runs.append(cur)
     out = []
     for r in runs:
@@ -145,22 +163,31 @@ def _build(cur: _Run, version: str) -> ImportedRun | None:
     run.source = f"iperf3 {version}".strip()
     if version:
         run.versions["iperf3"] = version
-    streams = max(len(cur.streams), 1)
-    use_sum = any(r[0] == "SUM" for r in cur.rows)
-    rows = [r for r in cur.rows if (r[0] == "SUM") == use_sum]
+    # --bidir opens -P connections each way, and each is listed as connected
+    streams = max(len(cur.streams) // (2 if cur.bidir else 1), 1)
+    rows = []
+    for role in {r[5] for r in cur.rows}:
+        of_role = [r for r in cur.rows if r[5] == role]
+        use_sum = any(r[0] == "SUM" for r in of_role)
+        rows += [r for r in of_role if (r[0] == "SUM") == use_sum]
     # the client sends unless -R; a server receives what its client sends
     sending_local = not cur.reverse and not cur.server
-    src, dst = (cur.local, cur.remote) if sending_local else (cur.remote, cur.local)
     run.hosts = [h for h in (cur.local, cur.remote) if h]
     run.meta["role"] = "server" if cur.server else "client"
     ms: list[Measurement] = []
     skipped = 0
-    for _id, side, nbytes, rate, rest in rows:
+    for _id, side, nbytes, rate, rest, role in sorted(rows, key=lambda r: r[5] == "RX"):
         if cur.interrupted and nbytes == 0:
             skipped += 1
             continue
+        # a --bidir row's role says which way its bytes went, whichever side printed it
+        local_sends = role == "TX" if role else sending_local
+        src, dst = (cur.local, cur.remote) if local_sends else (cur.remote, cur.local)
         params: dict[str, object] = {"src_host": src, "dst_host": dst, "protocol": cur.protocol,
                                      "streams": streams}
+        if role:
+            # each direction shared the link with the other: not comparable with a one-way run
+            params["bidirectional"] = True
         if cur.duration:
             params["duration_s"] = cur.duration
         if cur.block:

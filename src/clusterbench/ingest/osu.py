@@ -41,6 +41,11 @@ _NAMES = {"bandwidth": "osu_bw", "bi-directional bandwidth": "osu_bibw", "latenc
           "multi latency": "osu_multi_lat", "broadcast latency": "osu_bcast", "barrier latency": "osu_barrier",
           "multiple bandwidth / message rate": "osu_mbw_mr", "multiple bandwidth/message rate": "osu_mbw_mr",
           "non-blocking broadcast latency": "osu_ibcast", "non-blocking barrier latency": "osu_ibarrier"}
+# one-sided tests name their MPI call where the others name the library (``# OSU MPI_Put
+# Bandwidth Test``): the call -> the program's stem (osu-micro-benchmarks c/mpi/one-sided/*.c)
+_ONE_SIDED = {"mpi_put": "put", "mpi_get": "get", "mpi_accumulate": "acc", "mpi_fetch_and_op": "fop",
+              "mpi_compare_and_swap": "cas", "mpi_get_accumulate": "get_acc"}
+_ONE_SIDED_KIND = {"latency": "latency", "bandwidth": "bw", "bi-directional bandwidth": "bibw"}
 _PROGRAM = re.compile(r"\b(osu_\w+)")
 _BUFFER = re.compile(r"\b([HDM]{1,2})\s+([HDM]{1,2})\s*$")
 _DEVICE = re.compile(r"(?:^|\s)(?:-d|--accelerator)[ =](cuda|rocm|openacc|sycl)\b")
@@ -53,6 +58,9 @@ _WARNING = re.compile(r"\bwarn(?:ing)?\b|<warn>|\bfail(?:ed|ure)?\b|\berror\b", 
 def bench_name(variant: str, title: str) -> str:
     """The OSU program that prints this title."""
     key = title.strip().lower()
+    call = _ONE_SIDED.get(variant.lower())
+    if call and key in _ONE_SIDED_KIND:
+        return f"{OSU_PREFIX}{call}_{_ONE_SIDED_KIND[key]}"
     prefix = OSU_PREFIX + ("xccl_" if variant.upper().startswith(("NCCL", "RCCL", "XCCL")) else "")
     if key in _NAMES:
         return prefix + _NAMES[key][len(OSU_PREFIX):]
@@ -174,6 +182,10 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
                 cur.header(body)
             elif "Buffer on" in body:
                 cur.params["buffers"] = " ".join(re.findall(r"\((\w{1,2})\)", body))
+            elif body.startswith(("Window creation:", "Synchronization:")):
+                # a one-sided test's window and synchronization calls change its figures
+                key, _, value = body.partition(":")
+                cur.params[key.strip().lower().replace(" ", "_")] = value.strip()
             elif body.startswith("[ pairs:"):
                 for key, value in re.findall(r"(pairs|window size):\s*(\d+)", body):
                     cur.params["window" if key == "window size" else key] = int(value)
