@@ -82,3 +82,17 @@ def test_osu_one_sided_tests_are_named_by_their_program():
             assert m.params["synchronization"] == sync
             assert m.params["window_creation"] == ("MPI_Win_create" if program == "osu_get_acc_latency"
                                                    else "MPI_Win_allocate")
+
+
+def test_osu_nonblocking_overlap_table_is_kept_with_a_warning_not_dropped():
+    """The non-blocking collectives' table (Overall, Compute, Pure Comm., Overlap) holds no column
+    clusterbench stores: each such test was dropped without a word, so a log mixing it with other
+    tests lost it silently. Each is now a run saying its rows were not stored."""
+    text = (DATA / "osu" / "ompi-pr7735-osu_iallgather-v5.3.2-nonblocking-overlap.txt").read_text()
+    runs = parse_text(text, name="iallgather.log")
+    assert len(runs) == 2 and all(len(r) == 0 for r in runs)
+    for r in runs:
+        assert r.run.status == "incomplete" and not r.run.errors
+        assert r.run.meta["warnings"] == ["1 row not stored: no column of 'Size           Overall(us)       "
+                                          "Compute(us)    Pure Comm.(us)        Overlap(%)' is one clusterbench "
+                                          "reads (latency, bandwidth, message rate)"]
