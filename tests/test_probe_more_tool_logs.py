@@ -42,6 +42,24 @@ def test_iperf3_bidir_client_keeps_both_directions():
     assert back.value == pytest.approx(936e6 / 8 / 1e9)
     assert back.params["bytes"] == int(1.09 * GIB)
     assert one(ms, "bandwidth", src_host="oak", side="received").value == pytest.approx(931e6 / 8 / 1e9)
+    assert {m.params["leg"] for m in ms if m.params["dst_host"] == "oak"} == {"forward"}   # the client sends
+    assert {m.params["leg"] for m in ms if m.params["src_host"] == "oak"} == {"reverse"}
+    _, server = runs("iperf3", BIDIR)   # the server's view names the same legs
+    assert {(m.params["leg"], m.params["side"]) for m in server.measurements if m.metric == "bandwidth"} == \
+        {("forward", "received"), ("reverse", "sent")}
+
+
+def test_iperf3_bidir_json_stores_the_reverse_direction_too():
+    """--bidir's JSON puts the server's sending in end.sum_*_bidir_reverse, which was dropped: only
+    one direction was stored. A loopback test (iperf3 3.12 on this project's test machine) also
+    shows that the legs, not the hosts, tell the directions apart."""
+    (run,) = parse_text((DATA / "iperf3" / "v3.12-bidir-loopback-json.json").read_text(), name="bidir.json")
+    assert run.run.hosts == ["127.0.0.1"]
+    got = {(m.params["leg"], m.params["side"]): m.value for m in run.measurements if m.metric == "bandwidth"}
+    assert got == {("forward", "sent"): 9498056477.85726 / 8e9, ("forward", "received"): 9455891011.978907 / 8e9,
+                   ("reverse", "sent"): 12559240243.34768 / 8e9,
+                   ("reverse", "received"): 12502232598.867632 / 8e9}
+    assert all(m.params["bidirectional"] is True for m in run.measurements)
 
 
 def test_iperf3_bidir_server_report_holds_only_its_own_rows():

@@ -89,7 +89,7 @@ def _run(doc: dict[str, Any], name: str, index: int = 1) -> ImportedRun | None:
     remote = f.text(conn, "remote_host", "start.connected[0].remote_host")
     reverse = bool(test.get("reverse"))
     src, dst = (remote, local) if reverse else (local, remote)
-    run.hosts = [h for h in (local, remote) if h]
+    run.hosts = list(dict.fromkeys(h for h in (local, remote) if h))   # a loopback test names one host
     protocol = str(test.get("protocol", "TCP")).lower()
     streams = int(f.number(test, "num_streams", "start.test_start.num_streams")) if test.get("num_streams") else 1
     params: dict[str, Any] = {"src_host": src, "dst_host": dst, "protocol": protocol, "streams": streams}
@@ -98,16 +98,23 @@ def _run(doc: dict[str, Any], name: str, index: int = 1) -> ImportedRun | None:
             f.number(test, key, f"start.test_start.{key}")
             params[param] = test[key]
     ms: list[Measurement] = []
-    sides = [("sum_sent", "sent"), ("sum_received", "received")]
-    if not any(k in end for k, _ in sides):
-        sides = [("sum", "sent")]  # UDP in older iperf3 versions
-    for key, side in sides:
+    sides = [("sum_sent", "sent", params), ("sum_received", "received", params)]
+    if not any(k in end for k, _, _ in sides):
+        sides = [("sum", "sent", params)]  # UDP in older iperf3 versions
+    if "sum_sent_bidir_reverse" in end or "sum_received_bidir_reverse" in end:
+        # --bidir: the reverse direction (the server sending) has summaries of its own; each
+        # direction shared the link with the other, so neither compares with a one-way run
+        forward = {**params, "bidirectional": True, "leg": "forward"}
+        back = {**forward, "src_host": dst, "dst_host": src, "leg": "reverse"}
+        sides = [("sum_sent", "sent", forward), ("sum_received", "received", forward),
+                 ("sum_sent_bidir_reverse", "sent", back), ("sum_received_bidir_reverse", "received", back)]
+    for key, side, base in sides:
         s = f.obj(end, key, f"end.{key}")
         if "bits_per_second" not in s:
             continue
         path = f"end.{key}"
         nbytes = int(f.number(s, "bytes", f"{path}.bytes")) if "bytes" in s else 0
-        p = {**params, "side": side, "bytes": nbytes}
+        p = {**base, "side": side, "bytes": nbytes}
         ms.append(BANDWIDTH(NET, f.number(s, "bits_per_second", f"{path}.bits_per_second") / 8e9, p))
         if "retransmits" in s:
             ms.append(RETRANSMITS(NET, f.number(s, "retransmits", f"{path}.retransmits"), p))

@@ -172,7 +172,7 @@ def _build(cur: _Run, version: str) -> ImportedRun | None:
         rows += [r for r in of_role if (r[0] == "SUM") == use_sum]
     # the client sends unless -R; a server receives what its client sends
     sending_local = not cur.reverse and not cur.server
-    run.hosts = [h for h in (cur.local, cur.remote) if h]
+    run.hosts = list(dict.fromkeys(h for h in (cur.local, cur.remote) if h))   # one host on loopback
     run.meta["role"] = "server" if cur.server else "client"
     ms: list[Measurement] = []
     skipped = 0
@@ -186,8 +186,10 @@ def _build(cur: _Run, version: str) -> ImportedRun | None:
         params: dict[str, object] = {"src_host": src, "dst_host": dst, "protocol": cur.protocol,
                                      "streams": streams}
         if role:
-            # each direction shared the link with the other: not comparable with a one-way run
+            # each direction shared the link with the other: not comparable with a one-way run;
+            # the leg tells the two apart where both ends are one host (a loopback test)
             params["bidirectional"] = True
+            params["leg"] = "forward" if (role == "TX") != cur.server else "reverse"   # forward: the client sends
         if cur.duration:
             params["duration_s"] = cur.duration
         if cur.block:
