@@ -45,6 +45,8 @@ def _runs(db: str) -> list[object]:
 @pytest.mark.parametrize("args, words", [
     (["--", "coll", "all_reduce", "--iters", "x"], "the test after --"),      # every node would fail it
     (["--", "coll", "all_reduce", "--bogus"], "--bogus"),
+    (["--", "coll", "all_reduce", "-b", "1X"], "invalid minbytes (-b) '1X'"),   # a value, not a type
+    (["--", "coll", "nosuch"], "unknown collective 'nosuch'"),
     (["--metric", "bandwidht", "--", "net"], "bandwidht"),                     # no record would match
     (["--metric", "bandwidth", "--", "results", "list"], "not a benchmark command"),
 ])
@@ -98,3 +100,15 @@ def test_qualify_names_the_report_it_wrote(capsys, db, tmp_path):
     summary = json.loads(out.splitlines()[-1])
     assert summary["kind"] == "summary" and summary["report"] == str(tmp_path / "nightly.html")
     assert Path(summary["report"]).is_file()
+
+
+def test_qualify_refuses_a_step_value_every_node_would_fail(capsys, db, tmp_path):
+    """A step's value that only the command body checked (coll -b 1X) ran every step before it and
+    failed its own on every node: now a usage error before any step runs."""
+    bad = {**PROFILE, "suite": [*PROFILE["suite"], {"name": "ar", "command": ["coll", "all_reduce", "-b", "1X"]}]}
+    p = tmp_path / "bad.yaml"
+    p.write_text(json.dumps(bad))
+    rc, out, err = cli(capsys, "qualify", "--profile", str(p), "--db", db, "--no-preflight",
+                       "-o", str(tmp_path / "q.html"), "--json")
+    assert rc == 2 and "suite step 'ar'" in err and "invalid minbytes (-b) '1X'" in err and out == "", err
+    assert _runs(db) == []

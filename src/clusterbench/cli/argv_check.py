@@ -8,6 +8,7 @@ are parsed in turn.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Sequence
 
@@ -17,13 +18,15 @@ from clusterbench.errors import UsageError
 from clusterbench.launch.common import bench_command
 
 
-def check_argv(argv: Sequence[str], what: str) -> None:
+def check_argv(argv: Sequence[str], what: str, values: bool = False) -> None:
     """Parse ``argv`` (a command line without ``clusterbench``) as the CLI would: unknown
-    commands and options, bad types and choices are a UsageError naming ``what``."""
+    commands and options, bad types and choices are a UsageError naming ``what``. ``values``:
+    also the values a command can check without this host's hardware (its ``check_params``),
+    for a command whose failure would be blamed on the nodes that ran it (sweep, qualify)."""
     from clusterbench.cli import cli  # the root group (not a command's own, when qualify runs it)
 
     try:
-        _parse(cli, list(argv))
+        _parse(cli, list(argv), values)
     except click.ClickException as e:
         raise UsageError(f"{what}: {e.format_message()}") from None
     except UsageError as e:
@@ -36,7 +39,7 @@ def _rest(ctx: click.Context) -> list[str]:
         return [*getattr(ctx, "protected_args", []), *ctx.args]
 
 
-def _parse(root: click.Group, argv: list[str]) -> None:
+def _parse(root: click.Group, argv: list[str], values: bool = False) -> None:
     # Without help options: a line that only prints help would pass for one that runs
     ctx = root.make_context("clusterbench", argv, help_option_names=[])
     cmd: click.Command = root
@@ -53,4 +56,12 @@ def _parse(root: click.Group, argv: list[str]) -> None:
     inner = next((p for p in cmd.params if p.name == "command" and p.nargs == -1
                   and isinstance(p.type, click.types.UnprocessedParamType)), None)
     if inner is not None:   # launch: the command it starts elsewhere
-        _parse(root, bench_command(ctx.params.get("command") or ()))
+        _parse(root, bench_command(ctx.params.get("command") or ()), values)
+    if not values:
+        return
+    # A command whose values can be checked without this host's hardware says so with a
+    # ``check_params`` beside it (coll: sizes, ops, dtypes): `-b 1X` fails here, not on every node.
+    module = sys.modules.get(getattr(cmd.callback, "__module__", "") or "")
+    check = getattr(module, "check_params", None)
+    if callable(check):
+        check(ctx.params)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import click
 
 from clusterbench.bench import devices as devs
 from clusterbench.bench.collectives import rank
-from clusterbench.bench.collectives.config import coll_config
+from clusterbench.bench.collectives.config import CollConfig, coll_config
 from clusterbench.cli.bench import run_benchmark_command
 from clusterbench.cli.options import RunOutput, rank_options, run_output
 from clusterbench.families.collectives.spec import DTYPES, OPS, REDOPS
@@ -50,17 +51,27 @@ def coll(op: str, np: int | None, ranks: RankOptions, out: RunOutput, **kw: Any)
     Prints nccl-tests' table (out-of-place and in-place time, algbw, busbw, #wrong) with its
     definitions (algbw = size/time, busbw = algbw x op factor) and stores the run.
     """
-    config = coll_config(
-        op, minbytes=kw["minbytes"], maxbytes=kw["maxbytes"], stepfactor=kw["stepfactor"],
-        stepbytes=kw["stepbytes"], iters=kw["iters"], warmup_iters=kw["warmup_iters"], check=kw["check"],
-        datatype=kw["datatype"], redop=kw["redop"], root=kw["root"], average=kw["average"],
-        cycles=kw["cycles"], graph=kw["graph"])
+    config = _config(op, kw)
     if resolve_device_type(ranks.device) == "cpu":   # a GPU's free memory is read by its rank
         launched = detect()
         world = launched.world_size if launched else planned_world_size(np, ranks)
         rank.refuse_unallocatable(config, world, launched.local_world_size if launched else world,
                                   devs.free_memory(devs.rank_device("cpu", [0], 0)))
     return run_benchmark_command(Job(rank.main, config, ranks, np=np), "coll", out)
+
+
+def _config(op: str, kw: Mapping[str, Any]) -> CollConfig:
+    return coll_config(
+        op, minbytes=kw["minbytes"], maxbytes=kw["maxbytes"], stepfactor=kw["stepfactor"],
+        stepbytes=kw["stepbytes"], iters=kw["iters"], warmup_iters=kw["warmup_iters"], check=kw["check"],
+        datatype=kw["datatype"], redop=kw["redop"], root=kw["root"], average=kw["average"],
+        cycles=kw["cycles"], graph=kw["graph"])
+
+
+def check_params(params: Mapping[str, Any]) -> None:
+    """The values of a parsed ``coll`` line checked as the command checks them, without running
+    it and without this host's hardware (cli/argv_check.py: a sweep's test, a qualify step)."""
+    _config(params["op"], params)
 
 
 commands = [coll]

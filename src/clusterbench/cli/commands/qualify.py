@@ -184,7 +184,7 @@ def qualify(profile_name: str, output: str | None, launch_text: str | None, node
     root = _root()
     planned = [(step, _step_argv(step, launch, db, run_tags)) for step in profile.suite]
     for step, argv in planned:   # a step the CLI cannot parse is a usage error before anything runs
-        check_argv(argv, f"suite step {step.name!r}")
+        check_argv(argv, f"suite step {step.name!r}", values=True)
     if dry_run:
         for step, argv in planned:
             if as_json:

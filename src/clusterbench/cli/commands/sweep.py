@@ -138,7 +138,7 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
     test_argv = with_store_args(test, for_other_hosts(db), {"sweep": sweep_id})
     # The test as every node will run it: a typo there would fail on every node alike, and the
     # sweep would name every node a suspect (and drain them all with --on-fail).
-    check_argv([*test_argv, "--json"], "the test after --")
+    check_argv([*test_argv, "--json"], "the test after --", values=True)
     # the store opens first: a database this version cannot write fails before any node runs
     Store.open(db).close()
     cfg = SweepConfig(hosts=host_list, command=test_argv, metric=metric,
