@@ -22,6 +22,13 @@ from clusterbench.units import parse_size
 
 DEFAULT_SIZE = 536 << 20
 BYTES_PER_PARAM = 4  # fp32 gradients, as DDP reduces them
+# DDP turns --bucket-cap-mb into int(MiB x 2**20) bytes for its C++ reducer, which takes an int64:
+# a larger cap failed the run on every rank with a TypeError instead of being refused.
+BUCKET_BYTES_LIMIT = 2**63
+# Host memory one dummy layer costs besides its data, a lower bound: its parameter and gradient
+# tensor objects and autograd's bookkeeping (about 3 KiB measured on CPU). Without it, --layers 2**31
+# of one element each passed the memory check and the ranks ran out of host memory building them.
+LAYER_HOST_BYTES = 1024
 
 
 @dataclass(frozen=True)
@@ -52,13 +59,29 @@ def check_gradients_fit(size_bytes: int, capacity: int, sharing: int, where: str
                          f"{capacity / 2**30:.1f} GiB")
 
 
+def check_layers_fit(layers: int, capacity: int, sharing: int) -> None:
+    need = layers * LAYER_HOST_BYTES * sharing
+    if need > capacity:
+        raise UsageError(f"--layers {layers} is too many: {sharing} rank(s) need at least {need / 2**30:.3g} GiB "
+                         f"of host RAM for the layers' tensor objects alone ({LAYER_HOST_BYTES} bytes each), "
+                         f"available host RAM is {capacity / 2**30:.1f} GiB")
+
+
+def check_bucket_cap(bucket_cap_mb: float) -> None:
+    if not 0 < bucket_cap_mb * 2**20 < BUCKET_BYTES_LIMIT:   # NaN and inf fail too
+        raise UsageError(f"--bucket-cap-mb {bucket_cap_mb:g} is out of range: DDP takes a positive bucket "
+                         f"cap below {BUCKET_BYTES_LIMIT >> 20} MiB")
+
+
 def ddp_comm_config(*, layers: int, size: str, bucket_cap_mb: float, steps: int, warmup: int,
                  np: int | None, options: RankOptions) -> DdpCommConfig:
     """Validate ``clusterbench ddp-comm``'s options before any rank starts."""
     size_bytes = parse_size(size, "--size")
     elements = layer_elements(layers, size_bytes)
+    check_bucket_cap(bucket_cap_mb)
     if resolve_device_type(options.device) == "cpu":
         local = host_ranks(planned_world_size(np, options))
+        check_layers_fit(layers, cpu_memory_available(), local)
         check_gradients_fit(elements * layers * BYTES_PER_PARAM, cpu_memory_available(), local,
                             "available host RAM")
     return DdpCommConfig(layers=layers, size_bytes=size_bytes, bucket_cap_mb=bucket_cap_mb, steps=steps,
@@ -93,18 +116,19 @@ def build_dummy(layers: int, elements: int, device: Any) -> Any:
 
 
 def main(ctx: RankContext, config: DdpCommConfig) -> None:
+    import psutil
     import torch
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     share_cpu(ctx)
     elements = layer_elements(config.layers, config.size_bytes)
     grad_bytes = elements * config.layers * BYTES_PER_PARAM
+    # Every rank, GPU or not, builds the layers' tensor objects in host memory.
+    check_layers_fit(config.layers, psutil.virtual_memory().available, ctx.env.local_world_size)
     if ctx.device.type == "cuda":
         capacity, sharing, where = torch.cuda.get_device_properties(ctx.device).total_memory, 1, \
             "device memory"
     else:
-        import psutil
-
         capacity, sharing, where = psutil.virtual_memory().available, ctx.env.local_world_size, \
             "available host RAM"
     check_gradients_fit(grad_bytes, capacity, sharing, where)

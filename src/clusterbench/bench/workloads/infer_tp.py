@@ -86,7 +86,9 @@ def parse_batches(text: str) -> tuple[int, ...]:
     items = [t.strip() for t in text.split(",") if t.strip()]
     if not items:
         raise UsageError("--batch-sizes is empty")
-    return tuple(parse_size(t, "--batch-sizes") for t in items)
+    # Each size once (8,8 or 1K,1024): a repeated size gave rows with the same params, two lines
+    # live but one in results show, and compare and baselines pooled them as if they were repeats.
+    return tuple(dict.fromkeys(parse_size(t, "--batch-sizes") for t in items))
 
 
 def infer_tp_config(*, hidden: int, layers: int, batch_sizes: str, mode: str, dtype: str, iters: int,

@@ -121,6 +121,13 @@ def training_state_bytes(shape: ModelShape, shard_ranks: int) -> int:
     return math.ceil(16 * param_count(shape) / max(1, shard_ranks))
 
 
+def activation_bytes(shape: ModelShape, local_batch: int, dtype_bytes: int) -> int:
+    """A lower bound of the activations one rank keeps for the backward pass: every block's input
+    (the residual stream, in the compute dtype) and the fp32 log-probabilities of the logits.
+    Attention, MLP and norm intermediates come on top, so a model refused by it cannot fit."""
+    return local_batch * shape.seq * (shape.layers * shape.hidden * dtype_bytes + 4 * shape.vocab)
+
+
 def rms_norm(x: Any, weight: Any, eps: float) -> Any:
     """RMSNorm over the last dimension: ``F.rms_norm`` (torch >= 2.4, fused where the backend has
     a kernel), else the same formula in plain ops."""

@@ -25,6 +25,7 @@ from clusterbench.bench.workloads.model import (
     ATTENTION_COUNT,
     PRESETS,
     ModelShape,
+    activation_bytes,
     build_model,
     check_dimension,
     param_count,
@@ -87,14 +88,18 @@ def shard_ranks(strategy: str, world_size: int, shard_size: int | None, local_wo
     return size
 
 
-def check_model_fits(shape: ModelShape, shard: int, capacity_bytes: int, ranks_sharing: int, where: str) -> None:
-    """Refuse a model whose parameters, gradients and AdamW state alone exceed the memory."""
-    need = training_state_bytes(shape, shard) * ranks_sharing
-    if need > capacity_bytes:
+def check_model_fits(shape: ModelShape, shard: int, capacity_bytes: int, ranks_sharing: int, where: str,
+                     activations: int = 0) -> None:
+    """Refuse a model whose parameters, gradients and AdamW state, plus ``activations`` (a lower
+    bound per rank), exceed the memory."""
+    state = training_state_bytes(shape, shard) * ranks_sharing
+    acts = activations * ranks_sharing
+    if state + acts > capacity_bytes:
+        what = f" and at least {acts / 2**30:.3g} GiB of activations" if activations else ", before activations"
         raise UsageError(
-            f"model does not fit: {param_count(shape) / 1e9:.3g}B parameters need {need / 2**30:.1f} GiB "
-            f"for fp32 weights, gradients and AdamW state ({ranks_sharing} rank(s) sharing {where} of "
-            f"{capacity_bytes / 2**30:.1f} GiB), before activations; use more ranks or a smaller model")
+            f"model does not fit: {param_count(shape) / 1e9:.3g}B parameters need {state / 2**30:.3g} GiB "
+            f"for fp32 weights, gradients and AdamW state{what} ({ranks_sharing} rank(s) sharing {where} of "
+            f"{capacity_bytes / 2**30:.1f} GiB); use more ranks, a smaller model, --batch or --seq")
 
 
 def train_config(shape: ModelShape, *, preset: str, batch: int, steps: int, warmup: int, strategy: str,
@@ -104,7 +109,9 @@ def train_config(shape: ModelShape, *, preset: str, batch: int, steps: int, warm
     if warmup >= steps:   # every step a warm-up: a "complete" run with no throughput
         raise UsageError(f"--warmup {warmup} leaves none of the {steps} --steps timed: give more steps")
     world = planned_world_size(np, options)
-    check_batch(batch, world)
+    local_batch = check_batch(batch, world)
+    if strategy != "hybrid" and shard_size is not None:   # else ignored: full shards over all ranks
+        raise UsageError(f"--shard-size is for --strategy hybrid; --strategy {strategy} shards over all ranks")
     if strategy == "hybrid" and shard_size is not None and world % shard_size:
         raise UsageError(f"--shard-size {shard_size} does not divide the {world} ranks")
     on_cpu = resolve_device_type(options.device) == "cpu"
@@ -112,8 +119,9 @@ def train_config(shape: ModelShape, *, preset: str, batch: int, steps: int, warm
         raise UsageError("--dtype bf16 needs a GPU (CPU ranks train in fp32)")
     if on_cpu:
         local = host_ranks(world)
+        # A huge --seq or --batch failed the run on a rank (out of memory) instead of being refused.
         check_model_fits(shape, shard_ranks(strategy, world, shard_size, local), cpu_memory_available(), local,
-                         "available host RAM")
+                         "available host RAM", activation_bytes(shape, local_batch, 4))
     return TrainConfig(shape=shape, batch=batch, steps=steps, warmup=warmup, strategy=strategy,
                        shard_size=shard_size, dtype=dtype, lr=lr,
                        preset=preset if PRESETS.get(preset) == shape else "custom", comm_share=comm_share)
@@ -236,8 +244,9 @@ def main(ctx: RankContext, config: TrainConfig) -> None:
     local_batch = check_batch(config.batch, world)
     shard = shard_ranks(config.strategy, world, config.shard_size, ctx.env.local_world_size)
     capacity, sharing, where = _memory_capacity(ctx)
-    check_model_fits(shape, shard, capacity, sharing, where)
     dtype = resolve_dtype(config.dtype, ctx.device)
+    check_model_fits(shape, shard, capacity, sharing, where,
+                     activation_bytes(shape, local_batch, 2 if dtype == "bf16" else 4))
 
     if config.strategy == "hybrid":
         mesh = init_device_mesh(ctx.device.type, (world // shard, shard),
@@ -274,6 +283,9 @@ def main(ctx: RankContext, config: TrainConfig) -> None:
         opt.zero_grad(set_to_none=True)
         return loss.detach()
 
+    # Said before the first step, so the note prints under the table's header live, where
+    # results show prints it, instead of between the last step and the overall rows.
+    peak_tflops, device_name = _mfu_peak(ctx, dtype)
     tokens = config.batch * shape.seq
     timed: list[float] = []
     for step in range(config.steps):
@@ -298,7 +310,7 @@ def main(ctx: RankContext, config: TrainConfig) -> None:
         ])
         ctx.progress()
 
-    summary = _summary(ctx, config, base, timed, tokens, dtype)
+    summary = _summary(ctx, config, base, timed, tokens, peak_tflops, device_name)
     if config.comm_share and world > 1:
         share = measure_comm_share(lambda: one_step(config.steps), ctx.device)
         t = torch.tensor([share], dtype=torch.float64, device=ctx.device)
@@ -308,12 +320,25 @@ def main(ctx: RankContext, config: TrainConfig) -> None:
     ctx.record(summary)
 
 
+def _mfu_peak(ctx: RankContext, dtype: str) -> tuple[float | None, str | None]:
+    """The device's dense peak for MFU and its name; a note when there is none."""
+    from clusterbench import peaks
+    from clusterbench.envinfo import inventory
+
+    device_name = ctx.device_names[0] if ctx.device_names else None
+    part = peaks.partition_of(device_name, {"": inventory.cached()}) if ctx.device.type == "cuda" else None
+    if part:
+        ctx.note(f"mfu: {device_name} is a partition of the GPU ({part}): no whole-GPU peak applies", TRAIN)
+    peak_tflops = peaks.dense_tflops(device_name, dtype, part) if ctx.device.type == "cuda" else None
+    if not peak_tflops and not part:
+        ctx.note(f"mfu: no {dtype} peak for {device_name or 'this device'} in the peak table", TRAIN)
+    return peak_tflops, device_name
+
+
 def _summary(ctx: RankContext, config: TrainConfig, base: dict[str, Any], timed: list[float],
-             tokens: int, dtype: str) -> list[Measurement]:
+             tokens: int, peak_tflops: float | None, device_name: str | None) -> list[Measurement]:
     import torch
     import torch.distributed as dist
-
-    from clusterbench import peaks
 
     peak, kind = _peak_memory(ctx)
     t = torch.tensor([peak], dtype=torch.float64, device=ctx.device)
@@ -328,17 +353,8 @@ def _summary(ctx: RankContext, config: TrainConfig, base: dict[str, Any], timed:
         TOKENS_PER_S(TRAIN, tokens_per_s, s),
         STEP_TIME(TRAIN, total / len(timed) * 1e3, s),
     ]
-    device_name = ctx.device_names[0] if ctx.device_names else None
-    from clusterbench.envinfo import inventory
-
-    part = peaks.partition_of(device_name, {"": inventory.cached()}) if ctx.device.type == "cuda" else None
-    if part:
-        ctx.note(f"mfu: {device_name} is a partition of the GPU ({part}): no whole-GPU peak applies", TRAIN)
-    peak_tflops = peaks.dense_tflops(device_name, dtype, part) if ctx.device.type == "cuda" else None
     if peak_tflops:
         achieved = train_flops_per_token(config.shape) * tokens_per_s / ctx.world_size / 1e12
         out.append(MFU(TRAIN, achieved / peak_tflops, {**s, "peak_tflops": peak_tflops, "device": device_name,
                                                        "attention": ATTENTION_COUNT}))
-    elif not part:
-        ctx.note(f"mfu: no {dtype} peak for {device_name or 'this device'} in the peak table", TRAIN)
     return out

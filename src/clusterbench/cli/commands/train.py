@@ -48,7 +48,8 @@ def train(preset: str, layers: int | None, hidden: int | None, heads: int | None
     """Training throughput: FSDP2 (fully_shard) on a synthetic decoder-only transformer.
 
     Reports loss, step time, samples/s and tokens/s per step, and overall throughput, peak
-    memory, communication share and MFU (6 x params x tokens/s against the device's peak).
+    memory, communication share and MFU (model FLOPs x tokens/s against the device's peak, with
+    6 (params - embedding) + 12 x layers x hidden x seq FLOPs per token: docs/metrics.md).
     """
     shape = resolve_shape(preset, layers=layers, hidden=hidden, heads=heads, seq=seq, vocab=vocab, ffn=ffn,
                           kv_heads=kv_heads)

@@ -91,7 +91,10 @@ class DdpCommTable:
 
     def footer(self, run: Run, measurements: list[Measurement]) -> list[str]:
         for m in measurements:
-            return [f"# {m.params.get('layers')} dummy layers, {compact(number(m.params.get('bytes')) / 2**20, 0)} MiB "
+            size = number(m.params.get("bytes"))
+            # Under 1 MiB, whole MiB would print "0 MiB" for a run that moved bytes.
+            text = f"{compact(size / 2**20, 0)} MiB" if size >= 2**20 else f"{size:.0f} bytes"
+            return [f"# {m.params.get('layers')} dummy layers, {text} "
                     f"of gradients, bucket cap {m.params.get('bucket_cap_mb')} MB"]
         return []
 
