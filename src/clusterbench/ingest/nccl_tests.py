@@ -137,11 +137,9 @@ class _State:
 
     def add_part(self, shape: Shape, text: str, rows: int, blank: bool = True) -> None:
         """``blank``: whether ``text`` may hold empty lines (its reader did not count them)."""
-        if not blank:
-            pass
-        elif "\n\n" in text or text[:1] == "\n":   # blank lines between rows (a document's quote)
+        if blank and ("\n\n" in text or text[:1] == "\n"):   # blank lines between rows (a document's quote)
             text = "\n".join(filter(None, text.split("\n")))
-        elif text.endswith("\n"):   # a block cut at a chunk's end: stored the same however cut
+        elif blank and text.endswith("\n"):   # a block cut at a chunk's end: stored the same however cut
             text = text.rstrip("\n")
         last = self.parts[-1] if self.parts else None
         if last is not None and last[0] == shape and (not self.cycles or self.cycles[-1] != len(self.parts)):
