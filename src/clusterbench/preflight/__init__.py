@@ -38,18 +38,39 @@ def run_checks(expect: Expectations, root: str | Path = "/", log_path: str | Pat
     else:
         text, source = kernel_log.read(log_path)
     findings = kernel_log.parse(text) if text is not None else None
-    return [
-        c.gpu_count(inv, expect),
-        c.torch_gpus(inv),
-        c.gpu_model(inv, expect),
-        c.gpu_partition(inv, expect),
-        c.pcie_links(inv, expect),
-        c.pcie_aer(inv, expect),
-        c.gpu_ecc(inv, _ecc(use_libraries)),
-        c.kernel_log(findings, source),
-        c.nics(inv, expect),
-        c.rdma_ports(inv, expect),
+    checks: list[tuple[str, Callable[[], CheckResult]]] = [
+        ("gpu_count", lambda: c.gpu_count(inv, expect)),
+        ("torch_gpus", lambda: c.torch_gpus(inv)),
+        ("gpu_model", lambda: c.gpu_model(inv, expect)),
+        ("gpu_partition", lambda: c.gpu_partition(inv, expect)),
+        ("pcie_link", lambda: c.pcie_links(inv, expect)),
+        ("pcie_aer", lambda: c.pcie_aer(inv, expect)),
+        ("gpu_ecc", lambda: c.gpu_ecc(inv, _ecc(use_libraries))),
+        ("kernel_log", lambda: c.kernel_log(findings, source)),
+        ("nic", lambda: c.nics(inv, expect)),
+        ("rdma", lambda: c.rdma_ports(inv, expect)),
     ]
+    return [_guarded(name, check) for name, check in checks]
+
+
+COULD_NOT_RUN = "the check could not run"
+
+
+def _guarded(name: str, check: Callable[[], CheckResult]) -> CheckResult:
+    """One check, whose error (facts shaped as no check expected, NVML or AMD SMI raising)
+    costs that check only: it ends ``fail``, since a node no check could vouch for must not pass
+    (and the exit code stays 1, as an internal error's), while every other check still reports."""
+    try:
+        return check()
+    except Exception as e:  # noqa: BLE001 - one broken check must not hide the others
+        return CheckResult(name, c.FAIL, COULD_NOT_RUN, [f"{type(e).__name__}: {e}"])
+
+
+def node_problems(results: list[CheckResult]) -> list[str]:
+    """What ``--on-fail`` takes a node out for: the checks that failed on what they read. A check
+    that could not run failed on clusterbench's side; a defect there would hit every node alike,
+    and must not drain the fleet."""
+    return [f"preflight {r.check}: {r.summary}" for r in results if r.status == c.FAIL and r.summary != COULD_NOT_RUN]
 
 
 def overall(results: list[CheckResult]) -> str:

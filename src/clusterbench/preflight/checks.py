@@ -7,6 +7,7 @@ Status: ``ok``, ``warning`` (worth a look, does not fail the preflight), ``fail`
 
 from __future__ import annotations
 
+import math
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -151,6 +152,10 @@ def gpu_partition(inv: dict[str, Any], exp: Expectations) -> CheckResult:
                        _cap(evidence))
 
 
+def _shown(link: dict[str, Any], key: str) -> Any:
+    return "?" if link.get(key) is None else link[key]
+
+
 def pcie_links(inv: dict[str, Any], exp: Expectations) -> CheckResult:
     """GPU and NIC links below their maximum: narrower is a fault (fail); slower is a warning,
     since GPUs lower the link speed when idle to save power."""
@@ -159,27 +164,39 @@ def pcie_links(inv: dict[str, Any], exp: Expectations) -> CheckResult:
     if not known:
         return CheckResult("pcie_link", NA, "no GPU or NIC with PCIe link information in sysfs",
                            [f"{len(devs)} GPU/NIC PCI function(s) without link attributes (virtual device?)"] if devs else [])
-    fails, warns, fine = [], [], []
+    fails: list[str] = []
+    warns: list[str] = []
+    fine: list[str] = []
+    unknown = 0
     for d in known:
         link = d["link"]
         problems = link_downgrade(link)
         gen = pcie_gen(link.get("current_speed_gts"))
         text = (f"{d['bdf']} {d['kind']} {d.get('vendor') or ''} ({d.get('driver') or 'no driver'}): "
-                f"x{link.get('current_width')}/x{link.get('max_width')}, "
-                f"{link.get('current_speed_gts')}/{link.get('max_speed_gts')} GT/s"
+                f"x{_shown(link, 'current_width')}/x{_shown(link, 'max_width')}, "
+                f"{_shown(link, 'current_speed_gts')}/{_shown(link, 'max_speed_gts')} GT/s"
                 + (f" (Gen{gen})" if gen else ""))
+        # A maximum with no current value to hold against it ("Unknown" speed: the link is not
+        # trained, or the device stopped answering) is not a link seen at its maximum.
+        unread = [what for what, cur, top in (("width", "current_width", "max_width"),
+                                              ("speed", "current_speed_gts", "max_speed_gts"))
+                  if link.get(top) and link.get(cur) is None]
         if any(p.startswith(("width", "link down")) for p in problems):
             fails.append(f"{text}: {'; '.join(problems)}")
         elif problems:
             warns.append(f"{text}: {'; '.join(problems)}")
+        elif unread:
+            unknown += 1
+            warns.append(f"{text}: current {' and '.join(unread)} unknown")
         else:
             fine.append(text)
     if fails:
         return CheckResult("pcie_link", FAIL, f"{len(fails)} link(s) narrower than their maximum", _cap(fails + warns))
     if warns:
-        return CheckResult("pcie_link", WARNING,
-                           f"{len(warns)} link(s) below maximum speed (idle GPUs downshift; re-check under load)",
-                           _cap(warns))
+        slow = len(warns) - unknown
+        what = [f"{slow} link(s) below maximum speed (idle GPUs downshift; re-check under load)"] if slow else []
+        what += [f"{unknown} link(s) whose current width or speed cannot be read"] if unknown else []
+        return CheckResult("pcie_link", WARNING, ", ".join(what), _cap(warns))
     return CheckResult("pcie_link", OK, f"{len(fine)} link(s) at maximum width and speed", _cap(fine))
 
 
@@ -236,6 +253,20 @@ def gpu_ecc(inv: dict[str, Any], ecc: list[dict[str, Any]]) -> CheckResult:
     return CheckResult("gpu_ecc", OK, f"no ECC errors on {len(enabled)} counter set(s)")
 
 
+# The kernel's SPEED_UNKNOWN is (u32)-1: kernels and drivers that print it unsigned show
+# 4294967295 Mb/s, which would pass any --expect-nic-speed. No 32-bit signed value above this is
+# a speed a link has negotiated.
+_MAX_NIC_SPEED_MBPS = 2**31 - 1
+
+
+def nic_speed_mbps(value: Any) -> int | None:
+    """A NIC's speed in Mb/s as the inventory holds it, or None where it is not a speed a link
+    runs at (missing, 0, negative, SPEED_UNKNOWN read unsigned, not an integer)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 < value <= _MAX_NIC_SPEED_MBPS else None
+
+
 def nics(inv: dict[str, Any], exp: Expectations) -> CheckResult:
     """Physical interfaces: down (a warning, or a fail for one named by --nic) or slower than expected."""
     phys = [n for n in inv.get("nics") or [] if not n.get("virtual")]
@@ -248,18 +279,21 @@ def nics(inv: dict[str, Any], exp: Expectations) -> CheckResult:
         phys = [n for n in inv.get("nics") or [] if n["name"] in exp.nics]
     if not phys:
         return CheckResult("nic", NA, "no physical network interface")
-    fails, warns, fine = [], [], []
+    fails: list[str] = []
+    warns: list[str] = []
+    fine: list[str] = []
     unknown = 0
     for n in phys:
-        speed = n.get("speed_mbps")
+        mbps = nic_speed_mbps(n.get("speed_mbps"))
+        gbps = None if mbps is None else mbps / 1000
         text = (f"{n['name']} ({n.get('driver') or '?'}): {n.get('operstate')}, "
-                f"{f'{speed / 1000:g} Gb/s' if speed else 'speed unknown'}, MTU {n.get('mtu')}")
+                f"{'speed unknown' if gbps is None else f'{gbps:g} Gb/s'}, MTU {n.get('mtu')}")
         if n.get("operstate") not in ("up", "unknown"):
             (fails if n["name"] in exp.nics else warns).append(text)
-        elif exp.nic_speed_gbps and not speed:   # an expectation not checked is not one met
+        elif exp.nic_speed_gbps and gbps is None:   # an expectation not checked is not one met
             unknown += 1
             warns.append(f"{text}: the expected {exp.nic_speed_gbps:g} Gb/s cannot be checked")
-        elif exp.nic_speed_gbps and speed / 1000 < exp.nic_speed_gbps:
+        elif exp.nic_speed_gbps and gbps is not None and gbps < exp.nic_speed_gbps:
             fails.append(f"{text}: below the expected {exp.nic_speed_gbps:g} Gb/s")
         else:
             fine.append(text)
@@ -281,7 +315,10 @@ def rdma_ports(inv: dict[str, Any], exp: Expectations) -> CheckResult:
         devs = [d for d in devs if d["name"] in exp.nics or set(d.get("netdevs") or []) & set(exp.nics)]
         if not devs:
             return CheckResult("rdma", NA, "no RDMA device behind the named interface(s)")
-    fails, warns, fine = [], [], []
+    fails: list[str] = []
+    warns: list[str] = []
+    fine: list[str] = []
+    unknown = 0
     for d in devs:
         named = bool(exp.nics)
         for p in d.get("ports") or []:
@@ -289,14 +326,23 @@ def rdma_ports(inv: dict[str, Any], exp: Expectations) -> CheckResult:
             text = (f"{d['name']} port {p['port']} ({p.get('link_layer')}, fw {d.get('fw_ver')}): "
                     f"{p.get('state')}/{p.get('phys_state')}, {p.get('rate') or 'rate ?'}"
                     + (f", RoCE v2 GID index {','.join(str(g['index']) for g in roce)}" if roce else ""))
+            rate = p.get("rate_gbps")
+            if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate < math.inf:
+                rate = None
             if p.get("state") != "ACTIVE":
                 (fails if named else warns).append(text)
-            elif exp.nic_speed_gbps and p.get("rate_gbps") is not None and p["rate_gbps"] < exp.nic_speed_gbps:
+            elif exp.nic_speed_gbps and rate is None:   # as the nic check: not checked is not met
+                unknown += 1
+                warns.append(f"{text}: the expected {exp.nic_speed_gbps:g} Gb/s cannot be checked")
+            elif exp.nic_speed_gbps and rate < exp.nic_speed_gbps:
                 fails.append(f"{text}: below the expected {exp.nic_speed_gbps:g} Gb/s")
             else:
                 fine.append(text)
     if fails:
         return CheckResult("rdma", FAIL, f"{len(fails)} RDMA port(s) not active or too slow", _cap(fails + warns))
     if warns:
-        return CheckResult("rdma", WARNING, f"{len(warns)} RDMA port(s) not active", _cap(warns + fine))
+        down = len(warns) - unknown
+        what = [f"{down} RDMA port(s) not active"] if down else []
+        what += [f"{unknown} of unknown rate"] if unknown else []
+        return CheckResult("rdma", WARNING, ", ".join(what), _cap(warns + fine))
     return CheckResult("rdma", OK, f"{len(fine)} RDMA port(s) active", _cap(fine))

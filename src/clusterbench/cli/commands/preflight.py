@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
 
@@ -12,7 +13,8 @@ from clusterbench.cli.fleet import OnFail, junit_option, node_name, on_fail_opti
 from clusterbench.cli.options import json_option
 from clusterbench.envinfo.inventory import hostname
 from clusterbench.errors import UsageError
-from clusterbench.preflight import Expectations, exit_code, overall, run_checks
+from clusterbench.launch.drain import check_node
+from clusterbench.preflight import Expectations, exit_code, node_problems, overall, run_checks
 from clusterbench.preflight.checks import FAIL, NA, OK, WARNING, CheckResult
 from clusterbench.printable import printable
 from clusterbench.report import junit as junit_xml
@@ -38,18 +40,33 @@ expect_options = [
 ]
 
 
+_BARE_PREFIX = re.compile(r".*\d\s*[kmgt]?", re.IGNORECASE)
+
+
+def _short(text: str) -> str:
+    """An option's value as an error quotes it: 400 digits would make the one line a screenful."""
+    return repr(text[:32]) + ("..." if len(text) > 32 else "")
+
+
 def expectations_from(expect_gpus: int | None, expect_model: str | None, expect_nic_speed: str | None,
                       nic_names: tuple[str, ...], expect_compute_partition: str | None,
                       expect_memory_partition: str | None) -> Expectations:
+    # An empty value would be an expectation every host meets (a model name "" is in every name)
+    for option, value in (("--expect-model", expect_model), ("--expect-nic-speed", expect_nic_speed),
+                          *(("--nic", name) for name in nic_names)):
+        if value is not None and not value.strip():
+            raise UsageError(f"{option}: an empty value")
     speed = None
-    if expect_nic_speed:
+    if expect_nic_speed is not None:
         text = expect_nic_speed.strip()
-        if text[-1:].isdigit() or text.lower().endswith(("g", "m", "t")):
-            text += "bps"  # "400G" and "100" read as bits per second, as NIC speeds are quoted
+        # "400G", "1.6T" and "100" read as bits per second, as NIC speeds are quoted; only a bare
+        # prefix, so that parse_rate's own "1gbit" is not made "1gbitbps"
+        if _BARE_PREFIX.fullmatch(text):
+            text += "bps"
         try:
             speed = parse_rate(text) * 8 / 1e9  # parse_rate gives bytes/s; NICs are rated in Gb/s
         except (ValueError, UsageError) as e:
-            raise UsageError(f"--expect-nic-speed {expect_nic_speed!r}: {e}") from None
+            raise UsageError(f"--expect-nic-speed {_short(expect_nic_speed)}: {e}") from None
     return Expectations(gpus=expect_gpus, model=expect_model, nic_speed_gbps=speed, nics=tuple(nic_names),
                         compute_partition=expect_compute_partition, memory_partition=expect_memory_partition)
 
@@ -93,6 +110,10 @@ def preflight(expect_gpus: int | None, expect_model: str | None, expect_nic_spee
     (Slurm) or tainted (Kubernetes)."""
     exp = expectations_from(expect_gpus, expect_model, expect_nic_speed, nic_names,
                             expect_compute_partition, expect_memory_partition)
+    name = node or node_name()
+    if on_fail.action is not None:
+        # refused before any check runs, not after their lines are out (as every other bad input)
+        check_node(name)
     if kernel_log is not None:
         try:
             with open(kernel_log, "rb") as f:
@@ -113,12 +134,11 @@ def preflight(expect_gpus: int | None, expect_model: str | None, expect_nic_spee
         for line in result_lines(results, verbose):
             print(printable(line))
         print(f"# preflight: {overall(results)}", file=sys.stderr)
-    name = node or node_name()
     if junit:
         junit_xml.write(junit, [junit_xml.preflight_suite(results, name)])
-    problems = [f"preflight {r.check}: {r.summary}" for r in results if r.status == FAIL]
+    problems = node_problems(results)
     take_out(on_fail, {name: problems} if problems else {}, [name], as_json)
-    if as_json:   # last: a node name --on-fail refuses, or a failed drain, ends the command first
+    if as_json:   # last: a failed drain ends the command first
         emit(summary_line("preflight", host=hostname(), status=overall(results),
                           counts={s: sum(r.status == s for r in results) for s in (OK, WARNING, FAIL, NA)},
                           exit_code=code))

@@ -98,16 +98,18 @@ def _step_argv(step: SuiteStep, launch: list[str] | None, db: str | None, tags: 
     return ["launch", engine, *opts, "--", *words]
 
 
-def _preflight_run(tags: dict[str, str], node: str) -> tuple[Run, list[junit_xml.Case], list[str]]:
-    from clusterbench.preflight import Expectations, record, run_checks
+def _preflight_run(tags: dict[str, str], node: str) -> tuple[Run, list[junit_xml.Case], bool, list[str]]:
+    """The preflight run, its JUnit cases, whether a check failed, and what ``--on-fail`` takes
+    the node out for (a check that could not run fails it, but is no fault of the node's)."""
+    from clusterbench.preflight import Expectations, node_problems, record, run_checks
     from clusterbench.preflight.checks import FAIL as CHECK_FAIL
 
     results = run_checks(Expectations())
     rec = {**record(results), "host": node}
     run = Run("preflight", command=["clusterbench", "preflight"], ended_at=utc_now(),
               hosts=[node], tags=dict(tags), meta={"preflight": rec})
-    problems = [f"preflight {r.check}: {r.summary}" for r in results if r.status == CHECK_FAIL]
-    return run, list(junit_xml.preflight_suite(results, node).cases), problems
+    failed = any(r.status == CHECK_FAIL for r in results)
+    return run, list(junit_xml.preflight_suite(results, node).cases), failed, node_problems(results)
 
 
 def _print_outcomes(profile: Profile, outcomes: Sequence[Any], as_json: bool) -> None:
@@ -212,8 +214,9 @@ def qualify(profile_name: str, output: str | None, launch_text: str | None, node
         f"{len(planned)} step(s), group {GROUP_TAG}={group}")
     pre_cases: list[junit_xml.Case] = []
     pre_problems: list[str] = []
+    pre_failed = False
     if not no_preflight and launch is None:
-        pre_run, pre_cases, pre_problems = _preflight_run(run_tags, node)
+        pre_run, pre_cases, pre_failed, pre_problems = _preflight_run(run_tags, node)
         with Store.open(db) as store:
             store.save_run(pre_run, [])
         say(f"# preflight: {pre_run.meta['preflight']['status']}")
@@ -267,7 +270,7 @@ def qualify(profile_name: str, output: str | None, launch_text: str | None, node
 
     failed_steps = [r for r in results if not r.ok]
     status = exit_code(outcomes) if outcomes else 1
-    if failed_steps or pre_problems:
+    if failed_steps or pre_failed:
         status = 1
     judged = [o for o in outcomes if o.status != SKIPPED]
     if not judged and not failed_steps:
