@@ -1,5 +1,6 @@
 """sysfs readers on fake trees with real layouts (tests/data/sysfs/): PCIe, NICs, RDMA, amdgpu."""
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,15 @@ def test_nics():
                    "address": "b8:3f:d2:aa:bb:01", "driver": "mlx5_core", "pci": "0000:1b:00.0", "virtual": False}
     assert nics["ens1f1np1"]["speed_mbps"] is None and nics["ens1f1np1"]["operstate"] == "down"
     assert nics["docker0"]["virtual"] and nics["docker0"]["driver"] is None
+
+
+def test_nic_speed_past_an_int_is_unknown(tmp_path):
+    """Some drivers print SPEED_UNKNOWN unsigned: 4294967295 Mb/s was stored and shown as 4.3 Pb/s."""
+    root = tmp_path / "node"
+    shutil.copytree(H100, root, symlinks=True)
+    for value, want in (("4294967295", None), ("99999999999999999999", None), ("100000", 100000), ("-1", None)):
+        (root / "sys/class/net/ens1f0np0/speed").write_text(value + "\n")
+        assert {n["name"]: n for n in sysfs.nics(root)}["ens1f0np0"]["speed_mbps"] == want, value
 
 
 def test_rdma_devices_ports_and_gids():

@@ -154,11 +154,13 @@ def nics(root: Path | str = "/") -> list[dict[str, Any]]:
         if name == "lo":
             continue
         d = base / name
-        speed = read_int(d / "speed")  # -1 or EINVAL when the link is down or virtual
+        # -1 or EINVAL when the link is down or virtual; 4294967295 (SPEED_UNKNOWN printed
+        # unsigned by some drivers) or any other value past an int's range is no speed either
+        speed = read_int(d / "speed")
         has_device = os.path.lexists(d / "device")
         out.append({
             "name": name,
-            "speed_mbps": speed if speed is not None and speed > 0 else None,
+            "speed_mbps": speed if speed is not None and 0 < speed < 2**31 else None,
             "mtu": read_int(d / "mtu"),
             "operstate": read_text(d / "operstate"),
             "carrier": read_int(d / "carrier"),
