@@ -70,7 +70,9 @@ def _size_curves(f: Findings, family: Family, spec: FigureSpec) -> list[FigureEn
             curves: list[plots.Curve] = []
             unit = ""
             for gi, g in enumerate(f.groups):
-                runs = [[m for m in _by(ms, bench, metric) if spec.x in m.params] for _, ms in g.runs]
+                # rows off the log axis (0 bytes) draw nothing: a benchmark with only those gets no empty figure
+                runs = [[m for m in _by(ms, bench, metric) if plots.on_size_axis(m.params.get(spec.x))]
+                        for _, ms in g.runs]
                 runs = [rows for rows in runs if rows]
                 parts = list(dict.fromkeys(tuple(str(m.params.get(k, "")) for k in spec.split)
                                            for rows in runs for m in rows))

@@ -48,11 +48,13 @@ from clusterbench.report.terminal import run_remarks
 from clusterbench.store.selectors import tag_term
 from clusterbench.units import compact, format_size
 
+# overflow-wrap:anywhere: text from a log with no space in it (a host name, an error thousands of
+# characters long) would otherwise widen its table, and the page, far past the window; numbers stay whole.
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1200px}
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1200px;overflow-wrap:anywhere}
 h1{font-size:22px}h3{font-size:15px}h2{font-size:18px;border-bottom:1px solid #ddd;padding-bottom:4px;margin-top:28px}
 table{border-collapse:collapse;margin:8px 0;font-size:13px}th,td{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top}
-th{background:#f3f3f3}td.n{text-align:right;font-variant-numeric:tabular-nums}
+th{background:#f3f3f3}td.n{text-align:right;font-variant-numeric:tabular-nums;overflow-wrap:normal}
 .pass{color:#2e7d32;font-weight:600}.fail,.worse,.error{color:#c62828;font-weight:600}.better{color:#1565c0;font-weight:600}
 .skipped,.noisy,.insufficient{color:#777}.same{color:#444}
 figure{margin:12px 0}figcaption{font-size:12px;color:#555}img{max-width:100%;border:1px solid #eee}

@@ -28,10 +28,24 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from clusterbench.judge.stats import summarize, t_ppf  # noqa: E402
+from clusterbench.printable import printable  # noqa: E402
 from clusterbench.records import Measurement  # noqa: E402
 from clusterbench.units import compact, format_size  # noqa: E402
 
 Series = tuple[str, Sequence[Measurement]]
+
+# Labels are host names, tags and other text from logs: two '$' in one would be parsed as TeX
+# (a ParseException at draw time for "$\\frac{$"), never the text it is.
+plt.rcParams["text.parse_math"] = False
+LABEL_CHARS = 80   # a longer label (a host name of thousands of characters) is cut: it would fill the figure
+
+
+def _text(label: object) -> str:
+    """A label from a run or a log as a figure shows it: control characters as ``printable``'s
+    escapes (raw, they are missing glyphs in a PNG and make an SVG invalid XML), cut to
+    ``LABEL_CHARS``."""
+    s = printable(label)
+    return s if len(s) <= LABEL_CHARS else s[:LABEL_CHARS - 3] + "..."
 
 
 @dataclass(frozen=True)
@@ -75,11 +89,16 @@ def _mean_sd(values: list[float]) -> tuple[float, float]:
     return drawable(mean), drawable(sd)
 
 
+def on_size_axis(x: object) -> bool:
+    """Whether a size param's value has a place on a log axis (nccl-tests' 0-byte rows do not)."""
+    return isinstance(x, (int, float)) and x > 0
+
+
 def _by_x(rows: Sequence[Measurement], x_param: str) -> dict[float, list[float]]:
     by_x: dict[float, list[float]] = {}
     for m in rows:
         x = m.params.get(x_param)
-        if isinstance(x, (int, float)) and x > 0:
+        if on_size_axis(x):
             by_x.setdefault(float(x), []).append(m.value)
     return by_x
 
@@ -164,7 +183,8 @@ def size_curve(title: str, ylabel: str, curves: Sequence[Curve], x_param: str, x
             continue
         color = palette[c.color % len(palette)]
         ax.plot(xs, ys, marker="o", markersize=3, linewidth=1.3, color=color,
-                linestyle="--" if c.dashed else "-", label=curve_label(c.label, runs_per_point(c.runs, x_param)))
+                linestyle="--" if c.dashed else "-",
+                label=curve_label(_text(c.label), runs_per_point(c.runs, x_param)))
         banded = [v == v for v in lo]   # NaN where one run backs the point
         if not any(banded):
             continue
@@ -179,10 +199,10 @@ def size_curve(title: str, ylabel: str, curves: Sequence[Curve], x_param: str, x
                             capsize=2, linewidth=1, linestyle="none")
     if theory:
         ax.axhline(drawable(theory), color="black", linestyle="--", linewidth=1,
-                   label=theory_label or f"theoretical {compact(theory)} GB/s")
+                   label=_text(theory_label) if theory_label else f"theoretical {compact(theory)} GB/s")
     _size_axis(ax, x_label)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
+    ax.set_ylabel(printable(ylabel))
+    ax.set_title(printable(title))
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=8)
     fig.tight_layout()
@@ -204,8 +224,8 @@ def matrix(rows: Sequence[Measurement], title: str, unit: str) -> Figure:
     off = [data[i][j] for i, s in enumerate(srcs) for j, d in enumerate(dsts) if s != d and data[i][j] == data[i][j]]
     lo, hi = (min(off), max(off)) if off and max(finite) > 3 * max(off) else (min(finite or [0]), max(finite or [1]))
     im = ax.imshow(data, cmap="viridis", aspect="auto", vmin=lo, vmax=hi)
-    ax.set_xticks(range(len(dsts)), dsts, rotation=45, ha="right", fontsize=8)
-    ax.set_yticks(range(len(srcs)), srcs, fontsize=8)
+    ax.set_xticks(range(len(dsts)), [_text(d) for d in dsts], rotation=45, ha="right", fontsize=8)
+    ax.set_yticks(range(len(srcs)), [_text(s) for s in srcs], fontsize=8)
     ax.set_xlabel("destination")
     ax.set_ylabel("source")
     for i, row in enumerate(data):
@@ -214,8 +234,8 @@ def matrix(rows: Sequence[Measurement], title: str, unit: str) -> Figure:
                 frac = (v - lo) / (hi - lo) if hi > lo else 1.0
                 ax.text(j, i, _cell_text(v), ha="center", va="center",
                         fontsize=6, color="white" if frac < 0.6 else "black")
-    fig.colorbar(im, ax=ax, label=unit)
-    ax.set_title(title)
+    fig.colorbar(im, ax=ax, label=_text(unit))
+    ax.set_title(printable(title))
     fig.tight_layout()
     return fig
 
@@ -246,15 +266,15 @@ def bars(title: str, ylabel: str, series: Sequence[Series], label_of: Callable[[
                 xs, ys, sds = _points(mine, x_param)
                 by_x = _by_x(mine, x_param)
                 counts = [len(by_x[x]) for x in xs]
-                name = cat if len(series) == 1 else f"{label} {cat}"
+                name = _text(cat if len(series) == 1 else f"{label} {cat}")
                 (line,) = ax.plot(xs, ys, marker="o", markersize=3,
                                   label=curve_label(name, counts, "size", "error bar"))
                 _spread_bars(ax, xs, ys, sds, counts, line.get_color())
         _size_axis(ax, x_label)
     else:
         _bars(ax, series, label_of)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
+    ax.set_ylabel(printable(ylabel))
+    ax.set_title(printable(title))
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
@@ -279,9 +299,9 @@ def _bars(ax, series: Sequence[Series], label_of: Callable[[Measurement], str]) 
         xs = [j + i * width for j in range(len(cats))]
         # a category this series lacks is an empty slot, not a bar of one value
         present = [n for n in counts if n]
-        ax.bar(xs, vals, width, label=curve_label(label, present, "bar", "error bar"))
+        ax.bar(xs, vals, width, label=curve_label(_text(label), present, "bar", "error bar"))
         _spread_bars(ax, xs, vals, errs, counts, "black")
-    ax.set_xticks([j + width * (len(series) - 1) / 2 for j in range(len(cats))], cats,
+    ax.set_xticks([j + width * (len(series) - 1) / 2 for j in range(len(cats))], [_text(c) for c in cats],
                   rotation=20, ha="right", fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
 
@@ -292,12 +312,12 @@ def history(title: str, ylabel: str, lines: Sequence[tuple[str, Sequence[object]
     found in a line: (x, y, label), drawn as a red (regression) or green (improvement) marker."""
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for label, xs, ys in lines:
-        ax.plot(list(xs), [drawable(y) for y in ys], marker="o", markersize=3, linewidth=1.2, label=label)
+        ax.plot(list(xs), [drawable(y) for y in ys], marker="o", markersize=3, linewidth=1.2, label=_text(label))
     for x, y, kind in marks:
         ax.plot([x], [drawable(y)], marker="v" if kind == "regression" else "^", markersize=10,
                 color=FAIL_COLOR if kind == "regression" else PASS_COLOR, linestyle="none")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
+    ax.set_ylabel(printable(ylabel))
+    ax.set_title(printable(title))
     ax.grid(True, alpha=0.3)
     fig.autofmt_xdate()
     if ax.get_legend_handles_labels()[0]:
@@ -317,7 +337,7 @@ def validation_figure(names: Sequence[str], margins_pct: Sequence[float | None],
     for y, v, s in zip(ys, vals, statuses):
         ax.text(drawable(v), y, f" {s}" if s not in ("pass", "fail") else f" {s.upper()} {compact(v, 1, True)}%",
                 va="center", fontsize=7)
-    ax.set_yticks(ys, [n if len(n) <= 48 else n[:45] + "..." for n in names], fontsize=7)
+    ax.set_yticks(ys, [n if len(n) <= 48 else n[:45] + "..." for n in map(printable, names)], fontsize=7)
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_xlabel("margin to threshold (%)")
     ax.set_title("validation")
@@ -333,13 +353,13 @@ def timeline(title: str, panels: Sequence[tuple[str, str, Sequence[tuple[str, li
                              squeeze=False)
     for ax, (metric, unit, lines) in zip(axes[:, 0], panels):
         for label, ts, vs in lines:
-            ax.plot(ts, [drawable(v) for v in vs], linewidth=1.0, label=label)
-        ax.set_ylabel(f"{metric}\n({unit})" if unit else metric, fontsize=8)
+            ax.plot(ts, [drawable(v) for v in vs], linewidth=1.0, label=_text(label))
+        ax.set_ylabel(f"{_text(metric)}\n({_text(unit)})" if unit else _text(metric), fontsize=8)
         ax.grid(True, alpha=0.3)
         if 1 < len(lines) <= 8:
             ax.legend(fontsize=7, loc="best")
     axes[-1, 0].set_xlabel(x_label)
-    fig.suptitle(title)
+    fig.suptitle(printable(title))
     fig.tight_layout()
     return fig
 

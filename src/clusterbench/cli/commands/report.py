@@ -14,7 +14,7 @@ from clusterbench.judge.profiles import load_profile
 from clusterbench.judge.select import load_runs
 from clusterbench.judge.validate import STATUSES
 from clusterbench.report.jsonl import emit, summary_line
-from clusterbench.report.outfile import Outputs
+from clusterbench.report.outfile import Outputs, target
 from clusterbench.store import Store
 from clusterbench.store.selectors import GRAMMAR
 
@@ -45,6 +45,9 @@ def report(selectors: tuple[str, ...], output: str, profile_name: str | None, li
     if out.name in ("", ".", ".."):   # '' or a directory's name: nothing to name the page after
         raise UsageError(f"-o {output!r}: give the HTML file's name (report.html)")
     if out.suffix.lower() not in (".html", ".htm"):
+        # `-o /dev/null` names a device: the page must not go to /dev/null.html beside it
+        if out.exists() and not out.is_file():
+            target(out)   # refuses it in one line, saying what it is
         out = out.with_suffix(out.suffix + ".html") if out.suffix else out.with_suffix(".html")
     # Every path is checked before any work and before anything is written; the files are
     # renamed into place together at the end of the block, or none is (report/outfile.py).
