@@ -306,10 +306,12 @@ def _efficiency(f: Findings) -> str:
                 largest[k] = (rid, e)
         rows = [[rid, e.benchmark, e.placement, format_size(e.bytes), e.nodes, compact(e.measured_algbw),
                  compact(e.optimal_algbw), f"{compact(e.ratio * 100, 0)}%"] for rid, e in largest.values()]
+        # one row per run, op and placement: capped as the other long tables are (600 runs made 2,400)
+        more = f"<p class=small>{len(rows) - 300} more rows not shown.</p>" if len(rows) > 300 else ""
         parts.append("<h3>Collectives vs theory</h3><p class=small>Optimal algbw over the inter-node link: "
                      "B&middot;n/(2(n-1)) for all_reduce (n nodes), link speed / bus factor otherwise.</p>"
                      + table(["run", "benchmark", "placement", "size", "nodes", "algbw GB/s",
-                              "optimal GB/s", "efficiency"], rows, {0, 4, 5, 6, 7}))
+                              "optimal GB/s", "efficiency"], rows[:300], {0, 4, 5, 6, 7}) + more)
     if f.device_percents:
         rows = [[rid, d.benchmark, d.device_name, d.label(), fmt(d.value, d.unit), fmt(d.peak, d.unit),
                  f"{compact(d.percent, 1)}%"] for rid, d in f.device_percents[:100]]

@@ -101,10 +101,13 @@ def render_markdown(f: Findings, title: str) -> str:
     if f.efficiencies:
         largest = max(e.bytes for _, e in f.efficiencies)
         lines += ["## Efficiency vs theory", ""]
+        at_largest = [(rid, e) for rid, e in f.efficiencies if e.bytes == largest]
         lines += _table(["run", "benchmark", "placement", "size", "nodes", "algbw", "optimal", "efficiency"],
                         [[rid, e.benchmark, e.placement, format_size(e.bytes), e.nodes, compact(e.measured_algbw),
                           compact(e.optimal_algbw), f"{compact(e.ratio * 100, 0)}%"]
-                         for rid, e in f.efficiencies if e.bytes == largest])
+                         for rid, e in at_largest[:40]])
+        if len(at_largest) > 40:   # one row per run, op and placement: the HTML page holds more
+            lines += [f"{len(at_largest) - 40} more rows not shown.", ""]
     if f.device_percents:
         lines += ["## Devices vs datasheet peak", ""]
         lines += _table(["run", "benchmark", "device", "measured", "peak", "%"],
