@@ -36,24 +36,29 @@ def _open_retrying(path: Path, mode: str | None, *, retry: bool) -> sqlite3.Conn
     retried until the busy timeout, as a lock held by a writer is."""
     deadline = time.monotonic() + BUSY_TIMEOUT_S
     pause = 0.01
+    pragmas = ["PRAGMA foreign_keys = ON", *([f"PRAGMA journal_mode = {mode}"] if mode else [])]
     while True:
-        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
         try:
-            conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            if mode:
-                conn.execute(f"PRAGMA journal_mode = {mode}")
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            return conn
+            return _ready(sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None), pragmas)
         except sqlite3.OperationalError as e:
-            conn.close()
             if not (retry and "locked" in str(e) and time.monotonic() + pause < deadline):
                 raise
-        except BaseException:
-            conn.close()
-            raise
         time.sleep(pause)
         pause = min(pause * 2, 0.5)
+
+
+def _ready(conn: sqlite3.Connection, pragmas: Sequence[str] = ()) -> sqlite3.Connection:
+    """``conn`` with its busy timeout and ``pragmas`` set and the schema read once (where a
+    locked, unreadable or non-database file shows); closed when any of that fails."""
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        for pragma in pragmas:
+            conn.execute(pragma)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def journal_mode(shared: str | None) -> str:
@@ -242,14 +247,7 @@ class SqliteBackend(Backend):
 
 
 def _open_readonly(uri: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-    try:
-        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except BaseException:
-        conn.close()
-        raise
-    return conn
+    return _ready(sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None))
 
 
 def _remove(path: Path) -> None:
