@@ -183,7 +183,7 @@ def test_ddp_many_tiny_layers_are_refused_before_any_rank(monkeypatch: pytest.Mo
 def test_ddp_footer_names_a_size_under_one_mib() -> None:
     m = Measurement("ddp_comm", "algbw", 1.0, "GB/s", {"layers": 1, "bytes": 996, "bucket_cap_mb": 25.0})
     assert DdpCommTable().footer(Run("ddp_comm"), [m]) == [
-        "# 1 dummy layers, 996 bytes of gradients, bucket cap 25.0 MB"]
+        "# 1 dummy layers, 996 bytes of gradients, bucket cap 25 MiB"]
     big = Measurement("ddp_comm", "algbw", 1.0, "GB/s", {"layers": 16, "bytes": 536 << 20, "bucket_cap_mb": 25.0})
     assert "536 MiB of gradients" in DdpCommTable().footer(Run("ddp_comm"), [big])[0]
 

@@ -9,6 +9,7 @@ CPX or NPS4 mode: ``partition_of``), whose peaks are a fraction of the whole GPU
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -104,10 +105,13 @@ def peak_of(kind: str, device_name: str | None, params: dict[str, Any],
 
 
 def percent(value: float, peak: float | None) -> float | None:
-    """``value`` as percent of ``peak``; None when the peak is unknown."""
+    """``value`` as percent of ``peak``; None when the peak is unknown. Divided first where
+    multiplying first overflows (100 x 1.7e308 is inf, 1.7e308 / 5300 x 100 is not), multiplied
+    first where dividing first underflows (5e-324 / 5300 is 0)."""
     if peak is None or peak <= 0:
         return None
-    return 100.0 * value / peak
+    p = 100.0 * value / peak
+    return p if math.isfinite(p) or not math.isfinite(value) else value / peak * 100.0
 
 
 def device_name_for(label: str, device_names: dict[str, str] | None, rank_devices: list[str]) -> str | None:

@@ -17,7 +17,10 @@ def percent_cell(value: float, peak: float | None, width: int = 6) -> str:
     p = peaks.percent(value, peak)
     if p is None:
         return ""
-    return fit(f"{p:.1f}", p, width - 1).lstrip() + "%"
+    text = f"{p:.1f}"
+    if p and not text.strip("-0."):   # a value that is not 0 never reads 0.0%: %g form instead
+        text = f"{p:.6g}"
+    return fit(text, p, width - 1).lstrip() + "%"
 
 
 class DeviceTable:

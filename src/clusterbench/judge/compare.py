@@ -37,6 +37,7 @@ import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from decimal import Context, Decimal
 from typing import Any
 
 from clusterbench.errors import UsageError
@@ -53,7 +54,7 @@ from clusterbench.judge.stats import (
     summarize,
     welch,
 )
-from clusterbench.units import compact, is_time_unit, unit_scale
+from clusterbench.units import is_time_unit, unit_scale
 
 SAME, BETTER, WORSE, NOISY, INSUFFICIENT = "same", "better", "worse", "noisy", "insufficient"
 
@@ -122,8 +123,62 @@ def _finite(v: float) -> float | None:
 
 def relative_change(a: float, b: float) -> float | None:
     """(b - a) / |a|: positive when b is larger, whatever the sign of a (b / a - 1 says -50% for
-    -10 -> -5); None when a is 0."""
-    return (b - a) / abs(a) if a else None
+    -10 -> -5); None when a is 0. Exact to rounding: b - a of -1.7e308 and 1.7e308 is no inf."""
+    if not a:
+        return None
+    exact = _exact_change(a, b)
+    return (b - a) / abs(a) if exact is None else float(exact)
+
+
+def _exact_change(a: float, b: float) -> Decimal | None:
+    if not (a and math.isfinite(a) and math.isfinite(b)):
+        return None
+    return (Decimal(b) - Decimal(a)) / abs(Decimal(a))
+
+
+# A number in running text is this long at most before it switches to %g (as units.compact).
+_TEXT_WIDTH = 20
+_G_DIGITS = Context(prec=6)
+
+
+def exact_ratio(num: float, den: float) -> Decimal | None:
+    """``num / den`` in decimal arithmetic (28 significant digits): a float quotient of 1e308 by
+    12.5e-9 is inf and of 5e-324 by 12.5 is 0, where the true ratio is an ordinary number to
+    print. None where ``den`` is 0 or either side is not finite."""
+    if not den or not (math.isfinite(num) and math.isfinite(den)):
+        return None
+    return Decimal(num) / Decimal(den)
+
+
+def decimal_text(value: Decimal, decimals: int = 1, sign: bool = False) -> str:
+    """``value`` with ``decimals`` decimals, or in %g form with 6 significant digits where that
+    would be longer than 20 characters (1e309) or would read 0 for a value that is not 0
+    (3.95e-323): never ``inf``, never a zero that was not measured."""
+    plus = "+" if sign else ""
+    text = f"{value:{plus}.{decimals}f}"
+    if len(text) <= _TEXT_WIDTH and (value.is_zero() or text.strip("+-0.")):
+        return text
+    return f"{value.normalize(_G_DIGITS):{plus}g}"
+
+
+def percent_text(num: float, den: float, decimals: int = 1, sign: bool = False) -> str:
+    """``num`` in percent of ``den`` (``94.1%``, ``1.36e+309%``, ``3.95e-323%``); ``-`` where
+    it is undefined (``den`` 0, a value not finite)."""
+    ratio = exact_ratio(num, den)
+    return "-" if ratio is None else decimal_text(ratio * 100, decimals, sign) + "%"
+
+
+def change_text_pct(a: float, b: float, decimals: int = 1, sign: bool = True) -> str:
+    """The relative change (b - a) / |a| in percent, computed without overflow (-1.7e308 to
+    1.7e308 is +200%, 1e-300 to 1.7e308 is +1.7e+610%); ``-`` where ``a`` is 0 or not finite."""
+    exact = _exact_change(a, b)
+    return "-" if exact is None else decimal_text(exact * 100, decimals, sign) + "%"
+
+
+def cv_percent_text(s: Summary) -> str:
+    """A side's coefficient of variation in percent; ``-`` where it is undefined. The sd of values
+    around a mean of 5e-324 over that mean is past the largest float, not ``inf%``."""
+    return "-" if s.cv is None else percent_text(s.sd, abs(s.mean), 1)
 
 
 def _p_text(p: float) -> str:
@@ -180,18 +235,20 @@ def judge(a: Summary, b: Summary, test: WelchResult | None, hib: bool, *, alpha:
     rel = relative_change(a.mean, b.mean)
     if rel is not None:
         delta = rel
-        change = f"{compact(abs(delta) * 100, 1)}% "
+        change = change_text_pct(a.mean, b.mean, sign=False).lstrip("-") + " "
     else:   # any change from 0 is infinitely large relatively: the test alone decides
         delta = 0.0 if b.mean == 0 else math.copysign(math.inf, b.mean)
         change = ""
     if test is None:
-        shown = f"{compact(delta * 100, 1, sign=True)}%" if rel is not None else f"{b.mean:+g} from 0"
+        shown = change_text_pct(a.mean, b.mean) if rel is not None else f"{b.mean:+g} from 0"
+        if a.n >= 2 and b.n >= 2:   # welch's difference of the means is past the largest float
+            return INSUFFICIENT, f"the difference of the means is past the largest float: cannot test (delta {shown})"
         return INSUFFICIENT, f"n={a.n} vs {b.n}: need 2+ values per side to test (delta {shown})"
     # Only a defined CV can call a row noisy: a mean of 0 gives no scale to judge the spread by.
-    cvs = [cv for cv in (a.cv, b.cv) if cv is not None]
-    noisy = max(cvs, default=None)
-    if noisy is not None and noisy > max_cv:
-        return NOISY, f"too noisy to call (CV {compact(noisy * 100, 0)}%)"
+    sides = [s for s in (a, b) if s.cv is not None]
+    noisy = max(sides, key=lambda s: s.cv or 0.0, default=None)
+    if noisy is not None and (noisy.cv or 0.0) > max_cv:
+        return NOISY, f"too noisy to call (CV {percent_text(noisy.sd, abs(noisy.mean), 0)})"
     decide = test.p if p is None else p
     raw = test.p if raw_p is None else raw_p
     adjusted = method != ADJUST_NONE

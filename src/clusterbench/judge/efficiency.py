@@ -10,9 +10,9 @@ from typing import Any
 
 from clusterbench import peaks
 from clusterbench.families import family_of, metric_of
+from clusterbench.judge.compare import exact_ratio, percent_text
 from clusterbench.judge.theory import Efficiency, link_efficiency, link_speed_for
 from clusterbench.records import Measurement, Run
-from clusterbench.units import compact
 
 
 def nodes_of(run: Run, override: int | None = None) -> int:
@@ -48,7 +48,8 @@ def efficiency_lines(run: Run, ms: list[Measurement], link: str | None = None) -
     """What a terminal table adds below a run judged against its link speed."""
     text = link or run.tags.get("link_speed")
     return [f"# efficiency {e.benchmark}{f' {e.placement}' if e.placement else ''}: algbw "
-            f"{e.measured_algbw:.3g} GB/s = {compact(e.ratio * 100, 1)}% of the optimal {e.optimal_algbw:.3g} GB/s "
+            f"{e.measured_algbw:.3g} GB/s = {e.percent_text(1)} of the optimal "
+            f"{e.optimal_algbw:.3g} GB/s "
             f"for {e.nodes} nodes over {text}"
             for e in best_per_placement(run_link_efficiency(run, ms, link))]
 
@@ -65,7 +66,15 @@ class DevicePercent:
 
     @property
     def percent(self) -> float:
-        return 100.0 * self.value / self.peak
+        """value / peak in percent, rounded once: 100 x 1.7e308 first was inf (JSON null) for a
+        percent of 3.2e306, and 100 x 5e-324 / 5300 was 0 for one of 9.3e-323. inf only where the
+        percent itself is past the largest float."""
+        exact = exact_ratio(self.value, self.peak)
+        return 100.0 * self.value / self.peak if exact is None else float(exact * 100)
+
+    def percent_text(self, decimals: int = 1) -> str:
+        """The percent as text (``94.1%``, ``3.2e+306%``), never ``inf%`` or a 0 for a value not 0."""
+        return percent_text(self.value, self.peak, decimals)
 
     def label(self) -> str:
         """What was measured, as its family names a row (``stream Triad``)."""

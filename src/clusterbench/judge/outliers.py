@@ -44,7 +44,10 @@ class Outlier:
         u = f" {unit}" if unit else ""
         # compact: off a median near zero (1e-300) the deviation and z reach 1e300 and more,
         # which %+.1f writes out as 300 digits
-        return (f"{self.key}: {self.value:.4g}{u} is {compact(self.rel_dev * 100, 1, sign=True)}% vs median "
+        # a change off a median of 0 has no percent: it says the difference instead of inf%
+        dev = (f"{compact(self.rel_dev * 100, 1, sign=True)}%" if math.isfinite(self.rel_dev)
+               else f"{self.value - self.median:+.4g}{u}")
+        return (f"{self.key}: {self.value:.4g}{u} is {dev} vs median "
                 f"{self.median:.4g}{u} (modified z {compact(self.z, 1, sign=True)})")
 
 

@@ -8,11 +8,14 @@ L40S pod-network runs (2.04 samples/s on 1 node, 5.46 on 8) give 5.46 / (8 x 2.0
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from decimal import Context, Decimal
 
 from clusterbench.errors import UsageError
 from clusterbench.families.workloads.spec import SCALING_EFFICIENCY, SPEEDUP
+from clusterbench.judge.compare import exact_ratio
 from clusterbench.judge.stats import summarize
 from clusterbench.records import COMPLETE, Measurement, Run
 from clusterbench.store import Store
@@ -38,13 +41,30 @@ class ScalingRow:
     baseline_nodes: int
     baseline_throughput: float
 
+    def _exact_speedup(self) -> Decimal | None:
+        return exact_ratio(self.throughput, self.baseline_throughput)
+
+    def _exact_efficiency(self) -> Decimal | None:
+        speedup = self._exact_speedup()
+        return None if speedup is None else speedup * self.baseline_nodes / self.nodes
+
     @property
     def speedup(self) -> float:
-        return self.throughput / self.baseline_throughput
+        exact = self._exact_speedup()
+        return self.throughput / self.baseline_throughput if exact is None else float(exact)
 
     @property
     def efficiency(self) -> float:
-        return self.speedup / (self.nodes / self.baseline_nodes)
+        """Rounded once from the exact quotient: a speedup past the largest float over 8 nodes
+        can be a finite efficiency."""
+        exact = self._exact_efficiency()
+        return self.speedup / (self.nodes / self.baseline_nodes) if exact is None else float(exact)
+
+    def cells(self) -> tuple[str, str]:
+        """Speedup and efficiency as the table prints them: 3 decimals in 8 and 10 columns, %g
+        where the figure is too wide, and never ``inf`` for a figure past the largest float (a
+        throughput of 1.7e308 over a baseline of 5e-324 is a speedup of 3.4e+631)."""
+        return _cell(self._exact_speedup(), self.speedup, 8), _cell(self._exact_efficiency(), self.efficiency, 10)
 
     def measurements(self, benchmark: str, metric: str) -> list[Measurement]:
         p = {"group": self.group, "nodes": self.nodes, "ranks": self.ranks, "runs": self.runs,
@@ -69,6 +89,17 @@ def point_for(group: str, run: Run, measurements: list[Measurement], metric: str
         return None
     nodes = max(1, len(set(run.hosts))) if by == "nodes" else max(1, run.ranks)
     return Point(group, nodes, run.ranks, value, run.id)
+
+
+def _cell(exact: Decimal | None, value: float, width: int) -> str:
+    if exact is None or math.isfinite(value):
+        return fixed(value, width, 3)
+    # past the largest float: the exact quotient in %g form, as few digits as the column needs
+    for digits in range(6, 0, -1):
+        text = f"{exact.normalize(Context(prec=digits)):g}"
+        if len(text) <= width:
+            break
+    return f"{text:>{width}}"
 
 
 def _mean(values: list[float]) -> float:
@@ -110,7 +141,7 @@ def format_table(rows: list[ScalingRow], unit: str) -> list[str]:
              f"{'efficiency':>10}", f"# throughput in {unit}; efficiency = T(n) / ((n/n0) x T(n0))"]
     for r in rows:
         lines.append(f"  {r.group:<24} {r.nodes:>5} {r.ranks:>5} {r.runs:>4} {r.throughput:>12.4g} "
-                     f"{fixed(r.speedup, 8, 3)} {fixed(r.efficiency, 10, 3)}")
+                     f"{' '.join(r.cells())}")
     return lines
 
 

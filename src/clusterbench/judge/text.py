@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from clusterbench.judge.compare import ADJUST_NONE, Comparison
+from clusterbench.judge.compare import ADJUST_NONE, Comparison, change_text_pct, cv_percent_text
 from clusterbench.judge.validate import Outcome
 from clusterbench.printable import printable
 from clusterbench.units import compact, format_size
@@ -108,9 +108,9 @@ def comparison_lines(rows: list[Comparison], adjust: str | None = None, family: 
         params = params if len(params) <= 40 else params[:37] + "..."
         ci = "-" if d["ci95_low"] is None else f"[{d['ci95_low']:+.3g}, {d['ci95_high']:+.3g}]"
         p, p_adj = p_text(d["p_value"]), p_text(d["p_adjusted"])
-        delta = "-" if c.delta_pct is None else f"{compact(c.delta_pct, 1, True)}%"
+        delta = change_text_pct(c.a.mean, c.b.mean)
         lines.append(f"{c.benchmark:<12} {c.metric:<10} {params:<40} {c.a.n:>2}/{c.b.n:<2} "
-                     f"{c.a.mean:>11.4g} {cv_text(c.a.cv):>6} {c.b.mean:>11.4g} {cv_text(c.b.cv):>6} "
+                     f"{c.a.mean:>11.4g} {cv_percent_text(c.a):>6} {c.b.mean:>11.4g} {cv_percent_text(c.b):>6} "
                      f"{delta:>8} {ci:>24} {p:>8}" + (f" {p_adj:>8}" if adjusted else "") + f"  {c.verdict}")
     counts: dict[str, int] = {}
     for c in rows:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from clusterbench.errors import UsageError
 from clusterbench.families import family_of, metric_of
 from clusterbench.families.collectives.spec import busbw, optimal_algbw
+from clusterbench.judge.compare import percent_text
 from clusterbench.records import Measurement
 from clusterbench.units import parse_rate
 
@@ -71,6 +72,11 @@ class Efficiency:
     @property
     def ratio(self) -> float:
         return self.measured_algbw / self.optimal_algbw
+
+    def percent_text(self, decimals: int = 0) -> str:
+        """measured / optimal in percent as text: ``8e+300%`` or ``1.36e+320%`` over a 1 bps link
+        where ``ratio * 100`` is inf, ``3.95e-323%`` where the float ratio is 0."""
+        return percent_text(self.measured_algbw, self.optimal_algbw, decimals)
 
     @property
     def label(self) -> str:

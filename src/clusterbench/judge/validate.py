@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterbench.families import higher_is_better, metric_of
+from clusterbench.judge.compare import change_text_pct
 from clusterbench.judge.outliers import flag_outliers
 from clusterbench.judge.profiles import Criterion, Profile
 from clusterbench.judge.select import Row, identity_of, select
-from clusterbench.units import convert
+from clusterbench.units import compact, convert
 
 PASS, FAIL, SKIPPED, ERROR = "pass", "fail", "skipped", "error"
 STATUSES = (PASS, FAIL, SKIPPED, ERROR)
@@ -122,6 +123,12 @@ def _judge_bound(c: Criterion, rows: list[Row]) -> Outcome:
                    failing=failing)
 
 
+def _deviation(median: float, value: float) -> str:
+    """How far off the median a value is, in percent (``-7.5e+302%`` off a median of 1e-300,
+    never 300 digits or ``inf%``); "from 0" where the median is 0."""
+    return "from 0" if median == 0 else change_text_pct(median, value)
+
+
 def _judge_outliers(c: Criterion, rows: list[Row]) -> Outcome:
     hib = c.higher_is_better if c.higher_is_better is not None else \
         higher_is_better(c.benchmark, c.metric, rows[0].m.unit)
@@ -151,7 +158,8 @@ def _judge_outliers(c: Criterion, rows: list[Row]) -> Outcome:
     unit = rows[0].m.unit
     detail = (f"{len(usable)} group(s), {max(len(v) for v in usable.values())} {c.by}s"
               if not found else "outlier(s): " + "; ".join(
-                  f"{f[c.by]} {f['rel_dev'] * 100:+.1f}% vs median {f['median']:.4g} {unit} (z {f['z']:+.1f})"
+                  f"{f[c.by]} {_deviation(f['median'], f['value'])} vs median {f['median']:.4g} {unit} "
+                  f"(z {compact(f['z'], 1, True)})"
                   for f in sorted(found, key=lambda f: f["z"] if hib else -f["z"])[:5]))
     worst = min(found, key=lambda f: f["rel_dev"] if hib else -f["rel_dev"]) if found else None
     failing: dict[str, float] = {}

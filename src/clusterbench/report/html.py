@@ -27,6 +27,7 @@ from clusterbench.judge.compare import (
     SAME,
     WORSE,
     Comparison,
+    change_text_pct,
     family_size,
 )
 from clusterbench.judge.findings import Findings
@@ -149,7 +150,7 @@ def _best_efficiency(f: Findings) -> str:
     if not f.efficiencies:
         return ""
     largest = max(e.bytes for _, e in f.efficiencies)
-    parts = [f"run {rid} {e.benchmark} {e.placement}: {compact(e.ratio * 100, 0)}%"
+    parts = [f"run {rid} {e.benchmark} {e.placement}: {e.percent_text(0)}"
              for rid, e in f.efficiencies if e.bytes == largest]
     return "; ".join(parts[:8])
 
@@ -175,7 +176,7 @@ def _comparison_rows(f: Findings, comparisons: Sequence[Comparison]) -> tuple[li
         ci = "-" if d["ci95_low"] is None else f"[{d['ci95_low']:+.3g}, {d['ci95_high']:+.3g}]"
         rows.append([c.status, c.benchmark, c.metric, params_text(c.params, keys), f"{c.a.n}/{c.b.n}",
                      _mean_sd(c.a), _mean_sd(c.b),
-                     "-" if c.delta_pct is None else f"{compact(c.delta_pct, 1, True)}%", ci,
+                     change_text_pct(c.a.mean, c.b.mean), ci,
                      p_text(d["p_value"]), *([p_text(d["p_adjusted"])] if adjusted else []), c.verdict])
         classes.append(c.status)
     return rows, classes
@@ -267,7 +268,9 @@ def _degraded(f: Findings) -> str:
         return ("<p>No outliers (modified z-score, Iglewicz &amp; "
                 "Hoaglin, |z| &gt; 3.5 and more than 5% off the median).</p>")
     rows = [[d.by, d.outlier.key, d.benchmark, d.metric, params_text(d.params), fmt(d.outlier.value, d.unit),
-             fmt(d.outlier.median, d.unit), f"{compact(d.outlier.rel_dev * 100, 1, True)}%", f"{d.outlier.z:+.1f}"]
+             fmt(d.outlier.median, d.unit),
+             change_text_pct(d.outlier.median, d.outlier.value) if d.outlier.median else "from 0",
+             compact(d.outlier.z, 1, True)]
             for d in f.degraded[:50]]
     return (table(["by", "who", "benchmark", "metric", "params", "value", "median", "off by", "mod. z"],
                     rows, {5, 6, 7, 8}, ["fail"] * len(rows)))
@@ -278,7 +281,8 @@ def _history(f: Findings, entries: Sequence[FigureEntry], images: dict[str, str]
     if not f.history:
         return ""
     rows = [[s.entity, s.label, s.metric, s.kind(c), s.points[c.index].run, s.points[c.index].started_at[:10],
-             fmt(c.before, s.unit), fmt(c.after, s.unit), _change_pct(c.relative), f"{c.confidence * 100:.1f}%"]
+             fmt(c.before, s.unit), fmt(c.after, s.unit), _change_pct(c.before, c.after, c.relative),
+             f"{c.confidence * 100:.1f}%"]
             for s in f.history for c in s.changes]
     found = (table(["host", "row", "metric", "change", "run", "date", "before", "after", "by", "confidence"],
                    rows, {6, 7, 8, 9}, ["fail" if r[3] == "regression" else "pass" for r in rows])
@@ -290,8 +294,11 @@ def _history(f: Findings, entries: Sequence[FigureEntry], images: dict[str, str]
     return found + _figures(entries, images, "history")
 
 
-def _change_pct(relative: float) -> str:
-    """A change in percent; "from 0" where the level before was 0 (no finite percentage)."""
+def _change_pct(before: float, after: float, relative: float) -> str:
+    """A change in percent; "from 0" where the level before was 0 (no finite percentage). From
+    levels it is computed without overflow: 5e-324 to 12.5 is no "from 0"."""
+    if before and math.isfinite(before) and math.isfinite(after):
+        return change_text_pct(before, after)
     pct = relative * 100
     return f"{compact(pct, 1, True)}%" if math.isfinite(pct) else "from 0"
 
@@ -304,8 +311,9 @@ def _efficiency(f: Findings) -> str:
             k = (rid, e.benchmark, e.placement)
             if k not in largest or e.bytes > largest[k][1].bytes:
                 largest[k] = (rid, e)
-        rows = [[rid, e.benchmark, e.placement, format_size(e.bytes), e.nodes, compact(e.measured_algbw),
-                 compact(e.optimal_algbw), f"{compact(e.ratio * 100, 0)}%"] for rid, e in largest.values()]
+        rows = [[rid, e.benchmark, e.placement, format_size(e.bytes), e.nodes, fmt(e.measured_algbw),
+                 fmt(e.optimal_algbw), e.percent_text(0)]
+                for rid, e in largest.values()]
         # one row per run, op and placement: capped as the other long tables are (600 runs made 2,400)
         more = f"<p class=small>{len(rows) - 300} more rows not shown.</p>" if len(rows) > 300 else ""
         parts.append("<h3>Collectives vs theory</h3><p class=small>Optimal algbw over the inter-node link: "
@@ -314,7 +322,7 @@ def _efficiency(f: Findings) -> str:
                               "optimal GB/s", "efficiency"], rows[:300], {0, 4, 5, 6, 7}) + more)
     if f.device_percents:
         rows = [[rid, d.benchmark, d.device_name, d.label(), fmt(d.value, d.unit), fmt(d.peak, d.unit),
-                 f"{compact(d.percent, 1)}%"] for rid, d in f.device_percents[:100]]
+                 d.percent_text()] for rid, d in f.device_percents[:100]]
         parts.append("<h3>Devices vs datasheet peak</h3>"
                      + table(["run", "benchmark", "device", "row", "measured", "peak", "% of peak"], rows, {4, 5, 6}))
     return "".join(parts)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from xml.etree import ElementTree as ET
 
 from clusterbench.report import outfile
+from clusterbench.units import compact
 
 if TYPE_CHECKING:
     from clusterbench.judge.validate import Outcome
@@ -118,7 +119,7 @@ def _num(v: float | None, unit: str) -> str:
 def outcome_case(o: Outcome, suite: str) -> Case:
     c = o.criterion
     margin = "" if o.margin is None else f", margin {o.margin:+.4g} {o.unit}".rstrip() + (
-        f" ({o.margin_pct:+.1f}%)" if o.margin_pct is not None else "")
+        f" ({compact(o.margin_pct, 1, True)}%)" if o.margin_pct is not None else "")
     message = f"{o.status}: measured {_num(o.measured, o.unit)}, threshold {o.threshold or c.describe()}{margin}"
     lines = [f"criterion: {c.name}", f"benchmark: {c.benchmark}", f"metric: {c.metric}"]
     if c.params:

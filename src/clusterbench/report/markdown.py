@@ -4,7 +4,7 @@ efficiency."""
 
 from __future__ import annotations
 
-from clusterbench.judge.compare import family_size
+from clusterbench.judge.compare import change_text_pct, family_size
 from clusterbench.judge.findings import Findings
 from clusterbench.judge.text import (
     adjust_note,
@@ -75,7 +75,7 @@ def render_markdown(f: Findings, title: str) -> str:
             lines += _table(["benchmark", "metric", "params", "n A/B", "delta", "p", *(["p adj"] if adjusted else []),
                              "verdict"],
                             [[c.benchmark, c.metric, params_text(c.params, keys), f"{c.a.n}/{c.b.n}",
-                              f"{compact(c.delta_pct, 1, True)}%" if c.delta_pct is not None else "-",
+                              change_text_pct(c.a.mean, c.b.mean),
                               p_text(c.test.p if c.test else None),
                               *([p_text(c.p_adjusted)] if adjusted else []), c.verdict] for c in changed[:40]])
     lines += ["## Degraded hosts and devices", ""]
@@ -83,7 +83,8 @@ def render_markdown(f: Findings, title: str) -> str:
         lines += _table(["by", "who", "benchmark", "metric", "params", "value", "median", "off by"],
                         [[d.by, d.outlier.key, d.benchmark, d.metric, params_text(d.params),
                           fmt(d.outlier.value, d.unit), fmt(d.outlier.median, d.unit),
-                          f"{compact(d.outlier.rel_dev * 100, 1, True)}%"] for d in f.degraded[:30]])
+                          change_text_pct(d.outlier.median, d.outlier.value) if d.outlier.median else "from 0"]
+                         for d in f.degraded[:30]])
     else:
         lines += ["None found (modified z-score > 3.5 and > 5% off the median).", ""]
     if f.warnings:
@@ -103,8 +104,8 @@ def render_markdown(f: Findings, title: str) -> str:
         lines += ["## Efficiency vs theory", ""]
         at_largest = [(rid, e) for rid, e in f.efficiencies if e.bytes == largest]
         lines += _table(["run", "benchmark", "placement", "size", "nodes", "algbw", "optimal", "efficiency"],
-                        [[rid, e.benchmark, e.placement, format_size(e.bytes), e.nodes, compact(e.measured_algbw),
-                          compact(e.optimal_algbw), f"{compact(e.ratio * 100, 0)}%"]
+                        [[rid, e.benchmark, e.placement, format_size(e.bytes), e.nodes, fmt(e.measured_algbw),
+                          fmt(e.optimal_algbw), e.percent_text(0)]
                          for rid, e in at_largest[:40]])
         if len(at_largest) > 40:   # one row per run, op and placement: the HTML page holds more
             lines += [f"{len(at_largest) - 40} more rows not shown.", ""]
@@ -112,5 +113,5 @@ def render_markdown(f: Findings, title: str) -> str:
         lines += ["## Devices vs datasheet peak", ""]
         lines += _table(["run", "benchmark", "device", "measured", "peak", "%"],
                         [[rid, d.benchmark, d.device_name, fmt(d.value, d.unit), fmt(d.peak, d.unit),
-                          f"{compact(d.percent, 1)}%"] for rid, d in f.device_percents[:30]])
+                          d.percent_text()] for rid, d in f.device_percents[:30]])
     return "\n".join(lines).rstrip() + "\n"

@@ -66,7 +66,7 @@ def theory(link: str, nodes_text: str, runs: tuple[str, ...], as_json: bool, sin
             largest = max(e.bytes for e in effs)
             for e in (e for e in effs if e.bytes == largest):
                 print(f"# run {run.id}: {e.label} on {e.nodes} nodes: "
-                      f"{compact(e.measured_algbw)} GB/s = {compact(e.ratio * 100, 0)}% of "
+                      f"{compact(e.measured_algbw)} GB/s = {e.percent_text(0)} of "
                       f"{compact(e.optimal_algbw)} GB/s"
                       f" over {run_link}")
     if not found:

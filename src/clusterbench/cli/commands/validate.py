@@ -103,10 +103,10 @@ def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, n
             print(text)
         for e in best:
             print(f"# efficiency {e.label} on {e.nodes} nodes: "
-                  f"algbw {compact(e.measured_algbw)} GB/s = {compact(e.ratio * 100, 0)}% of optimal "
+                  f"algbw {compact(e.measured_algbw)} GB/s = {e.percent_text(0)} of optimal "
                   f"{compact(e.optimal_algbw)} GB/s")
         for label, d in peaks:
-            print(printable(f"# peak {label}: best {d.value:.4g} {d.unit} = {compact(d.percent, 1)}% of {d.device_name} "
+            print(printable(f"# peak {label}: best {d.value:.4g} {d.unit} = {d.percent_text(1)} of {d.device_name} "
                             f"datasheet {d.peak:.4g} {d.unit}"))
         for run, _ms in loaded:
             for text in run.meta.get(WARNINGS) or []:

@@ -20,7 +20,7 @@ from clusterbench.families.workloads.spec import (
     TOKENS_PER_S,
 )
 from clusterbench.records import Measurement, Run
-from clusterbench.units import compact, fit
+from clusterbench.units import compact, fit, format_plain
 
 
 def _group(measurements: list[Measurement], key: str) -> dict[object, dict[str, Measurement]]:
@@ -70,12 +70,26 @@ class TrainTable:
         return lines + _overall(measurements)
 
     def footer(self, run: Run, measurements: list[Measurement]) -> list[str]:
-        info = run.meta.get("train") or {}
+        # Every row carries the model's shape (model, layers, hidden, seq, batch, ...): a run whose
+        # meta is missing (imported, or stored by a version before it) still says what ran, and
+        # what the run's meta adds (parameter count, shard size) is said where it is known.
+        shape = next((m.params for m in measurements if "seq" in m.params or "layers" in m.params), {})
+        info = {**shape, **(run.meta.get("train") or {})}
         if not info:
             return []
-        return [f"# model {info.get('model')}: {number(info.get('params')) / 1e6:.3g}M parameters, "
-                f"strategy {info.get('strategy')} (shard size {info.get('shard_size')}), {info.get('dtype')}, "
-                f"global batch {info.get('batch')} x {info.get('seq')} tokens"]
+        size = f"{number(info['params']) / 1e6:.3g}M parameters, " if "params" in info else ""
+        shard = f" (shard size {info['shard_size']})" if "shard_size" in info else ""
+        return [f"# model {info.get('model', '?')}: {size}{info.get('layers', '?')} layers, hidden "
+                f"{info.get('hidden', '?')}, strategy {info.get('strategy', '?')}{shard}, "
+                f"{info.get('dtype', '?')}, global batch {info.get('batch', '?')} sequences, sequence "
+                f"length {info.get('seq', '?')} tokens"]
+
+
+def _mib(cap: object) -> str:
+    """DDP's ``bucket_cap_mb`` as DDP reads it: MiB (it multiplies by 2**20), ``25``, not ``25.0``."""
+    if isinstance(cap, (int, float)) and not isinstance(cap, bool):
+        return f"{format_plain(cap)} MiB"
+    return f"{cap} MiB" if cap is not None else "? MiB"
 
 
 class DdpCommTable:
@@ -95,7 +109,7 @@ class DdpCommTable:
             # Under 1 MiB, whole MiB would print "0 MiB" for a run that moved bytes.
             text = f"{compact(size / 2**20, 0)} MiB" if size >= 2**20 else f"{size:.0f} bytes"
             return [f"# {m.params.get('layers')} dummy layers, {text} "
-                    f"of gradients, bucket cap {m.params.get('bucket_cap_mb')} MB"]
+                    f"of gradients, bucket cap {_mib(m.params.get('bucket_cap_mb'))}"]
         return []
 
 
