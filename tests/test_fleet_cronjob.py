@@ -101,7 +101,7 @@ def test_command_words_stay_literal_in_kubernetes():
 
 
 @pytest.mark.parametrize("good", ["0 3 * * *", "*/15 * * * *", "0 3 * * 1-5", "30 2 1,15 * ?", "0 0 * JAN-MAR SUN",
-                                  "@daily", "@hourly", "0 3 * * 7", "5-59/10 0-23/2 * * *"])
+                                  "@daily", "@hourly", "5-59/10 0-23/2 * * *"])
 def test_schedules_kubernetes_accepts(good):
     assert check_schedule(good) == " ".join(good.split())
 
@@ -109,7 +109,7 @@ def test_schedules_kubernetes_accepts(good):
 @pytest.mark.parametrize("bad, why", [
     ("0 3 * *", "expected 5 fields"), ("0 3 * * * *", "expected 5 fields"), ("60 3 * * *", "minute '60'"),
     ("0 24 * * *", "hour '24'"), ("0 3 0 * *", "day of month '0'"), ("0 3 * 13 *", "month '13'"),
-    ("0 3 * * 8", "day of week '8'"), ("*/0 * * * *", "step '0'"), ("5-1 * * * *", "runs backwards"),
+    ("0 3 * * 8", "day of week '8'"), ("0 3 * * 7", "day of week '7'"), ("*/0 * * * *", "step '0'"), ("5-1 * * * *", "runs backwards"),
     ("0 3 * * *\n* * * * *", "control characters"), ("TZ=UTC 0 3 * * *", "--time-zone"),
     ("0 3 * * MOO", "day of week 'MOO'"), ("@every 5m", "expected 5 fields"), ("? * * * *", "minute '?'"),
 ])

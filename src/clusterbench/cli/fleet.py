@@ -83,7 +83,8 @@ def take_out(on_fail: OnFail, failed: dict[str, list[str]], passed: Sequence[str
             print("# no node to act on", file=out)
         for a in actions:
             for argv in a.commands:
-                print(shlex.join(argv) if dry or a.applied else f"# FAILED: {shlex.join(argv)}", file=out)
+                line = shlex.join(argv) if dry or a.applied else f"# FAILED: {shlex.join(argv)}"
+                print(printable(line), file=out)
             if a.note:
                 print(printable(f"# {a.node}: {a.note}"), file=out)
             if a.error:

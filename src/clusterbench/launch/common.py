@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from clusterbench.errors import UsageError
+from clusterbench.printable import not_utf8
 
 # Host names, IPv4/IPv6 addresses and Slurm node names; nothing a shell would interpret.
 _HOST_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:%\-]*$")
@@ -28,11 +29,14 @@ DEFAULT_AGENT = ("ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10")
 
 
 def check_text(value: str, what: str) -> str:
-    """``value`` unless it holds a control character; ``what`` names the option in the error."""
+    """``value`` unless it holds a control character or bytes that are not UTF-8 (a lone
+    surrogate: no YAML reader or API server takes one); ``what`` names the option in the error."""
     m = _CONTROL_RE.search(value)
     if m:
         raise UsageError(f"invalid {what} {value!r}: control character {m.group(0)!r} "
                          "(newline, NUL, ...) not allowed")
+    if not_utf8(value):
+        raise UsageError(f"invalid {what} {value!r}: not UTF-8 text")
     return value
 
 

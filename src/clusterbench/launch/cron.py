@@ -1,6 +1,8 @@
 """Cron schedules as Kubernetes CronJobs (and Slurm's scrontab) read them: five fields, minute
 hour day-of-month month day-of-week, each ``*``, a number or name, a range ``a-b``, a step
 ``*/n`` or ``a-b/n``, or a list of those; or one of the descriptors ``@hourly`` ... ``@yearly``.
+Where the two differ, Kubernetes' reader decides: Sunday is 0 only (7 is an error there), and a
+descriptor is lower-case.
 
 A schedule is checked here and then written into a manifest by the YAML dumper, never formatted
 into text: a value that is not a schedule (a newline, a ``#``, a ``TZ=`` prefix) is an error.
@@ -22,9 +24,10 @@ _FIELDS = (
     ("hour", 0, 23, {}, False),
     ("day of month", 1, 31, {}, True),
     ("month", 1, 12, _MONTHS, False),
-    ("day of week", 0, 7, _DAYS, True),     # 0 and 7 are both Sunday
+    ("day of week", 0, 6, _DAYS, True),     # Sunday is 0: Kubernetes refuses cron's other Sunday, 7
 )
-_TIME_ZONE = re.compile(r"[A-Za-z][A-Za-z0-9_+\-]*(/[A-Za-z0-9_+\-]+)*")
+# One part of a time zone name as Kubernetes checks it (validTimeZoneCharacters): 1 to 14 of these.
+_TIME_ZONE_PART = re.compile(r"[A-Za-z._\-0-9+]{1,14}")
 
 
 def _value(text: str, what: str, lo: int, hi: int, names: dict[str, int]) -> int:
@@ -60,7 +63,7 @@ def check_schedule(text: str) -> str:
         raise UsageError(f"invalid --schedule {text!r}: control characters are not allowed")
     s = text.strip()
     if s.lower() in DESCRIPTORS:
-        return s
+        return s.lower()   # Kubernetes knows @daily, not @DAILY
     fields = s.split()
     if s.upper().startswith(("TZ=", "CRON_TZ=")):
         raise UsageError(f"invalid --schedule {text!r}: give the time zone with --time-zone, not in the schedule")
@@ -76,7 +79,25 @@ def check_schedule(text: str) -> str:
 
 
 def check_time_zone(text: str) -> str:
-    """An IANA time zone name (``Europe/Berlin``, ``UTC``, ``Etc/GMT+2``)."""
-    if not _TIME_ZONE.fullmatch(text) or len(text) > 64:
+    """An IANA time zone name (``Europe/Berlin``, ``UTC``, ``Etc/GMT+2``) as Kubernetes checks a
+    CronJob's ``timeZone``: parts of at most 14 characters, none ``.``, ``..`` or starting with
+    '-', not ``Local``; and, where this host has a time zone database, one it knows."""
+    parts = text.split("/")
+    if len(text) > 64 or any(p in (".", "..") or p.startswith("-") or not _TIME_ZONE_PART.fullmatch(p)
+                             for p in parts):
         raise UsageError(f"invalid --time-zone {text!r}: an IANA time zone name such as Europe/Berlin or UTC")
+    if text.lower() == "local":
+        raise UsageError(f"invalid --time-zone {text!r}: Kubernetes wants an explicit zone such as "
+                         "Europe/Berlin or UTC")
+    known = _known_time_zones()
+    if known and text not in known:
+        raise UsageError(f"invalid --time-zone {text!r}: no such time zone in the IANA database")
     return text
+
+
+def _known_time_zones() -> set[str]:
+    """The zones of this host's time zone database; empty where it has none (then the cluster
+    is the judge)."""
+    import zoneinfo
+
+    return zoneinfo.available_timezones()

@@ -30,7 +30,9 @@ TAINT_EFFECT = "NoSchedule"
 HEALTH_LABEL = "clusterbench.io/health"
 REASON_ANNOTATION = "clusterbench.io/reason"
 _NODE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]{0,252})")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+# What must not reach a reason: C0 and C1 controls (CSI \x9b would drive the terminal of whoever
+# reads sinfo -R or our dry run), bidi controls, line separators, lone surrogates.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]+")
 
 DRAIN, RESUME, TAINT, UNTAINT, KEEP = "drain", "resume", "taint", "untaint", "keep"
 

@@ -45,8 +45,8 @@ def check_literal(text: str, what: str) -> str:
 
 def _check(name: str, image: str | None, gpu: str | None, startup_order: str, stop_criteria: str,
            setup: tuple[str, ...], install: str | None) -> None:
-    if not re.fullmatch(r"^[a-z][a-z0-9-]{0,40}$", name):
-        raise UsageError(f"invalid --name {name!r}: lower-case letters, digits and '-'")
+    if not re.fullmatch(r"^[a-z][a-z0-9-]{1,40}$", name):   # dstack's own rule for run names
+        raise UsageError(f"invalid --name {name!r}: 2 to 41 lower-case letters, digits and '-', a letter first")
     if startup_order not in STARTUP_ORDERS:
         raise UsageError(f"--startup-order must be one of {', '.join(STARTUP_ORDERS)}")
     if stop_criteria not in STOP_CRITERIA:
@@ -67,13 +67,17 @@ def task(spec: Spec, *, name: str = "clusterbench", image: str | None = None,
          install: str | None = None, db_secret: str | None = None) -> dict[str, Any]:
     """The task: ``setup`` commands, ``pip install`` of ``install`` when given, then torchrun."""
     _check(name, image, gpu, startup_order, stop_criteria, setup, install)
+    if gpu is not None and not spec.gpus_per_node:
+        # the GPU spec goes on resources.gpu with the count: without one it would be dropped
+        raise UsageError(f"--gpu {gpu} needs --gpus-per-node N (how many of them each node gets)")
     for w in spec.command:
         check_literal(w, "command word")
     for v in spec.env.values():
         check_literal(v, "--env value")
     run = " ".join([
         "torchrun", f"--nnodes={spec.nodes}",
-        "--nproc_per_node=$DSTACK_GPUS_PER_NODE" if spec.gpus_per_node else
+        # one rank per GPU dstack gave the node, unless --procs-per-node says otherwise
+        "--nproc_per_node=$DSTACK_GPUS_PER_NODE" if spec.procs_per_node == spec.gpus_per_node else
         f"--nproc_per_node={spec.procs_per_node}",
         "--node_rank=$DSTACK_NODE_RANK", "--master_addr=$DSTACK_MASTER_NODE_IP", "--master_port=29500",
         "-m", "clusterbench", *[shlex.quote(w) for w in spec.command],

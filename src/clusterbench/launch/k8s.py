@@ -36,6 +36,8 @@ _IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+\-]*")
 _RESOURCE = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 
 DB_ENV = "CLUSTERBENCH_DB"
+INT32_MAX = 2**31 - 1          # replicas, slots: int32 fields in the operators' schemas
+MAX_INDEXED_PARALLELISM = 100_000   # Kubernetes' limit on an Indexed Job's parallelism
 DEFAULT_SECRET_KEY = "url"
 # Same version as the launching clusterbench, so the pods print the JSON lines this one imports.
 DEFAULT_INSTALL = f"clusterbench=={__version__}"
@@ -125,6 +127,16 @@ class K8sOptions:
             check_install(self.install)
 
 
+def check_counts(spec: Spec, most_nodes: int = INT32_MAX) -> None:
+    """Node and process counts the manifest's integer fields can hold: a larger one is refused
+    by the API server (or wraps), so it is an error here."""
+    for what, n, most in (("--nodes", spec.nodes, most_nodes), ("--procs-per-node", spec.procs_per_node, INT32_MAX),
+                          ("--gpus-per-node", spec.gpus_per_node, INT32_MAX),
+                          ("--nodes x --procs-per-node", spec.world_size, INT32_MAX)):
+        if n > most:
+            raise UsageError(f"{what} {n} is more than a Kubernetes manifest can hold ({most:,})")
+
+
 def check_job_name(name: str, replicas: int) -> None:
     """The operators name a Service and a pod host name after the job and its last replica
     (``NAME-worker-N``): Kubernetes wants those to be DNS-1035 labels, a letter first and at
@@ -183,6 +195,10 @@ def _installing(command: list[str], install: str | None) -> list[str]:
 
 def _container(spec: Spec, opts: K8sOptions, name: str, command: list[str], gpus: int,
                own_env: tuple[str, ...] = ()) -> dict[str, Any]:
+    if gpus and opts.gpu_resource in opts.extra_resources:
+        # one of the two counts would silently replace the other in limits and requests
+        raise UsageError(f"--resource {opts.gpu_resource}={opts.extra_resources[opts.gpu_resource]} and "
+                         f"--gpus-per-node {gpus} both set the GPU count: give --gpus-per-node only")
     limits: dict[str, str] = dict(opts.extra_resources)
     requests: dict[str, str] = dict(opts.extra_resources)
     if gpus:
@@ -224,6 +240,7 @@ def _meta(opts: K8sOptions) -> dict[str, Any]:
 def pytorchjob(spec: Spec, opts: K8sOptions) -> dict[str, Any]:
     """Kubeflow PyTorchJob: the operator sets MASTER_ADDR/RANK/WORLD_SIZE; torchrun per pod."""
     opts.check()
+    check_counts(spec)
     check_job_name(opts.name, spec.nodes - 1)
     cmd = _installing(["torchrun", f"--nnodes={spec.nodes}", f"--nproc_per_node={spec.procs_per_node}",
                        "-m", "clusterbench", *spec.command], opts.install)
@@ -254,9 +271,12 @@ def mpijob(spec: Spec, opts: K8sOptions) -> dict[str, Any]:
         raise UsageError("--install does not apply to --kind mpijob, which runs the clusterbench "
                          "of its image (see docs/multi-node.md)")
     opts.check()
+    check_counts(spec)
     check_job_name(opts.name, spec.nodes)
     mpirun = ["mpirun", "-n", str(spec.world_size), "-N", str(spec.procs_per_node),
-              "-x", "MASTER_ADDR=" + f"{opts.name}-worker-0.{opts.name}-worker",
+              # the operator's headless Service is named after the job and is every pod's subdomain
+              # (kubeflow/mpi-operator v2beta1, newJobService): worker 0 is NAME-worker-0.NAME
+              "-x", "MASTER_ADDR=" + f"{opts.name}-worker-0.{opts.name}",
               *[x for k in spec.env for x in ("-x", k)],
               *(["-x", DB_ENV] if opts.db_secret else []), *spec.argv()]
     launcher = _pod(spec, opts, _container(spec, opts, "launcher", mpirun, 0))
@@ -285,6 +305,7 @@ def cronjob(spec: Spec, opts: K8sOptions, schedule: str, time_zone: str | None =
     from clusterbench.launch.cron import check_schedule, check_time_zone
 
     opts.check()
+    check_counts(spec, MAX_INDEXED_PARALLELISM)   # completions = parallelism = nodes
     if len(opts.name) > 52:   # its Jobs are named NAME-<11 digits>
         raise UsageError(f"invalid --name {opts.name!r} for --schedule: a CronJob's name has at most 52 characters")
     schedule = check_schedule(schedule)

@@ -108,6 +108,11 @@ def mpirun_argv(
     if hostfile:
         argv += ["--hostfile", hostfile]
     else:
+        for h in hosts[:spec.nodes]:
+            if ":" in h.host:
+                # mpirun reads -H HOST:SLOTS up to the first ':', so fe80::1:8 would be host fe80
+                raise UsageError(f"IPv6 address {h.host!r}: mpirun -H cannot take one; list the hosts "
+                                 "in a --hostfile instead")
         argv += ["-H", ",".join(f"{h.host}:{h.slots}" for h in hosts[:spec.nodes])]
     argv += ["-n", str(np), "-N", str(spec.procs_per_node)]
     if agent:

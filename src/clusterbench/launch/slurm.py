@@ -22,7 +22,12 @@ from dataclasses import dataclass
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.launch.common import Spec, parse_hosts
 
-_TIME_RE = re.compile(r"^([0-9]+-)?[0-9]{1,3}(:[0-9]{2}){0,2}$|^UNLIMITED$|^INFINITE$", re.IGNORECASE)
+# sbatch --time as Slurm reads it (time_str2secs): minutes, minutes:seconds, hours:minutes:seconds,
+# days-hours, days-hours:minutes, days-hours:minutes:seconds; fields of any width (1440 minutes is
+# a day); or UNLIMITED/INFINITE.
+_TIME_RE = re.compile(r"([0-9]+)-([0-9]+)(?::([0-9]+)(?::([0-9]+))?)?|([0-9]+)(?::([0-9]+)(?::([0-9]+))?)?")
+_TIME_WORDS = ("UNLIMITED", "INFINITE")
+_MAX_TIME_S = 2**31 - 1   # Slurm adds the fields up in a C int: more wraps to a garbage limit
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 # sbatch --output file patterns (%j, %x, %N...): paths without white space, quotes, '#', '$',
 # '\\' or '`', so sbatch reads the value as one word and no shell ever expands it.
@@ -32,6 +37,11 @@ _PATH_RE = re.compile(r"^[A-Za-z0-9_./%@+,=:\-]+$")
 _EXTRA_RE = re.compile(r"^--[A-Za-z][A-Za-z0-9\-]*(=[A-Za-z0-9_./%@+,=:&|*!^~()\[\]\-]+)?$")
 # Variables bash will not export (read-only): `export UID=...` would end the script.
 _BASH_READONLY = ("BASHOPTS", "BASH_VERSINFO", "EUID", "PPID", "SHELLOPTS", "UID")
+# Directives the script writes from options of its own, and those options.
+_OWN_DIRECTIVES = {"--job-name": "--job-name", "--nodes": "--nodes", "--ntasks-per-node": "--procs-per-node",
+                   "--gpus-per-node": "--gpus-per-node", "--partition": "--partition",
+                   "--account": "--account", "--time": "--time", "--output": "--output",
+                   "--nodelist": "--nodelist", "--exclusive": "--exclusive"}
 DONE_STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
                "PREEMPTED", "BOOT_FAIL", "DEADLINE")
 
@@ -52,8 +62,8 @@ class SlurmOptions:
                             ("--account", self.account)):
             if value is not None and not _NAME_RE.fullmatch(value):
                 raise UsageError(f"invalid {what} {value!r}: letters, digits, '.', '_' and '-' only")
-        if self.time is not None and not _TIME_RE.fullmatch(self.time):
-            raise UsageError(f"invalid --time {self.time!r}: expected [D-]HH:MM:SS, MM or UNLIMITED")
+        if self.time is not None:
+            check_time(self.time)
         if self.output is not None and not _PATH_RE.fullmatch(self.output):
             raise UsageError(f"invalid --output {self.output!r}: a path of letters, digits and "
                              "'_ . / % @ + , = : -' only (sbatch reads #SBATCH lines unquoted)")
@@ -64,6 +74,34 @@ class SlurmOptions:
                 raise UsageError(f"invalid --sbatch-opt {line!r}: expected one --key or --key=value "
                                  "without spaces, quotes, '#', '$' or '\\' (sbatch reads #SBATCH lines "
                                  "unquoted)")
+            key = line.partition("=")[0]
+            if key in _OWN_DIRECTIVES:
+                # the later directive wins in sbatch: the script's srun line and --nodes checks
+                # would then describe another job than the one Slurm runs
+                raise UsageError(f"invalid --sbatch-opt {line!r}: the script sets {key} itself; use "
+                                 f"{_OWN_DIRECTIVES[key]}")
+
+
+def check_time(text: str) -> int | None:
+    """``--time`` in seconds (None for no limit), or a UsageError: a limit sbatch reads as the
+    one meant, never one it refuses or wraps around."""
+    if text.upper() in _TIME_WORDS:
+        return None
+    m = _TIME_RE.fullmatch(text)
+    if not m:
+        raise UsageError(f"invalid --time {text!r}: expected MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, "
+                         "D-HH:MM:SS or UNLIMITED")
+    d, h, mi, s, m_only, m_s, m_hms = (int(g) if g else 0 for g in m.groups())
+    if m.group(1) is not None:
+        seconds = ((d * 24 + h) * 60 + mi) * 60 + s
+    elif m.group(7) is not None:   # three fields: hours:minutes:seconds
+        seconds = (m_only * 60 + m_s) * 60 + m_hms
+    else:                          # minutes[:seconds]
+        seconds = m_only * 60 + m_s
+    if seconds > _MAX_TIME_S:
+        raise UsageError(f"invalid --time {text!r}: more than Slurm can hold ({_MAX_TIME_S // 86400} days); "
+                         "give UNLIMITED for no limit")
+    return seconds
 
 
 def nodelist_hosts(nodelist: str) -> list[str]:

@@ -312,19 +312,21 @@ def torchrun_cmd(rdzv_endpoint, node_rank, rdzv_id, local_addr, is_host, join_ti
     spec = _spec(kw, nodes_default=len(host_list) if host_list else 1)
     if host_list:
         rdzv_host, port = tr.parse_endpoint(rdzv_endpoint) if rdzv_endpoint else (host_list[0], tr.DEFAULT_PORT)
-        if rdzv_host != host_list[0]:   # the store is on the first host: another one would be ignored
+        if rdzv_host.removeprefix("[").removesuffix("]") != host_list[0]:
+            # the store is on the first host: another one would be ignored
             raise UsageError(f"--rdzv-endpoint {rdzv_endpoint!r}: with --hosts the rendezvous host is the "
-                             f"first of them ({host_list[0]}:PORT)")
+                             f"first of them ({tr.endpoint_of(host_list[0], port)})")
+        endpoint = tr.endpoint_of(host_list[0], port)   # an IPv6 address in brackets
         agent_argv = split_agent(agent) if agent else list(DEFAULT_AGENT)
         if kw["print_only"]:
             for i, h in enumerate(host_list):
-                line = tr.torchrun_argv(spec, f"{host_list[0]}:{port}", rdzv_id=rdzv_id, is_host=i == 0,
+                line = tr.torchrun_argv(spec, endpoint, rdzv_id=rdzv_id, is_host=i == 0,
                                         local_addr=h, join_timeout=join_timeout)
                 click.echo(shlex.join([*agent_argv, h, *remote_line([*env_argv(spec.env), *line])]))
             return
         result = tr.run_torchrun_on_hosts(host_list, agent_argv, spec, port=port, rdzv_id=rdzv_id,
                                           join_timeout=join_timeout, timeout=wall_timeout, echo=True)
-        tr.check_result(result, f"{host_list[0]}:{port}", join_timeout)
+        tr.check_result(result, endpoint, join_timeout)
         return
     if not rdzv_endpoint:
         raise UsageError("give --rdzv-endpoint HOST:PORT (or --hosts to start every node from here)")
