@@ -271,7 +271,8 @@ class Store:
         a missing SQLite file is an error instead of a new database."""
         where = loc.parse(db)
         if not create and where.kind == loc.SQLITE and where.path and not where.path.is_file():
-            raise StoreError(f"no results database at {where.display}")
+            raise StoreError(f"no results database at {where.display}: nothing is stored there yet "
+                             "(check --db or CLUSTERBENCH_DB)")
         store = cls(connect(where))
         try:
             store.migrate()
@@ -285,9 +286,11 @@ class Store:
         """``open``, for a command that only reads; where this process cannot write the SQLite
         file or its directory (a read-only mount, a backup snapshot, another user's file), the
         database is read as ``open_readonly`` reads it: opening for writing would fail there
-        (a WAL database's -shm file cannot be made), though reading needs none of it."""
+        (a WAL database's -shm file cannot be made), though reading needs none of it. A missing
+        SQLite file is an error, never made: a mistyped ``--db`` would read as an empty database
+        and leave a stray file behind."""
         try:
-            return cls.open(db)
+            return cls.open(db, create=False)
         except StoreError:
             where = loc.parse(db)
             path = where.path

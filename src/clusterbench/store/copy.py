@@ -8,11 +8,13 @@ Measurements move as the packs they are stored in (store/packs.py), without bein
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from clusterbench.errors import UsageError
 from clusterbench.store import Store
+from clusterbench.store import location as loc
 
 
 @dataclass(frozen=True)
@@ -63,20 +65,34 @@ def copy_runs(source: Store, dest: Store, on_run: Callable[[CopiedRun], None] | 
         uid = uid_of.get(source_id)
         if uid is None:
             continue
-        dest_id, copied = present.get(uid), False
-        packs = source.measurement_packs(source_id) if dest_id is None else None
-        if packs is not None:
+        found, copied, measurements = present.get(uid), False, 0
+        if found is None:
+            packs = source.measurement_packs(source_id)
             try:
                 new_id = dest.add_copied_run(run, uid, packs, source.telemetry(source_id))
             except UsageError as e:   # a run an older clusterbench stored (a tag with a NUL)
                 raise UsageError(f"run {source_id} of {source.where} is not copied: {e}") from None
             if new_id is None:       # another copy stored it since we looked
-                dest_id = dest.uids()[uid]
+                found = dest.uids()[uid]
             else:
-                dest_id, copied = new_id, True
-        item = CopiedRun(uid, source_id, int(dest_id), copied, run.benchmark, len(packs) if copied and packs else 0)
+                found, copied, measurements = new_id, True, len(packs)
+        item = CopiedRun(uid, source_id, int(found), copied, run.benchmark, measurements)
         summary.runs.append(item)
         if on_run:
             on_run(item)
     return summary
 
+
+def same_database(a: str | os.PathLike[str] | None, b: str | os.PathLike[str] | None) -> bool:
+    """Whether two ``--db`` values name one database: the same SQLite file (through a link or
+    another spelling of its path too), or the same PostgreSQL URL (its password aside). A value
+    that cannot be looked at is not the same: opening it says why."""
+    try:
+        la, lb = loc.parse(a), loc.parse(b)
+        if la.kind != lb.kind:
+            return False
+        if la.kind == loc.SQLITE:
+            return la.path is not None and lb.path is not None and os.path.samefile(la.path, lb.path)
+        return la.display == lb.display
+    except (OSError, ValueError, UsageError):
+        return False

@@ -64,11 +64,12 @@ class Selector:
     benchmarks: tuple[BenchFilter, ...] = ()
 
 
-def _run_id(text: str, selector: str) -> int:
+def _run_id(text: str, selector: str, what: str = "run id ") -> int:
     # the length first: int() refuses more than 4300 digits (leading zeros too) with a ValueError
     digits = text.lstrip("0") or "0"
     if len(digits) > len(str(MAX_RUN_ID)) or int(digits) > MAX_RUN_ID:
-        raise UsageError(f"invalid selector {text!r}: run id {text} is out of range")
+        # the whole selector: the number alone does not say which term it was (last~N, a range's end)
+        raise UsageError(f"invalid selector {selector!r}: {what}{text} is out of range")
     return int(digits)
 
 
@@ -212,7 +213,7 @@ def parse_selector(text: str) -> Selector:
         elif m := _LAST.match(term):
             if last is not None:
                 raise UsageError(f"invalid selector {text!r}: last given twice")
-            last = _run_id(m.group(1) or "0", text)
+            last = _run_id(m.group(1) or "0", text, "last~")
         elif term.startswith(BENCH_PREFIX):
             benches.append(bench_filter(term[len(BENCH_PREFIX):]))
         else:
@@ -245,4 +246,11 @@ def parse_since(text: str, now: datetime | None = None) -> str:
                              "(2026-11-01, 2026-11-01T08:00)") from None
         if when.tzinfo is None:
             when = when.replace(tzinfo=timezone.utc)
-    return when.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    try:
+        when = when.astimezone(timezone.utc)
+    except OverflowError:
+        # a time zone that moves the date past the calendar's first or last day (0001-01-01T00:00+05:00):
+        # before every run, or after every run
+        edge = datetime.min if when.year == datetime.min.year else datetime.max
+        when = edge.replace(tzinfo=timezone.utc)
+    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")

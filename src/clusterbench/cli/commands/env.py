@@ -194,7 +194,10 @@ def _print(diffs: list[envdiff.Difference], left: str, right: str, as_json: bool
         return
     print(printable(f"# env diff: {left} vs {right}: {len(diffs)} difference(s)"))
     for d in diffs:
-        print(printable(f"{d.category:<12} {d.key:<44} {_shown(d.a)}  ->  {_shown(d.b)}"))
+        a, b = _shown(d.a), _shown(d.b)
+        if a == b:   # values that print alike ("9000" and 9000, "(unset)" and none): as JSON, so they differ
+            a, b = json.dumps(d.a, default=str), json.dumps(d.b, default=str)
+        print(printable(f"{d.category:<12} {d.key:<44} {a}  ->  {b}"))
 
 
 @env.command("diff", epilog=SELECTOR_HELP + " Each side must pick one run.")

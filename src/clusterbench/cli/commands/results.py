@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import sys
 
 import click
@@ -16,6 +17,7 @@ from clusterbench.cli.options import (
     refuse_together,
     since_option,
 )
+from clusterbench.errors import UsageError
 from clusterbench.families import FAMILIES, family_of
 from clusterbench.printable import printable
 from clusterbench.records import WARNINGS, Run
@@ -28,7 +30,7 @@ from clusterbench.report.jsonl import (
     summary_line,
 )
 from clusterbench.report.terminal import render_run
-from clusterbench.store import Store
+from clusterbench.store import Store, describe
 from clusterbench.store.selectors import GRAMMAR, MAX_RUN_ID, tag_term
 
 SELECTOR_HELP = f"RUN is {GRAMMAR} (see README, 'Selecting runs')."
@@ -80,7 +82,7 @@ def list_cmd(as_json: bool, db: str | None, limit: int, benchmark: str | None, s
         for r in runs:
             benches = measured.get(int(r.id or 0), [])
             families = sorted({f.name for f in map(family_of, benches) if f is not None})
-            emit(run_line(r, measurements=counts.get(r.id, 0), benchmarks=benches, families=families,
+            emit(run_line(r, measurements=counts.get(int(r.id or 0), 0), benchmarks=benches, families=families,
                           tool=tool_of(r)))
         return
     print(f"{'id':>5}  {'started (UTC)':<24} {'measured':<{_MEASURED_WIDTH}} {'status':<10} {'ranks':>5} "
@@ -91,7 +93,7 @@ def list_cmd(as_json: bool, db: str | None, limit: int, benchmark: str | None, s
         tags = ",".join(tag_term(k, v) for k, v in r.tags.items())   # itself a selector
         what = measured_text(measured.get(int(r.id or 0), []), tool_of(r))
         print(printable(f"{r.id:>5}  {r.started_at:<24} {what:<{_MEASURED_WIDTH}} {r.status:<10} {r.ranks:>5} "
-                        f"{counts.get(r.id, 0):>6}  {hosts:<24} {tags}"))
+                        f"{counts.get(int(r.id or 0), 0):>6}  {hosts:<24} {tags}"))
 
 
 @results.command("show", epilog=SELECTOR_HELP)
@@ -118,6 +120,35 @@ def show_cmd(selectors: tuple[str, ...], as_json: bool, since: str | None, db: s
         lines += [f"# warning: {w}" for w in run.meta.get(WARNINGS) or []]   # an import's doubts
         for text in lines:
             print(printable(text))
+
+
+CSV_COLUMNS = ("run", "status", "benchmark", "metric", "value", "unit")
+
+
+def csv_param_columns(keys: list[str]) -> list[str]:
+    """Column names of the params: a param named as a fixed column (an imported run's ``value``)
+    or as another column gets ``param.`` before it, so that no two columns share a name (a
+    reader by name would take one column's cell for the other's)."""
+    taken = set(CSV_COLUMNS) | set(keys)
+    names: list[str] = []
+    for k in keys:
+        name = k
+        if k in CSV_COLUMNS:
+            name = f"param.{k}"
+            while name in taken:
+                name = f"param.{name}"
+            taken.add(name)
+        names.append(name)
+    return names
+
+
+def csv_cell(value: object) -> object:
+    """A param as a CSV cell: text, numbers and booleans (``True``) as the csv module writes them,
+    null as an empty cell; a list or mapping as its JSON text, as the JSON lines hold it (Python's
+    spelling, ``['a', None]``, is no format a reader can parse)."""
+    if not isinstance(value, (list, dict)):
+        return value
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 @results.command("export", epilog=SELECTOR_HELP)
@@ -149,12 +180,12 @@ def export_cmd(selectors: tuple[str, ...], as_json: bool, as_csv: bool, run_info
     w = csv.writer(sys.stdout, lineterminator="\n")
     # the run's status on every row: a spreadsheet of rows must still tell a failed run's
     # figures from a complete one's
-    w.writerow(["run", "status", "benchmark", "metric", "value", "unit", *keys])
+    w.writerow([*CSV_COLUMNS, *csv_param_columns(keys)])
     for run, ms in loaded:
         for m in ms:
             w.writerow([run.id, run.status, m.benchmark, m.metric,
                         repr(m.value) if isinstance(m.value, float) else m.value, m.unit,
-                        *[m.params.get(k, "") for k in keys]])
+                        *[csv_cell(m.params[k]) if k in m.params else "" for k in keys]])
 
 
 @results.command("delete", epilog=SELECTOR_HELP)
@@ -197,7 +228,10 @@ def copy_cmd(source: str, dest: str, as_json: bool) -> None:
     Runs are known by their uid: a run copied twice is stored once, and a copy that was
     interrupted finishes when run again. Run ids differ between databases; tags do not.
     """
-    from clusterbench.store.copy import CopiedRun, copy_runs
+    from clusterbench.store.copy import CopiedRun, copy_runs, same_database
+
+    if same_database(source, dest):   # every run would be skipped: a mistyped --to (or CLUSTERBENCH_DB)
+        raise UsageError(f"--from and --to are the same database ({describe(source)}): nothing to copy")
 
     def say(item: CopiedRun) -> None:
         if as_json:
