@@ -232,6 +232,7 @@ def _csv(lines: list[str], name: str) -> list[ImportedRun]:
     failed = False
     notes: list[str] = []
     elided = 0
+    cut = ""   # the first row the log was cut in
     for line in lines:
         s = line.strip()
         if not s:
@@ -260,11 +261,19 @@ def _csv(lines: list[str], name: str) -> list[ImportedRun]:
             notes.append("--triad-only row not stored: its bandwidth is over the whole run, not from the "
                          "minimum time")
             continue
+        if ".." not in s and any(row.get(h) is None for h in header if h):
+            # fewer cells than the header names: the log was cut in this row (a killed job), and
+            # its last cell may be the start of a number
+            add_warning(run, f"a row with fewer values than its header (the log is cut short?), not stored: {s!r}")
+            cut = cut or s
+            continue
         got = _csv_row(row, header, table)
         if not got:
             elided += 1
         ms.extend(got)
     if not ms and not run.errors:
+        if cut:
+            raise LogFormatError(f"a result row with fewer values than its header (the log is cut short?): {cut!r}")
         if elided:
             raise LogFormatError(f"{elided} result rows without their values (left out of the log): nothing "
                                  "to store")

@@ -25,6 +25,7 @@ from clusterbench.ingest.common import (
     add_warning,
     clean_lines,
     new_run,
+    shown,
     text_lines,
     to_float,
     to_int,
@@ -119,7 +120,13 @@ class _Run:
             return
         params = {**self.params, "bytes": size}
         added = False
-        for (metric, stat), raw in zip(self.cols, toks[1:]):
+        cells = toks[1:]
+        if len(cells) < len(self.cols):
+            # the log was cut in this row (a killed job): its last cell may be the start of a number
+            add_warning(self.run, f"a row with {len(cells)} of its {len(self.cols)} values (the log is cut "
+                                  f"short?), its last value not stored: {shown(' '.join(toks))}")
+            cells = cells[:-1]
+        for (metric, stat), raw in zip(self.cols, cells):
             value = to_float(raw)
             if value is None or metric == "iterations":
                 continue

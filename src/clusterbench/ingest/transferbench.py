@@ -16,6 +16,7 @@ from clusterbench.ingest.common import (
     ImportedRun,
     LogFormatError,
     add_error,
+    add_warning,
     clean_lines,
     new_run,
     shown,
@@ -112,10 +113,19 @@ class _Parser:
         elif self.mode and self.cols:
             self._matrix_row(s)
 
+    def _whole(self, s: str, vals: list[float | None], cells: int) -> list[float | None]:
+        """A row's values, but for the last of a row with fewer than ``cells``: the log was cut
+        in it (a killed job), so that value may be the start of a number."""
+        if len(vals) >= cells or not vals:
+            return vals
+        add_warning(self.run, f"a row with {len(vals)} of its {cells} values (the log is cut short?), "
+                              f"its last value not stored: {shown(s)}")
+        return vals[:-1]
+
     def _matrix_row(self, s: str) -> None:
         m = re.match(r"^(CPU|GPU|NIC)\s+(\d+)\s*(<->|->|<-)?\s+(.*)$", s)
         if self.mode == "a2a" and s.startswith("RTotal"):
-            vals = [to_float(t) for t in s.split()[1:]]
+            vals = self._whole(s, [to_float(t) for t in s.split()[1:]], len(self.cols))
             for dst, v in zip(self.cols, vals):
                 self.add(v, src="*", dst=dst, test="a2a", direction="uni", method=self.method, stat="col_total")
             return
@@ -123,6 +133,7 @@ class _Parser:
             return
         src = _loc(m.group(1), m.group(2))
         arrow, vals = m.group(3), [to_float(t) for t in m.group(4).replace("N/A", "nan").split()]
+        vals = self._whole(s, vals, len(self.cols))
         if self.mode == "a2a":
             for dst, v in zip(self.cols, vals):
                 self.add(v, src=src, dst=dst, test="a2a", direction="uni", method=self.method, stat="pair")
@@ -141,7 +152,7 @@ class _Parser:
 
     def _averages(self, s: str) -> None:
         direction = "bi" if "Bi" in s else "uni"
-        vals = [to_float(t) for t in s.split(":", 1)[-1].split()]
+        vals = self._whole(s, [to_float(t) for t in s.split(":", 1)[-1].split()], len(self.avg_labels))
         for label, v in zip(self.avg_labels, vals):
             m = _AVERAGE_LABEL.fullmatch(label)
             if m:   # a damaged label says no longer which class the average is of

@@ -95,13 +95,19 @@ def parse_json(text: str, name: str = "") -> list[ImportedRun]:
 
 
 def parse_text(text: str, name: str = "") -> list[ImportedRun]:
+    """One run per ``Serving Benchmark Result`` block: a script sweeping request rates or
+    concurrencies writes one block per setting into one log."""
+    out: list[ImportedRun] = []
     values: dict[str, Any] = {}
-    in_block = closed = False
+    in_block = False
     pre_rate = None
     for line in clean_lines(text_lines(text)):
         s = line.strip()
         if "Serving Benchmark Result" in s:
-            in_block = True
+            if in_block:   # the block before was cut short where this one starts
+                out += _text_run(values, pre_rate, name, closed=False)
+                pre_rate = None
+            in_block, values = True, {}
             continue
         if not in_block:
             m = re.match(r"Traffic request rate:\s*(\S+)", s)
@@ -109,8 +115,9 @@ def parse_text(text: str, name: str = "") -> list[ImportedRun]:
                 pre_rate = m.group(1)
             continue
         if s and set(s) == {"="}:
-            closed = True
-            break
+            out += _text_run(values, pre_rate, name, closed=True)
+            in_block, values, pre_rate = False, {}, None
+            continue
         m = _TEXT_LAT.match(s)
         if m:
             kind = {"E2E Latency": "e2el"}.get(m.group(2), m.group(2).lower())
@@ -120,6 +127,12 @@ def parse_text(text: str, name: str = "") -> list[ImportedRun]:
         key = _TEXT_KEYS.get(label.strip().lower())
         if sep and key and value.strip():
             values[key] = value.strip()
+    if in_block:
+        out += _text_run(values, pre_rate, name, closed=False)
+    return out
+
+
+def _text_run(values: dict[str, Any], pre_rate: str | None, name: str, closed: bool) -> list[ImportedRun]:
     if not values:
         return []
     if "request_rate" not in values and pre_rate is not None:
@@ -133,9 +146,13 @@ def parse_text(text: str, name: str = "") -> list[ImportedRun]:
     return [ImportedRun(run, ms)] if ms else []
 
 
+# A JSON document or a list of them; not a launcher's '[1,0]<stdout>:' tag before a text block
+_JSON_START = re.compile(r"\{|\[\s*[\[\]{]")
+
+
 def _parse(lines: Iterable[str], name: str, head: str) -> Iterator[ImportedRun]:
     text = whole_text(lines)
-    yield from (parse_json(text, name) if head[json_gap_end(head):][:1] in "{[" else parse_text(text, name))
+    yield from (parse_json(text, name) if _JSON_START.match(head, json_gap_end(head)) else parse_text(text, name))
 
 
 IMPORTERS = (
