@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from clusterbench.bench import devices as devs
 from clusterbench.bench.gemm import spec
 from clusterbench.bench.gemm.main import GemmConfig
@@ -39,12 +41,12 @@ def _trans(value: str | None, default: str, what: str) -> str:
     return v
 
 
-def gemm_config(m: str | None, n: str | None, k: str | None, batch: str | None, dtype: str | None,
+def gemm_options(m: str | None, n: str | None, k: str | None, batch: str | None, dtype: str | None,
                  trans_a: str | None, trans_b: str | None, alpha: float | None, beta: float | None,
-                 preset: str | None, iterations: int, cold_iters: int, samples: int,
-                 device: str, devices: str | None, check: bool) -> GemmConfig:
-    """Validate ``clusterbench gemm``'s options (explicit flags override the preset's values)."""
-    device_type, indices = devs.resolve(device, devices)
+                 preset: str | None, iterations: int, cold_iters: int, samples: int) -> GemmConfig:
+    """The checks of ``clusterbench gemm``'s options that need neither this host's devices nor its
+    memory (a sweep's test, a qualify step are checked so before any node runs them); the config
+    has no devices yet. Explicit flags override the preset's values."""
     p = None
     if preset:
         p = spec.PRESETS.get(preset)
@@ -53,19 +55,30 @@ def gemm_config(m: str | None, n: str | None, k: str | None, batch: str | None, 
     if iterations < 1 or samples < 1 or cold_iters < 1:
         raise UsageError("-i/--iterations, --samples and --cold-iters must be at least 1")
     dtypes = parse_dtypes(dtype or (p.dtype if p else "fp32"))
-    cfg = GemmConfig(
+    return GemmConfig(
         m=_dim(m, p.m if p else 4096, "-m"), n=_dim(n, p.n if p else 4096, "-n"),
         k=_dim(k, p.k if p else 4096, "-k"), batch=_dim(batch, p.batch if p else 1, "--batch"),
         dtypes=dtypes, trans_a=_trans(trans_a, p.trans_a if p else "N", "--transA"),
         trans_b=_trans(trans_b, p.trans_b if p else "N", "--transB"),
         alpha=alpha if alpha is not None else (p.alpha if p else 1.0),
         beta=beta if beta is not None else (p.beta if p else 0.0),
-        iterations=iterations, cold_iters=cold_iters, samples=samples, device_type=device_type,
-        devices=tuple(indices), check=check, strict_size=len(dtypes) == 1)
-    if device_type == "cpu" and len(dtypes) == 1:
-        need = spec.footprint(cfg.m, cfg.n, cfg.k, cfg.batch, dtypes[0], cfg.beta)
+        iterations=iterations, cold_iters=cold_iters, samples=samples, strict_size=len(dtypes) == 1)
+
+
+def gemm_config(m: str | None, n: str | None, k: str | None, batch: str | None, dtype: str | None,
+                 trans_a: str | None, trans_b: str | None, alpha: float | None, beta: float | None,
+                 preset: str | None, iterations: int, cold_iters: int, samples: int,
+                 device: str, devices: str | None, check: bool) -> GemmConfig:
+    """Validate ``clusterbench gemm``'s options (explicit flags override the preset's values)."""
+    device_type, indices = devs.resolve(device, devices)
+    cfg = dataclasses.replace(
+        gemm_options(m, n, k, batch, dtype, trans_a, trans_b, alpha, beta, preset, iterations, cold_iters,
+                     samples),
+        device_type=device_type, devices=tuple(indices), check=check)
+    if device_type == "cpu" and len(cfg.dtypes) == 1:
+        need = spec.footprint(cfg.m, cfg.n, cfg.k, cfg.batch, cfg.dtypes[0], cfg.beta)
         free = devs.free_memory(devs.rank_device("cpu", [0], 0))
         if need > free:
-            raise UsageError(f"{cfg.m}x{cfg.n}x{cfg.k} batch {cfg.batch} {dtypes[0]} needs {need} "
+            raise UsageError(f"{cfg.m}x{cfg.n}x{cfg.k} batch {cfg.batch} {cfg.dtypes[0]} needs {need} "
                              f"bytes, more than the {free} bytes of free host memory")
     return cfg

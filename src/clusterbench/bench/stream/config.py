@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from clusterbench.bench import devices as devs
 from clusterbench.bench.stream import spec
 from clusterbench.bench.stream.main import StreamConfig
@@ -40,10 +42,10 @@ def parse_kernels(text: str) -> tuple[str, ...]:
     return tuple(spec.ordered(parse_choices(text, spec.NAMES, "kernel", _kernel)))
 
 
-def stream_config(arraysize: str, numtimes: int, dtype: str, sizes: str | None, kernels: str,
-                 device: str, devices: str | None, check: bool) -> StreamConfig:
-    """Validate ``clusterbench stream``'s options; every problem is a one-line UsageError."""
-    device_type, indices = devs.resolve(device, devices)
+def stream_options(arraysize: str, numtimes: int, dtype: str, sizes: str | None, kernels: str) -> StreamConfig:
+    """The checks of ``clusterbench stream``'s options that need neither this host's devices nor
+    its memory (a sweep's test, a qualify step are checked so before any node runs them); the
+    config has no devices yet."""
     if dtype not in spec.DTYPES:
         raise UsageError(f"unknown dtype {dtype!r} for stream: expected float or double")
     if numtimes < 2:
@@ -54,12 +56,7 @@ def stream_config(arraysize: str, numtimes: int, dtype: str, sizes: str | None, 
         # each is measured once, or the run would hold identical rows that compare and
         # baselines pool as if they were repeats.
         counts = list(dict.fromkeys(max(1, b // elem) for b in parse_sweep(sizes)))
-        strict = False   # a size that does not fit is a skipped row; none fitting is an error now
-        if device_type == "cpu":
-            need, free = spec.footprint(min(counts), elem), devs.free_memory(devs.rank_device("cpu", [0], 0))
-            if need > free:
-                raise UsageError(f"--sizes {sizes}: even the smallest size needs {need} bytes for 3 {dtype} "
-                                 f"arrays, more than the {free} bytes of free host memory")
+        strict = False   # a size that does not fit is a skipped row; none fitting is an error (stream_config)
     else:
         if arraysize.strip().startswith("-"):
             raise UsageError(f"invalid -s/--arraysize {arraysize!r}: must be positive")
@@ -67,11 +64,22 @@ def stream_config(arraysize: str, numtimes: int, dtype: str, sizes: str | None, 
         if n <= 0:
             raise UsageError(f"invalid -s/--arraysize {arraysize!r}: must be positive")
         counts, strict = [n], True
-        if device_type == "cpu":
-            need, free = spec.footprint(n, elem), devs.free_memory(devs.rank_device("cpu", [0], 0))
-            if need > free:
-                raise UsageError(f"-s {n}: 3 {dtype} arrays need {need} bytes, more than the "
-                                 f"{free} bytes of free host memory")
-    return StreamConfig(sizes=tuple(counts), kernels=parse_kernels(kernels), numtimes=numtimes,
-                        dtype=dtype, device_type=device_type, devices=tuple(indices), check=check,
+    return StreamConfig(sizes=tuple(counts), kernels=parse_kernels(kernels), numtimes=numtimes, dtype=dtype,
                         strict_size=strict)
+
+
+def stream_config(arraysize: str, numtimes: int, dtype: str, sizes: str | None, kernels: str,
+                 device: str, devices: str | None, check: bool) -> StreamConfig:
+    """Validate ``clusterbench stream``'s options; every problem is a one-line UsageError."""
+    device_type, indices = devs.resolve(device, devices)
+    cfg = dataclasses.replace(stream_options(arraysize, numtimes, dtype, sizes, kernels),
+                              device_type=device_type, devices=tuple(indices), check=check)
+    if device_type == "cpu":
+        smallest = min(cfg.sizes)
+        need, free = spec.footprint(smallest, spec.DTYPES[dtype]), devs.free_memory(devs.rank_device("cpu", [0], 0))
+        if need > free:
+            raise UsageError(f"--sizes {sizes}: even the smallest size needs {need} bytes for 3 {dtype} "
+                             f"arrays, more than the {free} bytes of free host memory" if sizes else
+                             f"-s {smallest}: 3 {dtype} arrays need {need} bytes, more than the "
+                             f"{free} bytes of free host memory")
+    return cfg

@@ -23,14 +23,32 @@ def _config_text(path: str) -> str:
     return read_user_text(path, "--config")
 
 
+def _executors(methods: str) -> list[str]:
+    # copy engine (DMA) and kernel (GFX) in TransferBench's executor letters
+    executors = {"copy_engine": "D", "kernel": "G"}
+    return [executors[m] for m in parse_choices(methods, tuple(executors), "--method")]
+
+
+def _cmdline_tests(tests: tuple[str, ...], nbytes: int) -> list[lang.Test]:
+    out = []
+    for i, t in enumerate(tests):
+        parsed = lang.parse_line(t, nbytes, f"cmdline {i + 1}")
+        if parsed is None:
+            raise UsageError(f"invalid --test {t!r}: empty")
+        out.append(parsed)
+    return out
+
+
+def _matrices(matrix: str) -> list[str]:
+    return list(parse_choices(matrix, tuple(MATRICES), "--matrix"))
+
+
 def build_plan(matrix: str | None, tests: tuple[str, ...], config: str | None, nbytes: int,
                methods: str, topo: engine.Topology, notes: list[str] | None = None,
                gpu_ids: list[int] | None = None) -> list[Planned]:
     """The tests to run. Tests from a config file that name devices this host lacks are
     skipped with a note (a file serves many machines); anything else out of range is an error."""
-    # copy engine (DMA) and kernel (GFX) in TransferBench's executor letters
-    executors = {"copy_engine": "D", "kernel": "G"}
-    wanted_methods = [executors[m] for m in parse_choices(methods, tuple(executors), "--method")]
+    wanted_methods = _executors(methods)
     custom: list[lang.Test] = []
     if config:
         for t in lang.parse_text(_config_text(config), nbytes):
@@ -42,17 +60,13 @@ def build_plan(matrix: str | None, tests: tuple[str, ...], config: str | None, n
                 notes.append(f"skipped {e}")
                 continue
             custom.append(t)
-    for i, t in enumerate(tests):
-        parsed = lang.parse_line(t, nbytes, f"cmdline {i + 1}")
-        if parsed is None:
-            raise UsageError(f"invalid --test {t!r}: empty")
-        custom.append(parsed)
+    custom += _cmdline_tests(tests, nbytes)
     if matrix is None:
         kinds = [] if custom else default_kinds(topo)
     elif matrix.strip().lower() == "all":
         kinds = default_kinds(topo)
     else:
-        kinds = list(parse_choices(matrix, tuple(MATRICES), "--matrix"))
+        kinds = _matrices(matrix)
         for k in kinds:
             if k != "h2h" and topo.gpus == 0:
                 raise UsageError(f"--matrix {k} needs GPUs; this host has none (use h2h)")
@@ -74,10 +88,11 @@ def build_plan(matrix: str | None, tests: tuple[str, ...], config: str | None, n
 
 
 
-def transfer_config(matrix: str | None, tests: tuple[str, ...], config: str | None, nbytes: str, methods: str,
-                 iterations: int, warmups: int, check: bool, device: str,
-                 devices: str | None) -> TransferConfig:
-    """Validate ``clusterbench transfer``'s options into the tests to run on this host."""
+def transfer_options(matrix: str | None, tests: tuple[str, ...], nbytes: str, methods: str, iterations: int,
+                     warmups: int) -> int:
+    """The checks of ``clusterbench transfer``'s options that need neither this host's devices and
+    memory nor a --config file, which is the node's (a sweep's test, a qualify step are checked so
+    before any node runs them); the bytes per transfer. Tests are checked against the devices later."""
     if str(nbytes).strip().startswith("-"):
         raise UsageError(f"invalid --bytes {nbytes!r}: must be positive")
     size = parse_size(nbytes, "--bytes")
@@ -85,6 +100,18 @@ def transfer_config(matrix: str | None, tests: tuple[str, ...], config: str | No
         raise UsageError(f"invalid --bytes {nbytes!r}: must be a positive multiple of 4")
     if iterations < 1 or warmups < 0:
         raise UsageError("--iterations must be at least 1 and --warmups at least 0")
+    _executors(methods)
+    _cmdline_tests(tests, size)
+    if matrix is not None:   # (which matrices apply, and so what all means, is the node's)
+        _matrices(matrix)
+    return size
+
+
+def transfer_config(matrix: str | None, tests: tuple[str, ...], config: str | None, nbytes: str, methods: str,
+                 iterations: int, warmups: int, check: bool, device: str,
+                 devices: str | None) -> TransferConfig:
+    """Validate ``clusterbench transfer``'s options into the tests to run on this host."""
+    size = transfer_options(matrix, tests, nbytes, methods, iterations, warmups)
     device_type = resolve_device_type(device)
     topo = engine.topology()
     if device_type == "cpu":

@@ -73,19 +73,26 @@ def check_bucket_cap(bucket_cap_mb: float) -> None:
                          f"cap below {BUCKET_BYTES_LIMIT >> 20} MiB")
 
 
+def ddp_comm_options(*, layers: int, size: str, bucket_cap_mb: float, steps: int, warmup: int) -> DdpCommConfig:
+    """The checks of ``clusterbench ddp-comm``'s options that need neither the ranks nor this
+    host's memory (a sweep's test, a qualify step are checked so before any node runs them)."""
+    size_bytes = parse_size(size, "--size")
+    layer_elements(layers, size_bytes)
+    check_bucket_cap(bucket_cap_mb)
+    return DdpCommConfig(layers=layers, size_bytes=size_bytes, bucket_cap_mb=bucket_cap_mb, steps=steps,
+                         warmup=warmup)
+
+
 def ddp_comm_config(*, layers: int, size: str, bucket_cap_mb: float, steps: int, warmup: int,
                  np: int | None, options: RankOptions) -> DdpCommConfig:
     """Validate ``clusterbench ddp-comm``'s options before any rank starts."""
-    size_bytes = parse_size(size, "--size")
-    elements = layer_elements(layers, size_bytes)
-    check_bucket_cap(bucket_cap_mb)
+    cfg = ddp_comm_options(layers=layers, size=size, bucket_cap_mb=bucket_cap_mb, steps=steps, warmup=warmup)
     if resolve_device_type(options.device) == "cpu":
         local = host_ranks(planned_world_size(np, options))
         check_layers_fit(layers, cpu_memory_available(), local)
-        check_gradients_fit(elements * layers * BYTES_PER_PARAM, cpu_memory_available(), local,
-                            "available host RAM")
-    return DdpCommConfig(layers=layers, size_bytes=size_bytes, bucket_cap_mb=bucket_cap_mb, steps=steps,
-                         warmup=warmup)
+        check_gradients_fit(layer_elements(layers, cfg.size_bytes) * layers * BYTES_PER_PARAM,
+                            cpu_memory_available(), local, "available host RAM")
+    return cfg
 
 
 def nodes_for_theory(hosts: list[str], world_size: int) -> int:

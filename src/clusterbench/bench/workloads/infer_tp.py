@@ -44,12 +44,17 @@ class InferTpConfig:
 
 
 def validate(config: InferTpConfig, world_size: int) -> None:
+    check_shape(config)
+    if config.hidden < 1 or config.hidden % world_size:
+        raise UsageError(f"--hidden {config.hidden} is not divisible by the {world_size} ranks")
+
+
+def check_shape(config: InferTpConfig) -> None:
+    """What ``validate`` checks that holds for any number of ranks."""
     if config.mode not in MODES:
         raise UsageError(f"unknown mode {config.mode!r}: expected column or row")
     if config.layers < 1:
         raise UsageError(f"--layers must be at least 1, got {config.layers}")
-    if config.hidden < 1 or config.hidden % world_size:
-        raise UsageError(f"--hidden {config.hidden} is not divisible by the {world_size} ranks")
     if not config.batches or min(config.batches) < 1:
         raise UsageError("--batch-sizes must be positive integers")
     for value, option in ((config.layers, "--layers"), (config.hidden, "--hidden"),
@@ -91,16 +96,28 @@ def parse_batches(text: str) -> tuple[int, ...]:
     return tuple(dict.fromkeys(parse_size(t, "--batch-sizes") for t in items))
 
 
+def infer_tp_options(*, hidden: int, layers: int, batch_sizes: str, mode: str, dtype: str, iters: int,
+                     warmup: int, check: bool, on_cpu: bool) -> InferTpConfig:
+    """The checks of ``clusterbench infer-tp``'s options that need neither the ranks nor this
+    host's devices and memory (a sweep's test, a qualify step are checked so before any node runs
+    them). ``on_cpu``: the ranks run on CPUs (known without the host only for --device cpu)."""
+    cfg = InferTpConfig(hidden=hidden, layers=layers, batches=parse_batches(batch_sizes), mode=mode,
+                        dtype=dtype, iters=iters, warmup=warmup, check=check)
+    check_shape(cfg)
+    if on_cpu and dtype in ("bf16", "fp16"):
+        raise UsageError(f"--dtype {dtype} needs a GPU (CPU ranks run fp32)")
+    return cfg
+
+
 def infer_tp_config(*, hidden: int, layers: int, batch_sizes: str, mode: str, dtype: str, iters: int,
                  warmup: int, check: bool, np: int | None, options: RankOptions) -> InferTpConfig:
     """Validate ``clusterbench infer-tp``'s options before any rank starts."""
-    cfg = InferTpConfig(hidden=hidden, layers=layers, batches=parse_batches(batch_sizes), mode=mode,
-                        dtype=dtype, iters=iters, warmup=warmup, check=check)
+    on_cpu = resolve_device_type(options.device) != "cuda"
+    cfg = infer_tp_options(hidden=hidden, layers=layers, batch_sizes=batch_sizes, mode=mode, dtype=dtype,
+                           iters=iters, warmup=warmup, check=check, on_cpu=on_cpu)
     world = planned_world_size(np, options)
     validate(cfg, world)
-    if resolve_device_type(options.device) != "cuda":
-        if dtype in ("bf16", "fp16"):
-            raise UsageError(f"--dtype {dtype} needs a GPU (CPU ranks run fp32)")
+    if on_cpu:
         check_layers_fit(memory_need(cfg, world, DTYPE_BYTES["fp32"]), cpu_memory_available() // host_ranks(world),
                          "its share of available host RAM")
     return cfg

@@ -68,12 +68,17 @@ class TrainConfig:
 
 def check_batch(batch: int, world_size: int) -> int:
     """Per-rank batch, or a UsageError when the global batch does not split evenly."""
-    if batch < 1:
-        raise UsageError(f"--batch must be at least 1, got {batch}")
-    check_dimension(batch, "--batch")
+    check_batch_size(batch)
     if batch % world_size:
         raise UsageError(f"--batch {batch} is not divisible by the {world_size} ranks")
     return batch // world_size
+
+
+def check_batch_size(batch: int) -> None:
+    """What ``check_batch`` checks that holds for any number of ranks."""
+    if batch < 1:
+        raise UsageError(f"--batch must be at least 1, got {batch}")
+    check_dimension(batch, "--batch")
 
 
 def shard_ranks(strategy: str, world_size: int, shard_size: int | None, local_world_size: int) -> int:
@@ -102,21 +107,32 @@ def check_model_fits(shape: ModelShape, shard: int, capacity_bytes: int, ranks_s
             f"{capacity_bytes / 2**30:.1f} GiB); use more ranks, a smaller model, --batch or --seq")
 
 
+def train_options(*, batch: int, steps: int, warmup: int, strategy: str, shard_size: int | None, dtype: str,
+                  on_cpu: bool) -> None:
+    """The checks of ``clusterbench train``'s options (besides the model's shape) that need
+    neither the ranks nor this host's memory (a sweep's test, a qualify step are checked so before
+    any node runs them). ``on_cpu``: the ranks train on CPUs (known without the host only for
+    --device cpu)."""
+    if warmup >= steps:   # every step a warm-up: a "complete" run with no throughput
+        raise UsageError(f"--warmup {warmup} leaves none of the {steps} --steps timed: give more steps")
+    check_batch_size(batch)
+    if strategy != "hybrid" and shard_size is not None:   # else ignored: full shards over all ranks
+        raise UsageError(f"--shard-size is for --strategy hybrid; --strategy {strategy} shards over all ranks")
+    if dtype == "bf16" and on_cpu:
+        raise UsageError("--dtype bf16 needs a GPU (CPU ranks train in fp32)")
+
+
 def train_config(shape: ModelShape, *, preset: str, batch: int, steps: int, warmup: int, strategy: str,
                  shard_size: int | None, dtype: str, lr: float, comm_share: bool, np: int | None,
                  options: RankOptions) -> TrainConfig:
     """Validate ``clusterbench train``'s options before any rank starts."""
-    if warmup >= steps:   # every step a warm-up: a "complete" run with no throughput
-        raise UsageError(f"--warmup {warmup} leaves none of the {steps} --steps timed: give more steps")
+    on_cpu = resolve_device_type(options.device) == "cpu"
+    train_options(batch=batch, steps=steps, warmup=warmup, strategy=strategy, shard_size=shard_size, dtype=dtype,
+                  on_cpu=on_cpu)
     world = planned_world_size(np, options)
     local_batch = check_batch(batch, world)
-    if strategy != "hybrid" and shard_size is not None:   # else ignored: full shards over all ranks
-        raise UsageError(f"--shard-size is for --strategy hybrid; --strategy {strategy} shards over all ranks")
     if strategy == "hybrid" and shard_size is not None and world % shard_size:
         raise UsageError(f"--shard-size {shard_size} does not divide the {world} ranks")
-    on_cpu = resolve_device_type(options.device) == "cpu"
-    if dtype == "bf16" and on_cpu:
-        raise UsageError("--dtype bf16 needs a GPU (CPU ranks train in fp32)")
     if on_cpu:
         local = host_ranks(world)
         # A huge --seq or --batch failed the run on a rank (out of memory) instead of being refused.

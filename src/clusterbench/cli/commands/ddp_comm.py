@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
 import click
 
 from clusterbench.bench.workloads import ddp_comm as ddp_main
-from clusterbench.bench.workloads.ddp_comm import DEFAULT_SIZE, ddp_comm_config
+from clusterbench.bench.workloads.ddp_comm import DEFAULT_SIZE, ddp_comm_config, ddp_comm_options
 from clusterbench.cli.bench import run_benchmark_command
 from clusterbench.cli.bounds import POSITIVE
 from clusterbench.cli.options import RunOutput, rank_options, run_output
@@ -44,6 +46,15 @@ def ddp_comm(layers: int, size: str, bucket_cap_mb: float, steps: int, warmup: i
         parse_rate(link_speed)  # a bad rate is refused before any rank starts
         out = dataclasses.replace(out, tags={**(out.tags or {}), "link_speed": link_speed})
     return run_benchmark_command(Job(ddp_main.main, cfg, ranks, np=np), "ddp_comm", out)
+
+
+def check_params(params: Mapping[str, Any]) -> None:
+    """The values of a parsed ``ddp-comm`` line checked as the command checks them, without running
+    it and without the ranks or this host's memory (cli/argv_check.py: a sweep's test, a qualify step)."""
+    ddp_comm_options(layers=params["layers"], size=params["size"], bucket_cap_mb=params["bucket_cap_mb"],
+                     steps=params["steps"], warmup=params["warmup"])
+    if params["link_speed"]:
+        parse_rate(params["link_speed"])
 
 
 commands = [ddp_comm]

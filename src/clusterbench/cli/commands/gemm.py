@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
 import click
 
 from clusterbench.bench.gemm import main as gemm_main
 from clusterbench.bench.gemm import spec
-from clusterbench.bench.gemm.config import gemm_config
+from clusterbench.bench.gemm.config import gemm_config, gemm_options
 from clusterbench.cli.bench import run_benchmark_command
 from clusterbench.cli.bounds import ANY
 from clusterbench.cli.options import RunOutput, node_options, run_output
@@ -44,6 +46,14 @@ def gemm(m: str | None, n: str | None, k: str | None, batch: str | None, trans_a
                        cold_iters, samples, ranks.device, devices, not no_check)
     job = Job(gemm_main.main, cfg, dataclasses.replace(ranks, device=cfg.device_type), np=len(cfg.devices))
     return run_benchmark_command(job, "gemm", out, meta={"preset": preset} if preset else None)
+
+
+def check_params(params: Mapping[str, Any]) -> None:
+    """The values of a parsed ``gemm`` line checked as the command checks them, without running
+    it and without this host's devices or memory (cli/argv_check.py: a sweep's test, a qualify step)."""
+    gemm_options(params["m"], params["n"], params["k"], params["batch"], params["dtype"], params["trans_a"],
+                 params["trans_b"], params["alpha"], params["beta"], params["preset"], params["iterations"],
+                 params["cold_iters"], params["samples"])
 
 
 commands = [gemm]

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import click
 
 from clusterbench.bench.workloads import infer_tp as infer_main
-from clusterbench.bench.workloads.infer_tp import MODES, infer_tp_config
+from clusterbench.bench.workloads.infer_tp import MODES, infer_tp_config, infer_tp_options
 from clusterbench.cli.bench import run_benchmark_command
 from clusterbench.cli.options import RunOutput, rank_options, run_output
 from clusterbench.ranks.context import RankOptions
@@ -36,6 +39,15 @@ def infer_tp(hidden: int, layers: int, batch_sizes: str, mode: str, dtype: str, 
     cfg = infer_tp_config(hidden=hidden, layers=layers, batch_sizes=batch_sizes, mode=mode, dtype=dtype,
                        iters=iters, warmup=warmup, check=not no_check, np=np, options=ranks)
     return run_benchmark_command(Job(infer_main.main, cfg, ranks, np=np), "infer_tp", out)
+
+
+def check_params(params: Mapping[str, Any]) -> None:
+    """The values of a parsed ``infer-tp`` line checked as the command checks them, without running
+    it and without the ranks or this host's devices and memory (cli/argv_check.py: a sweep's test,
+    a qualify step). Only --device cpu says the ranks' device before they run on their node."""
+    infer_tp_options(hidden=params["hidden"], layers=params["layers"], batch_sizes=params["batch_sizes"],
+                     mode=params["mode"], dtype=params["dtype"], iters=params["iters"], warmup=params["warmup"],
+                     check=not params["no_check"], on_cpu=params["device"] == "cpu")
 
 
 commands = [infer_tp]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
 import click
 
@@ -40,24 +42,34 @@ from clusterbench.units import parse_rate
                    "pair's bandwidth is judged against it (efficiency) now and whenever the run is read.")
 @rank_options
 @run_output
-def net(streams: int, duration: float, latency_iters: int, latency_bytes: int, pairs: str,
-        no_bandwidth: bool, no_latency: bool, rdma: bool, rdma_qps: int, rdma_bidirectional: bool,
-        rdma_device: str | None, rdma_gpu: str | None, link_rate: str | None, np: int | None,
-        ranks: RankOptions, out: RunOutput) -> int:
+def net(np: int | None, ranks: RankOptions, out: RunOutput, **kw: Any) -> int:
     """Network between hosts: TCP bandwidth (several streams) and round-trip latency, as a
     matrix over all host pairs. Start one rank per host with a launcher (torchrun, srun,
     mpirun, or `clusterbench launch`); with local ranks it measures loopback."""
-    cfg = NetConfig(streams=streams, duration=duration, latency_iters=latency_iters,
-                    latency_bytes=latency_bytes, pairs=pairs, bandwidth=not no_bandwidth,
-                    latency=not no_latency, rdma=rdma, rdma_qps=rdma_qps,
-                    rdma_bidirectional=rdma_bidirectional, rdma_device=rdma_device, rdma_gpu=rdma_gpu)
-    cfg.check()
-    if link_rate:
-        parse_rate(link_rate)  # a bad rate is refused before any rank starts
-        out = dataclasses.replace(out, tags={**(out.tags or {}), "link_speed": link_rate})
+    cfg = _config(kw)
+    if kw["link_rate"]:
+        out = dataclasses.replace(out, tags={**(out.tags or {}), "link_speed": kw["link_rate"]})
     if ranks.device == "auto":  # sockets only: never take a GPU for this
         ranks = dataclasses.replace(ranks, device="cpu", backend="gloo")
     return run_benchmark_command(Job(matrix.main, cfg, ranks, np=np), "net", out)
+
+
+def _config(kw: Mapping[str, Any]) -> NetConfig:
+    cfg = NetConfig(streams=kw["streams"], duration=kw["duration"], latency_iters=kw["latency_iters"],
+                    latency_bytes=kw["latency_bytes"], pairs=kw["pairs"], bandwidth=not kw["no_bandwidth"],
+                    latency=not kw["no_latency"], rdma=kw["rdma"], rdma_qps=kw["rdma_qps"],
+                    rdma_bidirectional=kw["rdma_bidirectional"], rdma_device=kw["rdma_device"],
+                    rdma_gpu=kw["rdma_gpu"])
+    cfg.check()
+    if kw["link_rate"]:
+        parse_rate(kw["link_rate"])  # a bad rate is refused before any rank starts
+    return cfg
+
+
+def check_params(params: Mapping[str, Any]) -> None:
+    """The values of a parsed ``net`` line checked as the command checks them, without running it
+    (cli/argv_check.py: a sweep's test, a qualify step)."""
+    _config(params)
 
 
 commands = [net]

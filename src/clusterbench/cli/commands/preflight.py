@@ -6,6 +6,8 @@ import os
 import re
 import stat
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 import click
 
@@ -143,6 +145,15 @@ def preflight(expect_gpus: int | None, expect_model: str | None, expect_nic_spee
                           counts={s: sum(r.status == s for r in results) for s in (OK, WARNING, FAIL, NA)},
                           exit_code=code))
     return code
+
+
+def check_params(params: Mapping[str, Any]) -> None:
+    """The values of a parsed ``preflight`` line checked as the command checks them, without running
+    it (cli/argv_check.py). --kernel-log and --node are left to the node that runs it: its file, its
+    name."""
+    OnFail(params["on_fail_action"], params["apply"], params["undrain"]).check()
+    expectations_from(params["expect_gpus"], params["expect_model"], params["expect_nic_speed"],
+                      params["nic_names"], params["expect_compute_partition"], params["expect_memory_partition"])
 
 
 commands = [preflight]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
 import click
 
 from clusterbench.bench.stream import main as stream_main
-from clusterbench.bench.stream.config import stream_config
+from clusterbench.bench.stream.config import stream_config, stream_options
 from clusterbench.cli.bench import run_benchmark_command
 from clusterbench.cli.options import RunOutput, node_options, refuse_together, run_output
 from clusterbench.ranks.context import RankOptions
@@ -36,10 +38,21 @@ def stream(arraysize: str, numtimes: int, use_float: bool, dtype: str, sizes: st
     """
     refuse_together("use_float", "dtype")
     refuse_together("arraysize", "sizes")
-    cfg = stream_config(arraysize, numtimes, "float" if use_float else dtype.strip().lower(), sizes,
-                       kernels, ranks.device, devices, not no_check)
+    cfg = stream_config(arraysize, numtimes, _dtype(use_float, dtype), sizes, kernels, ranks.device, devices,
+                        not no_check)
     job = Job(stream_main.main, cfg, dataclasses.replace(ranks, device=cfg.device_type), np=len(cfg.devices))
     return run_benchmark_command(job, "stream", out)
+
+
+def _dtype(use_float: bool, dtype: str) -> str:
+    return "float" if use_float else dtype.strip().lower()
+
+
+def check_params(params: Mapping[str, Any]) -> None:
+    """The values of a parsed ``stream`` line checked as the command checks them, without running
+    it and without this host's devices or memory (cli/argv_check.py: a sweep's test, a qualify step)."""
+    stream_options(params["arraysize"], params["numtimes"], _dtype(params["use_float"], params["dtype"]),
+                   params["sizes"], params["kernels"])
 
 
 commands = [stream]

@@ -3,11 +3,14 @@ the scaling table of tagged training runs."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import click
 
 from clusterbench.bench.workloads import train as train_main
 from clusterbench.bench.workloads.model import PRESETS, resolve_shape
-from clusterbench.bench.workloads.train import DTYPES, STRATEGIES, train_config
+from clusterbench.bench.workloads.train import DTYPES, STRATEGIES, train_config, train_options
 from clusterbench.cli.bench import run_benchmark_command
 from clusterbench.cli.bounds import POSITIVE
 from clusterbench.cli.options import RunOutput, rank_options, run_output
@@ -57,6 +60,17 @@ def train(preset: str, layers: int | None, hidden: int | None, heads: int | None
                        shard_size=shard_size, dtype=dtype, lr=lr, comm_share=not no_comm_share, np=np,
                        options=ranks)
     return run_benchmark_command(Job(train_main.main, cfg, ranks, np=np), "train", out)
+
+
+def check_params(params: Mapping[str, Any]) -> None:
+    """The values of a parsed ``train`` line checked as the command checks them, without running
+    it and without the ranks or this host's devices and memory (cli/argv_check.py: a sweep's test,
+    a qualify step). Only --device cpu says the ranks' device before they run on their node."""
+    resolve_shape(params["preset"], layers=params["layers"], hidden=params["hidden"], heads=params["heads"],
+                  seq=params["seq"], vocab=params["vocab"], ffn=params["ffn"], kv_heads=params["kv_heads"])
+    train_options(batch=params["batch"], steps=params["steps"], warmup=params["warmup"],
+                  strategy=params["strategy"], shard_size=params["shard_size"], dtype=params["dtype"],
+                  on_cpu=params["device"] == "cpu")
 
 
 commands = [train]

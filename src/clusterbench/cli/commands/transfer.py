@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
 import click
 
 from clusterbench.bench.transfer import main as transfer_main
-from clusterbench.bench.transfer.config import transfer_config
+from clusterbench.bench.transfer.config import transfer_config, transfer_options
 from clusterbench.cli.bench import run_benchmark_command
 from clusterbench.cli.options import RunOutput, node_options, run_output
 from clusterbench.ranks.context import RankOptions
@@ -42,6 +44,14 @@ def transfer(matrix: str | None, tests: tuple[str, ...], config: str | None, nby
                        ranks.device, devices)
     job = Job(transfer_main.main, cfg, dataclasses.replace(ranks, device=cfg.device_type), np=1)
     return run_benchmark_command(job, "transfer", out)
+
+
+def check_params(params: Mapping[str, Any]) -> None:
+    """The values of a parsed ``transfer`` line checked as the command checks them, without running
+    it, without this host's devices or memory and without reading --config (cli/argv_check.py: a
+    sweep's test, a qualify step)."""
+    transfer_options(params["matrix"], params["tests"], params["nbytes"], params["methods"],
+                     params["iterations"], params["warmups"])
 
 
 commands = [transfer]
