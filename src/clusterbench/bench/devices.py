@@ -16,23 +16,56 @@ from clusterbench.envinfo.software import usable_cores
 from clusterbench.errors import UsageError
 from clusterbench.ranks.context import RankContext, local_device_count, resolve_device_type
 
+# An index longer than this is no device any host has; int() would refuse past 4,300 digits.
+_MAX_INDEX_DIGITS = 9
 
-def parse_devices(text: str | None, device_type: str, count: int) -> list[int]:
-    """``all`` / ``None`` -> every device; ``0,2`` -> those indices (checked against ``count``)."""
+
+def _shown(text: str) -> str:
+    # a refused list may be a megabyte long: the error line quotes its start
+    return repr(text if len(text) <= 60 else text[:60] + "...")
+
+
+def device_indices(text: str | None) -> list[int] | None:
+    """The form of ``--devices``, judged without any device: ``all`` (or none given) -> None,
+    ``0,2`` -> ``[0, 2]``. Whether the indices exist is the host's to judge (``parse_devices``),
+    so a command line checked before it runs elsewhere refuses only what every host would."""
     if text is None or text.strip().lower() in ("", "all"):
-        return list(range(count))
+        return None
     out: list[int] = []
     for part in text.split(","):
         part = part.strip()
-        if not part.isdigit():
-            raise UsageError(f"invalid --devices {text!r}: expected 'all' or indices like 0,1")
+        # ASCII digits only: str.isdigit() also takes '²' (which int() refuses) and other scripts' digits
+        if not (part.isascii() and part.isdigit()):
+            raise UsageError(f"invalid --devices {_shown(text)}: expected 'all' or indices like 0,1")
+        if len(part.lstrip("0")) > _MAX_INDEX_DIGITS:
+            raise UsageError(f"invalid --devices {_shown(text)}: index {_shown(part)} is larger than "
+                             "any host's device count")
         idx = int(part)
+        if idx in out:   # one rank per device: a device named twice is a typo, not two ranks
+            raise UsageError(f"invalid --devices {_shown(text)}: device {idx} is listed twice")
+        out.append(idx)
+    return out
+
+
+def parse_devices(text: str | None, device_type: str, count: int) -> list[int]:
+    """``all`` / ``None`` -> every device; ``0,2`` -> those indices (checked against ``count``)."""
+    indices = device_indices(text)
+    if indices is None:
+        return list(range(count))
+    for idx in indices:
         if idx >= count:
             what = "GPU(s)" if device_type == "cuda" else "CPU device (all cores are one device)"
             raise UsageError(f"--devices {idx}: out of range, this host has {count} {what}")
-        if idx not in out:
-            out.append(idx)
-    return out
+    return indices
+
+
+def check_devices(device: str, devices: str | None) -> None:
+    """``--device`` and ``--devices`` checked as far as no host's hardware is needed: the list's
+    form, and on ``--device cpu`` its range too (the CPU is one device on every host)."""
+    if device == "cpu":
+        parse_devices(devices, "cpu", 1)
+    else:
+        device_indices(devices)
 
 
 def resolve(device: str, devices: str | None) -> tuple[str, list[int]]:

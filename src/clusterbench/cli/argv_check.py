@@ -64,4 +64,7 @@ def _parse(root: click.Group, argv: list[str], values: bool = False) -> None:
     module = sys.modules.get(getattr(cmd.callback, "__module__", "") or "")
     check = getattr(module, "check_params", None)
     if callable(check):
-        check(ctx.params)
+        # In the line's context, as the command body runs: checks that ask click which options
+        # the line gave (refuse_together: --float with --dtype) see this line, not the caller's
+        with ctx.scope(cleanup=False):
+            check(ctx.params)

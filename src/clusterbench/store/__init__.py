@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
@@ -252,6 +253,13 @@ def _uid(row: Sequence[Any]) -> str:
     stores it once, as with a stored uid; and two different runs never share one."""
     uid, *stored = row
     return str(uid) if uid is not None else derived_uid(stored)
+
+
+# What each JSON column of a run holds (records.Run): anything else came from elsewhere.
+_FIELD_SHAPES: dict[str, type] = {"command": list, "hosts": list, "devices": list, "versions": dict,
+                                  "env": dict, "errors": list, "meta": dict}
+_JSON_KINDS = {dict: "object", list: "list", str: "string", int: "number", float: "number", bool: "boolean",
+               type(None): "null"}
 
 
 class Store:
@@ -528,7 +536,8 @@ class Store:
         return run_id
 
     def delete_run(self, run_id: int) -> None:
-        self.get_run(run_id)
+        if not 0 <= run_id <= MAX_RUN_ID or not self._query("SELECT 1 FROM runs WHERE id=?", (run_id,)):
+            raise UsageError(f"no run {run_id} in {self.where}")
         try:
             with self.db.write():
                 self.db.execute("DELETE FROM runs WHERE id=?", (run_id,))
@@ -575,13 +584,32 @@ class Store:
         # which on PostgreSQL is its locale's ("_x, a, B" in en_US, "B, _x, a" in C and SQLite)
         tags = {rid: dict(sorted(found.items())) for rid, found in tags.items()}
         return [
-            Run(id=rid, benchmark=benchmark, source=source, command=json.loads(command),
-                started_at=started, ended_at=ended, status=status, hosts=json.loads(hosts),
-                ranks=ranks, devices=json.loads(devices), versions=json.loads(versions),
-                env=json.loads(env), errors=json.loads(errors), meta=json.loads(meta), tags=tags[rid])
+            Run(id=rid, benchmark=benchmark, source=source, command=self._field(rid, "command", command),
+                started_at=started, ended_at=ended, status=status, hosts=self._field(rid, "hosts", hosts),
+                ranks=ranks, devices=self._field(rid, "devices", devices),
+                versions=self._field(rid, "versions", versions), env=self._field(rid, "env", env),
+                errors=self._field(rid, "errors", errors), meta=self._field(rid, "meta", meta), tags=tags[rid])
             for (rid, benchmark, source, command, started, ended, status, hosts, ranks, devices,
                  versions, env, errors, meta) in rows
         ]
+
+    def _field(self, run_id: int, name: str, text: Any) -> Any:
+        """A run's JSON column as stored. A database may come from anywhere (``results copy
+        --from``): a column this clusterbench never wrote is a StoreError naming the run, as
+        unreadable measurements are, not an internal error."""
+        try:
+            value = json.loads(text)
+            shape = _FIELD_SHAPES[name]
+            if isinstance(value, shape):
+                return value
+            why = f"a JSON {_JSON_KINDS.get(type(value), 'value')}, not {'an object' if shape is dict else 'a list'}"
+        except RecursionError:   # nested thousands deep: Python's parser gives up
+            why = f"nested more than {sys.getrecursionlimit()} levels deep"
+        except ValueError as e:
+            why = f"not JSON ({e})"
+        except TypeError:   # SQLite keeps any type in any column
+            why = "empty (NULL)" if text is None else f"a {type(text).__name__}, not JSON text"
+        raise StoreError(f"results database {self.where}: run {run_id}: unreadable {name}: {why}")
 
     def get_run(self, run_id: int) -> Run:
         if not 0 <= run_id <= MAX_RUN_ID:
@@ -619,22 +647,35 @@ class Store:
         """The runs a selector picks (``clusterbench.store.selectors``), in id order; ``since``:
         an ISO timestamp (``parse_since``). A selector that picks nothing is a UsageError."""
         sel = parse_selector(selector) if isinstance(selector, str) else selector
+        return self._runs_from_rows(self._selected(sel, since, self._RUN_COLS))
+
+    def select_ids(self, selectors: Iterable[str | Selector], since: str | None = None) -> list[int]:
+        """The ids of every run any of the selectors picks, in id order, without reading the runs:
+        ``results delete`` removes a run whose stored fields no longer read (a database edited by
+        hand, or copied from one)."""
+        ids: set[int] = set()
+        for selector in selectors:
+            sel = parse_selector(selector) if isinstance(selector, str) else selector
+            ids.update(int(rid) for (rid,) in self._selected(sel, since, "id"))
+        return sorted(ids)
+
+    def _selected(self, sel: Selector, since: str | None, cols: str) -> list[tuple[Any, ...]]:
         where, args = _filters(sel, since)
-        sql = f"SELECT {self._RUN_COLS} FROM runs WHERE {where}"
+        sql = f"SELECT {cols} FROM runs WHERE {where}"
         if sel.last is not None:
             sql += " ORDER BY id DESC LIMIT 1 OFFSET ?"
             args.append(sel.last)
         else:
             sql += " ORDER BY id"
-        runs = [] if self._cannot_match(sel) else self._runs_from_rows(self._query(sql, args))
-        if not runs:
+        rows = [] if self._cannot_match(sel) else self._query(sql, args)
+        if not rows:
             window = f" since {since}" if since else ""
             if sel.text == "last" and not self._query("SELECT 1 FROM runs LIMIT 1"):
                 raise UsageError(f"no runs in {self.where}")
             if sel.text == str(sel.ids[0] if sel.ids else "") and not since:
                 raise UsageError(f"no run {sel.text} in {self.where}")
             raise UsageError(f"selector {sel.text!r} matches no run{window} in {self.where}")
-        return runs
+        return rows
 
     def select_all(self, selectors: Iterable[str | Selector], since: str | None = None) -> list[Run]:
         """Every run any of the selectors picks, once each, in id order."""
@@ -712,6 +753,9 @@ class Store:
                         yield m
             except (ValueError, KeyError, TypeError) as e:
                 raise StoreError(f"results database {self.where}: unreadable measurements: {e}") from None
+            except RecursionError:   # params nested thousands deep: Python's parser gives up
+                raise StoreError(f"results database {self.where}: unreadable measurements: nested more than "
+                                 f"{sys.getrecursionlimit()} levels deep") from None
 
     def telemetry(self, run_id: int) -> list[TelemetrySample]:
         rows = self._query("SELECT t, metric, value, unit, host, device FROM telemetry WHERE run_id=?"

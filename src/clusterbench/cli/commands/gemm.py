@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from clusterbench.bench import devices as devs
 from clusterbench.bench.gemm import main as gemm_main
 from clusterbench.bench.gemm import spec
 from clusterbench.bench.gemm.config import gemm_config, gemm_options
@@ -51,6 +52,7 @@ def gemm(m: str | None, n: str | None, k: str | None, batch: str | None, trans_a
 def check_params(params: Mapping[str, Any]) -> None:
     """The values of a parsed ``gemm`` line checked as the command checks them, without running
     it and without this host's devices or memory (cli/argv_check.py: a sweep's test, a qualify step)."""
+    devs.check_devices(params["device"], params["devices"])
     gemm_options(params["m"], params["n"], params["k"], params["batch"], params["dtype"], params["trans_a"],
                  params["trans_b"], params["alpha"], params["beta"], params["preset"], params["iterations"],
                  params["cold_iters"], params["samples"])

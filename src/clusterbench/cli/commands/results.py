@@ -195,9 +195,9 @@ def export_cmd(selectors: tuple[str, ...], as_json: bool, as_csv: bool, run_info
 def delete_cmd(selectors: tuple[str, ...], since: str | None, db: str | None) -> None:
     """Delete runs and everything stored with them."""
     with Store.open(db) as store:
-        for run in store.select_all(selectors, since):
-            store.delete_run(int(run.id or 0))
-            print(f"deleted run {run.id}")
+        for run_id in store.select_ids(selectors, since):
+            store.delete_run(run_id)
+            print(f"deleted run {run_id}")
 
 
 @results.command("tag", epilog=SELECTOR_HELP)

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from clusterbench.bench import devices as devs
 from clusterbench.bench.stream import main as stream_main
 from clusterbench.bench.stream.config import stream_config, stream_options
 from clusterbench.cli.bench import run_benchmark_command
@@ -36,12 +37,16 @@ def stream(arraysize: str, numtimes: int, use_float: bool, dtype: str, sizes: st
 
     Bandwidth is bytes moved / minimum time (GB/s); every device selected runs at the same time.
     """
-    refuse_together("use_float", "dtype")
-    refuse_together("arraysize", "sizes")
+    _refuse_contradictions()
     cfg = stream_config(arraysize, numtimes, _dtype(use_float, dtype), sizes, kernels, ranks.device, devices,
                         not no_check)
     job = Job(stream_main.main, cfg, dataclasses.replace(ranks, device=cfg.device_type), np=len(cfg.devices))
     return run_benchmark_command(job, "stream", out)
+
+
+def _refuse_contradictions() -> None:
+    refuse_together("use_float", "dtype")
+    refuse_together("arraysize", "sizes")
 
 
 def _dtype(use_float: bool, dtype: str) -> str:
@@ -50,7 +55,10 @@ def _dtype(use_float: bool, dtype: str) -> str:
 
 def check_params(params: Mapping[str, Any]) -> None:
     """The values of a parsed ``stream`` line checked as the command checks them, without running
-    it and without this host's devices or memory (cli/argv_check.py: a sweep's test, a qualify step)."""
+    it and without this host's devices or memory (cli/argv_check.py: a sweep's test, a qualify step).
+    Runs inside the line's click context, whose sources say which options were given."""
+    _refuse_contradictions()
+    devs.check_devices(params["device"], params["devices"])
     stream_options(params["arraysize"], params["numtimes"], _dtype(params["use_float"], params["dtype"]),
                    params["sizes"], params["kernels"])
 

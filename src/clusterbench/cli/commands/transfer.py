@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from clusterbench.bench import devices as devs
 from clusterbench.bench.transfer import main as transfer_main
 from clusterbench.bench.transfer.config import transfer_config, transfer_options
 from clusterbench.cli.bench import run_benchmark_command
@@ -52,6 +53,7 @@ def check_params(params: Mapping[str, Any]) -> None:
     sweep's test, a qualify step)."""
     transfer_options(params["matrix"], params["tests"], params["nbytes"], params["methods"],
                      params["iterations"], params["warmups"])
+    devs.check_devices(params["device"], params["devices"])
 
 
 commands = [transfer]
