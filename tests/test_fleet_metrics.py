@@ -243,6 +243,9 @@ def test_serve_metrics_reads_the_database_at_each_scrape_and_stops_on_sigterm(se
 
 def test_serve_metrics_bad_input_is_one_line_before_listening(capsys, db):
     rc, _, err = cli(capsys, "serve-metrics", "--port", str(_free_port()), "nosuch=tag", "--db", db)
+    assert rc == 2 and err.count("\n") == 1 and "no results database" in err   # nothing stored there yet
+    _fleet(db)
+    rc, _, err = cli(capsys, "serve-metrics", "--port", str(_free_port()), "nosuch=tag", "--db", db)
     assert rc == 2 and err.count("\n") == 1 and "matches no run" in err
 
 

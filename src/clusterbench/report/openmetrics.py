@@ -8,7 +8,8 @@ measure keep their last value). Gauges:
 
 - ``clusterbench_<family>_<metric>_<unit>``: each family's headline metric (busbw, stream and
   transfer bandwidth, GEMM throughput, ...) in base units (bytes per second, FLOP per second,
-  seconds), labelled with ``benchmark``, ``host``, ``device`` and the row's params (``bytes``,
+  seconds), labelled with ``benchmark``, ``host`` (one name: a multi-node result is a series on
+  each of its hosts, with ``nodes``, how many), ``device`` and the row's params (``bytes``,
   ``dtype``, ``kernel``, ``placement``, ``src``, ``dst`` ...);
 - ``clusterbench_last_run_timestamp_seconds{benchmark, host}``: when the newest run started;
 - ``clusterbench_criterion_passed{profile, criterion, benchmark, metric, host}``: 1 pass, 0 fail
@@ -25,6 +26,8 @@ from __future__ import annotations
 
 import math
 import re
+import sys
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -65,6 +68,10 @@ _LABEL = re.compile(r"[^a-zA-Z0-9_]")
 # Params that are never labels: identities handled as host/device, and counts that only
 # restate another label (count follows bytes).
 _NOT_LABELS = IDENTITY_PARAMS | {"count"}
+# Labels of a headline gauge that are not params: a param named so is labelled param_<name>.
+# ``nodes``: how many hosts a multi-node result spans (absent on a single node's), so that its
+# series on each host differ from that host's own results.
+_OWN_LABELS = ("benchmark", "host", "device", "nodes")
 
 
 def metric_name(family: Family, metric: str, unit: str) -> tuple[str, float]:
@@ -110,14 +117,15 @@ class Gauge:
         self.samples[tuple(labels.get(k, "") for k in self.labels)] = value
 
 
-def host_of(run: Run, m: Measurement | None = None) -> str:
-    """Which node a value belongs to: its ``host`` param, the run's ``node`` tag, its only host,
-    else the run's hosts joined (a multi-node result belongs to all of them)."""
+def hosts_of(run: Run, m: Measurement | None = None) -> list[str]:
+    """Which nodes a value belongs to: its ``host`` param, the run's ``node`` tag, else the run's
+    hosts (a multi-node result belongs to each of them). Each is one ``host`` label of its own:
+    names joined in one label could not be told apart from one name holding a comma."""
     if m is not None and m.params.get("host") is not None:
-        return str(m.params["host"])
+        return [str(m.params["host"])]
     if run.tags.get("node"):
-        return run.tags["node"]
-    return ",".join(run.hosts) or "unknown"
+        return [run.tags["node"]]
+    return list(dict.fromkeys(run.hosts)) or ["unknown"]
 
 
 def label_name(param: str) -> str:
@@ -134,20 +142,32 @@ def _label_value(v: Any) -> str:
     return str(v).lower() if isinstance(v, bool) else str(v)
 
 
-def latest_rows(runs: Iterable[tuple[Run, list[Measurement]]]) -> list[Row]:
-    """The newest value of every (benchmark, metric, params, host) among ``runs``, which come
-    oldest first; each row keeps its run."""
-    latest: dict[tuple, Row] = {}
+@dataclass(frozen=True)
+class HostRow:
+    """A row as exported on one host: ``nodes``, the hosts its result spans."""
+
+    host: str
+    nodes: int
+    row: Row
+
+
+def latest_rows(runs: Iterable[tuple[Run, list[Measurement]]]) -> list[HostRow]:
+    """The newest value of every (benchmark, metric, params, host, nodes) among ``runs``, which
+    come oldest first; each row keeps its run."""
+    latest: dict[tuple, HostRow] = {}
     for run, ms in runs:
         for m in ms:
-            key = (m.benchmark, m.metric, host_of(run, m), tuple(sorted((k, str(v)) for k, v in m.params.items())))
-            latest[key] = Row(run, m)
+            hosts = hosts_of(run, m)
+            params = tuple(sorted((k, str(v)) for k, v in m.params.items()))
+            row = Row(run, m)
+            for host in hosts:
+                latest[(m.benchmark, m.metric, host, len(hosts), params)] = HostRow(host, len(hosts), row)
     return list(latest.values())
 
 
-def _headline_gauges(rows: Sequence[Row], gauges: dict[str, Gauge]) -> None:
+def _headline_gauges(rows: Sequence[HostRow], gauges: dict[str, Gauge]) -> None:
     for r in rows:
-        m = r.m
+        m = r.row.m
         family = family_of(m.benchmark)
         if family is None or family.headline is None or m.metric != family.headline.name:
             continue
@@ -157,14 +177,14 @@ def _headline_gauges(rows: Sequence[Row], gauges: dict[str, Gauge]) -> None:
             continue  # a unit Prometheus has no base unit for here: not exported
         g = gauges.setdefault(name, Gauge(name, f"{family.title}: {m.metric} ({m.unit} in the record), "
                                                 f"latest run per host and row"))
-        labels = {"benchmark": m.benchmark, "host": host_of(r.run, m),
-                  "device": _label_value(m.params.get("device", ""))}
+        labels = {"benchmark": m.benchmark, "host": r.host, "device": _label_value(m.params.get("device", "")),
+                  "nodes": str(r.nodes) if r.nodes > 1 else ""}
         # sorted, so two params that read as one label name ("a-b", "a.b") get the same names on
-        # every row; one that would overwrite benchmark/host/device or an earlier one is prefixed
+        # every row; one that would overwrite benchmark/host/device/nodes or an earlier one is prefixed
         for k, v in sorted(m.params.items()):
             if k not in _NOT_LABELS:
                 name = label_name(k)
-                while name in labels:
+                while name in labels or name in _OWN_LABELS:
                     name = "param_" + name
                 labels[name] = _label_value(v)
         g.add(labels, in_base_unit(m.value, factor))
@@ -187,16 +207,17 @@ def _timestamps(runs: Sequence[tuple[Run, list[Measurement]]], gauges: dict[str,
     for run, _ in runs:
         t = run_time(run)
         if t is not None:
-            g.add({"benchmark": run.benchmark, "host": host_of(run)}, t.timestamp())
+            for host in hosts_of(run):
+                g.add({"benchmark": run.benchmark, "host": host}, t.timestamp())
 
 
-def _criteria(rows: Sequence[Row], profile: Profile, gauges: dict[str, Gauge]) -> None:
+def _criteria(rows: Sequence[HostRow], profile: Profile, gauges: dict[str, Gauge]) -> None:
     g = gauges.setdefault(CRITERION, Gauge(CRITERION, "Validation criterion on the host's latest results: "
                                                       "1 pass, 0 fail or error",
                                            ("profile", "criterion", "benchmark", "metric", "host")))
     by_host: dict[str, list[Row]] = {}
     for r in rows:
-        by_host.setdefault(host_of(r.run, r.m), []).append(r)
+        by_host.setdefault(r.host, []).append(r.row)
     for host, host_rows in by_host.items():
         for o in evaluate(profile, host_rows):
             if o.status in (PASS, FAIL, ERROR):
@@ -212,11 +233,12 @@ def _preflight(runs: Sequence[tuple[Run, list[Measurement]]], gauges: dict[str, 
         pre = run.meta.get("preflight")
         if not isinstance(pre, dict):
             continue
-        host = str(pre.get("host") or host_of(run))
+        hosts = [str(pre["host"])] if pre.get("host") else hosts_of(run)
         for check in pre.get("checks") or []:
             if isinstance(check, dict) and check.get("status") in ("ok", "warning", "fail"):
-                g.add({"check": str(check.get("check")), "host": host},
-                      0.0 if check["status"] == "fail" else 1.0)
+                for host in hosts:
+                    g.add({"check": str(check.get("check")), "host": host},
+                          0.0 if check["status"] == "fail" else 1.0)
 
 
 def from_store(db: str | None, selectors: Sequence[str], since: datetime | None,
@@ -311,15 +333,119 @@ class StoreCollector:
         yield GaugeMetricFamily(EXPORT_OK, "1 when the last scrape read the results database", value=ok)
 
 
-def serve(load: Callable[[], list[Gauge]], port: int, addr: str,
-          on_error: Callable[[str], None]) -> Any:
-    """Start the HTTP server (a daemon thread) with only clusterbench's gauges on it."""
+IDLE_TIMEOUT_S = 10.0      # a client that sends or reads nothing for this long is dropped
+CONNECTION_DEADLINE_S = 60.0   # and one that trickles a byte at a time, after this long in all
+MAX_CLIENTS = 256          # connections served at once; more wait to be accepted
+
+
+def _app(metrics: Callable[..., Any]) -> Callable[..., Any]:
+    """The WSGI app: the gauges on ``/metrics`` (GET, and HEAD without the body), a line
+    pointing there on ``/``, 404 elsewhere (so a mistyped scrape path fails, instead of seeming
+    to work), 405 for other methods."""
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        method, path = environ["REQUEST_METHOD"], environ.get("PATH_INFO", "")
+        if method not in ("GET", "HEAD"):
+            start_response("405 Method Not Allowed", [("Allow", "GET, HEAD"), ("Content-Type", "text/plain")])
+            return [f"{method} is not served here: use GET /metrics\n".encode()]
+        if path == "/metrics":
+            if method == "GET":
+                return list(metrics(environ, start_response))
+            captured: list[Any] = []
+            body = b"".join(metrics({**environ, "REQUEST_METHOD": "GET"}, lambda *a: captured.append(a)))
+            status, headers = captured[0][0], captured[0][1]
+            start_response(status, [*headers, ("Content-Length", str(len(body)))])
+            return []
+        status, text = ("200 OK", "clusterbench metrics: /metrics\n") if path == "/" else \
+            ("404 Not Found", "not found: the metrics are on /metrics\n")
+        body = text.encode()
+        start_response(status, [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))])
+        return [] if method == "HEAD" else [body]
+
+    return app
+
+
+def _server_classes(idle_timeout: float, deadline: float, max_clients: int,
+                    on_error: Callable[[str], None]) -> tuple[type, type]:
+    import socket
+    import socketserver
+    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
+
+    class Handler(WSGIRequestHandler):
+        timeout = idle_timeout   # every read and write of the connection (StreamRequestHandler)
+
+        def handle(self) -> None:
+            # a deadline on the whole connection: a client that sends a header byte every few
+            # seconds never trips the idle timeout, and would hold its thread and slot forever
+            timer = threading.Timer(deadline, self._expire)
+            timer.daemon = True
+            timer.start()
+            try:
+                super().handle()
+            finally:
+                timer.cancel()
+
+        def _expire(self) -> None:
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+            pass   # a line per scrape is noise; failed scrapes say so themselves
+
+    class Server(socketserver.ThreadingMixIn, WSGIServer):
+        daemon_threads = True   # a stuck client never keeps the process from exiting
+        request_queue_size = 128   # many scrapers at once wait to be accepted, not refused
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self.slots = threading.BoundedSemaphore(max_clients)
+            super().__init__(*args, **kwargs)
+
+        def process_request(self, request: Any, client_address: Any) -> None:
+            self.slots.acquire()   # the others wait in the listen queue, not in threads of their own
+            try:
+                super().process_request(request, client_address)
+            except BaseException:
+                self.slots.release()
+                raise
+
+        def process_request_thread(self, request: Any, client_address: Any) -> None:
+            try:
+                super().process_request_thread(request, client_address)
+            finally:
+                self.slots.release()
+
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            exc = sys.exc_info()[1]
+            if isinstance(exc, OSError):   # a client gone, timed out or cut off: its own business
+                return
+            on_error(f"request from {client_address[0]} failed: {type(exc).__name__}: {exc}")
+
+    return Server, Handler
+
+
+def serve(load: Callable[[], list[Gauge]], port: int, addr: str, on_error: Callable[[str], None],
+          idle_timeout: float = IDLE_TIMEOUT_S, deadline: float = CONNECTION_DEADLINE_S,
+          max_clients: int = MAX_CLIENTS) -> Any:
+    """Start the HTTP server (a daemon thread) with only clusterbench's gauges on it; returns the
+    server (``shutdown()`` and ``server_close()`` stop it)."""
+    import socket
+    from wsgiref.simple_server import make_server
+
     client = _client()
     registry = client.CollectorRegistry(auto_describe=False)
     registry.register(StoreCollector(load, on_error))
+    server_cls, handler_cls = _server_classes(idle_timeout, deadline, max_clients, on_error)
     try:
-        return client.start_http_server(port, addr=addr, registry=registry)
+        # the family of the address (an IPv6 one needs AF_INET6)
+        family, _, _, _, sockaddr = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM,
+                                                       flags=socket.AI_PASSIVE)[0]
+        server_cls.address_family = family
+        server = make_server(sockaddr[0], port, _app(client.make_wsgi_app(registry)), server_cls, handler_cls)
     except OSError as e:
         raise UsageError(f"cannot listen on {addr}:{port}: {e.strerror or e}") from None
     except UnicodeError as e:   # the resolver encodes a host name as IDNA: a label past 63 characters
         raise UsageError(f"cannot listen on {addr}:{port}: not a host name or address ({e})") from None
+    threading.Thread(target=server.serve_forever, name="serve-metrics", daemon=True).start()
+    return server

@@ -12,9 +12,10 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from clusterbench.errors import UsageError
-from clusterbench.store import Store
+from clusterbench.errors import StoreError, UsageError
+from clusterbench.store import Packs, Store
 from clusterbench.store import location as loc
+from clusterbench.store.packs import benchmarks_of
 
 
 @dataclass(frozen=True)
@@ -54,26 +55,94 @@ class CopySummary:
 
 def copy_runs(source: Store, dest: Store, on_run: Callable[[CopiedRun], None] | None = None) -> CopySummary:
     """Copy every run of ``source`` that ``dest`` lacks, oldest first."""
+    return _copy(source, _Dest(dest.where, lambda: dest, dest), on_run)
+
+
+def copy_databases(source_db: str | os.PathLike[str] | None, dest_db: str | os.PathLike[str] | None,
+                   on_run: Callable[[CopiedRun], None] | None = None) -> CopySummary:
+    """``copy_runs`` between the databases two ``--db`` values name, each opened here: the source
+    only to read it; a destination SQLite file that does not exist yet is made only once the
+    first run to copy has been read whole from the source, so a copy that fails before it
+    (an unreadable run, a source that is not a database) leaves no new empty database behind.
+    (A source without runs still makes it: the copy succeeded, and ``--to`` is created as needed.)"""
+    with Store.open_readonly(source_db) as source:
+        where = loc.parse(dest_db)
+        new_file = where.kind == loc.SQLITE and where.path is not None and not where.path.exists()
+        opened = None if new_file else Store.open(dest_db)
+        try:
+            dest = _Dest(where.display, lambda: Store.open(dest_db), opened)
+        except BaseException:
+            if opened is not None:
+                opened.close()
+            raise
+        try:
+            summary = _copy(source, dest, on_run)
+            dest.store()
+        finally:
+            dest.close()
+    return summary
+
+
+class _Dest:
+    """The destination store, opened on first use when it is not open yet (a new SQLite file)."""
+
+    def __init__(self, where: str, opener: Callable[[], Store], opened: Store | None) -> None:
+        self.where = where
+        self._open = opener
+        self._store = opened
+        # a new file holds no run: nothing to skip, no need to make it to ask
+        self.present: dict[str, int] = opened.uids() if opened is not None else {}
+
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = self._open()
+            self.present = self._store.uids()   # another process may have made it meanwhile
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+
+def _checked_packs(source: Store, source_id: int) -> Packs:
+    """The run's packs as stored, each with the benchmarks it holds: read and checked here, so a
+    run whose measurements this clusterbench could not read back is one line naming it, and
+    nothing of it is written."""
+    why = f"run {source_id} of {source.where} is not copied: unreadable measurements"
+    try:
+        packs = source.measurement_packs(source_id)
+    except (ValueError, TypeError):   # SQLite keeps any type in any column: a count that is a word
+        raise StoreError(f"{why}: a pack's record count is not a number") from None
+    try:
+        return Packs([p._replace(benchmarks=benchmarks_of(p)) for p in packs.packs])
+    except ValueError as e:
+        raise StoreError(f"{why}: {e}") from None
+
+
+def _copy(source: Store, dest: _Dest, on_run: Callable[[CopiedRun], None] | None) -> CopySummary:
     summary = CopySummary(source.where, dest.where)
     runs = source.list_runs(oldest_first=True)
     # uids after the runs: a run stored in the source meanwhile is left for the next copy,
     # and every run listed has its uid here (unless deleted meanwhile: then it is not copied)
     uid_of = {rid: uid for uid, rid in source.uids().items()}
-    present = dest.uids()            # saves reading the measurements of runs to skip
     for run in runs:
         source_id = int(run.id or 0)
         uid = uid_of.get(source_id)
         if uid is None:
             continue
-        found, copied, measurements = present.get(uid), False, 0
+        found, copied, measurements = dest.present.get(uid), False, 0   # saves reading runs to skip
         if found is None:
-            packs = source.measurement_packs(source_id)
+            packs = _checked_packs(source, source_id)
+            telemetry = source.telemetry(source_id)
+            store = dest.store()   # made now, when a new file: the run to write in it reads
+            found = dest.present.get(uid)
+        if found is None:
             try:
-                new_id = dest.add_copied_run(run, uid, packs, source.telemetry(source_id))
+                new_id = store.add_copied_run(run, uid, packs, telemetry)
             except UsageError as e:   # a run an older clusterbench stored (a tag with a NUL)
                 raise UsageError(f"run {source_id} of {source.where} is not copied: {e}") from None
             if new_id is None:       # another copy stored it since we looked
-                found = dest.uids()[uid]
+                found = store.uids()[uid]
             else:
                 found, copied, measurements = new_id, True, len(packs)
         item = CopiedRun(uid, source_id, int(found), copied, run.benchmark, measurements)

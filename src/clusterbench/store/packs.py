@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -138,12 +139,64 @@ def pack_table(header: str, lines: Sequence[str], count: int, benchmark: str | N
 
 def benchmarks_of(pack: Pack) -> tuple[str, ...]:
     """The benchmarks a pack holds records of: as its producer said, else from its body (a pack
-    read back from a database, on its way to another one)."""
+    read back from a database, on its way to another one). A body this clusterbench could not
+    read back (edited by hand, another tool's) is a ValueError saying why, whatever is wrong with
+    it: it would otherwise be copied as it is, and fail only when read there."""
     if pack.benchmarks or not pack.count:
         return pack.benchmarks
-    if pack.format == TABLE:
-        return (json.loads(pack.body.partition("\n")[0])["benchmark"],)
-    return tuple(dict.fromkeys(k[0] for k in json.loads(pack.body)["k"]))
+    if pack.format not in FORMATS:
+        raise ValueError(f"unknown measurement pack format {pack.format!r} (written by a newer clusterbench?)")
+    if not isinstance(pack.body, str):   # SQLite keeps any type in any column
+        raise ValueError(f"a pack body is {type(pack.body).__name__}, not text")
+    try:
+        if pack.format == TABLE:
+            return (_table_benchmark(json.loads(pack.body.partition("\n")[0])),)
+        return _rows_benchmarks(json.loads(pack.body))
+    except RecursionError:   # nested thousands deep: Python's parser gives up
+        raise ValueError(f"a pack body is nested more than {sys.getrecursionlimit()} levels deep") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"a pack body is not JSON ({e})") from None
+
+
+def _is_number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _table_benchmark(head: object) -> str:
+    """The benchmark of a ``table`` pack's header, once the header has the shape ``_table`` reads."""
+    if not isinstance(head, dict):
+        raise ValueError("a table pack's header is not a JSON object")
+    bench, lead, cols, const, order = (head.get(k) for k in ("benchmark", "lead", "cols", "const", "order"))
+    if not isinstance(bench, str) or not bench:
+        raise ValueError("a table pack's header has no benchmark name")
+    if not (isinstance(lead, list) and all(isinstance(x, list) and len(x) == 2 and isinstance(x[0], str)
+                                           and x[1] in ("int", "str") for x in lead)):
+        raise ValueError("a table pack's header has no valid lead columns")
+    if not (isinstance(cols, list) and all(c is None or (isinstance(c, list) and len(c) == 3 and isinstance(c[0], str)
+                                                         and isinstance(c[1], str) and isinstance(c[2], dict))
+                                           for c in cols)):
+        raise ValueError("a table pack's header has no valid value columns")
+    if not isinstance(const, dict) or not (isinstance(order, list) and all(isinstance(k, str) for k in order)):
+        raise ValueError("a table pack's header has no valid constant params or order")
+    return bench
+
+
+def _rows_benchmarks(doc: object) -> tuple[str, ...]:
+    """The benchmarks of a ``rows`` pack, once every record of it reads back."""
+    if not isinstance(doc, dict):
+        raise ValueError("a rows pack is not a JSON object")
+    keys, plist, records = doc.get("k"), doc.get("p"), doc.get("r")
+    if not (isinstance(keys, list) and all(isinstance(k, list) and len(k) == 3 and all(isinstance(x, str) for x in k)
+                                           for k in keys)):
+        raise ValueError("a rows pack's keys are not [benchmark, metric, unit] texts")
+    if not (isinstance(plist, list) and all(isinstance(p, dict) for p in plist)):
+        raise ValueError("a rows pack's params are not JSON objects")
+    nk, np_ = len(keys), len(plist)
+    if not (isinstance(records, list) and all(
+            isinstance(r, list) and len(r) == 3 and type(r[0]) is int and type(r[1]) is int
+            and 0 <= r[0] < nk and 0 <= r[1] < np_ and _is_number(r[2]) for r in records)):
+        raise ValueError("a rows pack's records are not [key, params, finite value]")
+    return tuple(dict.fromkeys(k[0] for k in keys))
 
 
 def count_values(tokens: Iterable[str]) -> int:

@@ -228,7 +228,7 @@ def copy_cmd(source: str, dest: str, as_json: bool) -> None:
     Runs are known by their uid: a run copied twice is stored once, and a copy that was
     interrupted finishes when run again. Run ids differ between databases; tags do not.
     """
-    from clusterbench.store.copy import CopiedRun, copy_runs, same_database
+    from clusterbench.store.copy import CopiedRun, copy_databases, same_database
 
     if same_database(source, dest):   # every run would be skipped: a mistyped --to (or CLUSTERBENCH_DB)
         raise UsageError(f"--from and --to are the same database ({describe(source)}): nothing to copy")
@@ -242,8 +242,7 @@ def copy_cmd(source: str, dest: str, as_json: bool) -> None:
         else:
             print(f"run {item.source_id}: skipped, already there as run {item.dest_id}")
 
-    with Store.open_readonly(source) as src, Store.open(dest) as dst:
-        summary = copy_runs(src, dst, on_run=say)
+    summary = copy_databases(source, dest, on_run=say)
     if as_json:
         emit(summary_line("results copy", **summary.to_dict()))
         return

@@ -49,13 +49,23 @@ def serve_metrics(selectors: tuple[str, ...], port: int, addr: str, since: str |
     def on_error(text: str) -> None:
         print(f"# serve-metrics: scrape failed: {text}", file=sys.stderr, flush=True)
 
-    openmetrics.serve(load, port, addr, on_error)
     stop = threading.Event()
+    got: list[int] = []
+
+    def stopping(signum: int, _frame: object) -> None:
+        got.append(signum)
+        stop.set()
+
+    server = openmetrics.serve(load, port, addr, on_error)
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+        signal.signal(sig, stopping)
     print(f"# serve-metrics: http://{addr}:{port}/metrics (Ctrl-C to stop)", file=sys.stderr, flush=True)
     while not stop.wait(1.0):
         pass
+    # the port is given back before exiting; a scrape under way is cut off (its threads are daemons)
+    server.shutdown()
+    server.server_close()
+    print(f"# serve-metrics: stopped by {signal.Signals(got[0]).name}", file=sys.stderr, flush=True)
     return 0
 
 
