@@ -1,4 +1,5 @@
-"""Which ranks a network matrix spans and in which pairs, shared by the TCP and RDMA tests."""
+"""Which ranks a network matrix spans, in which pairs, and how long one pair may take: shared by
+the TCP and RDMA tests."""
 
 from __future__ import annotations
 
@@ -23,3 +24,9 @@ def ordered_pairs(n: int, mode: str) -> list[tuple[int, int]]:
         pairs = [(i, (i + 1) % n) for i in range(n)] + [((i + 1) % n, i) for i in range(n)]
         return list(dict.fromkeys(p for p in pairs if p[0] != p[1]))
     return [(i, j) for i in range(n) for j in range(n) if i != j]
+
+
+def pair_budget(timeout: float) -> float:
+    """Seconds one pair's test may take: the other ranks wait for it, and give up (and the
+    watchdog ends the run) after --timeout without progress; the rest is for passing results."""
+    return 0.8 * timeout

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from clusterbench.bench.net.pairs import ordered_pairs
+from clusterbench.bench.net.pairs import ordered_pairs, pair_budget
 from clusterbench.ranks.context import RankContext
 from clusterbench.records import Measurement
 
@@ -90,52 +90,94 @@ def parse_report(text: str, base: dict[str, Any]) -> list[Measurement]:
             for run in importer.parse(text) for m in run.measurements]
 
 
-def run_pairs(ctx: RankContext, cfg: Any, ranks: list[int], table: list[Any], names: list[str]) -> None:
+def run_pairs(ctx: RankContext, cfg: Any, ranks: list[int], table: list[Any], labels: list[str]) -> None:
+    """Every pair's ib_write_bw; ``labels[i]`` names the endpoint ``ranks[i]`` (a host, or
+    host/rank when the ranks share one host)."""
     import torch.distributed as dist
 
     reasons: list[Any] = [None] * ctx.world_size
     dist.all_gather_object(reasons, skip_reason())
-    missing = [f"{names[r]}: {reasons[r]}" for r in ranks if reasons[r]]
+    missing = list(dict.fromkeys(f"{labels[i]}: {reasons[r]}" for i, r in enumerate(ranks) if reasons[r]))
     if missing:
         ctx.note("rdma: " + "; ".join(missing), TOOL)
         return
     device = cfg.rdma_device or rdma_devices()[0]
-    timeout = max(ctx.options.timeout, 60.0)
+    # the other ranks wait on each pair: the client, and the server's start, fit in --timeout
+    budget = pair_budget(ctx.options.timeout)
     for i, j in ordered_pairs(len(ranks), cfg.pairs):
         src, dst = ranks[i], ranks[j]
         result: Any = None
         server = None
         not_ready: str | None = None
-        if ctx.rank == dst:
-            server = subprocess.Popen(perftest_argv(device, cfg.rdma_qps, cfg.rdma_bidirectional,
-                                                    cfg.rdma_gpu, port=PORT),
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            not_ready = wait_listening(server, PORT, timeout=30.0)
-        ready: list[Any] = [None] * ctx.world_size
-        dist.all_gather_object(ready, not_ready)  # the client starts once the server listens
-        if ctx.rank == src and ready[dst] is not None:
-            result = ready[dst]
-        elif ctx.rank == src:
-            try:
-                r = subprocess.run(perftest_argv(device, cfg.rdma_qps, cfg.rdma_bidirectional,
-                                                 cfg.rdma_gpu, server=table[dst][0], port=PORT),
-                                   capture_output=True, text=True, timeout=timeout)
-                result = r.stdout if r.returncode == 0 else f"exit {r.returncode}: {r.stderr.strip()[:200]}"
-            except subprocess.TimeoutExpired:
-                result = f"no report within {timeout:g} s"
-        got: list[Any] = [None] * ctx.world_size
-        dist.all_gather_object(got, result)
-        if server is not None:
-            try:
-                server.wait(10)
-            except subprocess.TimeoutExpired:
+        try:
+            if ctx.rank == dst:
+                started = _start_server(device, cfg, budget / 4)
+                if isinstance(started, str):
+                    not_ready = started
+                else:
+                    server = started
+            ready: list[Any] = [None] * ctx.world_size
+            dist.all_gather_object(ready, not_ready)  # the client starts once the server listens
+            if ctx.rank == src and ready[dst] is not None:
+                result = f"server on {labels[j]}: {ready[dst]}"
+            elif ctx.rank == src:
+                result = _client(device, cfg, table[dst][0], budget / 2)
+            got: list[Any] = [None] * ctx.world_size
+            dist.all_gather_object(got, result)
+        except BaseException:
+            if server is not None:   # interrupted, or a peer gone: no server left behind
                 server.kill()
                 server.wait(5)
+            raise
+        if server is not None:
+            _stop(server)
         ctx.progress()
-        base = {"src_host": names[src], "dst_host": names[dst], "device": device,
-                "qps": cfg.rdma_qps, "bidirectional": cfg.rdma_bidirectional}
+        base = {"src_host": labels[i], "dst_host": labels[j], "src_rank": src, "dst_rank": dst,
+                "device": device, "qps": cfg.rdma_qps, "bidirectional": cfg.rdma_bidirectional}
         text = got[src]
-        if text is None or not isinstance(text, str) or "#bytes" not in text:
-            ctx.fail(f"ib_write_bw {names[src]} -> {names[dst]}: {text}")
+        measured = parse_report(text, base) if isinstance(text, str) and "#bytes" in text else []
+        if not measured:   # a report without rows is no measurement: never a number made up
+            why = text[:400] if isinstance(text, str) else "no report"
+            ctx.fail(f"ib_write_bw {labels[i]} -> {labels[j]}: {why}")
             continue
-        ctx.record(parse_report(text, base))
+        ctx.record(measured)
+
+
+def _start_server(device: str, cfg: Any, wait: float) -> subprocess.Popen | str:
+    """This host's ib_write_bw server, listening; or why there is none."""
+    if listening(PORT):   # a client connecting now would reach whatever holds the port
+        return f"TCP port {PORT} is already in use (another ib_write_bw?)"
+    try:
+        server = subprocess.Popen(perftest_argv(device, cfg.rdma_qps, cfg.rdma_bidirectional, cfg.rdma_gpu,
+                                                port=PORT),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError as e:
+        return f"{TOOL} did not start: {e.strerror or e}"
+    why = wait_listening(server, PORT, timeout=wait)
+    if why is not None:
+        _stop(server)
+        return why
+    return server
+
+
+def _client(device: str, cfg: Any, server: str, timeout: float) -> str:
+    """The client's report, or a line saying why there is none."""
+    try:
+        r = subprocess.run(perftest_argv(device, cfg.rdma_qps, cfg.rdma_bidirectional, cfg.rdma_gpu,
+                                         server=server, port=PORT),
+                           capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"no report within {timeout:g} s"
+    except OSError as e:
+        return f"{TOOL} did not start: {e.strerror or e}"
+    if r.returncode != 0:
+        return f"exit {r.returncode}: {r.stderr.strip()[:200]}"
+    return r.stdout
+
+
+def _stop(server: subprocess.Popen) -> None:
+    try:
+        server.wait(10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait(5)

@@ -44,7 +44,8 @@ class LatencyResult:
             return xs[-1]
         if which == "p50":  # the median: of an even count, the mean of the middle two
             return statistics.median(xs)
-        return sum(xs) / len(xs)
+        # rounding can put the mean of equal times one ulp above them: never outside min..max
+        return min(max(statistics.fmean(xs), xs[0]), xs[-1])
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes:
@@ -101,15 +102,16 @@ class Server:
                     size = struct.unpack("!i", _recv_exact(conn, 4))[0]
                     if not 1 <= size <= MAX_MESSAGE:   # not from a client of ours: hang up
                         return
+                    # one buffer filled in place: joining the parts of a large message as bytes
+                    # copies it again for every part (quadratic: a 1 GiB ping never came back)
+                    msg = memoryview(bytearray(size))
                     while True:
-                        msg = conn.recv(size)
-                        if not msg:
-                            break
-                        while len(msg) < size:
-                            more = conn.recv(size - len(msg))
-                            if not more:
+                        got = 0
+                        while got < size:
+                            n = conn.recv_into(msg[got:])
+                            if not n:
                                 return
-                            msg += more
+                            got += n
                         conn.sendall(msg)
             except OSError:
                 return
@@ -123,6 +125,22 @@ class Server:
         self.sock.close()
 
 
+class NetTestError(Exception):
+    """A test between two endpoints that measured nothing it could report, with why."""
+
+
+def _where(addr: str, port: int) -> str:
+    return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
+
+
+def _why(e: BaseException | None) -> str:
+    if isinstance(e, TimeoutError):
+        return "timed out"
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror
+    return str(e) or type(e).__name__
+
+
 def _connect(addr: str, port: int, timeout: float) -> socket.socket:
     s = socket.create_connection((addr, port), timeout=timeout)
     s.settimeout(timeout)
@@ -132,8 +150,16 @@ def _connect(addr: str, port: int, timeout: float) -> socket.socket:
 def bandwidth(addr: str, port: int, *, streams: int = 4, duration: float = 2.0,
               timeout: float = 30.0) -> BandwidthResult:
     """Send for ``duration`` seconds over ``streams`` connections; the receiver measures."""
+    where = _where(addr, port)
     payload = memoryview(bytes(CHUNK))
-    socks = [_connect(addr, port, timeout) for _ in range(streams)]
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(streams):
+            socks.append(_connect(addr, port, timeout))
+    except OSError as e:
+        for s in socks:
+            s.close()
+        raise NetTestError(f"cannot connect to {where}: {_why(e)}") from None
     reports: list[tuple[int, float, float]] = []
     errors: list[BaseException] = []
     lock = threading.Lock()
@@ -151,6 +177,7 @@ def bandwidth(addr: str, port: int, *, streams: int = 4, duration: float = 2.0,
             with lock:
                 reports.append(rep)
         except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+            start.abort()   # the other streams stop waiting for this one at once
             with lock:
                 errors.append(e)
         finally:
@@ -159,43 +186,75 @@ def bandwidth(addr: str, port: int, *, streams: int = 4, duration: float = 2.0,
     threads = [threading.Thread(target=stream, args=(s,), daemon=True) for s in socks]
     for t in threads:
         t.start()
+    # ``timeout`` bounds each wait (connect, start, a stalled send, the report) and the whole
+    # test past its sending time: the ranks waiting on this pair give up soon after
+    deadline = time.monotonic() + duration + timeout
     for t in threads:
-        t.join(duration + timeout)
-    if errors:
-        raise ConnectionError(f"bandwidth test to {addr}:{port} failed: {errors[0]}")
+        t.join(max(0.0, deadline - time.monotonic()))
+    # the first error that is not another stream's broken barrier says what went wrong
+    real = [e for e in errors if not isinstance(e, threading.BrokenBarrierError)] or errors
+    if real:
+        raise NetTestError(f"bandwidth test to {where} failed: {_why(real[0])}")
     if len(reports) != streams:
-        raise TimeoutError(f"bandwidth test to {addr}:{port} did not finish")
+        raise NetTestError(f"bandwidth test to {where} did not finish")
     total = sum(r[0] for r in reports)
     firsts = [r[1] for r in reports if r[0]]
     span = max(r[2] for r in reports) - min(firsts) if firsts else 0.0
+    if total <= 0 or span <= 0:
+        # no time between the first and the last byte: a rate would be invented, not measured
+        raise NetTestError(f"bandwidth test to {where}: {total} bytes arrived at once, no rate to "
+                           f"measure (too short a --duration)")
     return BandwidthResult(total, span, streams)
 
 
 def latency(addr: str, port: int, *, iters: int = 200, size: int = 8, warmup: int = 20,
-            timeout: float = 30.0) -> LatencyResult:
-    """Round-trip times of ``size``-byte ping-pongs on one connection with Nagle off."""
+            timeout: float = 30.0, budget: float | None = None) -> LatencyResult:
+    """Round-trip times of ``size``-byte ping-pongs on one connection with Nagle off, all of
+    them within ``budget`` seconds (the ranks waiting on this pair give up after that)."""
+    where = _where(addr, port)
+    warmup = min(warmup, iters)
     msg = b"x" * size
-    with _connect(addr, port, timeout) as s:
-        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        s.sendall(_LAT + struct.pack("!i", size))
-        rtts = []
-        for i in range(warmup + iters):
-            t0 = time.perf_counter()
-            s.sendall(msg)
-            _recv_exact(s, size)
-            if i >= warmup:
-                rtts.append((time.perf_counter() - t0) * 1e6)
+    deadline = time.monotonic() + budget if budget is not None else None
+    if budget is not None:
+        timeout = min(timeout, budget)
+    rtts: list[float] = []
+    try:
+        with _connect(addr, port, timeout) as s:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            s.sendall(_LAT + struct.pack("!i", size))
+            for i in range(warmup + iters):
+                t0 = time.perf_counter()
+                s.sendall(msg)
+                _recv_exact(s, size)
+                if i >= warmup:
+                    rtts.append((time.perf_counter() - t0) * 1e6)
+                if deadline is not None and time.monotonic() > deadline:
+                    raise NetTestError(
+                        f"latency test to {where}: {len(rtts)} of {iters} round trips of {size} B "
+                        f"in {budget:g} s: lower --latency-iters or --latency-bytes, or raise --timeout")
+    except OSError as e:
+        raise NetTestError(f"latency test to {where} failed after {len(rtts)} of {iters} round "
+                           f"trips: {_why(e)}") from None
     return LatencyResult(rtts)
 
 
 def local_address(peer: str) -> str:
-    """The address this host uses to reach ``peer`` (no packet is sent: UDP connect only)."""
+    """The address this host uses to reach ``peer`` (no packet is sent: UDP connect only).
+
+    A peer that does not resolve, or that this host has no route to, is an error: falling back
+    to loopback would hand the other hosts an address where they reach themselves."""
     if peer in ("127.0.0.1", "localhost", "::1"):
         return "127.0.0.1"
-    family = socket.AF_INET6 if ":" in peer else socket.AF_INET
-    with socket.socket(family, socket.SOCK_DGRAM) as s:
-        try:
-            s.connect((peer, 9))
-            return str(s.getsockname()[0])
-        except OSError:
-            return "127.0.0.1"
+    try:
+        infos = socket.getaddrinfo(peer, 9, type=socket.SOCK_DGRAM)
+    except (OSError, UnicodeError) as e:
+        raise NetTestError(f"cannot resolve MASTER_ADDR {peer!r}: {_why(e)}") from None
+    last: OSError | None = None
+    for family, _, _, _, sockaddr in infos:
+        with socket.socket(family, socket.SOCK_DGRAM) as s:
+            try:
+                s.connect(sockaddr)
+                return str(s.getsockname()[0])
+            except OSError as e:
+                last = e
+    raise NetTestError(f"no route from this host to MASTER_ADDR {peer!r}: {_why(last)}")
