@@ -36,3 +36,49 @@ def raise_on(ctx, config):
     if ctx.rank == config["rank"]:
         raise ValueError("boom from a rank")
     dist.barrier()
+
+
+def exit_after_rows(ctx, config):
+    """Rank ``config["rank"]`` records ``config["rows"]`` rows, then exits at once (no flush)."""
+    for step in range(config["rows"]):
+        dist.all_reduce(torch.ones(2))
+        ctx.progress()
+        ctx.record([Measurement("selftest", "value", 1.0, "", {"step": step})])
+    if ctx.rank == config["rank"]:
+        os._exit(config.get("code", 3))
+    dist.all_reduce(torch.ones(2))
+
+
+def raise_unprintable(ctx, config):
+    if ctx.rank == config["rank"]:
+        raise UnprintableError()
+    dist.barrier()
+
+
+class UnprintableError(Exception):
+    def __str__(self) -> str:
+        raise ValueError("no text")
+
+
+def raise_huge(ctx, config):
+    if ctx.rank == config["rank"]:
+        raise RuntimeError("x" * 1_000_000)
+    dist.barrier()
+
+
+def send_unpicklable(ctx, config):
+    ctx.meta({"callback": lambda: None})
+    dist.barrier()
+    ctx.record([Measurement("selftest", "value", 1.0, "", {})])
+
+
+def record_value(ctx, config):
+    dist.barrier()
+    ctx.record([Measurement("selftest", "value", 1.0, "", {"step": 0})])
+    ctx.record([Measurement("selftest", "value", config["value"], "", {"step": 1})])
+
+
+def print_to_stdout(ctx, config):
+    print("RANK-STDOUT-LINE", flush=True)
+    dist.barrier()
+    ctx.record([Measurement("selftest", "value", 1.0, "", {})])

@@ -125,6 +125,7 @@ class _GuardedPrinter:
     def __init__(self, printer: Printer) -> None:
         self.printer = printer
         self.error: str | None = None
+        self.internal = False   # the printer itself failed, not the output: exit 1, not 74
 
     def _guard(self, show: Callable[[], None]) -> None:
         if self.error is not None:
@@ -134,6 +135,9 @@ class _GuardedPrinter:
         except OSError as e:
             self.error = f"cannot write to {stdout_name()}: {why(e)}"
             discard_stdout()
+        except Exception as e:  # noqa: BLE001 - a row the printer cannot show must not lose the run
+            self.error = f"internal error while printing: {type(e).__name__}: {e}"
+            self.internal = True
 
     def on_event(self, event: Event) -> None:
         self._guard(lambda: self.printer.on_event(event))
@@ -205,7 +209,7 @@ def _run_job(job: Job, benchmark: str, command: list[str], printer: Printer,
     if signum is not None and code <= 128:
         code = 128 + signum
     elif shown.error is not None and code == 0:
-        code = OUTPUT_FAILED
+        code = 1 if shown.internal else OUTPUT_FAILED
     return JobResult(run, builder.measurements, code)
 
 

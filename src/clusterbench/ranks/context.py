@@ -7,6 +7,7 @@ device type, and they live here.
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import time
@@ -124,6 +125,10 @@ class RankContext:
     def record(self, measurements: Iterable[Measurement]) -> None:
         """Finished rows: sent at once, so they survive a later crash of any rank."""
         rows = tuple(measurements)
+        for m in rows:
+            # inf cannot be stored as JSON nor printed as a number; like NaN it is no measurement
+            if isinstance(m.value, float) and not math.isfinite(m.value):
+                raise ValueError(f"{m.benchmark}/{m.metric}: {m.value} is not a measurement ({m.params})")
         if rows:
             self._benchmark = rows[-1].benchmark
         self.emit(Rows(rows))
@@ -183,6 +188,7 @@ def _job_store(env: RankEnv, timeout: timedelta) -> Any:
     global _groups
     key = (env.master_addr, env.master_port)
     if key not in _stores:
+        _check_resolves(env.master_addr, 0.8 * timeout.total_seconds())   # before the watchdog's --timeout
         # torchrun's agent hosts the store itself and tells its workers to connect as clients
         hosted = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
         _stores[key] = dist.TCPStore(env.master_addr, env.master_port, env.world_size,
@@ -190,6 +196,30 @@ def _job_store(env: RankEnv, timeout: timedelta) -> Any:
                                      wait_for_workers=False)
     _groups += 1
     return dist.PrefixStore(f"clusterbench/{_groups}", _stores[key])
+
+
+# The answers of a name lookup that say the name does not exist (yet: a Kubernetes pod's name
+# appears once the pod runs); a temporary failure (EAI_AGAIN) is left to the store's retries.
+_NO_SUCH_NAME = tuple(getattr(socket, n) for n in ("EAI_NONAME", "EAI_NODATA", "EAI_FAIL") if hasattr(socket, n))
+
+
+def _check_resolves(addr: str, wait_s: float) -> None:
+    """A MASTER_ADDR no lookup finds within most of --timeout: one line, instead of the store
+    retrying it until the watchdog ends the rank, with a page of C++ warnings."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            socket.getaddrinfo(addr, None, type=socket.SOCK_STREAM)
+            return
+        except UnicodeError:
+            raise UsageError(f"MASTER_ADDR {addr!r} is not a host name or address") from None
+        except socket.gaierror as e:
+            if e.errno not in _NO_SUCH_NAME:
+                return
+            if time.monotonic() >= deadline:
+                raise UsageError(f"MASTER_ADDR {addr!r}: no such host ({e.strerror}); set it to the "
+                                 f"address of rank 0's host") from None
+        time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
 
 
 def gpu_index(local_rank: int, local_world_size: int, visible: int, host: str) -> int:

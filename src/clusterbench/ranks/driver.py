@@ -151,27 +151,58 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _text_of(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:  # noqa: BLE001 - a broken __str__ must not hide which exception it was
+        return ""
+
+
 def _describe(exc: BaseException) -> tuple[str, int]:
+    """One line for a rank's exception: its first line of text, capped (a message may be
+    megabytes), and the exit code it stands for."""
     if isinstance(exc, ClusterbenchError):
-        return str(exc), exc.exit_code
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": "), 1
+        return _short(_first_line(_text_of(exc))), exc.exit_code
+    return _short(f"{type(exc).__name__}: {_first_line(_text_of(exc))}".rstrip(": ")), 1
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
 
 
 HEARTBEAT_S = 0.5
+
+
+class _Channel:
+    """A rank's end of its pipe to the command. A message is written whole before ``send``
+    returns (an event is pickled here, so an unpicklable one fails in the rank that sent it),
+    so a rank that dies right after ``ctx.record`` has delivered that row. One pipe per rank: a
+    rank killed in the middle of a message garbles only its own pipe."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.lock = threading.Lock()   # the rank's main thread and its companion both send
+
+    def send(self, msg: tuple[str, int, Any, Any]) -> None:
+        with self.lock:
+            self.conn.send(msg)
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()
 
 
 class _Companion:
     """A rank's background thread, waking every HEARTBEAT_S:
 
     - it forwards the rank's progress count to the parent, at most once per period, so a
-      benchmark's inner loop never pays for (or competes with) a queue write per step;
+      benchmark's inner loop never pays for (or competes with) a pipe write per step;
     - ranks are children of the forkserver, not of the command: if the command is killed
       (SIGKILL leaves it no chance to stop them), it ends this rank instead of orphaning it.
     """
 
-    def __init__(self, rank: int, q: Any, parent_pid: int) -> None:
-        self.rank, self.q, self.parent_pid = rank, q, parent_pid
+    def __init__(self, rank: int, channel: _Channel, parent_pid: int) -> None:
+        self.rank, self.channel, self.parent_pid = rank, channel, parent_pid
         self.steps = 0
         self.stopped = threading.Event()
         threading.Thread(target=self._run, daemon=True, name="clusterbench-rank-companion").start()
@@ -180,7 +211,7 @@ class _Companion:
         self.steps = n
 
     def stop(self) -> None:
-        """Before the rank closes its queue: a progress message after that would raise."""
+        """Before the rank closes its pipe: a progress message after that would raise."""
         self.stopped.set()
 
     def _run(self) -> None:
@@ -195,36 +226,69 @@ class _Companion:
             if self.steps != sent:
                 sent = self.steps
                 try:
-                    self.q.put(("progress", self.rank, sent, None))
-                except (ValueError, OSError):   # the queue closed between the check and the put
+                    self.channel.send(("progress", self.rank, sent, None))
+                except (ValueError, OSError):   # the pipe closed between the check and the send
                     return
 
 
-def _local_rank_main(env: RankEnv, job: Job, q: Any, parent_pid: int) -> None:
+def _stdout_to_stderr() -> None:
+    """The command's standard output carries its table or its JSON lines: what a rank prints
+    there (a benchmark's print, NCCL_DEBUG's lines) goes to standard error instead, and a closed
+    standard output (``| head -1``) cannot fail a rank."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    with contextlib.suppress(OSError):
+        os.dup2(2, 1)
+
+
+def _local_rank_main(env: RankEnv, job: Job, conn: Any, parent_pid: int) -> None:
     # The parent decides when ranks die; ignore the terminal's Ctrl-C (and its hangup) so it can
     # report first.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "SIGHUP"):
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    _stdout_to_stderr()
     rank = env.rank
-    companion = _Companion(rank, q, parent_pid)
+    channel = _Channel(conn)
+    companion = _Companion(rank, channel, parent_pid)
     try:
         _run_rank(
             env, job,
-            emit=(lambda event: q.put(("event", rank, event, None))) if rank == 0 else None,
+            emit=(lambda event: channel.send(("event", rank, event, None))) if rank == 0 else None,
             progress=companion.progress,
         )
         companion.stop()
-        q.put(("done", rank, None, None))
+        channel.send(("done", rank, None, None))
     except BaseException as e:  # noqa: BLE001 - every failure is reported to the parent
         companion.stop()
         msg, code = _describe(e)
-        q.put(("error", rank, msg, code))
-        q.close()
-        q.join_thread()
+        with contextlib.suppress(OSError, ValueError):   # the command may be gone
+            channel.send(("error", rank, msg, code))
+        with contextlib.suppress(OSError):
+            channel.close()
         os._exit(1)
-    q.close()
-    q.join_thread()
+    channel.close()
+
+
+def _read_rank(rank: int, conn: Any, inbox: queue_mod.Queue[tuple[str, int, Any, Any]]) -> None:
+    """The command's reader of one rank's pipe (a thread): whole messages go to ``inbox``, then
+    ("closed", rank) when the rank's end is closed (it exited, or died in the middle of one)."""
+    try:
+        while True:
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):
+                return
+            except Exception as e:  # noqa: BLE001 - a message this process cannot unpickle
+                inbox.put(("error", rank, f"sent a message the command cannot read: {_describe(e)[0]}", 1))
+                return
+            inbox.put(msg)
+    finally:
+        with contextlib.suppress(OSError):
+            conn.close()
+        inbox.put(("closed", rank, None, None))
 
 
 _mp_context = None
@@ -294,6 +358,8 @@ def _exit_text(code: int | None) -> str:
             return f"was killed by {signal.Signals(-code).name}"
         except ValueError:
             return f"was killed by signal {-code}"
+    if code == 0:   # a benchmark that returned early would have sent "done": something exited it
+        return "exited (code 0) before it finished"
     return f"exited with code {code}"
 
 
@@ -331,30 +397,42 @@ def _blame(procs: list[Any], done: set[int], errors: dict[int, tuple[str, int]],
 def _run_local(job: Job, sink: Sink, np: int) -> JobOutcome:
     mp = _context()
     _helpers_outlive_hangup()
-    q = mp.Queue()
     port = _free_port()
     host = socket.gethostname()
     procs: list[Any] = []
+    conns: list[Any] = []   # the command's end of each rank's pipe
     try:
         with _main_module_hidden():
             for r in range(np):
                 env = RankEnv(rank=r, world_size=np, local_rank=r, local_world_size=np,
                               master_addr="127.0.0.1", master_port=port, launcher="local", host=host)
-                p = mp.Process(target=_local_rank_main, args=(env, job, q, os.getpid()),
+                reader, writer = mp.Pipe(duplex=False)
+                conns.append(reader)
+                p = mp.Process(target=_local_rank_main, args=(env, job, writer, os.getpid()),
                                name=f"clusterbench-rank{r}", daemon=True)
                 try:
                     p.start()
                 except (OSError, EOFError) as e:  # out of processes, memory or file descriptors
                     why = getattr(e, "strerror", None) or str(e) or type(e).__name__
                     raise ClusterbenchError(f"rank {r} on {host} could not start: {why}") from None
+                finally:
+                    writer.close()   # the rank holds its own copy: its exit is our end of file
                 procs.append(p)
     except BaseException:
         with held():
             _stop(procs)  # the ranks that did start, so none is left behind
-            q.close()
+            for c in conns:
+                c.close()
         raise
 
+    inbox: queue_mod.Queue[tuple[str, int, Any, Any]] = queue_mod.Queue()
+    readers = [threading.Thread(target=_read_rank, args=(r, c, inbox), daemon=True,
+                                name=f"clusterbench-rank{r}-reader") for r, c in enumerate(conns)]
+    for t in readers:
+        t.start()
+
     done: set[int] = set()
+    closed: set[int] = set()
     steps = [0] * np
     last_activity = time.monotonic()
     failure: tuple[str, int] | None = None
@@ -371,25 +449,28 @@ def _run_local(job: Job, sink: Sink, np: int) -> JobOutcome:
         elif kind == "done":
             done.add(rank)
         elif kind == "error":
-            errors[rank] = (a, b)
+            errors.setdefault(rank, (a, b))
+        elif kind == "closed":
+            closed.add(rank)
 
     def dead() -> list[int]:
-        return [r for r, p in enumerate(procs) if r not in done and r not in errors and p.exitcode is not None]
+        return [r for r, p in enumerate(procs)
+                if r not in done and r not in errors and (r in closed or p.exitcode is not None)]
 
     try:
         while len(done) < np and not errors:
             try:
-                handle(q.get(timeout=0.1))
+                handle(inbox.get(timeout=0.1))
                 last_activity = time.monotonic()
                 continue
             except queue_mod.Empty:
                 pass
             if dead():
-                try:  # a message sent just before exit may still be in the pipe
-                    handle(q.get(timeout=0.5))
-                    continue
-                except queue_mod.Empty:
+                for r in dead():   # what it sent before it died is read before it is blamed
+                    readers[r].join(0.5)
+                if inbox.empty():
                     break
+                continue
             if time.monotonic() - last_activity > timeout:
                 break
         if len(done) < np:
@@ -398,9 +479,11 @@ def _run_local(job: Job, sink: Sink, np: int) -> JobOutcome:
             grace = time.monotonic() + 1.0
             while time.monotonic() < grace:
                 try:
-                    handle(q.get(timeout=0.1))
+                    handle(inbox.get(timeout=0.1))
                 except queue_mod.Empty:
                     pass
+            for r in dead():   # its exit status arrives a moment after its end of file
+                procs[r].join(2.0)
             failure = _blame(procs, done, errors, steps, dead(), host, timeout)
     except Interrupted as e:
         failure = (e.reason, e.exit_code)
@@ -412,11 +495,15 @@ def _run_local(job: Job, sink: Sink, np: int) -> JobOutcome:
         with held():
             if failure is not None:
                 _stop(procs)
-                # Keep events that were already sent (finished rows) before the failure.
+                # Keep events that were already sent (finished rows) before the failure: each
+                # reader ends at its rank's end of file, once the rank is gone.
+                deadline = time.monotonic() + 2.0
+                for t in readers:
+                    t.join(max(0.0, deadline - time.monotonic()))
                 while True:
                     try:
-                        kind, rank, a, b = q.get(timeout=0.05)
-                    except (queue_mod.Empty, OSError, EOFError):
+                        kind, rank, a, b = inbox.get_nowait()
+                    except queue_mod.Empty:
                         break
                     if kind == "event":
                         sink(a)
@@ -424,7 +511,9 @@ def _run_local(job: Job, sink: Sink, np: int) -> JobOutcome:
                 for p in procs:
                     p.join(10.0)
                 _stop(procs)
-            q.close()
+            # Each reader closes its own pipe at end of file: closing it here, under a reader
+            # still blocked in it (a rank's child holding the pipe open), could make that
+            # reader read whatever file next gets the same descriptor number.
     if failure is None:
         return JobOutcome("root", COMPLETE)
     msg, code = failure
