@@ -175,3 +175,8 @@ def test_outlier_off_a_median_of_zero_says_the_difference() -> None:
     from clusterbench.judge.outliers import Outlier
     text = Outlier("host3", 2.5, 0.0, 9.0, math.inf).describe("GB/s")
     assert "inf" not in text and "+2.5 GB/s vs median 0 GB/s" in text
+
+
+def test_fmt_value_prints_a_value_past_the_floats() -> None:
+    from clusterbench.families.base import fmt_value
+    assert fmt_value(math.inf) == "inf" and fmt_value(-math.inf) == "-inf" and fmt_value(2.0) == "2"

@@ -217,6 +217,8 @@ def param_words(params: Params, keys: Iterable[str]) -> str:
 
 
 def fmt_value(v: float) -> str:
+    if not math.isfinite(v):   # int(inf) raises: a value no importer should pass still prints
+        return str(v)
     if v == int(v) and abs(v) < 1e15:
         return str(int(v))
     return f"{v:.4g}" if abs(v) < 1e-3 or abs(v) >= 1e6 else f"{v:.3f}"
