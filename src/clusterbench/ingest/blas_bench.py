@@ -26,7 +26,6 @@ from clusterbench.ingest.common import (
     add_warning,
     clean_lines,
     new_run,
-    strip_wrappers,
     text_lines,
     to_float,
     to_int,
@@ -67,25 +66,8 @@ def _function(cols: list[str], text: str) -> tuple[str, bool]:
     return ("gemm_ex" if "ldd" in cols else "gemm"), True
 
 
-# pdsh's ``host: `` before every line; the cleaners take it off only from logs of five lines or
-# more, and a GEMM's log is often three (command, header, one value line)
-_HOST = re.compile(r"([A-Za-z][\w.-]*): ")
-
-
-def _without_host(lines: list[str]) -> list[str]:
-    """The lines without the ``host: `` that starts every one of them, when one host wrote
-    them all and the CSV header is behind it."""
-    texts = [ln for ln in lines if ln.strip()]
-    first = _HOST.match(texts[0]) if texts else None
-    if first is None or not all(ln.startswith(first.group(0)) for ln in texts) \
-            or not any("Gflops" in ln and "," in ln for ln in texts):
-        return lines
-    cut = len(first.group(0))
-    return [strip_wrappers(ln[cut:]) if ln.strip() else ln for ln in lines]
-
-
 def parse(text: str, name: str = "", tool: str = "rocblas-bench") -> list[ImportedRun]:
-    lines = [ln.strip() for ln in _without_host(list(clean_lines(text_lines(text))))]
+    lines = [ln.strip() for ln in clean_lines(text_lines(text))]
     run = new_run(tool, name)
     ms: list[Measurement] = []
     cols: list[str] = []

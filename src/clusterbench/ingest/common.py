@@ -10,7 +10,8 @@ roles wrapped across source lines, ``\\|`` escapes, ``**bold**``).
 
 A prefix is only taken off where it cannot be data: a table row starts with a number but never
 with ``<number>: ``, and pdsh's free-form ``host: `` is removed only when nearly every line of the
-log's start carries one (so ``Version: 4.0`` in a BabelStream banner stays).
+log's start carries one (so ``Version: 4.0`` in a BabelStream banner stays), or in a log of
+two to four lines, when every line carries the same one and it is a host's name (``_host_prefixes``).
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from typing import Any
 
 from clusterbench.errors import UsageError
 from clusterbench.printable import not_utf8
-from clusterbench.records import COMPLETE, WARNINGS, Measurement, Run
-from clusterbench.store.packs import Packs, measurements_of, pack_measurements
+from clusterbench.records import COMPLETE, INCOMPLETE, WARNINGS, Measurement, Run
+from clusterbench.store.packs import TABLE, Pack, Packs, measurements_of, number, pack_measurements
 
 IMPORT_BENCHMARK = "import"
 # What some editors write first; not part of the log. iter_runs drops it before the first line,
@@ -49,6 +50,23 @@ class ImportedRun:
 
     def __init__(self, run: Run, measurements: list[Measurement] | None = None,
                  packs: Packs | None = None, benchmark: str | None = None) -> None:
+        # every importer's records pass here: the one place a figure no tool measures is dropped
+        dropped = False
+        if measurements:
+            kept = _without_negatives(run, measurements)
+            dropped, measurements = kept is not measurements, kept
+        if packs is not None:
+            checked = packs.packs
+            for i, pack in enumerate(packs.packs):
+                if "-" in pack.body:   # memchr: most packs hold none (a Python step per pack of a large log)
+                    kept = _pack_without_negatives(run, pack)
+                    if kept is not pack:
+                        checked = checked[:] if checked is packs.packs else checked
+                        checked[i] = kept
+            if checked is not packs.packs:
+                dropped, packs = True, Packs(checked)
+        if dropped and not (measurements or packs) and run.status == COMPLETE:
+            run.status = INCOMPLETE   # every figure it printed was dropped
         self.run = run
         self._measurements = measurements if measurements is not None or packs is not None else []
         self._packs = packs
@@ -83,6 +101,99 @@ class ImportedRun:
         return Packs([pack_measurements(self.measurements)])
 
 
+# Units of figures that are never below zero: times and rates (bandwidth, throughput, message
+# and request rates). A tool that prints such a figure below zero printed no measurement (a
+# clock gone backwards, an overflow, an edited log), so it is dropped with a warning. Other
+# units keep their sign: iperf3 counts packets that arrive out of order as lost, so its loss
+# can be negative; counts, errors, ratios and deltas may be too.
+_TIME_UNITS = frozenset({"s", "ms", "us", "ns"})
+
+
+def never_negative(unit: str) -> bool:
+    """Whether a value in ``unit`` (a time or a rate) below zero is no measurement."""
+    return unit in _TIME_UNITS or unit.endswith("/s") or unit == "Mpps"
+
+
+def _negative_note(benchmark: str, metric: str, value: float, unit: str) -> str:
+    return f"{benchmark} {metric} {value:g} {unit} not stored: a time or rate below zero is no measurement"
+
+
+def _dropped(m: Measurement) -> bool:
+    # (an infinite value is a parser's defect, refused as such: iter_runs' not_finite)
+    return -math.inf < m.value < 0 and never_negative(m.unit)
+
+
+def _without_negatives(run: Run, ms: list[Measurement]) -> list[Measurement]:
+    """``ms`` without the values below zero of a time or rate, each named in a warning."""
+    if not any(m.value < 0 for m in ms):
+        return ms
+    kept = []
+    for m in ms:
+        if _dropped(m):
+            add_warning(run, _negative_note(m.benchmark, m.metric, m.value, m.unit))
+        else:
+            kept.append(m)
+    return kept if len(kept) < len(ms) else ms
+
+
+# In a ``table`` pack's rows: a token that may be a number below zero. nccl-tests prints a root
+# of -1 on every row of most ops, which this passes over; a time or bandwidth it printed below
+# zero has decimals (-1.50: its formats are %.2f, %.1f, %.0f only from 10000 up), so a bare -1
+# in those columns, which no build prints, is not looked for. A search led by one literal
+# character runs near memory speed (about 1% of a 200 MB log's import); a match (also the
+# exponent of 1e-07) is only looked at more closely.
+_MINUS = re.compile(r"-[^1\s]|-1\S")
+
+
+def _pack_without_negatives(run: Run, pack: Pack) -> Pack:
+    """``pack`` without the values below zero of a time or rate (``_without_negatives``)."""
+    body = pack.body
+    if pack.format != TABLE:
+        ms = list(measurements_of(pack.format, body))
+        kept = _without_negatives(run, ms)
+        return pack if kept is ms else pack_measurements(kept)
+    start = body.find("\n") + 1
+    m = _MINUS.search(body, start) if start else None
+    if m is None:
+        return pack
+    return _table_without_negatives(run, pack, m.start())
+
+
+def _table_without_negatives(run: Run, pack: Pack, at: int) -> Pack:
+    """A ``table`` pack with each value below zero of a time or rate written ``N/A`` (a token
+    that is no number, so no record), from the row holding offset ``at`` on."""
+    body = pack.body
+    head = json.loads(body[:body.find("\n")])
+    nlead = len(head["lead"])
+    cols = [c if c and never_negative(c[1]) else None for c in head["cols"]]
+    out: list[str] = []
+    done = line = body.rfind("\n", 0, at) + 1
+    dropped = 0
+    out.append(body[:line])
+    while line < len(body):
+        end = body.find("\n", line)
+        end = len(body) if end < 0 else end
+        toks = body[line:end].split()
+        before = dropped
+        for i, col in enumerate(cols, nlead):
+            value = number(toks[i]) if col is not None and i < len(toks) else None
+            if value is not None and value < 0:
+                add_warning(run, _negative_note(head["benchmark"], col[0], value, col[1]))
+                toks[i] = "N/A"
+                dropped += 1
+        if dropped > before:
+            out.append(body[done:line] + " ".join(toks))
+            done = end
+        nxt = _MINUS.search(body, end)
+        if nxt is None:
+            break
+        line = body.rfind("\n", 0, nxt.start()) + 1
+    if not dropped:
+        return pack
+    out.append(body[done:])
+    return Pack(TABLE, pack.count - dropped, "".join(out), pack.benchmarks)
+
+
 def new_run(tool: str, name: str = "") -> Run:
     """A run record for an imported log; parsers fill hosts, devices, versions and status."""
     run = Run(benchmark=IMPORT_BENCHMARK, source=tool, status=COMPLETE)
@@ -109,11 +220,12 @@ def add_error(run: Run, line: str) -> None:
 
 # Prefixes a launcher or log collector writes before a tool's line; several may stack
 # (SkyPilot before an MPI tag, a kubectl prefix before a timestamp).
+_TIMESTAMP = r"\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]? "
 _WRAPPER = re.compile(
     r"\[\d+,\d+\]<(?:stdout|stderr)>:"                               # mpirun --tag-output
     r"|\([\w.-]+, rank=\d+, pid=\d+(?:, ip=[^)]*)?\) "                # SkyPilot
     r"|\[pod/[^\]\s]+\] "                                            # kubectl logs --prefix
-    r"|\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]? "  # timestamps
+    r"|" + _TIMESTAMP +                                              # timestamps
     r"| *\d{1,6}:(?: |$)")                                           # srun --label, padded
 _HOST_PREFIX = re.compile(r"([A-Za-z][\w.-]*): ")                    # pdsh / pdcp
 _HOST_WINDOW = 40     # lines looked at to decide whether pdsh prefixed them all
@@ -142,13 +254,75 @@ def strip_wrappers(line: str) -> str:
     return line
 
 
+# Words a line starts with as ``word: `` that name no host: diagnostics, and programs that put
+# their own name before their messages (``iperf3: error - ...``, ``bash: ...``)
+_NOT_HOSTS = frozenset({"error", "warning", "note", "info", "debug", "fatal", "usage", "hint", "iperf3",
+                        "iperf", "bash", "sh", "zsh", "ssh", "srun", "sbatch", "mpirun", "mpiexec", "python",
+                        "python3", "torchrun", "sudo"})
+
+
 def _host_prefixes(lines: list[str]) -> bool:
     """Whether (nearly) every non-empty line starts with ``host: `` as pdsh writes it."""
     texts = [ln for ln in lines if ln.strip()]
-    if len(texts) < 5:
+    if len(texts) >= 5:
+        hits = sum(1 for ln in texts if _HOST_PREFIX.match(ln))
+        return hits >= 0.9 * len(texts)
+    # A short log (a GEMM's is three lines: command, CSV header, values): every line behind the
+    # same prefix, and that prefix a host's name. A tool's own ``Label: value`` lines start with
+    # a capitalised word (``Duration: 1.2`` on every line of a two-line log is no host), its
+    # messages with a diagnostic word or its program's name; a host's name is lower case, or
+    # holds a digit, '-' or '.' (node1, gpu-a.cluster, DGX01).
+    if len(texts) < 2:
         return False
-    hits = sum(1 for ln in texts if _HOST_PREFIX.match(ln))
-    return hits >= 0.9 * len(texts)
+    first = _HOST_PREFIX.match(texts[0])
+    if first is None or not all(ln.startswith(first.group(0)) for ln in texts):
+        return False
+    host = first.group(1)
+    return host.lower() not in _NOT_HOSTS and "_" not in host \
+        and (host.islower() or any(c.isdigit() or c in "-." for c in host))
+
+
+# What a JSON document's first line starts with: '{', or a list of documents ('[' then '{', or
+# '[' alone on its line); not a text line such as iperf3's '[  5]' or a log's '[INFO]'
+_JSON_LINE = re.compile(f"[\\s{BOM}]*(?:\\{{|\\[\\s*(?:[\\[\\]{{]|$))")
+_TIMESTAMPS = re.compile(_TIMESTAMP)
+
+
+def _line_prefix(line: str) -> str:
+    """The launcher, log-collector and pdsh prefixes before ``line``, as one text."""
+    rest = strip_wrappers(line)
+    m = _HOST_PREFIX.match(rest)
+    if m and m.group(1).lower() not in _NOT_HOSTS:
+        rest = strip_wrappers(rest[m.end():])
+    return line[:len(line) - len(rest)]
+
+
+def json_behind_prefixes(text: str, what: str) -> str:
+    """``text`` without the prefixes before its lines where JSON is behind them (``srun -l``'s
+    ``0: {``, ``[1,0]<stdout>:{``, pdsh's ``node1: {``), for a JSON decoder to read; ``text``
+    itself otherwise. Lines behind different prefixes (several ranks or hosts, each writing a
+    document) are taken apart: each one's lines in their order, one after the other. Refused
+    (``not {what}``) where a line among them carries none: no decoder reads the result."""
+    first, at = "", 0
+    while not first.strip() and at <= len(text):   # the first line with text, without splitting them all
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        first, at = _on_screen(text[at:end]), end + 1
+    first_prefix = _line_prefix(first)
+    if not first_prefix or not _JSON_LINE.match(first, len(first_prefix)):
+        return text
+    by_prefix: dict[str, list[str]] = {}
+    for at, raw in enumerate(text.split("\n"), 1):
+        line = _on_screen(raw)
+        if not line.strip():
+            continue
+        prefix = _line_prefix(line)
+        if not prefix:
+            raise LogFormatError(f"not {what}: its lines carry a launcher's prefix ({first_prefix!r}) "
+                                 f"but line {at} has none: {shown(line)}")
+        # timestamps differ on every line of one writer; ranks and hosts are told apart by the rest
+        by_prefix.setdefault(_TIMESTAMPS.sub("", prefix), []).append(line[len(prefix):])
+    return "".join(ln + "\n" for group in by_prefix.values() for ln in group)
 
 
 def text_lines(text: str) -> list[str]:

@@ -16,6 +16,7 @@ from clusterbench.ingest.common import (
     LogFormatError,
     add_error,
     finite,
+    json_behind_prefixes,
     json_documents,
     json_gap_end,
     new_run,
@@ -134,6 +135,8 @@ def _run(doc: dict[str, Any], name: str, index: int = 1) -> ImportedRun | None:
 
 
 def parse(text: str, name: str = "") -> list[ImportedRun]:
+    # -J output saved from a launcher's (srun -l, mpirun --tag-output, pdsh) carries its prefixes
+    text = json_behind_prefixes(text, "iperf3 JSON")
     if not text.startswith("{", json_gap_end(text)):
         return parse_text_output(text, name)
     out = []

@@ -17,6 +17,7 @@ from clusterbench.families import serving
 from clusterbench.ingest.common import (
     ImportedRun,
     clean_lines,
+    json_behind_prefixes,
     json_documents,
     json_gap_end,
     new_run,
@@ -151,8 +152,9 @@ _JSON_START = re.compile(r"\{|\[\s*[\[\]{]")
 
 
 def _parse(lines: Iterable[str], name: str, head: str) -> Iterator[ImportedRun]:
-    text = whole_text(lines)
-    yield from (parse_json(text, name) if _JSON_START.match(head, json_gap_end(head)) else parse_text(text, name))
+    # JSON saved from a launcher's output (srun -l, mpirun --tag-output, pdsh) carries its prefixes
+    text = json_behind_prefixes(whole_text(lines), "a vLLM result JSON")
+    yield from (parse_json(text, name) if _JSON_START.match(text, json_gap_end(text)) else parse_text(text, name))
 
 
 IMPORTERS = (
