@@ -137,3 +137,14 @@ def test_measurements_nested_thousands_deep_are_one_line(capsys, db, tmp_path):
     con.close()
     rc, _, err = cli(capsys, "results", "show", "1", "--db", db)
     assert rc == 2 and err.count("\n") == 1 and "unreadable measurements: nested more than" in err, err
+
+
+@pytest.mark.parametrize("argv", [["env"], ["sweep", "--hosts", "a,b"], ["launch", "mpi", "--hosts", "a,b", "--",
+                                                                          "sweep", "--hosts", "a,b"]])
+def test_lines_that_run_as_they_are_pass(argv):
+    check_argv(argv, "step", values=True)
+
+
+def test_launch_still_needs_its_command():
+    with pytest.raises(UsageError, match="no command"):
+        check_argv(["launch", "mpi", "--hosts", "a,b"], "step", values=True)

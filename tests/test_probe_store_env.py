@@ -115,3 +115,11 @@ def test_a_read_command_never_makes_the_database_it_is_given(capsys, tmp_path, a
     rc, _out, err = cli(capsys, *argv, "--db", str(missing))
     _one_line_error(rc, err)
     assert "no results database at" in err and not missing.exists()
+
+
+@pytest.mark.parametrize("argv", [["results", "tag", "1", "a=b"], ["results", "delete", "1"]])
+def test_tag_and_delete_never_make_the_database_they_are_given(capsys, tmp_path, argv):
+    missing = tmp_path / "typo.db"
+    rc, _out, err = cli(capsys, *argv, "--db", str(missing))
+    _one_line_error(rc, err)
+    assert "no results database at" in err and not missing.exists()

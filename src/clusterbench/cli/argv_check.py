@@ -46,6 +46,8 @@ def _parse(root: click.Group, argv: list[str], values: bool = False) -> None:
     rest = _rest(ctx)
     while isinstance(cmd, click.Group):
         if not rest:
+            if cmd.invoke_without_command:   # `clusterbench env` runs as it is
+                return
             raise click.UsageError(f"{ctx.command_path} needs a command")
         name, sub, rest = cmd.resolve_command(ctx, rest)
         if sub is None:
@@ -55,13 +57,16 @@ def _parse(root: click.Group, argv: list[str], values: bool = False) -> None:
         rest = _rest(ctx) if isinstance(sub, click.Group) else []
     inner = next((p for p in cmd.params if p.name == "command" and p.nargs == -1
                   and isinstance(p.type, click.types.UnprocessedParamType)), None)
+    module = sys.modules.get(getattr(cmd.callback, "__module__", "") or "")
     if inner is not None:   # launch: the command it starts elsewhere
-        _parse(root, bench_command(ctx.params.get("command") or ()), values)
+        words = ctx.params.get("command") or ()
+        # sweep runs its default test when none follows --; launch has none to run
+        default = getattr(module, "DEFAULT_COMMAND", None)
+        _parse(root, bench_command(words) if words or default is None else list(default), values)
     if not values:
         return
     # A command whose values can be checked without this host's hardware says so with a
     # ``check_params`` beside it (coll: sizes, ops, dtypes): `-b 1X` fails here, not on every node.
-    module = sys.modules.get(getattr(cmd.callback, "__module__", "") or "")
     check = getattr(module, "check_params", None)
     if callable(check):
         # In the line's context, as the command body runs: checks that ask click which options

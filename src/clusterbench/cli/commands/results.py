@@ -194,7 +194,7 @@ def export_cmd(selectors: tuple[str, ...], as_json: bool, as_csv: bool, run_info
 @db_option
 def delete_cmd(selectors: tuple[str, ...], since: str | None, db: str | None) -> None:
     """Delete runs and everything stored with them."""
-    with Store.open(db) as store:
+    with Store.open(db, create=False) as store:   # a mistyped --db is no new, empty database
         for run_id in store.select_ids(selectors, since):
             store.delete_run(run_id)
             print(f"deleted run {run_id}")
@@ -208,7 +208,7 @@ def delete_cmd(selectors: tuple[str, ...], since: str | None, db: str | None) ->
 def tag_cmd(selector: str, tags: tuple[str, ...], since: str | None, db: str | None) -> None:
     """Add or change tags on stored runs (every run RUN picks)."""
     new = parse_tags(tags)
-    with Store.open(db) as store:
+    with Store.open(db, create=False) as store:
         for run in store.select_all((selector,), since):
             store.set_tags(int(run.id or 0), new)
 

@@ -47,6 +47,7 @@ from clusterbench.textfile import read_user_text
 from clusterbench.units import parse_rate
 
 DEFAULT_TEST = ("coll", "all_reduce", "-b", "32M", "-e", "32M", "--device", "cpu")
+DEFAULT_COMMAND = DEFAULT_TEST   # what a line checked without running it (argv_check) runs after no --
 
 
 @click.command("sweep", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
