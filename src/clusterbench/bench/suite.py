@@ -9,7 +9,7 @@ differs, on GPU ranks. Steps run in list order.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from clusterbench.bench.collectives import rank as collectives
@@ -20,6 +20,7 @@ from clusterbench.bench.stream import main as stream
 from clusterbench.bench.stream.main import StreamConfig
 from clusterbench.families.collectives.spec import OPS
 from clusterbench.ranks.context import RankContext
+from clusterbench.records import Event, Failure, Note
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,65 @@ SUITE: list[SuiteEntry] = [
 ]
 
 
+SUITE_META = "suite"   # run.meta key: each step's name, status and what it skipped or failed
+
+
+@dataclass
+class _Step:
+    """What one step of the suite came to, as rank 0 saw it through its events."""
+    name: str
+    status: str = "not run"      # not run, started (never finished: a rank died, a signal), done, failed
+    failures: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    def stored(self) -> dict[str, Any]:
+        return {"step": self.name, "status": self.status, "failures": list(self.failures),
+                "skipped": list(self.skipped)}
+
+    def line(self) -> str:
+        why = self.failures[:1] or self.skipped[:1]
+        more = len(self.failures or self.skipped) - 1
+        detail = f" ({why[0]}{f'; and {more} more' if more > 0 else ''})" if why else ""
+        count = f", {len(self.skipped)} note(s) of skipped rows" if self.skipped and self.status == "done" else ""
+        return f"{self.name}: {self.status}{count}{detail}"
+
+
+def _is_skip(text: str) -> bool:
+    # the families say why a row was not measured in a note that starts with the word
+    return text.lower().startswith("skipped") or " skipped" in text.lower()
+
+
 def main(ctx: RankContext, entries: list[SuiteEntry]) -> None:
-    for entry in entries:
-        entry.target(ctx, entry.config_for(ctx.device_type))
-        ctx.progress()
+    """Every step in order. Rank 0 stores each step's status in the run's meta as it goes (so a
+    run cut short by a dead rank or a signal says which step it stopped in and which never ran)
+    and ends with a note that says, step by step, what was done, failed or skipped and why."""
+    steps = [_Step(e.name) for e in entries]
+    emit = ctx.emit_fn
+    current: list[_Step] = []
+
+    def watch(event: Event) -> None:
+        if current and isinstance(event, Failure):
+            current[0].failures.append(event.reason)
+        elif current and isinstance(event, Note) and _is_skip(event.text):
+            current[0].skipped.append(event.text)
+        if emit is not None:
+            emit(event)
+
+    def store() -> None:
+        ctx.meta({SUITE_META: [s.stored() for s in steps]})
+
+    store()
+    ctx.emit_fn = watch if ctx.is_root else emit
+    try:
+        for entry, step in zip(entries, steps):
+            step.status = "started"
+            current[:] = [step]
+            store()
+            entry.target(ctx, entry.config_for(ctx.device_type))
+            step.status = "failed" if step.failures else "done"
+            current.clear()
+            store()
+            ctx.progress()
+    finally:
+        ctx.emit_fn = emit
+    ctx.note("suite: " + "; ".join(s.line() for s in steps), SUITE_META)

@@ -51,7 +51,12 @@ def build_plan(matrix: str | None, tests: tuple[str, ...], config: str | None, n
     wanted_methods = _executors(methods)
     custom: list[lang.Test] = []
     if config:
-        for t in lang.parse_text(_config_text(config), nbytes):
+        text = _config_text(config)   # (its errors name the file already)
+        try:
+            from_file = lang.parse_text(text, nbytes)
+        except UsageError as e:
+            raise UsageError(f"--config {config}: {e}") from None
+        for t in from_file:
             try:
                 engine.validate(t, topo)
             except UsageError as e:
@@ -62,7 +67,8 @@ def build_plan(matrix: str | None, tests: tuple[str, ...], config: str | None, n
             custom.append(t)
     custom += _cmdline_tests(tests, nbytes)
     if matrix is None:
-        kinds = [] if custom else default_kinds(topo)
+        # a --config whose every test was skipped asked for those tests, not for the default matrices
+        kinds = [] if custom or config else default_kinds(topo)
     elif matrix.strip().lower() == "all":
         kinds = default_kinds(topo)
     else:
@@ -82,7 +88,8 @@ def build_plan(matrix: str | None, tests: tuple[str, ...], config: str | None, n
     for p in planned:
         engine.validate(p.test, topo)
     if not planned:
-        raise UsageError("nothing to run" + (f": {notes[0]}" if notes else ""))
+        more = f" (and {len(notes) - 1} more test(s) skipped)" if notes and len(notes) > 1 else ""
+        raise UsageError("nothing to run" + (f": {notes[0]}{more}" if notes else ""))
     return planned
 
 

@@ -82,7 +82,8 @@ class Test:
     transfers: tuple[Transfer, ...]
 
 
-_MEM_RE = re.compile(r"([A-Za-z])(\d*)")
+# ASCII digits only: \d and str.isdigit also take other scripts' digits (and "²", which int() refuses)
+_MEM_RE = re.compile(r"([A-Za-z])([0-9]*)")
 
 
 def parse_mems(text: str) -> tuple[Mem, ...]:
@@ -104,7 +105,7 @@ def parse_mems(text: str) -> tuple[Mem, ...]:
 
 
 def parse_exe(text: str) -> Exe:
-    m = re.fullmatch(r"([A-Za-z])(\d+)(?:\.\d+)?", text.strip())
+    m = re.fullmatch(r"([A-Za-z])([0-9]+)(?:\.[0-9]+)?", text.strip())
     if not m or m.group(1).upper() not in EXE_KINDS:
         raise UsageError(f"invalid executor {text!r}: expected G<i> (GPU kernel), D<i> (copy engine) "
                          "or C<i> (CPU)")
@@ -117,6 +118,10 @@ def default_exe(srcs: tuple[Mem, ...], dsts: tuple[Mem, ...]) -> Exe:
         return Exe("D", gpus[0].index)
     hosts = [m for m in srcs + dsts if m.is_host]
     return Exe("C", hosts[0].index if hosts else 0)
+
+
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()
 
 
 def _bytes(text: str, what: str) -> int:
@@ -152,7 +157,7 @@ def parse_line(line: str, default_bytes: int, name: str) -> Test | None:
     if not text:
         return None
     first = text.split(None, 1)[0]
-    if re.fullmatch(r"-?\d+", first):
+    if re.fullmatch(r"-?[0-9]+", first):
         return Test(name, _tb_line(text, default_bytes))
     transfers = tuple(parse_transfer(tok, default_bytes) for tok in re.split(r"[\s;,]+", text) if tok)
     return Test(name, transfers)
@@ -168,14 +173,14 @@ def _tb_line(text: str, default_bytes: int) -> tuple[Transfer, ...]:
         raise UsageError(f"invalid test line {text!r}: the transfer count must not be 0")
     out: list[Transfer] = []
     if count > 0:  # simple form: N SUBEXECS (S->E->D)...
-        if len(nums) != 2 or not nums[1].isdigit():
+        if len(nums) != 2 or not _digits(nums[1]):
             raise UsageError(f"invalid test line {text!r}: expected 'N SUBEXECS (S->E->D) ...'")
         for g in groups:
             out.append(parse_transfer(g.replace(" ", ""), default_bytes, int(nums[1])))
     else:  # advanced form: -N (SRC EXE DST SUBEXECS BYTES)...
         for g in groups:
             f = g.split()
-            if len(f) != 5 or not f[3].isdigit():
+            if len(f) != 5 or not _digits(f[3]):
                 raise UsageError(f"invalid transfer ({g}): expected (SRC EXE DST SUBEXECS BYTES)")
             bytes_ = _bytes(f[4], "bytes") if f[4] != "0" else default_bytes
             out.append(_checked(Transfer(parse_mems(f[0]), parse_exe(f[1]), parse_mems(f[2]),

@@ -39,15 +39,18 @@ def _params(p: Planned, src: str, dst: str, nbytes: int, stat: str, **extra: Any
     return d
 
 
-def test_rows(p: Planned, r: engine.TestResult) -> list[Measurement]:
-    """Per-pair (or per-transfer) bandwidth of one finished test, and its aggregate."""
+def test_rows(p: Planned, r: engine.TestResult, test_index: int | None = None) -> list[Measurement]:
+    """Per-pair (or per-transfer) bandwidth of one finished test, and its aggregate. A config
+    test's rows carry ``test_index`` (its place among the config tests, from 1): two tests may
+    share a name (a comment line names a test), and one may be named like a matrix (``h2h``)."""
     ts = p.test.transfers
     rows: list[Measurement] = []
+    numbered = {"test_index": test_index} if p.kind == "config" and test_index is not None else {}
     if p.kind == "config":
         for i, (t, secs) in enumerate(zip(ts, r.seconds)):
             rows.append(BANDWIDTH(BENCHMARK, _bw(t.bytes, secs), _params(
                 p, t.src, t.dst, t.bytes, "pair", method=t.exe.name, executor=str(t.exe),
-                transfer=i, subexecs=t.subexecs)))
+                transfer=i, subexecs=t.subexecs, **numbered)))
     elif p.direction == "bi":
         t = ts[0]
         total = sum(_bw(x.bytes, secs) for x, secs in zip(ts, r.seconds))
@@ -57,7 +60,7 @@ def test_rows(p: Planned, r: engine.TestResult) -> list[Measurement]:
             rows.append(BANDWIDTH(BENCHMARK, _bw(t.bytes, secs), _params(p, t.src, t.dst, t.bytes, "pair")))
     if len(ts) > 1 or p.kind == "config":
         total_bytes = sum(t.bytes for t in ts)
-        extra = {"method": "+".join(sorted({t.exe.name for t in ts}))} if p.kind == "config" else {}
+        extra = {"method": "+".join(sorted({t.exe.name for t in ts})), **numbered} if p.kind == "config" else {}
         rows.append(BANDWIDTH(BENCHMARK, _bw(total_bytes, r.wall), _params(p, "*", "*", total_bytes, "aggregate", **extra)))
     return rows
 
@@ -97,11 +100,14 @@ def main(ctx: RankContext, cfg: TransferConfig) -> None:
     pending: list[Measurement] = []
     current: tuple | None = None
     last: Planned | None = None
+    config_tests = 0
     for p in cfg.planned:
         if p.kind != "config" and _group(p) != current:
             _flush(ctx, last, pending)
             pending, current = [], _group(p)
         last = p
+        if p.kind == "config":
+            config_tests += 1
         r = engine.run_test(p.test, topo, cfg.iterations, cfg.warmups, cfg.check)
         ctx.progress()
         if r.skipped:
@@ -109,7 +115,7 @@ def main(ctx: RankContext, cfg: TransferConfig) -> None:
             continue
         for e in r.errors:
             ctx.fail(f"transfer check failed in {p.test.name}: {e}")
-        rows = test_rows(p, r)
+        rows = test_rows(p, r, config_tests if p.kind == "config" else None)
         if p.kind == "config":
             ctx.record(rows)
         else:

@@ -15,7 +15,8 @@ FAMILY = Family(
     renderer=lambda _benchmark: TransferTable(),
     commands=("transfer",),
     # bidirectional pairs have one combined cell (their legs carry a ``leg`` param, skipped);
-    # config tests are a handful of named transfers: a table, not a matrix
+    # config tests (imported: test config; native: transfers with subexecs) are a handful of
+    # named transfers: a table, not a matrix
     figure=Figure("matrix", (BANDWIDTH.name,), split=("test", "direction", "method"),
-                  select={"stat": "pair"}, skip={"test": ("config",), "leg": ()}),
+                  select={"stat": "pair"}, skip={"test": ("config",), "subexecs": (), "leg": ()}),
 )
