@@ -2,24 +2,49 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from clusterbench.cli.options import RunOutput, command_line
 from clusterbench.judge import noise
 from clusterbench.output import OUTPUT_FAILED
 from clusterbench.ranks.driver import Job
+from clusterbench.records import Event, Measurement, Note, Run
 from clusterbench.report.jsonl import JsonPrinter
 from clusterbench.report.progress import Progress, RowProgress, wanted
 from clusterbench.report.terminal import TablePrinter
-from clusterbench.runner import new_group_id, run_job
+from clusterbench.runner import Printer, new_group_id, run_job
+
+# What a command says at the end of its table from the run as stored; None: nothing.
+Closing = Callable[[Run], Note | None]
+
+
+class _ClosingPrinter:
+    """A table printer that, once the run is stored, shows the note ``closing`` makes of it as
+    the rank's own notes are shown: after the tables, before the run's error lines."""
+
+    def __init__(self, printer: Printer, closing: Closing) -> None:
+        self.printer = printer
+        self.closing = closing
+
+    def on_event(self, event: Event) -> None:
+        self.printer.on_event(event)
+
+    def finish(self, run: Run, measurements: list[Measurement]) -> None:
+        note = self.closing(run)
+        if note is not None:
+            self.printer.on_event(note)
+        self.printer.finish(run, measurements)
 
 
 def run_benchmark_command(job: Job, benchmark: str, out: RunOutput,
-                          meta: dict[str, Any] | None = None) -> int:
+                          meta: dict[str, Any] | None = None, closing: Closing | None = None) -> int:
     """Run ``job`` ``out.repeat`` times, each stored as its own run; return the worst exit code.
 
     Repetitions share a ``repeat_group`` tag so ``compare`` and ``report`` can treat them as a group.
     Every rank repeats (under a launcher each process runs this loop); only rank 0 stores.
+    ``closing``: a note the table shows last, made from each stored run (JSON lines carry the
+    run record, which holds what it would say).
     """
     group = new_group_id() if out.repeat > 1 else None
     worst = 0
@@ -27,7 +52,9 @@ def run_benchmark_command(job: Job, benchmark: str, out: RunOutput,
         run_tags = dict(out.tags or {})
         if group:
             run_tags.update(repeat_group=group, repeat=str(i + 1))
-        printer = JsonPrinter() if out.as_json else TablePrinter()
+        printer: Printer = JsonPrinter() if out.as_json else TablePrinter()
+        if closing is not None and not out.as_json:
+            printer = _ClosingPrinter(printer, closing)
         with Progress(wanted(out.quiet)) as progress:
             shown = RowProgress(printer, progress, f"run {i + 1} of {out.repeat}: " if out.repeat > 1 else "")
             result = run_job(job, benchmark, command_line(), shown, db=out.db,

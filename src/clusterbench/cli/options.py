@@ -147,7 +147,9 @@ def _shown_tag(item: str) -> str:
 
 def parse_tags(items: tuple[str, ...] | list[str]) -> dict[str, str]:
     """``KEY=VALUE`` words as tags; every tag stored by ``--tag`` or ``results tag`` passes here.
-    Space around the key and the value is dropped; a refused tag is one UsageError line."""
+    Space around the key and the value is dropped; a refused tag is one UsageError line. A key
+    given twice must have one value: which of two contradicting values was meant is not ours to
+    guess (the same value twice is only said twice)."""
     tags: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -166,6 +168,9 @@ def parse_tags(items: tuple[str, ...] | list[str]) -> dict[str, str]:
         if len(value) > MAX_TAG_VALUE:
             raise UsageError(f"invalid tag {_shown_tag(item)}: the value is {len(value)} characters long, "
                              f"at most {MAX_TAG_VALUE}")
+        if tags.get(key, value) != value:
+            raise UsageError(f"tag {_shown_tag(key)} given twice with different values, "
+                             f"{_shown_tag(tags[key])} and {_shown_tag(value)}: give one")
         tags[key] = value
     return tags
 

@@ -95,6 +95,13 @@ def _checked(r: RankEnv) -> RankEnv:
 def _detect(env: Mapping[str, str]) -> RankEnv | None:
     host = env.get("CLUSTERBENCH_HOSTNAME") or socket.gethostname()
 
+    if ("RANK" in env) != ("WORLD_SIZE" in env):
+        # torchrun (and every launcher speaking its protocol) sets both. Half of them is a
+        # launcher environment set up wrong by hand: running local ranks instead would store a
+        # one-host run where a multi-host one was meant.
+        given, missing = ("RANK", "WORLD_SIZE") if "RANK" in env else ("WORLD_SIZE", "RANK")
+        raise UsageError(f"launcher variable {given} is set but {missing} is not: torchrun sets both RANK "
+                         f"and WORLD_SIZE; set both, or unset {given} to run without a launcher")
     if "RANK" in env and "WORLD_SIZE" in env:  # torchrun, or anything that speaks its protocol
         return RankEnv(
             rank=_int(env, "RANK"), world_size=_int(env, "WORLD_SIZE"),

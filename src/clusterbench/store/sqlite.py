@@ -23,6 +23,7 @@ from clusterbench.errors import StoreError
 from clusterbench.store import fstype
 from clusterbench.store.backend import Backend, DbRow
 from clusterbench.store.location import EXAMPLE_URL, SQLITE, Location
+from clusterbench.store.migrations import MIGRATIONS
 from clusterbench.store.warn import warn_once
 
 BUSY_TIMEOUT_S = 30.0
@@ -75,6 +76,10 @@ class SqliteBackend(Backend):
         self.conn = conn
         self._reserved: dict[str, int] = {}   # highest id next_ids gave in this transaction
         self.remove_on_close: Path | None = None   # a temporary copy (``snapshot``)
+        # The files opening this database made (a new database and its journals): removed again
+        # on close when a write failed before its schema was all there (``_abandoned``).
+        self.created: list[Path] = []
+        self._write_failed = False
 
     @classmethod
     def connect(cls, location: Location) -> SqliteBackend:
@@ -88,9 +93,13 @@ class SqliteBackend(Backend):
             if path.exists() and path.is_dir():
                 raise StoreError(f"database path {path} is a directory")
         shared = None if memory else fstype.shared_fs(path)
+        # Anything already at one of these names (a database, a link, a journal) is never ours to remove.
+        new = [] if memory else [f for f in _files(path) if not os.path.lexists(f)]
         try:
             conn = _open_retrying(path, None if memory else journal_mode(shared), retry=not shared)
         except sqlite3.DatabaseError as e:
+            if path in new and "locked" not in str(e):   # (locked: another process made it meanwhile)
+                _remove_new(new)   # a refused open (a full disk) leaves no empty database behind
             why = str(e)
             if shared and "locked" in why:
                 # a WAL database cannot leave WAL while another process has it open
@@ -99,11 +108,18 @@ class SqliteBackend(Backend):
                 # opening creates the WAL index and log: on a full disk that is an "I/O error"
                 why = f"no space left on the file system holding it{_free_space(path)} ({why})"
             raise StoreError(f"cannot open results database {path}: {why}") from None
+        except BaseException:   # Ctrl-C while the new file was being set up
+            if path in new:
+                _remove_new(new)
+            raise
         if shared:
             warn_once(f"results database {path} is on {shared}: using SQLite's rollback journal, not WAL "
                       f"(unsafe there); concurrent writers from many hosts belong in PostgreSQL "
                       f"(--db {EXAMPLE_URL})")
-        return cls(location, conn)
+        backend = cls(location, conn)
+        if path in new:
+            backend.created = new
+        return backend
 
     @classmethod
     def connect_readonly(cls, location: Location) -> SqliteBackend:
@@ -182,6 +198,7 @@ class SqliteBackend(Backend):
             yield
             self.conn.execute("COMMIT")
         except BaseException:
+            self._write_failed = True
             # SQLite has already rolled back on some errors (a full disk): rolling back again
             # would replace the real error with "no transaction is active". A rollback that
             # fails itself (an I/O error) must not hide the error that made it necessary either:
@@ -238,22 +255,69 @@ class SqliteBackend(Backend):
             return f"no space left on the file system holding it{_free_space(self.location.path)} ({text})"
         return text
 
+    def _abandoned(self) -> bool:
+        """Whether the database this connection created is left unready: a write failed (a
+        migration of ``Store.open``: a full disk, Ctrl-C), its migrations did not all commit,
+        and no other process is migrating or writing it now (it would hold the write lock)."""
+        if not (self.created and self._write_failed):
+            return False
+        conn = self.conn
+        try:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            conn.execute("PRAGMA busy_timeout = 0")
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as e:
+            if "locked" in str(e) or "busy" in str(e):
+                return False
+        try:
+            done = {r[0] for r in conn.execute("SELECT name FROM schema_migrations")}
+        except sqlite3.Error as e:
+            if "no such table" not in str(e):
+                return False   # what it holds cannot be read: it is kept, never guessed empty
+            done = set()
+        finally:
+            if conn.in_transaction:
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
+        return any(m.name not in done for m in MIGRATIONS)
+
     def close(self) -> None:
+        discard = self._abandoned()
         try:
             self.conn.close()
         finally:
             if self.remove_on_close is not None:
                 _remove(self.remove_on_close)
+            if discard:
+                _remove_new(self.created)
 
 
 def _open_readonly(uri: str) -> sqlite3.Connection:
     return _ready(sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None))
 
 
+def _files(path: Path) -> list[Path]:
+    """A database file and the journal files SQLite keeps beside it."""
+    return [Path(f"{path}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")]
+
+
 def _remove(path: Path) -> None:
     """A temporary database file and the journal files SQLite keeps beside it."""
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    for f in _files(path):
+        f.unlink(missing_ok=True)
+
+
+def _remove_new(files: list[Path]) -> None:
+    """The files opening a new database made; one that cannot be removed (its directory became
+    read-only meanwhile) stays: the error that got us here is the one to say."""
+    for f in files:
+        try:
+            f.unlink(missing_ok=True)
+        except OSError:
+            pass
 
 
 NEARLY_FULL_BYTES = 1 << 20

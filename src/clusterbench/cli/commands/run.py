@@ -10,6 +10,7 @@ from clusterbench.cli.options import RunOutput, rank_options, run_output
 from clusterbench.preflight import before_run
 from clusterbench.ranks.context import RankOptions
 from clusterbench.ranks.driver import Job
+from clusterbench.records import Note, Run
 
 
 @click.command("run")
@@ -28,7 +29,23 @@ def run(np: int | None, ranks: RankOptions, out: RunOutput, no_preflight: bool) 
     job = Job(suite.main, list(suite.SUITE), ranks, np=np)
     # Preflight first: its outcome is stored with the run (meta "preflight"); it never stops the run.
     meta = None if no_preflight else before_run()
-    return run_benchmark_command(job, "suite", out, meta=meta)
+    return run_benchmark_command(job, "suite", out, meta=meta, closing=_suite_line)
+
+
+def _suite_line(run: Run) -> Note | None:
+    """The suite's closing line, from the steps' status stored in the run's meta, for a run that
+    ended before the suite could say it (a rank died, a signal stopped it): which step it stopped
+    in and which never ran. None when the suite said it itself, or the run holds no steps."""
+    steps = run.meta.get(suite.SUITE_META)
+    notes = run.meta.get("notes")
+    said = isinstance(notes, list) and any(isinstance(n, dict) and n.get("benchmark") == suite.SUITE_META
+                                           for n in notes)
+    if said or not isinstance(steps, list) or not steps:
+        return None
+    lines = [suite._Step(str(s.get("step")), str(s.get("status")), list(s.get("failures") or []),
+                         list(s.get("skipped") or [])).line()
+             for s in steps if isinstance(s, dict)]
+    return Note("suite: " + "; ".join(lines), suite.SUITE_META)
 
 
 commands = [run]
