@@ -194,7 +194,7 @@ def test_run_command_records_preflight(monkeypatch, capsys):
     import clusterbench.cli.commands.run as run_cmd
 
     seen = []
-    monkeypatch.setattr(run_cmd, "run_benchmark_command", lambda job, name, out, meta: seen.append(meta) or 0)
+    monkeypatch.setattr(run_cmd, "run_benchmark_command", lambda job, name, out, meta, closing=None: seen.append(meta) or 0)
     code, _, err = _cli(["run", "--db", "unused.db"], capsys)
     assert code == 0 and seen[0]["preflight"]["status"] in c.STATUSES
     assert "# preflight on " in err

@@ -212,3 +212,20 @@ def test_half_a_torchrun_environment_is_refused(env, given, missing):
 
 def test_no_launcher_variables_is_no_launcher():
     assert detect({"LOCAL_RANK": "0", "PATH": "/bin"}) is None
+
+
+@pytest.mark.parametrize("tag", ["qualify=mine", "profile=other", "node=elsewhere"])
+def test_qualify_refuses_a_tag_it_sets_itself(capsys, db, tag):
+    from judge_helpers import cli
+
+    rc, out, err = cli(capsys, "qualify", "--profile", "cpu-smoke", "--db", db, "--dry-run", "--tag", tag)
+    assert rc == 2 and err.count("\n") == 1 and "qualify sets that tag itself" in err, err
+
+
+def test_run_says_a_half_launcher_environment_once(monkeypatch, capsys, db):
+    from judge_helpers import cli
+
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    rc, out, err = cli(capsys, "run", "--db", db)
+    assert rc == 2 and err.count("RANK is set but WORLD_SIZE is not") == 1 and "preflight" not in err, err

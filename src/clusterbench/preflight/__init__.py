@@ -101,10 +101,10 @@ def before_run(expect: Expectations | None = None, say: Callable[[str], None] | 
     from clusterbench.ranks.env import detect
 
     say = say or (lambda text: print(text, file=sys.stderr))
+    env = detect()   # a launcher environment that is wrong stops the command itself, said once
+    if env is not None and env.rank != 0:
+        return None
     try:
-        env = detect()
-        if env is not None and env.rank != 0:
-            return None
         results = run_checks(expect or Expectations())
     except Exception as e:  # noqa: BLE001 - a broken check must not cost the benchmark
         say(f"# preflight: error: {type(e).__name__}: {e}")

@@ -177,7 +177,12 @@ def qualify(profile_name: str, output: str | None, launch_text: str | None, node
         raise UsageError(f"--launch {launch[0]!r}: expected one of {', '.join(LAUNCH_ENGINES)}")
     node = node or node_name()
     group = new_group_id()
-    run_tags = {**parse_tags(tags), GROUP_TAG: group, "profile": profile.name}
+    run_tags = parse_tags(tags)
+    own = (GROUP_TAG, "profile") if launch is not None else (GROUP_TAG, "profile", "node")
+    taken = [k for k in own if k in run_tags]
+    if taken:   # they say which qualification a run belongs to: a user's value would be overwritten
+        raise UsageError(f"--tag {taken[0]}=...: qualify sets that tag itself ({', '.join(own)})")
+    run_tags.update({GROUP_TAG: group, "profile": profile.name})
     if launch is None:
         run_tags["node"] = node   # every run of a local qualification is this node's
     if on_fail.action:   # a node name it refuses, or --apply without its tool, is found now, not after the suite
