@@ -41,6 +41,7 @@ from clusterbench.ingest.common import (
     ImportedRun,
     LogFormatError,
     add_error,
+    json_behind_prefixes,
     new_run,
     refuse_not_utf8,
     to_float,
@@ -231,6 +232,16 @@ def parse_rccl_results(text: str, name: str = "", fmt: str = "csv") -> list[Impo
 
 def _parse(lines: Iterable[str], name: str, head: str) -> Iterator[ImportedRun]:
     """nccl-tests' text output, its -J JSON, or rccl-tests' -Z csv/json, told apart by the head."""
+    if json_behind_prefixes(head, "nccl-tests JSON") != head:
+        # JSON written to standard output through a launcher (srun -l's ``0: {``, mpirun
+        # --tag-output, pdsh): read behind the prefixes, as saved to a file (the head decides:
+        # a text log is not read whole)
+        text = json_behind_prefixes(whole_text(lines), "nccl-tests JSON")
+        if '"numCycle"' in text[:4096]:
+            yield from parse_rccl_results(text, name, "json")
+        else:
+            yield from parse_nccl_json(text, name)
+        return
     start = head.lstrip()[:1]
     if head.lstrip().startswith("numCycle,"):
         yield from parse_rccl_results(whole_text(lines), name, "csv")

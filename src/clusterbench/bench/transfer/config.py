@@ -15,6 +15,9 @@ from clusterbench.textfile import read_user_text
 from clusterbench.units import parse_size
 
 BUILTIN_CONFIGS = {"example": "data/transfer_example.cfg"}
+# every timed iteration's time of every transfer is kept (engine.TestResult): a count past this
+# is a typo that would run until --timeout, not a measurement
+MAX_ITERATIONS = 1_000_000
 
 
 def _config_text(path: str) -> str:
@@ -105,8 +108,10 @@ def transfer_options(matrix: str | None, tests: tuple[str, ...], nbytes: str, me
     size = parse_size(nbytes, "--bytes")
     if size <= 0 or size % 4:
         raise UsageError(f"invalid --bytes {nbytes!r}: must be a positive multiple of 4")
-    if iterations < 1 or warmups < 0:
-        raise UsageError("--iterations must be at least 1 and --warmups at least 0")
+    if not 1 <= iterations <= MAX_ITERATIONS:
+        raise UsageError(f"--iterations must be 1..{MAX_ITERATIONS}, got {iterations}")
+    if not 0 <= warmups <= MAX_ITERATIONS:
+        raise UsageError(f"--warmups must be 0..{MAX_ITERATIONS}, got {warmups}")
     _executors(methods)
     _cmdline_tests(tests, size)
     if matrix is not None:   # (which matrices apply, and so what all means, is the node's)
@@ -130,8 +135,23 @@ def transfer_config(matrix: str | None, tests: tuple[str, ...], config: str | No
         devs.parse_devices(devices, "cpu", 1)  # only validates: without GPUs the host is one device
     notes: list[str] = []
     planned = build_plan(matrix, tests, config, size, methods, topo, notes, gpu_ids)
+    note = _methods_unused(methods, planned)
+    if note:
+        notes.append(note)
     _host_memory_fits(planned)
     return TransferConfig(tuple(planned), iterations, warmups, check, tuple(notes), device_type)
+
+
+def _methods_unused(methods: str, planned: list[Planned]) -> str | None:
+    """Why a --method other than the copy engine changes nothing in this run: only the p2p and
+    a2a matrices choose their GPU copies by it (h2d/d2h use the copy engine, h2h the CPU, a
+    config test the executor it names)."""
+    wanted = [m for m in parse_choices(methods, ("copy_engine", "kernel"), "--method") if m != "copy_engine"]
+    if not wanted or any(p.kind in ("p2p", "a2a") for p in planned):
+        return None
+    kinds = ", ".join(dict.fromkeys(p.kind for p in planned))
+    return (f"--method {','.join(wanted)} not used: only the p2p and a2a matrices copy by it; this run "
+            f"has {kinds}")
 
 
 def _host_memory_fits(planned: list[Planned]) -> None:

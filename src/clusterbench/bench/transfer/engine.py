@@ -131,6 +131,9 @@ def issuing_gpu(t: Transfer) -> int | None:
 def unsupported(t: Transfer) -> str | None:
     """Why PyTorch cannot run this transfer as written, or None."""
     mems = t.srcs + t.dsts
+    if t.exe.sub is not None:
+        return (f"executor {t.exe} names sub-executor {t.exe.sub} of {t.exe.kind}{t.exe.index}, which "
+                f"PyTorch cannot choose (it picks its own engine or threads): write {t.exe.kind}{t.exe.index}")
     issuer = issuing_gpu(t)
     if t.exe.kind in "GD" and issuer is not None and t.exe.index != issuer:
         return (f"PyTorch issues this transfer on GPU {issuer}; executor {t.exe} (a remote "

@@ -28,6 +28,9 @@ from clusterbench.units import parse_size
 MEM_KINDS = "CUGNBF"   # B/F: TransferBench's fine-grained host/GPU memory, treated as C/G
 EXE_KINDS = "GDC"
 EXECUTOR_NAMES = {"G": "GFX", "D": "DMA", "C": "CPU"}
+# TransferBench's sub-executors are a GPU's CUs (a few hundred) or a node's CPU threads: a count
+# past this is a typo, and no store column holds an integer of 20 digits
+MAX_SUBEXECS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -47,9 +50,12 @@ class Mem:
 class Exe:
     kind: str    # G, D or C
     index: int
+    # TransferBench's ``G0.3``: one chosen sub-executor (an XCC, a DMA engine); kept so that
+    # the engine skips the test with the reason (PyTorch picks its own) rather than run another
+    sub: int | None = None
 
     def __str__(self) -> str:
-        return f"{self.kind}{self.index}"
+        return f"{self.kind}{self.index}" + (f".{self.sub}" if self.sub is not None else "")
 
     @property
     def name(self) -> str:
@@ -105,11 +111,11 @@ def parse_mems(text: str) -> tuple[Mem, ...]:
 
 
 def parse_exe(text: str) -> Exe:
-    m = re.fullmatch(r"([A-Za-z])([0-9]+)(?:\.[0-9]+)?", text.strip())
+    m = re.fullmatch(r"([A-Za-z])([0-9]+)(?:\.([0-9]+))?", text.strip())
     if not m or m.group(1).upper() not in EXE_KINDS:
         raise UsageError(f"invalid executor {text!r}: expected G<i> (GPU kernel), D<i> (copy engine) "
-                         "or C<i> (CPU)")
-    return Exe(m.group(1).upper(), int(m.group(2)))
+                         "or C<i> (CPU), optionally .<sub-index>")
+    return Exe(m.group(1).upper(), int(m.group(2)), int(m.group(3)) if m.group(3) is not None else None)
 
 
 def default_exe(srcs: tuple[Mem, ...], dsts: tuple[Mem, ...]) -> Exe:
@@ -128,6 +134,15 @@ def _bytes(text: str, what: str) -> int:
     n = parse_size(text, what)
     if n <= 0 or n % 4:
         raise UsageError(f"invalid {what} {text!r}: must be a positive multiple of 4 bytes")
+    return n
+
+
+def _subexecs(text: str, where: str) -> int:
+    """A sub-executor count (ASCII digits, checked by the caller) of at most MAX_SUBEXECS;
+    ``where``: the line or transfer it is in, as the error names it."""
+    n = int(text)
+    if n > MAX_SUBEXECS:
+        raise UsageError(f"invalid {where}: {text} sub-executors (CUs or CPU threads); at most {MAX_SUBEXECS}")
     return n
 
 
@@ -175,8 +190,9 @@ def _tb_line(text: str, default_bytes: int) -> tuple[Transfer, ...]:
     if count > 0:  # simple form: N SUBEXECS (S->E->D)...
         if len(nums) != 2 or not _digits(nums[1]):
             raise UsageError(f"invalid test line {text!r}: expected 'N SUBEXECS (S->E->D) ...'")
+        subexecs = _subexecs(nums[1], f"test line {text!r}")
         for g in groups:
-            out.append(parse_transfer(g.replace(" ", ""), default_bytes, int(nums[1])))
+            out.append(parse_transfer(g.replace(" ", ""), default_bytes, subexecs))
     else:  # advanced form: -N (SRC EXE DST SUBEXECS BYTES)...
         for g in groups:
             f = g.split()
@@ -184,7 +200,7 @@ def _tb_line(text: str, default_bytes: int) -> tuple[Transfer, ...]:
                 raise UsageError(f"invalid transfer ({g}): expected (SRC EXE DST SUBEXECS BYTES)")
             bytes_ = _bytes(f[4], "bytes") if f[4] != "0" else default_bytes
             out.append(_checked(Transfer(parse_mems(f[0]), parse_exe(f[1]), parse_mems(f[2]),
-                                         bytes_, int(f[3])), g))
+                                         bytes_, _subexecs(f[3], f"transfer ({g})")), g))
     if len(out) != abs(count):
         raise UsageError(f"invalid test line {text!r}: says {abs(count)} transfer(s), lists {len(out)}")
     return tuple(out)
