@@ -65,3 +65,24 @@ def test_an_executor_sub_index_is_kept_and_its_test_skipped_with_the_reason():
 def test_a_huge_sub_executor_count_is_refused(line):
     with pytest.raises(UsageError, match="sub-executors .*at most 65536"):
         lang.parse_text(line + "\n", 65536)
+
+
+# ---- a row that lost its last columns ---------------------------------------------------------
+
+@pytest.mark.parametrize("cut", [1, 2])
+@pytest.mark.parametrize("where", ["middle", "last"])
+def test_an_nccl_row_missing_its_last_columns_is_not_read_right_aligned(cut, where):
+    """A row cut short by its last values reads, right-aligned, as another shape (its root as a
+    time, its time as algbw): it is not read, and the run says so."""
+    path = Path(__file__).parent / "data" / "nccl-tests" / "a3mega-h100-2node-all_reduce.txt"
+    lines = path.read_text().split("\n")
+    rows = [i for i, ln in enumerate(lines) if ln.strip()[:1].isdigit()]
+    k = rows[20] if where == "middle" else rows[-1]
+    toks = lines[k].split()
+    lines[k] = " ".join(toks[:-cut])
+    if where == "last":
+        lines = lines[:k + 1]
+    (r,) = parse_text("\n".join(lines), name="x")
+    assert not [m for m in r.measurements if m.params.get("bytes") == int(toks[0])]
+    assert r.run.status == "incomplete"
+    assert any("columns are not the table's" in w and toks[0] in w for w in r.run.meta["warnings"])

@@ -45,6 +45,7 @@ from clusterbench.ingest.common import (
     add_warning,
     clean_lines,
     new_run,
+    shown,
     strip_wrappers,
     text_chunks,
     to_float,
@@ -130,6 +131,10 @@ class _State:
     concluded: bool = False
     errors_dropped: int = 0
     seen: bool = False  # any nccl-tests line at all
+    # rows whose lead columns differ from the table's (a row cut short, its last values gone,
+    # would otherwise be read right-aligned: its time as algbw, its root as a time)
+    misfits: list[str] = field(default_factory=list)
+    nmisfits: int = 0
 
     @property
     def has_results(self) -> bool:
@@ -254,8 +259,8 @@ class NcclTextParser:
         if not 3 <= nlead <= 5:
             return False
         shape = _shape(toks1, nlead)
-        if shape is None:
-            return False
+        if shape is None or (st.parts and st.parts[-1][0] != shape and not st.concluded and st.avg_busbw is None):
+            return False   # (another shape than the table's rows: read row by row, see _row_line)
         toks = block.split()
         ncols = nlead + lay.ntail
         nrows = len(toks) // ncols
@@ -340,6 +345,13 @@ class NcclTextParser:
             if shape is not None:
                 if st.concluded or st.avg_busbw is not None:  # rows after a footer: the next run's
                     st = self._rows_after_footer()
+                elif st.parts and st.parts[-1][0] != shape:
+                    # one table's rows all have its columns: this one lost some (cut short)
+                    st.nmisfits += 1
+                    if len(st.misfits) < 3:
+                        st.misfits.append(stripped)
+                    st.partial_row = False
+                    return
                 st.add_part(shape, stripped, 1, blank=False)
                 st.nrows += 1
                 st.sizes.append(toks[0])
@@ -598,6 +610,12 @@ class NcclTextParser:
             run.meta["rows_missing"] = missing
             for text in missing:
                 add_warning(run, text)
+        for text in st.misfits:
+            add_warning(run, f"a row whose columns are not the table's (cut short?), not read: {shown(text)}")
+        if st.nmisfits > len(st.misfits):
+            add_warning(run, f"{st.nmisfits - len(st.misfits)} more such row(s) not read")
+        if st.nmisfits:
+            run.status = INCOMPLETE
         if st.failures or st.oob_ok == "FAILED" or st.avg_ok == "FAILED":
             run.status = FAILED
         if st.oob_ok == "FAILED":   # the run's own verdict: say it where a failed run's errors are read
