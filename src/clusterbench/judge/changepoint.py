@@ -91,17 +91,16 @@ def _ranks(x: np.ndarray) -> np.ndarray:
 def _candidates(n: int, min_size: int, inner: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Every interval [i, j) a change can bound: a prefix (one change at j), or with ``inner``
     also an inner interval (a change and a return), each piece at least ``min_size`` long."""
-    ii, jj = [], []
+    # a numpy row of ends per start: a Python loop over every pair took seconds on a long history
+    ii, jj = [np.zeros(0, dtype=int)], [np.zeros(0, dtype=int)]
     starts = [0, *range(min_size, n - min_size + 1)] if inner else [0]
     for i in starts:
-        for j in range(i + min_size, n + 1):
-            if (i == 0 and j == n) or (j < n and n - j < min_size):
-                continue
-            if n - (j - i) < min_size:
-                continue
-            ii.append(i)
-            jj.append(j)
-    return np.asarray(ii, dtype=int), np.asarray(jj, dtype=int)
+        j = np.arange(i + min_size, n + 1, dtype=int)
+        keep = ~((i == 0) & (j == n)) & ~((j < n) & (n - j < min_size)) & (n - (j - i) >= min_size)
+        j = j[keep]
+        ii.append(np.full(len(j), i, dtype=int))
+        jj.append(j)
+    return np.concatenate(ii), np.concatenate(jj)
 
 
 def _max_z(ranks: np.ndarray, i: np.ndarray, j: np.ndarray, var: np.ndarray) -> np.ndarray:

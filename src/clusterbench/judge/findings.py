@@ -49,10 +49,18 @@ class Group:
     label: str  # the selector the user gave
     runs: list[tuple[Run, list[Measurement]]]
     telemetry: dict[int, list[TelemetrySample]] = field(default_factory=dict)  # run id -> samples
+    # (what the rows were made from, the rows): every section of a report reads them, and making
+    # a row per measurement each time cost more than the rest of the report
+    _rows: tuple[list[tuple[Run, list[Measurement]]], list[int], list[Row]] | None = field(
+        default=None, init=False, repr=False, compare=False)
 
     @property
     def rows(self) -> list[Row]:
-        return rows_of(self.runs)
+        cached = self._rows
+        if cached is None or len(cached[0]) != len(self.runs) or any(
+                a is not b or n != len(b[1]) for a, n, b in zip(cached[0], cached[1], self.runs)):
+            cached = self._rows = (list(self.runs), [len(ms) for _, ms in self.runs], rows_of(self.runs))
+        return list(cached[2])
 
 
 @dataclass(frozen=True)

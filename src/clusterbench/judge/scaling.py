@@ -153,8 +153,10 @@ def load_points(store: Store, selectors: Iterable[str], benchmark: str, metric: 
         runs = [r for r in store.select(sel, since) if r.benchmark == benchmark and r.status == COMPLETE]
         if not runs:
             raise UsageError(f"selector {sel!r} matches no complete {benchmark} run")
+        found = store.measurements_by_run([int(r.id or 0) for r in runs])   # not a query per run
         for run in runs:
-            p = point_for(sel, run, store.measurements(run.id, benchmark), metric, by)
+            ms = [m for m in found[int(run.id or 0)] if m.benchmark == benchmark]
+            p = point_for(sel, run, ms, metric, by)
             if p is None:
                 raise UsageError(f"run {run.id} has no overall {metric}")
             points.append(p)

@@ -89,4 +89,6 @@ def load_runs(store: Store, selectors: Iterable[str], since: str | None = None
     """Resolve selectors (``clusterbench.store.selectors``: ids, ranges, ``last~N``, tags,
     ``bench:NAME``) to runs with their measurements, each run once, in id order; ``since``: a
     UTC timestamp. A selector matching nothing raises UsageError (from the store)."""
-    return [(r, store.measurements(int(r.id or 0))) for r in store.select_all(selectors, since)]
+    runs = store.select_all(selectors, since)
+    found = store.measurements_by_run([int(r.id or 0) for r in runs])   # not a query per run
+    return [(r, found[int(r.id or 0)]) for r in runs]

@@ -567,6 +567,10 @@ class Store:
         except self.db.errors as e:
             raise StoreError(f"cannot read results database {self.where}: {self.db.describe(e)}") from None
 
+    # Runs per ``IN (...)`` query of a batched read: few round trips, far below every engine's
+    # limit on bound parameters (SQLite's was 999 before 3.32).
+    _CHUNK = 500
+
     _RUN_COLS = ("id, benchmark, source, command, started_at, ended_at, status, hosts, ranks,"
                  " devices, versions, env, errors, meta")
 
@@ -574,8 +578,8 @@ class Store:
         # One tag query per few hundred runs, not one per run: each is a round trip to a server.
         tags: dict[int, dict[str, str]] = {r[0]: {} for r in rows}
         ids = list(tags)
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
+        for i in range(0, len(ids), self._CHUNK):
+            chunk = ids[i:i + self._CHUNK]
             for rid, key, value in self._query(
                     f"SELECT run_id, key, value FROM run_tags WHERE run_id IN ({','.join('?' * len(chunk))})",
                     chunk):
@@ -695,8 +699,8 @@ class Store:
         """What each run measured: its distinct benchmark names, sorted."""
         found: dict[int, list[str]] = {rid: [] for rid in run_ids}
         ids = list(found)
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
+        for i in range(0, len(ids), self._CHUNK):
+            chunk = ids[i:i + self._CHUNK]
             for rid, bench in self._query(
                     f"SELECT run_id, benchmark FROM run_benchmarks WHERE run_id IN ({','.join('?' * len(chunk))})",
                     chunk):
@@ -705,10 +709,20 @@ class Store:
             benches.sort()
         return found
 
-    def measurement_counts(self) -> dict[int, int]:
-        """Measurements per run id (runs without any are left out)."""
-        return {rid: int(n) for rid, n in self._query(
-            "SELECT run_id, sum(count) FROM measurement_packs GROUP BY run_id") if n}
+    def measurement_counts(self, run_ids: Sequence[int] | None = None) -> dict[int, int]:
+        """Measurements per run id (runs without any are left out); ``run_ids``: only those runs'
+        (``results list`` shows 50 of a database of thousands)."""
+        if run_ids is None:
+            return {rid: int(n) for rid, n in self._query(
+                "SELECT run_id, sum(count) FROM measurement_packs GROUP BY run_id") if n}
+        counts: dict[int, int] = {}
+        ids = list(dict.fromkeys(run_ids))
+        for i in range(0, len(ids), self._CHUNK):
+            chunk = ids[i:i + self._CHUNK]
+            counts.update((rid, int(n)) for rid, n in self._query(
+                f"SELECT run_id, sum(count) FROM measurement_packs WHERE run_id IN ({','.join('?' * len(chunk))})"
+                " GROUP BY run_id", chunk) if n)
+        return counts
 
     _UID_COLS = f"uid, id, {', '.join(_RUN_WRITE_COLS[1:])}"
 
@@ -747,17 +761,46 @@ class Store:
         sql = (f"SELECT format, body FROM measurement_packs WHERE run_id IN ({','.join('?' * len(run_ids))})"
                " ORDER BY id")
         for fmt, body in self._stream(sql, list(run_ids)):
-            try:
-                for m in measurements_of(fmt, body):
-                    if (benchmark is None or m.benchmark == benchmark) and (metric is None or m.metric == metric):
-                        yield m
-            except (ValueError, KeyError, TypeError) as e:
-                raise StoreError(f"results database {self.where}: unreadable measurements: {e}") from None
-            except RecursionError:   # params nested thousands deep: Python's parser gives up
-                raise StoreError(f"results database {self.where}: unreadable measurements: nested more than "
-                                 f"{sys.getrecursionlimit()} levels deep") from None
+            for m in self._unpacked(fmt, body):
+                if (benchmark is None or m.benchmark == benchmark) and (metric is None or m.metric == metric):
+                    yield m
+
+    def measurements_by_run(self, run_ids: Sequence[int]) -> dict[int, list[Measurement]]:
+        """Each run's measurements, as ``measurements(run_id)`` gives them, read with one query per
+        ``_CHUNK`` runs: a command that judges thousands of runs must not pay a round trip each."""
+        found: dict[int, list[Measurement]] = {int(rid): [] for rid in run_ids}
+        ids = list(found)
+        for i in range(0, len(ids), self._CHUNK):
+            chunk = ids[i:i + self._CHUNK]
+            sql = (f"SELECT run_id, format, body FROM measurement_packs WHERE run_id IN"
+                   f" ({','.join('?' * len(chunk))}) ORDER BY id")
+            for rid, fmt, body in self._stream(sql, chunk):
+                found[int(rid)] += self._unpacked(fmt, body)
+        return found
+
+    def _unpacked(self, fmt: str, body: str) -> list[Measurement]:
+        """One pack's measurements, or a StoreError saying why they cannot be read."""
+        try:
+            return list(measurements_of(fmt, body))
+        except (ValueError, KeyError, TypeError) as e:
+            raise StoreError(f"results database {self.where}: unreadable measurements: {e}") from None
+        except RecursionError:   # params nested thousands deep: Python's parser gives up
+            raise StoreError(f"results database {self.where}: unreadable measurements: nested more than "
+                             f"{sys.getrecursionlimit()} levels deep") from None
 
     def telemetry(self, run_id: int) -> list[TelemetrySample]:
         rows = self._query("SELECT t, metric, value, unit, host, device FROM telemetry WHERE run_id=?"
                            " ORDER BY id", (run_id,))
         return [TelemetrySample(*r) for r in rows]
+
+    def telemetry_by_run(self, run_ids: Sequence[int]) -> dict[int, list[TelemetrySample]]:
+        """Each run's telemetry, as ``telemetry(run_id)`` gives it, one query per ``_CHUNK`` runs."""
+        found: dict[int, list[TelemetrySample]] = {int(rid): [] for rid in run_ids}
+        ids = list(found)
+        for i in range(0, len(ids), self._CHUNK):
+            chunk = ids[i:i + self._CHUNK]
+            for rid, *sample in self._query(
+                    f"SELECT run_id, t, metric, value, unit, host, device FROM telemetry WHERE run_id IN"
+                    f" ({','.join('?' * len(chunk))}) ORDER BY id", chunk):
+                found[int(rid)].append(TelemetrySample(*sample))
+        return found

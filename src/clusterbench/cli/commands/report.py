@@ -58,7 +58,7 @@ def report(selectors: tuple[str, ...], output: str, profile_name: str | None, li
         with Store.open_to_read(db) as store:
             groups = [Group(sel, load_runs(store, [sel], since)) for sel in selectors]
             for g in groups:  # telemetry is plotted too (power, temperature, clocks, utilisation)
-                g.telemetry = {run.id: store.telemetry(run.id) for run, _ in g.runs}
+                g.telemetry = store.telemetry_by_run([run.id for run, _ in g.runs])
         # a run that measured nothing (it failed before its first row) is reported all the same:
         # its status and errors are what the reader needs (results show prints them too)
         if not any(ms or run.errors or run.status != "complete" for g in groups for run, ms in g.runs):

@@ -20,7 +20,7 @@ from clusterbench.cli.options import (
 from clusterbench.errors import UsageError
 from clusterbench.families import FAMILIES, family_of
 from clusterbench.printable import printable
-from clusterbench.records import WARNINGS, Run
+from clusterbench.records import WARNINGS, Measurement, Run
 from clusterbench.report.jsonl import (
     emit,
     emit_all,
@@ -76,7 +76,7 @@ def list_cmd(as_json: bool, db: str | None, limit: int, benchmark: str | None, s
     """List runs, newest first, with what each measured."""
     with Store.open_to_read(db) as store:
         runs = store.list_runs(limit=limit, benchmark=benchmark, since=since)
-        counts = store.measurement_counts()
+        counts = store.measurement_counts([int(r.id or 0) for r in runs])
         measured = store.run_benchmarks([int(r.id or 0) for r in runs])
     if as_json:
         for r in runs:
@@ -96,6 +96,13 @@ def list_cmd(as_json: bool, db: str | None, limit: int, benchmark: str | None, s
                         f"{counts.get(int(r.id or 0), 0):>6}  {hosts:<24} {tags}"))
 
 
+def _loaded(store: Store, selectors: tuple[str, ...], since: str | None) -> list[tuple[Run, list[Measurement]]]:
+    """The runs the selectors pick with their measurements, read in bulk (not a query per run)."""
+    runs = store.select_all(selectors, since)
+    found = store.measurements_by_run([int(r.id or 0) for r in runs])
+    return [(run, found[int(run.id or 0)]) for run in runs]
+
+
 @results.command("show", epilog=SELECTOR_HELP)
 @click.argument("selectors", nargs=-1, required=True, metavar="RUN...")
 @json_option("per run, a `measurement` line per result, the `run` record, then `efficiency` lines")
@@ -104,7 +111,7 @@ def list_cmd(as_json: bool, db: str | None, limit: int, benchmark: str | None, s
 def show_cmd(selectors: tuple[str, ...], as_json: bool, since: str | None, db: str | None) -> None:
     """Re-print stored runs as their tables (nccl-tests format for collectives)."""
     with Store.open_to_read(db) as store:
-        loaded = [(run, store.measurements(int(run.id or 0))) for run in store.select_all(selectors, since)]
+        loaded = _loaded(store, selectors, since)
     for i, (run, ms) in enumerate(loaded):
         if as_json:
             emit_all(run_objects(run, ms))
@@ -166,7 +173,7 @@ def export_cmd(selectors: tuple[str, ...], as_json: bool, as_csv: bool, run_info
     """Export stored runs' measurements as JSON lines or CSV."""
     refuse_together("as_json", "as_csv")
     with Store.open_to_read(db) as store:
-        loaded = [(run, store.measurements(int(run.id or 0))) for run in store.select_all(selectors, since)]
+        loaded = _loaded(store, selectors, since)
     if not as_csv:
         for run, ms in loaded:
             emit_all([*(measurement_line(m, run.id) for m in ms), run_line(run)])

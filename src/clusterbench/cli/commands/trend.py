@@ -76,7 +76,8 @@ def trend(selectors: tuple[str, ...], metric: str | None, benchmark: str | None,
     since_t = parse_since(since) if since else None
     with Store.open_to_read(db) as store:
         runs = select_history(store, selectors, since_t)
-        loaded = [(r, store.measurements(r.id)) for r in runs]
+        found = store.measurements_by_run([r.id for r in runs])   # not a query per run
+        loaded = [(r, found[r.id]) for r in runs]
     if not runs:
         raise UsageError("no run in the selection" + (f" since {since}" if since else ""))
     series = detect(build_series(loaded, metric=metric, benchmark=benchmark, by=by,
