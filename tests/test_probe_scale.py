@@ -122,6 +122,7 @@ def _commands(n: int, tmp: Path) -> dict[str, list[str]]:
         "theory": ["theory", "--run", "grp=a"],
         "scaling": ["scaling", "kind=train"],
         "env diff": ["env", "diff", "1", "2"],
+        "export openmetrics": ["export", "openmetrics"],
     }
 
 

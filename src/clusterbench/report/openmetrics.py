@@ -248,7 +248,8 @@ def from_store(db: str | None, selectors: Sequence[str], since: datetime | None,
 
     with Store.open_to_read(db) as store:
         runs = select_history(store, selectors, since)
-        loaded = [(r, store.measurements(r.id)) for r in runs]
+        by_run = store.measurements_by_run([int(r.id or 0) for r in runs])   # no query per run: every scrape
+        loaded = [(r, by_run[int(r.id or 0)]) for r in runs]
     return collect(loaded, profile)
 
 
