@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tmpfs_helpers import small_tmpfs
 
 from clusterbench.store import Store
 
@@ -26,17 +27,8 @@ BIG_LOG = DATA / "a3mega-h100-2node-all_reduce.txt"
 @pytest.fixture
 def tiny_fs(tmp_path):
     """A directory on a 1 MiB tmpfs."""
-    mnt = tmp_path / "tiny"
-    mnt.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a size-limited tmpfs needs root")
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"mount -t tmpfs is not allowed here: {r.stderr.strip()}")
-    try:
+    with small_tmpfs(tmp_path / "tiny", "1m") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
 def _cb(*argv: str, timeout: float = 240) -> subprocess.CompletedProcess:

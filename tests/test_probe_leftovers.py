@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch.distributed as dist
+from tmpfs_helpers import small_tmpfs
 
 from clusterbench.cli import main
 from clusterbench.cli.options import parse_tags
@@ -101,17 +102,8 @@ def test_a_new_database_made_ready_stays(tmp_path):
 @pytest.fixture
 def tiny_fs(tmp_path):
     """A directory on a 300 KiB tmpfs (root only; skipped where mount is refused)."""
-    mnt = tmp_path / "tiny"
-    mnt.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a size-limited tmpfs needs root")
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", str(mnt)], capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"mount -t tmpfs is not allowed here: {r.stderr.strip()}")
-    try:
+    with small_tmpfs(tmp_path / "tiny", "300k") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
 @pytest.mark.parametrize("leave_kib", [8, 64], ids=["open-fails", "migration-fails"])
