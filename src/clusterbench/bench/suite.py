@@ -77,12 +77,23 @@ class _Step:
         return {"step": self.name, "status": self.status, "failures": list(self.failures),
                 "skipped": list(self.skipped)}
 
+    @classmethod
+    def from_stored(cls, d: dict[str, Any]) -> _Step:
+        return cls(str(d.get("step")), str(d.get("status")), list(d.get("failures") or []),
+                   list(d.get("skipped") or []))
+
     def line(self) -> str:
         why = self.failures[:1] or self.skipped[:1]
         more = len(self.failures or self.skipped) - 1
         detail = f" ({why[0]}{f'; and {more} more' if more > 0 else ''})" if why else ""
         count = f", {len(self.skipped)} note(s) of skipped rows" if self.skipped and self.status == "done" else ""
         return f"{self.name}: {self.status}{count}{detail}"
+
+
+def summary(stored: list[Any]) -> str:
+    """The suite's closing line from its steps as stored in ``run.meta[SUITE_META]``: live at the
+    end of the suite, and by ``run`` for a run a dead rank or a signal ended first."""
+    return "suite: " + "; ".join(_Step.from_stored(d).line() for d in stored if isinstance(d, dict))
 
 
 def _is_skip(text: str) -> bool:
@@ -123,4 +134,4 @@ def main(ctx: RankContext, entries: list[SuiteEntry]) -> None:
             ctx.progress()
     finally:
         ctx.emit_fn = emit
-    ctx.note("suite: " + "; ".join(s.line() for s in steps), SUITE_META)
+    ctx.note(summary([s.stored() for s in steps]), SUITE_META)

@@ -27,6 +27,7 @@ from clusterbench.errors import UsageError
 from clusterbench.printable import not_utf8
 from clusterbench.records import COMPLETE, INCOMPLETE, WARNINGS, Measurement, Run
 from clusterbench.store.packs import TABLE, Pack, Packs, measurements_of, number, pack_measurements
+from clusterbench.units import is_time_unit
 
 IMPORT_BENCHMARK = "import"
 # What some editors write first; not part of the log. iter_runs drops it before the first line,
@@ -106,12 +107,9 @@ class ImportedRun:
 # clock gone backwards, an overflow, an edited log), so it is dropped with a warning. Other
 # units keep their sign: iperf3 counts packets that arrive out of order as lost, so its loss
 # can be negative; counts, errors, ratios and deltas may be too.
-_TIME_UNITS = frozenset({"s", "ms", "us", "ns"})
-
-
 def never_negative(unit: str) -> bool:
     """Whether a value in ``unit`` (a time or a rate) below zero is no measurement."""
-    return unit in _TIME_UNITS or unit.endswith("/s") or unit == "Mpps"
+    return unit.endswith("/s") or unit == "Mpps" or is_time_unit(unit)
 
 
 def _negative_note(benchmark: str, metric: str, value: float, unit: str) -> str:

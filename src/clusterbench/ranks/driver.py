@@ -235,10 +235,8 @@ def _stdout_to_stderr() -> None:
     """The command's standard output carries its table or its JSON lines: what a rank prints
     there (a benchmark's print, NCCL_DEBUG's lines) goes to standard error instead, and a closed
     standard output (``| head -1``) cannot fail a rank."""
-    try:
+    with contextlib.suppress(OSError, ValueError):
         sys.stdout.flush()
-    except (OSError, ValueError):
-        pass
     with contextlib.suppress(OSError):
         os.dup2(2, 1)
 

@@ -53,18 +53,14 @@ class CopySummary:
                          for r in self.runs]}
 
 
-def copy_runs(source: Store, dest: Store, on_run: Callable[[CopiedRun], None] | None = None) -> CopySummary:
-    """Copy every run of ``source`` that ``dest`` lacks, oldest first."""
-    return _copy(source, _Dest(dest.where, lambda: dest, dest), on_run)
-
-
 def copy_databases(source_db: str | os.PathLike[str] | None, dest_db: str | os.PathLike[str] | None,
                    on_run: Callable[[CopiedRun], None] | None = None) -> CopySummary:
-    """``copy_runs`` between the databases two ``--db`` values name, each opened here: the source
-    only to read it; a destination SQLite file that does not exist yet is made only once the
-    first run to copy has been read whole from the source, so a copy that fails before it
-    (an unreadable run, a source that is not a database) leaves no new empty database behind.
-    (A source without runs still makes it: the copy succeeded, and ``--to`` is created as needed.)"""
+    """Copy every run the database ``dest_db`` names lacks from ``source_db``, oldest first. The
+    source is opened only to read it; a destination SQLite file that does not exist yet is made
+    only once the first run to copy has been read whole from the source, so a copy that fails
+    before it (an unreadable run, a source that is not a database) leaves no new empty database
+    behind. (A source without runs still makes it: the copy succeeded, and ``--to`` is created as
+    needed.)"""
     with Store.open_readonly(source_db) as source:
         where = loc.parse(dest_db)
         new_file = where.kind == loc.SQLITE and where.path is not None and not where.path.exists()

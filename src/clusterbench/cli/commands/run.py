@@ -42,10 +42,7 @@ def _suite_line(run: Run) -> Note | None:
                                            for n in notes)
     if said or not isinstance(steps, list) or not steps:
         return None
-    lines = [suite._Step(str(s.get("step")), str(s.get("status")), list(s.get("failures") or []),
-                         list(s.get("skipped") or [])).line()
-             for s in steps if isinstance(s, dict)]
-    return Note("suite: " + "; ".join(lines), suite.SUITE_META)
+    return Note(suite.summary(steps), suite.SUITE_META)
 
 
 commands = [run]

@@ -46,8 +46,8 @@ from clusterbench.sweep.run import SweepConfig, run_sweep
 from clusterbench.textfile import read_user_text
 from clusterbench.units import parse_rate
 
-DEFAULT_TEST = ("coll", "all_reduce", "-b", "32M", "-e", "32M", "--device", "cpu")
-DEFAULT_COMMAND = DEFAULT_TEST   # what a line checked without running it (argv_check) runs after no --
+# The test after no --; argv_check checks a sweep line as if it were given (its DEFAULT_COMMAND)
+DEFAULT_COMMAND = ("coll", "all_reduce", "-b", "32M", "-e", "32M", "--device", "cpu")
 
 
 @click.command("sweep", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -105,7 +105,7 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
     host_list = parse_hosts(hosts)
     if len(host_list) < 2:
         raise UsageError("--hosts: a sweep needs at least 2 nodes")
-    test = bench_command(command) if command else list(DEFAULT_TEST)
+    test = bench_command(command) if command else list(DEFAULT_COMMAND)
     family = by_command(test[0])
     if family is None:   # its ranks would record nothing to rank nodes by
         raise UsageError(f"the test after --: {test[0]!r} is not a benchmark command (coll, net, stream, gemm, ...)")
