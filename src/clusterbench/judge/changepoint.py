@@ -25,6 +25,13 @@ Accepted changes split the series and each part is searched again (binary segmen
 step down followed by a repair is two changes. The permutations use a fixed seed: the same
 history always gives the same answer.
 
+A series of n runs has about n^2 / 2 intervals. Three shortcuts keep a history of thousands of
+runs within seconds, each giving exactly what the direct computation gives
+(tests/test_trend_fast.py): the permutations stop once the p-value cannot end below the level
+asked; a permutation's intervals are bounded band by band and computed only where the bound
+reaches the observed statistic; and the L1 costs come from a wavelet matrix, O(log n) each, with
+only the candidates that can win computed directly.
+
 References: A. N. Pettitt, "A non-parametric approach to the change-point problem", Applied
 Statistics 28(2), 126-135 (1979); D. M. Hawkins and Q. Deng, "A nonparametric change-point
 control chart", Journal of Quality Technology 42(2), 165-173 (2010); A. B. Olshen, E. S.
@@ -114,9 +121,84 @@ def _max_z(ranks: np.ndarray, i: np.ndarray, j: np.ndarray, var: np.ndarray) -> 
     return np.max(np.abs(z), axis=-1)
 
 
-def scan_p_value(x: Sequence[float], s: Settings = Settings(), inner: bool = False) -> tuple[float, float]:
+def _bands(n: int, i: np.ndarray, j: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
+    """Candidates grouped by the shorter of inside and outside, m = min(k, n - k): bands of
+    lengths [a, b] growing by about a fifth, each with the positions of its candidates."""
+    k = j - i
+    m = np.minimum(k, n - k)
+    order = np.argsort(m, kind="stable")
+    m_sorted = m[order]
+    out, a = [], int(m_sorted[0]) if len(m) else 0
+    while len(m) and a <= m_sorted[-1]:
+        b = max(a, int(a * 1.2))
+        lo, hi = np.searchsorted(m_sorted, [a, b + 1])
+        if hi > lo:
+            out.append((a, b, np.sort(order[lo:hi])))
+        a = b + 1
+    return out
+
+
+def _window_ranges(c: np.ndarray, widths: list[int]) -> list[np.ndarray]:
+    """For each width w: the largest max - min of ``c`` over any w consecutive points, for each
+    row of ``c`` (a sparse table of running maxima and minima, O(n log n) per row)."""
+    hi, lo = [c], [c]
+    span = 1
+    while 2 * span <= c.shape[-1]:
+        hi.append(np.maximum(hi[-1][..., :-span], hi[-1][..., span:]))
+        lo.append(np.minimum(lo[-1][..., :-span], lo[-1][..., span:]))
+        span *= 2
+    out = []
+    for w in widths:
+        w = min(w, c.shape[-1])
+        level = w.bit_length() - 1
+        shift = w - (1 << level)
+        count = c.shape[-1] - w + 1
+        top = np.maximum(hi[level][..., :count], hi[level][..., shift:shift + count])
+        bottom = np.minimum(lo[level][..., :count], lo[level][..., shift:shift + count])
+        out.append(np.max(top - bottom, axis=-1))
+    return out
+
+
+def _count_reaching(perms: np.ndarray, i: np.ndarray, j: np.ndarray, var: np.ndarray,
+                    bands: list[tuple[int, int, np.ndarray]], observed: float) -> int:
+    """How many rows of ``perms`` have ``_max_z >= observed - 1e-9``, computing ``_max_z`` only
+    where a cheap bound cannot rule it out.
+
+    The numerator of each z is the sum of centered ranks (r - (n+1)/2) over the interval, and,
+    these summing to 0, minus their sum over the outside: the sum over a circular window of
+    m = min(k, n - k) ranks. Every sum over a window of at most b ranks lies within the largest
+    max - min of the centered cumulative sum over b + 1 consecutive points, and the variance only
+    grows with m up to n / 2. So for a band of m in [a, b], range(b + 1) / sqrt(var(a)) bounds
+    every z of the band. The numerators are sums of halves, exact in floating point, and the
+    rounding of sqrt and / is monotone, so the bound never falls below a z computed exactly; a
+    row is counted exactly as ``_max_z`` would count it."""
+    n = perms.shape[-1]
+    centered = np.concatenate([perms, perms], axis=-1) - (n + 1) / 2.0
+    csum = np.concatenate([np.zeros((len(perms), 1)), np.cumsum(centered, axis=-1)], axis=-1)
+    ranges = _window_ranges(csum, [b + 1 for _, b, _ in bands])
+    reached = np.zeros(len(perms), dtype=bool)
+    threshold = observed - 1e-9
+    for (_, _, where), spread in zip(bands, ranges):
+        smallest = float(np.min(var[where]))
+        bound = spread / math.sqrt(smallest) * (1 + 1e-12)
+        rows = np.flatnonzero(~reached & (bound >= threshold))
+        if len(rows) == 0:
+            continue
+        step = max(1, 2_000_000 // (len(where) + n))   # the memory of one block, as in the scan
+        for start in range(0, len(rows), step):
+            part = rows[start:start + step]
+            reached[part] = _max_z(perms[part], i[where], j[where], var[where]) >= threshold
+    return int(np.sum(reached))
+
+
+def scan_p_value(x: Sequence[float], s: Settings = Settings(), inner: bool = False,
+                 stop_at: float | None = None) -> tuple[float, float]:
     """(observed maximum |z|, permutation p-value) of the Mann-Whitney scan over all single
-    splits, or with ``inner`` over all intervals."""
+    splits, or with ``inner`` over all intervals.
+
+    With ``stop_at`` the permutations stop as soon as the p-value cannot end below it, and the
+    p-value returned is then a lower bound that is at least ``stop_at``: enough to say "not
+    significant" without drawing the rest."""
     arr = np.asarray(x, dtype=float)
     n = len(arr)
     i, j = _candidates(n, s.min_size, inner)
@@ -132,12 +214,26 @@ def scan_p_value(x: Sequence[float], s: Settings = Settings(), inner: bool = Fal
         return 0.0, 1.0  # every value equal: nothing can have changed
     observed = float(_max_z(ranks, i, j, var))
     rng = np.random.default_rng(s.seed)
+    # About n^2 / 2 intervals: bound them by bands first. A single split has n candidates, fewer
+    # than the bound itself looks at.
+    bands = _bands(n, i, j) if len(i) > 8 * n else None
     exceed = 0
-    block = max(1, 2_000_000 // (len(i) + n))  # bound the memory of one block of permutations
+    # The generator shuffles row after row, so the permutations drawn do not depend on the block
+    # size; a block is bounded by the memory of the candidates' z, or of the sparse tables (2n
+    # points, log2(2n) levels).
+    if bands is None:
+        block = max(1, 2_000_000 // (len(i) + n))
+    else:
+        block = max(1, 4_000_000 // ((2 * n + 1) * (2 * n + 1).bit_length()))
     for start in range(0, s.permutations, block):
         b = min(block, s.permutations - start)
         perms = rng.permuted(np.tile(ranks, (b, 1)), axis=1)
-        exceed += int(np.sum(_max_z(perms, i, j, var) >= observed - 1e-9))
+        if bands is None:
+            exceed += int(np.sum(_max_z(perms, i, j, var) >= observed - 1e-9))
+        else:
+            exceed += _count_reaching(perms, i, j, var, bands, observed)
+        if stop_at is not None and (1 + exceed) / (s.permutations + 1) >= stop_at:
+            return observed, (1 + exceed) / (s.permutations + 1)
     # The observed order counts as one of the permutations: p is never 0.
     return observed, (1 + exceed) / (s.permutations + 1)
 
@@ -146,12 +242,87 @@ def _l1(v: np.ndarray) -> float:
     return float(np.sum(np.abs(v - np.median(v)))) if len(v) else 0.0
 
 
+class _SmallestSums:
+    """The sum of the k smallest values in any stretch of a fixed array, for many stretches at
+    once: a wavelet matrix over the values' ranks (Claude, Navarro and Ordonez, "The wavelet
+    matrix", 2015), each level a numpy pass over all queries."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        order = np.argsort(values, kind="stable")
+        rank = np.empty(len(values), dtype=np.int64)
+        rank[order] = np.arange(len(values))
+        self.by_rank = values[order]
+        self.bits = max(1, (len(values) - 1).bit_length())
+        self.zeros: list[np.ndarray] = []       # per level: 0 bits before each position
+        self.zero_sums: list[np.ndarray] = []   # per level: sum of the values with a 0 bit before it
+        self.n_zeros: list[int] = []
+        for level in range(self.bits):
+            low = ((rank >> (self.bits - 1 - level)) & 1) == 0
+            self.zeros.append(np.concatenate([[0], np.cumsum(low)]))
+            self.zero_sums.append(np.concatenate([[0.0], np.cumsum(np.where(low, values, 0.0))]))
+            self.n_zeros.append(int(np.sum(low)))
+            keep = np.concatenate([np.flatnonzero(low), np.flatnonzero(~low)])
+            rank, values = rank[keep], values[keep]
+
+    def smallest(self, lo: np.ndarray, hi: np.ndarray, k: np.ndarray) -> np.ndarray:
+        """Sum of the k smallest of values[lo:hi], element by element (0 <= k <= hi - lo)."""
+        total = np.zeros(len(lo))
+        rank = np.zeros(len(lo), dtype=np.int64)
+        for level in range(self.bits):
+            zl, zr = self.zeros[level][lo], self.zeros[level][hi]
+            left = k <= zr - zl
+            total += np.where(left, 0.0, self.zero_sums[level][hi] - self.zero_sums[level][lo])
+            k = np.where(left, k, k - (zr - zl))
+            lo = np.where(left, zl, self.n_zeros[level] + lo - zl)
+            hi = np.where(left, zr, self.n_zeros[level] + hi - zr)
+            rank |= (~left).astype(np.int64) << (self.bits - 1 - level)
+        return total + k * self.by_rank[rank]   # what is left is k copies of one value
+
+
+def _l1_costs(arr: np.ndarray, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, float]:
+    """The L1 cost of every interval, inside plus outside, in O(log n) per interval, and a bound
+    on how far each may be from what ``_l1`` computes for it.
+
+    A set's absolute deviations from its median sum to the sum of its larger half minus the sum of
+    its smaller half (the middle value of an odd count adds nothing), and the outside of [i, j)
+    is the circular stretch [j, i + n) of the series written twice."""
+    n = len(arr)
+    center = float(np.median(arr))
+    twice = np.concatenate([arr, arr]) - center   # costs do not move with a shift; sums get smaller
+    sums = _SmallestSums(twice)
+    prefix = np.concatenate([[0.0], np.cumsum(twice)])
+    costs = np.empty(len(i))
+    chunk = 1 << 18
+    for start in range(0, len(i), chunk):
+        a, b = i[start:start + chunk], j[start:start + chunk]
+        cost = np.zeros(len(a))
+        for lo, hi in ((a, b), (b, a + n)):
+            size = hi - lo
+            half = size // 2
+            cost += (prefix[hi] - prefix[lo]) - sums.smallest(lo, hi, size - half) - sums.smallest(lo, hi, half)
+        costs[start:start + chunk] = cost
+    # Sequential sums of at most 4n + 4 terms each way, each term off by at most eps of itself,
+    # plus ``_l1``'s own rounding of x - median against the values' size: a generous bound.
+    eps = float(np.finfo(float).eps)
+    slack = 64.0 * (2 * n + 2) * eps * (float(np.sum(np.abs(twice))) + n * float(np.max(np.abs(arr))))
+    return costs, slack
+
+
 def l1_interval(x: Sequence[float], min_size: int, inner: bool = True) -> tuple[int, int]:
     """The interval [i, j) whose level differs from the rest with the least summed absolute
     deviation of inside and outside from their medians (a prefix: a single step at j)."""
     arr = np.asarray(x, dtype=float)
     best, where = float("inf"), (0, len(arr))
-    for i, j in zip(*_candidates(len(arr), min_size, inner)):
+    ii, jj = _candidates(len(arr), min_size, inner)
+    if len(ii) == 0:
+        return where
+    # The fast costs are within ``slack`` of ``_l1``'s. A candidate whose fast cost is at least
+    # 2 * slack above the smallest fast cost before it can never be taken by the rule below, so
+    # only the others are computed exactly, in the same order: the same interval as computing all.
+    fast, slack = _l1_costs(arr, ii, jj)
+    before = np.concatenate([[np.inf], np.minimum.accumulate(fast)[:-1]])
+    contenders = fast < before + 2 * slack
+    for i, j in zip(ii[contenders], jj[contenders]):
         cost = _l1(arr[i:j]) + _l1(np.concatenate([arr[:i], arr[j:]]))
         if cost < best - 1e-12:
             best, where = cost, (int(i), int(j))
@@ -175,10 +346,10 @@ def _segments(x: np.ndarray, offset: int, s: Settings) -> list[tuple[Change, tup
     # for it); failing that, a stretch that differs from both sides (degraded, then repaired).
     # Each test gets half of alpha, so together they keep the false-alarm rate.
     inner = False
-    _, p = scan_p_value(x, s, inner=False)
+    _, p = scan_p_value(x, s, inner=False, stop_at=s.alpha / 2)
     if p >= s.alpha / 2:
         inner = True
-        _, p = scan_p_value(x, s, inner=True)
+        _, p = scan_p_value(x, s, inner=True, stop_at=s.alpha / 2)
         if p >= s.alpha / 2:
             return None
     i, j = l1_interval(x, s.min_size, inner)
