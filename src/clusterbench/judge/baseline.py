@@ -4,7 +4,8 @@ Each row (benchmark, metric, params minus host/rank/device) gets one value per r
 that run's values, e.g. over its GPUs). Runs whose value is an outlier among the runs (modified
 z-score, judge.outliers) are left out of that row and reported. The criterion is then
 ``>= pct% of the median`` for higher-is-better metrics and ``<= (200 - pct)% of the median`` for
-times; every value of a validated run must meet it (aggregate all).
+times; every value of a validated run must meet it (aggregate all). Values are taken in the unit
+of the row's first measurement (a run imported in MB/s beside runs in GB/s is converted).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 
 from clusterbench.errors import UsageError
 from clusterbench.families import family_of, higher_is_better
-from clusterbench.judge.compare import group_key, group_rows
+from clusterbench.judge.compare import common_unit, group_key, group_rows, units_text
 from clusterbench.judge.outliers import flag_outliers
 from clusterbench.judge.profiles import Criterion, Profile
 from clusterbench.judge.select import Row, params_match
@@ -61,14 +62,19 @@ def create_baseline(rows: list[Row], *, name: str, pct: float = 90.0, metrics: t
         params = json.loads(params_json)
         if isinstance(params.get("bytes"), (int, float)) and params["bytes"] < min_bytes:
             continue  # small messages are latency-bound and too noisy for a pass/fail bound
-        hib = higher_is_better(bench, metric, grp[0].m.unit)
+        label = _label(bench, metric, params)
+        converted = common_unit(grp)
+        if converted is None:   # one bound cannot hold values in GB/s and us
+            raise UsageError(f"runs {','.join(map(str, run_ids))} record {label} in {units_text(grp)}, which do "
+                             "not convert into each other: no one bound (leave out the odd runs)")
+        unit, converted_values = converted
+        hib = higher_is_better(bench, metric, unit)
         per_run: dict[str, list[float]] = {}
-        for r in grp:
-            per_run.setdefault(str(r.run.id), []).append(r.m.value)
+        for r, value in zip(grp, converted_values, strict=True):
+            per_run.setdefault(str(r.run.id), []).append(value)
         # judge.stats.median: statistics.median of two values near 1.7e308 overflows to inf, and
         # a bound of inf makes a profile validate refuses to load
         values = {k: median(v) for k, v in per_run.items()}
-        label = _label(bench, metric, params)
         for o in flag_outliers(values, higher_is_better=hib):
             result.left_out.append({"run": int(o.key), "row": label, "value": o.value,
                                     "median": o.median, "rel_dev": o.rel_dev, "z": o.z})
@@ -86,8 +92,8 @@ def create_baseline(rows: list[Row], *, name: str, pct: float = 90.0, metrics: t
                          for k in other if k not in params})
         criteria.append(Criterion(
             name=label, benchmark=bench, metric=metric, params=params, absent=tuple(absent),
-            source=f"baseline: median {med:.6g} {grp[0].m.unit} of run(s) {','.join(sorted(values, key=int))}",
-            op=">=" if hib else "<=", baseline=med, pct=pct if hib else 200 - pct, unit=grp[0].m.unit,
+            source=f"baseline: median {med:.6g} {unit} of run(s) {','.join(sorted(values, key=int))}",
+            op=">=" if hib else "<=", baseline=med, pct=pct if hib else 200 - pct, unit=unit,
         ))
     if not criteria and result.noisy:
         raise UsageError(f"all {len(result.noisy)} candidate rows of runs {','.join(map(str, run_ids))} vary by "

@@ -5,7 +5,11 @@ dropped, so ten repeated runs per side, or eight GPUs per run, become one sample
 
 A row is called different only when all of these hold, which keeps noisy small-message rows and
 tiny-but-"significant" shifts from being reported as regressions:
-  * both sides have at least 2 values, all finite (Welch needs a variance);
+  * both sides have at least 2 values, all finite (Welch needs a variance), in units that convert
+    into each other (MB/s and GB/s are compared in A's unit; GB/s and us are not compared). Where
+    neither side has any spread (values rounded on import), Welch's t is 0/0 and the exact rank
+    test decides: p = 2 / C(n_a + n_b, n_a) for sides that differ (stats.separated_rank_p), so 3
+    runs a side can never be called changed at 5% and 5 can;
   * neither side's coefficient of variation exceeds ``max_cv`` (10% by default): such rows are
     reported as "noisy" whatever the p-value. A side whose CV is undefined (its mean is 0) has no
     scale to call noisy against: the test alone decides it;
@@ -35,7 +39,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Context, Decimal
 from typing import Any
@@ -48,13 +52,14 @@ from clusterbench.judge.stats import (
     ADJUST_FDR,
     ADJUST_NONE,
     ADJUSTMENTS,
+    RANK,
     Summary,
     WelchResult,
     adjust,
     summarize,
     welch,
 )
-from clusterbench.units import is_time_unit, unit_scale
+from clusterbench.units import convert, is_time_unit, unit_scale
 
 SAME, BETTER, WORSE, NOISY, INSUFFICIENT = "same", "better", "worse", "noisy", "insufficient"
 
@@ -68,6 +73,29 @@ GroupKey = tuple[str, str, str]  # benchmark, metric, canonical JSON of params
 def group_key(row: Row) -> GroupKey:
     params = {k: v for k, v in row.m.params.items() if k not in IDENTITY_PARAMS}
     return row.m.benchmark, row.m.metric, json.dumps(params, sort_keys=True, default=str)
+
+
+def common_unit(rows: Sequence[Row]) -> tuple[str, list[float]] | None:
+    """The rows' values in one unit, the first row's: a run imported in MB/s beside runs in GB/s
+    is 1000 times larger only in its digits. None where the units do not convert into each other
+    (GB/s and us, an unknown unit beside another): such values cannot be judged together."""
+    unit = rows[0].m.unit
+    try:
+        return unit, [r.m.value if r.m.unit == unit else _converted(r.m.value, r.m.unit, unit) for r in rows]
+    except ValueError:
+        return None
+
+
+def _converted(value: float, from_unit: str, to_unit: str) -> float:
+    # units.convert passes a value without a unit through unchanged: here that is no conversion
+    if not from_unit or not to_unit:
+        raise ValueError(f"cannot convert {from_unit!r} to {to_unit!r}")
+    return convert(value, from_unit, to_unit)
+
+
+def units_text(rows: Iterable[Row]) -> str:
+    """The distinct units of rows as a message names them (``GB/s and us``; ``""`` as none)."""
+    return " and ".join(u or "none" for u in dict.fromkeys(r.m.unit for r in rows))
 
 
 def group_rows(rows: Iterable[Row]) -> dict[GroupKey, list[Row]]:
@@ -252,7 +280,12 @@ def judge(a: Summary, b: Summary, test: WelchResult | None, hib: bool, *, alpha:
     decide = test.p if p is None else p
     raw = test.p if raw_p is None else raw_p
     adjusted = method != ADJUST_NONE
+    rank = test.method == RANK and delta != 0
     if decide >= alpha or abs(delta) < min_effect:
+        if rank and raw >= alpha and abs(delta) >= min_effect:
+            # The sides do not overlap, yet so few runs cannot show it: say that more runs would.
+            return SAME, (f"no significant difference: no spread on either side, and the rank test of "
+                          f"n={a.n} vs {b.n} gives p={raw:.2g} at best (more runs needed)")
         if adjusted and raw < alpha <= decide and abs(delta) >= min_effect:
             # Without the adjustment this row would be called changed: an operator should see why not.
             return SAME, (f"no significant difference after {method} adjustment "
@@ -261,7 +294,8 @@ def judge(a: Summary, b: Summary, test: WelchResult | None, hib: bool, *, alpha:
     good = (delta > 0) == hib  # for times and latencies a rise is the bad direction
     against = "" if a.mean else f"{b.mean:g} against A's 0"
     said = change_text(words, metric, delta > 0, good, change, against)
-    return (BETTER if good else WORSE), f"{said}, {'adj. ' if adjusted else ''}{_p_text(decide)}"
+    how = " (rank test: no spread on either side)" if rank else ""
+    return (BETTER if good else WORSE), f"{said}, {'adj. ' if adjusted else ''}{_p_text(decide)}{how}"
 
 
 def constant(a: Summary, b: Summary) -> bool:
@@ -298,9 +332,18 @@ def compare(rows_a: list[Row], rows_b: list[Row], *, alpha: float = 0.05, min_ef
     if not shared:
         raise UsageError("the two selections share no (benchmark, metric, params) to compare")
     measured: dict[GroupKey, tuple[Summary, Summary, WelchResult | None]] = {}
+    units: dict[GroupKey, str] = {}
+    mixed: dict[GroupKey, str] = {}   # rows whose units do not convert: never tested
     for key in shared:
-        va = [r.m.value for r in ga[key]]
-        vb = [r.m.value for r in gb[key]]
+        both = common_unit(ga[key] + gb[key])
+        if both is None:
+            mixed[key] = units_text(ga[key] + gb[key])
+            va, vb = [r.m.value for r in ga[key]], [r.m.value for r in gb[key]]
+            units[key] = ga[key][0].m.unit
+            measured[key] = (summarize(va), summarize(vb), None)
+            continue
+        units[key], values = both
+        va, vb = values[:len(ga[key])], values[len(ga[key]):]
         measured[key] = (summarize(va), summarize(vb), welch(va, vb))
     tested = {k for k, (sa, sb, t) in measured.items() if t is not None and not constant(sa, sb)}
     reps = representatives(tested)
@@ -320,7 +363,11 @@ def compare(rows_a: list[Row], rows_b: list[Row], *, alpha: float = 0.05, min_ef
             decide = raw_p = test.p
         else:
             decide, raw_p = adjusted[measurement_of(key)], raw[measurement_of(key)]
-        unit = ga[key][0].m.unit
+        unit = units[key]
+        if key in mixed:
+            out.append(Comparison(bench, metric, json.loads(params), unit, sa, sb, None, INSUFFICIENT,
+                                  f"units {mixed[key]} do not convert into each other: cannot compare"))
+            continue
         status, verdict = judge(sa, sb, test, higher_is_better(bench, metric, unit), alpha=alpha,
                                 min_effect=min_effect, max_cv=max_cv, words=wording(bench, metric, unit),
                                 metric=metric, p=decide, raw_p=raw_p, method=said)

@@ -3,19 +3,21 @@
 For every row (benchmark, metric, params minus identity) the values are split by an identity:
 the ``host`` or ``device`` param of the measurements (``host:device`` where the rows come from
 several hosts), or the ``node`` tag of the runs. With at least three identities, the modified
-z-score (judge.outliers) flags the slow ones.
+z-score (judge.outliers) flags the slow ones: with two there is no majority to say which one is
+off, so one or two nodes are never called degraded. Values are compared in one unit (MB/s and
+GB/s convert); a row whose units do not convert into each other is not judged.
 """
 
 from __future__ import annotations
 
 import json
-import statistics
 from dataclasses import dataclass
 
 from clusterbench.families import describes_spread, higher_is_better, is_judged
-from clusterbench.judge.compare import group_key
+from clusterbench.judge.compare import common_unit, group_key
 from clusterbench.judge.outliers import Outlier, flag_outliers
 from clusterbench.judge.select import Row, identity_of
+from clusterbench.judge.stats import median
 
 IDENTITIES = ("host", "device", "tag:node")
 
@@ -43,18 +45,24 @@ def find_degraded(rows: list[Row], threshold: float = 3.5, min_rel_dev: float = 
             groups.setdefault(group_key(r), []).append(r)
     found = []
     for (bench, metric, params_json), grp in groups.items():
+        # one unit for all hosts (a host imported in MB/s is not 1000x faster); units that do not
+        # convert into each other cannot be ranked at all
+        converted = common_unit(grp)
+        if converted is None:
+            continue
+        unit, converted_values = converted
         for by in IDENTITIES:
             identity = identity_of(grp, by)
             per: dict[str, list[float]] = {}
-            for r in grp:
+            for r, value in zip(grp, converted_values, strict=True):
                 k = identity(r)
                 if k is not None:
-                    per.setdefault(k, []).append(r.m.value)
+                    per.setdefault(k, []).append(value)
             if len(per) < 3:
                 continue
-            values = {k: statistics.median(v) for k, v in per.items()}
-            hib = higher_is_better(bench, metric, grp[0].m.unit)
+            values = {k: median(v) for k, v in per.items()}
+            hib = higher_is_better(bench, metric, unit)
             for o in flag_outliers(values, threshold=threshold, higher_is_better=hib, min_rel_dev=min_rel_dev):
-                found.append(Degraded(bench, metric, json.loads(params_json), grp[0].m.unit, by, o))
+                found.append(Degraded(bench, metric, json.loads(params_json), unit, by, o))
     found.sort(key=lambda d: -abs(d.outlier.z))
     return found

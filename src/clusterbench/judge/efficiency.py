@@ -16,10 +16,13 @@ from clusterbench.records import Measurement, Run
 
 
 def nodes_of(run: Run, override: int | None = None) -> int:
+    """The node count a link optimum is computed for: ``override``, else the run's ``nodes`` tag
+    where it is a positive whole number in ASCII digits, else its hosts. ``str.isdigit`` alone
+    passed ``²`` (and int() then raised) and ``0`` (no optimum: the efficiency went missing)."""
     if override:
         return override
     tagged = run.tags.get("nodes")
-    if tagged and tagged.isdigit():
+    if tagged and tagged.isascii() and tagged.isdigit() and int(tagged) > 0:
         return int(tagged)
     return len(run.hosts)
 

@@ -113,6 +113,11 @@ def scaling_table(points: list[Point], baseline: list[Point] | None = None) -> l
     if not points:
         raise UsageError("no runs with an overall throughput to build a scaling table from")
     groups: dict[str, dict[int, list[Point]]] = {}
+    for p in [*points, *(baseline or [])]:
+        # a throughput below 0 (a metric that is no rate) gives speedups below 0 that read as numbers
+        if p.throughput < 0:
+            raise UsageError(f"throughput {p.throughput:g} of run {p.run} ({p.group!r}, {p.nodes} nodes) is "
+                             "below 0: not a rate to scale")
     for p in points:
         groups.setdefault(p.group, {}).setdefault(p.nodes, []).append(p)
     base_pair: tuple[int, float] | None = None

@@ -246,20 +246,37 @@ def t_ppf(p: float, df: float) -> float:
     return t if p > 0.5 else -t
 
 
+WELCH, RANK = "welch", "rank"
+
+
 @dataclass(frozen=True)
 class WelchResult:
     diff: float  # mean(b) - mean(a)
-    t: float
+    t: float     # nan where there is no spread on either side (0/0)
     df: float
     p: float  # two-sided p-value
-    ci_low: float  # confidence interval of mean(b) - mean(a)
-    ci_high: float
+    # confidence interval of mean(b) - mean(a); None where neither side has a spread to estimate
+    # it from (a zero-width interval would claim the difference is known exactly)
+    ci_low: float | None
+    ci_high: float | None
     confidence: float
+    method: str = WELCH   # RANK: no spread on either side, p from the exact rank test
+
+
+def separated_rank_p(n_a: int, n_b: int) -> float:
+    """Two-sided exact p-value of the Wilcoxon-Mann-Whitney rank test for two samples that do not
+    overlap (every value of one below every value of the other): of the C(n_a + n_b, n_a) equally
+    likely ways to split the ranks under the null hypothesis, one puts all of A lowest and one all
+    of A highest, so p = 2 / C(n_a + n_b, n_a), capped at 1. It is the smallest p-value the test
+    can give for these sample sizes (0.1 for 3 against 3). Below 5e-324 (541 runs a side) it
+    rounds to 0 as any float does."""
+    return min(1.0, 2 / math.comb(n_a + n_b, n_a))
 
 
 def welch(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> WelchResult | None:
     """Welch's t-test of mean(b) - mean(a); None when either side has fewer than 2 values or a
-    value that is not finite (no variance to test with)."""
+    value that is not finite (no variance to test with). Where neither side has any spread, the
+    exact rank test instead (``separated_rank_p``; method RANK, no confidence interval)."""
     sa, sb = summarize(a), summarize(b)
     if sa.n < 2 or sb.n < 2 or not (sa.finite and sb.finite):
         return None
@@ -271,10 +288,13 @@ def welch(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> W
     ea, eb = sa.sd / math.sqrt(sa.n), sb.sd / math.sqrt(sb.n)
     scale = max(ea, eb)
     if scale == 0.0:
-        # No spread at all: the difference is exact (p 1 if equal, 0 otherwise).
-        p = 1.0 if diff == 0 else 0.0
-        return WelchResult(diff, 0.0 if diff == 0 else math.copysign(math.inf, diff),
-                           float(sa.n + sb.n - 2), p, diff, diff, confidence)
+        # No spread on either side (values rounded on import, a count): t is 0/0, and a p of 0
+        # would claim certainty no finite sample gives. A rank test still applies: with every
+        # value of a side equal and the sides different, the samples do not overlap (rounding
+        # keeps order, so the unrounded values did not either); with the sides equal every rank
+        # is tied and p is 1.
+        p = 1.0 if diff == 0 else separated_rank_p(sa.n, sb.n)
+        return WelchResult(diff, math.nan, math.nan, p, None, None, confidence, RANK)
     va, vb = (ea / scale) ** 2, (eb / scale) ** 2
     se = scale * math.sqrt(va + vb)
     df = (va + vb) ** 2 / (va ** 2 / (sa.n - 1) + vb ** 2 / (sb.n - 1))

@@ -82,12 +82,18 @@ def shows_adjusted(adjust: str | None) -> bool:
 def adjust_note(adjust: str, family: int | None = None) -> str:
     """What the ``p adj`` column is, said once beside every table that has it (terminal, HTML,
     Markdown), so that a reader sees why a row with a small ``p`` was not called changed."""
+    if family == 0:
+        return "p adj: no row has a p-value to adjust (every row needs 2+ runs a side)"
     counted = f" over {family} measurement(s)" if family is not None else ""
     return (f"p adj: p-values adjusted by {adjust}{counted} (algbw and time follow their busbw row); "
             "a verdict needs p adj below alpha")
 
 
 def p_text(p: float | None) -> str:
+    """A p-value in 3 significant digits. 0.0 only comes from a p below the smallest float
+    (Welch's t far out in the tail): "0" would claim certainty."""
+    if p == 0:
+        return "<1e-300"
     return "-" if p is None else f"{p:.3g}"
 
 
