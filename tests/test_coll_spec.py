@@ -30,9 +30,10 @@ from clusterbench.families.collectives.spec import (
     ("reduce", 1024, "half", 8, 512, 512, 512, 1024),
     ("sendrecv", 64, "int8", 2, 64, 64, 64, 64),
     ("all_gather", 1024, "float", 4, 64, 256, 64, 1024),        # count column is per rank
-    ("all_gather", 1000, "float", 3, 83, 249, 83, 996),         # rounded to a multiple of ranks
+    ("all_gather", 1000, "float", 3, 80, 240, 80, 960),         # per rank: whole 16 B (nccl-tests)
     ("reduce_scatter", 1024, "float", 4, 256, 64, 64, 1024),
-    ("reduce_scatter", 100, "int32", 8, 24, 3, 3, 96),
+    ("reduce_scatter", 100, "int32", 8, 0, 0, 0, 0),            # 12 B per rank: below 16 B
+    ("reduce_scatter", 200, "int32", 3, 48, 16, 16, 192),       # 66 -> 64 B per rank
     ("alltoall", 1024, "float", 4, 256, 256, 64, 1024),
     ("alltoall", 8, "float", 4, 0, 0, 0, 0),                     # below one element per rank
 ])

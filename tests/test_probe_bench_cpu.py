@@ -52,8 +52,9 @@ def _key(m: dict[str, Any]) -> tuple:
 
 def test_collective_rows_follow_nccl_tests_definitions(capsys: pytest.CaptureFixture[str], tmp_path: Any) -> None:
     db, n = str(tmp_path / "coll.db"), 3
-    # 7 and 35 bytes: odd sizes, not multiples of the rank count nor of a half's 2 bytes
-    code, out, err = cli(capsys, "coll", "all", "-b", "7", "-e", "35", "-f", "5", "-n", "1", "-w", "0",
+    # 7, 35 and 175 bytes: odd sizes, not multiples of the rank count nor of a half's 2 bytes;
+    # 175 B leaves the ops that split per rank whole 16-byte units to move (nccl-tests' trim)
+    code, out, err = cli(capsys, "coll", "all", "-b", "7", "-e", "175", "-f", "5", "-n", "1", "-w", "0",
                          "-d", "half,int8", "--np", str(n), "--json", "--db", db)
     assert code == 0, err
     live = measurements(out)
@@ -81,8 +82,8 @@ def test_collective_rows_follow_nccl_tests_definitions(capsys: pytest.CaptureFix
         for dtype, w in WIDTH.items():
             if dtype == "float":
                 continue
-            for size in (7, 35):
-                count = size // w // n if op in PER_RANK else size // w
+            for size in (7, 35, 175):
+                count = size // w // n & ~(16 // w - 1) if op in PER_RANK else size // w
                 if count:   # less than one element per rank: skipped, with a note
                     want.add((dtype, count, count * w * (n if op in PER_RANK else 1)))
         assert seen[op] == want, op

@@ -36,6 +36,7 @@ from clusterbench.families.collectives.spec import (
     algbw,
     busbw,
     element_size,
+    per_rank_unit,
     placements,
     row_bytes,
     row_counts,
@@ -126,13 +127,16 @@ def combine(ctx: RankContext, seconds: float, average: int) -> float:
     return float(t.item())
 
 
-def _sum_over_ranks(ctx: RankContext, value: int) -> int:
+def _wrong_over_ranks(ctx: RankContext, wrong: int) -> tuple[int, int]:
+    """This result's wrong elements summed over ranks (the #wrong column), and how many ranks
+    had any: nccl-tests' ``# Out of bounds values`` counts one per such rank (CheckData adds one
+    per rank whose own result is wrong; the counts are then summed over ranks)."""
     import torch
     import torch.distributed as dist
 
-    t = torch.tensor([value], dtype=torch.int64, device=ctx.device)
+    t = torch.tensor([wrong, 1 if wrong else 0], dtype=torch.int64, device=ctx.device)
     dist.all_reduce(t)
-    return int(t.item())
+    return int(t[0].item()), int(t[1].item())
 
 
 def _all_ok(ctx: RankContext, ok: bool) -> bool:
@@ -228,7 +232,8 @@ class Sweep:
             self.ctx.synchronize()
 
     def row(self, size: int, per: int, places: list[str], cycle: int) -> tuple[list[Measurement], list[float], int]:
-        """Measure one size in every placement; returns its records, busbws and #wrong results."""
+        """Measure one size in every placement; returns its records, busbws and out-of-bounds
+        count (per placement, the ranks whose result had wrong elements)."""
         cfg, ctx, n = self.config, self.ctx, self.n
         counts = row_counts(self.op, size, self.dtype, n)
         nbytes = row_bytes(self.op, counts, self.dtype)
@@ -248,12 +253,13 @@ class Sweep:
             seconds = combine(ctx, mine, cfg.average)
             spread = iteration_stats(slowest_per_iteration(ctx, per_op)) if len(per_op) > 1 else {}
             wrong = None
+            ranks_wrong = 0
             if cfg.check and (placement == "out" or self.spec.in_place_checked):
                 for _ in range(cfg.check):
                     self.fill(b, per)
                     b.run()
                     ctx.synchronize()
-                    wrong = _sum_over_ranks(ctx, self.count_wrong(b, per))
+                    wrong, ranks_wrong = _wrong_over_ranks(ctx, self.count_wrong(b, per))
                     if wrong:
                         break
             params: dict[str, Any] = {"bytes": nbytes, "count": counts.param, "dtype": self.dtype,
@@ -268,7 +274,7 @@ class Sweep:
             out += [ITER_TIME(self.op, v * 1e6, {**params, "stat": stat}) for stat, v in spread.items()]
             if wrong is not None:
                 out.append(WRONG(self.op, float(wrong), params))
-                bad += 1 if wrong else 0
+                bad += ranks_wrong
             bws.append(bb)
             ctx.progress()
         return out, bws, bad
@@ -310,6 +316,25 @@ def usable(free: int) -> int:
     """Bytes of ``free`` memory a rank gives to its buffers; the headroom covers the check's
     temporaries and the runtime's own allocations."""
     return max(0, int(free * 0.8) - (512 << 20))
+
+
+def _too_small(op: str, dtype: str) -> str:
+    """What a row of ``op`` needs on every rank, in words."""
+    unit, elt = per_rank_unit(op, dtype), element_size(dtype)
+    return f"one element ({elt} B)" if unit == elt else f"{unit} B"
+
+
+def refuse_empty(config: CollConfig, world: int) -> None:
+    """Before any rank starts: a sweep in which no size holds a row for ``world`` ranks (every
+    size below one element, or one 16-byte unit, per rank) measures nothing; say so rather than
+    store a run without rows. (Sizes too small beside sizes that fit are skipped with a note.)"""
+    sizes = config.sizes()
+    if any(row_counts(op, s, dtype, world).param > 0 for op in config.ops for dtype in config.dtypes
+           for s in sizes):
+        return
+    op, dtype = config.ops[0], config.dtypes[0]
+    raise UsageError(f"sizes -b {config.minbytes} .. -e {config.maxbytes}: every size of {op} {dtype} holds "
+                     f"less than {_too_small(op, dtype)} per rank for {world} ranks: nothing to measure")
 
 
 def refuse_unallocatable(config: CollConfig, world: int, local: int, available: int) -> None:
@@ -366,7 +391,7 @@ def run_op(ctx: RankContext, config: CollConfig, op: str) -> None:
         if len(runnable) < len(sizes):
             too_small = [s for s, p in zip(sizes, pers) if p == 0]
             notes.append(f"{op} {dtype}: size(s) {', '.join(map(str, too_small))} B hold less "
-                         f"than one element per rank for {n} ranks: skipped")
+                         f"than {_too_small(op, dtype)} per rank for {n} ranks: skipped")
         fits = [(s, p) for s, p in runnable if buffer_bytes(op, p, n, dtype) <= memory]
         if len(fits) < len(runnable):
             big = [str(s) for s, p in runnable if (s, p) not in fits]
@@ -378,14 +403,16 @@ def run_op(ctx: RankContext, config: CollConfig, op: str) -> None:
     records: list[Measurement] = []
     bws: list[float] = []
     bad = 0
-    for cycle in range(config.cycles):
-        for dtype, redop in combos:
-            places, runnable = usable[(dtype, redop)], planned[(dtype, redop)]
-            if not places or not runnable:
-                continue
-            sweep = Sweep(ctx, config, op, dtype, redop)
-            sweep.allocate(max(p for _, p in runnable))
-            sweep.warm_up(places, [p for _, p in runnable])
+    # -N repeats the size loop inside each type and reduction, after one warm-up, as
+    # nccl-tests' TimeTest does: the cycles of one combination print together.
+    for dtype, redop in combos:
+        places, runnable = usable[(dtype, redop)], planned[(dtype, redop)]
+        if not places or not runnable:
+            continue
+        sweep = Sweep(ctx, config, op, dtype, redop)
+        sweep.allocate(max(p for _, p in runnable))
+        sweep.warm_up(places, [p for _, p in runnable])
+        for cycle in range(config.cycles):
             for size, per in runnable:
                 ms, row_bws, row_bad = sweep.row(size, per, places, cycle)
                 ctx.record(ms)
@@ -398,7 +425,8 @@ def run_op(ctx: RankContext, config: CollConfig, op: str) -> None:
     run_params = {"ranks": n}
     ctx.record([AVG_BUSBW(op, sum(bws) / len(bws), run_params), OUT_OF_BOUNDS(op, float(bad), run_params)])
     if bad:
-        ctx.fail(f"{op}: {bad} result(s) with wrong elements (#wrong > 0): data corruption")
+        ctx.fail(f"{op}: {bad} out-of-bounds value(s) (a rank's result with wrong elements, "
+                 "#wrong > 0): data corruption")
 
 
 def main(ctx: RankContext, config: CollConfig) -> None:

@@ -52,9 +52,10 @@ def coll(op: str, np: int | None, ranks: RankOptions, out: RunOutput, **kw: Any)
     definitions (algbw = size/time, busbw = algbw x op factor) and stores the run.
     """
     config = _config(op, kw)
+    launched = detect()
+    world = launched.world_size if launched else planned_world_size(np, ranks)
+    rank.refuse_empty(config, world)
     if resolve_device_type(ranks.device) == "cpu":   # a GPU's free memory is read by its rank
-        launched = detect()
-        world = launched.world_size if launched else planned_world_size(np, ranks)
         rank.refuse_unallocatable(config, world, launched.local_world_size if launched else world,
                                   devs.free_memory(devs.rank_device("cpu", [0], 0)))
     return run_benchmark_command(Job(rank.main, config, ranks, np=np), "coll", out)

@@ -5,8 +5,10 @@ A new op is one ``OpSpec`` row here and its PyTorch call in ``bench/collectives/
 
 Definitions follow nccl-tests (``src/*.cu`` and doc/PERFORMANCE.md):
 
-* a requested size ``B`` becomes ``count = B // sizeof(dtype)`` elements; gather-type ops then
-  round that down to a multiple of the rank count (``count // n`` per rank), as nccl-tests does;
+* a requested size ``B`` becomes ``count = B // sizeof(dtype)`` elements; gather-type ops
+  (all_gather, reduce_scatter, alltoall) then take ``count // n`` per rank, trimmed down to whole
+  16-byte units (``ALIGN``), as nccl-tests does since v2.13.12 (its ``GetCollByteCount``), so each
+  rank's slot starts 16-byte aligned on any rank count;
 * the ``size`` column is ``max(send, recv)`` bytes and the ``count`` column the per-rank count
   nccl-tests passes to the library (``paramcount``);
 * ``algbw = size / time / 1e9`` (GB/s) and ``busbw = algbw * factor(n)``.
@@ -50,22 +52,32 @@ class Counts:
     param: int   # the count passed to the collective: nccl-tests' ``count`` column
 
 
-def _same(count: int, n: int) -> Counts:
+ALIGN = 16  # bytes: gather-type ops' per-rank count is a whole number of these
+
+
+def _per_rank(count: int, n: int, elt: int) -> int:
+    """``count // n`` elements trimmed to whole ``ALIGN``-byte units (an element wider than the
+    unit needs no trimming)."""
+    unit = max(1, ALIGN // elt)
+    return count // n // unit * unit
+
+
+def _same(count: int, n: int, elt: int) -> Counts:
     return Counts(count, count, count)
 
 
-def _gather(count: int, n: int) -> Counts:       # all_gather: each rank sends count/n
-    per = count // n
+def _gather(count: int, n: int, elt: int) -> Counts:       # all_gather: each rank sends count/n
+    per = _per_rank(count, n, elt)
     return Counts(per, per * n, per)
 
 
-def _scatter(count: int, n: int) -> Counts:      # reduce_scatter: each rank receives count/n
-    per = count // n
+def _scatter(count: int, n: int, elt: int) -> Counts:      # reduce_scatter: each rank receives count/n
+    per = _per_rank(count, n, elt)
     return Counts(per * n, per, per)
 
 
-def _alltoall(count: int, n: int) -> Counts:     # n chunks of count/n each way
-    per = count // n
+def _alltoall(count: int, n: int, elt: int) -> Counts:     # n chunks of count/n each way
+    per = _per_rank(count, n, elt)
     return Counts(per * n, per * n, per)
 
 
@@ -85,8 +97,8 @@ def _factor_one(n: int) -> float:
 class OpSpec:
     name: str
     busbw_factor: Callable[[int], float]      # ranks -> busbw / algbw
-    # (count from size, ranks) -> Counts; None for ops clusterbench only imports from logs
-    counts: Callable[[int, int], Counts] | None = None
+    # (count from size, ranks, bytes per element) -> Counts; None for ops clusterbench only imports
+    counts: Callable[[int, int, int], Counts] | None = None
     reduces: bool = False                     # takes a reduction operator (-o)
     has_root: bool = False                    # takes a root (-r)
     # PyTorch offers only an in-place form (``dist.all_reduce(t)``): there is no out-of-place
@@ -150,7 +162,7 @@ MAX_ERROR = Metric("max_error", "", higher_is_better=False, judged=False,
                    about="largest error (old nccl-tests' error column)")
 AVG_BUSBW = Metric("avg_busbw", "GB/s", about="mean busbw over the run's rows")
 OUT_OF_BOUNDS = Metric("out_of_bounds", "", higher_is_better=False, judged=False,
-                       about="rows with #wrong > 0")
+                       about="results with #wrong > 0, one per rank that had wrong elements (nccl-tests)")
 ITER_TIME = Metric("iter_time_us", "us", higher_is_better=False, spread="stat", noise_only=True,
                    about="per-iteration time statistics (nccl-tests' i_min/i_max/i_p99 columns)")
 ITER_CV = Metric("iter_cv_pct", "%", higher_is_better=False, judged=False, spread="cv_pct", noise_only=True,
@@ -185,7 +197,15 @@ def row_counts(op: str, size: int, dtype: str, ranks: int) -> Counts:
     """Counts for a requested size in bytes (rounded down as nccl-tests does)."""
     counts = SPECS[op].counts
     assert counts is not None, f"{op} is imported only"
-    return counts(size // element_size(dtype), ranks)
+    elt = element_size(dtype)
+    return counts(size // elt, ranks, elt)
+
+
+def per_rank_unit(op: str, dtype: str) -> int:
+    """The fewest bytes per rank that make a row: one element, or one 16-byte unit for the ops
+    whose per-rank count nccl-tests trims to whole units."""
+    elt = element_size(dtype)
+    return max(elt, ALIGN) if SPECS[op].counts in (_gather, _scatter, _alltoall) else elt
 
 
 def row_bytes(op: str, counts: Counts, dtype: str) -> int:
