@@ -3,14 +3,21 @@
 
 Size curves are per benchmark, one line per group (and split value) with a 95% confidence band
 over the group's runs, so an A/B report shows A and B on one plot per op; a metric the family
-declares redundant with another one the spec plots (algbw with busbw) is not drawn again."""
+declares redundant with another one the spec plots (algbw with busbw) is not drawn again.
+
+An entry says what a figure is and draws it when asked: the report draws, saves and closes one
+figure at a time (hundreds of groups would otherwise hold hundreds of figures in memory), and a
+figure that cannot be drawn costs that figure only. Each entry's ``slug`` (its file name) is
+unique in the list: labels that differ only in punctuation ("a-b", "a_b") or past the slug's
+length would otherwise write one file and show one image twice."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-
-from matplotlib.figure import Figure
+from functools import partial
+from typing import TYPE_CHECKING
 
 from clusterbench.families import FAMILIES, Family, family_of
 from clusterbench.families.base import Figure as FigureSpec
@@ -20,13 +27,16 @@ from clusterbench.records import Measurement
 from clusterbench.report import plots
 from clusterbench.telemetry import TIMELINE
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 
 @dataclass
 class FigureEntry:
     section: str  # the family's name, or validation
-    slug: str  # file name stem
+    slug: str  # file name stem, unique among a report's figures
     title: str
-    figure: Figure
+    draw: Callable[[], Figure]  # makes the figure (the caller closes it)
 
 
 def _slug(text: str) -> str:
@@ -92,8 +102,8 @@ def _size_curves(f: Findings, family: Family, spec: FigureSpec) -> list[FigureEn
                                            if len(f.groups) > 1 else "")
             out.append(FigureEntry(family.name, _slug(f"{bench}-{metric}"),
                                    f"{bench} {metric} vs message size (mean and 95% CI over each group's runs)",
-                                   plots.size_curve(title, f"{metric} ({unit})", curves, spec.x, spec.x_label,
-                                                    theory, tl)))
+                                   partial(plots.size_curve, title, f"{metric} ({unit})", curves, spec.x,
+                                           spec.x_label, theory, tl)))
     return out
 
 
@@ -120,7 +130,7 @@ def _telemetry(f: Findings) -> list[FigureEntry]:
                 panels.append((metric, unit, lines))
         if panels:
             out.append(FigureEntry("telemetry", _slug(f"telemetry-{g.label}"), f"telemetry of {g.label}",
-                                   plots.timeline(f"{spec.title}: {g.label}", panels, spec.x_label)))
+                                   partial(plots.timeline, f"{spec.title}: {g.label}", panels, spec.x_label)))
     return out
 
 
@@ -140,7 +150,7 @@ def _matrices(family: Family, spec: FigureSpec,
                     title = " ".join(x for x in (f"{bench} {part[0]}" if part else bench, *part[1:]) if x) \
                         + f" ({label})"
                     out.append(FigureEntry(family.name, _slug(f"{bench}-{'-'.join(part)}-{label}"), title,
-                                           plots.matrix(rows, title, rows[0].unit)))
+                                           partial(plots.matrix, rows, title, rows[0].unit)))
     return out
 
 
@@ -154,10 +164,13 @@ def _bars(family: Family, spec: FigureSpec, groups: list[tuple[str, list[Measure
             continue
         unit = series[0][1][0].unit
         title = spec.title or f"{family.title} {metric}"
-        out.append(FigureEntry(family.name, _slug(f"{family.name}-{metric}"), title, plots.bars(
-            title, f"{metric} ({unit})", series, lambda m: family.row_label(m.params),
-            spec.x, spec.x_label)))
+        out.append(FigureEntry(family.name, _slug(f"{family.name}-{metric}"), title, partial(
+            plots.bars, title, f"{metric} ({unit})", series, partial(_row_label, family), spec.x, spec.x_label)))
     return out
+
+
+def _row_label(family: Family, m: Measurement) -> str:
+    return family.row_label(m.params)
 
 
 HISTORY_FIGURES = 6    # rows plotted over time, those with changes first
@@ -187,7 +200,7 @@ def _history(f: Findings) -> list[FigureEntry]:
             marks += [(xs[c.index], s.points[c.index].value, s.kind(c)) for c in s.changes]
         title = f"{label} {metric} over time"
         out.append(FigureEntry("history", _slug(f"history-{label}-{metric}"), title,
-                               plots.history(title, f"{metric} ({series[0].unit})", lines, marks)))
+                               partial(plots.history, title, f"{metric} ({series[0].unit})", lines, marks)))
     return out
 
 
@@ -207,8 +220,21 @@ def build_figures(f: Findings) -> list[FigureEntry]:
             out += _bars(family, spec, groups)
     out += _history(f)
     if f.outcomes:
-        out.append(FigureEntry("validation", "validation", "validation margins", plots.validation_figure(
-            [o.criterion.name for o in f.outcomes], [o.margin_pct for o in f.outcomes],
+        out.append(FigureEntry("validation", "validation", "validation margins", partial(
+            plots.validation_figure, [o.criterion.name for o in f.outcomes], [o.margin_pct for o in f.outcomes],
             [o.status for o in f.outcomes])))
     out += _telemetry(f)
-    return out
+    return _unique_slugs(out)
+
+
+def _unique_slugs(entries: list[FigureEntry]) -> list[FigureEntry]:
+    """A slug already taken gets the first free ``-2``, ``-3``... suffix."""
+    taken: set[str] = set()
+    for e in entries:
+        slug, n = e.slug, 1
+        while slug in taken:
+            n += 1
+            slug = f"{e.slug}-{n}"
+        e.slug = slug
+        taken.add(slug)
+    return entries

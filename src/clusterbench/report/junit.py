@@ -5,7 +5,10 @@ evidence in its ``failure`` element.
 The layout is the one Jenkins, GitLab, GitHub Actions reporters and pytest share:
 ``testsuites/testsuite/testcase`` with ``failure``, ``error`` or ``skipped`` children and the
 counts on each suite (Jenkins xunit-plugin's junit-10.xsd validates it, tests/data/schemas).
-Text is stripped of characters XML 1.0 cannot carry (a kernel log line with an escape code).
+Text is stripped of characters XML 1.0 cannot carry (a kernel log line with an escape code), and
+of those a CI page would act on rather than show: DEL and C1 controls (``\x9b`` starts a
+terminal command where a job's log is printed) and the Unicode bidi controls, which reorder
+the text shown ("Trojan Source": a FAIL that reads as a PASS).
 """
 
 from __future__ import annotations
@@ -30,8 +33,9 @@ if TYPE_CHECKING:
 PASS, FAIL, ERROR, SKIPPED = "pass", "fail", "error", "skipped"
 STATUSES = (PASS, FAIL, ERROR, SKIPPED)
 # XML 1.0 allows tab, newline, carriage return and everything from U+0020 up, except surrogates
-# and U+FFFE/U+FFFF.
-_NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# and U+FFFE/U+FFFF; of what it allows, DEL, the C1 controls and the bidi controls go too.
+_NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+                      "|[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def xml_text(text: object) -> str:

@@ -4,6 +4,8 @@ efficiency."""
 
 from __future__ import annotations
 
+import re
+
 from clusterbench.judge.compare import change_text_pct, family_size
 from clusterbench.judge.findings import Findings
 from clusterbench.judge.text import (
@@ -19,13 +21,19 @@ from clusterbench.report.terminal import run_remarks
 from clusterbench.store.selectors import tag_term
 from clusterbench.units import compact, format_size
 
+# Pipes and newlines would break the table; angle brackets would render as HTML on most sites,
+# and an entity (a tag "&amp;") as the character it names; backticks would make a code span in
+# which those entities show as typed. Other control characters (an ESC from a log) show as
+# printable's escapes, never raw.
+_MARKUP = str.maketrans({"\\": "\\\\", "|": "\\|", "`": "\\`", "&": "&amp;", "<": "&lt;", ">": "&gt;"})
+# "](" or "][" would make a host name "![x](https://...)" an image the reader's browser fetches, or
+# a link; with that "]" escaped neither forms (and no reference definition can start in a table),
+# while a "[]" in an error message stays as it is.
+_LINK = re.compile(r"\](?=[(\[])")
+
 
 def _cell(v: object) -> str:
-    # Pipes and newlines would break the table; angle brackets would render as HTML on most sites,
-    # and an entity (a tag "&amp;") as the character it names; other control characters (an ESC
-    # from a log) show as printable's escapes, never raw.
-    return (printable(str(v).replace("\n", " ")).replace("\\", "\\\\").replace("|", "\\|")
-            .replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
+    return _LINK.sub(r"\\]", printable(str(v).replace("\n", " ")).translate(_MARKUP))
 
 
 def _table(headers: list[str], rows: list[list[object]]) -> list[str]:

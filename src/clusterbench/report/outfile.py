@@ -10,6 +10,7 @@ file it points to is replaced and the link stays. A replaced file keeps its perm
 
 from __future__ import annotations
 
+import itertools
 import os
 import stat
 from collections.abc import Callable
@@ -18,6 +19,11 @@ from pathlib import Path
 from clusterbench.errors import UsageError
 
 Writer = Callable[[Path], None]
+# A temporary file's name keeps this many characters (up to 4 bytes each) of the name it stands
+# for: a name near the file system's limit (255 bytes) with a prefix and a suffix added would be
+# one no file may have.
+_TMP_STEM = 40
+_serial = itertools.count()
 
 
 def _label(path: Path, what: str) -> str:
@@ -28,9 +34,21 @@ def _why(e: OSError) -> str:
     return e.strerror or str(e)
 
 
+def _mode(path: Path, label: str, doing: str = "write") -> int | None:
+    """``path``'s mode (following links), None where nothing is there; a UsageError where it
+    cannot be looked up (a name too long, a component that is a file, a loop of links)."""
+    try:
+        return path.stat().st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise UsageError(f"cannot {doing} {label}: {_why(e)}") from None
+
+
 def _writable_dir(directory: Path, label: str) -> None:
     """A UsageError unless new files can be made in ``directory``."""
-    if not directory.is_dir():
+    mode = _mode(directory, label)
+    if mode is None or not stat.S_ISDIR(mode):
         raise UsageError(f"cannot write {label}: directory {directory} does not exist")
     try:
         read_only = bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
@@ -49,12 +67,7 @@ def target(path: str | os.PathLike[str], what: str = "") -> Path:
     out = Path(path)
     label = _label(out, what)
     real = Path(os.path.realpath(out))
-    try:
-        mode: int | None = real.stat().st_mode
-    except FileNotFoundError:
-        mode = None
-    except OSError as e:   # a loop of links, a component that is a file
-        raise UsageError(f"cannot write {label}: {_why(e)}") from None
+    mode = _mode(real, label)
     if mode is not None and stat.S_ISDIR(mode):
         raise UsageError(f"cannot write {label}: it is a directory")
     if mode is not None and not stat.S_ISREG(mode):
@@ -66,7 +79,7 @@ def target(path: str | os.PathLike[str], what: str = "") -> Path:
 
 def _stage(real: Path, label: str, write: Writer) -> Path:
     """Write through ``write`` to a temporary file beside ``real``; return that file."""
-    tmp = real.with_name(f".{real.name}.tmp{os.getpid()}")
+    tmp = real.with_name(f".{real.name[:_TMP_STEM]}.{os.getpid()}-{next(_serial)}.tmp")
     try:
         write(tmp)
         if real.exists():
@@ -111,9 +124,10 @@ class Outputs:
         if the block fails); ``make=False``: only check that it can be."""
         out = Path(path)
         label = _label(out, what)
-        if out.is_dir():
+        mode = _mode(out, label, "make directory")
+        if mode is not None and stat.S_ISDIR(mode):
             return out
-        if out.exists() or out.is_symlink():
+        if mode is not None or out.is_symlink():
             raise UsageError(f"cannot make directory {label}: a file of that name exists")
         _writable_dir(out.parent, label)
         if not make:

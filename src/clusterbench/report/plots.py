@@ -1,6 +1,6 @@
 """Figures with matplotlib (Agg, no display): a metric against a size with confidence bands,
 src x dst matrices, bars per row, validation margins, telemetry against time; which family uses
-which is its ``Figure`` spec. Each returns a Figure; ``save`` writes PNG+SVG.
+which is its ``Figure`` spec. Each returns a Figure; ``render`` draws it as PNG or SVG.
 
 Bars and matrices take series as ``(label, rows)`` where rows are measurements from one run or a
 group of runs; points at the same x are averaged and their standard deviation drawn as an error
@@ -16,27 +16,36 @@ import base64
 import io
 import math
 import statistics
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-import matplotlib
+from clusterbench.judge.stats import summarize, t_ppf
+from clusterbench.printable import printable
+from clusterbench.records import Measurement
+from clusterbench.units import compact, format_size
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (backend must be chosen first)
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-from clusterbench.judge.stats import summarize, t_ppf  # noqa: E402
-from clusterbench.printable import printable  # noqa: E402
-from clusterbench.records import Measurement  # noqa: E402
-from clusterbench.units import compact, format_size  # noqa: E402
+# An install whose matplotlib cannot be imported (missing, or built against another numpy)
+# still writes the page and the summary: the report says in one line that it has no figures.
+try:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+except ImportError as e:
+    MISSING: str | None = f"matplotlib cannot be imported ({e})"
+else:
+    MISSING = None
+    # Labels are host names, tags and other text from logs: two '$' in one would be parsed as
+    # TeX (a ParseException at draw time for "$\\frac{$"), never the text it is.
+    plt.rcParams["text.parse_math"] = False
 
 Series = tuple[str, Sequence[Measurement]]
-
-# Labels are host names, tags and other text from logs: two '$' in one would be parsed as TeX
-# (a ParseException at draw time for "$\\frac{$"), never the text it is.
-plt.rcParams["text.parse_math"] = False
 LABEL_CHARS = 80   # a longer label (a host name of thousands of characters) is cut: it would fill the figure
 
 
@@ -57,6 +66,17 @@ class Curve:
     color: int = 0          # index into the colour cycle: one colour per group
     dashed: bool = False    # a second split value (in-place) of the same group
 PASS_COLOR, FAIL_COLOR, SKIP_COLOR = "#2e7d32", "#c62828", "#9e9e9e"
+DPI = 110
+# Hundreds of groups would each take a legend line and push the axes out of the figure.
+LEGEND_ENTRIES = 20
+# A figure grows with what it shows (criteria, matrix endpoints) up to this side: past 2^16
+# pixels matplotlib refuses to draw at all, and far below that a PNG is tens of megabytes.
+MAX_INCHES = 30.0
+# Criteria in the validation figure: the failed ones and those closest to their threshold.
+VALIDATION_BARS = 60
+# Endpoints per side up to which a matrix prints each cell's number (beyond, the colour alone:
+# thousands of texts take a minute to draw and cannot be read).
+MATRIX_NUMBERS = 40
 
 
 # Matplotlib pads an axis' span (max - min) and steps ticks across it: near the float limit that
@@ -203,10 +223,37 @@ def size_curve(title: str, ylabel: str, curves: Sequence[Curve], x_param: str, x
     _size_axis(ax, x_label)
     ax.set_ylabel(printable(ylabel))
     ax.set_title(printable(title))
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=8)
-    fig.tight_layout()
+    _legend(ax, fontsize=8)
+    _layout(fig)
     return fig
+
+
+def _legend(ax, **kw: object) -> None:
+    """The axes' legend, if it has entries: the first ``LEGEND_ENTRIES`` and a line saying how
+    many more there are."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return
+    if len(handles) > LEGEND_ENTRIES:
+        from matplotlib.lines import Line2D
+
+        more = len(handles) - LEGEND_ENTRIES
+        handles = [*handles[:LEGEND_ENTRIES], Line2D([], [], linestyle="none")]
+        labels = [*labels[:LEGEND_ENTRIES], f"... {more} more"]
+    ax.legend(handles, labels, **kw)
+
+
+def _layout(fig: Figure) -> None:
+    """Tight margins where they fit; where they cannot (long tick labels) matplotlib's defaults
+    stay, without its warning on stderr, which would print a line of our source to the user."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fig.tight_layout()
+
+
+def _inches(n: int, per: float) -> float:
+    """A figure side that grows by ``per`` inches per item, up to ``MAX_INCHES``."""
+    return min(MAX_INCHES, 1.0 + per * max(4, n))
 
 
 def matrix(rows: Sequence[Measurement], title: str, unit: str) -> Figure:
@@ -217,27 +264,34 @@ def matrix(rows: Sequence[Measurement], title: str, unit: str) -> Figure:
     srcs = sorted({s for s, _ in cells}, key=_endpoint_order)
     dsts = sorted({d for _, d in cells}, key=_endpoint_order)
     data = [[_mean_sd(cells[(s, d)])[0] if (s, d) in cells else float("nan") for d in dsts] for s in srcs]
-    fig, ax = plt.subplots(figsize=(1.0 + 0.75 * max(4, len(dsts)), 1.0 + 0.55 * max(4, len(srcs))))
+    fig, ax = plt.subplots(figsize=(_inches(len(dsts), 0.75), _inches(len(srcs), 0.55)))
     finite = [v for row in data for v in row if v == v]
     # Local copies (src == dst) can be 30x faster than links and would flatten the colour scale:
-    # scale on the off-diagonal pairs and let the diagonal saturate (its number is still printed).
+    # scale on the off-diagonal pairs and let the diagonal saturate (its number is still printed
+    # where the cells are numbered).
     off = [data[i][j] for i, s in enumerate(srcs) for j, d in enumerate(dsts) if s != d and data[i][j] == data[i][j]]
     lo, hi = (min(off), max(off)) if off and max(finite) > 3 * max(off) else (min(finite or [0]), max(finite or [1]))
     im = ax.imshow(data, cmap="viridis", aspect="auto", vmin=lo, vmax=hi)
-    ax.set_xticks(range(len(dsts)), [_text(d) for d in dsts], rotation=45, ha="right", fontsize=8)
-    ax.set_yticks(range(len(srcs)), [_text(s) for s in srcs], fontsize=8)
+    ax.set_xticks(range(len(dsts)), [_text(d) for d in dsts], rotation=45, ha="right", fontsize=_tick_size(dsts))
+    ax.set_yticks(range(len(srcs)), [_text(s) for s in srcs], fontsize=_tick_size(srcs))
     ax.set_xlabel("destination")
     ax.set_ylabel("source")
-    for i, row in enumerate(data):
+    numbers = len(srcs) <= MATRIX_NUMBERS and len(dsts) <= MATRIX_NUMBERS
+    for i, row in enumerate(data if numbers else []):
         for j, v in enumerate(row):
             if v == v:
                 frac = (v - lo) / (hi - lo) if hi > lo else 1.0
                 ax.text(j, i, _cell_text(v), ha="center", va="center",
                         fontsize=6, color="white" if frac < 0.6 else "black")
     fig.colorbar(im, ax=ax, label=_text(unit))
-    ax.set_title(printable(title))
-    fig.tight_layout()
+    ax.set_title(printable(title) if numbers else f"{printable(title)} ({len(srcs)} x {len(dsts)}, colour only)")
+    _layout(fig)
     return fig
+
+
+def _tick_size(names: Sequence[str]) -> float:
+    """Tick labels shrink once a capped figure side holds more of them than fit at 8 points."""
+    return max(2.0, min(8.0, 8.0 * MATRIX_NUMBERS / max(1, len(names))))
 
 
 def _cell_text(v: float) -> str:
@@ -261,8 +315,7 @@ def bars(title: str, ylabel: str, series: Sequence[Series], label_of: Callable[[
     sizes = {m.params.get(x_param) for _, rows in series for m in rows} if x_param else set()
     if len(sizes) > 1:
         for label, rows in series:
-            for cat in dict.fromkeys(label_of(m) for m in rows):
-                mine = [m for m in rows if label_of(m) == cat]
+            for cat, mine in _by_label(rows, label_of).items():
                 xs, ys, sds = _points(mine, x_param)
                 by_x = _by_x(mine, x_param)
                 counts = [len(by_x[x]) for x in xs]
@@ -275,23 +328,28 @@ def bars(title: str, ylabel: str, series: Sequence[Series], label_of: Callable[[
         _bars(ax, series, label_of)
     ax.set_ylabel(printable(ylabel))
     ax.set_title(printable(title))
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    _legend(ax, fontsize=8)
+    _layout(fig)
     return fig
 
 
+def _by_label(rows: Sequence[Measurement], label_of: Callable[[Measurement], str]) -> dict[str, list[Measurement]]:
+    """Rows by their label, in first-seen order: each row is labelled once (scanning the rows
+    once per label is quadratic in them)."""
+    out: dict[str, list[Measurement]] = {}
+    for m in rows:
+        out.setdefault(label_of(m), []).append(m)
+    return out
+
+
 def _bars(ax, series: Sequence[Series], label_of: Callable[[Measurement], str]) -> None:
-    cats: list[str] = []
-    for _, rows in series:
-        for m in rows:
-            c = label_of(m)
-            if c not in cats:
-                cats.append(c)
+    grouped = [(label, _by_label(rows, label_of)) for label, rows in series]
+    cats = list(dict.fromkeys(c for _, by in grouped for c in by))
     width = 0.8 / max(1, len(series))
-    for i, (label, rows) in enumerate(series):
+    for i, (label, by) in enumerate(grouped):
         vals, errs, counts = [], [], []
         for c in cats:
-            v = [m.value for m in rows if label_of(m) == c]
+            v = [m.value for m in by.get(c, ())]
             mean, sd = _mean_sd(v) if v else (0.0, 0.0)
             vals.append(mean)
             errs.append(sd)
@@ -320,16 +378,24 @@ def history(title: str, ylabel: str, lines: Sequence[tuple[str, Sequence[object]
     ax.set_title(printable(title))
     ax.grid(True, alpha=0.3)
     fig.autofmt_xdate()
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
+    _legend(ax, fontsize=7, ncol=2)
+    _layout(fig)
     return fig
 
 
 def validation_figure(names: Sequence[str], margins_pct: Sequence[float | None],
                       statuses: Sequence[str]) -> Figure:
-    """Horizontal bars: margin to the threshold in percent, green pass, red fail, grey skipped."""
-    fig, ax = plt.subplots(figsize=(8, 0.8 + 0.32 * max(3, len(names))))
+    """Horizontal bars: margin to the threshold in percent, green pass, red fail, grey skipped;
+    of more than ``VALIDATION_BARS`` criteria, the failed ones and those closest to their
+    threshold (the tables list every one)."""
+    total = len(names)
+    if total > VALIDATION_BARS:
+        def rank(i: int) -> tuple[bool, float]:
+            m = margins_pct[i]
+            return statuses[i] not in ("fail", "error"), math.inf if m is None else m
+        kept = sorted(sorted(range(total), key=rank)[:VALIDATION_BARS])
+        names, margins_pct, statuses = ([seq[i] for i in kept] for seq in (names, margins_pct, statuses))
+    fig, ax = plt.subplots(figsize=(8, min(MAX_INCHES, 0.8 + 0.32 * max(3, len(names)))))
     colors = {"pass": PASS_COLOR, "fail": FAIL_COLOR}
     ys = list(range(len(names)))[::-1]
     vals = [m if m is not None else 0.0 for m in margins_pct]
@@ -340,8 +406,9 @@ def validation_figure(names: Sequence[str], margins_pct: Sequence[float | None],
     ax.set_yticks(ys, [n if len(n) <= 48 else n[:45] + "..." for n in map(printable, names)], fontsize=7)
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_xlabel("margin to threshold (%)")
-    ax.set_title("validation")
-    fig.tight_layout()
+    ax.set_title("validation" if total == len(names) else
+                 f"validation: {len(names)} of {total} criteria, the failed and closest to their threshold")
+    _layout(fig)
     return fig
 
 
@@ -360,25 +427,24 @@ def timeline(title: str, panels: Sequence[tuple[str, str, Sequence[tuple[str, li
             ax.legend(fontsize=7, loc="best")
     axes[-1, 0].set_xlabel(x_label)
     fig.suptitle(printable(title))
-    fig.tight_layout()
+    _layout(fig)
     return fig
 
 
 FORMATS = ("png", "svg")   # each figure's files, in this order
 
 
-def save_as(fig: Figure, path: Path, fmt: str) -> None:
-    """Write ``fig`` to ``path`` as ``fmt`` (one of ``FORMATS``; named, since a temporary file's
-    name does not end in it)."""
-    fig.savefig(path, format=fmt, dpi=110 if fmt == "png" else None)
+def render(fig: Figure, fmt: str) -> bytes:
+    """``fig`` drawn as ``fmt`` (one of ``FORMATS``): drawn once, for the page and the file."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format=fmt, dpi=DPI if fmt == "png" else None)
+    return buf.getvalue()
 
 
 def close(fig: Figure) -> None:
     plt.close(fig)
 
 
-def png_data_uri(fig: Figure) -> str:
-    """The figure as a ``data:image/png;base64,...`` URI for a self-contained page."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+def data_uri(png: bytes) -> str:
+    """A PNG as a ``data:image/png;base64,...`` URI for a self-contained page."""
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")

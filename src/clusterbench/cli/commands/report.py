@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import click
 
@@ -13,10 +16,14 @@ from clusterbench.judge.findings import Group, gather
 from clusterbench.judge.profiles import load_profile
 from clusterbench.judge.select import load_runs
 from clusterbench.judge.validate import STATUSES
+from clusterbench.printable import printable
 from clusterbench.report.jsonl import emit, summary_line
 from clusterbench.report.outfile import Outputs, target
 from clusterbench.store import Store
 from clusterbench.store.selectors import GRAMMAR
+
+if TYPE_CHECKING:
+    from clusterbench.report.figures import FigureEntry
 
 
 @click.command("report", epilog=f"A selector is {GRAMMAR} (see README, 'Selecting runs').")
@@ -71,17 +78,20 @@ def report(selectors: tuple[str, ...], output: str, profile_name: str | None, li
         from clusterbench.report.html import render_html
         from clusterbench.report.markdown import render_markdown
 
-        entries = build_figures(findings)
-        if entries:
-            files.directory(plot_dir)
+        entries = [] if plots.MISSING else build_figures(findings)
+        if plots.MISSING:
+            _skipped(f"figures skipped: {plots.MISSING}; the page and the summary have none")
         images, written = {}, []
         for e in entries:
-            images[e.slug] = plots.png_data_uri(e.figure)
+            drawn = _draw(e, plots)
+            if drawn is None:
+                continue
+            files.directory(plot_dir)
+            images[e.slug] = plots.data_uri(drawn["png"])
             for fmt in plots.FORMATS:
                 path = files.add(plot_dir / f"{e.slug}.{fmt}")
-                files.write(path, lambda tmp, fig=e.figure, fmt=fmt: plots.save_as(fig, tmp, fmt))
+                files.write(path, lambda tmp, data=drawn[fmt]: tmp.write_bytes(data))
                 written.append(str(path))
-            plots.close(e.figure)
         page = render_html(findings, entries, images, title)
         files.write(out, lambda tmp: tmp.write_text(page, encoding="utf-8"))
         summary = render_markdown(findings, title)
@@ -96,7 +106,27 @@ def report(selectors: tuple[str, ...], output: str, profile_name: str | None, li
                           degraded=[d.to_dict() for d in findings.degraded],
                           adjust=adjust_by if len(groups) == 2 else None))
     else:
-        print(f"{verdict.line}\nwrote {out} ({len(entries)} figure(s)), {md}, {len(written)} plot file(s) in {plot_dir}")
+        # a tag in a selector and the -o path are the user's text: escape codes show as text
+        print(printable(verdict.line))
+        print(printable(f"wrote {out} ({len(images)} figure(s)), {md}, {len(written)} plot file(s) in {plot_dir}"))
+
+
+def _skipped(message: str) -> None:
+    print(f"clusterbench: warning: {printable(message)}", file=sys.stderr)
+
+
+def _draw(entry: FigureEntry, plots: ModuleType) -> dict[str, bytes] | None:
+    """The entry's figure in every format, or None, said in one line, where matplotlib cannot
+    draw it: one figure costs that figure, never the page, the summary and the other figures."""
+    try:
+        fig = entry.draw()
+        try:
+            return {fmt: plots.render(fig, fmt) for fmt in plots.FORMATS}
+        finally:
+            plots.close(fig)
+    except Exception as e:  # noqa: BLE001 - whatever matplotlib raises: the figure is left out, in one line
+        _skipped(f"figure {entry.title!r} skipped: {type(e).__name__}: {e}")
+        return None
 
 
 commands = [report]
