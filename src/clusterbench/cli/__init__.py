@@ -24,7 +24,7 @@ import click
 
 from clusterbench import __version__
 from clusterbench.errors import ClusterbenchError
-from clusterbench.output import OUTPUT_FAILED, WatchedStdout, discard_stdout, stdout_name, why
+from clusterbench.output import OUTPUT_FAILED, discard_stdout, standard_streams, stdout_name, why
 from clusterbench.printable import printable
 from clusterbench.ranks.signals import Interrupted
 
@@ -92,8 +92,12 @@ _NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", None) or getat
 
 
 def _fail(message: str, code: int) -> None:
-    # the message may quote a tag, a path or a log's text: one line, escaped
-    print(f"clusterbench: error: {printable(message)}", file=sys.stderr)
+    # the message may quote a tag, a path or a log's text: one line, escaped; a standard error
+    # that cannot take it (full, closed) must not change the exit code that says what happened
+    try:
+        print(f"clusterbench: error: {printable(message)}", file=sys.stderr)
+    except OSError:
+        pass
     sys.exit(code)
 
 
@@ -106,7 +110,12 @@ def _terminate(signum: int, _frame: FrameType | None) -> None:
 def _output_failed(e: OSError) -> None:
     name = stdout_name()
     discard_stdout()
-    if e.errno == errno.EPIPE:  # `| head`: the reader has what it wanted; as other tools, no message
+    if e.errno == errno.EPIPE:
+        # `| head -1`: the reader has what it wanted. As well-behaved Unix tools, no message (`cat`,
+        # `grep` die of SIGPIPE silently). The status is OUTPUT_FAILED, not 0 and not 141:
+        # non-zero as SIGPIPE's is, so `set -o pipefail` scripts see that not everything was
+        # written, and the same code a benchmark whose run was stored but not all shown ends
+        # with, so one code means "the output failed" whichever command and whatever the cause
         sys.exit(OUTPUT_FAILED)
     _fail(f"cannot write to {name}: {why(e)}", OUTPUT_FAILED)
 
@@ -116,32 +125,37 @@ def main(argv: list[str] | None = None) -> None:
         _main(argv)
         return
     old = signal.signal(signal.SIGTERM, _terminate)
-    real = sys.stdout
-    watched = WatchedStdout(real) if real is sys.__stdout__ and real is not None else None
-    if watched is not None:
-        sys.stdout = watched  # type: ignore[assignment]
     try:
-        _main(argv)
-    except SystemExit as e:
-        # click ends a command whose output pipe closed with exit 1 itself: say it as ours
-        if e.code == 1 and watched is not None and isinstance(watched.failed, BrokenPipeError):
-            discard_stdout()
-            sys.exit(OUTPUT_FAILED)
-        raise
+        with standard_streams() as watched:
+            try:
+                _main(argv)
+            except SystemExit as e:
+                # click ends a command whose output pipe closed with exit 1 itself: say it as ours
+                if e.code == 1 and watched is not None and isinstance(watched.failed, BrokenPipeError):
+                    discard_stdout()
+                    sys.exit(OUTPUT_FAILED)
+                raise
     finally:
-        sys.stdout = real
         if signal.getsignal(signal.SIGTERM) is _terminate:  # (a run stopped by a signal ignores more)
             signal.signal(signal.SIGTERM, old)
+
+
+def _invoke(argv: list[str] | None) -> object:
+    """The command's return value, its output flushed: a full or closed output fails here, where
+    ``_main`` says so in one line, not in a traceback at exit (the help of a bare group too)."""
+    try:
+        rc = cli.main(args=argv, prog_name="clusterbench", standalone_mode=False)
+    except _NO_ARGS_IS_HELP as e:  # bare group: show its help, as click would
+        click.echo(e.ctx.get_help() if e.ctx else "")
+        rc = 2
+    sys.stdout.flush()
+    return rc
 
 
 def _main(argv: list[str] | None) -> None:
     debug = bool(os.environ.get("CLUSTERBENCH_DEBUG"))
     try:
-        rc = cli.main(args=argv, prog_name="clusterbench", standalone_mode=False)
-        sys.stdout.flush()  # a full or closed output fails here, not silently at exit
-    except _NO_ARGS_IS_HELP as e:  # bare group: show its help, as click would
-        click.echo(e.ctx.get_help() if e.ctx else "")
-        sys.exit(2)
+        rc = _invoke(argv)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
     except click.exceptions.Abort:
