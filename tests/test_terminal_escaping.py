@@ -46,6 +46,15 @@ def test_printable_escapes_and_leaves_plain_text_alone():
     assert "\n" not in printable(EVIL)
 
 
+def test_invisible_characters_are_shown():
+    # "node1" and "node1\u200b" are two hosts that look the same in a table
+    assert printable("node1\u200b") == "node1\\u200b"
+    for ch in ("\u00ad", "\u180e", "\u200b", "\u200c", "\u200d", "\u2060", "\u2064", "\ufeff"):
+        want = f"\\u{ord(ch):04x}" if ord(ch) > 0xff else f"\\x{ord(ch):02x}"
+        assert printable(f"a{ch}b") == f"a{want}b"
+    assert printable("漢字 ideographic\u3000space") == "漢字 ideographic\u3000space"   # visible: kept
+
+
 @pytest.fixture
 def evil_db(tmp_path):
     db = str(tmp_path / "evil.db")

@@ -14,9 +14,13 @@ from __future__ import annotations
 import re
 
 # C0 controls and DEL and C1 controls (CSI is \x9b on some terminals); the Unicode bidi
-# controls, which reorder what is shown ("Trojan Source"); the line and paragraph separators;
-# and lone surrogates (undecodable bytes of a file name), which would make print() fail.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+# controls, which reorder what is shown ("Trojan Source"); the characters a terminal shows as
+# nothing (soft hyphen, zero-width space, joiners, word joiner and invisible operators, the BOM),
+# with which "node1" and "node1\u200b" look the same in a table and are two hosts; the line and
+# paragraph separators; and lone surrogates (undecodable bytes of a file name), which would make
+# print() fail.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064"
+                     "\u2066-\u2069\ufeff\ud800-\udfff]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
