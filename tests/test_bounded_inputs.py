@@ -68,14 +68,24 @@ def test_sizes_no_memory_holds_are_refused_with_the_memory_there_is(tmp_path):
 
 
 def test_a_run_that_measures_nothing_is_never_complete(tmp_path):
-    """Every size holds less than one double per rank: nothing is measured, and the run says so."""
+    """sendrecv on one gloo rank: every placement is skipped, nothing is measured, and the run
+    says so."""
     db = tmp_path / "cb.db"
-    p = _cb("coll", "all_gather", "-b", "1", "-e", "4", "-d", "double", "--np", "2", "--device", "cpu",
-            "--db", db)
+    p = _cb("coll", "sendrecv", "-b", "8", "-e", "8", "--np", "1", "--device", "cpu", "--db", db)
     assert p.returncode == 1, p.stderr
     assert "without a single measurement" in p.stderr and "Traceback" not in p.stderr
     (run,) = _runs(db)
     assert run.status == "failed"
+
+
+def test_sizes_that_hold_nothing_per_rank_are_refused_before_any_rank_starts(tmp_path):
+    """Every size holds less than one double per rank: known before starting, so nothing is stored."""
+    db = tmp_path / "cb.db"
+    p = _cb("coll", "all_gather", "-b", "1", "-e", "4", "-d", "double", "--np", "2", "--device", "cpu",
+            "--db", db)
+    assert p.returncode == 2, p.stderr
+    assert "nothing to measure" in _one_error(p)
+    assert not db.exists() or _runs(db) == []
 
 
 def _deep_array(depth: int) -> str:

@@ -60,7 +60,26 @@ def _expanded_nodes(root: yaml.Node) -> int:
     return size(root)
 
 
+def _distinct_nodes(root: yaml.Node) -> int:
+    """How many nodes the document holds as written (an alias is no new node)."""
+    seen: set[int] = set()
+    todo = [root]
+    while todo and len(seen) <= MAX_NODES:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            todo.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            todo.extend(n for pair in node.value for n in pair)
+    return len(seen)
+
+
 def _construct_document(loader: _LineLoader, node: yaml.Node) -> Any:
+    # a large document is not an alias bomb: say which of the two it is
+    if _distinct_nodes(node) > MAX_NODES:
+        raise UsageError(f"it holds more than {MAX_NODES} values: refused")
     if _expanded_nodes(node) > MAX_NODES:
         raise UsageError(f"its aliases expand it past {MAX_NODES} values: refused, not expanded")
     return yaml.SafeLoader.construct_document(loader, node)
@@ -96,3 +115,16 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> _Mapping:
 
 
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _construct_int(loader: _LineLoader, node: yaml.ScalarNode) -> int:
+    # Python refuses int() of more than 4300 digits (a ValueError, not a YAML error): no
+    # threshold, size or count a profile holds comes near that
+    try:
+        return yaml.SafeLoader.construct_yaml_int(loader, node)
+    except ValueError:
+        raise UsageError(f"line {node.start_mark.line + 1}: the integer {node.value[:20]}... "
+                         f"({len(node.value)} characters) is too long") from None
+
+
+_LineLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)

@@ -27,11 +27,14 @@ A profile::
 Any unknown key, unknown operator, missing field, unit the unit table does not know (or of
 another kind than the metric's: a time for a bandwidth) or param that is not a size where one is
 expected (``bytes: 8G`` is 8589934592, as on the command line) is a UsageError naming the
-criterion and its line in the file.
+criterion and its line in the file; so are a negative bandwidth, time or FLOP-rate threshold
+(``>= -5 GB/s`` passes anything), a unit on a metric that has none, and a benchmark spelt nearly
+as a known one (``all_reduse``).
 """
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 import sys
@@ -45,6 +48,7 @@ from clusterbench.errors import UsageError
 from clusterbench.families import FAMILIES, by_command, family_of, metric_of
 from clusterbench.families.base import Family
 from clusterbench.families.collectives.spec import DTYPE_ALIASES as COLL_DTYPE_ALIASES
+from clusterbench.printable import printable
 from clusterbench.textfile import read_user_text
 from clusterbench.units import format_plain, parse_size, unit_scale
 
@@ -178,19 +182,52 @@ class _Where:
 
 
 def _unit(w: _Where, d: dict[str, Any], benchmark: str) -> str:
+    """The threshold's unit: one the metric's own converts to (checked here, so that a profile
+    that loads can be judged), or the metric's own unit as written where the unit table does not
+    know it (``tok/s``)."""
     unit = _text(w.at("unit"), "unit", d.get("unit"))
     if not unit:
         return ""
+    known = metric_of(benchmark, str(d.get("metric")))
+    if known is not None and unit == known.unit:
+        return unit
     scale = unit_scale(unit)
     if scale is None:
         raise UsageError(f"{w.at('unit')}: unknown unit {unit!r} (e.g. GB/s, MB/s, Gbps, Gbit/s, "
                          "TFLOP/s, GFLOPS, us, ms)")
-    known = metric_of(benchmark, str(d.get("metric")))
-    theirs = unit_scale(known.unit) if known is not None and known.unit else None
-    if theirs is not None and theirs[0] != scale[0]:
-        raise UsageError(f"{w.at('unit')}: unit {unit!r} is a {scale[0]}, but {d.get('benchmark')} "
-                         f"{d.get('metric')} is in {known.unit}")
+    if known is None:
+        return unit
+    what = f"{d.get('benchmark')} {d.get('metric')}"
+    if not known.unit:   # a count or a ratio: no unit converts to it
+        raise UsageError(f"{w.at('unit')}: unit {unit!r} given, but {what} has no unit")
+    theirs = unit_scale(known.unit)
+    if theirs is None:
+        raise UsageError(f"{w.at('unit')}: unit {unit!r} given, but {what} is in {known.unit}")
+    if theirs[0] != scale[0]:
+        raise UsageError(f"{w.at('unit')}: unit {unit!r} is a {scale[0]}, but {what} is in {known.unit}")
     return unit
+
+
+def _physical(benchmark: str, metric: str, unit: str) -> str:
+    """The unit that makes a threshold a bandwidth, a time or a FLOP rate (never negative), or ""."""
+    known = metric_of(benchmark, metric)
+    for u in (unit, known.unit if known is not None else ""):
+        if u and unit_scale(u) is not None:
+            return u
+    return ""
+
+
+def _benchmark(w: _Where, name: str) -> str:
+    """The benchmark as stored (another spelling, ``allreduce``, is ``all_reduce``). One no family
+    knows may come from imported JSON lines and is kept, unless it is spelt nearly as a known one
+    (``all_reduse``): that criterion could never match and would only ever be skipped."""
+    name = next((f.aliases[name] for f in FAMILIES if name in f.aliases), name)
+    if family_of(name) is None:
+        known = sorted({b for f in FAMILIES for b in (*f.benchmarks, *f.aliases)})
+        near = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
+        if near:
+            raise UsageError(f"{w.at('benchmark')}: unknown benchmark {name!r} (did you mean {near[0]}?)")
+    return name
 
 
 def _param(w: _Where, key: str, value: Any, family: Family | None, top: bool = True) -> Any:
@@ -228,9 +265,7 @@ def _criterion(i: int, d: Any) -> Criterion:
     for key in ("name", "benchmark", "metric"):
         if key not in d:
             raise UsageError(f"{w}: missing required key {key!r}")
-    benchmark = _text(w.at("benchmark"), "benchmark", d["benchmark"], True)
-    # another spelling of a benchmark (allreduce) is stored under its own name (all_reduce)
-    benchmark = next((f.aliases[benchmark] for f in FAMILIES if benchmark in f.aliases), benchmark)
+    benchmark = _benchmark(w, _text(w.at("benchmark"), "benchmark", d["benchmark"], True))
     family = family_of(benchmark)
     if family is not None and family.metric(str(d["metric"])) is None:   # a typo would never match
         known = ", ".join(m.name for m in family.metrics)
@@ -243,7 +278,7 @@ def _criterion(i: int, d: Any) -> Criterion:
     for k in params:   # ~: 1 or 3: 1 is no param any measurement has
         if not isinstance(k, str) or not k:
             raise UsageError(f"{w.at('params')}: a param name must be a non-empty string, got {k!r}")
-    common = dict(
+    common: dict[str, Any] = dict(
         name=_text(w.at("name"), "name", d["name"], True),
         benchmark=benchmark,
         metric=_text(w.at("metric"), "metric", d["metric"], True),
@@ -300,7 +335,18 @@ def _criterion(i: int, d: Any) -> Criterion:
                 raise UsageError(f"{w.at('pct')}: pct must be positive")
         else:
             raise UsageError(f"{w.at('op')}: op {op} needs value, or baseline and pct")
-    return Criterion(**common, **kw)
+    physical = _physical(benchmark, str(d["metric"]), kw["unit"])
+    for key, name in (("value", "value"), ("low", "min"), ("high", "max"), ("baseline", "baseline")):
+        if physical and kw.get(key) is not None and kw[key] < 0:   # ">= -5 GB/s" passes anything
+            raise UsageError(f"{w.at(name)}: {name} must not be negative, got {format_plain(kw[key])} "
+                             f"(a {physical} value never is)")
+    crit = Criterion(**common, **kw)
+    try:
+        crit.bound()
+    except OverflowError:   # 1e308 x 1e308 %: no float holds the bound
+        raise UsageError(f"{w.at('pct')}: {format_plain(crit.pct or 0)}% of {format_plain(crit.baseline or 0)} "
+                         "is no finite number") from None
+    return crit
 
 
 def _step(i: int, d: Any) -> SuiteStep:
@@ -356,7 +402,8 @@ def _refuse_duplicates(names: list[str], what: str, origin: str, items: list[Any
 
 def parse_profile(data: Any, origin: str = "<profile>") -> Profile:
     if not isinstance(data, dict):
-        raise UsageError(f"profile {origin}: expected a mapping with name and criteria")
+        raise UsageError(f"profile {origin}: expected a mapping with name and criteria, "
+                         f"got a {type(data).__name__}")
     unknown = sorted(set(map(str, data)) - _PROFILE_KEYS)
     if unknown:
         raise UsageError(f"profile {origin}: unknown key(s) {', '.join(unknown)}")
@@ -387,8 +434,18 @@ def builtin_profiles() -> list[str]:
     return sorted(p.stem for p in BUILTIN_DIR.glob("*.yaml"))
 
 
+# A profile is a few hundred lines (the MI300X one is 8 KB); PyYAML reads about 100 KB a second,
+# so a file far larger would hold the command for minutes before failing on its content. 1 MiB
+# is thousands of criteria.
+MAX_PROFILE_BYTES = 1 << 20
+# A built-in profile is named, never reached by a path: "../x" must not leave BUILTIN_DIR.
+_BUILTIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
 def load_profile(name_or_path: str) -> Profile:
     """Load a built-in profile by name (``amd-mi300x-oem``) or a YAML file by path."""
+    if not name_or_path:
+        raise UsageError("the profile name is empty (give a built-in name or a .yaml file)")
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml") or path.exists():
         if path.is_dir():
@@ -397,14 +454,21 @@ def load_profile(name_or_path: str) -> Profile:
             raise UsageError(f"profile file {name_or_path} does not exist")
         if not path.is_file():   # a FIFO or a device: reading it could block or never end
             raise UsageError(f"profile file {name_or_path} is not a regular file")
+        try:
+            size = path.stat().st_size
+        except OSError as e:
+            raise UsageError(f"cannot read profile {name_or_path}: {e.strerror or e}") from None
+        if size > MAX_PROFILE_BYTES:
+            raise UsageError(f"profile file {name_or_path} is larger than {MAX_PROFILE_BYTES} bytes "
+                             f"({size}): no profile is that big")
         text = read_user_text(name_or_path, "profile")
         origin = str(path)
     else:
         res = BUILTIN_DIR / f"{name_or_path}.yaml"
-        if not res.is_file():
+        if not _BUILTIN_NAME.fullmatch(name_or_path) or ".." in name_or_path or not res.is_file():
             known = ", ".join(builtin_profiles()) or "none"
             raise UsageError(f"unknown profile {name_or_path!r} (built-in: {known}; or give a .yaml file)")
-        text = res.read_text()
+        text = res.read_text(encoding="utf-8")
         origin = name_or_path
     # here: most commands never load a profile, and yaml is 10 ms of start-up
     import yaml
@@ -414,16 +478,27 @@ def load_profile(name_or_path: str) -> Profile:
     try:
         data = load_yaml(text)
     except yaml.YAMLError as e:
-        where = getattr(e, "problem_mark", None)
-        at = f" at line {where.line + 1}" if where else ""
-        if isinstance(e, yaml.reader.ReaderError):   # a character YAML does not allow (NUL, ESC)
-            at = f" at line {text.count(chr(10), 0, e.position) + 1}: character {e.character!r} is not allowed"
-        raise UsageError(f"profile {origin}: invalid YAML{at}") from None
+        raise UsageError(f"profile {origin}: invalid YAML{_yaml_where(e, text)}") from None
     except UsageError as e:
         raise UsageError(f"profile {origin}: {e}") from None
     except RecursionError:
         raise UsageError(f"profile {origin}: nested more than {sys.getrecursionlimit()} levels deep") from None
+    if data is None:
+        raise UsageError(f"profile {origin} is empty: expected a mapping with name and criteria")
     return parse_profile(data, origin)
+
+
+def _yaml_where(e: Exception, text: str) -> str:
+    """`` at line L, column C: what is wrong`` as PyYAML says it (one line, control characters
+    escaped), for a message that lets an editor jump to the spot."""
+    import yaml
+
+    if isinstance(e, yaml.reader.ReaderError):   # a character YAML does not allow (NUL, ESC)
+        return f" at line {text.count(chr(10), 0, e.position) + 1}: character {e.character!r} is not allowed"
+    mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+    at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    what = getattr(e, "problem", None) or getattr(e, "context", None)
+    return at + (f": {printable(' '.join(str(what).split()))}" if what else "")
 
 
 def dump_profile(profile: Profile) -> str:

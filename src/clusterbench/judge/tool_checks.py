@@ -17,6 +17,18 @@ from clusterbench.records import Measurement, Run
 SOURCE = "nccl-tests: DeltaMaxValue(type) x (ranks - 1)"
 
 
+def _rank_count(value: object) -> int:
+    """A rank count as params hold it (8, 8.0, "8" from JSON lines), or 0 where it is none: a
+    word, a fraction, NaN or ``true`` (which int() takes for one rank: a tolerance of 0)."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, str):
+        value = int(value) if value.strip().isdecimal() else 0
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return value if isinstance(value, int) and value > 0 else 0
+
+
 def tool_outcomes(loaded: list[tuple[Run, list[Measurement]]]) -> list[Outcome]:
     """One outcome per run with nccl-tests ``max_error`` records."""
     out = []
@@ -27,7 +39,7 @@ def tool_outcomes(loaded: list[tuple[Run, list[Measurement]]]) -> list[Outcome]:
         criterion = Criterion(name=f"{errors[0].benchmark} max error within nccl-tests' tolerance",
                               benchmark=errors[0].benchmark, metric=MAX_ERROR.name, source=SOURCE, op="<=")
         worst = max(errors, key=lambda m: m.value)
-        ranks = int(worst.params.get("ranks") or run.ranks or 0)
+        ranks = _rank_count(worst.params.get("ranks")) or _rank_count(run.ranks)
         tol = error_tolerance(str(worst.params.get("dtype", "")), ranks)
         runs = [run.id] if run.id is not None else []
         if tol is None:
@@ -35,8 +47,8 @@ def tool_outcomes(loaded: list[tuple[Run, list[Measurement]]]) -> list[Outcome]:
                                detail="the rank count is unknown, and the tolerance depends on it"))
             continue
         over = [m for m in errors
-                if m.value > (error_tolerance(str(m.params.get("dtype", "")), int(m.params.get("ranks") or ranks))
-                              or 0.0)]
+                if m.value > (error_tolerance(str(m.params.get("dtype", "")),
+                                              _rank_count(m.params.get("ranks")) or ranks) or 0.0)]
         detail = (f"{len(over)} of {len(errors)} rows above it; worst at {worst.params.get('bytes')} B "
                   f"{worst.params.get('placement', '')}-place" if over else f"{len(errors)} rows")
         out.append(Outcome(criterion, FAIL if over else PASS, worst.value, f"<= {tol:g}", tol - worst.value,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from clusterbench.families import higher_is_better, metric_of
@@ -71,11 +72,34 @@ def _passes(c: Criterion, v: float, bound: float | tuple[float, float]) -> bool:
     return {">=": v >= bound, ">": v > bound, "<=": v <= bound, "<": v < bound}[c.op]
 
 
-def _judge_bound(c: Criterion, rows: list[Row]) -> Outcome:
-    unit = rows[0].m.unit
+def _one_unit(c: Criterion, rows: list[Row]) -> list[Row] | None:
+    """``rows`` in one unit (the metric's own where they all convert to it, else the first
+    row's): runs stored in MB/s and GB/s are compared, never their raw numbers; None where
+    some unit does not convert."""
     units = {r.m.unit for r in rows}
-    if len(units) > 1:
-        return Outcome(c, ERROR, matched=len(rows), detail=f"matching measurements mix units {sorted(units)}")
+    if len(units) == 1:
+        return rows
+    known = metric_of(c.benchmark, c.metric)
+    targets = ([known.unit] if known is not None and known.unit else []) + [rows[0].m.unit]
+    for target in targets:
+        try:
+            return [r if r.m.unit == target else
+                    Row(r.run, replace(r.m, value=convert(r.m.value, r.m.unit, target), unit=target))
+                    for r in rows]
+        except ValueError:
+            continue
+    return None
+
+
+def _judge_bound(c: Criterion, rows: list[Row]) -> Outcome:
+    same = _one_unit(c, rows)
+    if same is None:
+        units = sorted({r.m.unit for r in rows})
+        known = metric_of(c.benchmark, c.metric)
+        return Outcome(c, ERROR, threshold=c.describe(known.unit if known else ""), matched=len(rows),
+                       detail=f"matching measurements mix units {units} that do not convert")
+    rows = same
+    unit = rows[0].m.unit
     shown = c.describe(unit)  # in the criterion's own unit, as the profile states it
     try:
         if c.op == "range":
@@ -85,7 +109,7 @@ def _judge_bound(c: Criterion, rows: list[Row]) -> Outcome:
             bound = convert(c.bound(), c.unit, unit)
             ref = bound
     except ValueError as e:
-        return Outcome(c, ERROR, matched=len(rows), detail=str(e))
+        return Outcome(c, ERROR, threshold=shown, matched=len(rows), detail=str(e))
     values = [r.m.value for r in rows]
     if c.aggregate == "all":
         # every match must pass; report the worst one
@@ -144,6 +168,14 @@ def _judge_outliers(c: Criterion, rows: list[Row]) -> Outcome:
         rest = tuple(sorted((k, str(v)) for k, v in r.m.params.items() if k not in (c.by, "rank", "device", "host")))
         groups.setdefault(rest, {}).setdefault(key, []).append(r.m.value)
     usable = {g: vals for g, vals in groups.items() if len(vals) >= 3}
+    if not groups and c.by != "run" and not c.by.startswith("tag:"):
+        # no row has the param at all: a typo (devcie) is an error, not "too few to compare"
+        have = {k for r in rows for k in r.m.params} | {"host"}
+        near = difflib.get_close_matches(c.by, sorted(have), n=1, cutoff=0.8)
+        if near:
+            return Outcome(c, ERROR, matched=len(rows), threshold=c.describe(),
+                           detail=f"no {c.benchmark}/{c.metric} measurement has a param {c.by!r} "
+                                  f"(did you mean {near[0]}?)")
     if not usable:
         n = max((len(v) for v in groups.values()), default=0)
         return Outcome(c, SKIPPED, matched=len(rows), threshold=c.describe(),
@@ -172,15 +204,32 @@ def _judge_outliers(c: Criterion, rows: list[Row]) -> Outcome:
                    outliers=found, failing=failing)
 
 
+def _unmatched(c: Criterion, rows: list[Row]) -> Outcome:
+    """A criterion no measurement matches: skipped, saying why; an error where its benchmark's
+    measurements lack one of its params but have one spelt nearly the same (``placment``): a typo
+    that, skipped, would let the command pass without the check ever running."""
+    known = metric_of(c.benchmark, c.metric)
+    threshold = c.describe(known.unit if known else "")
+    want = ", ".join([f"{k}={v}" for k, v in c.params.items()] + [f"no {k}" for k in c.absent])
+    detail = f"no {c.benchmark}/{c.metric} measurement" + (f" with {want}" if want else "")
+    have = {k for r in rows if r.m.benchmark == c.benchmark and r.m.metric == c.metric for k in r.m.params}
+    missing = [k for k in c.params if have and k not in have]
+    for k in missing:
+        near = difflib.get_close_matches(k, sorted(have), n=1, cutoff=0.8)
+        if near:
+            return Outcome(c, ERROR, threshold=threshold,
+                           detail=f"{detail}: none has a param {k!r} (did you mean {near[0]}?)")
+    if missing:
+        detail += f": none has a param {missing[0]!r}"
+    return Outcome(c, SKIPPED, threshold=threshold, detail=detail)
+
+
 def evaluate(profile: Profile, rows: list[Row]) -> list[Outcome]:
     outcomes = []
     for c in profile.criteria:
         matched = select(rows, c.benchmark, c.metric, c.params, c.absent)
         if not matched:
-            want = ", ".join([f"{k}={v}" for k, v in c.params.items()] + [f"no {k}" for k in c.absent])
-            known = metric_of(c.benchmark, c.metric)
-            outcomes.append(Outcome(c, SKIPPED, threshold=c.describe(known.unit if known else ""),
-                                    detail=f"no {c.benchmark}/{c.metric} measurement" + (f" with {want}" if want else "")))
+            outcomes.append(_unmatched(c, rows))
             continue
         try:
             o = _judge_outliers(c, matched) if c.outliers else _judge_bound(c, matched)
