@@ -10,18 +10,37 @@ from clusterbench.records import INTERRUPTED, Measurement, Run
 from clusterbench.store import Store
 
 
+def _number(value: Any) -> int | float | None:
+    """``value`` as a number: a number, or text that spells one in plain digits (``1``, ``1.0``,
+    ``2e3``; not Python's ``1_000``); None for anything else (booleans included)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return value
+    if not isinstance(value, str) or "_" in value:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        pass
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
 def _same(want: Any, have: Any) -> bool:
     if isinstance(want, list):
         return any(_same(w, have) for w in want)
     if isinstance(want, bool) or isinstance(have, bool):
         return str(want).lower() == str(have).lower()
-    if isinstance(want, (int, float)) and not isinstance(have, (int, float)):
-        try:
-            have = float(have)
-        except (TypeError, ValueError):
+    if isinstance(want, (int, float)) or isinstance(have, (int, float)):
+        # a number and text that spells one compare as numbers, whichever side the text is on;
+        # integers exactly (as floats, 2**53 + 1 would equal 2**53: byte counts are integers)
+        a, b = _number(want), _number(have)
+        if a is None or b is None:
             return False
-    if isinstance(have, (int, float)) and isinstance(want, (int, float)):
-        return float(want) == float(have)
+        return a == b
     return str(want) == str(have)
 
 

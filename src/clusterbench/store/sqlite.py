@@ -27,6 +27,10 @@ from clusterbench.store.migrations import MIGRATIONS
 from clusterbench.store.warn import warn_once
 
 BUSY_TIMEOUT_S = 30.0
+# How long a write waits for another process's write transaction in all. Past the busy timeout it
+# says so once and waits on: an import holds the lock for a whole file (``import -`` while its
+# input lasts), and a benchmark that gave up after 30 s lost the run it had measured.
+WRITE_WAIT_S = 600.0
 
 
 def _open_retrying(path: Path, mode: str | None, *, retry: bool) -> sqlite3.Connection:
@@ -190,9 +194,7 @@ class SqliteBackend(Backend):
 
     @contextmanager
     def write(self) -> Iterator[None]:
-        # IMMEDIATE: take the write lock now, so a transaction never fails half-way on a lock
-        # another writer took after our first read.
-        self.conn.execute("BEGIN IMMEDIATE")
+        self._begin_write()
         self._reserved.clear()
         try:
             yield
@@ -209,6 +211,28 @@ class SqliteBackend(Backend):
                 except sqlite3.Error:
                     pass
             raise
+
+    def _begin_write(self) -> None:
+        """BEGIN IMMEDIATE: the write lock is taken now, so a transaction never fails half-way on
+        a lock another writer took after our first read. Each try waits the busy timeout; a lock
+        held longer is waited for up to ``WRITE_WAIT_S`` (a signal still stops the wait between
+        tries), saying so once."""
+        start = time.monotonic()
+        while True:
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) and "busy" not in str(e):
+                    raise
+                waited = time.monotonic() - start
+                if waited >= WRITE_WAIT_S:
+                    raise sqlite3.OperationalError(
+                        f"{e}: another process held the write lock for {waited:.0f} s (an import holds it "
+                        f"for a whole file, one reading standard input until its input ends)") from None
+                warn_once(f"results database {self.location.display}: another process holds the write lock "
+                          f"(an import holds it for a whole file, one reading standard input until its input "
+                          f"ends); waiting up to {WRITE_WAIT_S:.0f} s for it")
 
     def next_ids(self, table: str, n: int) -> list[int]:
         # The write lock is held (BEGIN IMMEDIATE) until commit: no other writer takes ids

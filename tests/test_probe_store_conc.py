@@ -1,0 +1,157 @@
+"""The store under concurrency, and the matching of parameters, probed (SQLite).
+
+A write lock held by another process for longer than the busy timeout (``import -`` takes it
+before it reads standard input, so ``kubectl logs -f POD | clusterbench import -`` holds it for as
+long as the pod runs) made a benchmark that finished meanwhile lose the run it had measured, with
+"database is locked". A writer killed mid-run leaves nothing of that run. Parameters compare as
+numbers the same whichever side holds the text.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from clusterbench.errors import StoreError
+from clusterbench.judge.select import params_match
+from clusterbench.records import Measurement, Run
+from clusterbench.store import Store
+from clusterbench.store import sqlite as sqlite_backend
+
+SRC = str(Path(__file__).resolve().parent.parent / "src")
+
+
+def _ms(n: int) -> list[Measurement]:
+    return [Measurement("all_reduce", "busbw", float(i), "GB/s", {"bytes": 8 << i}) for i in range(n)]
+
+
+def _runs(db: Path) -> list[tuple[int, int]]:
+    """(run id, measurements stored) of every run, read outside clusterbench."""
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        return conn.execute("SELECT r.id, coalesce((SELECT sum(count) FROM measurement_packs p"
+                            " WHERE p.run_id = r.id), 0) FROM runs r ORDER BY r.id").fetchall()
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def short_busy_timeout(monkeypatch):
+    """A busy timeout of a fraction of a second, so that a lock outlasting it takes no 30 s."""
+    monkeypatch.setattr(sqlite_backend, "BUSY_TIMEOUT_S", 0.05)
+
+
+def test_a_write_waits_for_a_writer_that_holds_the_lock_past_the_busy_timeout(tmp_path, short_busy_timeout,
+                                                                             monkeypatch, capsys):
+    """Another process's transaction outlasting the busy timeout: the run is stored once that
+    transaction ends, after one warning saying what it waits for (it was lost: "database is
+    locked")."""
+    monkeypatch.setattr(sqlite_backend, "WRITE_WAIT_S", 60.0)
+    db = tmp_path / "r.db"
+    Store.open(db).close()
+    holder = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")   # as `import -` holds it while it waits for its input
+    warned = threading.Event()
+    real_warn = sqlite_backend.warn_once
+
+    def warn(message: str) -> None:
+        real_warn(message)
+        warned.set()
+
+    monkeypatch.setattr(sqlite_backend, "warn_once", warn)
+
+    def release() -> None:
+        # the lock goes once the writer has said it waits: it waited past its busy timeout
+        if warned.wait(60):
+            holder.execute("COMMIT")
+
+    t = threading.Thread(target=release)
+    t.start()
+    try:
+        with Store.open(db) as s:
+            run_id = s.save_run(Run(benchmark="all_reduce"), _ms(3))
+    finally:
+        t.join()
+        holder.close()
+    assert warned.is_set()
+    err = capsys.readouterr().err
+    assert "another process holds the write lock" in err and err.count("\n") == 1, err
+    assert _runs(db) == [(run_id, 3)]
+
+
+def test_a_lock_held_past_the_wait_is_one_line_naming_why(tmp_path, short_busy_timeout, monkeypatch):
+    monkeypatch.setattr(sqlite_backend, "WRITE_WAIT_S", 0.2)
+    db = tmp_path / "r.db"
+    Store.open(db).close()
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with Store.open(db) as s, pytest.raises(StoreError) as e:
+            s.save_run(Run(benchmark="all_reduce"), _ms(3))
+    finally:
+        holder.close()
+    assert "\n" not in str(e.value)
+    assert "another process held the write lock" in str(e.value), e.value
+    assert _runs(db) == []
+
+
+_KILLED_WRITER = """
+import os, signal, sys
+from clusterbench.records import Measurement, Run
+from clusterbench.store import Store
+
+def rows():
+    for i in range(5000):
+        if i == 4000:   # the run's row and 4000 of its measurements are in the transaction
+            os.kill(os.getpid(), signal.SIGKILL)
+        yield ("all_reduce", "busbw", float(i), "GB/s", '{"bytes": %d}' % i)
+
+with Store.open(sys.argv[1]) as s:
+    s.save_run(Run(benchmark="all_reduce"), [Measurement("all_reduce", "busbw", 1.0, "GB/s", {})])
+    if sys.argv[2] == "batch":
+        with s.transaction():
+            for _ in range(3):
+                s.save_run(Run(benchmark="all_reduce"), [Measurement("all_reduce", "busbw", 1.0, "GB/s", {})])
+            s._batch.flush()   # three runs written, not committed
+            s.save_run_rows(Run(benchmark="all_reduce"), rows())
+    else:
+        s.save_run_rows(Run(benchmark="all_reduce"), rows())
+"""
+
+
+@pytest.mark.parametrize("how", ["one run", "batch"])
+def test_a_writer_killed_mid_run_leaves_no_part_of_it(tmp_path, how):
+    db = tmp_path / "k.db"
+    proc = subprocess.run([sys.executable, "-c", _KILLED_WRITER, str(db), how], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": SRC}, timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert _runs(db) == [(1, 1)]
+    with Store.open(db) as s:   # the next writer goes on where the first stopped
+        s.save_run(Run(benchmark="all_reduce"), _ms(2))
+    assert [n for _, n in _runs(db)] == [1, 2]
+
+
+@pytest.mark.parametrize(("want", "have", "same"), [
+    (1, "1.0", True),
+    ("1.0", 1, True),              # was False: a number written as text matched one way only
+    (2**53 + 1, 2**53, False),     # was True: integers compared as floats
+    (2**53 + 1, str(2**53), False),
+    (2**53 + 1, 2**53 + 1, True),
+    (1000, "1_000", False),        # was True: float() reads Python's digit separators
+    ("1_000", 1000, False),
+    (8, 8.0, True),
+    ("in", "in", True),
+    (True, 1, False),
+    ("true", True, True),
+    ([1, 2], "2", True),
+])
+def test_params_compare_as_numbers_whichever_side_is_text(want, have, same):
+    assert params_match({"p": want}, {"p": have}) is same
