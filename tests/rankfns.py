@@ -82,3 +82,65 @@ def print_to_stdout(ctx, config):
     print("RANK-STDOUT-LINE", flush=True)
     dist.barrier()
     ctx.record([Measurement("selftest", "value", 1.0, "", {})])
+
+
+def mismatched_collectives(ctx, config):
+    """Rank 1 calls a different collective than its peers (a broadcast against an all_reduce)."""
+    dist.barrier()
+    ctx.record([Measurement("selftest", "value", 1.0, "", {"step": 0})])
+    t = torch.ones(4)
+    if ctx.rank == 1:
+        dist.broadcast(t, src=0)
+    else:
+        dist.all_reduce(t)
+    ctx.progress()
+    ctx.record([Measurement("selftest", "value", float(t[0]), "", {"step": 1})])
+
+
+def spin_holding_the_gil(ctx, config):
+    """Rank ``config["rank"]`` records one row, then loops inside one C call that never lets
+    another thread of its process run (its companion thread included)."""
+    dist.barrier()
+    ctx.record([Measurement("selftest", "value", 1.0, "", {"step": 0})])
+    if ctx.rank == config["rank"]:
+        sum(range(10**15))
+    dist.barrier()
+
+
+def spin_forever(ctx, config):
+    """Rank ``config["rank"]`` loops in Python forever, calling ``ctx.progress()`` if told to."""
+    dist.barrier()
+    ctx.record([Measurement("selftest", "value", 1.0, "", {"step": 0})])
+    if ctx.rank == config["rank"]:
+        while True:
+            if config.get("progress"):
+                ctx.progress()
+    dist.barrier()
+
+
+def never_reach_barrier(ctx, config):
+    """Rank ``config["rank"]`` sleeps before the first barrier its peers wait at."""
+    if ctx.rank == config["rank"]:
+        time.sleep(3600)
+    dist.barrier()
+    ctx.record([Measurement("selftest", "value", 1.0, "", {"step": 0})])
+
+
+def steady_rows(ctx, config):
+    """Rows forever, one per ``config["every"]`` seconds: a run to stop from outside."""
+    step = 0
+    while step < config.get("steps", 10**9):
+        dist.all_reduce(torch.ones(2))
+        ctx.progress()
+        ctx.record([Measurement("selftest", "value", 1.0, "", {"step": step})])
+        step += 1
+        time.sleep(config.get("every", 0.05))
+
+
+def sleep_handling_sigterm(ready) -> None:
+    """A process that handles SIGTERM itself (as a rank's runtime may): exit code 143."""
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda _s, _f: os._exit(143))
+    ready.set()
+    time.sleep(3600)

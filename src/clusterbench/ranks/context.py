@@ -260,6 +260,12 @@ def device_identity(props: Any, index: int) -> str:
     return f"index {index}"
 
 
+# PyTorch's store and process group keep their timeouts in milliseconds on a 64-bit clock: 1e10 s
+# made the store's first connect time out at once, 1e300 s overflowed a C int. About three years
+# is as good as forever to a benchmark, and the command's own --timeout still applies.
+MAX_TORCH_TIMEOUT_S = 1e8
+
+
 def setup(env: RankEnv, options: RankOptions) -> RankContext:
     """Pick this rank's device and join the process group."""
     import torch
@@ -278,7 +284,7 @@ def setup(env: RankEnv, options: RankOptions) -> RankContext:
     else:
         device = torch.device("cpu")
         name = cpu_model()
-    timeout = timedelta(seconds=max(options.timeout, 1.0))
+    timeout = timedelta(seconds=min(max(options.timeout, 1.0), MAX_TORCH_TIMEOUT_S))
     # device_id binds the communicator to this rank's GPU at once (NCCL/RCCL create it eagerly)
     bound = {"device_id": device} if backend == "nccl" else {}
     dist.init_process_group(backend=backend, store=_job_store(env, timeout), rank=env.rank,

@@ -241,12 +241,38 @@ def _stdout_to_stderr() -> None:
         os.dup2(2, 1)
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_the_command() -> None:
+    """Make the kernel end this rank when the command is gone, even where its companion thread
+    cannot run (the rank is stopped with SIGSTOP, or a C call holds the GIL): the fork server
+    exits once no process holds the write end of its "alive" pipe, and the rank asks for SIGKILL
+    when its parent, the fork server, exits. Each rank inherits a copy of that write end, which
+    would keep the server (and so a stuck rank) alive forever after a SIGKILL of the command:
+    the rank closes its copy (it starts no processes from that server)."""
+    from multiprocessing import forkserver
+
+    server = getattr(forkserver, "_forkserver", None)
+    fd = getattr(server, "_forkserver_alive_fd", None)
+    if isinstance(fd, int):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        server._forkserver_alive_fd = None   # type: ignore[union-attr]
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+
+
 def _local_rank_main(env: RankEnv, job: Job, conn: Any, parent_pid: int) -> None:
     # The parent decides when ranks die; ignore the terminal's Ctrl-C (and its hangup) so it can
     # report first.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "SIGHUP"):
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    _die_with_the_command()
     _stdout_to_stderr()
     rank = env.rank
     channel = _Channel(conn)
@@ -305,19 +331,23 @@ def _context() -> Any:
 
 def _helpers_outlive_hangup() -> None:
     """Start multiprocessing's helper processes (the fork server the ranks come from, the resource
-    tracker) ignoring SIGHUP: a closed terminal hangs up the whole process group, and the command
-    needs them alive to stop its ranks and store what they measured (ranks/signals.py)."""
+    tracker) ignoring SIGHUP and SIGINT: a closed terminal hangs up the whole process group, and
+    the command needs them alive to stop its ranks and store what they measured
+    (ranks/signals.py); a Ctrl-C to the group while the fork server still imports PyTorch (seconds,
+    before it ignores SIGINT itself) printed that import's traceback under the command's line."""
     if not hasattr(signal, "SIGHUP") or threading.current_thread() is not threading.main_thread():
         return
     from multiprocessing import forkserver, resource_tracker
 
-    old = signal.signal(signal.SIGHUP, signal.SIG_IGN)   # inherited by the helpers
+    quiet = (signal.SIGHUP, signal.SIGINT)
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in quiet}   # inherited by the helpers
     try:
         with _main_module_hidden():   # as when a rank starts it: the server never runs __main__
             resource_tracker.ensure_running()
             forkserver.ensure_running()
     finally:
-        signal.signal(signal.SIGHUP, old)
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 @contextlib.contextmanager
@@ -339,6 +369,9 @@ def _stop(procs: list[Any]) -> None:
     for p in procs:
         if p.is_alive():
             p.terminate()
+            # A stopped rank (SIGSTOP, SIGTSTP) takes SIGTERM only once it runs again
+            with contextlib.suppress(OSError):
+                os.kill(p.pid, signal.SIGCONT)
     deadline = time.monotonic() + 3.0
     for p in procs:
         p.join(max(0.0, deadline - time.monotonic()))
@@ -399,6 +432,7 @@ def _run_local(job: Job, sink: Sink, np: int) -> JobOutcome:
     host = socket.gethostname()
     procs: list[Any] = []
     conns: list[Any] = []   # the command's end of each rank's pipe
+    earlier = stopped_by()   # a signal of a run before this one is not this run's
     try:
         with _main_module_hidden():
             for r in range(np):
@@ -408,14 +442,19 @@ def _run_local(job: Job, sink: Sink, np: int) -> JobOutcome:
                 conns.append(reader)
                 p = mp.Process(target=_local_rank_main, args=(env, job, writer, os.getpid()),
                                name=f"clusterbench-rank{r}", daemon=True)
-                try:
-                    p.start()
-                except (OSError, EOFError) as e:  # out of processes, memory or file descriptors
-                    why = getattr(e, "strerror", None) or str(e) or type(e).__name__
-                    raise ClusterbenchError(f"rank {r} on {host} could not start: {why}") from None
-                finally:
-                    writer.close()   # the rank holds its own copy: its exit is our end of file
-                procs.append(p)
+                # A signal that lands inside start() (the rank forked, its pid not yet known)
+                # would leave a rank no one stops: it waits until the rank is in ``procs``.
+                with held():
+                    try:
+                        p.start()
+                    except (OSError, EOFError) as e:  # out of processes, memory or file descriptors
+                        why = getattr(e, "strerror", None) or str(e) or type(e).__name__
+                        raise ClusterbenchError(f"rank {r} on {host} could not start: {why}") from None
+                    finally:
+                        writer.close()   # the rank holds its own copy: its exit is our end of file
+                    procs.append(p)
+                if earlier is None and (signum := stopped_by()) is not None:
+                    raise Interrupted(signum)
     except BaseException:
         with held():
             _stop(procs)  # the ranks that did start, so none is left behind
