@@ -155,3 +155,91 @@ def test_a_writer_killed_mid_run_leaves_no_part_of_it(tmp_path, how):
 ])
 def test_params_compare_as_numbers_whichever_side_is_text(want, have, same):
     assert params_match({"p": want}, {"p": have}) is same
+
+
+NCCL_LOG = Path(__file__).resolve().parent / "data" / "nccl-tests" / "seed-mi300x-rccl-all_reduce-8gpu.txt"
+
+
+def _cb(*args: object, env: dict[str, str], **kw: object) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "clusterbench", *map(str, args)], env=env,
+                          capture_output=True, text=True, timeout=120, **kw)
+
+
+def test_import_from_a_pipe_held_open_leaves_the_write_lock_to_others(tmp_path):
+    """``kubectl logs -f POD | clusterbench import -``: the pipe stays open while the pod runs. The
+    import reads it to a temporary file before its transaction, so another writer is not held off
+    meanwhile (it was, for as long as the pipe stayed open), and the log is stored once the pipe
+    ends, under the name stdin, its temporary copy removed."""
+    db = tmp_path / "r.db"
+    Store.open(db).close()
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    env = {**os.environ, "PYTHONPATH": SRC, "TMPDIR": str(spool)}
+    read_end, write_end = os.pipe()
+    importer = subprocess.Popen([sys.executable, "-m", "clusterbench", "import", "-", "--db", str(db)],
+                                stdin=read_end, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    os.close(read_end)
+    try:
+        os.write(write_end, NCCL_LOG.read_bytes())   # the whole log, and the pipe still open
+        other = _cb("stream", "--sizes", "1K:1K", "-n", "2", "--device", "cpu", "--db", db, env=env)
+        assert other.returncode == 0, other.stderr
+        assert importer.poll() is None           # the import still waits for the end of its input
+        assert "write lock" not in other.stderr  # and never held the other writer off
+    finally:
+        os.close(write_end)
+    _, err = importer.communicate(timeout=120)
+    assert importer.returncode == 0, err
+    assert len(_runs(db)) == 2
+    assert list(spool.iterdir()) == []            # the temporary copy is gone
+    shown = _cb("results", "show", "2", "--json", "--db", db, env=env)
+    assert '"stdin"' in shown.stdout and "clusterbench-import-" not in shown.stdout
+
+
+def test_endless_binary_data_on_a_pipe_is_refused_at_once(tmp_path):
+    """``cat /dev/zero | clusterbench import -``: refused at the first NUL, as the parser refuses
+    binary data, not once the temporary copy has filled the disk."""
+    db = tmp_path / "r.db"
+    env = {**os.environ, "PYTHONPATH": SRC, "TMPDIR": str(tmp_path)}
+    zeros = subprocess.Popen(["cat", "/dev/zero"], stdout=subprocess.PIPE)
+    try:
+        p = subprocess.run([sys.executable, "-m", "clusterbench", "import", "-", "--db", str(db)],
+                           stdin=zeros.stdout, capture_output=True, text=True, env=env, timeout=60)
+    finally:
+        zeros.kill()
+        zeros.wait()
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines() == ["clusterbench: error: -: binary data, not a text log"]
+    assert [f.name for f in tmp_path.iterdir() if f.name.startswith("clusterbench-import-")] == []
+
+
+def test_a_reader_of_a_rollback_journal_database_a_writer_holds_does_not_wait(tmp_path, monkeypatch):
+    """A database in rollback-journal mode (another tool's, or once on a shared file system) and a
+    writer in the middle of its transaction: opening it to read tried to switch it to WAL, which
+    needs every other user out, so the reader waited the whole busy timeout and failed with
+    "database is locked". Now it reads at once, and the switch is made by a later opener once the
+    writer is gone."""
+    monkeypatch.setattr(sqlite_backend, "BUSY_TIMEOUT_S", 2.0)
+    db = tmp_path / "r.db"
+    store = Store.open(db)
+    store.save_run(Run(benchmark="all_reduce", status="complete"), _ms(3))
+    store.close()
+    conn = sqlite3.connect(db, isolation_level=None)
+    assert conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0] == "delete"
+    conn.execute("BEGIN IMMEDIATE")   # a writer that has not started to commit
+    conn.execute("UPDATE runs SET status = status")
+    try:
+        reader = Store.open(db)
+        try:
+            assert len(reader.list_runs()) == 1
+        finally:
+            reader.close()
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"   # left as it was
+    finally:
+        conn.execute("ROLLBACK")
+        conn.close()
+    Store.open(db).close()   # nobody else: switched now
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    finally:
+        conn.close()

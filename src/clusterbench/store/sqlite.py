@@ -52,6 +52,31 @@ def _open_retrying(path: Path, mode: str | None, *, retry: bool) -> sqlite3.Conn
         pause = min(pause * 2, 0.5)
 
 
+def _has_data(path: Path) -> bool:
+    try:
+        return path.stat().st_size > 0
+    except OSError:   # (a dangling link: the open says why)
+        return False
+
+
+def _to_wal(conn: sqlite3.Connection) -> None:
+    """Switch an existing database in rollback-journal mode to WAL, if no other process is using
+    it right now; otherwise use it as it is (a later opener switches it). The switch needs every
+    other connection out: while a writer held the file, a reader (``results list``, a metrics
+    scrape) waited the whole busy timeout and then failed with "database is locked", though a
+    rollback-journal database reads well beside a writer that has not started to commit."""
+    if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+        return
+    conn.execute("PRAGMA busy_timeout = 0")
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+    except sqlite3.OperationalError as e:
+        if "locked" not in str(e) and "busy" not in str(e):
+            raise
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+
+
 def _ready(conn: sqlite3.Connection, pragmas: Sequence[str] = ()) -> sqlite3.Connection:
     """``conn`` with its busy timeout and ``pragmas`` set and the schema read once (where a
     locked, unreadable or non-database file shows); closed when any of that fails."""
@@ -99,8 +124,17 @@ class SqliteBackend(Backend):
         shared = None if memory else fstype.shared_fs(path)
         # Anything already at one of these names (a database, a link, a journal) is never ours to remove.
         new = [] if memory else [f for f in _files(path) if not os.path.lexists(f)]
+        # An existing rollback-journal database (another tool's, or one left on a shared file
+        # system) is switched to WAL only when nobody is writing it: see _to_wal.
+        switch = not memory and not shared and path not in new and _has_data(path)
         try:
-            conn = _open_retrying(path, None if memory else journal_mode(shared), retry=not shared)
+            conn = _open_retrying(path, None if memory or switch else journal_mode(shared), retry=not shared)
+            if switch:
+                try:
+                    _to_wal(conn)
+                except BaseException:
+                    conn.close()
+                    raise
         except sqlite3.DatabaseError as e:
             if path in new and "locked" not in str(e):   # (locked: another process made it meanwhile)
                 _remove_new(new)   # a refused open (a full disk) leaves no empty database behind

@@ -9,6 +9,7 @@ import json
 import os
 import stat
 import sys
+import tempfile
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
@@ -28,6 +29,7 @@ from clusterbench.cli.options import (
 from clusterbench.envinfo.software import usable_cores
 from clusterbench.errors import ClusterbenchError
 from clusterbench.ingest import TOOLS, ImportedRun, iter_runs
+from clusterbench.ingest.common import LogFormatError
 from clusterbench.printable import printable
 from clusterbench.records import COMPLETE, FAILED, INCOMPLETE, INTERRUPTED, RUN_STATUSES, Run
 from clusterbench.report.jsonl import (
@@ -102,6 +104,56 @@ def _read_once(path: str) -> bool:
     except OSError:   # reported when it is opened
         return False
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _streamed(path: str) -> bool:
+    """Whether ``path`` is a pipe (standard input from ``kubectl logs -f POD |``, a FIFO, ``<(...)``)
+    whose writer may keep it open for as long as it likes."""
+    try:
+        mode = os.fstat(sys.stdin.fileno()).st_mode if path == "-" else os.stat(path).st_mode
+    except (OSError, ValueError, AttributeError, ClusterbenchError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def _spool(path: str) -> str:
+    """A pipe's content copied to a temporary file (named as ``path`` ends, so a .gz stays one),
+    whose path is returned: a file is imported in one transaction, which holds the database's
+    write lock, and a pipe read inside it held every other writer off (a benchmark finishing
+    meanwhile) for as long as its writer kept it open. Endless binary data (``cat /dev/zero |``)
+    is refused at its first NUL byte, as the parser refuses it, not once the disk is full."""
+    fd, tmp = tempfile.mkstemp(prefix="clusterbench-import-", suffix=".gz" if path.endswith(".gz") else "")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            src = (getattr(sys.stdin, "buffer", None) or _EncodedLines(sys.stdin)) if path == "-" \
+                else open(path, "rb")  # noqa: SIM115 - closed below, or with the process
+            try:
+                first = True
+                while chunk := src.read(1 << 20):
+                    if first and not path.endswith(".gz") and b"\x00" in chunk:
+                        raise LogFormatError("binary data, not a text log")
+                    first = False
+                    out.write(chunk)
+            finally:
+                if path != "-":
+                    src.close()
+    except OSError as e:
+        os.unlink(tmp)
+        raise ClusterbenchError(f"cannot read it to a temporary file: {e.strerror or e}") from None
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return tmp
+
+
+class _EncodedLines:
+    """A text standard input (a test harness, an embedding program) read as UTF-8 bytes."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.lines = iter(stream)
+
+    def read(self, _: int) -> bytes:
+        return next(self.lines, "").encode("utf-8", "surrogateescape")
 
 
 def _file_digest(path: str) -> Any:
@@ -237,16 +289,21 @@ def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], 
             stored: list[int] = []
             counted: dict[str, int] = {}
             once = _read_once(path)
+            source, spooled = path, None
             try:
+                if store is not None and _streamed(path):
+                    source = spooled = _spool(path)
+                    once = False
                 # a file's identity is known before it is parsed; one read once (standard input,
                 # a FIFO) is known once read
-                digest = _file_digest(path) if store is not None and not once else hashlib.sha256()
+                digest = _file_digest(source) if store is not None and not once else hashlib.sha256()
                 if store is not None and not once and (before := store.imported_runs(
                         _identity(digest, tool, host, run_tags))):
                     raise _AlreadyImported(before)
                 with store.transaction() if store is not None else nullcontext():
-                    _import_file(path, tool, host, run_tags, store, dry_run, as_json,
-                                 digest if once else None, stored, counted, jobs, name)
+                    _import_file(source, tool, host, run_tags, store, dry_run, as_json,
+                                 digest if once else None, stored, counted, jobs, name,
+                                 stored_name="stdin" if path == "-" else None)
                     if store is not None:
                         # again inside the transaction, where a concurrent import of the same
                         # file (or standard input seen before) is caught and rolled back
@@ -270,6 +327,9 @@ def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], 
             except BaseException:   # a signal (Ctrl-C, SIGTERM): the file's transaction rolled back
                 _not_stored(name, stored, as_json)
                 raise
+            finally:
+                if spooled is not None:
+                    os.unlink(spooled)
             run_ids += stored
             for status, n in counted.items():
                 statuses[status] += n
@@ -303,9 +363,10 @@ def _not_stored(name: str, stored: list[int], as_json: bool,
 
 def _import_file(path: str, tool: str | None, host: str | None, run_tags: dict[str, str], store: Store | None,
                  dry_run: bool, as_json: bool, digest: Any, stored: list[int], counted: dict[str, int],
-                 jobs: int = 1, name: str | None = None) -> None:
+                 jobs: int = 1, name: str | None = None, stored_name: str | None = None) -> None:
     """Parse one file and save its runs (in the caller's transaction), printing each as it goes;
-    ``name``: the file's name as stored and printed."""
+    ``name``: the file's name as printed, and as stored unless ``stored_name`` says otherwise
+    (standard input read from a temporary copy is stored as ``stdin``, as when read directly)."""
     name = name or path
     if store is None:
         # only the lines printed for each run cross back from a worker process, not its records
@@ -314,7 +375,7 @@ def _import_file(path: str, tool: str | None, host: str | None, run_tags: dict[s
             counted[status] = counted.get(status, 0) + 1
             sys.stdout.write(text)
         return
-    for item in _runs_of(path, tool, digest, jobs, name):
+    for item in _runs_of(path, tool, digest, jobs, stored_name or name):
         run = _completed(item.run, run_tags, host)
         stored.append(store.save_run_rows(run, item.store_rows()))
         counted[run.status] = counted.get(run.status, 0) + 1
