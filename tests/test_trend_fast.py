@@ -11,32 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from changepoint_direct import changes_direct as _changes_direct
+from changepoint_direct import l1_direct as _l1_direct
+from changepoint_direct import p_direct as _p_direct
 
 from clusterbench.judge import changepoint as cp
-
-
-def _l1_direct(x: np.ndarray, min_size: int, inner: bool) -> tuple[int, int]:
-    best, where = float("inf"), (0, len(x))
-    for i, j in zip(*cp._candidates(len(x), min_size, inner)):
-        cost = cp._l1(x[i:j]) + cp._l1(np.concatenate([x[:i], x[j:]]))
-        if cost < best - 1e-12:
-            best, where = cost, (int(i), int(j))
-    return where
-
-
-def _p_direct(x: np.ndarray, s: cp.Settings, inner: bool) -> tuple[float, float]:
-    n = len(x)
-    i, j = cp._candidates(n, s.min_size, inner)
-    ranks = cp._ranks(x)
-    _, counts = np.unique(x, return_counts=True)
-    tie = float(np.sum(counts ** 3 - counts)) / (n * (n - 1))
-    var = (j - i) * (n - (j - i)) / 12.0 * ((n + 1) - tie)
-    if np.any(var <= 0):
-        return 0.0, 1.0
-    observed = float(cp._max_z(ranks, i, j, var))
-    perms = np.random.default_rng(s.seed).permuted(np.tile(ranks, (s.permutations, 1)), axis=1)
-    exceed = int(np.sum(cp._max_z(perms, i, j, var) >= observed - 1e-9))
-    return observed, (1 + exceed) / (s.permutations + 1)
 
 
 def _series(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -138,37 +117,3 @@ def test_find_changes_unchanged_on_shifted_stretches():
         s = cp.Settings(permutations=199)
         direct = _changes_direct(x, s)
         assert [(c.index, c.before, c.after, c.p_value, c.z) for c in cp.find_changes(x, s)] == direct
-
-
-def _changes_direct(x: np.ndarray, s: cp.Settings) -> list[tuple]:
-    found: list[tuple] = []
-    pending = [(0, len(x))]
-    while pending:
-        lo, hi = pending.pop()
-        part = x[lo:hi]
-        if len(part) < 2 * s.min_size:
-            continue
-        inner = False
-        _, p = _p_direct(part, s, False)
-        if p >= s.alpha / 2:
-            inner = True
-            _, p = _p_direct(part, s, True)
-            if p >= s.alpha / 2:
-                continue
-        i, j = _l1_direct(part, s.min_size, inner)
-        inside, outside = part[i:j], np.concatenate([part[:i], part[j:]])
-        a, b = float(np.median(outside)), float(np.median(inside))
-        shift = abs(b - a)
-        resid = np.concatenate([inside - b, outside - a])
-        sigma = cp.MAD_TO_SIGMA * float(np.median(np.abs(resid)))
-        z = shift / sigma if sigma > 0 else (float("inf") if shift > 0 else 0.0)
-        ref = max(abs(v) for v in ([a] if i > 0 else []) + ([b] if j < len(part) else []))
-        rel = shift / ref if ref else float("inf")
-        if rel < s.min_effect or z < s.min_z:
-            continue
-        if i > 0:
-            found.append((lo + i, a, b, p, z))
-        if j < len(part):
-            found.append((lo + j, b, a, p, z))
-        pending += [(lo + c, lo + d) for c, d in ((0, i), (i, j), (j, hi - lo)) if d > c]
-    return sorted(found, key=lambda c: c[0])
