@@ -228,6 +228,31 @@ def test_sigterm_ends_other_commands_with_one_line(tmp_path):
     assert re.search(r"Traceback", err) is None
 
 
+@pytest.mark.parametrize("nohup", [False, True])
+def test_a_hangup_outside_a_run_is_one_line_or_ignored_under_nohup(tmp_path, nohup):
+    """A closed terminal while an import runs (no run of ranks with its own handlers): it ended
+    silently, killed by SIGHUP. Now one line and exit 129, as SIGTERM gives 143; a command started
+    under nohup (SIGHUP ignored) keeps ignoring it and completes."""
+    data = Path(__file__).parent / "data" / "nccl-tests" / "seed-tensorwave-mi355x-4node-all_reduce.txt"
+    big = tmp_path / "big.log"
+    big.write_text(data.read_text() * 300)
+    argv = [sys.executable, "-m", "clusterbench", "import", str(big), "--db", str(tmp_path / "i.db")]
+    proc = subprocess.Popen(["nohup", *argv] if nohup else argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout is not None
+    for n, _line in enumerate(proc.stdout, 1):
+        if n == 10:
+            break
+    os.kill(proc.pid, signal.SIGHUP)
+    _, err = _finish(proc)
+    if nohup:
+        assert proc.returncode == 0, err
+        return
+    assert proc.returncode == 129, err
+    assert err.splitlines()[-1] == "clusterbench: error: interrupted by SIGHUP", err
+    assert "Traceback" not in err
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_reaches_a_rank_that_waits_for_a_peer_that_never_comes(tmp_path, sig):
     """Rank 0 of 2 under a launcher, and rank 1 never starts: the main thread waits inside

@@ -125,6 +125,12 @@ def main(argv: list[str] | None = None) -> None:
         _main(argv)
         return
     old = signal.signal(signal.SIGTERM, _terminate)
+    # A closed terminal (SIGHUP) before a run has set its own handlers ended the command silently,
+    # killed by the signal; under nohup it stays ignored
+    hangup = getattr(signal, "SIGHUP", None)
+    old_hangup = signal.getsignal(hangup) if hangup is not None else None
+    if hangup is not None and old_hangup == signal.SIG_DFL:
+        signal.signal(hangup, _terminate)
     try:
         with standard_streams() as watched:
             try:
@@ -138,6 +144,8 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         if signal.getsignal(signal.SIGTERM) is _terminate:  # (a run stopped by a signal ignores more)
             signal.signal(signal.SIGTERM, old)
+        if hangup is not None and signal.getsignal(hangup) is _terminate:
+            signal.signal(hangup, old_hangup)
 
 
 def _invoke(argv: list[str] | None) -> object:
