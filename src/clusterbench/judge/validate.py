@@ -12,7 +12,7 @@ from clusterbench.families import higher_is_better, metric_of
 from clusterbench.judge.compare import change_text_pct
 from clusterbench.judge.outliers import flag_outliers
 from clusterbench.judge.profiles import Criterion, Profile
-from clusterbench.judge.select import Row, identity_of, select
+from clusterbench.judge.select import Row, by_metric, identity_of, select
 from clusterbench.units import compact, convert
 
 PASS, FAIL, SKIPPED, ERROR = "pass", "fail", "skipped", "error"
@@ -207,7 +207,8 @@ def _judge_outliers(c: Criterion, rows: list[Row]) -> Outcome:
 def _unmatched(c: Criterion, rows: list[Row]) -> Outcome:
     """A criterion no measurement matches: skipped, saying why; an error where its benchmark's
     measurements lack one of its params but have one spelt nearly the same (``placment``): a typo
-    that, skipped, would let the command pass without the check ever running."""
+    that, skipped, would let the command pass without the check ever running. ``rows``: those of
+    the criterion's benchmark and metric."""
     known = metric_of(c.benchmark, c.metric)
     threshold = c.describe(known.unit if known else "")
     want = ", ".join([f"{k}={v}" for k, v in c.params.items()] + [f"no {k}" for k in c.absent])
@@ -226,10 +227,12 @@ def _unmatched(c: Criterion, rows: list[Row]) -> Outcome:
 
 def evaluate(profile: Profile, rows: list[Row]) -> list[Outcome]:
     outcomes = []
+    index = by_metric(rows)
     for c in profile.criteria:
-        matched = select(rows, c.benchmark, c.metric, c.params, c.absent)
+        of_metric = index.get((c.benchmark, c.metric), [])
+        matched = select(of_metric, c.benchmark, c.metric, c.params, c.absent)
         if not matched:
-            outcomes.append(_unmatched(c, rows))
+            outcomes.append(_unmatched(c, of_metric))
             continue
         try:
             o = _judge_outliers(c, matched) if c.outliers else _judge_bound(c, matched)
