@@ -50,8 +50,9 @@ ORDER = ("bytes", "count", "dtype", "redop", "root", "placement", "ranks", "stat
 class Layout:
     """Which values follow the leading size/count/type[/redop][/root] fields of a row."""
 
-    def __init__(self, tail: Sequence[str], from_header: bool) -> None:
+    def __init__(self, tail: Sequence[str], from_header: bool, placements: tuple[str, ...] = PLACEMENTS) -> None:
         self.names = list(tail)
+        self.placements = placements
         self.ntail = len(tail)
         self.from_header = from_header
         # per tail position: (metric, unit, stat, placement), or None (not a record)
@@ -61,11 +62,11 @@ class Layout:
             if name in ("time", "cputime"):
                 block += 1
             known = COLUMN_METRICS.get(name)
-            if block < 0 or block >= len(PLACEMENTS) or known is None:
+            if block < 0 or block >= len(placements) or known is None:
                 self.cols.append(None)
                 continue
             metric, unit, stat = known
-            self.cols.append((metric, unit, stat, PLACEMENTS[block]))
+            self.cols.append((metric, unit, stat, placements[block]))
         self.ignored = [n for n, c in zip(tail, self.cols) if c is None]
         self.bus = [i for i, c in enumerate(self.cols) if c and c[0] == BUSBW.name]
         self.alg = [i for i, c in enumerate(self.cols) if c and c[0] == ALGBW.name]
@@ -77,25 +78,29 @@ DEFAULT_LAYOUT = Layout(DEFAULT_TAIL, from_header=False)
 
 
 @lru_cache(maxsize=256)   # one per column header seen; concatenated logs repeat a few
-def layout_of(tail: tuple[str, ...]) -> Layout:
-    return Layout(tail, from_header=True)
+def layout_of(tail: tuple[str, ...], placements: tuple[str, ...] = PLACEMENTS) -> Layout:
+    """``placements``: what each time column's block measured; ("in",) for rccl-tests ``-O 0``,
+    whose table has only the in-place block."""
+    return Layout(tail, from_header=True, placements=placements)
 
 
 class RowTable:
     """A run's rows with their layout: the run's records, packed for the store."""
 
     def __init__(self, op: str, ranks: int, layout: Layout, parts: list[list], cycles: list[int],
-                 footer: list[tuple[Metric, float]], error_column: bool, drop_algbw: bool = False) -> None:
+                 footer: list[tuple[Metric, float]], error_column: bool, drop_algbw: bool = False,
+                 part_cycles: list[int | None] | None = None) -> None:
         self.op, self.ranks, self.layout = op, ranks, layout
         self.parts = parts                # [shape, rows' text, row count]: what follows size/count/type
         self.cycles = cycles              # index of the part where each cycle starts (rccl-tests -N)
+        self.part_cycles = part_cycles    # or each part's cycle, given (nccl-tests -N prints no cycle line)
         self.footer = footer              # per-run records: (metric, value), params {"ranks": n}
         self.error_column = error_column  # an old #wrong-less log whose 4th value is an error
         self.drop_algbw = drop_algbw      # an old log whose algbw column is not size/time
 
     def packs(self) -> Packs:
         packs: list[Pack] = []
-        cycle_of = _cycles(self.cycles, len(self.parts)) if self.cycles else None
+        cycle_of = self.part_cycles or (_cycles(self.cycles, len(self.parts)) if self.cycles else None)
         for i, (shape, text, rows) in enumerate(self.parts):
             header, stored, ncols = _header(self.op, self.layout, shape, self.error_column, self.ranks,
                                             cycle_of[i] if cycle_of else None, self.drop_algbw)

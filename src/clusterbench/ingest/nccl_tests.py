@@ -78,6 +78,9 @@ _AVG = re.compile(r"Avg bus bandwidth\s*:\s*(\S+)\s*(\w*)")
 _FAILURE = re.compile(r"Test (?:NCCL|CUDA|HIP) failure|\bTest failure\b|\b(?:NCCL|CUDA|HIP) failure\b"
                       r"|Segmentation fault|terminate called|\bAborted\b|^# error:|exited on signal")
 _ERROR_RE = re.compile(_FAILURE.pattern + r"|NCCL WARN")
+# nccl-tests -S 1 (2.17.5 on): the local time ("%Y-%m-%d %H:%M:%S", right-aligned in 21 columns)
+# after a row's out-of-place values (2.17.5-2.18) or at its end (2.19 on); not a record
+_TIMESTAMP = re.compile(r"[ \t]+\d{4}-\d\d-\d\d[ \t]+\d\d:\d\d:\d\d(?=[ \t]|$)", re.M)
 _PROGRAM = re.compile(r"\b([a-z_]+_perf)(?:_mpi)?\b")
 _WRAPPER_OP = re.compile(r"(?:^|\s)(?:-t|--test|--collective|--coll)[ =]([A-Za-z_]+)\b")
 MAX_SWEEP_SIZES = 100_000
@@ -135,6 +138,9 @@ class _State:
     # would otherwise be read right-aligned: its time as algbw, its root as a time)
     misfits: list[str] = field(default_factory=list)
     nmisfits: int = 0
+    timestamps: bool = False   # rows carried -S timestamps (removed from their text)
+    repeats: bool = False      # every table's sweep printed several times over (nccl-tests -N)
+    in_place_only: bool = False   # the table's title names only in-place (rccl-tests -O 0)
 
     @property
     def has_results(self) -> bool:
@@ -253,6 +259,8 @@ class NcclTextParser:
     def _block(self, block: str) -> bool:
         st = self.state
         lay = st.layout
+        if ":" in block:   # (rows hold no ':' but in a -S timestamp)
+            block = self._untimed(block)
         first = block.lstrip()
         toks1 = first[:first.find("\n")].split() if "\n" in first else first.split()
         nlead = len(toks1) - lay.ntail
@@ -338,6 +346,8 @@ class NcclTextParser:
 
     def _row_line(self, stripped: str) -> None:
         st = self.state
+        if ":" in stripped:
+            stripped = self._untimed(stripped)
         toks = stripped.split()
         nlead = len(toks) - st.layout.ntail
         if 3 <= nlead <= 5 and toks[0].isdecimal() and toks[1].isdecimal() and toks[2][:1].isalpha():
@@ -378,6 +388,14 @@ class NcclTextParser:
             return
         if toks[0].isdigit() and len(toks) < 3 + st.layout.ntail and (len(toks) < 2 or toks[1].isdigit()):
             st.partial_row = True  # a row cut short: the log ends mid-sweep
+
+    def _untimed(self, text: str) -> str:
+        """Rows without their -S timestamps: the time of day is no measurement, and where it
+        stands (mid-row before 2.19) would shift the values after it."""
+        untimed = _TIMESTAMP.sub("", text)
+        if len(untimed) != len(text):
+            self.state.timestamps = True
+        return untimed
 
     def _info(self, text: str) -> None:
         if "ersion" in text:
@@ -430,6 +448,8 @@ class NcclTextParser:
         # Cheap substring tests first: in large logs most of these lines are rank lines.
         st = self.state
         if body.startswith(_PLAIN):   # the header's other lines: nothing to read
+            if body.startswith("in-place") and body.split()[0] == "in-place":   # rccl-tests -O 0's title
+                st.in_place_only = True
             return
         if body.startswith("Rank"):
             if st.concluded:
@@ -521,11 +541,12 @@ class NcclTextParser:
         found, layout = _column_header(body)
         if not found:
             return
+        in_only = self.state.in_place_only
         if self.state.has_results:  # a second table without a new header line: a new run
             self._next_run()
         st = self.state
         if layout is not None:
-            st.layout = layout
+            st.layout = layout_of(tuple(layout.names), ("in",)) if in_only and _blocks(layout) == 1 else layout
         st.seen = True
 
     def closes_before(self, kind: str) -> bool:
@@ -626,13 +647,17 @@ class NcclTextParser:
             run.status = FAILED if st.failures else INCOMPLETE
         if st.partial_row:
             run.meta["partial_last_row"] = True
-        if st.layout.ignored:
-            run.meta["columns_not_stored"] = st.layout.ignored
+        if st.layout.ignored or st.timestamps:
+            run.meta["columns_not_stored"] = st.layout.ignored + (["timestamp"] if st.timestamps else [])
         old_algbw = op in OLD_ALGBW_OPS and self._algbw_is_busbw()
         if old_algbw:
             run.meta["algbw_not_stored"] = OLD_ALGBW_NOTE
             add_warning(run, OLD_ALGBW_NOTE)
-        table = RowTable(op or "", ranks, st.layout, st.parts, st.cycles, footer, self._error_column(), old_algbw)
+        parts, part_cycles = _split_cycles(st) if st.repeats else (st.parts, None)
+        if part_cycles:
+            run.meta["cycles"] = max(c for c in part_cycles if c is not None) + 1
+        table = RowTable(op or "", ranks, st.layout, parts, st.cycles, footer, self._error_column(), old_algbw,
+                         part_cycles)
         return ImportedRun(run, packs=table.packs(), benchmark=op)
 
     def _ratio(self, loose: bool = False) -> float | None:
@@ -698,11 +723,14 @@ class NcclTextParser:
         groups: dict[tuple[str, str, str], list[list[int]]] = {}
         for key, got in by_key.items():
             runs = [got] if _one_sweep(got) else _sweeps(got)
-            if len(runs) > 1 and not st.cycles:
+            if len(runs) > 1 and not st.cycles and st.avg_busbw is not None and _repeated(runs, bool(st.header)):
+                st.repeats = True   # nccl-tests -N: the same sweep again, no line between
+            elif len(runs) > 1 and not st.cycles:
                 raise LogFormatError(
                     f"sizes repeat out of order in the {key[0]} {key[1]} table ({', '.join(map(str, got[:4]))}, "
                     "...): the output of several runs is interleaved (e.g. nccl-tests built without MPI=1 "
-                    "under mpirun), and its rows cannot be told apart")
+                    "under mpirun), and its rows cannot be told apart (a sweep repeated whole, as -N prints "
+                    "it, is read only with the run's footer)")
             groups[key] = runs
         return groups
 
@@ -785,6 +813,45 @@ def _column_header(body: str) -> tuple[bool, Layout | None]:
         return True, None
     tail = toks[first_time:]
     return True, layout_of(tuple(tail[:-1] if tail[-1] == "timestamp" else tail))
+
+
+def _blocks(layout: Layout) -> int:
+    return sum(1 for n in layout.names if n in ("time", "cputime"))
+
+
+def _repeated(runs: list[list[int]], header: bool) -> bool:
+    """Whether a table's sizes are one sweep printed again and again, as nccl-tests -N prints its
+    cycles (since 2024-07, with nothing between them), not the rows of several runs interleaved.
+    Asked only of a run with its footer: processes writing into one stream each print their own
+    footer, which ends a run. A one-size sweep repeated is that only under a header line."""
+    first = runs[0]
+    return all(r == first for r in runs) and (len(first) > 1 or header)
+
+
+def _split_cycles(st: _State) -> tuple[list[list], list[int | None]]:
+    """The parts cut where a repeated sweep (nccl-tests -N) starts again, and each part's cycle:
+    within each (dtype, redop, root) table, a size not above the one before starts a cycle."""
+    last: dict[tuple[str, str, str], int] = {}
+    cycle: dict[tuple[str, str, str], int] = {}
+    parts: list[list] = []
+    cycles: list[int | None] = []
+    i = 0
+    for shape, text, _rows in st.parts:
+        for line in text.split("\n"):
+            key = (st.dtypes[i], st.redops[i], st.roots[i])
+            size = int(st.sizes[i])
+            i += 1
+            if key in last and (size < last[key] or size == last[key] != 0):
+                cycle[key] += 1
+            cycle.setdefault(key, 0)
+            last[key] = size
+            if parts and parts[-1][0] == shape and cycles[-1] == cycle[key]:
+                parts[-1][1].append(line)
+                parts[-1][2] += 1
+            else:
+                parts.append([shape, [line], 1])
+                cycles.append(cycle[key])
+    return [[shape, "\n".join(lines), n] for shape, lines, n in parts], cycles
 
 
 def _integer(tok: str) -> bool:
