@@ -243,3 +243,26 @@ def test_a_reader_of_a_rollback_journal_database_a_writer_holds_does_not_wait(tm
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     finally:
         conn.close()
+
+
+def test_a_database_on_a_read_only_file_system_says_so(tmp_path):
+    """Writing to a database on a read-only mount (a backup snapshot, a read-only NFS export):
+    SQLite says only "unable to open database file"; the line names the read-only file system
+    and what still works, and reading still works."""
+    from tmpfs_helpers import small_tmpfs
+
+    with small_tmpfs(tmp_path / "mnt", "4m") as mnt:
+        db = mnt / "r.db"
+        store = Store.open(db)
+        store.save_run(Run(benchmark="all_reduce", status="complete"), _ms(2))
+        store.close()
+        r = subprocess.run(["mount", "-o", "remount,ro", str(mnt)], capture_output=True, text=True)
+        if r.returncode != 0:
+            pytest.skip(f"remount read-only is not allowed here: {r.stderr.strip()}")
+        env = {**os.environ, "PYTHONPATH": SRC}
+        wrote = _cb("results", "tag", "1", "site=a", "--db", db, env=env)
+        assert wrote.returncode == 2
+        (line,) = wrote.stderr.strip().splitlines()
+        assert "read-only file system" in line and "still open it" in line, line
+        read = _cb("results", "list", "--db", db, env=env)
+        assert read.returncode == 0, read.stderr

@@ -145,6 +145,11 @@ class SqliteBackend(Backend):
             elif _full(e, None if memory else path):
                 # opening creates the WAL index and log: on a full disk that is an "I/O error"
                 why = f"no space left on the file system holding it{_free_space(path)} ({why})"
+            elif not memory and _read_only(path):
+                # SQLite only says "unable to open database file" or "attempt to write a readonly
+                # database": name the cause and what still works
+                why = (f"{path.parent} is on a read-only file system ({why}); commands that only read "
+                       "(results, report, compare, validate) still open it")
             raise StoreError(f"cannot open results database {path}: {why}") from None
         except BaseException:   # Ctrl-C while the new file was being set up
             if path in new:
@@ -393,6 +398,14 @@ def _full(error: BaseException, path: Path | None) -> bool:
     except OSError:
         return False
     return st.f_bavail * st.f_frsize < NEARLY_FULL_BYTES
+
+
+def _read_only(path: Path) -> bool:
+    """Whether the file system holding ``path`` is mounted read-only."""
+    try:
+        return bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def _free_space(path: Path | None) -> str:
