@@ -12,9 +12,10 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit
 
 from clusterbench.errors import UsageError
+from clusterbench.printable import not_utf8
 
 SQLITE = "sqlite"
 POSTGRESQL = "postgresql"
@@ -23,8 +24,11 @@ SCHEMES = (*PG_SCHEMES, "sqlite")
 EXAMPLE_URL = "postgresql://USER@HOST:5432/DBNAME"
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
-# A URL inside free text (a command word, a JSON document): up to whitespace or a quote.
-_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]+")
+# A URL inside free text (a command word, a JSON document): a whole JSON string (a password may
+# hold a space or an escaped quote), else up to whitespace, a double quote or an angle bracket
+# (a single quote may be in a password; one that closes a quoted URL is kept as it is).
+_URL_IN_JSON = re.compile(r'(?<=")[A-Za-z][A-Za-z0-9+.-]*://(?:[^"\\]|\\.)*(?=")')
+_URL_IN_TEXT = re.compile(r'[A-Za-z][A-Za-z0-9+.-]*://(?:[^\s"<>\\]|\\.)+')
 
 
 @dataclass(frozen=True)
@@ -79,36 +83,130 @@ def _sqlite(path: Path) -> Location:
 
 
 def _postgres(url: str) -> Location:
-    parts = urlsplit(url)
-    userinfo, at, _ = parts.netloc.rpartition("@")
-    in_query = any(k == "password" for k, _ in parse_qsl(parts.query, keep_blank_values=True))
-    has_password = (bool(at) and ":" in userinfo) or in_query
+    if not_utf8(url):
+        # libpq takes only text; what of the URL the shell gave as bytes cannot be shown either
+        raise UsageError(f"the database URL {_printable(strip_password(url))!r} is not UTF-8 text: "
+                         "percent-encode its other bytes (%FF)")
+    parts = _split(url)
+    assert parts is not None   # parse() saw the scheme
+    if "@" in parts.hosts.partition("/")[0] or "?" in (parts.user or "") \
+            or (parts.user is None and strip_password(url) != _without_password(url)):
+        # libpq would read a host, a port or a user name out of a password here (it cuts at the
+        # first "@", and a "/" ends the user part), so the URL means what it seems to mean
+        # nowhere; it is not shown, since which part is the password is the very question
+        raise UsageError("the PostgreSQL URL cannot be read as it is meant: percent-encode an '@', ':', '/' "
+                         "or '?' inside a user name, password or database name (%40, %3A, %2F, %3F)")
+    has_password = parts.password is not None or parts.query_password
     return Location(POSTGRESQL, display=strip_password(url), url=url, has_password=has_password)
 
 
-def strip_password(url: str) -> str:
-    """The URL without a password in its user part or its query (``?password=``)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:  # not a URL after all (an odd word in free text): leave it alone
-        return url
-    netloc = parts.netloc
-    userinfo, at, hosts = netloc.rpartition("@")
-    if at and ":" in userinfo:
-        netloc = f"{userinfo.split(':', 1)[0]}@{hosts}"
+def _printable(text: str) -> str:
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+# Query keys whose value is a secret: libpq's ``password`` and ``sslpassword`` (of the client
+# key). libpq percent-decodes keys and takes them case-sensitively; a key spelled in other case
+# is refused by libpq, in a message that quotes it, so it is hidden too.
+_SECRET_KEYS = ("password", "sslpassword")
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """A URL cut where libpq cuts it (``conninfo_uri_parse_options``), as text: the user part is
+    what precedes the first ``@`` that comes before any ``/`` (so ``?`` and ``#`` may be in a
+    password), the query follows the first ``?`` after the hosts, and there is no fragment."""
+    head: str            # scheme://
+    user: str | None     # the user part without its password; None: no ``@``
+    password: str | None
+    hosts: str           # hosts, ports and the database, as given
+    query: str | None    # after ``?``; None: no ``?``
+
+    @property
+    def query_password(self) -> bool:
+        return any(_is_secret(item) for item in (self.query or "").split("&"))
+
+
+def _is_secret(item: str) -> bool:
+    return unquote(item.partition("=")[0]).lower() in _SECRET_KEYS
+
+
+def _split(url: str) -> _Parts | None:
+    m = _SCHEME.match(url)
+    if not m:
+        return None
+    head, rest = url[:m.end()], url[m.end():]
+    user = password = None
+    cut = len(rest)
+    for i, ch in enumerate(rest):
+        if ch in "@/":
+            cut = i
+            break
+    if cut < len(rest) and rest[cut] == "@":
+        user, colon, secret = rest[:cut].partition(":")
+        password = secret if colon else None
+        rest = rest[cut + 1:]
+    hosts, mark, query = rest.partition("?")
+    return _Parts(head, user, password, hosts, query if mark else None)
+
+
+def _join(parts: _Parts) -> str:
+    text = parts.head
+    if parts.user is not None:
+        text += parts.user + (f":{parts.password}" if parts.password is not None else "") + "@"
+    text += parts.hosts
+    if parts.query is not None:
+        text += "?" + parts.query
+    return text
+
+
+def _without_password(url: str) -> str | None:
+    """``url`` as libpq reads it, less its password and ``sslpassword``, every other character
+    kept as given (a re-encoded query would change what libpq reads: ``+`` is no space to it)."""
+    parts = _split(url)
+    if parts is None:
+        return None
     query = parts.query
-    pairs = parse_qsl(query, keep_blank_values=True)
-    if any(k == "password" for k, _ in pairs):
-        query = urlencode([(k, v) for k, v in pairs if k != "password"], safe="/:")
-    if netloc == parts.netloc and query == parts.query:
+    if query is not None:
+        kept = [item for item in query.split("&") if not _is_secret(item)]
+        query = "&".join(kept) if kept else None
+    return _join(_Parts(parts.head, parts.user, None, parts.hosts, query))
+
+
+def strip_password(url: str) -> str:
+    """The URL without a password in its user part or its query (``?password=``), for messages
+    and stored records. Beyond what libpq reads as a password, a ``:`` before a later ``@`` of
+    the hosts part hides what lies between them: a password holding an unencoded ``/``
+    (``cb:a/b@db1``), which libpq reads as a host and a port, must not show either."""
+    clean = _without_password(url)
+    if clean is None:
         return url
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    parts = _split(clean)
+    if parts is None or parts.head[:-3].lower() not in PG_SCHEMES:
+        return clean
+    at = parts.hosts.rfind("@")
+    if parts.user is None and at >= 0 and ":" in parts.hosts[:at]:
+        hosts = parts.hosts[:parts.hosts.index(":")] + parts.hosts[at:]
+        clean = _join(_Parts(parts.head, None, None, hosts, parts.query))
+    return clean
+
+
+def secrets_of(url: str) -> list[str]:
+    """The password texts in ``url`` (as given and percent-decoded), longest first: what a
+    message that quotes part of the URL (libpq's own, on a URL it refuses) must not show."""
+    parts = _split(url)
+    if parts is None:
+        return []
+    found = [parts.password] if parts.password else []
+    found += [item.partition("=")[2] for item in (parts.query or "").split("&") if _is_secret(item)]
+    found += [unquote(s, errors="replace") for s in found]
+    return sorted({s for s in found if s}, key=len, reverse=True)
 
 
 def redact(text: str) -> str:
     """``text`` with every URL in it stripped of its password (stored commands, metadata)."""
     if "://" not in text:
         return text
+    text = _URL_IN_JSON.sub(lambda m: strip_password(m.group(0)), text)
     return _URL_IN_TEXT.sub(lambda m: strip_password(m.group(0)), text)
 
 
@@ -119,4 +217,7 @@ def for_other_hosts(value: str | None) -> str | None:
     if not value:
         return value
     loc = parse(value)
-    return str(loc.path.resolve()) if loc.kind == SQLITE and loc.path else loc.display
+    if loc.kind == SQLITE and loc.path:
+        return str(loc.path.resolve())
+    # as libpq reads it, less the password: ranks connect with it, so nothing else may change
+    return _without_password(loc.url) or loc.display

@@ -4,11 +4,18 @@ Connections use libpq, so its environment (PGPASSFILE, PGPASSWORD, PGSSLMODE, ..
 URL's query parameters (``sslmode``, ``sslrootcert``, ``application_name``, ...) work as they
 do for psql. The connection is in autocommit mode and every write is an explicit transaction,
 so a writer that dies mid-run leaves nothing: the server rolls its transaction back.
+
+A connection lost between transactions (a server restarted while a benchmark measured, an idle
+session timed out) is opened again before the next statement, waiting up to ``RECONNECT_S`` for
+a server that went away after this process reached it: a measured run is not lost to it. A
+connection lost inside a transaction is an error: the server rolled it back whole.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
@@ -16,11 +23,23 @@ from typing import Any
 
 from clusterbench.errors import StoreError
 from clusterbench.store.backend import Backend, DbRow
-from clusterbench.store.location import Location
+from clusterbench.store.location import Location, secrets_of
+from clusterbench.store.warn import warn_once
 
 CONNECT_TIMEOUT_S = 10
+# How long a lost connection is tried again, for a server this process reached before (a
+# restart, a failover) or one that says it is starting up or shutting down.
+RECONNECT_S = 300.0
+_RETRY_PAUSE_S = (0.2, 0.5, 1.0, 2.0, 5.0)
 # pg_advisory_xact_lock key that serializes migrations between processes opening one database.
 _SCHEMA_LOCK = 0x636C7573746572  # "cluster"
+# SQLSTATEs of a server that cannot take connections now but will (57P03: starting up, shutting
+# down, in recovery) or that ended this one (57P01 admin shutdown, 57P05 idle session timeout,
+# class 08: connection exceptions). Client-side failures (refused, reset) have none.
+_TRANSIENT = re.compile(r"57P0[1-5]|08...")
+# Locations this process has been connected to: a refused connection to one of them is a server
+# coming back, not a mistyped --db.
+_reached: set[str] = set()
 
 
 @lru_cache(maxsize=256)
@@ -32,7 +51,30 @@ def _placeholders(sql: str) -> str:
 def _hint(message: str) -> str:
     if "no password supplied" in message:
         return f"{message} (give it in a passfile: --db-passfile FILE or PGPASSFILE)"
+    if "permission denied for schema" in message:
+        return (f"{message} (the role needs to create tables there on first use: owning the database is "
+                "simplest, or GRANT CREATE ON SCHEMA public)")
     return message
+
+
+def _scrub(message: str, location: Location) -> str:
+    """One line of a driver message, without the password: libpq quotes the part of a URL it
+    refuses (\"unexpected spaces found in ...\"), a password included."""
+    text = " ".join(message.split())
+    for secret in secrets_of(location.url):
+        text = text.replace(secret, "***")
+    return _printable(text)
+
+
+def _printable(text: str) -> str:
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _libpq_url(url: str) -> str:
+    """``url`` with its scheme in lower case: libpq knows only ``postgresql://`` and
+    ``postgres://``, and quotes a URL it cannot read, password and all."""
+    scheme, sep, rest = url.partition("://")
+    return f"{scheme.lower()}{sep}{rest}"
 
 
 class PostgresBackend(Backend):
@@ -44,44 +86,57 @@ class PostgresBackend(Backend):
         super().__init__(location)
         self.conn = conn
         self.errors = (psycopg.Error,)
+        self._psycopg = psycopg
+        self._session: list[str] = []   # settings a new connection must be given again
 
     @classmethod
     def connect(cls, location: Location) -> PostgresBackend:
         try:
             import psycopg
-            from psycopg.conninfo import conninfo_to_dict
         except ImportError:
             raise StoreError(f"cannot open {location.display}: PostgreSQL needs psycopg "
                              "(pip install 'psycopg[binary]')") from None
-        try:
-            given = conninfo_to_dict(location.url)
-        except psycopg.Error as e:
-            raise StoreError(f"invalid PostgreSQL URL {location.display}: {' '.join(str(e).split())}") from None
-        extra: dict[str, Any] = {}
-        # Defaults only where neither the URL nor libpq's environment says otherwise.
-        if "connect_timeout" not in given and not os.environ.get("PGCONNECT_TIMEOUT"):
-            extra["connect_timeout"] = CONNECT_TIMEOUT_S
-        if "application_name" not in given and not os.environ.get("PGAPPNAME"):
-            extra["application_name"] = "clusterbench"
-        try:
-            conn = psycopg.connect(location.url, autocommit=True, **extra)
-        except psycopg.Error as e:
-            message = " ".join(str(e).split()).removeprefix("connection failed: ")
-            raise StoreError(f"cannot connect to results database {location.display}: {_hint(message)}") from None
-        return cls(location, conn, psycopg)
+        return cls(location, _open(location, psycopg), psycopg)
 
     @classmethod
     def connect_readonly(cls, location: Location) -> PostgresBackend:
         """A connection whose transactions are all read-only: the server refuses any write."""
         backend = cls.connect(location)
         try:
-            backend.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+            backend.set_session("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
         except backend.errors as e:
             backend.close()
             raise StoreError(f"cannot open results database {location.display}: {backend.describe(e)}") from None
         return backend
 
+    def set_session(self, sql: str) -> None:
+        """A session setting, given again to every connection that replaces this one."""
+        self.execute(sql)
+        self._session.append(sql)
+
+    def _lost(self) -> bool:
+        return bool(self.conn.broken or self.conn.closed)
+
+    def _reconnect(self) -> None:
+        """A new connection in place of one the server ended, with this session's settings."""
+        try:
+            self.conn.close()
+        except self.errors:
+            pass
+        self.conn = _open(self.location, self._psycopg, lost=True)
+        for sql in self._session:
+            self.conn.execute(sql)
+
     def execute(self, sql: str, args: Sequence[Any] = ()) -> Any:
+        # Outside a transaction a statement only reads (or sets this session): one that met a
+        # connection the server ended meanwhile is run again on a new one.
+        idle = self.conn.info.transaction_status == self._psycopg.pq.TransactionStatus.IDLE
+        try:
+            return self.conn.execute(_placeholders(sql), tuple(args))
+        except self._psycopg.OperationalError:
+            if not (idle and self._lost()):
+                raise
+        self._reconnect()
         return self.conn.execute(_placeholders(sql), tuple(args))
 
     def executemany(self, sql: str, rows: Iterable[DbRow]) -> None:
@@ -91,6 +146,18 @@ class PostgresBackend(Backend):
     @contextmanager
     def write(self) -> Iterator[None]:
         # Rows are locked as they are written; concurrent runs never wait on each other.
+        if self.conn.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
+            with self.conn.transaction():   # nested: a savepoint of the transaction under way
+                yield
+            return
+        try:
+            # one round trip before BEGIN: a connection the server ended while this one was idle
+            # (a restart while the benchmark measured) is opened again, as nothing is written yet
+            self.conn.execute("SELECT 1")
+        except self._psycopg.OperationalError:
+            if not self._lost():
+                raise
+            self._reconnect()
         with self.conn.transaction():
             yield
 
@@ -131,14 +198,62 @@ class PostgresBackend(Backend):
     def relax_durability(self) -> None:
         # The server's equivalent of SQLite's synchronous=NORMAL: a commit does not wait for
         # the WAL flush; a server crash may lose the last commits, never half of one.
-        self.execute("SET synchronous_commit = off")
+        self.set_session("SET synchronous_commit = off")
 
     def describe(self, error: BaseException) -> str:
         # The server's primary message, without the multi-line "LINE 1: ... ^" excerpt of the
         # statement that str() appends
         diag = getattr(error, "diag", None)
         primary = getattr(diag, "message_primary", None) if diag is not None else None
-        return _hint(" ".join(str(primary or error).split()))
+        return _hint(_printable(" ".join(str(primary or error).split())))
 
     def close(self) -> None:
         self.conn.close()
+
+
+def _open(location: Location, psycopg: Any, lost: bool = False) -> Any:
+    """A connection to ``location``, in autocommit mode. A server that cannot take connections
+    now (starting up, shutting down) is tried again for up to ``RECONNECT_S``, and so is any
+    server gone away after this process reached it (``lost``, or reached before): a restart
+    while a benchmark measured must not lose the run it measured. A server never reached is not
+    waited for: a wrong host or port says so at once."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    url = _libpq_url(location.url)
+    try:
+        given = conninfo_to_dict(url)
+    except (psycopg.Error, UnicodeError) as e:
+        raise StoreError(f"invalid PostgreSQL URL {location.display}: {_why(e, location)}") from None
+    extra: dict[str, Any] = {}
+    # Defaults only where neither the URL nor libpq's environment says otherwise.
+    if "connect_timeout" not in given and not os.environ.get("PGCONNECT_TIMEOUT"):
+        extra["connect_timeout"] = CONNECT_TIMEOUT_S
+    if "application_name" not in given and not os.environ.get("PGAPPNAME"):
+        extra["application_name"] = "clusterbench"
+    deadline = None
+    attempt = 0
+    while True:
+        try:
+            conn = psycopg.connect(url, autocommit=True, **extra)
+        except (psycopg.Error, UnicodeError) as e:
+            message = _why(e, location).removeprefix("connection failed: ")
+            state = getattr(e, "sqlstate", None)
+            transient = bool(state and _TRANSIENT.fullmatch(state)) or (
+                (lost or location.url in _reached) and isinstance(e, psycopg.OperationalError) and not state)
+            now = time.monotonic()
+            deadline = deadline if deadline is not None else now + RECONNECT_S
+            if not transient or now >= deadline:
+                raise StoreError(f"cannot connect to results database {location.display}: {_hint(message)}") from None
+            warn_once(f"results database {location.display} cannot be reached ({message}): trying again "
+                      f"for up to {RECONNECT_S:g} s")
+            time.sleep(min(_RETRY_PAUSE_S[min(attempt, len(_RETRY_PAUSE_S) - 1)], max(0.0, deadline - now)))
+            attempt += 1
+            continue
+        _reached.add(location.url)
+        return conn
+
+
+def _why(error: BaseException, location: Location) -> str:
+    if isinstance(error, UnicodeError):   # percent-encoded bytes that are not UTF-8 (%FF)
+        return "a user name, password or database name is not UTF-8 once percent-decoded"
+    return _scrub(str(error), location)
