@@ -173,6 +173,24 @@ def test_cli_cpu_default_matrix_and_config(capsys, db):
     assert code == 0, err
     assert "# skipped Broadcast from GPU 0 to GPU 0 and GPU 1" in out
     assert '# "Read-only" by CPU 0' in out and "Transfer 01" in out
+    # the example's 5th test keeps its place in the file on a host that skips the GPU tests
+    # before it (it was numbered 1 here and 5 on a GPU host: the same test, two keys); the
+    # --test after the file's six is 7
+    assert '# "Read-only" by CPU 0\n# test 5\n' in out and "# test 7" in out
+
+
+def test_a_config_tests_index_is_its_place_in_the_file_on_any_host(capsys, db, tmp_path):
+    cfg = tmp_path / "t.cfg"
+    cfg.write_text("# on GPUs\nG0->G1->G1\n# first on CPU\nC0->C0->C0\n# on GPU 5\nG5->G5->G5\n"
+                   "# second on CPU\nC0->C0->C0\n")
+    code, out, err = cli(capsys, "transfer", "--config", str(cfg), "--bytes", "64K", "--iterations", "2",
+                         "--json", "--db", db)
+    if __import__("torch").cuda.device_count() > 5:
+        pytest.skip("this host has the GPUs the file names")
+    assert code == 0, err
+    rows = [d for d in map(json.loads, out.splitlines()) if d["kind"] == "measurement"]
+    assert {(r["params"]["test"], r["params"]["test_index"]) for r in rows} == {
+        ("first on CPU", 2), ("second on CPU", 4)}
 
 
 @pytest.mark.parametrize("args,words", [

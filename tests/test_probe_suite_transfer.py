@@ -145,7 +145,7 @@ def _config_rows(text: str) -> list[Measurement]:
         def record(self, ms): rows.extend(ms)
 
     tests = lang.parse_text(text, 4096)
-    cfg = tmain.TransferConfig(tuple(Planned(t, "config", "uni", "CPU", "") for t in tests), 1, 0)
+    cfg = tmain.TransferConfig(tuple(Planned(t, "config", "uni", "CPU", "", i) for i, t in enumerate(tests, 1)), 1, 0)
     tmain.main(Ctx(), cfg)
     return rows
 

@@ -52,14 +52,15 @@ def build_plan(matrix: str | None, tests: tuple[str, ...], config: str | None, n
     """The tests to run. Tests from a config file that name devices this host lacks are
     skipped with a note (a file serves many machines); anything else out of range is an error."""
     wanted_methods = _executors(methods)
-    custom: list[lang.Test] = []
+    custom: list[tuple[int, lang.Test]] = []
+    from_file: list[lang.Test] = []
     if config:
         text = _config_text(config)   # (its errors name the file already)
         try:
             from_file = lang.parse_text(text, nbytes)
         except UsageError as e:
             raise UsageError(f"--config {config}: {e}") from None
-        for t in from_file:
+        for i, t in enumerate(from_file, 1):
             try:
                 engine.validate(t, topo)
             except UsageError as e:
@@ -67,8 +68,8 @@ def build_plan(matrix: str | None, tests: tuple[str, ...], config: str | None, n
                     raise
                 notes.append(f"skipped {e}")
                 continue
-            custom.append(t)
-    custom += _cmdline_tests(tests, nbytes)
+            custom.append((i, t))
+    custom += enumerate(_cmdline_tests(tests, nbytes), len(from_file) + 1)
     if matrix is None:
         # a --config whose every test was skipped asked for those tests, not for the default matrices
         kinds = [] if custom or config else default_kinds(topo)
@@ -80,14 +81,14 @@ def build_plan(matrix: str | None, tests: tuple[str, ...], config: str | None, n
             if k != "h2h" and topo.gpus == 0:
                 raise UsageError(f"--matrix {k} needs GPUs; this host has none (use h2h)")
     planned = plan(kinds, topo, nbytes, list(dict.fromkeys(wanted_methods)), gpu_ids)
-    for t in custom:
+    for index, t in custom:
         engine.validate(t, topo)
         method = "+".join(sorted({x.exe.name for x in t.transfers}))
         direction = "uni"
         host = "pageable" if any(m.kind == "U" for x in t.transfers for m in x.srcs + x.dsts) else (
             "pinned" if topo.gpus and any(m.kind == "C" for x in t.transfers for m in x.srcs + x.dsts)
             else "")
-        planned.append(Planned(t, "config", direction, method, host))
+        planned.append(Planned(t, "config", direction, method, host, index))
     for p in planned:
         engine.validate(p.test, topo)
     if not planned:

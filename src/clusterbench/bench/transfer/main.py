@@ -100,14 +100,11 @@ def main(ctx: RankContext, cfg: TransferConfig) -> None:
     pending: list[Measurement] = []
     current: tuple | None = None
     last: Planned | None = None
-    config_tests = 0
     for p in cfg.planned:
         if p.kind != "config" and _group(p) != current:
             _flush(ctx, last, pending)
             pending, current = [], _group(p)
         last = p
-        if p.kind == "config":
-            config_tests += 1
         r = engine.run_test(p.test, topo, cfg.iterations, cfg.warmups, cfg.check)
         ctx.progress()
         if r.skipped:
@@ -115,7 +112,7 @@ def main(ctx: RankContext, cfg: TransferConfig) -> None:
             continue
         for e in r.errors:
             ctx.fail(f"transfer check failed in {p.test.name}: {e}")
-        rows = test_rows(p, r, config_tests if p.kind == "config" else None)
+        rows = test_rows(p, r, p.index if p.kind == "config" else None)
         if p.kind == "config":
             ctx.record(rows)
         else:

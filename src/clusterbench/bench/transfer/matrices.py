@@ -19,6 +19,9 @@ class Planned:
     direction: str     # uni, bi
     method: str        # copy_engine, kernel, CPU, or the executor name for config tests
     host_memory: str   # pinned, pageable, or "" when no host memory takes part
+    # a config test's place among the --config file's tests and then the --test ones, from 1,
+    # counting those skipped on this host: the same test has the same index on every host
+    index: int | None = None
 
 
 def _t(src: Mem, exe: Exe, dst: Mem, nbytes: int) -> Transfer:
