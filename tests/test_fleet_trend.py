@@ -203,3 +203,13 @@ def test_report_plots_the_history_and_lists_the_change(capsys, db, tmp_path):
     assert f"<td>{ids[('gpu02', 7)]}</td><td>2025-03-08</td>" in page
     plots = sorted(p.name for p in (tmp_path / "fleet_plots").glob("history-*.png"))
     assert len(plots) == 2   # in- and out-of-place 8 GiB rows
+
+
+def test_gemm_series_of_each_stat_have_their_own_label():
+    # a gemm run records tflops "best" and "median": two series, which printed as one label twice
+    from clusterbench.judge.history import Series
+
+    row = {"dtype": "fp32", "m": 256, "n": 256, "k": 256, "batch": 1}
+    best = Series("gemm", "tflops", "TFLOP/s", {**row, "stat": "best"}, "vm")
+    med = Series("gemm", "tflops", "TFLOP/s", {**row, "stat": "median"}, "vm")
+    assert (best.label, med.label) == ("gemm fp32 256x256x256 best", "gemm fp32 256x256x256 median")

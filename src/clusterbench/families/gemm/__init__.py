@@ -15,6 +15,9 @@ FAMILY = Family(
     renderer=lambda _benchmark: GemmTable(),
     commands=("gemm",),
     figure=Figure("bars", (TFLOPS.name,), title="GEMM throughput by dtype"),
+    # the stat too: a run records tflops both "best" and "median", and a trend or a bar chart of
+    # the two under one label showed two different series as one row twice
     describe=lambda p: f"{p.get('dtype')} {p.get('m')}x{p.get('n')}x{p.get('k')}"
-                       + (f" b{p.get('batch')}" if p.get("batch") not in (None, 1) else ""),
+                       + (f" b{p.get('batch')}" if p.get("batch") not in (None, 1) else "")
+                       + (f" {p.get('stat')}" if p.get("stat") is not None else ""),
 )
