@@ -46,3 +46,9 @@ def not_utf8(text: str) -> bool:
     (a file name, a command-line argument), and what JSON's ``\\ud800`` escapes decode to. No
     database or UTF-8 file can hold one: a tag or an imported value with one is refused."""
     return not text.isprintable() and any("\ud800" <= ch <= "\udfff" for ch in text)
+
+
+def undecodable_escaped(text: str) -> str:
+    """``text`` with the bytes that were not UTF-8 (kept by Python as lone surrogates: a URL or a
+    driver message from the command line) written as ``\\xff``, the bytes they stand for."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")

@@ -75,15 +75,17 @@ def group_key(row: Row) -> GroupKey:
     return row.m.benchmark, row.m.metric, json.dumps(params, sort_keys=True, default=str)
 
 
-def common_unit(rows: Sequence[Row]) -> tuple[str, list[float]] | None:
-    """The rows' values in one unit, the first row's: a run imported in MB/s beside runs in GB/s
-    is 1000 times larger only in its digits. None where the units do not convert into each other
-    (GB/s and us, an unknown unit beside another): such values cannot be judged together."""
-    unit = rows[0].m.unit
-    try:
-        return unit, [r.m.value if r.m.unit == unit else _converted(r.m.value, r.m.unit, unit) for r in rows]
-    except ValueError:
-        return None
+def common_unit(rows: Sequence[Row], prefer: str = "") -> tuple[str, list[float]] | None:
+    """The rows' values in one unit: ``prefer`` (the metric's own) where they all convert to it,
+    else the first row's. A run imported in MB/s beside runs in GB/s is 1000 times larger only in
+    its digits. None where the units do not convert into each other (GB/s and us, an unknown unit
+    or none beside another): such values cannot be judged together."""
+    for unit in dict.fromkeys([prefer, rows[0].m.unit] if prefer else [rows[0].m.unit]):
+        try:
+            return unit, [r.m.value if r.m.unit == unit else _converted(r.m.value, r.m.unit, unit) for r in rows]
+        except ValueError:
+            continue
+    return None
 
 
 def _converted(value: float, from_unit: str, to_unit: str) -> float:

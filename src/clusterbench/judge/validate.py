@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from clusterbench.families import higher_is_better, metric_of
-from clusterbench.judge.compare import change_text_pct
+from clusterbench.judge.compare import change_text_pct, common_unit
 from clusterbench.judge.outliers import flag_outliers
 from clusterbench.judge.profiles import Criterion, Profile
 from clusterbench.judge.select import Row, by_metric, identity_of, select
@@ -76,19 +76,17 @@ def _one_unit(c: Criterion, rows: list[Row]) -> list[Row] | None:
     """``rows`` in one unit (the metric's own where they all convert to it, else the first
     row's): runs stored in MB/s and GB/s are compared, never their raw numbers; None where
     some unit does not convert."""
-    units = {r.m.unit for r in rows}
-    if len(units) == 1:
+    if len({r.m.unit for r in rows}) == 1:
         return rows
     known = metric_of(c.benchmark, c.metric)
-    targets = ([known.unit] if known is not None and known.unit else []) + [rows[0].m.unit]
-    for target in targets:
-        try:
-            return [r if r.m.unit == target else
-                    Row(r.run, replace(r.m, value=convert(r.m.value, r.m.unit, target), unit=target))
-                    for r in rows]
-        except ValueError:
-            continue
-    return None
+    # compare's conversion, so that validate and compare agree on which units mix (a value
+    # without a unit converts to none: units.convert alone would pass it through as GB/s)
+    converted = common_unit(rows, known.unit if known is not None else "")
+    if converted is None:
+        return None
+    unit, values = converted
+    return [r if r.m.unit == unit else Row(r.run, replace(r.m, value=v, unit=unit))
+            for r, v in zip(rows, values, strict=True)]
 
 
 def _judge_bound(c: Criterion, rows: list[Row]) -> Outcome:

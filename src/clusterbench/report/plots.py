@@ -445,6 +445,19 @@ def close(fig: Figure) -> None:
     plt.close(fig)
 
 
+def render_all(draw: Callable[[], Figure]) -> dict[str, bytes]:
+    """The figure ``draw`` makes, drawn in each of ``FORMATS``, then closed. A figure whose drawing
+    fails halfway is closed too: ``draw`` never returned it, and pyplot would hold it (and its
+    memory) until the command ends, warning on standard error once more than 20 are open."""
+    before = set(plt.get_fignums())
+    try:
+        fig = draw()
+        return {fmt: render(fig, fmt) for fmt in FORMATS}
+    finally:
+        for num in set(plt.get_fignums()) - before:
+            plt.close(num)
+
+
 def data_uri(png: bytes) -> str:
     """A PNG as a ``data:image/png;base64,...`` URI for a self-contained page."""
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")

@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from clusterbench.errors import UsageError
-from clusterbench.printable import not_utf8
+from clusterbench.printable import not_utf8, undecodable_escaped
 
 SQLITE = "sqlite"
 POSTGRESQL = "postgresql"
@@ -85,7 +85,7 @@ def _sqlite(path: Path) -> Location:
 def _postgres(url: str) -> Location:
     if not_utf8(url):
         # libpq takes only text; what of the URL the shell gave as bytes cannot be shown either
-        raise UsageError(f"the database URL {_printable(strip_password(url))!r} is not UTF-8 text: "
+        raise UsageError(f"the database URL {undecodable_escaped(strip_password(url))!r} is not UTF-8 text: "
                          "percent-encode its other bytes (%FF)")
     parts = _split(url)
     assert parts is not None   # parse() saw the scheme
@@ -98,10 +98,6 @@ def _postgres(url: str) -> Location:
                          "or '?' inside a user name, password or database name (%40, %3A, %2F, %3F)")
     has_password = parts.password is not None or parts.query_password
     return Location(POSTGRESQL, display=strip_password(url), url=url, has_password=has_password)
-
-
-def _printable(text: str) -> str:
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 # Query keys whose value is a secret: libpq's ``password`` and ``sslpassword`` (of the client

@@ -22,6 +22,7 @@ from functools import lru_cache
 from typing import Any
 
 from clusterbench.errors import StoreError
+from clusterbench.printable import undecodable_escaped
 from clusterbench.store.backend import Backend, DbRow
 from clusterbench.store.location import Location, secrets_of
 from clusterbench.store.warn import warn_once
@@ -34,9 +35,10 @@ _RETRY_PAUSE_S = (0.2, 0.5, 1.0, 2.0, 5.0)
 # pg_advisory_xact_lock key that serializes migrations between processes opening one database.
 _SCHEMA_LOCK = 0x636C7573746572  # "cluster"
 # SQLSTATEs of a server that cannot take connections now but will (57P03: starting up, shutting
-# down, in recovery) or that ended this one (57P01 admin shutdown, 57P05 idle session timeout,
-# class 08: connection exceptions). Client-side failures (refused, reset) have none.
-_TRANSIENT = re.compile(r"57P0[1-5]|08...")
+# down, in recovery) or that ended this one (57P01 admin shutdown, 57P02 crash of another server
+# process, 57P05 idle session timeout, class 08: connection exceptions). Not 57P04 (the database
+# was dropped): it does not come back. Client-side failures (refused, reset) have none.
+_TRANSIENT = re.compile(r"57P0[1235]|08...")
 # Locations this process has been connected to: a refused connection to one of them is a server
 # coming back, not a mistyped --db.
 _reached: set[str] = set()
@@ -63,11 +65,7 @@ def _scrub(message: str, location: Location) -> str:
     text = " ".join(message.split())
     for secret in secrets_of(location.url):
         text = text.replace(secret, "***")
-    return _printable(text)
-
-
-def _printable(text: str) -> str:
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return undecodable_escaped(text)
 
 
 def _libpq_url(url: str) -> str:
@@ -205,7 +203,7 @@ class PostgresBackend(Backend):
         # statement that str() appends
         diag = getattr(error, "diag", None)
         primary = getattr(diag, "message_primary", None) if diag is not None else None
-        return _hint(_printable(" ".join(str(primary or error).split())))
+        return _hint(undecodable_escaped(" ".join(str(primary or error).split())))
 
     def close(self) -> None:
         self.conn.close()

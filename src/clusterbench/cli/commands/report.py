@@ -119,11 +119,7 @@ def _draw(entry: FigureEntry, plots: ModuleType) -> dict[str, bytes] | None:
     """The entry's figure in every format, or None, said in one line, where matplotlib cannot
     draw it: one figure costs that figure, never the page, the summary and the other figures."""
     try:
-        fig = entry.draw()
-        try:
-            return {fmt: plots.render(fig, fmt) for fmt in plots.FORMATS}
-        finally:
-            plots.close(fig)
+        return plots.render_all(entry.draw)
     except Exception as e:  # noqa: BLE001 - whatever matplotlib raises: the figure is left out, in one line
         _skipped(f"figure {entry.title!r} skipped: {type(e).__name__}: {e}")
         return None
