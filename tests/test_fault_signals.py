@@ -235,7 +235,7 @@ def test_a_hangup_outside_a_run_is_one_line_or_ignored_under_nohup(tmp_path, noh
     under nohup (SIGHUP ignored) keeps ignoring it and completes."""
     data = Path(__file__).parent / "data" / "nccl-tests" / "seed-tensorwave-mi355x-4node-all_reduce.txt"
     big = tmp_path / "big.log"
-    big.write_text(data.read_text() * 300)
+    big.write_text(data.read_text() * 3000)   # far more runs than are read before the signal
     argv = [sys.executable, "-m", "clusterbench", "import", str(big), "--db", str(tmp_path / "i.db")]
     proc = subprocess.Popen(["nohup", *argv] if nohup else argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)

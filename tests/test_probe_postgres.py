@@ -221,6 +221,23 @@ def test_a_connection_the_server_ended_is_opened_again_with_its_settings(server,
         assert store.db.execute("SHOW transaction_read_only").fetchone()[0] == "on"
 
 
+def test_a_transaction_whose_connection_died_leaves_the_store_usable(server, dbname):
+    """A write whose connection the server ended mid-transaction fails (the server rolled it
+    back). The connection's status is then UNKNOWN, not IDLE: the next write opened a savepoint on
+    the dead connection and failed too; it now opens a new connection first."""
+    url = server.url(dbname)
+    Store.open(url).close()
+    kill = f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname='{dbname}' AND pid <> pg_backend_pid()"
+    with Store.open(url) as store:
+        with pytest.raises(store.db.errors), store.db.write():
+            store.db.execute("SELECT 1")
+            server.sql(kill)
+            store.db.execute("SELECT 1")
+        rid = store.save_run(_run(), _meas())
+        assert [r.id for r in store.list_runs()] == [rid]
+    assert _count(server, dbname, "measurement_packs") == 1
+
+
 def test_a_server_down_when_the_run_is_stored_is_waited_for(capsys, server, dbname):
     """The runner opens the store before measuring and again to store: a server restarting
     at that moment (refusing connections) is waited for, not a lost run."""

@@ -86,6 +86,7 @@ class PostgresBackend(Backend):
         self.errors = (psycopg.Error,)
         self._psycopg = psycopg
         self._session: list[str] = []   # settings a new connection must be given again
+        self._writing = 0               # write() blocks open in this process, outermost first
 
     @classmethod
     def connect(cls, location: Location) -> PostgresBackend:
@@ -144,20 +145,31 @@ class PostgresBackend(Backend):
     @contextmanager
     def write(self) -> Iterator[None]:
         # Rows are locked as they are written; concurrent runs never wait on each other.
-        if self.conn.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
-            with self.conn.transaction():   # nested: a savepoint of the transaction under way
-                yield
-            return
-        try:
-            # one round trip before BEGIN: a connection the server ended while this one was idle
-            # (a restart while the benchmark measured) is opened again, as nothing is written yet
-            self.conn.execute("SELECT 1")
-        except self._psycopg.OperationalError:
-            if not self._lost():
-                raise
+        if not self._writing and self._lost():
+            # An earlier transaction died with its connection (its status is then UNKNOWN, not
+            # IDLE): the server rolled it back, nothing of it is left to nest in. Only outside
+            # every write() block: inside one, a new connection would commit what the dead
+            # transaction around it can no longer.
             self._reconnect()
-        with self.conn.transaction():
-            yield
+        self._writing += 1
+        try:
+            if self.conn.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
+                with self.conn.transaction():   # nested: a savepoint of the transaction under way
+                    yield
+                return
+            try:
+                # one round trip before BEGIN: a connection the server ended while this one was
+                # idle (a restart while the benchmark measured) is opened again, as nothing is
+                # written yet
+                self.conn.execute("SELECT 1")
+            except self._psycopg.OperationalError:
+                if not self._lost():
+                    raise
+                self._reconnect()
+            with self.conn.transaction():
+                yield
+        finally:
+            self._writing -= 1
 
     def next_ids(self, table: str, n: int) -> list[int]:
         rows = self.execute(f"SELECT nextval(pg_get_serial_sequence('{table}', 'id')) FROM generate_series(1, ?)",

@@ -272,6 +272,9 @@ class SqliteBackend(Backend):
                 warn_once(f"results database {self.location.display}: another process holds the write lock "
                           f"(an import holds it for a whole file, one reading standard input until its input "
                           f"ends); waiting up to {WRITE_WAIT_S:.0f} s for it")
+                # SQLite answers "locked" at once, without its busy handler, in some states (a WAL
+                # file being recovered): never spin on it
+                time.sleep(0.05)
 
     def next_ids(self, table: str, n: int) -> list[int]:
         # The write lock is held (BEGIN IMMEDIATE) until commit: no other writer takes ids

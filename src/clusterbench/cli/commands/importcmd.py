@@ -121,7 +121,8 @@ def _spool(path: str) -> str:
     whose path is returned: a file is imported in one transaction, which holds the database's
     write lock, and a pipe read inside it held every other writer off (a benchmark finishing
     meanwhile) for as long as its writer kept it open. Endless binary data (``cat /dev/zero |``)
-    is refused at its first NUL byte, as the parser refuses it, not once the disk is full."""
+    is refused when its first MiB holds a NUL byte, as the parser refuses binary data from its
+    head, not once the disk is full."""
     fd, tmp = tempfile.mkstemp(prefix="clusterbench-import-", suffix=".gz" if path.endswith(".gz") else "")
     try:
         with os.fdopen(fd, "wb") as out:
