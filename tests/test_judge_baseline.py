@@ -46,6 +46,18 @@ def test_baseline_without_usable_metrics_is_usage_error(tmp_path, db, capsys):
     assert not (tmp_path / "x.yaml").exists()
 
 
+def test_baseline_of_rows_all_below_min_bytes_names_the_option(tmp_path, db, capsys):
+    # they have busbw rows, every one under the 1M floor: "no headline measurements" was wrong
+    for _ in range(3):
+        save(db, [Measurement("all_reduce", "busbw", 5.0, "GB/s", {"bytes": 65536, "dtype": "float"})],
+             tags={"g": "small"})
+    rc, _, err = cli(capsys, "baseline", "create", "g=small", "-o", str(tmp_path / "x.yaml"), "--db", db)
+    assert rc == 2 and "below --min-bytes 1M" in err, err
+    rc, _, err = cli(capsys, "baseline", "create", "g=small", "-o", str(tmp_path / "x.yaml"), "--min-bytes", "1K",
+                     "--db", db)
+    assert rc == 0, err
+
+
 def test_baseline_output_that_is_not_a_file_is_refused_and_left_alone(tmp_path, db, capsys):
     import os
 

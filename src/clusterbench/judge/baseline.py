@@ -20,7 +20,7 @@ from clusterbench.judge.outliers import flag_outliers
 from clusterbench.judge.profiles import Criterion, Profile
 from clusterbench.judge.select import Row, params_match
 from clusterbench.judge.stats import median, summarize
-from clusterbench.units import compact
+from clusterbench.units import compact, format_size
 
 
 @dataclass
@@ -56,11 +56,13 @@ def create_baseline(rows: list[Row], *, name: str, pct: float = 90.0, metrics: t
     all_params: dict[tuple[str, str], list[dict]] = {}
     for b, m, pj in {group_key(r) for r in rows}:
         all_params.setdefault((b, m), []).append(json.loads(pj))
+    too_small = 0   # wanted rows left out by --min-bytes alone
     for (bench, metric, params_json), grp in group_rows(rows).items():
         if not _wanted(bench, metric, metrics):
             continue
         params = json.loads(params_json)
         if isinstance(params.get("bytes"), (int, float)) and params["bytes"] < min_bytes:
+            too_small += 1
             continue  # small messages are latency-bound and too noisy for a pass/fail bound
         label = _label(bench, metric, params)
         converted = common_unit(grp)
@@ -101,6 +103,9 @@ def create_baseline(rows: list[Row], *, name: str, pct: float = 90.0, metrics: t
                          "repetitions or larger sizes)")
     if not criteria:
         what = "/".join(metrics) if metrics else "headline"
+        if too_small:   # they have some: every one below the size floor
+            raise UsageError(f"every {what} row of runs {','.join(map(str, run_ids))} ({too_small}) is below "
+                             f"--min-bytes {format_size(min_bytes)}: lower it to build a baseline from them")
         raise UsageError(f"runs {','.join(map(str, run_ids))} have no {what} measurements to build a "
                          "baseline from")
     result.profile = Profile(name, tuple(criteria),
