@@ -196,12 +196,13 @@ def test_the_docs_show_inline_commands():
 
 
 # Options of other tools that the docs name in passing (nccl-tests, perftest, iperf3, vLLM,
-# torchrun, Slurm (sbatch's own name of --procs-per-node), Open MPI, kubectl, BabelStream, rocblas-bench, pytest-benchmark, pip, systemctl)
+# torchrun, Slurm (sbatch's own name of --procs-per-node), Open MPI, kubectl, BabelStream, rocblas-bench, pytest-benchmark, pip,
+# systemctl, OSU)
 FOREIGN_OPTIONS = {
-    "--a_type", "--append-result", "--benchmark-compare-fail", "--bidir", "--get-server-output", "--label",
-    "--local_addr", "--no-cache-dir", "--now", "--ntasks-per-node", "--parsable", "--prefix", "--quiet", "--rdzv_conf",
-    "--report_gbits", "--save-result", "--tag-output", "--tail", "--timestamps", "--transA", "--transB",
-    "--triad-only",
+    "--a_type", "--append-result", "--benchmark-compare-fail", "--bidir", "--full", "--get-server-output",
+    "--json-stream", "--label", "--local_addr", "--no-cache-dir", "--now", "--ntasks-per-node", "--out_json",
+    "--parsable", "--prefix", "--quiet", "--rdzv_conf", "--report_gbits", "--save-result", "--tag-output", "--tail",
+    "--timestamps", "--transA", "--transB", "--triad-only",
 }
 
 

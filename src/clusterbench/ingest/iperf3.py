@@ -3,6 +3,9 @@
 Bandwidth comes from ``end.sum_sent`` / ``end.sum_received`` (bits per second / 8 / 10^9 = GB/s),
 with retransmits (TCP), jitter and loss (UDP), the stream count and the test duration. A file may
 hold several JSON documents one after another (a loop appending ``-J`` output): each is a run.
+``--json-stream`` (iperf 3.17+) writes one line per event instead (iperf_api.c, JSONStream_Output:
+``{"event":"start","data":...}``, ``interval``, ``error``, ``end``): each ``start`` begins a run,
+read as the ``-J`` document those events make up.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from clusterbench.ingest.common import (
     refuse_not_utf8,
     shown,
 )
-from clusterbench.ingest.iperf3_text import SIGNATURE, parse_text_output
+from clusterbench.ingest.iperf3_text import SIGNATURE, STAMP, parse_text_output
 from clusterbench.ingest.registry import Importer, whole
 from clusterbench.records import FAILED, INCOMPLETE, Measurement
 
@@ -129,9 +132,27 @@ def _run(doc: dict[str, Any], name: str, index: int = 1) -> ImportedRun | None:
         run.status = FAILED if not ms else INCOMPLETE
     if not ms and not run.errors:
         return None
-    if not end:
+    if not end and run.status != FAILED:
         run.status = INCOMPLETE
     return ImportedRun(run, ms)
+
+
+_STREAM_PARTS = {"start": "start", "end": "end", "error": "error"}
+
+
+def _from_stream(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``--json-stream`` event lines -> the ``-J`` documents they make up (one per ``start``)."""
+    if not docs or not all("event" in d and "data" in d for d in docs):
+        return docs
+    out: list[dict[str, Any]] = []
+    for d in docs:
+        event = d["event"]
+        if event == "start" or not out:
+            out.append({})
+        key = _STREAM_PARTS.get(str(event))
+        if key:
+            out[-1][key] = d["data"]
+    return out
 
 
 def parse(text: str, name: str = "") -> list[ImportedRun]:
@@ -140,7 +161,7 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
     if not text.startswith("{", json_gap_end(text)):
         return parse_text_output(text, name)
     out = []
-    for i, doc in enumerate(_documents(text), 1):
+    for i, doc in enumerate(_from_stream(_documents(text)), 1):
         refuse_not_utf8(doc, text, f"iperf3 JSON document {i}")
         r = _run(doc, name, i)
         if r is not None:
@@ -152,5 +173,6 @@ IMPORTERS = (
     Importer("iperf3", re.compile(r'"intervals"\s*:|"sum_sent"\s*:|"version"\s*:\s*"iperf'), whole(parse), order=20),
     # the text output's words, after the other tools' (perftest and OSU logs quote no iperf3 line)
     Importer("iperf3", SIGNATURE, whole(parse), order=95,
-             starts=re.compile(r"^\s*Connecting to host \S+, port \d+|^\s*Server listening on \d+", re.M)),
+             starts=re.compile(rf"^\s*{STAMP}?Connecting to host \S+, port \d+|^\s*{STAMP}?Server listening on \d+",
+                               re.M)),
 )

@@ -10,7 +10,10 @@ src/dst and ``bidirectional`` true; ``--get-server-output``'s server report is a
 
 Not stored: the per-second interval rows, a UDP sender's jitter and loss (only the receiver
 measures them; the sender prints zeros), and in a run interrupted with Ctrl-C the summary rows
-that moved no byte (their interval can be nonsense: ``0.00-476225.68 sec``). iperf 2 output
+that moved no byte (their interval can be nonsense: ``0.00-476225.68 sec``). ``--timestamps``
+(iperf 3.8+) puts the time before every line: its default form (``%c ``: ``Thu Nov 26 11:28:12
+2026 ``) and seconds since the epoch (``--timestamps='%s '``) are read past here, ISO forms by
+the common launcher-prefix cleaning; other strftime formats are not known. iperf 2 output
 (``Client connecting to``, ``Server Report:``, ``Write/Err``) is refused: its columns differ.
 """
 
@@ -40,8 +43,12 @@ _BIT_STEP = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 _BYTE_STEP = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 _IPERF2 = re.compile(r"^Client connecting to .*, (TCP|UDP) port|Server Report:|\bWrite/Err\b|\bRead/Err\b"
                      r"|^Server listening on (TCP|UDP) port", re.M)
-SIGNATURE = re.compile(r"^\s*(?:\^C)?\[ ID\] Interval\s+Transfer\s+(?:Bitrate|Bandwidth)|^Connecting to host \S+, port \d+"
-                       r"|^Server listening on \d+", re.M)
+# ``--timestamps``: strftime's ``%c`` in the C locale (iperf's default format) or ``%s``
+STAMP = (r"(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d "
+         r"\d\d:\d\d:\d\d \d{4} |\d{9,11} )")
+_STAMP = re.compile(STAMP)
+SIGNATURE = re.compile(rf"^\s*{STAMP}?(?:\^C)?\[ ID\] Interval\s+Transfer\s+(?:Bitrate|Bandwidth)"
+                       rf"|^{STAMP}?Connecting to host \S+, port \d+|^{STAMP}?Server listening on \d+", re.M)
 
 
 class _Run:
@@ -70,7 +77,7 @@ def parse_text_output(text: str, name: str = "") -> list[ImportedRun]:
     runs: list[_Run] = []
     cur = _Run(name)
     for line in clean_lines(text_lines(text)):
-        s = line.strip()
+        s = _STAMP.sub("", line.strip(), count=1) if line[:1].isalnum() else line.strip()
         if s.startswith("^C"):
             cur.interrupted = True
             s = s[2:].strip()

@@ -12,6 +12,15 @@ command line (``-d cuda D D``; ``-d`` alone puts both on the device). Launcher a
 inside the table (Open MPI help messages, MVAPICH2's performance warnings, libfabric warnings)
 is not a row; warnings are kept with the run, failures make it incomplete, and a table with no
 row at all (a hung test) is incomplete, never a bandwidth of 0.
+
+OSU 7.x columns are found by name (osu-micro-benchmarks c/util/osu_util_mpi.c, print_only_header):
+``-c`` adds ``Validation`` (``Pass``/``Fail`` on each row): a ``Fail`` row's figures are not stored
+and the run is ``failed``, as is one that printed ``DATA VALIDATION ERROR``; ``--full`` adds Min/Max
+latency and ``Iterations``; ``-z`` adds ``P50 Tail Lat(us)`` / ``P99 Tail BW(MB/s)`` (stored with
+``stat`` p50, p99...); ``-D`` adds ``Transmit Size`` (not stored). ``-T`` prints one table per
+datatype under one title, each after its ``# Datatype: MPI_INT.`` line: the rows carry ``dtype``
+(``int``) whenever a run's datatype is not OSU's default MPI_CHAR or it has several, so a
+default run compares with those of OSU versions that printed no datatype.
 """
 
 from __future__ import annotations
@@ -31,11 +40,14 @@ from clusterbench.ingest.common import (
     to_int,
 )
 from clusterbench.ingest.registry import Importer, whole
-from clusterbench.records import INCOMPLETE, Measurement
+from clusterbench.records import FAILED, INCOMPLETE, Measurement
 
 _TITLE = re.compile(r"^#\s*OSU\s+(\S+)\s+(.*?)\s+Test(?:\s+v?([\d.]+))?\s*$")
-_LABEL = re.compile(r"(?:(Avg|Min|Max|P\d+(?:\.\d+)?)\s+)?(?:Tail\s+)?Lat(?:ency)?\s*\(us\)|Bandwidth\s*\(MB/s\)"
-                    r"|MB/s|Messages/s|Iterations")
+_LABEL = re.compile(r"(?:(Avg|Min|Max|P\d+(?:\.\d+)?)\s+)?(?:Tail\s+)?Lat(?:ency)?\s*\(us\)"
+                    r"|(?:(P\d+(?:\.\d+)?)\s+Tail\s+BW\s*)?\(MB/s\)|Bandwidth\s*\(MB/s\)"
+                    r"|MB/s|Messages/s|Iterations|Validation|Transmit Size")
+_DATATYPE = re.compile(r"^Datatype:\s*(\S+?)\.?$")
+_VALIDATION_ERROR = re.compile(r"DATA VALIDATION ERROR", re.IGNORECASE)
 # OSU's titles -> its programs (osu-micro-benchmarks c/mpi/*/*.c, print_header)
 _NAMES = {"bandwidth": "osu_bw", "bi-directional bandwidth": "osu_bibw", "latency": "osu_latency",
           "multi-threaded latency": "osu_latency_mt", "multi-process latency": "osu_latency_mp",
@@ -92,22 +104,26 @@ class _Run:
         self.rows = 0
         self.elided = 0
         self.fatal = False
+        self.failed = False   # OSU's own data validation (-c) failed
         self.header_text = ""
         self.unread = 0   # rows of a table none of whose columns is one clusterbench stores
+        self.invalid: list[int] = []   # sizes whose row says Fail (-c)
+        self.dtype = ""
+        self.dtype_of: list[str] = []   # the datatype of each of self.ms
 
     def header(self, line: str) -> None:
         cols = []
         for m in _LABEL.finditer(line):
             label = m.group(0)
-            if label == "Iterations":
-                cols.append(("iterations", ""))
+            if label in ("Iterations", "Validation", "Transmit Size"):
+                cols.append((label.lower().replace(" ", "_"), ""))
             elif "Lat" in label:
                 stat = (m.group(1) or "avg").lower()
                 cols.append(("latency_us", stat))
             elif "Messages" in label:
                 cols.append(("msg_rate", ""))
             else:
-                cols.append(("bandwidth", ""))
+                cols.append(("bandwidth", (m.group(2) or "").lower()))
         self.cols = cols
         self.header_text = line
 
@@ -119,25 +135,50 @@ class _Run:
             self.unread += bool(self.header_text)
             return
         params = {**self.params, "bytes": size}
-        added = False
         cells = toks[1:]
         if len(cells) < len(self.cols):
             # the log was cut in this row (a killed job): its last cell may be the start of a number
             add_warning(self.run, f"a row with {len(cells)} of its {len(self.cols)} values (the log is cut "
                                   f"short?), its last value not stored: {shown(' '.join(toks))}")
             cells = cells[:-1]
-        for (metric, stat), raw in zip(self.cols, cells):
+        row = list(zip(self.cols, cells))
+        verdict = next((raw for (metric, _), raw in row if metric == "validation"), None)
+        if verdict is not None and verdict != "Pass":
+            # OSU checked the data it moved (-c) and it was wrong: a figure of a broken transfer
+            self.invalid.append(size)
+            return
+        added = False
+        for (metric, stat), raw in row:
             value = to_float(raw)
-            if value is None or metric == "iterations":
+            if value is None or metric in ("iterations", "validation", "transmit_size"):
                 continue
             added = True
             if metric == "bandwidth":
-                self.ms.append(OSU_BANDWIDTH(self.bench, value / 1000.0, params))
+                self.keep(OSU_BANDWIDTH(self.bench, value / 1000.0, {**params, "stat": stat} if stat else params))
             elif metric == "msg_rate":
-                self.ms.append(MSG_RATE(self.bench, value / 1e6, params))
+                self.keep(MSG_RATE(self.bench, value / 1e6, params))
             else:
-                self.ms.append(LATENCY(self.bench, value, {**params, "stat": stat}))
+                self.keep(LATENCY(self.bench, value, {**params, "stat": stat}))
         self.rows += added
+
+    def keep(self, m: Measurement) -> None:
+        self.ms.append(m)
+        self.dtype_of.append(self.dtype)
+
+    def datatype(self, name: str) -> None:
+        self.dtype = name
+        self.run.meta.setdefault("datatypes", [])
+        if name not in self.run.meta["datatypes"]:
+            self.run.meta["datatypes"].append(name)
+
+    def finish_datatypes(self) -> None:
+        """``dtype`` on the rows where the datatype is not OSU's only one before 7.x (see the module doc)."""
+        seen = self.run.meta.get("datatypes", [])
+        if not seen or seen == ["MPI_CHAR"]:
+            return
+        for m, name in zip(self.ms, self.dtype_of):
+            if name:
+                m.params["dtype"] = name.lower().removeprefix("mpi_")
 
     def chatter(self, line: str) -> None:
         """A launcher's or MPI library's line inside the test's output."""
@@ -184,6 +225,13 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
             key, _, value = s[len("export "):].partition("=")
             env[key.strip()] = value.strip()
             continue
+        if _VALIDATION_ERROR.search(s):
+            # 'DATA VALIDATION ERROR: .../osu_allreduce exited with status 1 on message size 16.'
+            # names the program's path: it is not a command line
+            if cur is not None:
+                cur.fatal = cur.failed = True
+                add_error(cur.run, s)
+            continue
         if OSU_PREFIX in s and not s.startswith("#"):
             command = s.lstrip("$> ")
             continue
@@ -191,8 +239,11 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
             continue
         if s.startswith("#"):
             body = s.lstrip("#").strip()
+            dtype = _DATATYPE.match(body)
             if body.startswith("Size"):
                 cur.header(body)
+            elif dtype:
+                cur.datatype(dtype.group(1))
             elif "Buffer on" in body:
                 cur.params["buffers"] = " ".join(re.findall(r"\((\w{1,2})\)", body))
             elif body.startswith(("Window creation:", "Synchronization:")):
@@ -212,6 +263,13 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
             cur.chatter(s)
     out = []
     for r in runs:
+        r.finish_datatypes()
+        if r.invalid:
+            r.failed = True
+            sizes = ", ".join(str(n) for n in r.invalid)
+            add_error(r.run, f"data validation (-c) failed at message size{'s' if len(r.invalid) > 1 else ''} "
+                             f"{sizes}: {'that row is' if len(r.invalid) == 1 else 'those rows are'} not stored")
+            r.run.meta["validation_failed_sizes"] = r.invalid
         if r.unread:   # e.g. the non-blocking tests' Overall/Compute/Pure Comm./Overlap table
             add_warning(r.run, f"{r.unread} row{'s' if r.unread != 1 else ''} not stored: no column of "
                                f"'{r.header_text}' is one clusterbench "
@@ -227,6 +285,8 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
                 add_error(r.run, "no result row: the test printed its header and nothing after it")
         if r.fatal or r.elided:
             r.run.status = INCOMPLETE
+        if r.failed:
+            r.run.status = FAILED
         out.append(ImportedRun(r.run, r.ms))
     return out
 

@@ -45,9 +45,17 @@ _LAT_STATS = {"t_min": "min", "t_max": "max", "t_typical": "typical", "t_avg": "
 _SETTINGS = re.compile(r"([A-Za-z][\w .*-]*?)\s*:\s*(\S+)")
 
 
+_TWO_WORDS = re.compile(r"\b(BW|MsgRate) (peak|average|Port\d)\b|\b(tps) (average)\b")
+
+
 def _columns(line: str) -> list[str]:
-    """Column keys of a result header: '#bytes #iterations BW peak[MB/sec] ...' -> names."""
-    text = line.replace("BW peak", "BW_peak").replace("BW average", "BW_average")
+    """Column keys of a result header: '#bytes #iterations BW peak[MB/sec] ...' -> names.
+
+    Names of two words are joined (perftest_parameters.h RESULT_FMT*): ``BW peak``, the per-port
+    ``BW Port1[MiB/sec]``/``MsgRate Port1[Mpps]`` (dual port), ``tps average`` (latency in duration
+    mode): split, each would shift the columns after it and the row would not be read.
+    """
+    text = _TWO_WORDS.sub(lambda m: "_".join(g for g in m.groups() if g), line)
     text = text.replace("99% percentile", "99%").replace("99.9% percentile", "99.9%")
     return text.split()
 
@@ -108,7 +116,7 @@ class _Run:
                 metric = BW_PEAK if peak else BW_AVG
                 self.ms.append(metric(self.bench, value * _BW_UNITS[unit], params))
                 added = True
-            elif col.startswith("MsgRate"):
+            elif col.startswith("MsgRate["):   # not a port's own MsgRate_Port1
                 self.ms.append(MSG_RATE(self.bench, value, params))
             else:
                 key = col.split("[", 1)[0]

@@ -1,6 +1,15 @@
 """TransferBench output: the a2a Summary matrix, the p2p uni/bidirectional matrices, and config-file
 tests (legacy ``|`` and newer box-drawing ``│`` tables) -> ``transfer`` records.
 
+Also read: ``OUTPUT_TO_CSV=1`` (the same rows with ``,`` between cells), ``SHOW_ITERATIONS=1``
+(config tests: one ``Iter NNN`` row per timed iteration under its Transfer, stored with
+``stat=iteration``; p2p: ``min``/``max`` rows under each matrix row, stored with ``stat`` min/max),
+``SHOW_PERCENTILES`` (``p50`` rows under a Transfer, ``stat=p50``), multi-rank tables
+(``Executor: Rank N GPU 00``, memory ``R1G0``: ``rank`` param) and the ``scaling`` preset
+(``stat=scaling`` with the sub-executor count). Standard deviations are spreads, not rates: not
+stored. Presets that print no bandwidth table of these (``healthcheck``: PASS/FAIL lines;
+``schmoo``) are refused with a line saying so.
+
 Memory locations use TransferBench's own notation: ``G0`` GPU 0, ``C0`` CPU/NUMA node 0, ``N``
 null (memset / read-only), several for a broadcast (``G0G1``). Class averages of the p2p tables
 use the class letter alone (``G`` all GPUs, ``C`` all CPUs).
@@ -32,7 +41,11 @@ _VERSION = re.compile(r"TransferBench v?(\d[\w.]*)")
 _EXECUTOR = {"G": "GFX", "GPU": "GFX", "D": "DMA", "DMA": "DMA", "C": "CPU", "CPU": "CPU", "I": "NIC", "NIC": "NIC"}
 _BYTES_PER_TRANSFER = re.compile(r"\[(\d+) bytes per Transfer\]")
 _EXE_TOKEN = re.compile(r"^([A-Za-z]+)(\d+)")
-_EXECUTOR_CELL = re.compile(r"Executor:\s+([A-Za-z]+)\s+(\d+)")
+_EXECUTOR_CELL = re.compile(r"Executor:\s+(?:Rank\s+(\d+)\s+)?([A-Za-z]+)\s+(\d+)")
+_RANKED = re.compile(r"^R(\d+)(?=[A-Z])")   # a multi-rank memory or executor: R1G0
+_SCALING_COL = re.compile(r"\b(CPU|GPU)\s*(\d+)")
+_HEALTHCHECK = re.compile(r"^Testing (?:HBM performance|unidirectional|bidirectional host|all-to-all XGMI)")
+_SCHMOO = re.compile(r"^#CUs\s*\|")
 _AVERAGE_LABEL = re.compile(r"([A-Z])[A-Z]*->([A-Z])[A-Z]*")
 
 
@@ -63,6 +76,10 @@ class _Parser:
         self.test: dict[str, object] = {}
         self.comment = ""
         self.kind = "config"  # what the Executor/Transfer lines belong to
+        self.transfer: dict[str, object] | None = None   # the Transfer the Iter/pNN rows below belong to
+        self.leg: str | None = None   # the leg of the last p2p row, for its min/max rows
+        self.scaling_src: str | None = None
+        self.refused_preset = ""   # a preset whose output is no bandwidth table
 
     def add(self, value: float | None, **params: object) -> None:
         if value is None:
@@ -82,6 +99,18 @@ class _Parser:
             self.run.versions["transferbench"] = m.group(1)
         if "All-To-All" in s:
             self.kind = "a2a"
+        if _HEALTHCHECK.match(s):
+            self.refused_preset = "healthcheck (PASS/FAIL lines)"
+            return
+        if _SCHMOO.match(s):
+            self.refused_preset = "schmoo"
+            return
+        if s.startswith("GPU-GFX Scaling benchmark"):
+            self.mode, self.cols, self.bytes = "scaling", [], None
+            return
+        if self.mode == "scaling":
+            self._scaling(s)
+            return
         if s.startswith("Bytes Per Direction"):
             self.bytes = to_int(s.split()[-1])
         elif s.startswith("Summary:"):
@@ -109,7 +138,9 @@ class _Parser:
         elif s.startswith("##"):
             self.comment = s.lstrip("#").strip()
         elif ("|" in s or "│" in s) and ("GB/s" in s):
-            self._config_line(s)
+            self._config_line(s, r"[|│]")
+        elif "," in s and "GB/s" in s and s.startswith(("Executor:", "Transfer ", "Aggregate", "Iter ", "p")):
+            self._config_line(s, ",")   # OUTPUT_TO_CSV: the same cells with commas between them
         elif self.mode and self.cols:
             self._matrix_row(s)
 
@@ -123,7 +154,8 @@ class _Parser:
         return vals[:-1]
 
     def _matrix_row(self, s: str) -> None:
-        m = re.match(r"^(CPU|GPU|NIC)\s+(\d+)\s*(<->|->|<-)?\s+(.*)$", s)
+        s = s.replace(",", " ")   # OUTPUT_TO_CSV prints the same rows with a comma after each cell
+        m = re.match(r"^(CPU|GPU|NIC)\s+(\d+)\s*(<->|->|<-|min|max|sd)?\s+(.*)$", s)
         if self.mode == "a2a" and s.startswith("RTotal"):
             vals = self._whole(s, [to_float(t) for t in s.split()[1:]], len(self.cols))
             for dst, v in zip(self.cols, vals):
@@ -146,9 +178,34 @@ class _Parser:
                          stat="row_actual")
             return
         direction = "uni" if self.mode == "uni" else "bi"
+        if arrow == "sd":   # SHOW_ITERATIONS' standard deviation: a spread, not a rate
+            return
+        if arrow in ("min", "max"):   # SHOW_ITERATIONS: slowest/fastest iteration of the row above
+            for dst, v in zip(self.cols, vals):
+                self.add(v, src=src, dst=dst, test="p2p", direction=direction, method=self.method, stat=arrow,
+                         leg=self.leg)
+            return
         leg = {"->": None if direction == "uni" else "src_to_dst", "<-": "dst_to_src", "<->": None}.get(arrow or "->")
+        self.leg = leg
         for dst, v in zip(self.cols, vals):
             self.add(v, src=src, dst=dst, test="p2p", direction=direction, method=self.method, stat="pair", leg=leg)
+
+    def _scaling(self, s: str) -> None:
+        """The scaling preset: one GFX executor copying to each device, a row per sub-executor count."""
+        m = re.match(r"^- Copying (\d+) bytes from GPU (\d+)", s)
+        if m:
+            self.bytes, self.scaling_src = int(m.group(1)), f"G{int(m.group(2))}"
+            return
+        words = s.replace(",", " ").split()
+        if words[0] == "NumCUs":
+            self.cols = [_loc(k, i) for k, i in _SCALING_COL.findall(s)]
+            return
+        if not (self.cols and words[0].isdecimal()):
+            return   # the title, the "Best" row (the largest of each column, stored already)
+        vals = self._whole(s, [to_float(t) for t in words[1:]], len(self.cols))
+        for dst, v in zip(self.cols, vals):
+            self.add(v, src=self.scaling_src, dst=dst, test="scaling", direction="uni", method="GFX",
+                     subexecutors=int(words[0]), stat="scaling")
 
     def _averages(self, s: str) -> None:
         direction = "bi" if "Bi" in s else "uni"
@@ -159,18 +216,31 @@ class _Parser:
                 self.add(v, src=m.group(1), dst=m.group(2), test="p2p", direction=direction, method=self.method,
                          stat="average")
 
-    def _config_line(self, s: str) -> None:
-        cells = [c.strip() for c in re.split(r"[|│]", s)]
-        if len(cells) < 4:
+    def _config_line(self, s: str, sep: str) -> None:
+        cells = [c.strip() for c in re.split(sep, s)]
+        if len(cells) < 3:
             return
-        head, bw, ms_, nbytes = cells[0], to_float(_first(cells[1])), cells[2], cells[3]
-        time_us = to_float(_first(ms_))
+        head = cells[0]
+        bw, time_us = to_float(_first(cells[1])), to_float(_first(cells[2]))
         time_us = time_us * 1000 if time_us is not None and math.isfinite(time_us * 1000) else None
+        per_iter = re.fullmatch(r"Iter\s+(\d+)|p(\d+(?:\.\d+)?)", head)
+        if per_iter:   # SHOW_ITERATIONS / SHOW_PERCENTILES rows: of the Transfer above them
+            if self.transfer is None:
+                raise self._refused(s, head, "has no Transfer row above it", "per-iteration row")
+            stat = "iteration" if per_iter.group(1) else f"p{per_iter.group(2)}"
+            extra = {"iteration": int(per_iter.group(1))} if per_iter.group(1) else {}
+            p = dict(self.transfer, stat=stat, **extra)
+            self.add(bw, **p)
+            self._time(time_us, **p)
+            return
+        if not head.startswith(("Executor", "Transfer", "Aggregate")) or len(cells) < 4:
+            return   # StandardDev (a spread), "# Iters Run"
+        nbytes = cells[3]
         # the byte count identifies the row: a row without one would be stored as another row
         nbytes_i = to_int(_first(nbytes))
         if nbytes_i is None or nbytes_i < 0:
             raise self._refused(s, nbytes, "is not a whole number of bytes", "byte count")
-        base = {"test": self.kind, "test_index": self.test.get("index"), "bytes": nbytes_i}
+        base: dict[str, object] = {"test": self.kind, "test_index": self.test.get("index"), "bytes": nbytes_i}
         if self.test.get("comment"):
             base["name"] = self.test["comment"]
         tail = cells[4] if len(cells) > 4 else ""
@@ -178,9 +248,11 @@ class _Parser:
             m = _EXECUTOR_CELL.fullmatch(head)
             if m is None:
                 raise self._refused(s, head, "is not 'Executor: KIND INDEX'", "executor cell")
-            kind, idx = m.groups()
+            rank, kind, idx = m.groups()
             exe = {"GPU": "G", "DMA": "D", "CPU": "C", "NIC": "I"}.get(kind, kind[:1]) + str(int(idx))
             method = _EXECUTOR.get(kind, kind)
+            if rank is not None:
+                base["rank"] = int(rank)
             self.add(bw, executor=exe, method=method, stat="executor", **base)
             self.add(to_float(tail.split()[0]) if tail else None, executor=exe, method=method,
                      stat="executor_sum", **base)
@@ -188,7 +260,9 @@ class _Parser:
         elif head.startswith("Transfer"):
             parts = [p.strip() for p in tail.split("->")]
             if len(parts) == 3:
-                em = _EXE_TOKEN.match(parts[1])
+                ranked = _RANKED.match(parts[1])
+                exe_word = parts[1][ranked.end():] if ranked else parts[1]
+                em = _EXE_TOKEN.match(exe_word)
                 method = _EXECUTOR.get(em.group(1), em.group(1)) if em else None
                 sub = to_int(parts[1].rsplit(":", 1)[-1]) if ":" in parts[1] else None
                 index = head.split()[-1]
@@ -196,9 +270,13 @@ class _Parser:
                     raise self._refused(s, head, "is not 'Transfer INDEX'", "transfer cell")
                 p = dict(base, src=parts[0], dst=parts[2], method=method, transfer=int(index),
                          subexecutors=sub, stat="transfer")
+                if ranked:
+                    p["rank"] = int(ranked.group(1))
                 self.add(bw, **p)
                 self._time(time_us, **p)
+                self.transfer = {k: v for k, v in p.items() if k != "stat"}
         elif head.startswith("Aggregate"):
+            self.transfer = None
             self.add(bw, stat="aggregate", timing="cpu", **base)
             self._time(time_us, stat="aggregate", timing="cpu", **base)
 
@@ -222,6 +300,11 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
         if line.lstrip().startswith(("[ERROR]", "ERROR", "Error")):
             add_error(p.run, line)
         p.line(line)
+    if p.refused_preset and not p.ms:
+        raise LogFormatError(f"TransferBench {p.refused_preset} output is not a bandwidth table clusterbench "
+                             "reads: not imported")
+    if p.refused_preset:
+        add_warning(p.run, f"TransferBench {p.refused_preset} output in this log is not stored")
     if not p.ms:
         return []
     if p.run.errors:
@@ -231,6 +314,8 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
 
 IMPORTERS = (
     Importer("transferbench", re.compile(r"TransferBench|SRC\\+DST|SRC\+EXE\\+DST|Aggregate bandwidth \(GPU Timed\)"
-                                         r"|Bytes Per Direction|Aggregate \(CPU\)\s*[|│]"), whole(parse), order=50,
+                                         r"|Bytes Per Direction|Aggregate \(CPU\)\s*[|│,]|GPU-GFX Scaling benchmark"
+                                         r"|Test#,Transfer#,NumBytes|Testing HBM performance|Testing all-to-all XGMI"
+                                         r"|\| Local Read\s+\| Local Write"), whole(parse), order=50,
              starts=re.compile(r"^\s*TransferBench v\d", re.M)),
 )
