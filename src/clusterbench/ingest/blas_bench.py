@@ -66,15 +66,25 @@ def _function(cols: list[str], text: str) -> tuple[str, bool]:
     return ("gemm_ex" if "ldd" in cols else "gemm"), True
 
 
+# A line that runs one of the two tools with options: the function and type of the table after it
+_COMMAND = re.compile(r"(?:^|[\s/])(?:rocblas|hipblaslt)-bench\S*\s+-")
+
+
 def parse(text: str, name: str = "", tool: str = "rocblas-bench") -> list[ImportedRun]:
     lines = [ln.strip() for ln in clean_lines(text_lines(text))]
     run = new_run(tool, name)
     ms: list[Measurement] = []
     cols: list[str] = []
     pending = ""
+    # The command that made each table: the last command line before its header. A log of several
+    # commands (or a --yaml run of several problems) gave every row the first command's function
+    # and type. Without any command line before a header, the whole text is searched as before.
+    command, context = "", text
     for line in lines:
         if not line:
             continue
+        if _COMMAND.search(line):
+            command = line
         m = re.match(r"hipBLASLt version:\s*(\S+)", line)
         if m:
             run.versions["hipblaslt"] = m.group(1)
@@ -92,6 +102,7 @@ def parse(text: str, name: str = "", tool: str = "rocblas-bench") -> list[Import
         if "Gflops" in line and "," in line:
             cols = [c.strip() for c in re.sub(r"^\[\d+\]:?", "", line).split(",")]
             pending = ""
+            context = command or text
             continue
         if not cols or "," not in line:
             continue
@@ -104,7 +115,7 @@ def parse(text: str, name: str = "", tool: str = "rocblas-bench") -> list[Import
             continue  # the value line was wrapped: wait for the rest
         pending = ""
         row = dict(zip(cols, vals))
-        ms.extend(_measurements(row, cols, text, name, run))
+        ms.extend(_measurements(row, cols, context, name, run))
     if not ms:
         return []
     return [ImportedRun(run, ms)]
@@ -122,8 +133,9 @@ def _measurements(row: dict[str, str], cols: list[str], text: str, name: str, ru
         "batch": to_int(lower.get("batch_count", "1")) or 1,
         "transA": lower.get("transa", ""), "transB": lower.get("transb", ""), "function": function,
     }
+    # the row's own column first: it is what that problem ran with
     dtype = _TYPES.get(lower.get("a_type", lower.get("d_type", "")).lower())
-    dtype = _dtype_from_command(text) or dtype or _dtype_from_name(name)
+    dtype = dtype or _dtype_from_command(text) or _dtype_from_name(name)
     if dtype:
         params["dtype"] = dtype
     if "compute_type" in lower:
