@@ -164,3 +164,14 @@ def test_presets_without_a_bandwidth_table_are_refused(text, word):
 def test_an_iteration_row_without_its_transfer_is_refused():
     with pytest.raises(LogFormatError, match="line 1: per-iteration row 'Iter 006' has no Transfer"):
         parse_text("      Iter 006    |  33.616 GB/s |    1.996 ms |\n", tool="transferbench")
+
+
+def test_iteration_and_scaling_rows_have_labels_of_their_own():
+    # the transfer family's row params name what tells these rows apart (labels, report tables)
+    from clusterbench.families import family_of
+
+    fam = family_of("transfer")
+    base = {"test": "config", "src": "G0", "dst": "G1", "stat": "iteration", "bytes": 1 << 20}
+    assert fam.row_label({**base, "iteration": 1}) != fam.row_label({**base, "iteration": 2})
+    scale = {"test": "scaling", "src": "G0", "dst": "G1", "stat": "scaling", "bytes": 1 << 20}
+    assert fam.row_label({**scale, "subexecutors": 4}) != fam.row_label({**scale, "subexecutors": 8})

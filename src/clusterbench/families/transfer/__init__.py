@@ -11,7 +11,9 @@ FAMILY = Family(
     title="Transfers",
     benchmarks=(BENCHMARK,),
     metrics=METRICS,
-    row_params=("test", "direction", "method", "src", "dst", "stat", "bytes"),
+    # iteration (SHOW_ITERATIONS rows), subexecutors (the scaling preset's rows) and rank (a
+    # multi-rank config table) tell rows apart that the other params leave alike
+    row_params=("test", "direction", "method", "src", "dst", "stat", "bytes", "iteration", "subexecutors", "rank"),
     renderer=lambda _benchmark: TransferTable(),
     commands=("transfer",),
     # bidirectional pairs have one combined cell (their legs carry a ``leg`` param, skipped);
