@@ -273,6 +273,8 @@ def test_without_matplotlib_the_page_and_summary_are_written(db, tmp_path):
     assert len(r.stderr.splitlines()) == 1 and "figures skipped" in r.stderr and "matplotlib" in r.stderr
     (summary,) = json_lines(r.stdout)
     assert summary["plots"] == [] and summary["html"] == str(page)
+    assert [f["figure"] for f in summary["figures_skipped"]] == ["all"]
+    assert "matplotlib" in summary["figures_skipped"][0]["why"]
     assert "<img" not in page.read_text() and page.with_suffix(".md").exists()
     assert not (tmp_path / "r_plots").exists()
 
@@ -300,6 +302,7 @@ def test_a_figure_that_fails_to_draw_is_skipped_in_one_line(capsys, db, tmp_path
     assert len(err.splitlines()) == 1 and "telemetry of team=a" in err and "renderer gave up" in err
     (summary,) = json_lines(out)
     assert [Path(p).name for p in summary["plots"]] == ["transfer-p2p-uni-team-a.png", "transfer-p2p-uni-team-a.svg"]
+    assert summary["figures_skipped"] == [{"figure": "telemetry of team=a", "why": "RuntimeError: renderer gave up"}]
     assert page.read_text().count("<img") == 1
 
 

@@ -79,11 +79,13 @@ def report(selectors: tuple[str, ...], output: str, profile_name: str | None, li
         from clusterbench.report.markdown import render_markdown
 
         entries = [] if plots.MISSING else build_figures(findings)
+        skipped: list[dict[str, str]] = []   # figures left out, and why (the --json summary says so too)
         if plots.MISSING:
             _skipped(f"figures skipped: {plots.MISSING}; the page and the summary have none")
+            skipped.append({"figure": "all", "why": plots.MISSING})
         images, written = {}, []
         for e in entries:
-            drawn = _draw(e, plots)
+            drawn = _draw(e, plots, skipped)
             if drawn is None:
                 continue
             files.directory(plot_dir)
@@ -98,7 +100,7 @@ def report(selectors: tuple[str, ...], output: str, profile_name: str | None, li
         files.write(md, lambda tmp: tmp.write_text(summary, encoding="utf-8"))
     verdict = findings.verdict()
     if as_json:
-        emit(summary_line("report", html=str(out), markdown=str(md), plots=written,
+        emit(summary_line("report", html=str(out), markdown=str(md), plots=written, figures_skipped=skipped,
                           verdict=verdict.status, reasons=verdict.reasons,
                           runs=[r.id for g in groups for r, _ in g.runs],
                           validation={s: sum(o.status == s for o in findings.outcomes) for s in STATUSES}
@@ -115,13 +117,16 @@ def _skipped(message: str) -> None:
     print(f"clusterbench: warning: {printable(message)}", file=sys.stderr)
 
 
-def _draw(entry: FigureEntry, plots: ModuleType) -> dict[str, bytes] | None:
-    """The entry's figure in every format, or None, said in one line, where matplotlib cannot
-    draw it: one figure costs that figure, never the page, the summary and the other figures."""
+def _draw(entry: FigureEntry, plots: ModuleType, skipped: list[dict[str, str]]) -> dict[str, bytes] | None:
+    """The entry's figure in every format, or None, said in one line and added to ``skipped``,
+    where matplotlib cannot draw it: one figure costs that figure, never the page, the summary
+    and the other figures."""
     try:
         return plots.render_all(entry.draw)
     except Exception as e:  # noqa: BLE001 - whatever matplotlib raises: the figure is left out, in one line
-        _skipped(f"figure {entry.title!r} skipped: {type(e).__name__}: {e}")
+        why = f"{type(e).__name__}: {e}"
+        _skipped(f"figure {entry.title!r} skipped: {why}")
+        skipped.append({"figure": entry.title, "why": " ".join(why.split())})
         return None
 
 
