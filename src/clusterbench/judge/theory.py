@@ -25,6 +25,14 @@ from clusterbench.units import parse_rate
 
 THEORY_OP = "all_reduce"   # the collective ``clusterbench theory`` tabulates
 
+# The largest node count the table takes: past 2**53 a float (and a JSON reader's number) no
+# longer holds every integer, and n / (n - 1) is 1 to the last bit anyway. A stored run's count
+# above it (a ``nodes`` tag of 400 digits) is judged as this many: the same optimum, no overflow.
+MAX_NODES = 2**53
+
+# A --link longer than this is no rate; the error quotes only its start.
+_MAX_LINK_CHARS = 64
+
 
 @dataclass(frozen=True)
 class TheoryRow:
@@ -34,8 +42,15 @@ class TheoryRow:
     busbw: float  # GB/s
 
 
+def parse_link(text: str) -> float:
+    """A link speed as the user typed it, in bytes/s, or one short line saying why not."""
+    if len(text) > _MAX_LINK_CHARS:
+        raise UsageError(f"invalid rate {text[:32]!r}...: too long for a rate (e.g. 100Gbps, 50GB/s)")
+    return parse_rate(text)
+
+
 def theory_table(link: str, nodes: list[int]) -> list[TheoryRow]:
-    rate = parse_rate(link)
+    rate = parse_link(link)
     rows = []
     for n in nodes:
         algbw = optimal_algbw(THEORY_OP, rate, n)
@@ -45,19 +60,27 @@ def theory_table(link: str, nodes: list[int]) -> list[TheoryRow]:
 
 
 def parse_nodes(text: str) -> list[int]:
+    """Comma-separated node counts, each a whole number from 2 to ``MAX_NODES`` in ASCII digits
+    (``str.isdigit`` alone passed ``²``, which int() then refused, and ``٢``)."""
     out = []
     for part in text.split(","):
         part = part.strip()
-        if not part.isdigit() or int(part) < 2:
-            raise UsageError(f"invalid node count {part!r} in {text!r}: expected integers >= 2")
+        # the length check first: int() of 5000 digits raises past Python's digit limit
+        ok = part.isascii() and part.isdigit() and len(part) <= len(str(MAX_NODES))
+        if not ok or not 2 <= int(part) <= MAX_NODES:
+            shown = part if len(part) <= 32 else part[:32] + "..."
+            raise UsageError(f"invalid node count {shown!r}: expected whole numbers from 2 to {MAX_NODES}")
         out.append(int(part))
     return out
 
 
 def link_speed_for(tags: Mapping[str, str], override: str | None) -> float | None:
-    """Link speed in bytes/s: the ``--link-speed`` option, else the run tag ``link_speed``."""
-    text = override or tags.get("link_speed")
-    return parse_rate(text) if text else None
+    """Link speed in bytes/s: the ``--link-speed`` option, else the run tag ``link_speed``. An
+    option given empty is an error, not a fall back to the tag."""
+    if override is not None:
+        return parse_link(override)
+    text = tags.get("link_speed")
+    return parse_link(text) if text else None
 
 
 @dataclass(frozen=True)
@@ -93,10 +116,25 @@ def _where(m: Measurement) -> str:
     return ""
 
 
-def _nodes(m: Measurement, run_nodes: int) -> int:
-    """The n of a row: its own ``nodes`` param (DDP on one host), 2 for a pair of hosts, else the run's."""
+def _whole(value: object) -> int | None:
+    """A param as a whole number >= 0 (``4``, ``4.0``, ``"4"``), else None: imported params may
+    hold anything, and int() truncated 2.5 nodes to 2 and raised on ``"x"`` and ``"²"``."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float):
+        return int(value) if value.is_integer() and value >= 0 else None
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 4000:
+        return int(value)
+    return None
+
+
+def _nodes(m: Measurement, run_nodes: int) -> int | None:
+    """The n of a row: its own ``nodes`` param (DDP on one host), 2 for a pair of hosts, else the
+    run's; None where the row's own param is no node count."""
     if "nodes" in m.params:
-        return int(m.params["nodes"])
+        return _whole(m.params["nodes"])
     if "src_host" in m.params and "dst_host" in m.params:
         return 2
     return run_nodes
@@ -115,8 +153,9 @@ def link_efficiency(measurements: Iterable[Measurement], nodes: int,
         family = family_of(m.benchmark)
         op = (family.link_op if family else None) or m.benchmark
         n = _nodes(m, nodes)
-        opt = optimal_algbw(op, link_bytes_per_s, n)
-        if opt is None:
+        opt = None if n is None else optimal_algbw(op, link_bytes_per_s, min(n, MAX_NODES))
+        if n is None or opt is None:
             continue
-        out.append(Efficiency(m.benchmark, int(m.params.get("bytes", 0)), _where(m), n, m.value, opt))
+        size = _whole(m.params.get("bytes", 0)) or 0
+        out.append(Efficiency(m.benchmark, size, _where(m), n, m.value, opt))
     return out

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import math
+
 import click
 
 from clusterbench.cli.options import db_option, json_option, since_option
 from clusterbench.errors import UsageError
 from clusterbench.families.collectives.spec import OPTIMAL_ALGBW, OPTIMAL_BUSBW
-from clusterbench.judge.efficiency import run_link_efficiency
+from clusterbench.judge.efficiency import best_per_placement, nodes_of, run_link_efficiency
 from clusterbench.judge.select import load_runs
-from clusterbench.judge.theory import THEORY_OP, parse_nodes, theory_table
+from clusterbench.judge.theory import (
+    THEORY_OP,
+    Efficiency,
+    link_efficiency,
+    parse_nodes,
+    theory_table,
+)
+from clusterbench.printable import printable
+from clusterbench.records import Run
 from clusterbench.report.jsonl import efficiency_line, emit, measurement_line
 from clusterbench.store import Store
 from clusterbench.store.selectors import GRAMMAR
@@ -30,47 +40,75 @@ DEFAULT_LINK = "100Gbps"
              "`efficiency` line per row of each --run")
 @since_option
 @db_option
-def theory(link: str, nodes_text: str, runs: tuple[str, ...], as_json: bool, since: str | None,
+def theory(link: str | None, nodes_text: str, runs: tuple[str, ...], as_json: bool, since: str | None,
            db: str | None) -> None:
     """Optimal all_reduce algbw B*n/(2(n-1)) for n nodes on links of bandwidth B.
 
     With hierarchical all_reduce and free intra-node aggregation the inter-node link bounds the
     result; busbw at the optimum equals the link speed.
     """
-    table_link = link or DEFAULT_LINK
+    # every input is checked, and every run judged, before the first line is printed: a bad
+    # --link, selector or link_speed tag is one line on stderr, not a table cut short
+    table_link = DEFAULT_LINK if link is None else link
     table = theory_table(table_link, parse_nodes(nodes_text))
+    judged: list[tuple[int, str, list[Efficiency]]] = []
+    unknown: list[str] = []
+    if runs:
+        with Store.open_to_read(db) as store:
+            loaded = load_runs(store, runs, since)
+        for run, ms in loaded:
+            run_link = link if link is not None else run.tags.get("link_speed") or DEFAULT_LINK
+            try:
+                effs = run_link_efficiency(run, ms, run_link)
+            except UsageError as e:
+                raise UsageError(f"run {run.id}: link_speed tag: {e}") from None
+            if effs:
+                judged.append((run.id, run_link, effs))
+            elif nodes_of(run) < 2 and link_efficiency(ms, 2, 1.0):
+                unknown.append(_why_no_nodes(run))
     if as_json:
         for row in table:
             for metric, value in ((OPTIMAL_ALGBW, row.algbw), (OPTIMAL_BUSBW, row.busbw)):
                 emit(measurement_line(metric(THEORY_OP, value, {"nodes": row.nodes, "link": table_link}), None))
     else:
-        print(f"# optimal all_reduce over {table_link} links: algbw = B*n/(2(n-1))")
-        print(f"{'nodes':>6} {'algbw (GB/s)':>13} {'busbw (GB/s)':>13}")
+        print(f"# optimal all_reduce over {printable(table_link.strip())} links: algbw = B*n/(2(n-1))")
+        width = max(6, *(len(str(row.nodes)) for row in table))   # 1000000 nodes is 7 wide
+        print(f"{'nodes':>{width}} {'algbw (GB/s)':>13} {'busbw (GB/s)':>13}")
         for row in table:
-            print(f"{row.nodes:>6} {fixed(row.algbw, 13, 2)} {fixed(row.busbw, 13, 2)}")
-    if not runs:
-        return
-    with Store.open_to_read(db) as store:
-        loaded = load_runs(store, runs, since)
-    found = False
-    for run, ms in loaded:
-        run_link = link or run.tags.get("link_speed") or DEFAULT_LINK
-        effs = run_link_efficiency(run, ms, run_link)
-        if not effs:
+            print(f"{row.nodes:>{width}} {fixed(row.algbw, 13, _decimals(row.algbw))} "
+                  f"{fixed(row.busbw, 13, _decimals(row.busbw))}")
+    for run_id, run_link, effs in judged:
+        if as_json:
+            for e in effs:
+                emit(efficiency_line(e, run_id, run_link))
             continue
-        found = True
-        for e in effs:
-            if as_json:
-                emit(efficiency_line(e, run.id, run_link))
-        if not as_json:
-            largest = max(e.bytes for e in effs)
-            for e in (e for e in effs if e.bytes == largest):
-                print(f"# run {run.id}: {e.label} on {e.nodes} nodes: "
-                      f"{compact(e.measured_algbw)} GB/s = {e.percent_text(0)} of "
-                      f"{compact(e.optimal_algbw)} GB/s"
-                      f" over {run_link}")
-    if not found:
+        # each op and placement at its own largest size: one op's largest hid another's smaller one
+        for e in best_per_placement(effs):
+            print(f"# run {run_id}: {e.label} on {e.nodes} nodes: {_gbs(e.measured_algbw)} GB/s = "
+                  f"{e.percent_text(0)} of {_gbs(e.optimal_algbw)} GB/s over {printable(run_link.strip())}")
+    if runs and not judged:
+        if unknown:
+            raise UsageError(f"no collective algbw rows on 2 or more hosts: {unknown[0]}")
         raise UsageError("the selected runs have no collective algbw rows on 2 or more hosts")
+
+
+def _why_no_nodes(run: Run) -> str:
+    if run.hosts:
+        return f"run {run.id} ran on 1 host"
+    return (f"run {run.id} names no hosts (an imported log?): give its node count with "
+            f"`clusterbench results tag {run.id} nodes=N`")
+
+
+def _decimals(value: float) -> int:
+    """2 decimals, or as many as show 3 significant digits of a value below 0.1: 0.01 GB/s for
+    the 0.0125 of a 100 Mbps link was a fifth off, and 0.00 for a 1 bps one said zero."""
+    if value == 0 or not math.isfinite(value) or abs(value) >= 0.1:
+        return 2
+    return min(2 - math.floor(math.log10(abs(value))), 400)
+
+
+def _gbs(value: float) -> str:
+    return compact(value, _decimals(value))
 
 
 commands = [theory]

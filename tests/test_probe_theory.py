@@ -1,0 +1,280 @@
+"""Probes of ``clusterbench theory``: every printed number recomputed from the published formulas
+(nccl-tests' doc/PERFORMANCE.md bus factors; the all_reduce optimum B n / (2 (n - 1)) over n
+nodes), every bad input one line and exit 2, under ``--json`` too."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from judge_helpers import cli, json_lines, save
+
+from clusterbench.families.collectives.spec import SPECS, busbw, optimal_algbw
+from clusterbench.judge.theory import link_efficiency, parse_nodes
+from clusterbench.records import Measurement
+
+# nccl-tests doc/PERFORMANCE.md: busbw = algbw x factor, with n ranks
+PUBLISHED_FACTOR = {
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "alltoall": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+    "reduce": lambda n: 1.0,
+    "sendrecv": lambda n: 1.0,
+}
+
+# bytes/s of each link spelling: bits are / 8, GiB is 2^30
+LINKS = {"400Gbps": 50e9, "400Gb/s": 50e9, "400gbit": 50e9, "50GB/s": 50e9, "50GBps": 50e9,
+         "100GiB/s": 100 * 2**30, "100Mbps": 12.5e6, "1bps": 0.125, "10Tbps": 1.25e12}
+
+ROW = re.compile(r"^\s*(\d+)\s+(\S+)\s+(\S+)$")
+
+
+def _one_line_error(rc: int, out: str, err: str) -> None:
+    assert rc == 2, (rc, out, err)
+    assert err.startswith("clusterbench: error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err and "internal error" not in err
+
+
+def _printed_matches(text: str, exact: float) -> None:
+    """A printed cell is ``exact`` to the digits it shows, and a non-zero value never shows as 0."""
+    value = float(text)
+    assert value != 0 or exact == 0, (text, exact)
+    digits = text.split("e")[0].lstrip("-")
+    decimals = len(digits.split(".")[1]) if "." in digits else 0
+    scale = 10 ** int(text.split("e")[1]) if "e" in text else 1
+    assert abs(value - exact) <= 0.5 * 10**-decimals * scale * (1 + 1e-9), (text, exact)
+    # at least 2 significant digits: 0.01 for 0.0125 is a fifth off
+    assert abs(value - exact) <= 0.05 * abs(exact), (text, exact)
+
+
+@pytest.mark.parametrize("op", sorted(PUBLISHED_FACTOR))
+def test_bus_factors_are_the_published_ones(op):
+    for n in (2, 3, 4, 8, 16, 1000, 1000000):
+        assert SPECS[op].busbw_factor(n) == pytest.approx(PUBLISHED_FACTOR[op](n), rel=1e-12)
+        opt = optimal_algbw(op, 12.5e9, n)
+        assert opt == pytest.approx(12.5 / PUBLISHED_FACTOR[op](n), rel=1e-12)
+        # at the optimum, busbw over the nodes is the link speed itself
+        assert busbw(op, opt, n) == pytest.approx(12.5, rel=1e-12)
+
+
+@pytest.mark.parametrize("link", sorted(LINKS))
+def test_table_recomputed_from_formula(capsys, link):
+    nodes = [2, 3, 4, 24, 1000000]
+    rc, out, err = cli(capsys, "theory", "--link", link, "--nodes", ",".join(map(str, nodes)))
+    assert rc == 0, err
+    rows = [ROW.match(line) for line in out.splitlines() if ROW.match(line)]
+    assert [int(r.group(1)) for r in rows] == nodes
+    b = LINKS[link] / 1e9
+    for r, n in zip(rows, nodes):
+        _printed_matches(r.group(2), b * n / (2 * (n - 1)))
+        _printed_matches(r.group(3), b)
+    rc, out, _ = cli(capsys, "theory", "--link", link, "--nodes", ",".join(map(str, nodes)), "--json")
+    assert rc == 0
+    got = {(o["metric"], o["params"]["nodes"]): o["value"] for o in json_lines(out)}
+    for n in nodes:
+        assert got["optimal_algbw", n] == pytest.approx(b * n / (2 * (n - 1)), rel=1e-12)
+        assert got["optimal_busbw", n] == pytest.approx(b, rel=1e-12)
+
+
+BAD_LINKS = ["", " ", "400G", "400", "0", "0Gbps", "0.0Gbps", "-1Gbps", "-400Gbps", "inf", "infGbps",
+             "nan", "1e400Gbps", "1" * 400 + "Gbps", "100us", "100TFLOP/s", "100 furlongs", "fast",
+             "100Gbps\x00", "x" * 10000]
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+@pytest.mark.parametrize("link", BAD_LINKS)
+def test_bad_link_one_line_exit_2(capsys, link, as_json):
+    rc, out, err = cli(capsys, "theory", "--link", link, "--nodes", "2", *(["--json"] if as_json else []))
+    _one_line_error(rc, out, err)
+    assert out == ""   # refused before the table, not after it
+    assert len(err) < 300
+
+
+BAD_NODES = ["0", "1", "-2", "", ",", "2,", ",2", "2,,4", "x", "+2", "2.0", "1e3", "0x10", "²", "٢",
+             "２", "9" * 400, "9" * 5000, str(2**53 + 1)]
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+@pytest.mark.parametrize("nodes", BAD_NODES)
+def test_bad_nodes_one_line_exit_2(capsys, nodes, as_json):
+    rc, out, err = cli(capsys, "theory", "--nodes", nodes, *(["--json"] if as_json else []))
+    _one_line_error(rc, out, err)
+    assert out == "" and len(err) < 300
+
+
+def test_large_node_counts(capsys):
+    assert parse_nodes(f" 2 ,02,{2**53}") == [2, 2, 2**53]
+    rc, out, _ = cli(capsys, "theory", "--nodes", f"1000000,{2**53}", "--json")
+    assert rc == 0
+    algbw = {o["params"]["nodes"]: o["value"] for o in json_lines(out) if o["metric"] == "optimal_algbw"}
+    assert algbw == {1000000: pytest.approx(12.5 * 1000000 / 1999998, rel=1e-12), 2**53: pytest.approx(6.25, rel=1e-12)}
+
+
+def test_link_text_printed_on_one_line(capsys):
+    rc, out, _ = cli(capsys, "theory", "--link", "100Gbps\n", "--nodes", "2")
+    assert rc == 0
+    assert out.splitlines()[0].startswith("# optimal all_reduce over ") and out.count("\n") == 3
+    rc, out, _ = cli(capsys, "theory", "--link", "\x1c100Gbps", "--nodes", "2")
+    assert rc == 0 and "\x1c" not in out
+
+
+def _coll(op: str, sizes: list[int], placements: tuple[str, ...], value) -> list[Measurement]:
+    ms = []
+    for b in sizes:
+        for pl in placements:
+            p = {"bytes": b, "placement": pl, "ranks": 32}
+            ms.append(Measurement(op, "algbw", value(b, pl), "GB/s", dict(p)))
+            ms.append(Measurement(op, "busbw", 2 * value(b, pl), "GB/s", dict(p)))
+    return ms
+
+
+def _several_ops() -> list[Measurement]:
+    return (_coll("all_reduce", [1 << 20, 1 << 30], ("in",), lambda b, pl: 1 + b / 1e9)
+            + _coll("all_gather", [1 << 10, 1 << 20], ("out", "in"), lambda b, pl: 3 + b / 1e6)
+            + _coll("alltoall", [1 << 16], ("out",), lambda b, pl: 7.5)
+            + _coll("broadcast", [1 << 24], ("in",), lambda b, pl: 11.0)
+            + _coll("reduce_scatter", [1 << 26], ("out",), lambda b, pl: 0.004)
+            + [Measurement("stream", "bandwidth", 900.0, "GB/s", {"kernel": "Triad"})])
+
+
+def test_run_of_several_ops_and_sizes(db, capsys):
+    hosts = ["a", "b", "c", "d"]
+    rid = save(db, _several_ops(), hosts=hosts, tags={"link_speed": "400Gbps"})
+    rc, out, err = cli(capsys, "theory", "--nodes", "2", "--run", str(rid), "--db", db, "--json")
+    assert rc == 0, err
+    effs = [o for o in json_lines(out) if o["kind"] == "efficiency"]
+    algbw = {(m.benchmark, m.params["bytes"], m.params["placement"]): m.value
+             for m in _several_ops() if m.metric == "algbw"}
+    assert {(o["benchmark"], o["bytes"], o["placement"]) for o in effs} == set(algbw)
+    for o in effs:
+        n = len(hosts)
+        assert o["nodes"] == n and o["link"] == "400Gbps" and o["run"] == rid
+        opt = 50.0 / PUBLISHED_FACTOR[o["benchmark"]](n)
+        assert o["optimal_algbw"] == pytest.approx(opt, rel=1e-12)
+        assert o["algbw"] == algbw[o["benchmark"], o["bytes"], o["placement"]]
+        assert o["efficiency"] == pytest.approx(o["algbw"] / opt, rel=1e-12)
+    rc, out, err = cli(capsys, "theory", "--nodes", "2", "--run", str(rid), "--db", db)
+    assert rc == 0, err
+    lines = [line for line in out.splitlines() if line.startswith(f"# run {rid}:")]
+    shown = re.compile(rf"# run {rid}: (\w+) (\S+) (\d+) B on (\d+) nodes: (\S+) GB/s = (\S+)% of (\S+) GB/s"
+                       r" over 400Gbps$")
+    seen = set()
+    for line in lines:
+        m = shown.match(line)
+        assert m, line
+        op, where, size, n = m.group(1), m.group(2), int(m.group(3)), int(m.group(4))
+        placement = {"out-of-place": "out", "in-place": "in"}[where]
+        # each op and placement at its own largest size: the row that shows the link's limit
+        assert size == max(b for (o, b, p) in algbw if o == op and p == placement)
+        measured, opt = algbw[op, size, placement], 50.0 / PUBLISHED_FACTOR[op](n)
+        _printed_matches(m.group(5), measured)
+        _printed_matches(m.group(7), opt)
+        _printed_matches(m.group(6), 100 * measured / opt)
+        seen.add((op, placement))
+    assert seen == {(o, p) for (o, _, p) in algbw}
+
+
+def test_runs_without_collective_rows(db, capsys):
+    rid = save(db, [Measurement("stream", "bandwidth", 900.0, "GB/s", {"kernel": "Triad"})],
+               benchmark="stream", hosts=["a", "b"])
+    for extra in ([], ["--json"]):
+        rc, out, err = cli(capsys, "theory", "--nodes", "2", "--run", str(rid), "--db", db, *extra)
+        _one_line_error(rc, out, err)
+
+
+def test_run_without_host_count(db, capsys):
+    # an imported log that names no host: its node count is unknown, and the error says how to give it
+    ms = _coll("all_reduce", [1 << 30], ("in",), lambda b, pl: 8.42)
+    rid = save(db, ms, hosts=[])
+    for extra in ([], ["--json"]):
+        rc, out, err = cli(capsys, "theory", "--run", str(rid), "--db", db, *extra)
+        _one_line_error(rc, out, err)
+        assert f"run {rid}" in err and "nodes=" in err
+    tagged = save(db, ms, hosts=[], tags={"nodes": "2"})
+    rc, out, _ = cli(capsys, "theory", "--run", str(tagged), "--db", db, "--json")
+    (e,) = [o for o in json_lines(out) if o["kind"] == "efficiency"]
+    assert e["nodes"] == 2 and e["optimal_algbw"] == 12.5 and e["efficiency"] == pytest.approx(8.42 / 12.5)
+
+
+def test_imported_log_without_hosts(db, capsys):
+    rc, _, err = cli(capsys, "import", "tests/data/nccl-tests/issue294-h100-2node-16rank-rows-only-no-header.txt",
+                     "--db", db)
+    assert rc == 0, err
+    for extra in ([], ["--json"]):
+        rc, out, err = cli(capsys, "theory", "--run", "last", "--db", db, *extra)
+        _one_line_error(rc, out, err)
+        assert "nodes=" in err
+
+
+def test_bad_link_speed_tag_names_the_run(db, capsys):
+    ms = _coll("all_reduce", [1 << 30], ("in",), lambda b, pl: 8.42)
+    good = save(db, ms, hosts=["a", "b"], tags={"link_speed": "100Gbps"})
+    for tag in ("bogus", "0Gbps", "100Gbps\x1b[31m"):
+        bad = save(db, ms, hosts=["a", "b"], tags={"link_speed": tag})
+        for extra in ([], ["--json"]):
+            rc, out, err = cli(capsys, "theory", "--run", str(good), "--run", str(bad), "--db", db, *extra)
+            _one_line_error(rc, out, err)
+            assert f"run {bad}" in err and "link_speed" in err and "\x1b" not in err
+            assert out == ""   # checked before the table, not after part of the output
+        # --link overrides the tag
+        rc, out, _ = cli(capsys, "theory", "--link", "100Gbps", "--run", str(bad), "--db", db)
+        assert rc == 0 and "67% of 12.50 GB/s" in out
+
+
+def test_explicit_empty_link_with_runs(db, capsys):
+    ms = _coll("all_reduce", [1 << 30], ("in",), lambda b, pl: 8.42)
+    rid = save(db, ms, hosts=["a", "b"], tags={"link_speed": "400Gbps"})
+    rc, out, err = cli(capsys, "theory", "--link", "", "--run", str(rid), "--db", db)
+    _one_line_error(rc, out, err)
+
+
+def test_huge_nodes_tag(db, capsys):
+    ms = _coll("all_reduce", [1 << 30], ("in",), lambda b, pl: 5.0)
+    rid = save(db, ms, hosts=["a", "b"], tags={"nodes": "9" * 400})
+    rc, out, err = cli(capsys, "theory", "--run", str(rid), "--db", db, "--json")
+    assert rc == 0, err
+    (e,) = [o for o in json_lines(out) if o["kind"] == "efficiency"]
+    # B n / (2 (n - 1)) is B / 2 to the last digit a float holds
+    assert e["optimal_algbw"] == pytest.approx(6.25, rel=1e-12)
+    assert e["efficiency"] == pytest.approx(0.8, rel=1e-12)
+
+
+@pytest.mark.parametrize("nodes", ["x", "²", "2.5", 2.5, True, -3, 0, 1, None, [2], "9" * 5000])
+def test_odd_nodes_param_has_no_optimum(nodes):
+    m = Measurement("ddp_comm", "algbw", 1.0, "GB/s", {"bytes": 8, "nodes": nodes, "stat": "avg"})
+    assert link_efficiency([m], 2, 12.5e9) == []
+
+
+def test_whole_nodes_param(db):
+    for nodes in (4, "4", 4.0):
+        m = Measurement("ddp_comm", "algbw", 1.0, "GB/s", {"bytes": 8, "nodes": nodes, "stat": "avg"})
+        (e,) = link_efficiency([m], 2, 12.5e9)
+        assert e.nodes == 4 and e.optimal_algbw == pytest.approx(12.5 * 4 / 6)
+    huge = Measurement("ddp_comm", "algbw", 1.0, "GB/s", {"bytes": 8, "nodes": 10**400, "stat": "avg"})
+    (e,) = link_efficiency([huge], 2, 12.5e9)
+    assert e.optimal_algbw == pytest.approx(6.25, rel=1e-12)
+
+
+@pytest.mark.parametrize("size", ["x", None, 1.5, -1, True, "²"])
+def test_odd_bytes_param(size):
+    m = Measurement("all_reduce", "algbw", 1.0, "GB/s", {"bytes": size, "placement": "in"})
+    (e,) = link_efficiency([m], 2, 12.5e9)
+    assert e.bytes == 0 and e.optimal_algbw == 12.5
+
+
+def test_small_numbers_not_printed_as_zero(db, capsys):
+    ms = _coll("all_reduce", [1 << 20], ("in",), lambda b, pl: 0.0004)
+    rid = save(db, ms, hosts=["a", "b"], tags={"link_speed": "10Mbps"})
+    rc, out, err = cli(capsys, "theory", "--run", str(rid), "--db", db)
+    assert rc == 0, err
+    m = re.search(r"GB/s = \S+% of (\S+) GB/s", out)
+    assert m and " 0.00 GB/s" not in out
+    _printed_matches(m.group(1), 10e6 / 8 / 1e9)
+
+
+def test_wide_node_counts_keep_the_columns(capsys):
+    rc, out, _ = cli(capsys, "theory", "--nodes", f"2,1000000,{2**53}")
+    head, *rows = out.splitlines()[1:]
+    assert rc == 0 and len(rows) == 3 and {len(r) for r in rows} == {len(head)}
