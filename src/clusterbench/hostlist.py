@@ -1,9 +1,10 @@
 """Slurm hostlists as users and Slurm write them: ``gpu[01-03,07],login1``, ``rack[1-2]-node[01-04]``.
 
-The grammar is what ``scontrol show hostnames`` accepts (tests/test_hostlist.py compares the two
-over a list of expressions where Slurm is installed):
+The grammar is what ``scontrol show hostnames`` accepts (tests/test_hostlist.py and
+tests/test_hostlist_slurm.py compare the two where Slurm is installed):
 
-* names are separated by commas or white space outside brackets;
+* names are separated by commas, spaces or tabs outside brackets (Slurm keeps a newline or
+  another control character inside the name; refused here);
 * a name is text with zero or more bracket groups: ``rack[1-2]-node[01-02]`` is the product,
   the last bracket varying fastest (``rack1-node01 rack1-node02 rack2-node01 ...``), then the
   first, the second, ... (Slurm's order with three or more); no text may follow the last bracket
@@ -12,10 +13,11 @@ over a list of expressions where Slurm is installed):
   ``lo`` is the zero padding (``[08-11]`` gives 08 09 10 11, ``[1-010]`` gives 1 ... 10);
 * duplicates are kept, in order.
 
-Where Slurm accepts something by accident (an unclosed bracket, white space or a sign inside
-brackets, ``[1-]``), this parser refuses it with one line. Expansion is capped at
-``MAX_HOSTS`` names, counted before any name is built, and one range at Slurm's own limit
-(``MAX_RANGE``), so ``gpu[1-99999999]`` is an error at once instead of minutes and gigabytes.
+Where Slurm accepts something by accident (an unclosed or stray bracket, white space or a sign
+inside brackets, ``[1-]``, numbers past 2**64 that it clamps), this parser refuses it with one
+line that says Slurm would take it and clusterbench does not (``REFUSED_HERE``). Expansion is
+capped at ``MAX_HOSTS`` names, counted before any name is built, and one range at Slurm's own
+limit (``MAX_RANGE``), so ``gpu[1-99999999]`` is an error at once instead of minutes and gigabytes.
 """
 
 from __future__ import annotations
@@ -27,34 +29,62 @@ from clusterbench.errors import UsageError
 
 MAX_HOSTS = 100_000
 MAX_RANGE = 65_536  # Slurm's MAX_RANGE: "Too many hosts in range"
+# Slurm reads bracket numbers as C unsigned longs: larger ones are clamped to 2**64-1, and a range
+# ending there wraps, so only numbers below it mean what they say.
+MAX_NUMBER = 2**64 - 2
+# In every refusal of something Slurm takes (by accident); tests look for it.
+REFUSED_HERE = "clusterbench refuses it"
 
-_RANGE_RE = re.compile(r"(\d+)(?:-(\d+))?")
-_SEPARATORS = ", \t\n"
+_RANGE_RE = re.compile(r"([0-9]+)(?:-([0-9]+))?")   # [0-9], not \d: Slurm takes no other digits
+# What Slurm's number reading also takes: leading blanks and '+' (they count in the width),
+# junk after the low number when a high one follows, '1-' for '1'.
+_LOOSE_NUMBER_RE = re.compile(r"[ \t]*\+?([0-9]+)")
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_SEPARATORS = ", \t"
 
 
 def _split(spec: str, what: str) -> list[str]:
-    """The names of ``spec``: split at commas and white space outside brackets."""
+    """The names of ``spec``: split at commas, spaces and tabs outside brackets."""
+    m = _CONTROL_RE.search(spec)
+    if m:
+        raise UsageError(f"invalid {what} {spec!r}: control character {m.group(0)!r} (Slurm keeps "
+                         f"it in a host name, {REFUSED_HERE}); separate names with ',' or ' '")
     items: list[str] = []
     depth, start = 0, 0
     for i, ch in enumerate(spec):
         if ch == "[":
             if depth:
-                raise UsageError(f"invalid {what} {spec!r}: '[' inside brackets")
+                raise UsageError(f"invalid {what} {spec!r}: '[' inside brackets (Slurm may keep it "
+                                 f"in a host name, {REFUSED_HERE})")
             depth = 1
         elif ch == "]":
             if not depth:
-                raise UsageError(f"invalid {what} {spec!r}: ']' without '['")
+                raise UsageError(f"invalid {what} {spec!r}: ']' without '[' (Slurm may keep it in "
+                                 f"a host name, {REFUSED_HERE})")
             depth = 0
-        elif ch in _SEPARATORS and depth:
-            if ch != ",":  # a comma inside brackets separates numbers and ranges
-                raise UsageError(f"invalid {what} {spec!r}: white space inside brackets")
-        elif ch in _SEPARATORS:
+        elif ch in _SEPARATORS and not depth:   # a comma inside brackets separates ranges
             items.append(spec[start:i])
             start = i + 1
     if depth:
-        raise UsageError(f"invalid {what} {spec!r}: '[' without ']'")
+        raise UsageError(f"invalid {what} {spec!r}: '[' without ']' (Slurm turns an unclosed "
+                         f"bracket into odd host names, {REFUSED_HERE})")
     items.append(spec[start:])
     return [item for item in items if item]
+
+
+def _slurm_reads_loosely(part: str) -> bool:
+    """Whether Slurm takes ``part`` (not a plain ``lo`` or ``lo-hi``) as a valid range."""
+    lo_text, _, hi_text = part.partition("-")
+    if "x" in part or hi_text.startswith("-"):   # Slurm refuses boxes and negative numbers
+        return False
+    if hi_text:
+        lo, hi = _LOOSE_NUMBER_RE.match(lo_text), _LOOSE_NUMBER_RE.fullmatch(hi_text)
+    else:
+        lo = hi = _LOOSE_NUMBER_RE.fullmatch(lo_text)
+    if not (lo and hi):
+        return False
+    lo_n, hi_n = int(lo.group(1)), int(hi.group(1))
+    return lo_n <= hi_n <= MAX_NUMBER and hi_n - lo_n < MAX_RANGE
 
 
 def _ranges(body: str, spec: str, what: str) -> list[tuple[int, int, int]]:
@@ -63,9 +93,14 @@ def _ranges(body: str, spec: str, what: str) -> list[tuple[int, int, int]]:
     for part in body.split(","):
         m = _RANGE_RE.fullmatch(part)
         if not m:
+            loose = (f" (Slurm reads it loosely, {REFUSED_HERE})" if _slurm_reads_loosely(part)
+                     else "")
             raise UsageError(f"invalid {what} {spec!r}: {part!r} in [] is not a number or a range "
-                             "of numbers, e.g. gpu[01-04,07]")
+                             f"of numbers, e.g. gpu[01-04,07]{loose}")
         lo, hi = int(m.group(1)), int(m.group(2) if m.group(2) is not None else m.group(1))
+        if hi > MAX_NUMBER:
+            raise UsageError(f"invalid {what} {spec!r}: number in {part!r} is larger than "
+                             f"{MAX_NUMBER:,} (Slurm clamps or wraps it, {REFUSED_HERE})")
         if hi < lo:
             raise UsageError(f"invalid {what} {spec!r}: range {part!r} runs backwards")
         if hi - lo + 1 > MAX_RANGE:
@@ -109,7 +144,8 @@ def expand_hostlist(spec: str, what: str = "hostlist") -> list[str]:
     total = sum(_count(groups) for _, groups in parsed)
     if total > MAX_HOSTS:
         raise UsageError(f"invalid {what} {spec[:80]!r}: {total:,} host names, more than the "
-                         f"{MAX_HOSTS:,} clusterbench expands")
+                         f"{MAX_HOSTS:,} clusterbench expands (Slurm has no such limit, "
+                         f"{REFUSED_HERE})")
     hosts: list[str] = []
     for texts, groups in parsed:
         if not groups:
