@@ -68,3 +68,11 @@ def test_parse_rate(text, bytes_per_s):
 def test_parse_rate_rejects(text):
     with pytest.raises(UsageError):
         parse_rate(text)
+
+
+@pytest.mark.parametrize("text", ["x" * 10_000, "1" * 5_000 + "parsecs", "100G" + "b" * 5_000])
+def test_parse_rate_error_quotes_only_the_start(text):
+    # a link_speed tag of 10,000 characters made an error "line" of 10 KB
+    with pytest.raises(UsageError) as e:
+        parse_rate(text)
+    assert len(str(e.value)) < 200

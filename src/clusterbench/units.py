@@ -164,16 +164,18 @@ def parse_rate(text: str) -> float:
     ``100Gbps``, ``100gbit``, ``1Gbit/s`` are bits; ``50GB/s`` and ``50GBps`` are bytes. Case
     matters only for the B of ``GB/s`` and ``GBps`` versus the b of ``Gb/s`` and ``Gbps``.
     """
+    # an error line quotes at most the start of what it was given (a tag of 10,000 characters)
+    shown = f"{text[:32]!r}{'...' if len(text) > 32 else ''}"
     m = _RATE_RE.match(text)
     if not m:
-        raise UsageError(f"invalid rate {text!r}: expected e.g. 100Gbps, 1gbit or 50GB/s")
+        raise UsageError(f"invalid rate {shown}: expected e.g. 100Gbps, 1gbit or 50GB/s")
     number, unit = float(m.group(1)), m.group(2)
     scale = unit_scale(unit)
     if scale is None or scale[0] != "rate":
-        raise UsageError(f"invalid rate {text!r}: unknown unit {unit!r}")
+        raise UsageError(f"invalid rate {shown}: unknown unit {unit[:32]!r}")
     if number <= 0:
-        raise UsageError(f"invalid rate {text!r}: must be positive")
+        raise UsageError(f"invalid rate {shown}: must be positive")
     rate = number * scale[1]
     if not math.isfinite(rate):   # 400 digits: inf bytes/s would make every efficiency 0%
-        raise UsageError(f"invalid rate {text[:32]!r}{'...' if len(text) > 32 else ''}: too large")
+        raise UsageError(f"invalid rate {shown}: too large")
     return rate
