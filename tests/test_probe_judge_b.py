@@ -160,6 +160,18 @@ def test_a_nodes_tag_that_is_a_count_wins() -> None:
     assert nodes_of(Run("coll", hosts=["a"], tags={"nodes": "4"}), 8) == 8
 
 
+def test_a_nodes_tag_of_400_digits_is_no_internal_error(tmp_path, capsys) -> None:
+    """report of such a run: OverflowError (int too large to convert to float), an internal error."""
+    from judge_helpers import cli, save
+
+    db = str(tmp_path / "n.db")
+    save(db, [Measurement("all_reduce", "algbw", 10.0, "GB/s", dict(PARAMS))],
+         tags={"nodes": "9" * 400, "link_speed": "100Gbps"})
+    assert nodes_of(Run("coll", hosts=["a"], tags={"nodes": "9" * 400})) == 2**53
+    rc, _, err = cli(capsys, "report", "1", "-o", str(tmp_path / "r.html"), "--db", db)
+    assert rc == 0 and "internal error" not in err, err
+
+
 # -- scaling ---------------------------------------------------------------------------------------
 
 def test_scaling_single_point_and_unordered_counts() -> None:

@@ -11,19 +11,20 @@ from typing import Any
 from clusterbench import peaks
 from clusterbench.families import family_of, metric_of
 from clusterbench.judge.compare import exact_ratio, percent_text
-from clusterbench.judge.theory import Efficiency, link_efficiency, link_speed_for
+from clusterbench.judge.theory import MAX_NODES, Efficiency, link_efficiency, link_speed_for
 from clusterbench.records import Measurement, Run
 
 
 def nodes_of(run: Run, override: int | None = None) -> int:
     """The node count a link optimum is computed for: ``override``, else the run's ``nodes`` tag
     where it is a positive whole number in ASCII digits, else its hosts. ``str.isdigit`` alone
-    passed ``²`` (and int() then raised) and ``0`` (no optimum: the efficiency went missing)."""
+    passed ``²`` (and int() then raised) and ``0`` (no optimum: the efficiency went missing).
+    At most ``MAX_NODES``: a tag of 400 digits is no float, and the optimum is the same."""
     if override:
         return override
     tagged = run.tags.get("nodes")
     if tagged and tagged.isascii() and tagged.isdigit() and int(tagged) > 0:
-        return int(tagged)
+        return min(int(tagged), MAX_NODES)
     return len(run.hosts)
 
 
