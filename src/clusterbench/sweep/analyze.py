@@ -5,7 +5,12 @@ pair of its node slow, while a healthy node has at most one slow pair per bad ne
 the median separates the two; a single noisy pair drags two nodes equally and flags neither.
 Outliers among node scores come from ``clusterbench.judge.outliers`` (modified z-score).
 A subset that failed to run at all (a node that never joined, died, or cannot be reached) is
-evidence by itself: its hosts named in the failure are suspects.
+evidence by itself: its hosts named in the failure are suspects. A failure that names nobody (a
+crash, an exit code) is laid on those of its hosts that failed most often, as a share of their
+runs: a dead node fails every pair it is in, and its partners, which worked everywhere else, are
+not drained beside it; where nothing tells its hosts apart, all of them are named.
+A switch is judged by its nodes' pair scores and named only when most of its nodes are slow: one
+degraded node drags the median of a two-node switch halfway, and its healthy neighbour with it.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from clusterbench.errors import UsageError
-from clusterbench.hostlist import expand_hostlist
+from clusterbench.hostlist import MAX_HOSTS, expand_hostlist
 from clusterbench.judge.outliers import Outlier, flag_outliers
 from clusterbench.judge.stats import median
 
@@ -62,12 +67,20 @@ def pick_value(records: Sequence[Mapping], metric: str) -> tuple[float, str] | N
     return mean, str(rows[0].get("unit", ""))
 
 
-def node_pair_scores(results: Sequence[SubsetResult]) -> dict[str, float]:
-    per: dict[str, list[float]] = {}
+def node_pair_scores(results: Sequence[SubsetResult], higher_is_better: bool = True) -> dict[str, float]:
+    """Each node's median pair value. A pair measured more than once (in either order) counts once,
+    with its best value, as ``--rounds`` keeps it: counted twice it outweighed the node's other pairs."""
+    best: dict[frozenset[str], float] = {}
     for r in results:
         if r.stage == "pair" and r.value is not None:
-            for h in r.hosts:
-                per.setdefault(h, []).append(r.value)
+            key = frozenset(r.hosts)
+            kept = best.get(key)
+            if kept is None or (r.value > kept if higher_is_better else r.value < kept):
+                best[key] = r.value
+    per: dict[str, list[float]] = {}
+    for hosts, value in best.items():
+        for h in hosts:
+            per.setdefault(h, []).append(value)
     # stats.median: statistics.median gives inf for two scores near the float limit, which the
     # store refuses to keep
     return {h: median(v) for h, v in per.items()}
@@ -75,6 +88,11 @@ def node_pair_scores(results: Sequence[SubsetResult]) -> dict[str, float]:
 
 def blamed_hosts(r: SubsetResult) -> list[str]:
     """The hosts a launch failure names: 'X, Y never joined', 'host X ...', else all of them."""
+    return named_hosts(r) or list(r.hosts)
+
+
+def named_hosts(r: SubsetResult) -> list[str]:
+    """The hosts a launch failure names ('X, Y never joined', 'host X ...'); none when it names none."""
     text = r.error or ""
     m = re.search(r": ((?:[^\s,:]+(?:, )?)+) never joined", text)
     if m:
@@ -82,24 +100,79 @@ def blamed_hosts(r: SubsetResult) -> list[str]:
     m = re.search(r"\bhost (\S+)", text)
     if m and m.group(1) in r.hosts:
         return [m.group(1)]
-    return list(r.hosts)
+    return []
+
+
+def _failure_blame(results: Sequence[SubsetResult]) -> dict[int, list[str]]:
+    """The hosts each failed subset (by index) is laid on: those it names, else those of its hosts
+    with the highest share of failed runs (all of them on a tie)."""
+    runs: dict[str, int] = {}
+    failed: dict[str, int] = {}
+    for r in results:
+        for h in set(r.hosts):
+            runs[h] = runs.get(h, 0) + 1
+            if r.error is not None:
+                failed[h] = failed.get(h, 0) + 1
+    blame: dict[int, list[str]] = {}
+    for i, r in enumerate(results):
+        if r.error is None:
+            continue
+        named = named_hosts(r)
+        if not named:
+            share = {h: failed.get(h, 0) / runs[h] for h in r.hosts}
+            top = max(share.values())
+            named = [h for h in dict.fromkeys(r.hosts) if share[h] == top]
+        blame[i] = named
+    return blame
 
 
 def parse_topology(text: str, name: str = "topology.conf") -> dict[str, str]:
     """Slurm topology.conf (tree): leaf ``SwitchName=s1 Nodes=gpu[01-04]`` lines -> host: switch.
-    ``Nodes=`` takes the Slurm hostlist grammar of ``--hosts``; a malformed one names its line."""
+    ``Nodes=`` takes the Slurm hostlist grammar of ``--hosts``; a malformed one names its line.
+    As Slurm reads it: parameter names in any case, a value in double quotes, ``#`` to the end of
+    a line a comment, a line ending in ``\\`` continued on the next. A node behind two leaf
+    switches is refused (its pairs would be counted for the one written last), and so is a file
+    naming more nodes in all than a ``--hosts`` list may."""
     out: dict[str, str] = {}
-    for n, line in enumerate(text.splitlines(), 1):
-        line = line.split("#", 1)[0]
-        sw = re.search(r"\bSwitchName=(\S+)", line)
-        nodes = re.search(r"\bNodes=(\S+)", line)
-        if sw and nodes:
-            try:
-                hosts = expand_hostlist(nodes.group(1), "Nodes=")
-            except UsageError as e:
-                raise UsageError(f"{name} line {n}: {e}") from None
-            for h in hosts:
-                out[h] = sw.group(1)
+    for n, line in _logical_lines(text):
+        keys: dict[str, str] = {}
+        for m in _KEY_VALUE_RE.finditer(line):
+            keys.setdefault(m.group(1).lower(), m.group(2) if m.group(2) is not None else m.group(3))
+        sw, nodes = keys.get("switchname"), keys.get("nodes")
+        if not sw or nodes is None:
+            continue
+        try:
+            hosts = expand_hostlist(nodes, "Nodes=")
+        except UsageError as e:
+            raise UsageError(f"{name} line {n}: {e}") from None
+        for h in hosts:
+            other = out.setdefault(h, sw)
+            if other != sw:
+                raise UsageError(f"{name} line {n}: node {h} is already behind leaf switch {other}; "
+                                 f"a node goes behind one leaf switch")
+        if len(out) > MAX_HOSTS:
+            raise UsageError(f"{name} line {n}: more than {MAX_HOSTS} nodes behind leaf switches")
+    return out
+
+
+# NAME=VALUE or NAME="VALUE WITH SPACES"; Slurm reads the names in any case
+_KEY_VALUE_RE = re.compile(r'(?<![^\s])([A-Za-z]+)=(?:"([^"]*)"|(\S*))')
+
+
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """(first line number, text) of each line with its comment cut and its continuations joined."""
+    out: list[tuple[int, str]] = []
+    pending: tuple[int, str] | None = None
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].rstrip()
+        start, head = pending if pending is not None else (n, "")
+        if line.endswith("\\"):
+            pending = (start, head + line[:-1] + " ")
+            continue
+        pending = None
+        out.append((start, head + line))
+    if pending is not None:
+        out.append(pending)
     return out
 
 
@@ -113,14 +186,13 @@ def analyze(results: Sequence[SubsetResult], *, threshold: float = 3.5, min_rel_
             s.reason += "; " + reason
         s.evidence += evidence
 
-    for r in results:
-        if r.error is not None:
-            named = blamed_hosts(r)
-            for h in named:
-                add(h, f"{r.stage} run failed", [f"{'+'.join(r.hosts)}: {r.error}"])
+    for i, named in _failure_blame(results).items():
+        r = results[i]
+        for h in named:
+            add(h, f"{r.stage} run failed", [f"{'+'.join(r.hosts)}: {r.error}"])
 
     singles = {r.hosts[0]: r.value for r in results if r.stage == "single" and r.value is not None}
-    pairs = node_pair_scores(results)
+    pairs = node_pair_scores(results, higher_is_better)
     unit = next((r.unit for r in results if r.value is not None), "")
     for stage, scores in (("single", singles), ("pair", pairs)):
         for o in flag_outliers(scores, threshold=threshold, higher_is_better=higher_is_better,
@@ -137,12 +209,18 @@ def analyze(results: Sequence[SubsetResult], *, threshold: float = 3.5, min_rel_
         for h, v in pairs.items():
             if h in switches:
                 groups.setdefault(switches[h], []).append(v)
-        switch_scores = {sw: median(v) for sw, v in groups.items()}
+        switch_scores = {sw: _majority_score(v, higher_is_better) for sw, v in groups.items()}
         for o in flag_outliers(switch_scores, threshold=threshold, higher_is_better=higher_is_better,
                                min_rel_dev=min_rel_dev):
             for h in sorted(h for h, sw in switches.items() if sw == o.key and h in pairs):
                 add(h, f"behind switch {o.key}, an outlier", [_describe_switch(o, unit)])
     return Analysis(singles, pairs, list(suspects.values()), switch_scores)
+
+
+def _majority_score(values: list[float], higher_is_better: bool) -> float:
+    """The median, and of an even count the better middle value: the score most of a switch's
+    nodes reach, so that half of them slow (one node of two) does not make the switch slow."""
+    return sorted(values, reverse=higher_is_better)[(len(values) - 1) // 2]
 
 
 def _describe_switch(o: Outlier, unit: str) -> str:

@@ -51,6 +51,10 @@ def _efficiency(score: float, rate: float) -> float:
     return eff if math.isfinite(eff) or not math.isfinite(score) else score / (rate / 1e9)
 
 
+def _score(v: float | None) -> str:
+    return "-" if v is None else f"{v:.4g}"
+
+
 def table_lines(a: Analysis, results: list[SubsetResult], metric: str, rate: float | None) -> list[str]:
     """The sweep's verdict as a terminal table: every node's scores, then the suspects."""
     lines: list[str] = []
@@ -65,13 +69,17 @@ def table_lines(a: Analysis, results: list[SubsetResult], metric: str, rate: flo
         s = a.single_scores.get(h)
         p = a.pair_scores.get(h)
         # fixed: an efficiency off a score near the float limit keeps its 10 characters (%g)
-        lines.append(f"{h:>24s} {s if s is not None else float('nan'):12.4g} "
-                     f"{p if p is not None else float('nan'):12.4g} "
+        # a node with no score (its runs failed, or it took part in none) shows "-", not a nan
+        # that reads as a broken measurement
+        lines.append(f"{h:>24s} {_score(s):>12s} {_score(p):>12s} "
                      f"{(fixed(_efficiency(p, rate), 10, 3) if eff and rate and p is not None else ''):>10s}  "
                      f"{'SUSPECT' if h in suspects else ''}")
     for sw, v in a.switch_scores.items():
         lines.append(f"# switch {sw}: median pair score {v:.4g} {unit}")
-    if not a.suspects:
+    if not a.suspects and max(len(a.single_scores), len(a.pair_scores)) < 3:
+        # two values have no majority: nothing was judged, which is not the same as all agreeing
+        lines.append("# no suspect: fewer than 3 nodes scored, no majority to judge a node by")
+    elif not a.suspects:
         lines.append("# no suspect: every node is within the threshold of the median")
     for suspect in a.suspects:
         lines.append(f"# SUSPECT {suspect.host}: {suspect.reason}")
