@@ -12,6 +12,7 @@ from judge_helpers import cli, json_lines, save
 from clusterbench.judge.compare import INSUFFICIENT, SAME, compare
 from clusterbench.judge.degraded import find_degraded
 from clusterbench.judge.efficiency import nodes_of, run_link_efficiency
+from clusterbench.judge.outliers import flag_outliers
 from clusterbench.judge.scaling import Point, scaling_table
 from clusterbench.judge.select import Row
 from clusterbench.judge.stats import separated_rank_p, welch
@@ -210,3 +211,19 @@ def test_a_slow_node_beside_nodes_that_agree_exactly_is_flagged(healthy: list[fl
     rows = [Row(Run("coll", id=i + 1, hosts=[h]), Measurement("all_reduce", "busbw", v, "GB/s", {**PARAMS, "host": h}))
             for i, (h, v) in enumerate(values.items())]
     assert [d.outlier.key for d in find_degraded(rows)] == ["slow"]
+
+
+@pytest.mark.parametrize("values,bad", [
+    ({"a": 10.0, "b": 10.0, "c": 10.0, "d": 1.0, "e": 1.0}, {"d", "e"}),     # two equally bad of 5
+    ({**{f"n{i}": 5.0 for i in range(6)}, "x": 1.0, "y": 1.0, "z": 1.0}, {"x", "y", "z"}),
+    ({"a": 10.0, "b": 10.0, "c": 10.0, "d": 9.9, "e": 1.0}, {"e"}),          # within 5%: not flagged
+])
+def test_every_value_off_an_exact_majority_is_judged_by_its_deviation(values, bad) -> None:
+    """With the healthy majority exactly equal, two or more equally bad nodes were never flagged:
+    the fallback score was inflated by the outliers themselves."""
+    assert {o.key for o in flag_outliers(values)} == bad
+
+
+def test_no_exact_majority_keeps_the_robust_score() -> None:
+    # half equal is no majority: the usual score decides (nothing here is off by 3.5)
+    assert flag_outliers({"a": 10.0, "b": 10.0, "c": 9.0, "d": 9.0}) == []

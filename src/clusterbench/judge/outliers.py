@@ -88,26 +88,26 @@ def flag_outliers(
 ) -> list[Outlier]:
     """Keys whose value is robustly worse than the others, worst first.
 
-    Needs at least 3 values: with two there is no majority to say which one is off. A single value
-    off a majority that agrees exactly is flagged by ``min_rel_dev`` alone, whatever the count.
+    Needs at least 3 values: with two there is no majority to say which one is off. Values off a
+    majority that agrees exactly are flagged by ``min_rel_dev`` alone, whatever the count.
     """
     if len(values) < 3:
         return []
     med, scores = modified_z_scores(values)
-    # One value off a majority that agrees exactly (MAD 0): its mean-absolute-deviation score is
-    # n x 0.798 whatever its size (2.39 of 3 values, 3.19 of 4), so with 3 or 4 nodes it could
-    # never pass 3.5, though the same node was flagged beside nodes 0.1% apart. Its deviation from
-    # an exact majority is unbounded in the MAD's own terms ((x - median) / 0): the relative
-    # deviation alone decides it.
-    lone = [k for k, v in values.items() if float(v) != med]
-    lone_key = lone[0] if len(lone) == 1 and len(values) >= 3 else None
+    # Values off a majority that agrees exactly (MAD 0): the mean-absolute-deviation fallback
+    # score is inflated by those values themselves (one off 3 values scores 2.39 whatever its
+    # size, and two equally bad nodes of 5 never reach 3.5), though the same nodes were flagged
+    # beside nodes 0.1% apart. Their deviation from an exact majority is unbounded in the MAD's own
+    # terms ((x - median) / 0): the relative deviation alone decides them.
+    off = {k for k, v in values.items() if float(v) != med}
+    exact_majority = 2 * (len(values) - len(off)) > len(values)
     found = []
     for key, z in scores.items():
         value = float(values[key])
         bad_side = z < 0 if higher_is_better else z > 0
         # Relative to |median|: value / median - 1 turned the sign around for a negative median.
         rel = (value - med) / abs(med) if med != 0 else math.copysign(math.inf, value) if value != 0 else 0.0
-        if bad_side and (abs(z) > threshold or key == lone_key) and abs(rel) > min_rel_dev:
+        if bad_side and (abs(z) > threshold or (exact_majority and key in off)) and abs(rel) > min_rel_dev:
             found.append(Outlier(key, value, med, z, rel))
     found.sort(key=lambda o: -abs(o.z))
     return found
