@@ -11,6 +11,10 @@ runs: a dead node fails every pair it is in, and its partners, which worked ever
 not drained beside it; where nothing tells its hosts apart, all of them are named.
 A switch is judged by its nodes' pair scores and named only when most of its nodes are slow: one
 degraded node drags the median of a two-node switch halfway, and its healthy neighbour with it.
+Where the test's records name who sent and who received (``net``: ``src_host``, ``dst_host``),
+a node is also scored as a sender and as a receiver, each judged against the other nodes' scores
+of that direction: a NIC slow one way only is slow in half of its pair's value, which the pair
+score dilutes below ``min_rel_dev``, and in all of its scores of that direction.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ class SubsetResult:
     value: float | None = None       # the chosen metric; None when the subset failed
     unit: str = ""
     error: str | None = None
+    # (sender, receiver) -> value, for a test whose records name both ends (net); empty otherwise
+    directions: dict[tuple[str, str], float] = field(default_factory=dict)
 
 
 @dataclass
@@ -48,23 +54,87 @@ class Analysis:
     pair_scores: dict[str, float]
     suspects: list[Suspect]
     switch_scores: dict[str, float] = field(default_factory=dict)
+    send_scores: dict[str, float] = field(default_factory=dict)
+    receive_scores: dict[str, float] = field(default_factory=dict)
 
 
 def pick_value(records: Sequence[Mapping], metric: str) -> tuple[float, str] | None:
-    """Mean of ``metric`` over the rows at the largest ``bytes`` (all rows when none has bytes)."""
+    """Mean of ``metric`` over the rows at the largest ``bytes`` (all rows when none has bytes).
+    Rows that name their sender and receiver (net) are taken per direction, each at its own
+    largest ``bytes``, and the directions averaged: there ``bytes`` is what a test moved, and the
+    largest of it was the faster direction alone, which hid a node slow one way however slow."""
     rows = [r for r in records if r.get("metric") == metric]
     if not rows:
         return None
-    sizes = [r.get("params", {}).get("bytes") for r in rows if r.get("params", {}).get("bytes") is not None]
-    if sizes:
-        top = max(sizes)
-        rows = [r for r in rows if r.get("params", {}).get("bytes") == top]
-    values = [float(r["value"]) for r in rows]
+    by_direction = _by_direction(rows)
+    if by_direction is None:
+        return _row_mean(_top_rows(rows)), str(rows[0].get("unit", ""))
+    return _mean([_row_mean(_top_rows(group)) for group in by_direction.values()]), str(rows[0].get("unit", ""))
+
+
+def pick_directions(records: Sequence[Mapping], metric: str, hosts: Sequence[str]) -> dict[tuple[str, str], float]:
+    """(sender, receiver) -> value of ``metric`` between ``hosts``, as ``pick_value`` takes each
+    direction; empty where a direction cannot be told: rows without both ends, a bidirectional test
+    (both ends send at once), an end that is none of ``hosts``, or a pair measured one way only (a
+    round-trip latency), which would score one of its nodes as a sender and the other not at all."""
+    rows = [r for r in records if r.get("metric") == metric]
+    if any(_params(r).get("bidirectional") for r in rows):
+        return {}
+    by_direction = _by_direction(rows)
+    if not by_direction:
+        return {}
+    labels = {label for key in by_direction for label in key}
+    names = {label: _host_of(label, hosts) for label in labels}
+    if any(h is None for h in names.values()) or len(set(names.values())) != len(labels):
+        return {}
+    if any((d, s) not in by_direction for s, d in by_direction):
+        return {}
+    return {(str(names[s]), str(names[d])): _row_mean(_top_rows(group)) for (s, d), group in by_direction.items()}
+
+
+def _params(r: Mapping) -> Mapping:
+    p = r.get("params")
+    return p if isinstance(p, Mapping) else {}
+
+
+def _by_direction(rows: Sequence[Mapping]) -> dict[tuple[str, str], list[Mapping]] | None:
+    """The rows by (src_host, dst_host); None unless every row names two different ends."""
+    out: dict[tuple[str, str], list[Mapping]] = {}
+    for r in rows:
+        src, dst = _params(r).get("src_host"), _params(r).get("dst_host")
+        if not isinstance(src, str) or not isinstance(dst, str) or not src or src == dst:
+            return None
+        out.setdefault((src, dst), []).append(r)
+    return out
+
+
+def _host_of(label: str, hosts: Sequence[str]) -> str | None:
+    """The sweep host a record's host label is: the same name, else the one host with the same
+    short name (a node that calls itself gpu01.cluster where ``--hosts`` says gpu01)."""
+    if label in hosts:
+        return label
+    short = label.split(".", 1)[0]
+    same = [h for h in hosts if h.split(".", 1)[0] == short]
+    return same[0] if len(same) == 1 else None
+
+
+def _top_rows(rows: Sequence[Mapping]) -> list[Mapping]:
+    sizes = [_params(r).get("bytes") for r in rows if _params(r).get("bytes") is not None]
+    if not sizes:
+        return list(rows)
+    top = max(sizes)
+    return [r for r in rows if _params(r).get("bytes") == top]
+
+
+def _row_mean(rows: Sequence[Mapping]) -> float:
+    return _mean([float(r["value"]) for r in rows])
+
+
+def _mean(values: Sequence[float]) -> float:
     try:
-        mean = statistics.fmean(values)
+        return statistics.fmean(values)
     except OverflowError:   # the sum of values near the float limit overflows; their mean does not
-        mean = 2 * statistics.fmean(v / 2 for v in values)
-    return mean, str(rows[0].get("unit", ""))
+        return 2 * statistics.fmean(v / 2 for v in values)
 
 
 def node_pair_scores(results: Sequence[SubsetResult], higher_is_better: bool = True) -> dict[str, float]:
@@ -84,6 +154,19 @@ def node_pair_scores(results: Sequence[SubsetResult], higher_is_better: bool = T
     # stats.median: statistics.median gives inf for two scores near the float limit, which the
     # store refuses to keep
     return {h: median(v) for h, v in per.items()}
+
+
+def node_direction_scores(results: Sequence[SubsetResult],
+                          higher_is_better: bool = True) -> tuple[dict[str, float], dict[str, float]]:
+    """Each node's median value as a sender and as a receiver, over the pair-stage directions
+    measured; a direction measured more than once counts once, with its best value, as a pair."""
+    best = _best_directions(results, higher_is_better)
+    sends: dict[str, list[float]] = {}
+    receives: dict[str, list[float]] = {}
+    for (src, dst), v in best.items():
+        sends.setdefault(src, []).append(v)
+        receives.setdefault(dst, []).append(v)
+    return {h: median(v) for h, v in sends.items()}, {h: median(v) for h, v in receives.items()}
 
 
 def blamed_hosts(r: SubsetResult) -> list[str]:
@@ -203,6 +286,16 @@ def analyze(results: Sequence[SubsetResult], *, threshold: float = 3.5, min_rel_
                              if r.stage == "pair" and o.key in r.hosts and r.value is not None]
             add(o.key, f"{stage} score is an outlier", evidence)
 
+    sends, receives = node_direction_scores(results, higher_is_better)
+    best_directions = _best_directions(results, higher_is_better)
+    for way, scores, end in (("send", sends, 0), ("receive", receives, 1)):
+        for o in flag_outliers(scores, threshold=threshold, higher_is_better=higher_is_better,
+                               min_rel_dev=min_rel_dev):
+            evidence = [f"{way} {o.describe(unit)}"]
+            evidence += [f"{src} -> {dst}: {v:.4g} {unit}" for (src, dst), v in best_directions.items()
+                         if (src, dst)[end] == o.key]
+            add(o.key, f"{way} score is an outlier", evidence)
+
     switch_scores: dict[str, float] = {}
     if switches:
         groups: dict[str, list[float]] = {}
@@ -214,7 +307,19 @@ def analyze(results: Sequence[SubsetResult], *, threshold: float = 3.5, min_rel_
                                min_rel_dev=min_rel_dev):
             for h in sorted(h for h, sw in switches.items() if sw == o.key and h in pairs):
                 add(h, f"behind switch {o.key}, an outlier", [_describe_switch(o, unit)])
-    return Analysis(singles, pairs, list(suspects.values()), switch_scores)
+    return Analysis(singles, pairs, list(suspects.values()), switch_scores, sends, receives)
+
+
+def _best_directions(results: Sequence[SubsetResult], higher_is_better: bool) -> dict[tuple[str, str], float]:
+    """Each (sender, receiver) of the pair stage once, with its best value."""
+    best: dict[tuple[str, str], float] = {}
+    for r in results:
+        if r.stage == "pair" and r.value is not None:
+            for key, v in r.directions.items():
+                kept = best.get(key)
+                if kept is None or (v > kept if higher_is_better else v < kept):
+                    best[key] = v
+    return best
 
 
 def _majority_score(values: list[float], higher_is_better: bool) -> float:

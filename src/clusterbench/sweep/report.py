@@ -22,7 +22,8 @@ def to_run(results: list[SubsetResult], a: Analysis, test: list[str], metric: st
         if r.value is not None:
             ms.append(Measurement(BENCHMARK, r.stage, r.value, unit,
                                   {"hosts": ",".join(r.hosts), "test": test[0], "test_metric": metric}))
-    for stage, scores in (("single", a.single_scores), ("pair", a.pair_scores)):
+    for stage, scores in (("single", a.single_scores), ("pair", a.pair_scores),
+                          ("send", a.send_scores), ("receive", a.receive_scores)):
         for h, v in scores.items():
             p = {"host": h, "stage": stage, "test": test[0], "test_metric": metric,
                  "suspect": any(s.host == h for s in a.suspects)}
@@ -60,9 +61,14 @@ def table_lines(a: Analysis, results: list[SubsetResult], metric: str, rate: flo
     lines: list[str] = []
     unit = next((r.unit for r in results if r.value is not None), "")
     eff = bool(rate) and unit == RATE_UNIT
+    # a test whose records name sender and receiver (net) has two more columns; others none
+    ways = bool(a.send_scores or a.receive_scores)
     lines.append(f"# sweep: {metric} ({unit}) per node; pair score = median of the node's pairs"
+                 + ("; send/receive = median of the node's pairs in that direction" if ways else "")
                  + (f"; efficiency = pair score / link rate {rate / 1e9:g} GB/s" if eff and rate else ""))
-    lines.append(f"{'host':>24s} {'single':>12s} {'pairs':>12s} {'efficiency' if eff else '':>10s}  flag")
+    lines.append(f"{'host':>24s} {'single':>12s} {'pairs':>12s} "
+                 + (f"{'send':>12s} {'receive':>12s} " if ways else "")
+                 + f"{'efficiency' if eff else '':>10s}  flag")
     suspects = {s.host for s in a.suspects}
     hosts = list(dict.fromkeys(h for r in results for h in r.hosts))
     for h in hosts:
@@ -71,7 +77,9 @@ def table_lines(a: Analysis, results: list[SubsetResult], metric: str, rate: flo
         # fixed: an efficiency off a score near the float limit keeps its 10 characters (%g)
         # a node with no score (its runs failed, or it took part in none) shows "-", not a nan
         # that reads as a broken measurement
-        lines.append(f"{h:>24s} {_score(s):>12s} {_score(p):>12s} "
+        directed = (f"{_score(a.send_scores.get(h)):>12s} {_score(a.receive_scores.get(h)):>12s} "
+                    if ways else "")
+        lines.append(f"{h:>24s} {_score(s):>12s} {_score(p):>12s} {directed}"
                      f"{(fixed(_efficiency(p, rate), 10, 3) if eff and rate and p is not None else ''):>10s}  "
                      f"{'SUSPECT' if h in suspects else ''}")
     for sw, v in a.switch_scores.items():

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from clusterbench.launch import torchrun as tr
 from clusterbench.launch.common import Spec
-from clusterbench.sweep.analyze import SubsetResult, pick_value
+from clusterbench.sweep.analyze import SubsetResult, pick_directions, pick_value
 
 
 @dataclass
@@ -58,7 +58,8 @@ def run_subset(cfg: SweepConfig, hosts: Sequence[str], stage: str, index: int) -
     if picked is None:
         return SubsetResult(tuple(hosts), stage, None,
                             error=f"no {cfg.metric!r} record in the output of rank 0")
-    return SubsetResult(tuple(hosts), stage, picked[0], picked[1])
+    return SubsetResult(tuple(hosts), stage, picked[0], picked[1],
+                        directions=pick_directions(records, cfg.metric, hosts))
 
 
 def _better(kept: SubsetResult | None, new: SubsetResult, higher_is_better: bool) -> SubsetResult:
