@@ -21,13 +21,16 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from clusterbench.errors import UsageError
 from clusterbench.hostlist import MAX_HOSTS, expand_hostlist
 from clusterbench.judge.outliers import Outlier, flag_outliers
 from clusterbench.judge.stats import median
+
+K = TypeVar("K")
 
 
 @dataclass
@@ -137,16 +140,22 @@ def _mean(values: Sequence[float]) -> float:
         return 2 * statistics.fmean(v / 2 for v in values)
 
 
+def _best(items: Iterable[tuple[K, float]], higher_is_better: bool) -> dict[K, float]:
+    """Each key once, with its best value: a pair or a direction measured more than once (in
+    either order, over ``--rounds``) counts once, as ``--rounds`` keeps it; counted twice it
+    outweighed the node's other measurements."""
+    best: dict[K, float] = {}
+    for key, v in items:
+        kept = best.get(key)
+        if kept is None or (v > kept if higher_is_better else v < kept):
+            best[key] = v
+    return best
+
+
 def node_pair_scores(results: Sequence[SubsetResult], higher_is_better: bool = True) -> dict[str, float]:
-    """Each node's median pair value. A pair measured more than once (in either order) counts once,
-    with its best value, as ``--rounds`` keeps it: counted twice it outweighed the node's other pairs."""
-    best: dict[frozenset[str], float] = {}
-    for r in results:
-        if r.stage == "pair" and r.value is not None:
-            key = frozenset(r.hosts)
-            kept = best.get(key)
-            if kept is None or (r.value > kept if higher_is_better else r.value < kept):
-                best[key] = r.value
+    """Each node's median pair value, each pair counted once with its best value."""
+    best = _best(((frozenset(r.hosts), r.value) for r in results if r.stage == "pair" and r.value is not None),
+                 higher_is_better)
     per: dict[str, list[float]] = {}
     for hosts, value in best.items():
         for h in hosts:
@@ -156,17 +165,27 @@ def node_pair_scores(results: Sequence[SubsetResult], higher_is_better: bool = T
     return {h: median(v) for h, v in per.items()}
 
 
-def node_direction_scores(results: Sequence[SubsetResult],
-                          higher_is_better: bool = True) -> tuple[dict[str, float], dict[str, float]]:
-    """Each node's median value as a sender and as a receiver, over the pair-stage directions
-    measured; a direction measured more than once counts once, with its best value, as a pair."""
-    best = _best_directions(results, higher_is_better)
+def _best_directions(results: Sequence[SubsetResult], higher_is_better: bool) -> dict[tuple[str, str], float]:
+    """Each (sender, receiver) of the pair stage once, with its best value."""
+    return _best(((key, v) for r in results if r.stage == "pair" and r.value is not None
+                  for key, v in r.directions.items()), higher_is_better)
+
+
+def _direction_scores(best: Mapping[tuple[str, str], float]) -> tuple[dict[str, float], dict[str, float]]:
+    """Each node's median value as a sender and as a receiver over ``best`` (``_best_directions``)."""
     sends: dict[str, list[float]] = {}
     receives: dict[str, list[float]] = {}
     for (src, dst), v in best.items():
         sends.setdefault(src, []).append(v)
         receives.setdefault(dst, []).append(v)
     return {h: median(v) for h, v in sends.items()}, {h: median(v) for h, v in receives.items()}
+
+
+def node_direction_scores(results: Sequence[SubsetResult],
+                          higher_is_better: bool = True) -> tuple[dict[str, float], dict[str, float]]:
+    """Each node's median value as a sender and as a receiver, over the pair-stage directions
+    measured, each direction counted once with its best value."""
+    return _direction_scores(_best_directions(results, higher_is_better))
 
 
 def blamed_hosts(r: SubsetResult) -> list[str]:
@@ -286,8 +305,8 @@ def analyze(results: Sequence[SubsetResult], *, threshold: float = 3.5, min_rel_
                              if r.stage == "pair" and o.key in r.hosts and r.value is not None]
             add(o.key, f"{stage} score is an outlier", evidence)
 
-    sends, receives = node_direction_scores(results, higher_is_better)
     best_directions = _best_directions(results, higher_is_better)
+    sends, receives = _direction_scores(best_directions)
     for way, scores, end in (("send", sends, 0), ("receive", receives, 1)):
         for o in flag_outliers(scores, threshold=threshold, higher_is_better=higher_is_better,
                                min_rel_dev=min_rel_dev):
@@ -308,18 +327,6 @@ def analyze(results: Sequence[SubsetResult], *, threshold: float = 3.5, min_rel_
             for h in sorted(h for h, sw in switches.items() if sw == o.key and h in pairs):
                 add(h, f"behind switch {o.key}, an outlier", [_describe_switch(o, unit)])
     return Analysis(singles, pairs, list(suspects.values()), switch_scores, sends, receives)
-
-
-def _best_directions(results: Sequence[SubsetResult], higher_is_better: bool) -> dict[tuple[str, str], float]:
-    """Each (sender, receiver) of the pair stage once, with its best value."""
-    best: dict[tuple[str, str], float] = {}
-    for r in results:
-        if r.stage == "pair" and r.value is not None:
-            for key, v in r.directions.items():
-                kept = best.get(key)
-                if kept is None or (v > kept if higher_is_better else v < kept):
-                    best[key] = v
-    return best
 
 
 def _majority_score(values: list[float], higher_is_better: bool) -> float:
