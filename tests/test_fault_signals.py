@@ -209,18 +209,26 @@ def test_other_commands_with_a_full_or_closed_stdout(tmp_path, argv):
     assert proc.returncode == OUTPUT_FAILED and err == "", err  # `| head`: no message, as other tools
 
 
-def test_sigterm_ends_other_commands_with_one_line(tmp_path):
-    """An import in progress: rolled back, one line, exit 143 (tests/test_fault_import.py checks
-    what is stored)."""
+def _import_under_way(tmp_path: Path, lines: int, nohup: bool = False) -> subprocess.Popen:
+    """An import of 3,000 runs, far more than are read before the signal, once it has printed
+    ``lines`` lines."""
     data = Path(__file__).parent / "data" / "nccl-tests" / "seed-tensorwave-mi355x-4node-all_reduce.txt"
     big = tmp_path / "big.log"
     big.write_text(data.read_text() * 3000)
-    proc = subprocess.Popen([sys.executable, "-m", "clusterbench", "import", str(big), "--db",
-                             str(tmp_path / "i.db")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    argv = [sys.executable, "-m", "clusterbench", "import", str(big), "--db", str(tmp_path / "i.db")]
+    proc = subprocess.Popen(["nohup", *argv] if nohup else argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
     assert proc.stdout is not None
     for n, _line in enumerate(proc.stdout, 1):
-        if n == 100:
+        if n == lines:
             break
+    return proc
+
+
+def test_sigterm_ends_other_commands_with_one_line(tmp_path):
+    """An import in progress: rolled back, one line, exit 143 (tests/test_fault_import.py checks
+    what is stored)."""
+    proc = _import_under_way(tmp_path, lines=100)
     os.kill(proc.pid, signal.SIGTERM)
     _, err = _finish(proc)
     assert proc.returncode == 143
@@ -233,16 +241,7 @@ def test_a_hangup_outside_a_run_is_one_line_or_ignored_under_nohup(tmp_path, noh
     """A closed terminal while an import runs (no run of ranks with its own handlers): it ended
     silently, killed by SIGHUP. Now one line and exit 129, as SIGTERM gives 143; a command started
     under nohup (SIGHUP ignored) keeps ignoring it and completes."""
-    data = Path(__file__).parent / "data" / "nccl-tests" / "seed-tensorwave-mi355x-4node-all_reduce.txt"
-    big = tmp_path / "big.log"
-    big.write_text(data.read_text() * 3000)   # far more runs than are read before the signal
-    argv = [sys.executable, "-m", "clusterbench", "import", str(big), "--db", str(tmp_path / "i.db")]
-    proc = subprocess.Popen(["nohup", *argv] if nohup else argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    assert proc.stdout is not None
-    for n, _line in enumerate(proc.stdout, 1):
-        if n == 10:
-            break
+    proc = _import_under_way(tmp_path, lines=10, nohup=nohup)
     os.kill(proc.pid, signal.SIGHUP)
     _, err = _finish(proc)
     if nohup:

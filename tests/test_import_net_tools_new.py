@@ -1,24 +1,12 @@
 """Newer OSU (7.x), perftest and iperf3 output forms -> records (real logs; synthetic ones say so)."""
 
 import json
-from pathlib import Path
 
 import pytest
+from test_import_net_tools import DATA, pick, runs
 
 from clusterbench.ingest import LogFormatError, detect_tool, parse_text
 from clusterbench.ingest.perftest import _columns
-
-DATA = Path(__file__).parent / "data"
-
-
-def runs(tool, name):
-    return parse_text((DATA / tool / name).read_text(), name=name)
-
-
-def pick(ms, metric, **params):
-    found = [m for m in ms if m.metric == metric and all(m.params.get(k) == v for k, v in params.items())]
-    assert len(found) == 1, (metric, params, found)
-    return found[0]
 
 
 # -- OSU 7.x ------------------------------------------------------------------------------------

@@ -8,21 +8,11 @@ import re
 
 import pytest
 from judge_helpers import cli, json_lines, save
+from test_probe_bench_cpu import FACTORS as PUBLISHED_FACTOR  # nccl-tests doc/PERFORMANCE.md
 
 from clusterbench.families.collectives.spec import SPECS, busbw, optimal_algbw
 from clusterbench.judge.theory import link_efficiency, parse_nodes
 from clusterbench.records import Measurement
-
-# nccl-tests doc/PERFORMANCE.md: busbw = algbw x factor, with n ranks
-PUBLISHED_FACTOR = {
-    "all_reduce": lambda n: 2 * (n - 1) / n,
-    "all_gather": lambda n: (n - 1) / n,
-    "reduce_scatter": lambda n: (n - 1) / n,
-    "alltoall": lambda n: (n - 1) / n,
-    "broadcast": lambda n: 1.0,
-    "reduce": lambda n: 1.0,
-    "sendrecv": lambda n: 1.0,
-}
 
 # bytes/s of each link spelling: bits are / 8, GiB is 2^30
 LINKS = {"400Gbps": 50e9, "400Gb/s": 50e9, "400gbit": 50e9, "50GB/s": 50e9, "50GBps": 50e9,
