@@ -250,6 +250,35 @@ def test_a2a_transfers_into_one_gpu_do_not_share_a_stream():
     assert len(into_0) == 2 and all(0 in engine.stream_devices(t) for t in into_0)
 
 
+def test_host_buffers_ask_for_transparent_huge_pages():
+    """Pinned host buffers come from memory advised MADV_HUGEPAGE: registered in 4 KiB pages,
+    1 GiB host->device copies ran at 46.8 GB/s on an H100 VM, in huge pages at 55.2
+    (cudaHostAlloc 51.6; BENCHMARKS.md). The kernel marks advised mappings "hg" in smaps."""
+    try:
+        mode = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
+        smaps = Path("/proc/self/smaps")
+        smaps.stat()
+    except OSError:
+        pytest.skip("no transparent huge pages or /proc/self/smaps here")
+    if "[never]" in mode:
+        pytest.skip("transparent huge pages are off on this kernel")
+    arr = engine._host_pages(3 << 20)
+    arr.fill(1.0)
+    assert arr.dtype.name == "float32" and arr.size == 3 << 20 and arr.flags.writeable
+    addr = arr.__array_interface__["data"][0]
+    flags = None
+    start = end = 0
+    for line in smaps.read_text().splitlines():
+        head = line.split()[0] if line.split() else ""
+        if "-" in head and ":" not in head:
+            start, end = (int(x, 16) for x in head.split("-"))
+        elif line.startswith("VmFlags:") and start <= addr < end:
+            flags = line.split()[1:]
+            break
+    assert flags is not None and "hg" in flags, flags
+    assert engine._host_pages(0).size == 0
+
+
 def test_gpu_numa_nodes_from_sysfs():
     bdfs = {0: "0000:18:00.0", 1: "0000:2a:00.0", 2: "0000:9a:00.0", 3: "0000:ff:00.0"}
     assert engine.gpu_numa_nodes(bdfs, SYSFS / "h100-node") == {0: 0, 1: 0, 2: 1}

@@ -2,9 +2,14 @@
 loop is just ``for _ in range(iters): issue()``, no lookups, no allocation), and the values each
 rank puts in and must get back.
 
-Calls are issued with ``async_op=True``: the timed loop queues ``iters`` ops and waits once at
-the end (``finish``), as nccl-tests queues its ops on a stream and synchronizes once, instead of
-paying a blocking wait per op.
+The timed loop queues ``iters`` ops and waits once at the end (``finish``), as nccl-tests
+queues its ops on a stream and synchronizes once, instead of paying a blocking wait per op. On
+gloo the calls are ``async_op=True`` (the Work is what ``finish`` waits for). On NCCL/RCCL they
+are plain calls (``async_op=False``): they never block the host there (the op is ordered on the
+device after the caller's stream) and cost less host time than an async call's Work, 3.5-7 us
+per op (6 typical) on an H100 with torch 2.11 and NCCL 2.28 (BENCHMARKS.md), which is what a
+launch-bound row measures. ``finish`` then has no Work to wait for, and the caller's device
+synchronize covers every op.
 
 Only public ``torch.distributed`` APIs, which map to NCCL on NVIDIA, RCCL on AMD and gloo on CPU.
 In-place follows nccl-tests: all_gather's input is this rank's slot of the output buffer,
@@ -62,6 +67,7 @@ class RowBuffers:
     redop: str
     inplace: bool
     dtype: str = "float"
+    async_op: bool = True   # False: stream-ordered plain calls (NCCL/RCCL), see the module doc
 
 
 # (redop, dtype, rank, n, root, per, idx) -> int64 values
@@ -117,21 +123,21 @@ def _all_reduce(r: RowBuffers) -> Bound:
     import torch.distributed as dist
 
     buf = r.recv[:r.per]
-    return Bound(functools.partial(dist.all_reduce, buf, reduce_op(r.redop), async_op=True), buf, buf)
+    return Bound(functools.partial(dist.all_reduce, buf, reduce_op(r.redop), async_op=r.async_op), buf, buf)
 
 
 def _broadcast(r: RowBuffers) -> Bound:
     import torch.distributed as dist
 
     buf = r.recv[:r.per]
-    return Bound(functools.partial(dist.broadcast, buf, r.root, async_op=True), buf, buf)
+    return Bound(functools.partial(dist.broadcast, buf, r.root, async_op=r.async_op), buf, buf)
 
 
 def _reduce(r: RowBuffers) -> Bound:
     import torch.distributed as dist
 
     buf = r.recv[:r.per]
-    return Bound(functools.partial(dist.reduce, buf, r.root, reduce_op(r.redop), async_op=True), buf,
+    return Bound(functools.partial(dist.reduce, buf, r.root, reduce_op(r.redop), async_op=r.async_op), buf,
                  buf if r.rank == r.root else None)
 
 
@@ -140,7 +146,7 @@ def _all_gather(r: RowBuffers) -> Bound:
 
     out = r.recv[:r.per * r.n]
     inp = out[r.rank * r.per:(r.rank + 1) * r.per] if r.inplace else r.send[:r.per]
-    return Bound(functools.partial(dist.all_gather_into_tensor, out, inp, async_op=True), inp, out)
+    return Bound(functools.partial(dist.all_gather_into_tensor, out, inp, async_op=r.async_op), inp, out)
 
 
 def _reduce_scatter(r: RowBuffers) -> Bound:
@@ -148,7 +154,7 @@ def _reduce_scatter(r: RowBuffers) -> Bound:
 
     inp = r.send[:r.per * r.n]
     out = inp[r.rank * r.per:(r.rank + 1) * r.per] if r.inplace else r.recv[:r.per]
-    return Bound(functools.partial(dist.reduce_scatter_tensor, out, inp, reduce_op(r.redop), async_op=True),
+    return Bound(functools.partial(dist.reduce_scatter_tensor, out, inp, reduce_op(r.redop), async_op=r.async_op),
                  inp, out)
 
 
@@ -157,7 +163,7 @@ def _alltoall(r: RowBuffers) -> Bound:
 
     out = r.recv[:r.per * r.n]
     inp = out if r.inplace else r.send[:r.per * r.n]
-    return Bound(functools.partial(dist.all_to_all_single, out, inp, async_op=True), inp, out)
+    return Bound(functools.partial(dist.all_to_all_single, out, inp, async_op=r.async_op), inp, out)
 
 
 def _sendrecv(r: RowBuffers) -> Bound:
@@ -217,9 +223,10 @@ CALLS: dict[str, OpCall] = {
 
 
 def bind(op: str, placement: str, send_buf: Tensor, recv_buf: Tensor, per: int, rank: int, n: int,
-         root: int, redop: str, dtype: str = "float") -> Bound:
+         root: int, redop: str, dtype: str = "float", async_op: bool = True) -> Bound:
     """Views of the preallocated buffers for one row and the bound call."""
-    return CALLS[op].bind(RowBuffers(send_buf, recv_buf, per, rank, n, root, redop, placement == "in", dtype))
+    return CALLS[op].bind(RowBuffers(send_buf, recv_buf, per, rank, n, root, redop, placement == "in", dtype,
+                                     async_op))
 
 
 def shifted(buf: Tensor, row_elements: int, step: int) -> Tensor:

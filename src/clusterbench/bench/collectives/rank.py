@@ -2,7 +2,8 @@
 
 Per op, dtype and reduction, as nccl-tests' TimeTest/BenchTime: warm up at the largest and the
 smallest size, then for each size and placement: (fill when checking) one synchronised op,
-barrier, ``iters`` ops issued back-to-back (``async_op=True``), one wait and one device
+barrier, ``iters`` ops issued back-to-back (stream-ordered plain calls on NCCL/RCCL,
+``async_op=True`` on gloo: calls.py), one wait and one device
 synchronize, time / iters (on gloo each op waited for before the next: its per-op times, the
 slowest rank's per iteration, become ``iter_time_us`` statistics for the noise check);
 iteration ``i`` works on the buffers shifted by ``i % steps`` rows, as nccl-tests' ``startColl``
@@ -174,7 +175,7 @@ class Sweep:
         send, recv = calls.buffer_elements(self.op, per, self.n)
         return calls.bind(self.op, placement, calls.shifted(self.send_buf, send, step),
                           calls.shifted(self.recv_buf, recv, step), per, self.ctx.rank, self.n,
-                          max(self.root, 0), self.redop, self.dtype)
+                          max(self.root, 0), self.redop, self.dtype, async_op=self.ctx.backend != "nccl")
 
     def shifted_calls(self, placement: str, per: int) -> list[Callable[[], Any]]:
         """One bound call per buffer offset the timed loop visits (bound before timing)."""

@@ -180,11 +180,31 @@ def _host_unregister(buf: Any) -> None:
     torch.cuda.cudart().cudaHostUnregister(buf.data_ptr())
 
 
+def _host_pages(elems: int) -> Any:
+    """``elems`` float32 of anonymous memory, advised ``MADV_HUGEPAGE``. Registered in place in
+    4 KiB pages, 1 GiB host->device copies ran at 46.8 GB/s on an H100 VM, against 51.6 from
+    ``cudaHostAlloc`` memory and 55.2 from registered huge pages (BENCHMARKS.md): the copy
+    engine walks the pinned pages, and fewer, larger pages cost it less. Where huge pages are
+    off or madvise is missing, ordinary pages."""
+    import mmap
+
+    import numpy as np
+
+    nbytes = max(elems * 4, 1)
+    mm = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | getattr(mmap, "MAP_ANONYMOUS", 0x20))
+    advice = getattr(mmap, "MADV_HUGEPAGE", None)
+    if advice is not None and hasattr(mm, "madvise"):
+        try:
+            mm.madvise(advice)
+        except OSError:
+            pass
+    return np.frombuffer(mm, dtype=np.float32, count=elems)
+
+
 def _host_buffer(m: Mem, elems: int, pinned: bool, cpus: tuple[int, ...]) -> tuple[Any, bool]:
     """Host memory on NUMA node m.index: a thread bound to the node's CPUs writes every page
     first (the kernel places a page on the node of the CPU that first touches it) and, for
     pinned memory, registers it with the GPU runtime in place. Returns (buffer, registered)."""
-    import numpy as np
     import torch
 
     box: list[Any] = []
@@ -197,7 +217,7 @@ def _host_buffer(m: Mem, elems: int, pinned: bool, cpus: tuple[int, ...]) -> tup
                     os.sched_setaffinity(0, cpus)
                 except OSError:
                     pass
-            arr = np.empty(elems, dtype=np.float32)
+            arr = _host_pages(elems)
             arr.fill(0.0)                                # the first touch, from this node's CPUs
             buf = torch.from_numpy(arr)
             box.append((buf, _host_register(buf) if pinned else False))
