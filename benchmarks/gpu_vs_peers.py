@@ -401,16 +401,18 @@ def coll_rank_main(ctx: Any, cfg: dict[str, Any]) -> None:
                     ctx.synchronize()
                     return combine(ctx, (time.perf_counter() - t0) / n, 1) * 1e6
 
-                ours, bare, bare_async = [], [], []
+                ours, bare, bare_async, bare_b = [], [], [], []
                 for r in range(rounds):
-                    for which in ((0, 1, 2) if r % 2 == 0 else (2, 1, 0)):
+                    for which in ((0, 1, 2, 3) if r % 2 == 0 else (3, 2, 1, 0)):
                         if which == 0:
                             ms, _, _ = sweep.row(size, per, ["out"], 0)
                             ours.append(next(m.value for m in ms if m.metric == "time_us"))
                         elif which == 1:
                             bare.append(bare_time())
-                        elif not graph and ctx.device.type == "cuda":
+                        elif which == 2 and not graph and ctx.device.type == "cuda":
                             bare_async.append(bare_time(async_op=True))
+                        elif which == 3:   # the bare loop again: the noise floor of the ratio (A/A)
+                            bare_b.append(bare_time())
                     ctx.progress()
                 p = {"op": op, "bytes": size, "graph": graph}
                 ctx.record([
@@ -418,6 +420,10 @@ def coll_rank_main(ctx: Any, cfg: dict[str, Any]) -> None:
                     Measurement(op, "time_us", statistics.median(bare), "us", {**p, "method": "bare"}),
                     *([Measurement(op, "time_us", statistics.median(bare_async), "us", {**p, "method": "bare_async"})]
                       if bare_async else []),
+                    Measurement(op, "ratio", statistics.median(a / b for a, b in zip(ours, bare)), "",
+                                {**p, "method": "clusterbench/bare"}),
+                    Measurement(op, "ratio", statistics.median(a / b for a, b in zip(bare_b, bare)), "",
+                                {**p, "method": "bare/bare"}),
                 ])
                 del sweep, buf, out, bare_graph
                 if ctx.device.type == "cuda":
@@ -432,7 +438,7 @@ def section_coll(a: argparse.Namespace, dev: torch.device, db: str) -> None:
 
     sizes = [8, 1 << 10, 1 << 16, 1 << 20] if a.quick else [8, 1 << 10, 1 << 16, 1 << 20, 16 << 20, 256 << 20, 1 << 30]
     cfg = {"ops": ["all_reduce", "all_gather"], "sizes": sizes, "iters": 20 if a.quick else 50,
-           "rounds": 3 if a.quick else 7, "launches": 5}
+           "rounds": a.rounds or (3 if a.quick else 7), "launches": 5}
     got: dict[tuple, float] = {}
     header: dict[str, Any] = {}
 
@@ -447,7 +453,8 @@ def section_coll(a: argparse.Namespace, dev: torch.device, db: str) -> None:
     import gpu_vs_peers  # ranks find the function by this module's name, not __main__
 
     note(f"# coll: all_reduce, all_gather, float sum, 1 rank, {cfg['iters']} iterations per round, "
-         f"{cfg['rounds']} alternating rounds, median; out-of-place")
+         f"{cfg['rounds']} alternating rounds, median; out-of-place; bare/bare: the bare loop timed "
+         f"twice per round, the ratio's noise floor")
     outcome = execute(Job(gpu_vs_peers.coll_rank_main, cfg, RankOptions(device=a.device_type, timeout=600),
                           np=1), sink)
     if outcome.errors:
@@ -458,9 +465,11 @@ def section_coll(a: argparse.Namespace, dev: torch.device, db: str) -> None:
             ours, bare = got.get((op, size, 0, "clusterbench")), got.get((op, size, 0, "bare"))
             target = "<=1.03" if size >= 1 << 20 else ""
             ba = got.get((op, size, 0, "bare_async"))
+            r, aa = got.get((op, size, 0, "clusterbench/bare")), got.get((op, size, 0, "bare/bare"))
             add("coll", f"{op} {format_size(size)} time", ours, bare, "bare dist loop", "us", target,
                 higher_is_better=False, extra=("" if target else "(latency: reported, target at >= 1 MiB) ") +
-                (f"[bare loop with async_op=True: {ba:.2f} us]" if ba else ""))
+                (f"[median per-round ratio {r:.3f}, bare/bare {aa:.3f}]" if r and aa else "") +
+                (f" [bare loop with async_op=True: {ba:.2f} us]" if ba else ""))
         g_ours, g_bare = got.get((op, sizes[0], 1, "clusterbench")), got.get((op, sizes[0], 1, "bare"))
         add("coll", f"{op} {format_size(sizes[0])} time, graph", g_ours, g_bare, "bare graph replay", "us", "",
             higher_is_better=False, extra="" if g_ours else "(graph capture needs a GPU)")
@@ -621,6 +630,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="small sizes: check the script, not the hardware")
     ap.add_argument("--pairs", type=int, default=2, help="telemetry on/off pairs per benchmark")
     ap.add_argument("--json-out", help="write every compared figure and the environment here")
+    ap.add_argument("--rounds", type=int, default=0, help="coll: alternating rounds (default 7)")
     ap.add_argument("--peer-train", help=argparse.SUPPRESS)
     ap.add_argument("--peer-device", default="cpu", help=argparse.SUPPRESS)
     ap.add_argument("--steps", type=int, default=20, help=argparse.SUPPRESS)
