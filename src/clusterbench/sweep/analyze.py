@@ -14,11 +14,19 @@ degraded node drags the median of a two-node switch halfway, and its healthy nei
 Where the test's records name who sent and who received (``net``: ``src_host``, ``dst_host``),
 a node is also scored as a sender and as a receiver, each judged against the other nodes' scores
 of that direction: a NIC slow one way only is slow in half of its pair's value, which the pair
-score dilutes below ``min_rel_dev``, and in all of its scores of that direction.
+score dilutes below ``min_rel_dev``, and in all of its scores of that direction. A record names its
+ends as each node names itself (its hostname, or ``CLUSTERBENCH_HOSTNAME``); a name that is no
+``--hosts`` entry, or could be more than one, leaves the directions out, and the analysis says
+which names did (``Analysis.warnings``), once.
+Where a metric's rows carry a ``stat`` (``net``'s ``latency_us``: min, avg, p50, max) the typical
+one is taken (``TYPICAL_STATS``), never the mean of all of them; a time or latency of 0 or less is
+no measurement (``no_measurement``).
 """
 
 from __future__ import annotations
 
+import ipaddress
+import math
 import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,6 +40,11 @@ from clusterbench.judge.stats import median
 
 K = TypeVar("K")
 
+# The stat a sweep ranks by where a metric's rows carry one, the first of these present: the
+# typical value (net's latency_us p50, the median round trip, which one slow round trip does not
+# move; perftest's typical). Averaging min, avg, p50 and max gave a figure no tool reports.
+TYPICAL_STATS = ("p50", "median", "typical", "avg", "mean")
+
 
 @dataclass
 class SubsetResult:
@@ -42,6 +55,8 @@ class SubsetResult:
     error: str | None = None
     # (sender, receiver) -> value, for a test whose records name both ends (net); empty otherwise
     directions: dict[tuple[str, str], float] = field(default_factory=dict)
+    # the host names the records gave that are no host of the subset (or more than one)
+    unmatched: tuple[str, ...] = ()
 
 
 @dataclass
@@ -59,6 +74,55 @@ class Analysis:
     switch_scores: dict[str, float] = field(default_factory=dict)
     send_scores: dict[str, float] = field(default_factory=dict)
     receive_scores: dict[str, float] = field(default_factory=dict)
+    # what the verdict could not use, each said once (a one-line text)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Directions:
+    values: dict[tuple[str, str], float]
+    unmatched: tuple[str, ...] = ()   # record host names no --hosts entry is, or several are
+
+
+def metric_rows(records: Sequence[Mapping], metric: str) -> list[Mapping]:
+    """The rows of ``metric``, of one ``stat`` where they carry one: the first of ``TYPICAL_STATS``
+    present, else the first stat of the records."""
+    rows = [r for r in records if r.get("metric") == metric]
+    stats = [s for s in (_params(r).get("stat") for r in rows) if s is not None]
+    if not stats:
+        return rows
+    chosen = next((s for s in TYPICAL_STATS if s in stats), stats[0])
+    return [r for r in rows if _params(r).get("stat") == chosen]
+
+
+def no_measurement(records: Sequence[Mapping], metric: str, hosts: Sequence[str],
+                   higher_is_better: bool) -> str | None:
+    """Why the rows of ``metric`` are no measurement, naming the host that took it: a time or a
+    latency (lower is better) of 0 or less, or not a number, would rank its node the best of all.
+    Every row counts, of every ``stat``: a round trip of 0 is a broken clock whichever it is.
+    The host is the sender of a row that names one (who timed it), else a one-node subset's."""
+    if higher_is_better:
+        return None
+    for r in records:
+        if r.get("metric") != metric:
+            continue
+        v = _number(r.get("value"))
+        if v is not None and v > 0:
+            continue
+        src, dst = _params(r).get("src_host"), _params(r).get("dst_host")
+        who = _match_host(src, hosts) if isinstance(src, str) else []
+        host = who[0] if len(who) == 1 else hosts[0] if len(hosts) == 1 else None
+        what = f"{metric} {r.get('value')} {r.get('unit', '')}".rstrip()
+        to = f" to {dst}" if isinstance(dst, str) and dst else ""
+        why = "no measurement (a time or latency is above 0)"
+        return f"host {host} measured {what}{to}, {why}" if host else f"{what}{to} is {why}"
+    return None
+
+
+def _number(v: object) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    return float(v) if math.isfinite(v) else None
 
 
 def pick_value(records: Sequence[Mapping], metric: str) -> tuple[float, str] | None:
@@ -66,7 +130,7 @@ def pick_value(records: Sequence[Mapping], metric: str) -> tuple[float, str] | N
     Rows that name their sender and receiver (net) are taken per direction, each at its own
     largest ``bytes``, and the directions averaged: there ``bytes`` is what a test moved, and the
     largest of it was the faster direction alone, which hid a node slow one way however slow."""
-    rows = [r for r in records if r.get("metric") == metric]
+    rows = metric_rows(records, metric)
     if not rows:
         return None
     by_direction = _by_direction(rows)
@@ -76,23 +140,38 @@ def pick_value(records: Sequence[Mapping], metric: str) -> tuple[float, str] | N
 
 
 def pick_directions(records: Sequence[Mapping], metric: str, hosts: Sequence[str]) -> dict[tuple[str, str], float]:
+    """(sender, receiver) -> value of ``metric`` between ``hosts`` (``read_directions``)."""
+    return read_directions(records, metric, hosts).values
+
+
+def read_directions(records: Sequence[Mapping], metric: str, hosts: Sequence[str]) -> Directions:
     """(sender, receiver) -> value of ``metric`` between ``hosts``, as ``pick_value`` takes each
-    direction; empty where a direction cannot be told: rows without both ends, a bidirectional test
-    (both ends send at once), an end that is none of ``hosts``, or a pair measured one way only (a
-    round-trip latency), which would score one of its nodes as a sender and the other not at all."""
-    rows = [r for r in records if r.get("metric") == metric]
+    direction; none where a direction cannot be told: rows without both ends, a bidirectional test
+    (both ends send at once), a pair measured one way only (a round-trip latency), which would score
+    one of its nodes as a sender and the other not at all, or an end that is none of ``hosts``
+    (``_match_host``), or two ends that are the same host: those names are ``unmatched``."""
+    rows = metric_rows(records, metric)
     if any(_params(r).get("bidirectional") for r in rows):
-        return {}
+        return Directions({})
     by_direction = _by_direction(rows)
     if not by_direction:
-        return {}
-    labels = {label for key in by_direction for label in key}
-    names = {label: _host_of(label, hosts) for label in labels}
-    if any(h is None for h in names.values()) or len(set(names.values())) != len(labels):
-        return {}
+        return Directions({})
     if any((d, s) not in by_direction for s, d in by_direction):
-        return {}
-    return {(str(names[s]), str(names[d])): _row_mean(_top_rows(group)) for (s, d), group in by_direction.items()}
+        return Directions({})
+    labels = list(dict.fromkeys(label for key in by_direction for label in key))
+    found = {label: _match_host(label, hosts) for label in labels}
+    names = {label: m[0] for label, m in found.items() if len(m) == 1}
+    taken: dict[str, list[str]] = {}
+    for label, h in names.items():
+        taken.setdefault(h, []).append(label)
+    unmatched = [f"{label} (could be {' or '.join(m)})" if len(m) > 1 else label
+                 for label, m in found.items() if len(m) != 1]
+    unmatched += [f"{label} (as is {', '.join(x for x in same if x != label)})"
+                  for same in taken.values() if len(same) > 1 for label in same]
+    if unmatched:
+        return Directions({}, tuple(unmatched))
+    return Directions({(names[s], names[d]): _row_mean(_top_rows(group))
+                       for (s, d), group in by_direction.items()})
 
 
 def _params(r: Mapping) -> Mapping:
@@ -111,14 +190,32 @@ def _by_direction(rows: Sequence[Mapping]) -> dict[tuple[str, str], list[Mapping
     return out
 
 
-def _host_of(label: str, hosts: Sequence[str]) -> str | None:
-    """The sweep host a record's host label is: the same name, else the one host with the same
-    short name (a node that calls itself gpu01.cluster where ``--hosts`` says gpu01)."""
+def _match_host(label: str, hosts: Sequence[str]) -> list[str]:
+    """The sweep hosts a record's host label can be: the same name; else the same name as DNS
+    compares names (in any case, without a root dot); else the hosts with its short name (a node
+    that calls itself gpu01.cluster where ``--hosts`` says gpu01, or the other way round). An IP
+    address is only ever itself: its first number is no short name. One host is a match; more
+    are ambiguous, none is no match."""
     if label in hosts:
-        return label
-    short = label.split(".", 1)[0]
-    same = [h for h in hosts if h.split(".", 1)[0] == short]
-    return same[0] if len(same) == 1 else None
+        return [label]
+    key = _dns(label)
+    same = [h for h in hosts if _dns(h) == key]
+    if same or _is_ip(key):
+        return same
+    short = key.split(".", 1)[0]
+    return [h for h in hosts if not _is_ip(_dns(h)) and _dns(h).split(".", 1)[0] == short]
+
+
+def _dns(name: str) -> str:
+    return name.rstrip(".").lower()
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name.split("%", 1)[0])
+    except ValueError:
+        return False
+    return True
 
 
 def _top_rows(rows: Sequence[Mapping]) -> list[Mapping]:
@@ -326,7 +423,18 @@ def analyze(results: Sequence[SubsetResult], *, threshold: float = 3.5, min_rel_
                                min_rel_dev=min_rel_dev):
             for h in sorted(h for h, sw in switches.items() if sw == o.key and h in pairs):
                 add(h, f"behind switch {o.key}, an outlier", [_describe_switch(o, unit)])
-    return Analysis(singles, pairs, list(suspects.values()), switch_scores, sends, receives)
+    return Analysis(singles, pairs, list(suspects.values()), switch_scores, sends, receives,
+                    _unmatched_warning(results))
+
+
+def _unmatched_warning(results: Sequence[SubsetResult]) -> list[str]:
+    """One line naming every record host name no ``--hosts`` entry matched, over all subsets."""
+    names = list(dict.fromkeys(n for r in results if r.stage != "single" for n in r.unmatched))
+    if not names:
+        return []
+    return [f"no send/receive scores for the pairs whose records name {', '.join(names)}: no --hosts "
+            f"entry is that name (nor its short or long form); each node names itself by its hostname "
+            f"or CLUSTERBENCH_HOSTNAME, which --hosts must match (pair scores are unaffected)"]
 
 
 def _majority_score(values: list[float], higher_is_better: bool) -> float:

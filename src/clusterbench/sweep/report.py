@@ -4,9 +4,12 @@ suspects with their evidence."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from clusterbench.families.sweep import BENCHMARK, EFFICIENCY, NODE_SCORE
-from clusterbench.records import COMPLETE, FAILED, Measurement, Run, utc_now
+from clusterbench.records import COMPLETE, FAILED, WARNINGS, Measurement, Run, utc_now
 from clusterbench.sweep.analyze import Analysis, SubsetResult
 from clusterbench.units import fixed
 
@@ -40,8 +43,51 @@ def to_run(results: list[SubsetResult], a: Analysis, test: list[str], metric: st
               meta={"test": test, "metric": metric,
                     "suspects": [{"host": s.host, "reason": s.reason, "evidence": s.evidence}
                                  for s in a.suspects],
-                    "switch_scores": a.switch_scores})
+                    "switch_scores": a.switch_scores,
+                    # printed as "# warning:" with the run, and a `warning` line of --json
+                    **({WARNINGS: list(a.warnings)} if a.warnings else {})})
     return run, ms
+
+
+# A node's scores by stage, in the order the table prints them
+STAGES = ("single", "pair", "send", "receive")
+
+
+@dataclass
+class NodeVerdict:
+    """One node of a sweep as --json's `host` line and a --junit case tell it."""
+    host: str
+    status: str                                  # "ok" or "suspect"
+    scores: dict[str, float | None]              # STAGES -> score; None where the node had none
+    unit: str
+    reason: str = ""
+    evidence: list[str] = field(default_factory=list)
+
+    def fields(self) -> dict[str, Any]:
+        """The `host` line's fields after `host` and `status`: send and receive are null for a
+        test whose records do not name sender and receiver."""
+        return {**self.scores, "unit": self.unit, "reason": self.reason, "evidence": list(self.evidence)}
+
+    def score_lines(self) -> list[str]:
+        return [f"{stage} score: {v:.6g}" for stage, v in self.scores.items() if v is not None]
+
+    def message(self) -> str:
+        """A failing case's message: the reason names the score that failed (send, receive, ...)."""
+        return f"fail: {self.reason}" + (f": {self.evidence[0]}" if self.evidence else "")
+
+
+def node_verdicts(a: Analysis, results: Sequence[SubsetResult], hosts: Sequence[str]) -> list[NodeVerdict]:
+    """Every node of ``hosts``, then any other suspect, with its four scores and its verdict."""
+    unit = next((r.unit for r in results if r.unit), "")
+    suspects = {s.host: s for s in a.suspects}
+    stage_scores = dict(zip(STAGES, (a.single_scores, a.pair_scores, a.send_scores, a.receive_scores),
+                            strict=True))
+    out = []
+    for h in dict.fromkeys([*hosts, *suspects]):
+        s = suspects.get(h)
+        out.append(NodeVerdict(h, "suspect" if s else "ok", {k: v.get(h) for k, v in stage_scores.items()},
+                               unit, s.reason if s else "", list(s.evidence) if s else []))
+    return out
 
 
 def _efficiency(score: float, rate: float) -> float:
@@ -82,6 +128,7 @@ def table_lines(a: Analysis, results: list[SubsetResult], metric: str, rate: flo
         lines.append(f"{h:>24s} {_score(s):>12s} {_score(p):>12s} {directed}"
                      f"{(fixed(_efficiency(p, rate), 10, 3) if eff and rate and p is not None else ''):>10s}  "
                      f"{'SUSPECT' if h in suspects else ''}")
+    lines += [f"# warning: {w}" for w in a.warnings]
     for sw, v in a.switch_scores.items():
         lines.append(f"# switch {sw}: median pair score {v:.4g} {unit}")
     if not a.suspects and max(len(a.single_scores), len(a.pair_scores)) < 3:

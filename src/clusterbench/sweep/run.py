@@ -3,13 +3,14 @@ each host by an ssh-like agent), and read rank 0's ``--json`` records back."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from clusterbench.launch import torchrun as tr
 from clusterbench.launch.common import Spec
-from clusterbench.sweep.analyze import SubsetResult, pick_directions, pick_value
+from clusterbench.sweep.analyze import SubsetResult, no_measurement, pick_value, read_directions
 
 
 @dataclass
@@ -26,6 +27,8 @@ class SweepConfig:
     join_timeout: float = 60.0
     timeout: float = 600.0
     torchrun: list[str] = field(default_factory=lambda: ["torchrun"])
+    # a time or latency (False): a value of 0 or less is then no measurement; run_sweep sets it
+    higher_is_better: bool = True
 
 
 def parse_records(stdout: str) -> list[dict]:
@@ -58,8 +61,13 @@ def run_subset(cfg: SweepConfig, hosts: Sequence[str], stage: str, index: int) -
     if picked is None:
         return SubsetResult(tuple(hosts), stage, None,
                             error=f"no {cfg.metric!r} record in the output of rank 0")
+    invalid = no_measurement(records, cfg.metric, hosts, cfg.higher_is_better)
+    if invalid is not None:   # a latency of 0 would rank its node the best of all
+        return SubsetResult(tuple(hosts), stage, None, error=invalid)
+    # a one-node run's ranks share their host: no direction between nodes to tell
+    ways = read_directions(records, cfg.metric, hosts) if stage != "single" else None
     return SubsetResult(tuple(hosts), stage, picked[0], picked[1],
-                        directions=pick_directions(records, cfg.metric, hosts))
+                        directions=ways.values if ways else {}, unmatched=ways.unmatched if ways else ())
 
 
 def _better(kept: SubsetResult | None, new: SubsetResult, higher_is_better: bool) -> SubsetResult:
@@ -79,6 +87,7 @@ def run_sweep(cfg: SweepConfig, subsets: Sequence[tuple[str, tuple[str, ...]]],
     best result: a transient (a busy host, the first launch after boot) costs a subset one round,
     not its score, while a degraded node is slow in every round. ``on_start(k, stage, hosts)``
     is told before the k-th launch (from 1), ``on_result`` after it."""
+    cfg = dataclasses.replace(cfg, higher_is_better=higher_is_better)
     best: dict[int, SubsetResult] = {}
     for rnd in range(rounds):
         order = list(enumerate(subsets))

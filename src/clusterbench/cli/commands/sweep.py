@@ -41,7 +41,7 @@ from clusterbench.store import Store
 from clusterbench.store.location import for_other_hosts
 from clusterbench.sweep import plan
 from clusterbench.sweep.analyze import SubsetResult, analyze, parse_topology
-from clusterbench.sweep.report import table_lines, to_run
+from clusterbench.sweep.report import NodeVerdict, node_verdicts, table_lines, to_run
 from clusterbench.sweep.run import SweepConfig, run_sweep
 from clusterbench.textfile import read_user_text
 from clusterbench.units import parse_rate
@@ -174,18 +174,15 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
     code = 1 if result.suspects else 0
     if as_json:
         emit_all(run_objects(run, ms))
-        suspects = {s.host: s for s in result.suspects}
-        for h in dict.fromkeys([*host_list, *suspects]):
-            s = suspects.get(h)
-            emit(host_line(h, "suspect" if s else "ok", single=result.single_scores.get(h),
-                           pair=result.pair_scores.get(h), unit=next((r.unit for r in results if r.unit), ""),
-                           reason=s.reason if s else "", evidence=list(s.evidence) if s else []))
+        for v in node_verdicts(result, results, host_list):
+            emit(host_line(v.host, v.status, **v.fields()))
     else:
         print("\n".join(printable(t) for t in table_lines(result, results, metric, rate)))
     if not quiet:
         print(f"# run {run.id} ({run.status}) stored", file=sys.stderr)
     if junit:
-        junit_xml.write(junit, [junit_xml.Suite(f"sweep {test[0]} {metric}", _cases(result, host_list, metric),
+        junit_xml.write(junit, [junit_xml.Suite(f"sweep {test[0]} {metric}",
+                                                _cases(node_verdicts(result, results, host_list), metric),
                                                 properties={"run": str(run.id), "sweep": sweep_id})])
     suspects = {s.host: [f"sweep {s.reason}: {s.evidence[0] if s.evidence else ''}".rstrip(": ")]
                 for s in result.suspects}
@@ -196,21 +193,16 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
     return code
 
 
-def _cases(result, hosts: list[str], metric: str) -> list[junit_xml.Case]:  # type: ignore[no-untyped-def]
-    """One test case per node: its single and pair scores; a suspect fails with the evidence."""
-    suspects = {s.host: s for s in result.suspects}
+def _cases(verdicts: list[NodeVerdict], metric: str) -> list[junit_xml.Case]:
+    """One test case per node: its scores (single, pair, send, receive); a suspect fails with the
+    evidence, its message naming the score that failed."""
     cases = []
-    for h in hosts:
-        scores = [f"{stage} score: {v:.6g}" for stage, scores in (("single", result.single_scores),
-                                                                  ("pair", result.pair_scores))
-                  if (v := scores.get(h)) is not None]
-        s = suspects.get(h)
-        if s is None:
-            cases.append(junit_xml.Case(h, "clusterbench.sweep", junit_xml.PASS, details="\n".join(scores)))
+    for v in verdicts:
+        if v.status == "ok":
+            cases.append(junit_xml.Case(v.host, "clusterbench.sweep", junit_xml.PASS, details="\n".join(v.score_lines())))
         else:
-            message = f"fail: {s.reason}" + (f": {s.evidence[0]}" if s.evidence else "")
-            cases.append(junit_xml.Case(h, "clusterbench.sweep", junit_xml.FAIL, message,
-                                        "\n".join([f"metric: {metric}", *scores, *s.evidence])))
+            cases.append(junit_xml.Case(v.host, "clusterbench.sweep", junit_xml.FAIL, v.message(),
+                                        "\n".join([f"metric: {metric}", *v.score_lines(), *v.evidence])))
     return cases
 
 
