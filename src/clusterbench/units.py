@@ -1,4 +1,5 @@
-"""Sizes and rates as users type them: ``8``, ``128K``, ``1M``, ``8G`` (binary, as nccl-tests), ``100Gbps``."""
+"""Sizes, rates and counts as users type them: ``8``, ``128K``, ``1M``, ``8G`` (binary, as nccl-tests),
+``100Gbps``, and ``whole_number``, the one reader of a count from text or stored params."""
 
 from __future__ import annotations
 
@@ -42,6 +43,61 @@ def parse_size(text: str | int, what: str = "size") -> int:
     if value < 0:
         raise UsageError(f"invalid {what} {text!r}: must not be negative")
     return value
+
+
+# What "surrounding whitespace" means for a whole number: ASCII only. str.strip() also takes a
+# no-break space or an ideographic one, which no tool writes around a count.
+_ASCII_SPACE = " \t\n\r\x0b\x0c"
+
+# A whole number written with more digits than this is a pasted blob, refused before int() meets
+# Python's limit on converting text (4300 digits: a ValueError of its own).
+_MAX_WHOLE_DIGITS = 4000
+
+# Past this many bits an int is shown by its size: str() of 5000 digits raises, like int() of them.
+_SHOWN_BITS = 100
+
+
+def _shown(value: object) -> str:
+    """``value`` as an error line quotes it: at most 32 characters of text, a huge int by its size."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > _SHOWN_BITS:
+        return f"(a number of {value.bit_length()} bits)"
+    if isinstance(value, str):
+        return f"{value[:32]!r}{'...' if len(value) > 32 else ''}"
+    text = repr(value)
+    return text if len(text) <= 32 else f"{text[:32]}..."
+
+
+def whole_number(value: object, *, what: str, minimum: int = 0, maximum: int = 2**53,
+                 clamp: bool = False) -> int:
+    """``value`` as a whole number from ``minimum`` to ``maximum``, or a one-line ``UsageError``.
+
+    The one rule for counts read from text or stored params: an int as it is (a bool is no count);
+    a float only when finite and integral (``8.0`` from a JSON reader); text only when, inside
+    surrounding ASCII whitespace, it is ASCII digits alone: no sign, no ``_``, no ``.``, no
+    exponent, no ``٣`` or ``²`` (``str.isdigit`` and ``int()`` take those), no inner space.
+    ``clamp`` reads a value above ``maximum`` as ``maximum``, for a count past which the answer no
+    longer changes; below ``minimum`` is refused either way, and so is text of more than 4000 digits.
+    """
+    if isinstance(value, bool):
+        number = None
+    elif isinstance(value, int):
+        number = value
+    elif isinstance(value, float):
+        number = int(value) if math.isfinite(value) and value.is_integer() else None
+    elif isinstance(value, str):
+        text = value.strip(_ASCII_SPACE)
+        if len(text) > _MAX_WHOLE_DIGITS and text.isascii() and text.isdigit():
+            raise UsageError(f"invalid {what} {_shown(value)}: more than {_MAX_WHOLE_DIGITS} digits")
+        number = int(text) if text and text.isascii() and text.isdigit() else None
+    else:
+        number = None
+    if number is None:
+        raise UsageError(f"invalid {what} {_shown(value)}: expected a whole number from {minimum} to {maximum}")
+    if number > maximum and clamp:
+        return maximum
+    if not minimum <= number <= maximum:
+        raise UsageError(f"invalid {what} {_shown(value)}: expected a whole number from {minimum} to {maximum}")
+    return number
 
 
 def format_size(n: int) -> str:

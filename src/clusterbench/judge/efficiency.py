@@ -9,22 +9,28 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusterbench import peaks
+from clusterbench.errors import UsageError
 from clusterbench.families import family_of, metric_of
 from clusterbench.judge.compare import exact_ratio, percent_text
 from clusterbench.judge.theory import MAX_NODES, Efficiency, link_efficiency, link_speed_for
 from clusterbench.records import Measurement, Run
+from clusterbench.units import whole_number
 
 
 def nodes_of(run: Run, override: int | None = None) -> int:
     """The node count a link optimum is computed for: ``override``, else the run's ``nodes`` tag
-    where it is a positive whole number in ASCII digits, else its hosts. ``str.isdigit`` alone
-    passed ``²`` (and int() then raised) and ``0`` (no optimum: the efficiency went missing).
-    At most ``MAX_NODES``: a tag of 400 digits is no float, and the optimum is the same."""
+    where it is a positive whole number (``whole_number``: ASCII digits only), else its hosts.
+    ``str.isdigit`` alone passed ``²`` (and int() then raised), ``0`` gave no optimum (the
+    efficiency went missing), and 5000 digits raised past int()'s digit limit. At most
+    ``MAX_NODES``: a tag of 400 digits is no float, and the optimum is the same."""
     if override:
         return override
     tagged = run.tags.get("nodes")
-    if tagged and tagged.isascii() and tagged.isdigit() and int(tagged) > 0:
-        return min(int(tagged), MAX_NODES)
+    if tagged:
+        try:
+            return whole_number(tagged, what="nodes tag", minimum=1, maximum=MAX_NODES, clamp=True)
+        except UsageError:
+            pass   # a tag is free text: a node count it does not hold is the hosts' count
     return len(run.hosts)
 
 

@@ -2,31 +2,49 @@
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from clusterbench.errors import UsageError
 from clusterbench.records import INTERRUPTED, Measurement, Run
 from clusterbench.store import Store
+from clusterbench.units import whole_number
+
+# A number in text that is no whole number: a fraction or an exponent in ASCII digits (float()
+# also takes ``٣.٥``, ``1_000.5``, ``nan`` and ``infinity``).
+_DECIMAL_RE = re.compile(r"-?(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+(?=[eE]))(?:[eE][+-]?[0-9]+)?", re.ASCII)
+
+# Integers compare exactly up to a uint64, the widest a tool writes (nccl-tests' size_t).
+_MAX_INTEGER = 2**64 - 1
 
 
 def _number(value: Any) -> int | float | None:
-    """``value`` as a number: a number, or text that spells one in plain digits (``1``, ``1.0``,
-    ``2e3``; not Python's ``1_000``); None for anything else (booleans included)."""
+    """``value`` as a number: a number, or text that spells one (``1``, ``-1``, ``1.0``, ``2e3``);
+    None for anything else (booleans included). Integers are ``whole_number``'s (ASCII digits: not
+    ``1_000``, ``+1`` or ``٣``), with a minus sign before them: params may be negative."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
         return value
-    if not isinstance(value, str) or "_" in value:
+    if not isinstance(value, str):
         return None
-    try:
-        return int(value)
-    except ValueError:
-        pass
-    try:
-        return float(value)
-    except ValueError:
-        return None
+    text = value.strip(" \t\n\r\x0b\x0c")
+    negative = text.startswith("-")
+    digits = text[1:] if negative else text
+    if digits[:1].isdigit():   # "- 1" is no number: whole_number would trim the space
+        try:
+            whole = whole_number(digits, what="param", maximum=_MAX_INTEGER)
+        except UsageError:
+            pass
+        else:
+            return -whole if negative else whole
+    if _DECIMAL_RE.fullmatch(text):
+        number = float(text)
+        return number if math.isfinite(number) else None
+    return None
 
 
 def _same(want: Any, have: Any) -> bool:

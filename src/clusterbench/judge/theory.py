@@ -21,7 +21,7 @@ from clusterbench.families import family_of, metric_of
 from clusterbench.families.collectives.spec import busbw, optimal_algbw
 from clusterbench.judge.compare import percent_text
 from clusterbench.records import Measurement
-from clusterbench.units import parse_rate
+from clusterbench.units import parse_rate, whole_number
 
 THEORY_OP = "all_reduce"   # the collective ``clusterbench theory`` tabulates
 
@@ -60,18 +60,9 @@ def theory_table(link: str, nodes: list[int]) -> list[TheoryRow]:
 
 
 def parse_nodes(text: str) -> list[int]:
-    """Comma-separated node counts, each a whole number from 2 to ``MAX_NODES`` in ASCII digits
-    (``str.isdigit`` alone passed ``²``, which int() then refused, and ``٢``)."""
-    out = []
-    for part in text.split(","):
-        part = part.strip()
-        # the length check first: int() of 5000 digits raises past Python's digit limit
-        ok = part.isascii() and part.isdigit() and len(part) <= len(str(MAX_NODES))
-        if not ok or not 2 <= int(part) <= MAX_NODES:
-            shown = part if len(part) <= 32 else part[:32] + "..."
-            raise UsageError(f"invalid node count {shown!r}: expected whole numbers from 2 to {MAX_NODES}")
-        out.append(int(part))
-    return out
+    """Comma-separated node counts, each a whole number from 2 to ``MAX_NODES`` (``whole_number``:
+    ASCII digits only, so neither ``²`` nor ``٢``)."""
+    return [whole_number(part, what="node count", minimum=2, maximum=MAX_NODES) for part in text.split(",")]
 
 
 def link_speed_for(tags: Mapping[str, str], override: str | None) -> float | None:
@@ -116,25 +107,24 @@ def _where(m: Measurement) -> str:
     return ""
 
 
-def _whole(value: object) -> int | None:
-    """A param as a whole number >= 0 (``4``, ``4.0``, ``"4"``), else None: imported params may
-    hold anything, and int() truncated 2.5 nodes to 2 and raised on ``"x"`` and ``"²"``."""
-    if isinstance(value, bool):
+# The widest byte count a tool writes (nccl-tests prints a size_t).
+_MAX_BYTES = 2**64 - 1
+
+
+def _whole(value: object, maximum: int, clamp: bool = False) -> int | None:
+    """A param as a whole number (``4``, ``4.0``, ``"4"``), else None: imported params may hold
+    anything, and int() truncated 2.5 nodes to 2 and raised on ``"x"`` and ``"²"``."""
+    try:
+        return whole_number(value, what="param", maximum=maximum, clamp=clamp)
+    except UsageError:
         return None
-    if isinstance(value, int):
-        return value if value >= 0 else None
-    if isinstance(value, float):
-        return int(value) if value.is_integer() and value >= 0 else None
-    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 4000:
-        return int(value)
-    return None
 
 
 def _nodes(m: Measurement, run_nodes: int) -> int | None:
     """The n of a row: its own ``nodes`` param (DDP on one host), 2 for a pair of hosts, else the
-    run's; None where the row's own param is no node count."""
+    run's; None where the row's own param is no node count. Past ``MAX_NODES`` it is that many."""
     if "nodes" in m.params:
-        return _whole(m.params["nodes"])
+        return _whole(m.params["nodes"], MAX_NODES, clamp=True)
     if "src_host" in m.params and "dst_host" in m.params:
         return 2
     return run_nodes
@@ -156,6 +146,6 @@ def link_efficiency(measurements: Iterable[Measurement], nodes: int,
         opt = None if n is None else optimal_algbw(op, link_bytes_per_s, min(n, MAX_NODES))
         if n is None or opt is None:
             continue
-        size = _whole(m.params.get("bytes", 0)) or 0
+        size = _whole(m.params.get("bytes", 0), _MAX_BYTES) or 0
         out.append(Efficiency(m.benchmark, size, _where(m), n, m.value, opt))
     return out
