@@ -229,3 +229,11 @@ def test_matching_names_warn_nothing(monkeypatch):
     assert a.warnings == [] and set(a.send_scores) == set(HOSTS)
     run, _ms = to_run(results, a, ["net"], "bandwidth", ["clusterbench", "sweep"], "2024-01-01T00:00:00Z", {}, None)
     assert "warnings" not in run.meta
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), "fast", None, True])
+def test_a_value_that_is_no_number_is_no_row(bad):
+    rows = [{"metric": "busbw", "value": 10.0, "unit": "GB/s", "params": {"bytes": 8}},
+            {"metric": "busbw", "value": bad, "unit": "GB/s", "params": {"bytes": 8}}]
+    assert pick_value(rows, "busbw") == (10.0, "GB/s")
+    assert pick_value(rows[1:], "busbw") is None

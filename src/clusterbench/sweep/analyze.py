@@ -86,8 +86,9 @@ class Directions:
 
 def metric_rows(records: Sequence[Mapping], metric: str) -> list[Mapping]:
     """The rows of ``metric``, of one ``stat`` where they carry one: the first of ``TYPICAL_STATS``
-    present, else the first stat of the records."""
-    rows = [r for r in records if r.get("metric") == metric]
+    present, else the first stat of the records. A row whose value is no finite number (NaN, a
+    word from a broken agent) is no row: scored, it was a traceback or a NaN score."""
+    rows = [r for r in records if r.get("metric") == metric and _number(r.get("value")) is not None]
     stats = [s for s in (_params(r).get("stat") for r in rows) if s is not None]
     if not stats:
         return rows
