@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import socket
+import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -18,7 +19,8 @@ from typing import Any
 
 from clusterbench.envinfo import torchcheck
 from clusterbench.envinfo.software import cpu_model
-from clusterbench.errors import UsageError
+from clusterbench.errors import ClusterbenchError, UsageError
+from clusterbench.printable import printable
 from clusterbench.ranks.env import RankEnv
 from clusterbench.records import (
     Event,
@@ -186,16 +188,117 @@ def _job_store(env: RankEnv, timeout: timedelta) -> Any:
     import torch.distributed as dist
 
     global _groups
+    wait_s = timeout.total_seconds()
+    deadline = time.monotonic() + wait_s
     key = (env.master_addr, env.master_port)
     if key not in _stores:
-        _check_resolves(env.master_addr, 0.8 * timeout.total_seconds())   # before the watchdog's --timeout
+        _check_resolves(env.master_addr, 0.8 * wait_s)   # before the watchdog's --timeout
         # torchrun's agent hosts the store itself and tells its workers to connect as clients
         hosted = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+        master = env.rank == 0 and not hosted
+        if not master:
+            _wait_for_store(env, "torchrun's agent store" if hosted else "rank 0", deadline, wait_s)
         _stores[key] = dist.TCPStore(env.master_addr, env.master_port, env.world_size,
-                                     is_master=env.rank == 0 and not hosted, timeout=timeout,
-                                     wait_for_workers=False)
+                                     is_master=master, timeout=timeout, wait_for_workers=False)
     _groups += 1
-    return dist.PrefixStore(f"clusterbench/{_groups}", _stores[key])
+    store = dist.PrefixStore(f"clusterbench/{_groups}", _stores[key])
+    _wait_for_peers(store, env, deadline, wait_s)
+    return store
+
+
+# A rank still waiting for its peers after this long says so, once, on standard error, and waits
+# on up to --timeout: rank 0 may only be slow to start (importing PyTorch from a busy file system).
+JOIN_NOTICE_S = 15.0
+
+_joining: str | None = None
+
+
+def joining() -> str | None:
+    """While this process waits for its group to gather: what it waits for, worded as the reason
+    it gives up when --timeout ends that wait (the launcher watchdog's last line); else None."""
+    return _joining
+
+
+def _notice_at(wait_s: float) -> float:
+    return time.monotonic() + min(JOIN_NOTICE_S, wait_s / 2)
+
+
+def _say(env: RankEnv, text: str) -> None:
+    print(f"clusterbench: warning: rank {env.rank} on {env.host}: {printable(text)}", file=sys.stderr, flush=True)
+
+
+def _gave_up(reason: str, wait_s: float) -> ClusterbenchError:
+    return ClusterbenchError(f"{reason} within {wait_s:g} s (--timeout)")
+
+
+def _wait_for_store(env: RankEnv, who: str, deadline: float, wait_s: float) -> None:
+    """Until something listens at MASTER_ADDR:MASTER_PORT. PyTorch's store client would retry
+    there in C++ until --timeout, silent, then print pages of C++ frames; this wait says early,
+    in one line, what it waits for, and at the end that rank 0 never came. A probe that connects
+    and closes is ignored by the store."""
+    global _joining
+    where = f"{env.master_addr}:{env.master_port}"
+    reason = f"{who} never came: nothing listened at {where} (MASTER_ADDR:MASTER_PORT)"
+    _joining = reason
+    try:
+        _knock(env, who, where, reason, deadline, wait_s)
+    finally:   # a signal or an error ends the wait too: never left for a later hang's last line
+        _joining = None
+
+
+def _knock(env: RankEnv, who: str, where: str, reason: str, deadline: float, wait_s: float) -> None:
+    notice: float | None = _notice_at(wait_s)
+    pause = 0.01   # local ranks start together: rank 0 listens within moments
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            with socket.create_connection((env.master_addr, env.master_port), timeout=max(0.05, min(1.0, left))):
+                break
+        except OSError:
+            pass
+        now = time.monotonic()
+        if now >= deadline:
+            raise _gave_up(reason, wait_s)
+        if notice is not None and now >= notice:
+            notice = None
+            _say(env, f"waiting for {who} at {where} (MASTER_ADDR:MASTER_PORT): nothing listens there yet; "
+                      f"{env.world_size} ranks expected, giving up after {wait_s:g} s (--timeout)")
+        time.sleep(min(pause, max(0.0, deadline - now)))
+        pause = min(2 * pause, 0.5)
+
+
+def _wait_for_peers(store: Any, env: RankEnv, deadline: float, wait_s: float) -> None:
+    """Until every rank of the group has reached the store (a count under the group's prefix),
+    so that a missing rank is waited for here, in Python, with a count to show, rather than in
+    the backend's C++ join."""
+    global _joining
+    try:
+        _count_peers(store, env, deadline, wait_s)
+    finally:
+        _joining = None
+
+
+def _count_peers(store: Any, env: RankEnv, deadline: float, wait_s: float) -> None:
+    global _joining
+    joined = int(store.add("joined", 1))
+    where = f"{env.master_addr}:{env.master_port}"
+    notice: float | None = _notice_at(wait_s)
+    pause = 0.005
+    while joined < env.world_size:
+        missing = env.world_size - joined
+        reason = (f"{missing} rank{'s' if missing > 1 else ''} never joined at {where} "
+                  f"({joined} of {env.world_size} ranks joined)")
+        _joining = reason
+        now = time.monotonic()
+        if now >= deadline:
+            raise _gave_up(reason, wait_s)
+        if notice is not None and now >= notice:
+            notice = None
+            _say(env, f"waiting for the other ranks at {where} ({joined} of {env.world_size} ranks joined); "
+                      f"giving up after {wait_s:g} s (--timeout)")
+        time.sleep(min(pause, max(0.0, deadline - now)))
+        pause = min(2 * pause, 0.5)
+        joined = int(store.add("joined", 0))
 
 
 # The answers of a name lookup that say the name does not exist (yet: a Kubernetes pod's name

@@ -251,19 +251,35 @@ def _die_with_the_command() -> None:
     when its parent, the fork server, exits. Each rank inherits a copy of that write end, which
     would keep the server (and so a stuck rank) alive forever after a SIGKILL of the command:
     the rank closes its copy (it starts no processes from that server)."""
-    from multiprocessing import forkserver
-
-    server = getattr(forkserver, "_forkserver", None)
-    fd = getattr(server, "_forkserver_alive_fd", None)
-    if isinstance(fd, int):
-        with contextlib.suppress(OSError):
-            os.close(fd)
-        server._forkserver_alive_fd = None   # type: ignore[union-attr]
+    _close_forkserver_alive_fd()
     if sys.platform.startswith("linux"):
         import ctypes
 
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+
+
+def _close_forkserver_alive_fd() -> bool:
+    """Close this rank's copy of the fork server's "alive" pipe; whether there was one to close.
+
+    No public API reaches that descriptor: ``multiprocessing.forkserver`` exports only
+    ensure_running, get_inherited_fds (the extra descriptors, not this one),
+    connect_to_new_process and set_forkserver_preload. The private ``_forkserver`` instance and
+    its ``_forkserver_alive_fd``, set in the child by ``_serve_one``, were checked on CPython
+    3.10.13, 3.11.7, 3.12.1, 3.13.0 and the 3.14 development tree. Should a release rename or
+    drop them, nothing is closed: a rank still dies with the command through its companion
+    thread and PR_SET_PDEATHSIG, only not when it is stopped and the command is SIGKILLed."""
+    from multiprocessing import forkserver
+
+    server: Any = getattr(forkserver, "_forkserver", None)
+    fd = getattr(server, "_forkserver_alive_fd", None)
+    if not isinstance(fd, int) or isinstance(fd, bool) or fd < 0:   # gone, renamed or reshaped
+        return False
+    with contextlib.suppress(OSError):
+        os.close(fd)
+    with contextlib.suppress(AttributeError, TypeError):   # read-only in some later release
+        server._forkserver_alive_fd = None
+    return True
 
 
 def _local_rank_main(env: RankEnv, job: Job, conn: Any, parent_pid: int) -> None:
@@ -618,8 +634,10 @@ class _Watchdog:
                 self._end(f"rank {self.env.rank} on {self.env.host}: {describe(signum)} while it waited for "
                           "a peer rank", 128 + signum, signum)
             if time.monotonic() - self.last > self.timeout:
-                self._end(f"rank {self.env.rank} on {self.env.host}: no progress for {self.timeout:g} s"
-                          " (a peer rank hung or died; --timeout)", 1, None)
+                waiting = ctxmod.joining()   # still gathering the group: say for whom, not "no progress"
+                why = (f"{waiting} within {self.timeout:g} s (--timeout)" if waiting else
+                       f"no progress for {self.timeout:g} s (a peer rank hung or died; --timeout)")
+                self._end(f"rank {self.env.rank} on {self.env.host}: {why}", 1, None)
 
     def _end(self, msg: str, code: int, signum: int | None) -> None:
         if self._stop.is_set():

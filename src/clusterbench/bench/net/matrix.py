@@ -22,6 +22,10 @@ MAX_DURATION = 86400.0           # seconds a bandwidth test may send for
 # Shorter, and the first chunk each stream receives (up to 1 MiB, counted but not timed) is the test.
 MIN_DURATION = 0.01
 MAX_LATENCY_ITERS = 1_000_000    # every round trip's time is kept for the statistics
+# perftest's own range for -q (MIN_QP_NUM..MAX_QP_NUM in its perftest_parameters.h, the same since
+# 2013): a larger count would start ib_write_bw on every host only for each to refuse it. The
+# device's own limit (max_qp) can be lower; only ib_write_bw on that host can say.
+MAX_RDMA_QPS = 16384
 _RDMA_DEVICE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")        # mlx5_0, rocep1s0f0, bnxt_re0
 _RDMA_GPU = re.compile(r"--use_[a-z_]+(=[A-Za-z0-9_.:-]+)?")      # --use_cuda=0, --use_rocm=1
 
@@ -54,8 +58,9 @@ class NetConfig:
             raise UsageError(f"--latency-iters must be 1..{MAX_LATENCY_ITERS}, got {self.latency_iters}")
         if not 1 <= self.latency_bytes <= tcp.MAX_MESSAGE:
             raise UsageError(f"--latency-bytes must be 1..{tcp.MAX_MESSAGE}, got {self.latency_bytes}")
-        if self.rdma_qps < 1:
-            raise UsageError(f"--rdma-qps must be at least 1, got {self.rdma_qps}")
+        if not 1 <= self.rdma_qps <= MAX_RDMA_QPS:
+            raise UsageError(f"--rdma-qps must be 1..{MAX_RDMA_QPS} (perftest's range for ib_write_bw -q), "
+                             f"got {self.rdma_qps}")
         if not (self.bandwidth or self.latency or self.rdma):
             raise UsageError("--no-bandwidth and --no-latency together leave nothing to measure "
                              "(add --rdma, or drop one)")

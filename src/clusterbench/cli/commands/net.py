@@ -34,7 +34,8 @@ from clusterbench.units import parse_rate, parse_size
 @click.option("--no-latency", is_flag=True, help="Skip the latency tests.")
 @click.option("--rdma", is_flag=True,
               help="Also run perftest ib_write_bw between hosts (skipped when /sys/class/infiniband is empty).")
-@click.option("--rdma-qps", type=int, default=1, show_default=True, help="ib_write_bw -q.")
+@click.option("--rdma-qps", type=int, default=1, show_default=True,
+              help=f"ib_write_bw -q: queue pairs per test (1..{matrix.MAX_RDMA_QPS}, perftest's range).")
 @click.option("--rdma-bidirectional", is_flag=True, help="ib_write_bw --bidirectional.")
 @click.option("--rdma-device", default=None, help="ib_write_bw -d (default: the first device).")
 @click.option("--rdma-gpu", default=None, metavar="FLAG",
