@@ -9,9 +9,19 @@ whole run record. Logs add things around them, which this parser undoes:
   ``{`` of the line;
 - lines that are not such an object (torchrun's warnings, pip's output, the ``# run N stored``
   line, other JSON) are ignored;
-- measurements belong to the next run line with the same run id, so the output of several runs
-  or several pods, one after another, splits into its runs; measurements whose run line never
-  came (a pod killed while printing) become one run marked incomplete;
+- measurements belong to the next run line with the same run id and the same origin (the prefix
+  before the object, its time stamps left out: ``gpu01: ``, ``[pod/a/c] ``), so the output of
+  several runs or several pods, one after another, splits into its runs, and so do the
+  interleaved lines of several hosts that pdsh or ``kubectl logs --prefix`` marked, even where
+  each printed the same run id (each host its own database); a run line whose origin has no
+  measurements takes those of its id from every origin (a log whose prefixes differ from line
+  to line); measurements whose run line never came (a pod killed while printing) become one run
+  marked incomplete;
+- one run id with run lines of different contents is two runs: their measurements must be told
+  apart by the above, and an import is refused, in one line naming the run id and the lines,
+  where they cannot: the run lines took measurements of several origins, measurements the same
+  in every field but the value (two processes running the same benchmark), or another number
+  of measurements than the run line says it has;
 - lines without ``"kind"`` that have exactly the measurement fields, as clusterbench printed
   them before the run line existed, are measurements too.
 
@@ -21,9 +31,11 @@ env, tags, errors, meta); only its source says it was imported.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -44,10 +56,16 @@ MEASUREMENT_FIELDS = ("run", "benchmark", "metric", "value", "unit", "params")
 _MAX_TRIES = 4                # '{' positions tried per line: a prefix rarely has more than one
 _DECODER = json.JSONDecoder()
 _MAX_RANKS = 2**63 - 1        # the largest integer the stores hold
+# times as kubectl --timestamps and log collectors write them (ISO 8601, syslog's "Jan  2
+# 03:04:05", a bare time of day), bracketed or not
+_TIME_STAMP = re.compile(r"\[?(?:\d{4}-\d\d-\d\d[T ]|[A-Z][a-z]{2} +\d{1,2} )?\d\d:\d\d:\d\d(?:[.,]\d+)?"
+                         r"(?:Z|[+-]\d\d:?\d\d)?\]?")
+_SHOWN_RANGES = 6             # line ranges a refusal names before "..."
 
 
-def _object_in(line: str) -> dict[str, Any] | None:
-    """The clusterbench record on this line, after whatever prefix, or None."""
+def _object_in(line: str) -> tuple[dict[str, Any], str] | None:
+    """The clusterbench record on this line, after whatever prefix, and the line's origin (see
+    ``_origin``); or None."""
     start = line.find("{")
     for _ in range(_MAX_TRIES):
         if start < 0:
@@ -57,9 +75,20 @@ def _object_in(line: str) -> dict[str, Any] | None:
         except ValueError:
             obj = None
         if isinstance(obj, dict) and _kind(obj) is not None:
-            return obj
+            return obj, _origin(line[:start])
         start = line.find("{", start + 1)
     return None
+
+
+def _origin(prefix: str) -> str:
+    """Which writer a line came from, as the prefix before its object says (``gpu01:`` from
+    pdsh, ``[pod/a/c]`` from ``kubectl logs --prefix``, an MPI tag); "" without one. Time stamps
+    differ on every line of one writer, so they are no part of it; nor is a byte order mark (a
+    file appended to another keeps its own) or a control character a terminal left."""
+    prefix = "".join(c for c in prefix if c != "\ufeff" and (c.isprintable() or c.isspace()))
+    if not prefix:
+        return ""
+    return " ".join(_TIME_STAMP.sub(" ", prefix).split())
 
 
 def _kind(obj: dict[str, Any]) -> str | None:
@@ -146,22 +175,119 @@ def _refuse_surrogates(obj: dict[str, Any], where: str) -> None:
             raise LogFormatError(f"{where}: not UTF-8 text: {shown(found)} in field {shown(key)}")
 
 
-def _orphans(measurements: list[Measurement], run_id: Any, name: str) -> ImportedRun:
+def _orphans(measurements: list[Measurement], run_id: Any, origin: str, name: str) -> ImportedRun:
     """Measurements whose run line never came: kept, in a run that says so."""
     run = Run(benchmark=IMPORT_BENCHMARK, source=f"clusterbench, imported from {name or 'JSON lines'}",
               status=INCOMPLETE)
     label = f"run {run_id}" if run_id is not None else "a run"
-    run.errors.append(f"the output ends before the record of {label}: only its measurements were found")
+    behind = f" (lines behind {origin!r})" if origin else ""
+    run.errors.append(f"the output ends before the record of {label}{behind}: only its measurements were found")
     return ImportedRun(run, measurements)
+
+
+@dataclass
+class _Pending:
+    """The measurements of one run id and origin that wait for their run line."""
+
+    lines: list[int] = field(default_factory=list)
+    measurements: list[Measurement] = field(default_factory=list)
+    identities: set[str] = field(default_factory=set)
+    repeated: bool = False   # a measurement the same as an earlier one in all but its value
+
+    def add(self, n: int, m: Measurement) -> None:
+        # one run never measures the same row twice (repeats and steps are params): a second
+        # one is another process's
+        identity = json.dumps([m.benchmark, m.metric, m.unit, m.params], sort_keys=True, default=str)
+        self.repeated = self.repeated or identity in self.identities
+        self.identities.add(identity)
+        self.lines.append(n)
+        self.measurements.append(m)
+
+
+@dataclass
+class _Record:
+    """A run line already read, as far as telling runs of one id apart needs it."""
+
+    line: int
+    contents: bytes   # a digest of the record: a log may hold thousands, each with its env and meta
+    measurement_lines: list[tuple[int, int]]   # first and last line of each stretch, the first few
+    doubt: str   # why its measurements may be another run's too; "" where they cannot be
+
+
+_REPEATED = "the same measurement came twice before one of them"
+
+
+def _taken(pending: dict[tuple[str, Any], _Pending], run_id: Any, origin: str, line: int) -> tuple[_Pending, str]:
+    """The measurements the run line of ``run_id`` from ``origin`` takes, and the doubt about them."""
+    own = pending.pop((origin, run_id), None)
+    if own is not None:
+        return own, _REPEATED if own.repeated else ""
+    keys = [key for key in pending if key[1] == run_id]
+    if not keys:
+        return _Pending(), ""
+    # the run line's prefix differs from its measurements' (or from line to line): all of its id
+    if len(keys) == 1:
+        one = pending.pop(keys[0])
+        return one, _REPEATED if one.repeated else ""
+    groups = [pending.pop(key) for key in keys]
+    taken = _Pending()
+    for n, m in sorted(((n, m) for g in groups for n, m in zip(g.lines, g.measurements)), key=lambda nm: nm[0]):
+        taken.add(n, m)
+    return taken, f"line {line}'s measurements are behind several prefixes, none its own"
+
+
+def _stretches(lines: Iterable[int]) -> list[tuple[int, int]]:
+    """Consecutive line numbers as (first, last), at most ``_SHOWN_RANGES + 1`` of them: a
+    refusal names no more."""
+    out: list[list[int]] = []
+    for n in sorted(lines):
+        if out and n <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], n)
+        elif len(out) > _SHOWN_RANGES:
+            break
+        else:
+            out.append([n, n])
+    return [(a, b) for a, b in out]
+
+
+def _line_ranges(stretches: Iterable[tuple[int, int]]) -> str:
+    """``1-4, 9, 12-20``: at most ``_SHOWN_RANGES`` of them, then ``...``."""
+    spans: list[list[int]] = []
+    for a, b in sorted(stretches):
+        if spans and a <= spans[-1][1] + 1:
+            spans[-1][1] = max(spans[-1][1], b)
+        else:
+            spans.append([a, b])
+    text = [f"{a}" if a == b else f"{a}-{b}" for a, b in spans[:_SHOWN_RANGES]]
+    return ", ".join(text) + (", ..." if len(spans) > _SHOWN_RANGES else "")
+
+
+def _refuse_if_mixed(earlier: list[_Record], record: _Record, run_id: Any) -> None:
+    """A LogFormatError where run lines of one id differ and a doubt says their measurements
+    may be each other's: stored, they would be one run's rows in the other."""
+    for other in earlier:
+        lines = other.measurement_lines + record.measurement_lines
+        # the same record twice is one run printed twice; without a doubt, or without a
+        # measurement to give to the wrong one, each run has its own
+        if other.contents == record.contents or not (other.doubt or record.doubt) or not lines:
+            continue
+        label = f"run {run_id}" if run_id is not None else "run null"
+        raise LogFormatError(
+            f"{label}: its run record is on lines {other.line} and {record.line} with different contents "
+            f"({other.doubt or record.doubt}), so the measurements on lines {_line_ranges(lines)} "
+            "cannot be told apart; import each process's output on its own, or keep the prefixes "
+            "pdsh or kubectl logs --prefix put before its lines")
 
 
 def iter_parse(lines: Iterable[str], name: str = "") -> Iterator[ImportedRun]:
     """Runs as their run lines arrive (a log given as lines, e.g. a pipe, is streamed)."""
-    pending: dict[Any, list[Measurement]] = {}
+    pending: dict[tuple[str, Any], _Pending] = {}   # (origin, run id): measurements waiting
+    records: dict[Any, list[_Record]] = {}           # run id: its run lines so far
     for n, line in enumerate(lines, 1):
-        obj = _object_in(line) if "{" in line else None
-        if obj is None:
+        found = _object_in(line) if "{" in line else None
+        if found is None:
             continue
+        obj, origin = found
         where = f"line {n}"
         # a lone surrogate can only come from a JSON escape: text read from a file holds U+FFFD
         # where its bytes were not UTF-8
@@ -169,12 +295,21 @@ def iter_parse(lines: Iterable[str], name: str = "") -> Iterator[ImportedRun]:
             _refuse_surrogates(obj, where)
         if _kind(obj) == "measurement":
             m = _measurement(obj, where)   # checks the run id before it is a key
-            pending.setdefault(obj.get("run"), []).append(m)
-        else:
-            run = _run(obj, name, where)
-            yield ImportedRun(run, pending.pop(obj.get("id"), []))
-    for run_id, ms in pending.items():
-        yield _orphans(ms, run_id, name)
+            pending.setdefault((origin, obj.get("run")), _Pending()).add(n, m)
+            continue
+        run = _run(obj, name, where)
+        run_id = obj.get("id")
+        taken, doubt = _taken(pending, run_id, origin, n)
+        count = obj.get("measurements")   # listings and imports say how many the run has
+        if not doubt and isinstance(count, int) and not isinstance(count, bool) and count != len(taken.lines):
+            doubt = f"line {n} says its run has {count} measurement(s), {len(taken.lines)} came before it"
+        contents = hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode("utf-8", "surrogatepass")).digest()
+        record = _Record(n, contents, _stretches(taken.lines), doubt)
+        _refuse_if_mixed(records.get(run_id, []), record, run_id)
+        records.setdefault(run_id, []).append(record)
+        yield ImportedRun(run, taken.measurements)
+    for (origin, run_id), waiting in pending.items():
+        yield _orphans(waiting.measurements, run_id, origin, name)
 
 
 def parse(text: str, name: str = "") -> list[ImportedRun]:
