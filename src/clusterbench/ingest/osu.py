@@ -21,6 +21,17 @@ latency and ``Iterations``; ``-z`` adds ``P50 Tail Lat(us)`` / ``P99 Tail BW(MB/
 datatype under one title, each after its ``# Datatype: MPI_INT.`` line: the rows carry ``dtype``
 (``int``) whenever a run's datatype is not OSU's default MPI_CHAR or it has several, so a
 default run compares with those of OSU versions that printed no datatype.
+
+``osu_mbw_mr -v`` (vary the window size; osu-micro-benchmarks osu_mbw_mr.c, 5.3 to 7.x) prints no
+``# Size`` header: under ``# [ pairs: N ] [ window size: varied ]`` come two matrices, each after
+its title (``# Uni-directional Bandwidth (MB/sec)``, then ``# Message Rate Profile`` unless
+``-r 0``) and a ``#`` line of the window sizes (1 2 4 ... 128); each row is a message size and its
+figure at every window. Each cell is one record with the window as its ``window`` param, as a
+single-window run's rows carry it.
+
+``-G tty`` (OSU 7.x, osu_util_graph.c) has gnuplot draw one ASCII graph per message size after
+the whole table, each titled ``Size: N, Avg:X``: from that line on, up to the next test's title,
+nothing is a row (the graphs' tick labels are numbers at a line's start).
 """
 
 from __future__ import annotations
@@ -48,6 +59,10 @@ _LABEL = re.compile(r"(?:(Avg|Min|Max|P\d+(?:\.\d+)?)\s+)?(?:Tail\s+)?Lat(?:ency
                     r"|MB/s|Messages/s|Iterations|Validation|Transmit Size")
 _DATATYPE = re.compile(r"^Datatype:\s*(\S+?)\.?$")
 _VALIDATION_ERROR = re.compile(r"DATA VALIDATION ERROR", re.IGNORECASE)
+# the title osu_util_graph.c gives each -G graph ("Size: %zu, Avg:%.*f"), which gnuplot draws
+_GRAPH_TITLE = re.compile(r"^Size:\s*\d+,\s*Avg:\s*\S+$")
+# osu_mbw_mr -v: the titles of its two matrices -> the metric of their cells
+_MATRICES = {"Uni-directional Bandwidth (MB/sec)": "bandwidth", "Message Rate Profile": "msg_rate"}
 # OSU's titles -> its programs (osu-micro-benchmarks c/mpi/*/*.c, print_header)
 _NAMES = {"bandwidth": "osu_bw", "bi-directional bandwidth": "osu_bibw", "latency": "osu_latency",
           "multi-threaded latency": "osu_latency_mt", "multi-process latency": "osu_latency_mp",
@@ -110,6 +125,10 @@ class _Run:
         self.invalid: list[int] = []   # sizes whose row says Fail (-c)
         self.dtype = ""
         self.dtype_of: list[str] = []   # the datatype of each of self.ms
+        self.matrix = ""   # osu_mbw_mr -v: the metric of the matrix being read
+        self.windows: list[int] = []   # ... and the window size of each of its columns
+        self.graphs = False   # -G tty: the graphs after the table have begun
+        self.varied = False   # osu_mbw_mr -v
 
     def header(self, line: str) -> None:
         cols = []
@@ -126,6 +145,34 @@ class _Run:
                 cols.append(("bandwidth", (m.group(2) or "").lower()))
         self.cols = cols
         self.header_text = line
+        self.matrix, self.windows = "", []
+
+    def start_matrix(self, metric: str) -> None:
+        self.matrix, self.windows = metric, []
+        self.cols = []
+
+    def matrix_row(self, toks: list[str]) -> None:
+        """A row of osu_mbw_mr -v: a size, then its figure at each window size."""
+        size = to_int(toks[0])
+        if size is None:
+            return
+        cells = toks[1:]
+        if len(cells) < len(self.windows):
+            add_warning(self.run, f"a row with {len(cells)} of its {len(self.windows)} values (the log is cut "
+                                  f"short?), its last value not stored: {shown(' '.join(toks))}")
+            cells = cells[:-1]
+        added = False
+        for window, raw in zip(self.windows, cells):
+            value = to_float(raw)
+            if value is None:
+                continue
+            params = {**self.params, "bytes": size, "window": window}
+            if self.matrix == "bandwidth":
+                self.keep(OSU_BANDWIDTH(self.bench, value / 1000.0, params))
+            else:
+                self.keep(MSG_RATE(self.bench, value / 1e6, params))
+            added = True
+        self.rows += added
 
     def row(self, toks: list[str]) -> None:
         size = to_int(toks[0])
@@ -237,13 +284,24 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
             continue
         if cur is None:
             continue
+        if cur.graphs or _GRAPH_TITLE.match(s):
+            cur.graphs = True   # -G tty: gnuplot's graphs follow the whole table
+            continue
         if s.startswith("#"):
             body = s.lstrip("#").strip()
             dtype = _DATATYPE.match(body)
             if body.startswith("Size"):
                 cur.header(body)
+            elif body in _MATRICES:
+                cur.start_matrix(_MATRICES[body])
+            elif cur.matrix and body and all(t.isdigit() for t in body.split()):
+                cur.windows = [int(t) for t in body.split()]
             elif dtype:
                 cur.datatype(dtype.group(1))
+                if cur.varied:
+                    # 7.x -v -T: the bandwidth title is printed once, before the first datatype;
+                    # each datatype's bandwidth matrix starts after its own Datatype line
+                    cur.start_matrix("bandwidth")
             elif "Buffer on" in body:
                 cur.params["buffers"] = " ".join(re.findall(r"\((\w{1,2})\)", body))
             elif body.startswith(("Window creation:", "Synchronization:")):
@@ -251,12 +309,16 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
                 key, _, value = body.partition(":")
                 cur.params[key.strip().lower().replace(" ", "_")] = value.strip()
             elif body.startswith("[ pairs:"):
+                cur.varied = "window size: varied" in body
                 for key, value in re.findall(r"(pairs|window size):\s*(\d+)", body):
                     cur.params["window" if key == "window size" else key] = int(value)
             continue
         toks = s.split()
         if toks[0].isdigit():
-            cur.row(toks)
+            if cur.windows:
+                cur.matrix_row(toks)
+            else:
+                cur.row(toks)
         elif s.strip("[]. ") == "":   # '[...]' where a document left rows out
             cur.elided += 1
         else:

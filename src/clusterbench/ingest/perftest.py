@@ -13,10 +13,22 @@ is stored (a peak of 0.00 beside a non-zero average is the same case, its warnin
 
 Server and client output is often interleaved in one log, which repeats header lines and result
 rows; a row whose message size was already read is not read again.
+
+``--out_json`` files (perftest_parameters.c, write_test_info_to_file and write_*_report_to_file)
+hold one test's ``test_info`` and its ``results`` (``MsgSize``, ``n_iterations``, ``BW_peak``,
+``BW_average``, ``MsgRate``; the ``t_*`` and ``percentile_*`` figures of a latency test), read into
+the records a text log's row gives. perftest opens the file anew for every result, so an ``-a``
+run leaves only its last size. Standard JSON since perftest 24.01.0-0.38; before, from 4.5-0.11,
+the same lines without quotes around keys and with trailing commas, read line by line. The file
+names no bandwidth unit: perftest computes ``BW_average`` = ``MsgSize`` x ``MsgRate`` x 10^6 / F,
+F = 2^20 (MiB/sec) or 1.25 x 10^8 (``--report_gbits``), so the file's own figures tell which F
+it used (they differ 119-fold); where they cannot (no message rate), no bandwidth is stored.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import re
 
 from clusterbench.families.net.spec import BW_AVG, BW_PEAK, LATENCY, MSG_RATE
@@ -27,6 +39,7 @@ from clusterbench.ingest.common import (
     add_warning,
     clean_lines,
     new_run,
+    shown,
     text_lines,
     to_float,
     to_int,
@@ -127,7 +140,137 @@ class _Run:
             self.seen.add(size)
 
 
+# --out_json: a key and its value on a line, as perftest writes them (keys quoted since 24.01)
+_JSON_LINE = re.compile(r'^\s*"?([A-Za-z][\w .]*?)"?\s*:\s*(.*?)\s*,?\s*$')
+_JSON_SIGNATURE = re.compile(r'^\s*\{?\s*"?test_info"?\s*:\s*\{', re.M)
+_JSON_TESTS = {"send": "ib_send", "send_imm": "ib_send", "rdma_write": "ib_write", "rdma_write_imm": "ib_write",
+               "rdma_read": "ib_read", "atomic": "ib_atomic"}
+_JSON_LAT = {"t_min": "min", "t_max": "max", "t_typical": "typical", "t_avg": "avg", "t_stdev": "stdev",
+             "percentile_99": "p99", "percentile_99.9": "p99.9"}
+# perftest's bandwidth divisors (print_report_bw's format_factor), by the unit they give
+_FACTORS = {"MiB/sec": 1048576.0, "Gb/sec": 125e6}
+
+
+def _json_sections(text: str) -> dict[str, dict[str, object]]:
+    """``test_info`` and ``results`` of an --out_json file, standard JSON or perftest's older
+    lines (``test: RDMA_Write_BW_Test,``)."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict) and all(isinstance(doc.get(k), dict) for k in ("test_info", "results")):
+        return {k: doc[k] for k in ("test_info", "results")}
+    sections: dict[str, dict[str, object]] = {}
+    current: dict[str, object] | None = None
+    for line in text_lines(text):
+        s = line.strip()
+        if s in ("", "{", "}", "},"):
+            continue
+        m = _JSON_LINE.match(s)
+        if m is None:
+            raise LogFormatError(f"perftest --out_json file with a line it does not write: {shown(s)}")
+        key, value = m.group(1).strip(), m.group(2)
+        if value == "{":
+            current = sections.setdefault(key, {})
+        elif current is not None:
+            current[key] = value.strip('"')
+    if "results" not in sections:
+        raise LogFormatError("perftest --out_json file without its \"results\"")
+    sections.setdefault("test_info", {})
+    return sections
+
+
+def _json_number(results: dict[str, object], key: str) -> float | None:
+    value = results.get(key)
+    number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else to_float(str(value))
+    return float(number) if number is not None and math.isfinite(number) else None
+
+
+def _bw_factor(size: int, bw: float, rate: float | None) -> str | None:
+    """The unit of the file's bandwidths, from its own figures (see the module doc), or None."""
+    if not rate or rate <= 0 or bw <= 0:
+        return None
+    divisor = size * rate * 1e6 / bw
+    unit, factor = min(_FACTORS.items(), key=lambda kv: abs(math.log(divisor / kv[1])))
+    # the two candidates are 119x apart: a ratio not within 2x of one is no perftest file's
+    return unit if abs(math.log(divisor / factor)) < math.log(2) else None
+
+
+def parse_json(text: str, name: str = "") -> list[ImportedRun]:
+    """One --out_json file -> its one run."""
+    sections = _json_sections(text)
+    info, results = sections["test_info"], sections["results"]
+    test = str(info.get("test", ""))
+    words = test.split("_")
+    kind = "lat" if "Latency" in words else "bw" if "BW" in words else ""
+    head = "_".join(words[:2]).lower() if words[:2] in (["RDMA", "Write"], ["RDMA", "Read"], ["Send", "imm"]) \
+        else words[0].lower()
+    if head == "rdma_write" and words[2:3] == ["imm"]:
+        head = "rdma_write_imm"
+    base = _JSON_TESTS.get(head)
+    if base is None or not kind:
+        raise LogFormatError(f"perftest --out_json file of a test it does not name: {shown(test)}")
+    size = to_int(str(results.get("MsgSize", "")))
+    if size is None:
+        # --output=bandwidth|message_rate|latency writes one figure and no message size
+        raise LogFormatError("perftest --out_json file without a message size (run with --output=...?): "
+                             "no result row to store")
+    r = _Run(name, "")
+    r.bench = f"{base}_{kind}"
+    r.bidir = "Bidirectional" in words
+    r.run.meta["test"] = test
+    device = info.get("Device")
+    if isinstance(device, str) and device:
+        r.params["device"] = device
+        r.run.devices.append(device)
+    qps = to_int(str(info.get("Number_of_qps", "")))
+    if qps is not None:
+        r.params["qps"] = qps
+    for key in ("Link_type", "Transport_type", "Connection_type", "Mtu"):
+        if key in info:
+            r.run.meta[key.lower()] = str(info[key])
+    params: dict[str, object] = {**r.params, "bytes": size, "bidirectional": r.bidir}
+    iters = to_int(str(results.get("n_iterations", "")))
+    if iters is not None:
+        params["iterations"] = iters
+    if kind == "bw":
+        avg, peak = _json_number(results, "BW_average"), _json_number(results, "BW_peak")
+        rate = _json_number(results, "MsgRate")
+        unit = _bw_factor(size, avg, rate) if avg is not None else None
+        if unit is None and (avg or peak):
+            add_warning(r.run, "bandwidth not stored: an --out_json file names no unit, and its message rate "
+                               "does not tell MiB/sec from Gb/sec")
+        elif unit is not None and avg is not None:
+            r.run.meta["bw_unit"] = unit
+            scale = _BW_UNITS[unit]
+            r.ms.append(BW_AVG(r.bench, avg * scale, params))
+            if peak is not None and peak == 0.0 and avg:
+                r.run.meta["bw_peak"] = NO_PEAK
+            elif peak is not None:
+                r.ms.append(BW_PEAK(r.bench, peak * scale, params))
+        if rate is not None:
+            r.ms.append(MSG_RATE(r.bench, rate, params))
+    else:
+        for key, stat in _JSON_LAT.items():
+            value = _json_number(results, key)
+            if value is not None:
+                r.ms.append(LATENCY(r.bench, value, {**params, "stat": stat}))
+    if not r.ms:
+        raise LogFormatError("perftest --out_json file without a figure to store")
+    r.run.source = "perftest"
+    r.run.meta["benchmark"] = r.bench
+    r.run.meta["format"] = "out_json"
+    return [ImportedRun(r.run, r.ms)]
+
+
 def parse(text: str, name: str = "") -> list[ImportedRun]:
+    """A perftest log, or an --out_json file."""
+    if _JSON_SIGNATURE.search(text[:4096]) and not _TITLE_LINE.search(text):
+        return parse_json(text, name)
+    return parse_text(text, name)
+
+
+def parse_text(text: str, name: str = "") -> list[ImportedRun]:
     runs: list[_Run] = []
     cur: _Run | None = None
     errors: list[str] = []
@@ -176,9 +319,11 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
     return out
 
 
+_TITLE_LINE = re.compile(r"^\s*(?:RDMA_Write|RDMA_Read|Send|Atomic\w*|Write|Read)\b[\w /]*?\b(?:BW|Latency)"
+                         r"\s+Test\s*$", re.M)
+
 IMPORTERS = (
     Importer("perftest", re.compile(r"(RDMA_Write|RDMA_Read|Send|Atomic\w*)\b[\w /]*?\b(BW|Latency)\s+Test"
-                                    r"|#bytes\s+#iterations\s+(BW peak|t_min)"), whole(parse), order=90,
-             starts=re.compile(r"^\s*(?:RDMA_Write|RDMA_Read|Send|Atomic\w*|Write|Read)\b[\w /]*?\b(?:BW|Latency)"
-                               r"\s+Test\s*$", re.M)),
+                                    r"|#bytes\s+#iterations\s+(BW peak|t_min)|" + _JSON_SIGNATURE.pattern, re.M),
+             whole(parse), order=90, starts=_TITLE_LINE),
 )
