@@ -70,7 +70,7 @@ def _rows() -> list[Row]:
             rows.append(Row(launcher, args))
         rows.append(Row(launcher, ("--env", "NCCL_X={p}"), data=True))
         rows.append(Row(launcher, (), data=True, tail=(*TAIL, "--tag", "t={p}")))
-        rows.append(Row(launcher, (), data=True, tail=("--", "coll", "{p}")))  # coll refuses it when it runs
+        rows.append(Row(launcher, (), tail=("--", "coll", "{p}")))  # no op: refused before launching
     rows += [Row("slurm", (opt, "{p}")) for opt in
              ("--partition", "--time", "--job-name", "--account", "--output", "--sbatch-opt", "--wait-timeout")]
     rows += [Row("slurm", ("--nodelist", "{p}")), Row("slurm", ("--nodelist", "node[1-2],{p}")),
@@ -309,8 +309,9 @@ def test_k8s_never_expands_a_variable(launcher: str, where: str, tmp_path: Path)
     argv = [*BASE[launcher], "--db-secret", "cb-db", "--env", "NCCL_X=1"]
     if where == "env":
         argv += ["--env", f"NCCL_Y={typed}"]
-    tail = ["--", "coll", "all_reduce", *(["--tag", typed] if where == "tag" else []),
-            *(["--datatype", typed] if where == "command" else [])]   # a word the CLI parses as text
+    # a word of the command the CLI takes as text (a file name: launch checks the values after --)
+    tail = ["--", "preflight", "--kernel-log", typed] if where == "command" else \
+        ["--", "coll", "all_reduce", *(["--tag", typed] if where == "tag" else [])]
     code, out, err = run_cli(*argv, *tail)
     assert code == 0, err
     main = _main_container(yaml.safe_load(out))[0]

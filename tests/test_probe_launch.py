@@ -224,3 +224,22 @@ def test_mpijob_master_addr_is_worker_0_under_the_job_service() -> None:
                      k8s.K8sOptions(name="bench", image="repo/img:1", install=None))
     argv = doc["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
     assert argv[argv.index("-x") + 1] == "MASTER_ADDR=bench-worker-0.bench"
+
+
+# -- the values of the command after -- ------------------------------------------------------
+
+@pytest.mark.parametrize("launcher", ["slurm", "k8s", "mpi", "torchrun", "dstack"])
+@pytest.mark.parametrize("tail, says", [
+    (["net", "--rdma-qps", "99999"], "--rdma-qps must be 1..16384"),
+    (["coll", "all_reduce", "-b", "1X"], "invalid minbytes (-b) '1X'"),
+    (["train", "--warmup", "5", "--steps", "5"], "--warmup 5 leaves none of the 5 --steps timed"),
+    (["stream", "--kernels", "Tirad"], "Tirad"),
+])
+def test_a_value_the_command_would_refuse_is_refused_before_launching(launcher: str, tail: list[str],
+                                                                      says: str) -> None:
+    """launch checked only the syntax after --: `-- net --rdma-qps 99999` wrote a job script (or
+    started mpirun) whose every node then refused it. The values a command checks without the
+    nodes' hardware are checked here, as sweep and qualify check their tests."""
+    needs = ["--hosts", "n[1-2]"] if launcher == "mpi" else []
+    err = _refused("launch", launcher, *needs, "--", *tail)
+    assert "the command after --" in err and says in err, err

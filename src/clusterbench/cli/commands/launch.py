@@ -120,8 +120,10 @@ def _spec(kw: dict[str, Any], nodes_default: int = 1, store: tuple[str | None, d
     gpus = kw["gpus_per_node"]
     procs = kw["procs_per_node"] or (gpus if gpus else 1)
     command = bench_command(kw["command"])
-    check_argv(command, "the command after --")   # here, not as a failed job on every node
-    _check_no_password(command, env)
+    _check_no_password(command, env)   # first: a value refused below is quoted in its error
+    # here, not as a failed job on every node: the syntax and the values a command checks
+    # without the nodes' hardware (its check_params: sizes, ops, bounds)
+    check_argv(command, "the command after --", values=True)
     words = with_store_args(command, *store)
     if json_lines:
         words = _with_json(words)
