@@ -13,9 +13,10 @@ from clusterbench.judge import changepoint as cp
 def l1_direct(x: np.ndarray, min_size: int, inner: bool) -> tuple[int, int]:
     """``changepoint.l1_interval``: the first candidate of least cost, each cost summed directly."""
     best, where = float("inf"), (0, len(x))
+    tie = 1e-12 * min(1.0, cp._l1(x))   # within this of the best, the earlier candidate stays
     for i, j in zip(*cp._candidates(len(x), min_size, inner)):
         cost = cp._l1(x[i:j]) + cp._l1(np.concatenate([x[:i], x[j:]]))
-        if cost < best - 1e-12:
+        if cost < best - tie:
             best, where = cost, (int(i), int(j))
     return where
 

@@ -20,7 +20,8 @@ from clusterbench.judge import changepoint as cp
 
 def _series(rng: np.random.Generator, n: int) -> np.ndarray:
     """Noise at several scales and offsets, with a shifted stretch or not, rounded or not (ties)."""
-    x = rng.normal(0, 1, n) * rng.choice([1.0, 1e-3, 1e6]) + rng.choice([0.0, 100.0, 1e6, -50.0])
+    scale = rng.choice([1.0, 1e-3, 1e6, 1e-15, 1e-300])
+    x = rng.normal(0, 1, n) * scale + rng.choice([0.0, 100.0, 1e6, -50.0]) * min(1.0, scale * 1e3)
     kind = int(rng.integers(0, 4))
     if kind >= 1:
         a = int(rng.integers(0, n))

@@ -11,6 +11,7 @@ of the row's first measurement (a run imported in MB/s beside runs in GB/s is co
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from clusterbench.errors import UsageError
@@ -28,6 +29,7 @@ class BaselineResult:
     profile: Profile
     left_out: list[dict] = field(default_factory=list)  # outlier runs per row
     noisy: list[dict] = field(default_factory=list)  # rows skipped because runs disagree
+    not_positive: list[dict] = field(default_factory=list)  # rows skipped: median 0 or below
 
 
 def _label(bench: str, metric: str, params: dict) -> str:
@@ -44,11 +46,15 @@ def _wanted(benchmark: str, metric: str, metrics: tuple[str, ...]) -> bool:
 
 
 def create_baseline(rows: list[Row], *, name: str, pct: float = 90.0, metrics: tuple[str, ...] = (),
-                    min_bytes: int = 1 << 20, max_cv: float = 0.10) -> BaselineResult:
+                    min_bytes: int = 1 << 20, max_cv: float = 0.10,
+                    run_ids: Sequence[int] = ()) -> BaselineResult:
+    """``run_ids``: the runs selected, for the messages (a run without a row of its own is
+    still one the user named); default: the runs the rows come from."""
     # above 100 the bound is stricter than the median: half the runs it came from would fail it
     if not 0 < pct <= 100:
-        raise UsageError(f"--pct must be above 0 and at most 100, got {pct:g}")
-    run_ids = sorted({r.run.id for r in rows if r.run.id is not None})
+        # repr: ``:g`` showed 100.0001 as "got 100", a value the check itself takes
+        raise UsageError(f"--pct must be above 0 and at most 100, got {pct!r}")
+    run_ids = sorted(set(run_ids) or {r.run.id for r in rows if r.run.id is not None})
     criteria: list[Criterion] = []
     result = BaselineResult(Profile(name, ()))
     # every row's params (spread records too), to see which rows a criterion's params would also
@@ -87,6 +93,8 @@ def create_baseline(rows: list[Row], *, name: str, pct: float = 90.0, metrics: t
             continue
         med = median(list(values.values()))
         if med <= 0:
+            # no fraction of a median of 0 is a bound that means anything: said, not dropped unseen
+            result.not_positive.append({"row": label, "median": med, "runs": len(values)})
             continue
         # A bidirectional pair's total (no ``leg``) would also match each leg, and a stricter bound
         # made from the total fail them: the params the other rows have besides these must be absent.
@@ -97,17 +105,21 @@ def create_baseline(rows: list[Row], *, name: str, pct: float = 90.0, metrics: t
             source=f"baseline: median {med:.6g} {unit} of run(s) {','.join(sorted(values, key=int))}",
             op=">=" if hib else "<=", baseline=med, pct=pct if hib else 200 - pct, unit=unit,
         ))
-    if not criteria and result.noisy:
-        raise UsageError(f"all {len(result.noisy)} candidate rows of runs {','.join(map(str, run_ids))} vary by "
+    runs_text = ",".join(map(str, run_ids))
+    if not criteria and result.noisy and not result.not_positive:
+        raise UsageError(f"all {len(result.noisy)} candidate rows of runs {runs_text} vary by "
                          f"more than {compact(max_cv * 100, 0)}% CV between runs: no stable baseline (use more "
                          "repetitions or larger sizes)")
     if not criteria:
         what = "/".join(metrics) if metrics else "headline"
+        if result.not_positive:   # they have rows: none with a median above 0 (the rest noisy)
+            noisy = f"; {len(result.noisy)} vary too much between runs" if result.noisy else ""
+            raise UsageError(f"{len(result.not_positive)} {what} row(s) of runs {runs_text} have a median of 0 or "
+                             f"below{noisy}: no bound to write")
         if too_small:   # they have some: every one below the size floor
-            raise UsageError(f"every {what} row of runs {','.join(map(str, run_ids))} ({too_small}) is below "
+            raise UsageError(f"every {what} row of runs {runs_text} ({too_small}) is below "
                              f"--min-bytes {format_size(min_bytes)}: lower it to build a baseline from them")
-        raise UsageError(f"runs {','.join(map(str, run_ids))} have no {what} measurements to build a "
-                         "baseline from")
+        raise UsageError(f"runs {runs_text} have no {what} measurements to build a baseline from")
     result.profile = Profile(name, tuple(criteria),
                              description=f"Baseline from run(s) {','.join(map(str, run_ids))}: "
                                          f"{pct:g}% of the median per row",

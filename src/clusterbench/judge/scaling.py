@@ -19,7 +19,7 @@ from clusterbench.judge.compare import exact_ratio
 from clusterbench.judge.stats import summarize
 from clusterbench.records import COMPLETE, Measurement, Run
 from clusterbench.store import Store
-from clusterbench.units import fixed
+from clusterbench.units import fixed, whole_number
 
 
 @dataclass(frozen=True)
@@ -83,12 +83,27 @@ def overall_value(measurements: Iterable[Measurement], metric: str) -> float | N
     return rows[0].value if rows else None
 
 
+def node_count(run: Run, by: str) -> int:
+    """The run's distinct hosts (``--by nodes``; a ``nodes`` tag where the run names no host, as
+    an imported log without host lines) or its ranks (``--by ranks``). A run that records neither
+    is refused: counted as 1 node it was averaged into the baseline and skewed every speedup."""
+    if by == "ranks":
+        if run.ranks < 1:
+            raise UsageError(f"run {run.id} records no rank count: cannot place it in a scaling table")
+        return run.ranks
+    if run.hosts:
+        return len(set(run.hosts))
+    if "nodes" in run.tags:
+        return whole_number(run.tags["nodes"], what=f"tag nodes of run {run.id}", minimum=1)
+    raise UsageError(f"run {run.id} records no hosts and has no nodes tag: its node count is unknown "
+                     "(tag it when importing, --tag nodes=N, or use --by ranks)")
+
+
 def point_for(group: str, run: Run, measurements: list[Measurement], metric: str, by: str) -> Point | None:
     value = overall_value(measurements, metric)
     if value is None:
         return None
-    nodes = max(1, len(set(run.hosts))) if by == "nodes" else max(1, run.ranks)
-    return Point(group, nodes, run.ranks, value, run.id)
+    return Point(group, node_count(run, by), run.ranks, value, run.id)
 
 
 def _cell(exact: Decimal | None, value: float, width: int) -> str:
@@ -155,12 +170,15 @@ def load_points(store: Store, selectors: Iterable[str], benchmark: str, metric: 
     """One point per complete ``benchmark`` run of each selector (a group)."""
     points = []
     for sel in selectors:
-        runs = [r for r in store.select(sel, since) if r.benchmark == benchmark and r.status == COMPLETE]
-        if not runs:
-            raise UsageError(f"selector {sel!r} matches no complete {benchmark} run")
+        runs = [r for r in store.select(sel, since) if r.status == COMPLETE]
         found = store.measurements_by_run([int(r.id or 0) for r in runs])   # not a query per run
-        for run in runs:
-            ms = [m for m in found[int(run.id or 0)] if m.benchmark == benchmark]
+        # By what a run measured, not by the command that stored it: an imported log's run is
+        # ``import`` and a suite's ``suite``, and neither matched ``r.benchmark == benchmark``.
+        measured = [(run, ms) for run in runs
+                    if (ms := [m for m in found[int(run.id or 0)] if m.benchmark == benchmark])]
+        if not measured:
+            raise UsageError(f"selector {sel!r} matches no complete {benchmark} run")
+        for run, ms in measured:
             p = point_for(sel, run, ms, metric, by)
             if p is None:
                 raise UsageError(f"run {run.id} has no overall {metric}")

@@ -9,10 +9,12 @@ import click
 
 from clusterbench.cli.bounds import POSITIVE
 from clusterbench.cli.options import db_option, json_option, since_option
+from clusterbench.errors import UsageError
 from clusterbench.judge.baseline import create_baseline
 from clusterbench.judge.profiles import dump_profile
 from clusterbench.judge.select import load_runs, rows_of
 from clusterbench.printable import printable
+from clusterbench.records import COMPLETE
 from clusterbench.report.jsonl import emit, summary_line
 from clusterbench.report.outfile import write_text
 from clusterbench.store import Store
@@ -46,12 +48,25 @@ def create(runs: tuple[str, ...], output: str, name: str | None, pct: float, met
     from clusterbench.units import parse_size
 
     with Store.open_to_read(db) as store:
-        loaded = load_runs(store, runs, since)
+        selected = load_runs(store, runs, since)
+    # "known-good": a failed run (wrong results, a failed check) or an incomplete one (a dead
+    # rank) is no evidence of what the cluster should reach
+    loaded = [(r, ms) for r, ms in selected if r.status == COMPLETE]
+    if not loaded:
+        raise UsageError(f"none of run(s) {', '.join(str(r.id) for r, _ in selected)} is complete: "
+                         "no known-good run to build a baseline from")
+    for r, _ in selected:
+        if r.status != COMPLETE:
+            print(printable(f"# left out run {r.id}: its status is {r.status}"), file=sys.stderr)
     stem = os.path.splitext(os.path.basename(output))[0]
     result = create_baseline(rows_of(loaded), name=name or stem, pct=pct, metrics=metrics,
-                             min_bytes=parse_size(min_bytes, "--min-bytes"))
+                             min_bytes=parse_size(min_bytes, "--min-bytes"),
+                             run_ids=[int(r.id or 0) for r, _ in loaded])
     text = dump_profile(result.profile)
     write_text(output, text)   # whole or not at all; never over a device or directory
+    for z in result.not_positive:   # not in the summary line's fields: said here with --json too
+        print(printable(f"# skipped {z['row']}: median {z['median']:.4g} over {z['runs']} run(s), "
+                        "no bound is a percentage of it"), file=sys.stderr)
     if as_json:
         emit(summary_line("baseline create", profile=output, name=result.profile.name,
                           criteria=len(result.profile.criteria), runs=[r.id for r, _ in loaded],

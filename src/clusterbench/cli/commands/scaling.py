@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import click
 
 from clusterbench.cli.options import db_option, json_option, since_option
@@ -9,7 +11,7 @@ from clusterbench.families import metric_of
 from clusterbench.families.workloads.spec import SAMPLES_PER_S, TRAIN
 from clusterbench.judge import scaling as sc
 from clusterbench.printable import printable
-from clusterbench.report.jsonl import emit, measurement_line
+from clusterbench.report.jsonl import emit, measurement_line, note_line
 from clusterbench.store import Store
 from clusterbench.store.selectors import GRAMMAR
 
@@ -23,7 +25,7 @@ from clusterbench.store.selectors import GRAMMAR
 @click.option("--by", type=click.Choice(["nodes", "ranks"]), default="nodes", show_default=True,
               help="Count distinct hosts, or ranks (one host emulating nodes).")
 @json_option("`measurement` lines (run null: derived, not stored) of each group's `speedup` and "
-             "`scaling_efficiency` per node count")
+             "`scaling_efficiency` per node count; a `note` for a figure past the largest float")
 @since_option
 @db_option
 def scaling(selectors: tuple[str, ...], baseline: str | None, benchmark: str, metric: str, by: str,
@@ -34,13 +36,20 @@ def scaling(selectors: tuple[str, ...], baseline: str | None, benchmark: str, me
     `clusterbench scaling network=pod network=vnic --baseline nodes=1`.
     """
     with Store.open_to_read(db) as store:
-        points = sc.load_points(store, selectors, benchmark, metric, by, since)
-        base = sc.load_points(store, (baseline,), benchmark, metric, by, since) if baseline else None
+        # a selector given twice is one group, not each run counted twice
+        points = sc.load_points(store, dict.fromkeys(selectors), benchmark, metric, by, since)
+        # `is not None`: an empty --baseline is a selector the store refuses, not "no baseline"
+        base = sc.load_points(store, (baseline,), benchmark, metric, by, since) if baseline is not None else None
     rows = sc.scaling_table(points, base)
     if as_json:
         for r in rows:
-            for m in r.measurements(benchmark, metric):
-                emit(measurement_line(m, None))
+            for m, cell in zip(r.measurements(benchmark, metric), r.cells(), strict=True):
+                if math.isfinite(m.value):
+                    emit(measurement_line(m, None))
+                else:
+                    # past the largest float: a `measurement` needs a number, and null is none
+                    emit(note_line(f"{m.metric} of {r.group} at {r.nodes} {by} is {cell.strip()}, past the "
+                                   "largest float: no measurement line", None))
         return 0
     known = metric_of(benchmark, metric)
     for line in sc.format_table(rows, known.unit if known and known.unit else metric):

@@ -84,7 +84,10 @@ def trend(selectors: tuple[str, ...], metric: str | None, benchmark: str | None,
                                  size=parse_size(size, "--bytes") if size else None), settings)
     if not series:
         raise UsageError(f"no {metric or 'headline'} measurement in the {len(runs)} selected run(s)"
-                         + (f" for {benchmark}" if benchmark else ""))
+                         + (f" for {benchmark}" if benchmark else "")
+                         # the size is often why: the rows exist, at other sizes
+                         + (f" at --bytes {size}" if size else "")
+                         + (" per device (--by device: rows with a device param)" if by == "device" else ""))
     changes = [(s, c) for s in series for c in s.changes]
     open_regressions = [s for s in series if s.open_regression is not None]
     short = [s for s in series if too_short(s, settings)]
