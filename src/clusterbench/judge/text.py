@@ -34,15 +34,16 @@ def fmt(v: float | None, unit: str = "") -> str:
 
 def outcome_lines(outcomes: list[Outcome]) -> list[str]:
     width = min(60, max((len(o.criterion.name) for o in outcomes), default=10))
-    lines = [f"{'status':<8} {'criterion':<{width}} {'measured':>16}  {'threshold':<22} {'margin':>18}  detail"]
+    lines = [f"{'status':<8} {'criterion':<{width}} {'measured':>16}  {'threshold':<22} {'margin':>26}  detail"]
     counts: dict[str, int] = {}
     for o in outcomes:
         counts[o.status] = counts.get(o.status, 0) + 1
-        margin = "-" if o.margin is None else f"{o.margin:+.4g}" + (
+        # in the measured rows' unit, named: it need not be the threshold's (MB/s rows, a GB/s bound)
+        margin = "-" if o.margin is None else f"{o.margin:+.4g} {o.unit}".rstrip() + (
             f" ({compact(o.margin_pct, 1, True)}%)" if o.margin_pct is not None else "")
         name = o.criterion.name if len(o.criterion.name) <= width else o.criterion.name[:width - 3] + "..."
         lines.append(f"{o.status.upper():<8} {name:<{width}} {fmt(o.measured, o.unit):>16}  "
-                     f"{o.threshold:<22} {margin:>18}  {o.detail}")
+                     f"{o.threshold:<22} {margin:>26}  {o.detail}")
     lines.append("# " + ", ".join(f"{counts.get(s, 0)} {s}" for s in ("pass", "fail", "skipped", "error")))
     return [printable(t) for t in lines]
 
