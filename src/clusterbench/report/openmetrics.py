@@ -24,6 +24,7 @@ rejects them in text files); the run's time is a gauge of its own.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import sys
@@ -66,12 +67,16 @@ BASE_UNITS: dict[str, tuple[str, float]] = {
 _UNIT_WORDS = re.compile(r"(^|_)(us|ms|s|pct|percent|bytes|per_s|tflops)$")
 _LABEL = re.compile(r"[^a-zA-Z0-9_]")
 # Params that are never labels: identities handled as host/device, and counts that only
-# restate another label (count follows bytes).
-_NOT_LABELS = IDENTITY_PARAMS | {"count"}
+# restate another label (count follows bytes). A rank is a label: the rows of one run that differ
+# only in it (a multi-rank TransferBench's executors) would otherwise be one series, the last
+# rank's value standing for every rank's.
+_NOT_LABELS = (IDENTITY_PARAMS - {"rank", "local_rank"}) | {"count"}
 # Labels of a headline gauge that are not params: a param named so is labelled param_<name>.
 # ``nodes``: how many hosts a multi-node result spans (absent on a single node's), so that its
-# series on each host differ from that host's own results.
-_OWN_LABELS = ("benchmark", "host", "device", "nodes")
+# series on each host differ from that host's own results. ``le`` and ``quantile`` belong to
+# histograms and summaries: on a gauge, promtool refuses them and PromQL's quantile functions
+# would read them.
+_OWN_LABELS = ("benchmark", "host", "device", "nodes", "le", "quantile")
 
 
 def metric_name(family: Family, metric: str, unit: str) -> tuple[str, float]:
@@ -151,13 +156,17 @@ class HostRow:
     row: Row
 
 
-def latest_rows(runs: Iterable[tuple[Run, list[Measurement]]]) -> list[HostRow]:
+def latest_rows(runs: Iterable[tuple[Run, list[Measurement]]],
+                wanted: Callable[[Measurement], bool] | None = None) -> list[HostRow]:
     """The newest value of every (benchmark, metric, params, host, nodes) among ``runs``, which
-    come oldest first; each row keeps its run."""
+    come oldest first; each row keeps its run. ``wanted``: which measurements count (default all)."""
     latest: dict[tuple, HostRow] = {}
     for run, ms in runs:
+        run_hosts = hosts_of(run)
         for m in ms:
-            hosts = hosts_of(run, m)
+            if wanted is not None and not wanted(m):
+                continue
+            hosts = run_hosts if m.params.get("host") is None else [str(m.params["host"])]
             params = tuple(sorted((k, str(v)) for k, v in m.params.items()))
             row = Row(run, m)
             for host in hosts:
@@ -165,11 +174,21 @@ def latest_rows(runs: Iterable[tuple[Run, list[Measurement]]]) -> list[HostRow]:
     return list(latest.values())
 
 
+def is_headline(m: Measurement) -> bool:
+    return _headline(m.benchmark, m.metric)
+
+
+@functools.lru_cache(maxsize=4096)   # the family table is fixed; asked once per stored measurement
+def _headline(benchmark: str, metric: str) -> bool:
+    family = family_of(benchmark)
+    return family is not None and family.headline is not None and metric == family.headline.name
+
+
 def _headline_gauges(rows: Sequence[HostRow], gauges: dict[str, Gauge]) -> None:
     for r in rows:
         m = r.row.m
         family = family_of(m.benchmark)
-        if family is None or family.headline is None or m.metric != family.headline.name:
+        if family is None or not is_headline(m):
             continue
         try:
             name, factor = metric_name(family, m.metric, m.unit)
@@ -256,7 +275,9 @@ def from_store(db: str | None, selectors: Sequence[str], since: datetime | None,
 def collect(runs: Sequence[tuple[Run, list[Measurement]]], profile: Profile | None = None) -> list[Gauge]:
     """Gauges from runs in time order (oldest first)."""
     gauges: dict[str, Gauge] = {}
-    rows = latest_rows(runs)
+    # without criteria only the headline rows are exported: the others (times, algbw, per-iteration
+    # stats, most of a large history) are not keyed at all, which a scrape of a big database feels
+    rows = latest_rows(runs, None if profile is not None else is_headline)
     _headline_gauges(rows, gauges)
     _timestamps(runs, gauges)
     if profile is not None:
@@ -286,7 +307,10 @@ def _number(v: float) -> str:
 
 
 def render_text(gauges: Sequence[Gauge]) -> str:
-    """Prometheus text format 0.0.4, as node_exporter's textfile collector reads it."""
+    """Prometheus text format 0.0.4, as node_exporter's textfile collector reads it, ended by
+    OpenMetrics' ``# EOF``: a comment to the text format, and the line without which an OpenMetrics
+    parser refuses the file (as cut short). Nothing selected is that line alone, never a blank
+    line, which OpenMetrics does not allow."""
     out = []
     for g in sorted(gauges, key=lambda g: g.name):
         out.append(f"# HELP {g.name} {_escape_help(g.help)}")
@@ -294,6 +318,7 @@ def render_text(gauges: Sequence[Gauge]) -> str:
         for values, v in sorted(g.samples.items()):
             labels = ",".join(f'{k}="{_escape_label(x)}"' for k, x in zip(g.labels, values) if x != "")
             out.append(f"{g.name}{{{labels}}} {_number(v)}" if labels else f"{g.name} {_number(v)}")
+    out.append("# EOF")
     return "\n".join(out) + "\n"
 
 
