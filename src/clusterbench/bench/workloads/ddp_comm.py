@@ -95,6 +95,13 @@ def ddp_comm_config(*, layers: int, size: str, bucket_cap_mb: float, steps: int,
     return cfg
 
 
+def check_link_speed_ranks(world_size: int) -> None:
+    """``--link-speed`` asks for the efficiency against the link's all_reduce optimum, which n = 1
+    does not have: a one-rank run stored the tag and judged nothing, without a word."""
+    if world_size < 2:
+        raise UsageError("--link-speed needs 2 or more ranks: one rank exchanges no gradients over any link")
+
+
 def nodes_for_theory(hosts: list[str], world_size: int) -> int:
     """The n of B*n/(2(n-1)): distinct hosts; on one host, each rank stands for a node
     (as in an emulated cluster where ranks talk through a shaped link)."""

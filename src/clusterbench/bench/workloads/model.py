@@ -10,7 +10,7 @@ falls as the model learns it, and no data set is downloaded.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from clusterbench.errors import UsageError
@@ -67,8 +67,14 @@ def resolve_shape(preset: str | None, *, layers: int | None = None, hidden: int 
         check_dimension(value, f"--{field_name}")
     if shape.hidden % shape.heads:
         raise UsageError(f"--hidden {shape.hidden} is not divisible by --heads {shape.heads}")
-    if shape.kv_heads < 0 or shape.heads % shape.kv:
+    if shape.kv_heads < 0:
+        raise UsageError(f"--kv-heads must be at least 0 (0: as many as --heads), got {shape.kv_heads}")
+    if shape.heads % shape.kv:
         raise UsageError(f"--kv-heads {shape.kv_heads} does not divide --heads {shape.heads}")
+    if shape.kv_heads == shape.heads:
+        # As many key/value heads as query heads is plain multi-head attention, which the shape
+        # writes as 0: else `--kv-heads 4` on tiny was a "custom" model, unpaired with tiny runs.
+        shape = replace(shape, kv_heads=0)
     if shape.vocab < 2:
         raise UsageError(f"--vocab must be at least 2, got {shape.vocab}")
     return shape

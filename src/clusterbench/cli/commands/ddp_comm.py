@@ -9,12 +9,17 @@ from typing import Any
 import click
 
 from clusterbench.bench.workloads import ddp_comm as ddp_main
-from clusterbench.bench.workloads.ddp_comm import DEFAULT_SIZE, ddp_comm_config, ddp_comm_options
+from clusterbench.bench.workloads.ddp_comm import (
+    DEFAULT_SIZE,
+    check_link_speed_ranks,
+    ddp_comm_config,
+    ddp_comm_options,
+)
 from clusterbench.cli.bench import run_benchmark_command
 from clusterbench.cli.bounds import POSITIVE
 from clusterbench.cli.options import RunOutput, rank_options, run_output
 from clusterbench.ranks.context import RankOptions
-from clusterbench.ranks.driver import Job
+from clusterbench.ranks.driver import Job, planned_world_size
 from clusterbench.units import format_size, parse_rate
 
 
@@ -44,6 +49,7 @@ def ddp_comm(layers: int, size: str, bucket_cap_mb: float, steps: int, warmup: i
                        np=np, options=ranks)
     if link_speed:
         parse_rate(link_speed)  # a bad rate is refused before any rank starts
+        check_link_speed_ranks(planned_world_size(np, ranks))
         out = dataclasses.replace(out, tags={**(out.tags or {}), "link_speed": link_speed})
     return run_benchmark_command(Job(ddp_main.main, cfg, ranks, np=np), "ddp_comm", out)
 

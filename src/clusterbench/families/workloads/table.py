@@ -6,7 +6,7 @@ Per-step rows (those with a ``step`` param) print one line per step; overall row
 
 from __future__ import annotations
 
-from clusterbench.families.base import number, param_text, run_header_lines
+from clusterbench.families.base import number, param_text, run_header_lines, significant
 from clusterbench.families.workloads.spec import (
     ALGBW,
     EFFICIENCY,
@@ -34,9 +34,14 @@ def _group(measurements: list[Measurement], key: str) -> dict[object, dict[str, 
     return out
 
 
-def _num(m: Measurement | None, fmt: str = "{:>12.4g}") -> str:
-    width = int(fmt.split(">")[1].split(".")[0]) if ">" in fmt else 12
-    return fit(fmt.format(m.value), m.value, width) if m is not None else " " * (width - 1) + "-"
+def _num(m: Measurement | None, width: int = 12, decimals: int | None = None) -> str:
+    """A cell: %g with 4 digits, or ``decimals`` fixed ones where a nonzero value still never
+    reads as 0 (a 16-byte gradient sync's 1.3e-06 GB/s printed 0.000); ``-`` when absent."""
+    if m is None:
+        return " " * (width - 1) + "-"
+    if decimals is None:
+        return fit(f"{m.value:>{width}.4g}", m.value, width)
+    return significant(m.value, width, decimals)
 
 
 def _overall(measurements: list[Measurement]) -> list[str]:
@@ -64,8 +69,8 @@ class TrainTable:
     def rows(self, measurements: list[Measurement]) -> list[str]:
         lines = []
         for step, ms in _group(measurements, "step").items():
-            lines.append(f"  {param_text(step):>6} {_num(ms.get(LOSS.name), '{:>10.4f}')} "
-                         f"{_num(ms.get(STEP_TIME.name), '{:>12.2f}')} {_num(ms.get(SAMPLES_PER_S.name))} "
+            lines.append(f"  {param_text(step):>6} {_num(ms.get(LOSS.name), 10, 4)} "
+                         f"{_num(ms.get(STEP_TIME.name), decimals=2)} {_num(ms.get(SAMPLES_PER_S.name))} "
                          f"{_num(ms.get(TOKENS_PER_S.name))}")
         return lines + _overall(measurements)
 
@@ -77,12 +82,26 @@ class TrainTable:
         info = {**shape, **(run.meta.get("train") or {})}
         if not info:
             return []
-        size = f"{number(info['params']) / 1e6:.3g}M parameters, " if "params" in info else ""
+        size = f"{_parameters(number(info['params']))}, " if "params" in info else ""
         shard = f" (shard size {info['shard_size']})" if "shard_size" in info else ""
         return [f"# model {info.get('model', '?')}: {size}{info.get('layers', '?')} layers, hidden "
                 f"{info.get('hidden', '?')}, strategy {info.get('strategy', '?')}{shard}, "
                 f"{info.get('dtype', '?')}, global batch {info.get('batch', '?')} sequences, sequence "
                 f"length {info.get('seq', '?')} tokens"]
+
+
+def _parameters(count: float) -> str:
+    """``0.0986M parameters``; a model under a thousand parameters by its count (``78 parameters``,
+    not ``7.8e-05M``)."""
+    return f"{count / 1e6:.3g}M parameters" if count >= 1000 else f"{count:.0f} parameters"
+
+
+def _gradient_size(size: float) -> str:
+    """The gradient bytes of a ddp_comm run: whole MiB as such; any other size exact in bytes, so
+    ``--size 1.5M`` does not read as 2 MiB (nor 996 bytes as 0 MiB)."""
+    if size >= 2**20 and size % 2**20 == 0:
+        return f"{compact(size / 2**20, 0)} MiB"
+    return f"{format_plain(size)} bytes" + (f" ({size / 2**20:.3g} MiB)" if size >= 2**20 else "")
 
 
 def _mib(cap: object) -> str:
@@ -99,17 +118,16 @@ class DdpCommTable:
     def rows(self, measurements: list[Measurement]) -> list[str]:
         lines = []
         for step, ms in _group(measurements, "step").items():
-            lines.append(f"  {param_text(step):>6} {_num(ms.get(STEP_TIME.name), '{:>12.2f}')} "
-                         f"{_num(ms.get(ALGBW.name), '{:>12.3f}')}")
+            lines.append(f"  {param_text(step):>6} {_num(ms.get(STEP_TIME.name), decimals=2)} "
+                         f"{_num(ms.get(ALGBW.name), decimals=3)}")
         return lines + _overall(measurements)
 
     def footer(self, run: Run, measurements: list[Measurement]) -> list[str]:
         for m in measurements:
-            size = number(m.params.get("bytes"))
-            # Under 1 MiB, whole MiB would print "0 MiB" for a run that moved bytes.
-            text = f"{compact(size / 2**20, 0)} MiB" if size >= 2**20 else f"{size:.0f} bytes"
-            return [f"# {m.params.get('layers')} dummy layers, {text} "
-                    f"of gradients, bucket cap {_mib(m.params.get('bucket_cap_mb'))}"]
+            # One rank has no peer: DDP's all_reduce moves nothing, the step is local work only.
+            alone = ", 1 rank: no gradients exchanged" if run.ranks == 1 else ""
+            return [f"# {m.params.get('layers')} dummy layers, {_gradient_size(number(m.params.get('bytes')))} "
+                    f"of gradients, bucket cap {_mib(m.params.get('bucket_cap_mb'))}{alone}"]
         return []
 
 
@@ -121,13 +139,17 @@ class InferTpTable:
     def rows(self, measurements: list[Measurement]) -> list[str]:
         lines = []
         for batch, ms in _group(measurements, "batch").items():
-            lines.append(f"  {param_text(batch):>8} {_num(ms.get(f'{LATENCY.name}/avg'), '{:>12.3f}')} "
-                         f"{_num(ms.get(f'{LATENCY.name}/min'), '{:>12.3f}')} {_num(ms.get(f'{SAMPLES_PER_S.name}/avg'))}")
+            lines.append(f"  {param_text(batch):>8} {_num(ms.get(f'{LATENCY.name}/avg'), decimals=3)} "
+                         f"{_num(ms.get(f'{LATENCY.name}/min'), decimals=3)} {_num(ms.get(f'{SAMPLES_PER_S.name}/avg'))}")
         return lines
 
     def footer(self, run: Run, measurements: list[Measurement]) -> list[str]:
         for m in measurements:
-            return [f"# {m.params.get('mode')}-parallel, {m.params.get('layers')} layers of "
+            # One rank runs the layers whole: no split, no collective, whatever --mode says (the
+            # mode stays in the rows' params so they pair with the split runs in compare).
+            split = f"unsplit (1 rank, no collectives; mode {m.params.get('mode')} pairs it with the split " \
+                    "runs)" if run.ranks == 1 else f"{m.params.get('mode')}-parallel"
+            return [f"# {split}, {m.params.get('layers')} layers of "
                     f"{m.params.get('hidden')}x{m.params.get('hidden')}, {m.params.get('dtype')}, "
                     f"{run.ranks} rank(s)"]
         return []
