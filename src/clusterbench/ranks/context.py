@@ -236,69 +236,69 @@ def _wait_for_store(env: RankEnv, who: str, deadline: float, wait_s: float) -> N
     there in C++ until --timeout, silent, then print pages of C++ frames; this wait says early,
     in one line, what it waits for, and at the end that rank 0 never came. A probe that connects
     and closes is ignored by the store."""
-    global _joining
     where = f"{env.master_addr}:{env.master_port}"
     reason = f"{who} never came: nothing listened at {where} (MASTER_ADDR:MASTER_PORT)"
-    _joining = reason
-    try:
-        _knock(env, who, where, reason, deadline, wait_s)
-    finally:   # a signal or an error ends the wait too: never left for a later hang's last line
-        _joining = None
 
-
-def _knock(env: RankEnv, who: str, where: str, reason: str, deadline: float, wait_s: float) -> None:
-    notice: float | None = _notice_at(wait_s)
-    pause = 0.01   # local ranks start together: rank 0 listens within moments
-    while True:
+    def listening() -> str | None:
         left = deadline - time.monotonic()
         try:
             with socket.create_connection((env.master_addr, env.master_port), timeout=max(0.05, min(1.0, left))):
-                break
+                return None
         except OSError:
-            pass
-        now = time.monotonic()
-        if now >= deadline:
-            raise _gave_up(reason, wait_s)
-        if notice is not None and now >= notice:
-            notice = None
-            _say(env, f"waiting for {who} at {where} (MASTER_ADDR:MASTER_PORT): nothing listens there yet; "
-                      f"{env.world_size} ranks expected, giving up after {wait_s:g} s (--timeout)")
-        time.sleep(min(pause, max(0.0, deadline - now)))
-        pause = min(2 * pause, 0.5)
+            return reason
+
+    # local ranks start together: rank 0 listens within moments, hence the short first pause
+    _wait_until(env, deadline, wait_s, 0.01, listening,
+                lambda: f"waiting for {who} at {where} (MASTER_ADDR:MASTER_PORT): nothing listens there yet; "
+                        f"{env.world_size} ranks expected, giving up after {wait_s:g} s (--timeout)")
 
 
 def _wait_for_peers(store: Any, env: RankEnv, deadline: float, wait_s: float) -> None:
     """Until every rank of the group has reached the store (a count under the group's prefix),
     so that a missing rank is waited for here, in Python, with a count to show, rather than in
     the backend's C++ join."""
-    global _joining
-    try:
-        _count_peers(store, env, deadline, wait_s)
-    finally:
-        _joining = None
-
-
-def _count_peers(store: Any, env: RankEnv, deadline: float, wait_s: float) -> None:
-    global _joining
-    joined = int(store.add("joined", 1))
     where = f"{env.master_addr}:{env.master_port}"
+    joined = [int(store.add("joined", 1))]
+
+    def missing() -> str | None:
+        n = env.world_size - joined[0]
+        if n <= 0:
+            return None
+        return f"{n} rank{'s' if n > 1 else ''} never joined at {where} ({joined[0]} of {env.world_size} ranks joined)"
+
+    def recount() -> str | None:
+        joined[0] = int(store.add("joined", 0))
+        return missing()
+
+    if missing() is not None:
+        _wait_until(env, deadline, wait_s, 0.005, recount,
+                    lambda: f"waiting for the other ranks at {where} ({joined[0]} of {env.world_size} ranks "
+                            f"joined); giving up after {wait_s:g} s (--timeout)", first=missing())
+
+
+def _wait_until(env: RankEnv, deadline: float, wait_s: float, pause: float, step: Callable[[], str | None],
+                waiting: Callable[[], str], first: str | None = None) -> None:
+    """Call ``step`` until it returns None; until then it returns the reason the wait ends with
+    at ``deadline`` (what ``joining`` says meanwhile). ``waiting()`` is said once, after
+    min(JOIN_NOTICE_S, wait_s / 2); the pause between calls doubles up to 0.5 s. ``first``: the
+    reason already known, without a first call."""
+    global _joining
     notice: float | None = _notice_at(wait_s)
-    pause = 0.005
-    while joined < env.world_size:
-        missing = env.world_size - joined
-        reason = (f"{missing} rank{'s' if missing > 1 else ''} never joined at {where} "
-                  f"({joined} of {env.world_size} ranks joined)")
-        _joining = reason
-        now = time.monotonic()
-        if now >= deadline:
-            raise _gave_up(reason, wait_s)
-        if notice is not None and now >= notice:
-            notice = None
-            _say(env, f"waiting for the other ranks at {where} ({joined} of {env.world_size} ranks joined); "
-                      f"giving up after {wait_s:g} s (--timeout)")
-        time.sleep(min(pause, max(0.0, deadline - now)))
-        pause = min(2 * pause, 0.5)
-        joined = int(store.add("joined", 0))
+    try:
+        reason = first if first is not None else step()
+        while reason is not None:
+            _joining = reason
+            now = time.monotonic()
+            if now >= deadline:
+                raise _gave_up(reason, wait_s)
+            if notice is not None and now >= notice:
+                notice = None
+                _say(env, waiting())
+            time.sleep(min(pause, max(0.0, deadline - now)))
+            pause = min(2 * pause, 0.5)
+            reason = step()
+    finally:   # a signal or an error ends the wait too: never left for a later hang's last line
+        _joining = None
 
 
 # The answers of a name lookup that say the name does not exist (yet: a Kubernetes pod's name
