@@ -196,3 +196,11 @@ def test_trend_nothing_at_bytes_or_per_device_says_why(tmp_path):
     assert code == 2 and "at --bytes 1M" in err
     code, _, err = run_cli("trend", "--by", "device", "--db", db)
     assert code == 2 and "--by device" in err
+
+
+@pytest.mark.parametrize("name", ["", "   ", "a\nb", "x\x1b[31m"])
+def test_baseline_name_empty_or_with_control_characters_is_refused(tmp_path, name):
+    code, out, err = run_cli("baseline", "create", "1", "-o", str(tmp_path / "b.yaml"), "--name", name,
+                             "--db", str(tmp_path / "none.db"))
+    assert code == 2 and err.startswith("clusterbench: error: --name") and err.count("\n") == 1, err
+    assert not (tmp_path / "b.yaml").exists()

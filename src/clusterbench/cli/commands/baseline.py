@@ -47,6 +47,11 @@ def create(runs: tuple[str, ...], output: str, name: str | None, pct: float, met
     """Derive a profile from RUNs: per row, PCT% of the median over the runs, outlier runs left out."""
     from clusterbench.units import parse_size
 
+    if name is not None and (not name.strip() or not name.isprintable()):
+        # an empty name fell back to the file's stem without a word; a control character would
+        # reach every validate report and JUnit file that names the profile
+        raise UsageError(f"--name {printable(repr(name))}: give a profile name of printable characters, "
+                         "or leave --name out for the output file's stem")
     with Store.open_to_read(db) as store:
         selected = load_runs(store, runs, since)
     # "known-good": a failed run (wrong results, a failed check) or an incomplete one (a dead
