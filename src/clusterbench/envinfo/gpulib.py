@@ -42,7 +42,7 @@ class Nvml:
         m = self.m
         v = {"nvidia_driver": _text(_try(m.nvmlSystemGetDriverVersion))}
         cuda = _try(m.nvmlSystemGetCudaDriverVersion)
-        if cuda:
+        if isinstance(cuda, int) and not isinstance(cuda, bool) and cuda > 0:   # 12040 -> 12.4
             v["cuda_driver"] = f"{cuda // 1000}.{cuda % 1000 // 10}"
         return {k: str(x) for k, x in v.items() if x}
 
@@ -50,20 +50,22 @@ class Nvml:
         m = self.m
         out = []
         for i, h in enumerate(self.handles):
-            mem = _try(lambda h=h: m.nvmlDeviceGetMemoryInfo(h))
+            # conversions inside _try too: an answer of an unexpected shape is an unknown value
+            total = _try(lambda h=h: _bytes(m.nvmlDeviceGetMemoryInfo(h).total))
             pci = _try(lambda h=h: m.nvmlDeviceGetPciInfo(h))
             mig = _try(lambda h=h: m.nvmlDeviceGetMigMode(h))
+            mig = _try(lambda mig=mig: {"current": bool(mig[0]), "pending": bool(mig[1])}) if mig else None
             d = {
                 "index": i, "vendor": "NVIDIA", "source": "nvml",
                 "name": _text(_try(lambda h=h: m.nvmlDeviceGetName(h))),
                 "uuid": _text(_try(lambda h=h: m.nvmlDeviceGetUUID(h))),
                 "serial": _text(_try(lambda h=h: m.nvmlDeviceGetSerial(h))),
                 "pci": _text(getattr(pci, "busId", None)) if pci is not None else None,
-                "memory_bytes": int(mem.total) if mem is not None else None,
+                "memory_bytes": total,
                 "vbios": _text(_try(lambda h=h: m.nvmlDeviceGetVbiosVersion(h))),
                 "power_limit_w": _try(lambda h=h: m.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0),
                 # MIG mode: (current, pending); 1 means enabled.
-                "mig": {"current": bool(mig[0]), "pending": bool(mig[1])} if mig else None,
+                "mig": mig,
             }
             if isinstance(d["pci"], str):
                 d["pci"] = _short_bdf(d["pci"])
@@ -205,18 +207,20 @@ class AmdSmi:
         m = self.m
         out = []
         for i, h in enumerate(self.handles):
-            asic = _try(lambda h=h: m.amdsmi_get_gpu_asic_info(h)) or {}
-            vram = _try(lambda h=h: m.amdsmi_get_gpu_memory_total(h, m.AmdSmiMemoryType.VRAM))
+            asic = _try(lambda h=h: m.amdsmi_get_gpu_asic_info(h))
+            asic = asic if isinstance(asic, dict) else {}
+            vram = _number(_try(lambda h=h: m.amdsmi_get_gpu_memory_total(h, m.AmdSmiMemoryType.VRAM)))
             out.append({
                 "index": i, "vendor": "AMD", "source": "amdsmi",
-                "name": asic.get("market_name"),
-                "uuid": _try(lambda h=h: m.amdsmi_get_gpu_device_uuid(h)),
-                "serial": asic.get("asic_serial"),
-                "pci": _try(lambda h=h: m.amdsmi_get_gpu_device_bdf(h)),
-                "memory_bytes": int(vram) if vram is not None else None,
-                "vbios": _vbios(_try(lambda h=h: m.amdsmi_get_gpu_vbios_info(h))),
-                "compute_partition": _try(lambda h=h: m.amdsmi_get_gpu_compute_partition(h)),
-                "memory_partition": _try(lambda h=h: m.amdsmi_get_gpu_memory_partition(h)),
+                "name": _known(asic.get("market_name")),
+                "uuid": _known(_try(lambda h=h: m.amdsmi_get_gpu_device_uuid(h))),
+                "serial": _known(asic.get("asic_serial")),
+                "pci": _known(_try(lambda h=h: m.amdsmi_get_gpu_device_bdf(h))),
+                "memory_bytes": int(vram) if vram is not None and vram > 0 else None,
+                "vbios": _known(_vbios(_try(lambda h=h: m.amdsmi_get_gpu_vbios_info(h)))),
+                # "N/A" would also win over the partition that sysfs reads for the same GPU
+                "compute_partition": _known(_try(lambda h=h: m.amdsmi_get_gpu_compute_partition(h))),
+                "memory_partition": _known(_try(lambda h=h: m.amdsmi_get_gpu_memory_partition(h))),
             })
         return out
 
@@ -264,6 +268,20 @@ class AmdSmi:
                 readings, self._residency[i] = amd_throttle(gm, self._residency.get(i))
                 out += [(i, metric, value, "") for metric, value in readings]
         return out
+
+
+def _known(v: Any) -> str | None:
+    """A text AMD SMI answered, None for its "N/A" (a field the GPU or driver does not fill) or
+    for an answer that is no text at all."""
+    v = _text(v)
+    if not isinstance(v, str) or not v.strip() or v.strip().upper() == "N/A":
+        return None
+    return v.strip()
+
+
+def _bytes(v: Any) -> int | None:
+    """A memory size NVML answered, None unless it is a positive whole number."""
+    return int(v) if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
 
 
 def _vbios(info: Any) -> str | None:

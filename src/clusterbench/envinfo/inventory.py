@@ -12,6 +12,7 @@ import functools
 import os
 import platform
 import re
+import shlex
 import socket
 from pathlib import Path
 from typing import Any
@@ -32,28 +33,47 @@ def hostname() -> str:
 
 
 def _os_release(root: Path) -> str | None:
-    text = read_text(root / "etc/os-release")
-    if not text:
-        return None
-    fields = dict(re.findall(r'^(\w+)="?([^"\n]*)"?$', text, re.M))
-    return fields.get("PRETTY_NAME") or fields.get("NAME")
+    # os-release(5): /etc/os-release, else /usr/lib/os-release; values are shell words, quoted
+    # with " or ' and holding escapes (PRETTY_NAME="Foo \"Bar\"")
+    text = read_text(root / "etc/os-release") or read_text(root / "usr/lib/os-release")
+    fields: dict[str, str] = {}
+    for line in (text or "").splitlines():
+        key, sep, value = line.strip().partition("=")
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            continue
+        try:
+            words = shlex.split(value)
+        except ValueError:   # an unbalanced quote: the value as written
+            words = [value.strip()]
+        fields[key] = " ".join(words)
+    return fields.get("PRETTY_NAME") or fields.get("NAME") or None
 
 
 def os_info(root: Path) -> dict[str, Any]:
     kernel = read_text(root / "proc/sys/kernel/osrelease")
-    return {"name": _os_release(root), "kernel": kernel or None, "arch": platform.machine() or None}
+    # this process's machine says nothing of a fake tree's
+    arch = (platform.machine() or None) if str(root) == "/" else None
+    return {"name": _os_release(root), "kernel": kernel or None, "arch": arch}
 
 
 def virtualization(root: Path, environ: dict[str, str] | None = None) -> dict[str, Any]:
     """Container and VM evidence: marker files, cgroup paths, the CPU's hypervisor flag, DMI."""
     environ = dict(os.environ) if environ is None else environ
     container, evidence = None, []
-    if (root / ".dockerenv").exists():
+    if sysfs.exists(root / ".dockerenv"):
         container = "docker"
         evidence.append("/.dockerenv exists")
-    if (root / "run/.containerenv").exists():
+    if sysfs.exists(root / "run/.containerenv"):
         container = container or "podman"
         evidence.append("/run/.containerenv exists")
+    # systemd's container interface: nspawn, LXC, podman and others write their name here
+    manager = read_text(root / "run/systemd/container")
+    if manager:
+        container = container or manager
+        evidence.append(f"/run/systemd/container says {manager}")
+    if sysfs.is_dir(root / ".singularity.d"):
+        container = container or "apptainer"
+        evidence.append("/.singularity.d exists")
     for path in ("proc/1/cgroup", "proc/self/cgroup"):
         text = read_text(root / path) or ""
         words = [w for w in _CONTAINER_WORDS if w in text]
@@ -71,13 +91,50 @@ def virtualization(root: Path, environ: dict[str, str] | None = None) -> dict[st
         vm_evidence.append("cpu flag 'hypervisor'")
     dmi = {k: read_text(root / "sys/class/dmi/id" / k) for k in ("sys_vendor", "product_name")}
     dmi = {k: v for k, v in dmi.items() if v}
+    # Arm CPUs have no flags line: a guest there is known by its firmware's names, or by Xen's file
+    vm_evidence += _dmi_vm(dmi)
+    hypervisor = read_text(root / "sys/hypervisor/type")
+    if hypervisor:
+        vm_evidence.append(f"/sys/hypervisor/type is {hypervisor}")
     return {"container": container, "container_evidence": evidence,
             "vm": bool(vm_evidence), "vm_evidence": vm_evidence, "dmi": dmi}
+
+
+# Words in the DMI system vendor or product name that only a virtual machine shows (whole
+# words: "Xen" is a hypervisor, "Xenon" a maker of servers).
+_VM_DMI = re.compile(r"\b(QEMU|KVM|VMware|VirtualBox|innotek|Xen|Virtual Machine|Bochs|Parallels|"
+                     r"OpenStack|Google Compute Engine|BHYVE|Cloud Hypervisor)\b", re.I)
+
+
+def _dmi_vm(dmi: dict[str, str]) -> list[str]:
+    out = [f"DMI {k} '{v}'" for k, v in dmi.items() if _VM_DMI.search(v)]
+    # every EC2 instance but the bare-metal ones (c7g.metal) is a Nitro guest
+    if not out and dmi.get("sys_vendor") == "Amazon EC2" and not dmi.get("product_name", "").endswith(".metal"):
+        out.append(f"DMI product_name '{dmi.get('product_name', '?')}' (Amazon EC2, not .metal)")
+    return out
 
 
 def _meminfo_bytes(text: str | None, key: str) -> int | None:
     m = re.search(rf"{re.escape(key)}:\s+(\d+)\s*kB", text or "")
     return int(m.group(1)) * 1024 if m else None
+
+
+def _sysfs_topology(root: Path) -> tuple[int | None, set[Any]]:
+    """Sockets and cores from ``/sys/devices/system/cpu/cpu*/topology``: the distinct package
+    ids, and the distinct sets of hardware threads that share a core."""
+    base = root / "sys/devices/system/cpu"
+    packages, cores = set(), set()
+    for name in sysfs.listdir(base):
+        if not re.fullmatch(r"cpu\d+", name):
+            continue
+        package = sysfs.read_int(base / name / "topology/physical_package_id")
+        if package is not None and package >= 0:
+            packages.add(package)
+        siblings = read_text(base / name / "topology/core_cpus_list") \
+            or read_text(base / name / "topology/thread_siblings_list")
+        if siblings:
+            cores.add(siblings)
+    return len(packages) or None, cores
 
 
 def cpu_info(root: Path) -> dict[str, Any]:
@@ -87,14 +144,17 @@ def cpu_info(root: Path) -> dict[str, Any]:
     cores = {(s, c) for s, c in re.findall(r"^physical id\s*:\s*(\d+)[\s\S]*?^core id\s*:\s*(\d+)", text, re.M)}
     nodes = []
     node_base = root / "sys/devices/system/node"
-    for name in sorted(os.listdir(node_base) if node_base.is_dir() else [], key=lambda s: (len(s), s)):
+    for name in sorted(sysfs.listdir(node_base), key=lambda s: (len(s), s)):
         if not re.fullmatch(r"node\d+", name):
             continue
         nodes.append({"node": int(name[4:]), "cpus": read_text(node_base / name / "cpulist"),
                       "memory_bytes": _meminfo_bytes(read_text(node_base / name / "meminfo"), "MemTotal")})
+    if sockets is None:   # Arm: no physical id / core id in /proc/cpuinfo
+        sockets, cores = _sysfs_topology(root)
     cpu0 = root / "sys/devices/system/cpu/cpu0/cpufreq"
     return {
-        "model": sysfs.cpuinfo_field(root, "model name") or platform.processor() or None,
+        # never platform.processor(): it runs `uname -p` and answers for this host, not root
+        "model": sysfs.cpu_model_name(root),
         "sockets": sockets, "cores": len(cores) or None, "logical": logical or None,
         "online": read_text(root / "sys/devices/system/cpu/online"),
         "governor": read_text(cpu0 / "scaling_governor"),
@@ -117,7 +177,7 @@ def driver_versions(root: Path) -> dict[str, str]:
         v = read_text(root / "sys/module" / mod / "version")
         if v:
             out[mod] = v
-        elif (root / "sys/module" / mod).is_dir():
+        elif sysfs.is_dir(root / "sys/module" / mod):
             out[mod] = "loaded"
     rocm = read_text(root / "opt/rocm/.info/version")
     if rocm:

@@ -39,7 +39,8 @@ def software_versions() -> dict[str, str]:
 
 
 def cpu_model() -> str:
-    return sysfs.cpuinfo_field("/", "model name") or platform.processor() or "cpu"
+    # platform.machine(), not processor(): that one runs `uname -p`, and says "unknown" on Arm
+    return sysfs.cpu_model_name("/") or platform.machine() or "cpu"
 
 
 def usable_cores() -> int:

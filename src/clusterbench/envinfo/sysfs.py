@@ -7,6 +7,7 @@ EINVAL, a node that vanished) reads as ``None``: the caller reports "not availab
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from pathlib import Path
@@ -37,10 +38,41 @@ def read_text(path: Path | str) -> str | None:
         return None
 
 
+def _cpuinfo_value(text: str, key: str) -> str | None:
+    # [ \t], not \s: a key with an empty value ("model name\t: ") must not take the next line
+    m = re.search(rf"^{re.escape(key)}[ \t]*:[ \t]*(.*)$", text, re.M)
+    return (m.group(1).strip() or None) if m else None
+
+
 def cpuinfo_field(root: Path | str, key: str) -> str | None:
     """The value of ``key`` for the first CPU listed in /proc/cpuinfo (``model name``, ``flags``)."""
-    m = re.search(rf"^{re.escape(key)}\s*:\s*(.*)$", read_text(Path(root) / "proc/cpuinfo") or "", re.M)
-    return m.group(1).strip() if m else None
+    return _cpuinfo_value(read_text(Path(root) / "proc/cpuinfo") or "", key)
+
+
+# Arm CPUs have no "model name" in /proc/cpuinfo, only the implementer and part numbers of the
+# MIDR register; the cores of data-center Arm nodes (Grace is Neoverse-V2, Altra Neoverse-N1).
+ARM_IMPLEMENTERS = {"0x41": "ARM", "0x48": "HiSilicon", "0x4e": "NVIDIA", "0x51": "Qualcomm",
+                    "0x61": "Apple", "0xc0": "Ampere"}
+ARM_PARTS = {("0x41", "0xd0c"): "Neoverse-N1", ("0x41", "0xd40"): "Neoverse-V1",
+             ("0x41", "0xd49"): "Neoverse-N2", ("0x41", "0xd4f"): "Neoverse-V2",
+             ("0x41", "0xd84"): "Neoverse-V3", ("0x41", "0xd8e"): "Neoverse-N3",
+             ("0x48", "0xd01"): "Kunpeng-920", ("0xc0", "0xac3"): "AmpereOne"}
+
+
+def cpu_model_name(root: Path | str) -> str | None:
+    """The CPU's model from /proc/cpuinfo: ``model name`` (x86), ``cpu`` (POWER), or the Arm
+    implementer and part (``ARM Neoverse-V2``); None when the file says none of these."""
+    text = read_text(Path(root) / "proc/cpuinfo") or ""
+    model = _cpuinfo_value(text, "model name") or _cpuinfo_value(text, "cpu")
+    if model:
+        return model
+    implementer = (_cpuinfo_value(text, "CPU implementer") or "").lower()
+    part = (_cpuinfo_value(text, "CPU part") or "").lower()
+    if not implementer:
+        return None
+    vendor = ARM_IMPLEMENTERS.get(implementer, f"Arm implementer {implementer}")
+    name = ARM_PARTS.get((implementer, part)) or (f"part {part}" if part else None)
+    return f"{vendor} {name}" if name else vendor
 
 
 def read_int(path: Path | str, base: int = 10) -> int | None:
@@ -61,19 +93,47 @@ def _link_name(path: Path) -> str | None:
         return None
 
 
-def _listdir(path: Path) -> list[str]:
+def listdir(path: Path | str) -> list[str]:
+    """The sorted entries of a directory; [] when it is missing or cannot be listed."""
     try:
         return sorted(os.listdir(path))
     except OSError:
         return []
 
 
-def parse_link_speed(text: str | None) -> float | None:
-    """``"16.0 GT/s PCIe"`` (kernel >= 5.x) or ``"8 GT/s"`` (older) -> 16.0 / 8.0 GT/s; else None."""
+def is_dir(path: Path | str) -> bool:
+    """Whether ``path`` is a directory; False, not an error, when it cannot even be looked at
+    (``Path.is_dir`` raises on EACCES, as a container's security profile answers)."""
+    return os.path.isdir(path)
+
+
+def exists(path: Path | str) -> bool:
+    return os.path.exists(path)
+
+
+def _number_key(name: str) -> tuple[int, int | str]:
+    """Sort key that puts ``2`` before ``10`` (port and GID numbers), other names after."""
+    return (0, int(name)) if name.isdigit() else (1, name)
+
+
+# A decimal number as the kernel prints one; ``[0-9.]+`` would also take ``.`` or ``1.2.3``,
+# which float() refuses.
+_DECIMAL = r"([0-9]+(?:\.[0-9]+)?)"
+
+
+def _decimal(text: str | None, unit: str) -> float | None:
     if not text:
         return None
-    m = re.match(r"\s*([0-9.]+)\s*GT/s", text)
-    return float(m.group(1)) if m else None
+    m = re.match(rf"\s*{_DECIMAL}\s*{unit}", text)
+    if not m:
+        return None
+    value = float(m.group(1))
+    return value if math.isfinite(value) else None   # hundreds of digits read as inf
+
+
+def parse_link_speed(text: str | None) -> float | None:
+    """``"16.0 GT/s PCIe"`` (kernel >= 5.x) or ``"8 GT/s"`` (older) -> 16.0 / 8.0 GT/s; else None."""
+    return _decimal(text, "GT/s")
 
 
 # PCIe generation by per-lane transfer rate, for messages ("Gen4 x16").
@@ -102,7 +162,7 @@ def pci_devices(root: Path | str = "/", kinds: tuple[str, ...] = GPU_KINDS + NIC
     """PCI functions of the given kinds with their link state, NUMA node, driver and AER totals."""
     base = Path(root) / "sys/bus/pci/devices"
     devices = []
-    for bdf in _listdir(base):
+    for bdf in listdir(base):
         dev = base / bdf
         cls = read_text(dev / "class")
         if not cls or not cls.startswith("0x") or len(cls) < 6:
@@ -150,10 +210,12 @@ def nics(root: Path | str = "/") -> list[dict[str, Any]]:
     """Network interfaces (loopback excluded): speed (Mb/s), MTU, state, driver, PCI address."""
     base = Path(root) / "sys/class/net"
     out = []
-    for name in _listdir(base):
-        if name == "lo":
-            continue
+    for name in listdir(base):
         d = base / name
+        # an interface is a link to a directory (left listed when dangling: an interface that
+        # went away while read); the bonding driver adds a plain file, ``bonding_masters``
+        if name == "lo" or os.path.isfile(d):
+            continue
         # -1 or EINVAL when the link is down or virtual; 4294967295 (SPEED_UNKNOWN printed
         # unsigned by some drivers) or any other value past an int's range is no speed either
         speed = read_int(d / "speed")
@@ -195,10 +257,7 @@ def parse_state(text: str | None) -> str | None:
 
 def parse_rate_gbps(text: str | None) -> float | None:
     """``"200 Gb/sec (4X HDR)"`` -> 200.0."""
-    if not text:
-        return None
-    m = re.match(r"\s*([0-9.]+)\s*Gb/sec", text)
-    return float(m.group(1)) if m else None
+    return _decimal(text, "Gb/sec")
 
 
 _ZERO_GID = re.compile(r"^[0:]+$")
@@ -206,7 +265,7 @@ _ZERO_GID = re.compile(r"^[0:]+$")
 
 def _gids(port: Path) -> list[dict[str, Any]]:
     gids = []
-    for idx in sorted(_listdir(port / "gids"), key=lambda s: int(s) if s.isdigit() else 1 << 30):
+    for idx in sorted(listdir(port / "gids"), key=_number_key):
         gid = read_text(port / "gids" / idx)
         if not gid or _ZERO_GID.match(gid):
             continue  # unused table entries read as all zeros
@@ -223,10 +282,10 @@ def rdma_devices(root: Path | str = "/") -> list[dict[str, Any]]:
     """RDMA devices from ``/sys/class/infiniband``: firmware, HCA type, ports with rate and GIDs."""
     base = Path(root) / "sys/class/infiniband"
     out = []
-    for name in _listdir(base):
+    for name in listdir(base):
         d = base / name
         ports = []
-        for p in _listdir(d / "ports"):
+        for p in sorted(listdir(d / "ports"), key=_number_key):
             port = d / "ports" / p
             rate = read_text(port / "rate")
             ports.append({
@@ -243,7 +302,7 @@ def rdma_devices(root: Path | str = "/") -> list[dict[str, Any]]:
             "fw_ver": read_text(d / "fw_ver"), "board_id": read_text(d / "board_id"),
             "node_guid": read_text(d / "node_guid"),
             "pci": _pci_of(d / "device") if os.path.lexists(d / "device") else None,
-            "netdevs": _listdir(d / "device" / "net"),
+            "netdevs": listdir(d / "device" / "net"),
             "ports": ports,
         })
     return out
@@ -254,7 +313,7 @@ def rdma_devices(root: Path | str = "/") -> list[dict[str, Any]]:
 def _ras_counts(ras: Path) -> dict[str, dict[str, int]]:
     """``ras/umc_err_count`` holds ``ue: N`` and ``ce: M`` lines (uncorrectable, correctable)."""
     out: dict[str, dict[str, int]] = {}
-    for f in _listdir(ras):
+    for f in listdir(ras):
         if not f.endswith("_err_count"):
             continue
         text = read_text(ras / f)
@@ -274,7 +333,7 @@ def amdgpu_cards(root: Path | str = "/") -> list[dict[str, Any]]:
     """amdgpu devices under ``/sys/class/drm/card*/device``: identity, VRAM, partitions, RAS counts."""
     base = Path(root) / "sys/class/drm"
     out = []
-    for card in _listdir(base):
+    for card in listdir(base):
         if not re.fullmatch(r"card\d+", card):
             continue
         dev = base / card / "device"

@@ -78,7 +78,7 @@ def torch_build() -> TorchBuild:
     """The installed torch and the GPUs it can use (torch's own reason when it can use none)."""
     try:
         import torch
-    except ImportError as e:
+    except Exception as e:  # noqa: BLE001 - not only ImportError: a CUDA library missing is an OSError
         return TorchBuild(None, reason=f"{type(e).__name__}: {e}")
     hip = getattr(torch.version, "hip", None)
     cuda = torch.version.cuda

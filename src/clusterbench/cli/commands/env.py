@@ -20,6 +20,7 @@ from clusterbench.store.selectors import GRAMMAR
 from clusterbench.units import compact
 
 SELECTOR_HELP = f"RUN is {GRAMMAR} (see README, 'Selecting runs')."
+KEY_WIDTH, MAX_KEY_WIDTH = 44, 96   # env diff's key column: at least, at most
 
 
 def _size(n: Any) -> str:
@@ -40,6 +41,11 @@ def _q(value: Any) -> Any:
 
 # A stored inventory is whatever JSON its run carried (an imported run line, an older version):
 # a section of another shape prints as unknown rather than stopping the command.
+def _cpus(cpulist: Any) -> Any:
+    """A NUMA node's cpulist; an empty one is a node of memory only (HBM, CXL, a GPU's memory)."""
+    return "none" if cpulist == "" else _q(cpulist)
+
+
 def _d(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
@@ -56,18 +62,18 @@ def inventory_lines(inv: dict[str, Any]) -> list[str]:
         vendor = _d(v.get("dmi")).get("sys_vendor")
         where += " in a VM" + (f" ({vendor})" if vendor else "")
     lines = [
-        f"host      {inv.get('host')}: {_q(os_.get('name'))}, kernel {_q(os_.get('kernel'))}, {_q(os_.get('arch'))}; {where}",
+        f"host      {_q(inv.get('host'))}: {_q(os_.get('name'))}, kernel {_q(os_.get('kernel'))}, {_q(os_.get('arch'))}; {where}",
         f"cpu       {_q(cpu.get('model'))}: {cpu.get('sockets') or '?'} socket(s), {cpu.get('cores') or '?'} core(s), "
         f"{cpu.get('logical') or '?'} logical; governor {cpu.get('governor') or '?'}",
         f"memory    {_size(mem.get('total_bytes'))}; NUMA nodes: "
-        + (", ".join(f"{_q(n.get('node'))} (cpus {_q(n.get('cpus'))}, {_size(n.get('memory_bytes'))})"
+        + (", ".join(f"{_q(n.get('node'))} (cpus {_cpus(n.get('cpus'))}, {_size(n.get('memory_bytes'))})"
                      for n in _ds(cpu.get("numa_nodes"))) or "?"),
         "versions  " + ", ".join(f"{k} {val}" for k, val in _d(inv.get("versions")).items()),
     ]
     if _d(inv.get("drivers")):
         lines.append("drivers   " + ", ".join(f"{k} {val}" for k, val in inv["drivers"].items()))
     gpus = _ds(inv.get("gpus"))
-    lines.append(f"gpus      {len(gpus)} (via {inv.get('gpu_source')})" if gpus else
+    lines.append(f"gpus      {len(gpus)} (via {_q(inv.get('gpu_source'))})" if gpus else
                  "gpus      none found: " + ("; ".join(f"{k}: {e}" for k, e in _d(inv.get("gpu_library_errors")).items()) or "no GPU"))
     for g in gpus:
         part = ""
@@ -75,13 +81,15 @@ def inventory_lines(inv: dict[str, Any]) -> list[str]:
             part = f", partition {g.get('compute_partition')}/{g.get('memory_partition')}"
         if isinstance(g.get("mig"), dict):
             part += f", MIG {'on' if g['mig'].get('current') else 'off'}"
-        lines.append(f"  gpu {g.get('index')}: {g.get('name')}, {_size(g.get('memory_bytes'))}, pci {g.get('pci')}, "
-                     f"uuid {g.get('uuid')}{part}")
+        lines.append(f"  gpu {_q(g.get('index'))}: {_q(g.get('name'))}, {_size(g.get('memory_bytes'))}, "
+                     f"pci {_q(g.get('pci'))}, uuid {_q(g.get('uuid'))}{part}")
     for d in _ds(inv.get("pcie")):
         link = _d(d.get("link"))
         if link.get("max_width") or link.get("max_speed_gts"):
-            lines.append(f"pcie      {d.get('bdf')} {d.get('kind')} {d.get('vendor')}: x{link.get('current_width')}/x{link.get('max_width')} "
-                         f"{link.get('current_speed_gts')}/{link.get('max_speed_gts')} GT/s, numa {d.get('numa_node')}")
+            lines.append(f"pcie      {_q(d.get('bdf'))} {_q(d.get('kind'))} {_q(d.get('vendor'))}: "
+                         f"x{_q(link.get('current_width'))}/x{_q(link.get('max_width'))} "
+                         f"{_q(link.get('current_speed_gts'))}/{_q(link.get('max_speed_gts'))} GT/s, "
+                         f"numa {_q(d.get('numa_node'))}")
     for n in _ds(inv.get("nics")):
         mbps = n.get("speed_mbps")
         speed = f"{mbps / 1000:g} Gb/s" if isinstance(mbps, (int, float)) and not isinstance(mbps, bool) and mbps \
@@ -193,11 +201,13 @@ def _print(diffs: list[envdiff.Difference], left: str, right: str, as_json: bool
         emit(summary_line("env diff", left=left, right=right, differences=len(diffs)))
         return
     print(printable(f"# env diff: {left} vs {right}: {len(diffs)} difference(s)"))
+    # the key column as wide as the longest key shown (a long NIC or variable name), within bounds
+    width = min(max([KEY_WIDTH, *(len(d.key) for d in diffs)]), MAX_KEY_WIDTH)
     for d in diffs:
         a, b = _shown(d.a), _shown(d.b)
         if a == b:   # values that print alike ("9000" and 9000, "(unset)" and none): as JSON, so they differ
             a, b = json.dumps(d.a, default=str), json.dumps(d.b, default=str)
-        print(printable(f"{d.category:<12} {d.key:<44} {a}  ->  {b}"))
+        print(printable(f"{d.category:<12} {d.key:<{width}} {a}  ->  {b}"))
 
 
 @env.command("diff", epilog=SELECTOR_HELP + " Each side must pick one run.")
