@@ -168,6 +168,16 @@ def parse_tags(items: tuple[str, ...] | list[str]) -> dict[str, str]:
         if len(value) > MAX_TAG_VALUE:
             raise UsageError(f"invalid tag {_shown_tag(item)}: the value is {len(value)} characters long, "
                              f"at most {MAX_TAG_VALUE}")
+        if key == "link_speed":
+            # judged whenever the run is read (results show, validate, report): a rate no judge
+            # can read stored the run and then failed every read of it, the command's own
+            # table included ("internal error while printing")
+            from clusterbench.judge.theory import parse_link
+
+            try:
+                parse_link(value)
+            except UsageError as e:
+                raise UsageError(f"invalid tag {_shown_tag(item)}: {e}") from None
         if tags.get(key, value) != value:
             raise UsageError(f"tag {_shown_tag(key)} given twice with different values, "
                              f"{_shown_tag(tags[key])} and {_shown_tag(value)}: give one")

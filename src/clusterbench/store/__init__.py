@@ -105,6 +105,12 @@ def _refuse_nul_in_pack(pack: Pack, benchmarks: Iterable[str]) -> None:
                          f"results database cannot store")
 
 
+def _id_list(ids: Sequence[int]) -> str:
+    """Run ids for a message: a few, then how many more."""
+    shown = ",".join(map(str, ids[:5]))
+    return shown if len(ids) <= 5 else f"{shown} and {len(ids) - 5} more"
+
+
 def _nul_in_selector(sel: Selector) -> bool:
     texts = [*sel.tags, *sel.tags.values()]
     for b in sel.benchmarks:
@@ -502,17 +508,29 @@ class Store:
         assert run_id is not None  # a fresh uuid4 is never taken
         return run_id
 
+    def imported_file_of(self, run_id: int) -> tuple[str, str] | None:
+        """The identity (content digest) and name of the file the run was imported from, as
+        ``note_imported`` recorded them; None for a run that was measured, or read once."""
+        rows = self._query("SELECT digest, name FROM imported_files WHERE run_id=?", (run_id,))
+        return (str(rows[0][0]), str(rows[0][1])) if rows else None
+
     def add_copied_run(self, run: Run, uid: str, rows: Iterable[MeasurementRow] | Packs,
-                       telemetry: Iterable[TelemetrySample] = ()) -> int | None:
+                       telemetry: Iterable[TelemetrySample] = (),
+                       imported_from: tuple[str, str] | None = None) -> int | None:
         """Store a run from another database under its uid; None (nothing written) when a run
-        with that uid is here already."""
-        return self._write_run(run, uid, _packs(rows), telemetry)
+        with that uid is here already. ``imported_from``: the (digest, name) of the file it was
+        imported from (``imported_file_of``), so importing that file here again is skipped as it
+        is where the run was imported."""
+        return self._write_run(run, uid, _packs(rows), telemetry, imported_from=imported_from)
 
     def _write_run(self, run: Run, uid: str, packs: Iterable[Pack],
-                   telemetry: Iterable[TelemetrySample], fresh: bool = False) -> int | None:
+                   telemetry: Iterable[TelemetrySample], fresh: bool = False,
+                   imported_from: tuple[str, str] | None = None) -> int | None:
         db = self.db
         telemetry = list(telemetry)
         _refuse_nul_in_run(run, uid, telemetry)
+        for text in imported_from or ():
+            _refuse_nul(text, f"imported file {text!r}")
         values = (uid, run.benchmark, run.source, loc.redact(_dumps(run.command)), run.started_at,
                   run.ended_at, run.status, _dumps(run.hosts), run.ranks, _dumps(run.devices),
                   _dumps(run.versions), _clean(run.env), _clean(run.errors), _clean(run.meta))
@@ -530,29 +548,59 @@ class Store:
                     if run_id is None:
                         return None
                     _Batch.write_rows(db, run_id, run.tags, packs, telemetry)
+                    if imported_from is not None:
+                        db.insert_rows("imported_files", ("run_id", "digest", "name"), [(run_id, *imported_from)])
         except db.errors as e:
             raise StoreError(f"cannot write to results database {self.where}: {db.describe(e)}") from None
         run.id = run_id
         return run_id
 
     def delete_run(self, run_id: int) -> None:
-        if not 0 <= run_id <= MAX_RUN_ID or not self._query("SELECT 1 FROM runs WHERE id=?", (run_id,)):
-            raise UsageError(f"no run {run_id} in {self.where}")
+        self.delete_runs([run_id])
+
+    def delete_runs(self, run_ids: Sequence[int]) -> None:
+        """Delete the runs, with everything stored with them, in one transaction: all of them
+        or none (a failed write, Ctrl-C), never the first half of a range."""
+        ids = list(dict.fromkeys(int(r) for r in run_ids))
+        found = {rid for chunk in self._chunks(ids) for (rid,) in self._query(
+            f"SELECT id FROM runs WHERE id IN ({','.join('?' * len(chunk))})", chunk)}
+        missing = [rid for rid in ids if rid not in found]
+        if missing:
+            raise UsageError(f"no run {missing[0]} in {self.where}")
         try:
             with self.db.write():
-                self.db.execute("DELETE FROM runs WHERE id=?", (run_id,))
+                for chunk in self._chunks(ids):
+                    self.db.execute(f"DELETE FROM runs WHERE id IN ({','.join('?' * len(chunk))})", chunk)
         except self.db.errors as e:
-            raise StoreError(f"cannot delete run {run_id} from {self.where}: {self.db.describe(e)}") from None
+            what = f"run {ids[0]}" if len(ids) == 1 else f"runs {_id_list(ids)}"
+            raise StoreError(f"cannot delete {what} from {self.where}: {self.db.describe(e)}") from None
+
+    def _chunks(self, ids: Sequence[int]) -> Iterator[list[int]]:
+        # ids out of the engines' range match no run: never bound (SQLite overflows on them)
+        ids = [rid for rid in ids if 0 <= rid <= MAX_RUN_ID]
+        for i in range(0, len(ids), self._CHUNK):
+            yield ids[i:i + self._CHUNK]
 
     def set_tags(self, run_id: int, tags: dict[str, str]) -> None:
+        self.tag_runs([run_id], tags)
+
+    def tag_runs(self, run_ids: Sequence[int], tags: dict[str, str]) -> None:
+        """Add or change ``tags`` on every run of ``run_ids``, in one transaction: all of them
+        or none."""
         _refuse_nul_in_tags(tags)
-        self.get_run(run_id)
+        ids = list(dict.fromkeys(int(r) for r in run_ids))
+        found = {rid for chunk in self._chunks(ids) for (rid,) in self._query(
+            f"SELECT id FROM runs WHERE id IN ({','.join('?' * len(chunk))})", chunk)}
+        missing = [rid for rid in ids if rid not in found]
+        if missing:
+            raise UsageError(f"no run {missing[0]} in {self.where}")
         try:
             with self.db.write():
                 self.db.upsert("run_tags", ("run_id", "key", "value"), ("run_id", "key"),
-                               [(run_id, k, str(v)) for k, v in tags.items()])
+                               [(rid, k, str(v)) for rid in ids for k, v in tags.items()])
         except self.db.errors as e:
-            raise StoreError(f"cannot tag run {run_id} in {self.where}: {self.db.describe(e)}") from None
+            what = f"run {ids[0]}" if len(ids) == 1 else f"runs {_id_list(ids)}"
+            raise StoreError(f"cannot tag {what} in {self.where}: {self.db.describe(e)}") from None
 
     # -- reading ------------------------------------------------------------------------
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:

@@ -1,8 +1,9 @@
 """Copy runs between two stores (a laptop's SQLite file into the team's PostgreSQL, or back).
 
 Idempotent: a run is known by its uid, so a run already in the destination is skipped, and
-copying twice stores it once. Each run goes in with its tags, measurements and telemetry in
-one transaction; an interrupted copy leaves whole runs only, and running it again finishes it.
+copying twice stores it once. Each run goes in with its tags, measurements, telemetry and, for an
+imported log, the identity of its file (so the log imported there again is skipped) in one
+transaction; an interrupted copy leaves whole runs only, and running it again finishes it.
 Measurements move as the packs they are stored in (store/packs.py), without being decoded.
 """
 
@@ -130,11 +131,12 @@ def _copy(source: Store, dest: _Dest, on_run: Callable[[CopiedRun], None] | None
         if found is None:
             packs = _checked_packs(source, source_id)
             telemetry = source.telemetry(source_id)
+            imported_from = source.imported_file_of(source_id)
             store = dest.store()   # made now, when a new file: the run to write in it reads
             found = dest.present.get(uid)
         if found is None:
             try:
-                new_id = store.add_copied_run(run, uid, packs, telemetry)
+                new_id = store.add_copied_run(run, uid, packs, telemetry, imported_from)
             except UsageError as e:   # a run an older clusterbench stored (a tag with a NUL)
                 raise UsageError(f"run {source_id} of {source.where} is not copied: {e}") from None
             if new_id is None:       # another copy stored it since we looked

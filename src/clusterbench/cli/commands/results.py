@@ -225,11 +225,13 @@ def export_cmd(selectors: tuple[str, ...], as_json: bool, as_csv: bool, run_info
 @since_option
 @db_option
 def delete_cmd(selectors: tuple[str, ...], since: str | None, db: str | None) -> None:
-    """Delete runs and everything stored with them."""
+    """Delete runs and everything stored with them (all the selected runs, or none)."""
     with Store.open(db, create=False) as store:   # a mistyped --db is no new, empty database
-        for run_id in store.select_ids(selectors, since):
-            store.delete_run(run_id)
-            print(f"deleted run {run_id}")
+        run_ids = store.select_ids(selectors, since)
+        store.delete_runs(run_ids)
+    # said once they are gone: an output that fails (`| head -1`) cannot stop a delete halfway
+    for run_id in run_ids:
+        print(f"deleted run {run_id}")
 
 
 @results.command("tag", epilog=SELECTOR_HELP)
@@ -238,11 +240,10 @@ def delete_cmd(selectors: tuple[str, ...], since: str | None, db: str | None) ->
 @since_option
 @db_option
 def tag_cmd(selector: str, tags: tuple[str, ...], since: str | None, db: str | None) -> None:
-    """Add or change tags on stored runs (every run RUN picks)."""
-    new = parse_tags(tags)
+    """Add or change tags on stored runs (every run RUN picks, or none)."""
+    new = parse_tags(tags)   # a link_speed no judge can read is refused there
     with Store.open(db, create=False) as store:
-        for run in store.select_all((selector,), since):
-            store.set_tags(int(run.id or 0), new)
+        store.tag_runs(store.select_ids((selector,), since), new)
 
 
 @results.command("copy")
@@ -265,16 +266,25 @@ def copy_cmd(source: str, dest: str, as_json: bool) -> None:
     if same_database(source, dest):   # every run would be skipped: a mistyped --to (or CLUSTERBENCH_DB)
         raise UsageError(f"--from and --to are the same database ({describe(source)}): nothing to copy")
 
+    failed: list[OSError] = []
+
     def say(item: CopiedRun) -> None:
-        if as_json:
+        if as_json or failed:
             return
-        if item.copied:
-            print(printable(f"run {item.source_id}: copied as run {item.dest_id} "
-                            f"({item.benchmark}, {item.measurements} measurements)"))
-        else:
-            print(f"run {item.source_id}: skipped, already there as run {item.dest_id}")
+        try:
+            if item.copied:
+                print(printable(f"run {item.source_id}: copied as run {item.dest_id} "
+                                f"({item.benchmark}, {item.measurements} measurements)"))
+            else:
+                print(f"run {item.source_id}: skipped, already there as run {item.dest_id}")
+        except OSError as e:
+            # an output that fails (`| head -1`, a full disk) stops the printing, not the copy;
+            # the command still ends saying so (output.py)
+            failed.append(e)
 
     summary = copy_databases(source, dest, on_run=say)
+    if failed:
+        raise failed[0]
     if as_json:
         emit(summary_line("results copy", **summary.to_dict()))
         return
