@@ -190,6 +190,11 @@ def test_trend_and_baseline_escape(capsys, tmp_path):
     _clean(out + err)
     assert code == 0 and "node\\x1b[2J" in out
     profile = tmp_path / "base.yaml"
+    # a profile name with controls is refused (it would reach every report naming the profile),
+    # in a line that shows it escaped
     code, out, err = _cb(capsys, ["baseline", "create", "1-4", "--name", f"b{ESC}", "-o", str(profile), "--db", db])
+    _clean(out + err)
+    assert code == 2 and not profile.exists() and "b\\x1b[2J" in err, (code, out, err)
+    code, out, err = _cb(capsys, ["baseline", "create", "1-4", "-o", str(profile), "--db", db])
     _clean(out + err)
     assert code == 0 and profile.exists(), (code, out, err)
