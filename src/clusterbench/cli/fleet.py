@@ -56,8 +56,17 @@ def on_fail_options(f: F) -> F:
     return command  # type: ignore[return-value]
 
 
+def _junit_path(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    # `--junit "$JUNIT_FILE"` with the variable unset: an empty name would write nothing and exit
+    # 0, and the CI job would find no verdicts
+    if value is not None and not value.strip():
+        raise UsageError("--junit: an empty file name")
+    return value
+
+
 junit_option = click.option("--junit", "junit", type=click.Path(dir_okay=False), default=None,
-                            metavar="FILE", help="Also write the verdicts as JUnit XML (one test case each).")
+                            callback=_junit_path, metavar="FILE",
+                            help="Also write the verdicts as JUnit XML (one test case each).")
 
 
 def take_out(on_fail: OnFail, failed: dict[str, list[str]], passed: Sequence[str], as_json: bool,

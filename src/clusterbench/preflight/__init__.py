@@ -33,11 +33,14 @@ def run_checks(expect: Expectations, root: str | Path = "/", log_path: str | Pat
     root = Path(root)
     use_libraries = str(root) == "/"
     inv = inventory if inventory is not None else inv_mod.collect(root, use_libraries=use_libraries)
-    if log_path is None and not use_libraries:
-        text, source = None, "kernel log not read for a fake sysfs root (give --kernel-log FILE)"
+    findings: list[kernel_log.Finding] | None = None
+    if log_path is not None:
+        findings, source = kernel_log.scan(log_path)
+    elif not use_libraries:
+        source = "kernel log not read for a fake sysfs root (give --kernel-log FILE)"
     else:
-        text, source = kernel_log.read(log_path)
-    findings = kernel_log.parse(text) if text is not None else None
+        text, source = kernel_log.read()
+        findings = kernel_log.parse(text) if text is not None else None
     checks: list[tuple[str, Callable[[], CheckResult]]] = [
         ("gpu_count", lambda: c.gpu_count(inv, expect)),
         ("torch_gpus", lambda: c.torch_gpus(inv)),

@@ -1,16 +1,19 @@
 """GPU and PCIe errors in the kernel log: NVIDIA Xid events, amdgpu errors, PCIe AER reports.
 
 ``parse(text)`` is a pure function over ``dmesg`` text (or ``/dev/kmsg`` records); ``read()``
-fetches the live log where this process may read it and says why not otherwise.
+fetches the live log where this process may read it and says why not otherwise; ``scan(path)``
+parses a saved log of any size (or a pipe) as it reads it.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 # Xids that come from the application (bad kernel, illegal address), not from the hardware:
 # worth a look, not a reason to drain the node. NVIDIA's Xid catalogue lists the rest as
@@ -52,7 +55,10 @@ def parse(text: str) -> list[Finding]:
             continue
         if _AER.search(line):
             if "Uncorrect" in line or "Fatal" in line or "severity=Uncorrected" in line:
-                sev, detail = "fail", ("Uncorrected (Fatal)" if "Fatal" in line else "Uncorrected")
+                # "Uncorrected (Non-Fatal)" holds "Fatal" too: the evidence must not make it fatal
+                nonfatal = "Non-Fatal" in line or "NonFatal" in line
+                sev, detail = "fail", ("Uncorrected (Non-Fatal)" if nonfatal else
+                                       "Uncorrected (Fatal)" if "Fatal" in line else "Uncorrected")
             elif "Corrected" in line or "severity=Corrected" in line:
                 sev, detail = "warning", "Corrected"
             else:
@@ -70,6 +76,44 @@ def parse(text: str) -> list[Finding]:
                 findings.append(Finding("amdgpu", "fail" if fatal else "warning", m.group(1) or "",
                                         hit.group(1), line))
     return findings
+
+
+# A saved log is read this many bytes at a time and parsed a block of whole lines at a time, so a
+# kern.log of gigabytes costs its findings, not several times its size in memory.
+_CHUNK = 1 << 20
+# Of a line longer than this (a file of NULs or random bytes has no line ends) only the start is
+# kept: a kernel record is at most a few KiB.
+_MAX_LINE = 1 << 16
+
+
+def _scan(f: BinaryIO) -> list[Finding]:
+    findings: list[Finding] = []
+    rest = b""
+    while chunk := f.read(_CHUNK):
+        block = rest + chunk
+        cut = block.rfind(b"\n") + 1
+        if cut == 0:   # no line end yet: keep the line's start only
+            rest = block[:_MAX_LINE]
+            continue
+        # cut after a newline byte, never inside a UTF-8 sequence
+        findings += parse(block[:cut].decode(errors="replace"))
+        rest = block[cut:][:_MAX_LINE]
+    if rest:
+        findings += parse(rest.decode(errors="replace"))
+    return findings
+
+
+def scan(path: str | Path) -> tuple[list[Finding] | None, str]:
+    """(findings, ``path``) of a saved log, or (None, why it could not be read). The file is
+    opened once, so a named pipe's writer is read, not lost to a first look at the file."""
+    try:
+        with open(path, "rb") as f:
+            mode = os.fstat(f.fileno()).st_mode
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):   # /dev/kmsg would block, /dev/zero never end
+                return None, f"cannot read {path}: a device, not saved kernel log text"
+            return _scan(f), str(path)
+    except OSError as e:
+        return None, f"cannot read {path}: {e.strerror or e}"
 
 
 def _read_kmsg(path: str = "/dev/kmsg", max_bytes: int = 16 << 20) -> str:

@@ -73,6 +73,25 @@ def expectations_from(expect_gpus: int | None, expect_model: str | None, expect_
                         compute_partition=expect_compute_partition, memory_partition=expect_memory_partition)
 
 
+def _check_kernel_log(path: str) -> None:
+    """A --kernel-log that cannot be read is a usage error before any check runs. A named pipe is
+    only looked at, not opened: opening it here would take its writer, and the read after would
+    wait for another one forever."""
+    if not path:
+        raise UsageError("--kernel-log: an empty file name")
+    try:
+        mode = os.stat(path).st_mode
+        if not stat.S_ISFIFO(mode):
+            with open(path, "rb"):
+                pass
+    except OSError as e:
+        raise UsageError(f"--kernel-log {path}: {e.strerror or e}") from None
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        # read to its end, /dev/kmsg would block there and /dev/zero never end (a pipe is text)
+        raise UsageError(f"--kernel-log {path}: a device, not saved kernel log text "
+                         "(without --kernel-log the live log is read)")
+
+
 def result_lines(results: list[CheckResult], verbose: bool = False) -> list[str]:
     lines = []
     for r in results:
@@ -117,15 +136,7 @@ def preflight(expect_gpus: int | None, expect_model: str | None, expect_nic_spee
         # refused before any check runs, not after their lines are out (as every other bad input)
         check_node(name)
     if kernel_log is not None:
-        try:
-            with open(kernel_log, "rb") as f:
-                mode = os.fstat(f.fileno()).st_mode
-        except OSError as e:
-            raise UsageError(f"--kernel-log {kernel_log}: {e.strerror or e}") from None
-        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-            # read whole, /dev/kmsg would block at its end and /dev/zero never end (a pipe is text)
-            raise UsageError(f"--kernel-log {kernel_log}: a device, not saved kernel log text "
-                             "(without --kernel-log the live log is read)")
+        _check_kernel_log(kernel_log)
     results = run_checks(exp, root=root, log_path=kernel_log)
     code = exit_code(results)
     if as_json:

@@ -32,6 +32,7 @@ from clusterbench.judge.validate import FAIL, PASS, SKIPPED, evaluate, exit_code
 from clusterbench.launch import drain
 from clusterbench.launch.common import split_agent
 from clusterbench.printable import printable
+from clusterbench.ranks.signals import describe, stopped_by
 from clusterbench.records import Run, utc_now
 from clusterbench.report import junit as junit_xml
 from clusterbench.report import outfile
@@ -56,6 +57,14 @@ class StepResult:
         return self.exit_code == 0
 
 
+class _Stopped(ClusterbenchError):
+    """qualify stopped by SIGINT, SIGTERM or SIGHUP: one line, exit 128 + the signal."""
+
+    def __init__(self, message: str, signum: int) -> None:
+        super().__init__(message)
+        self.exit_code = 128 + signum
+
+
 def _root() -> click.Group:
     root = click.get_current_context().find_root().command
     assert isinstance(root, click.Group)
@@ -74,6 +83,12 @@ def _invoke(root: click.Group, argv: list[str]) -> tuple[int, str]:
         return (rc if isinstance(rc, int) else 0), ""
     except click.exceptions.Exit as e:
         return e.exit_code, ""
+    except click.exceptions.Abort as e:
+        # click makes a Ctrl-C (or SIGTERM) outside a run's own handling "Abort": it stops qualify,
+        # it is not a step that failed
+        if isinstance(e.__cause__, KeyboardInterrupt):
+            raise e.__cause__ from None
+        return 1, "aborted"
     except click.ClickException as e:
         return e.exit_code, e.format_message()
     except ClusterbenchError as e:
@@ -234,18 +249,28 @@ def qualify(profile_name: str, output: str | None, launch_text: str | None, node
         with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
             rc, err = _invoke(root, argv)
         results.append(StepResult(step, argv, rc, time.monotonic() - t0, err))
-        if rc != 0:
+        signum = stopped_by()
+        stopped = signum is not None and rc == 128 + signum   # the step ended because of it
+        if rc != 0 and not stopped:
             say(f"# step {step.name!r} failed (exit {rc})" + (f": {err}" if err else ""))
         if as_json:
             emit({"kind": "step", "name": step.name, "command": list(step.command),
                   "argv": ["clusterbench", *argv], "exit": rc, "error": err,
                   "seconds": round(results[-1].seconds, 3)})
+        if stopped:
+            # The step stored what it measured as an interrupted run and now ignores further
+            # signals: going on would run the rest of the suite beyond Ctrl-C, a scheduler's
+            # SIGTERM or systemd's stop. Nothing is judged or drained: the node is not at fault.
+            assert signum is not None
+            raise _Stopped(f"qualify {describe(signum)} in step {i} of {len(planned)} ({step.name!r}); "
+                           f"no later step ran, nothing judged; runs so far: {GROUP_TAG}={group}", signum)
 
     with Store.open(db) as store:
         runs = store.runs_with_tags({GROUP_TAG: group})
         loaded = load_runs(store, [str(r.id) for r in runs if r.benchmark != "preflight"])
     rows = rows_of(loaded)
-    outcomes = evaluate(profile, rows) if rows else []
+    # every criterion, measured or not: one that no step measured is a skipped case, not absent
+    outcomes = evaluate(profile, rows)
     _print_outcomes(profile, outcomes, as_json)
 
     report_files: list[str] = []
@@ -268,7 +293,7 @@ def qualify(profile_name: str, output: str | None, launch_text: str | None, node
                        junit_xml.PASS if r.ok else junit_xml.ERROR,
                        "" if r.ok else f"exit {r.exit_code}" + (f": {r.error}" if r.error else ""),
                        shlex.join(["clusterbench", *r.argv]), r.seconds) for r in results],
-        properties={GROUP_TAG: group, "node": node}))
+        properties={GROUP_TAG: group, "node": node}, time=sum(r.seconds for r in results)))
     suites.append(junit_xml.validation_suite(profile.name, outcomes, [r.id for r, _ in loaded]))
     if junit:
         junit_xml.write(junit, suites)
