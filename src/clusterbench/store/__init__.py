@@ -561,12 +561,7 @@ class Store:
     def delete_runs(self, run_ids: Sequence[int]) -> None:
         """Delete the runs, with everything stored with them, in one transaction: all of them
         or none (a failed write, Ctrl-C), never the first half of a range."""
-        ids = list(dict.fromkeys(int(r) for r in run_ids))
-        found = {rid for chunk in self._chunks(ids) for (rid,) in self._query(
-            f"SELECT id FROM runs WHERE id IN ({','.join('?' * len(chunk))})", chunk)}
-        missing = [rid for rid in ids if rid not in found]
-        if missing:
-            raise UsageError(f"no run {missing[0]} in {self.where}")
+        ids = self._existing(run_ids)
         try:
             with self.db.write():
                 for chunk in self._chunks(ids):
@@ -574,6 +569,17 @@ class Store:
         except self.db.errors as e:
             what = f"run {ids[0]}" if len(ids) == 1 else f"runs {_id_list(ids)}"
             raise StoreError(f"cannot delete {what} from {self.where}: {self.db.describe(e)}") from None
+
+    def _existing(self, run_ids: Sequence[int]) -> list[int]:
+        """``run_ids`` once each, in order, or a UsageError naming the first that is not stored:
+        a write over several runs checks them all before it changes any."""
+        ids = list(dict.fromkeys(int(r) for r in run_ids))
+        found = {rid for chunk in self._chunks(ids) for (rid,) in self._query(
+            f"SELECT id FROM runs WHERE id IN ({','.join('?' * len(chunk))})", chunk)}
+        missing = [rid for rid in ids if rid not in found]
+        if missing:
+            raise UsageError(f"no run {missing[0]} in {self.where}")
+        return ids
 
     def _chunks(self, ids: Sequence[int]) -> Iterator[list[int]]:
         # ids out of the engines' range match no run: never bound (SQLite overflows on them)
@@ -588,12 +594,7 @@ class Store:
         """Add or change ``tags`` on every run of ``run_ids``, in one transaction: all of them
         or none."""
         _refuse_nul_in_tags(tags)
-        ids = list(dict.fromkeys(int(r) for r in run_ids))
-        found = {rid for chunk in self._chunks(ids) for (rid,) in self._query(
-            f"SELECT id FROM runs WHERE id IN ({','.join('?' * len(chunk))})", chunk)}
-        missing = [rid for rid in ids if rid not in found]
-        if missing:
-            raise UsageError(f"no run {missing[0]} in {self.where}")
+        ids = self._existing(run_ids)
         try:
             with self.db.write():
                 self.db.upsert("run_tags", ("run_id", "key", "value"), ("run_id", "key"),
