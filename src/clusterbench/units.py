@@ -45,6 +45,10 @@ def parse_size(text: str | int, what: str = "size") -> int:
     return value
 
 
+# The widest whole number a tool writes (nccl-tests prints sizes as a size_t): stored integers
+# compare and convert exactly up to it.
+MAX_UINT64 = 2**64 - 1
+
 # What "surrounding whitespace" means for a whole number: ASCII only. str.strip() also takes a
 # no-break space or an ideographic one, which no tool writes around a count.
 _ASCII_SPACE = " \t\n\r\x0b\x0c"
@@ -98,6 +102,16 @@ def whole_number(value: object, *, what: str, minimum: int = 0, maximum: int = 2
     if not minimum <= number <= maximum:
         raise UsageError(f"invalid {what} {_shown(value)}: expected a whole number from {minimum} to {maximum}")
     return number
+
+
+def whole_number_or_none(value: object, *, minimum: int = 0, maximum: int = 2**53,
+                         clamp: bool = False) -> int | None:
+    """``whole_number``'s reading of ``value``, or None where it refuses it: for a count read from
+    stored params or tags, free text where a value that is no count has a fallback."""
+    try:
+        return whole_number(value, what="value", minimum=minimum, maximum=maximum, clamp=clamp)
+    except UsageError:
+        return None
 
 
 def format_size(n: int) -> str:

@@ -9,12 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusterbench import peaks
-from clusterbench.errors import UsageError
 from clusterbench.families import family_of, metric_of
 from clusterbench.judge.compare import exact_ratio, percent_text
 from clusterbench.judge.theory import MAX_NODES, Efficiency, link_efficiency, link_speed_for
 from clusterbench.records import Measurement, Run
-from clusterbench.units import whole_number
+from clusterbench.units import whole_number_or_none
 
 
 def nodes_of(run: Run, override: int | None = None) -> int:
@@ -25,13 +24,9 @@ def nodes_of(run: Run, override: int | None = None) -> int:
     ``MAX_NODES``: a tag of 400 digits is no float, and the optimum is the same."""
     if override:
         return override
-    tagged = run.tags.get("nodes")
-    if tagged:
-        try:
-            return whole_number(tagged, what="nodes tag", minimum=1, maximum=MAX_NODES, clamp=True)
-        except UsageError:
-            pass   # a tag is free text: a node count it does not hold is the hosts' count
-    return len(run.hosts)
+    # a tag is free text: a node count it does not hold is the hosts' count
+    tagged = whole_number_or_none(run.tags.get("nodes"), minimum=1, maximum=MAX_NODES, clamp=True)
+    return len(run.hosts) if tagged is None else tagged
 
 
 def run_link_efficiency(run: Run, ms: list[Measurement], link: str | None,

@@ -8,17 +8,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from clusterbench.errors import UsageError
 from clusterbench.records import INTERRUPTED, Measurement, Run
 from clusterbench.store import Store
-from clusterbench.units import whole_number
+from clusterbench.units import MAX_UINT64, whole_number_or_none
 
 # A number in text that is no whole number: a fraction or an exponent in ASCII digits (float()
 # also takes ``٣.٥``, ``1_000.5``, ``nan`` and ``infinity``).
 _DECIMAL_RE = re.compile(r"-?(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+(?=[eE]))(?:[eE][+-]?[0-9]+)?", re.ASCII)
 
-# Integers compare exactly up to a uint64, the widest a tool writes (nccl-tests' size_t).
-_MAX_INTEGER = 2**64 - 1
 
 
 def _number(value: Any) -> int | float | None:
@@ -34,13 +31,10 @@ def _number(value: Any) -> int | float | None:
     text = value.strip(" \t\n\r\x0b\x0c")
     negative = text.startswith("-")
     digits = text[1:] if negative else text
-    if digits[:1].isdigit():   # "- 1" is no number: whole_number would trim the space
-        try:
-            whole = whole_number(digits, what="param", maximum=_MAX_INTEGER)
-        except UsageError:
-            pass
-        else:
-            return -whole if negative else whole
+    # "- 1" is no number: whole_number would trim the space; integers compare exactly up to a uint64
+    whole = whole_number_or_none(digits, maximum=MAX_UINT64) if digits[:1].isdigit() else None
+    if whole is not None:
+        return -whole if negative else whole
     if _DECIMAL_RE.fullmatch(text):
         number = float(text)
         return number if math.isfinite(number) else None

@@ -21,7 +21,7 @@ from clusterbench.families import family_of, metric_of
 from clusterbench.families.collectives.spec import busbw, optimal_algbw
 from clusterbench.judge.compare import percent_text
 from clusterbench.records import Measurement
-from clusterbench.units import parse_rate, whole_number
+from clusterbench.units import MAX_UINT64, parse_rate, whole_number, whole_number_or_none
 
 THEORY_OP = "all_reduce"   # the collective ``clusterbench theory`` tabulates
 
@@ -107,24 +107,13 @@ def _where(m: Measurement) -> str:
     return ""
 
 
-# The widest byte count a tool writes (nccl-tests prints a size_t).
-_MAX_BYTES = 2**64 - 1
-
-
-def _whole(value: object, maximum: int, clamp: bool = False) -> int | None:
-    """A param as a whole number (``4``, ``4.0``, ``"4"``), else None: imported params may hold
-    anything, and int() truncated 2.5 nodes to 2 and raised on ``"x"`` and ``"²"``."""
-    try:
-        return whole_number(value, what="param", maximum=maximum, clamp=clamp)
-    except UsageError:
-        return None
-
-
 def _nodes(m: Measurement, run_nodes: int) -> int | None:
     """The n of a row: its own ``nodes`` param (DDP on one host), 2 for a pair of hosts, else the
-    run's; None where the row's own param is no node count. Past ``MAX_NODES`` it is that many."""
+    run's; None where the row's own param is no node count (imported params may hold anything:
+    int() truncated 2.5 nodes to 2 and raised on ``"x"`` and ``"²"``). Past ``MAX_NODES`` it is
+    that many."""
     if "nodes" in m.params:
-        return _whole(m.params["nodes"], MAX_NODES, clamp=True)
+        return whole_number_or_none(m.params["nodes"], maximum=MAX_NODES, clamp=True)
     if "src_host" in m.params and "dst_host" in m.params:
         return 2
     return run_nodes
@@ -146,6 +135,6 @@ def link_efficiency(measurements: Iterable[Measurement], nodes: int,
         opt = None if n is None else optimal_algbw(op, link_bytes_per_s, min(n, MAX_NODES))
         if n is None or opt is None:
             continue
-        size = _whole(m.params.get("bytes", 0), _MAX_BYTES) or 0
+        size = whole_number_or_none(m.params.get("bytes", 0), maximum=MAX_UINT64) or 0
         out.append(Efficiency(m.benchmark, size, _where(m), n, m.value, opt))
     return out

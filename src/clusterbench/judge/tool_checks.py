@@ -9,12 +9,11 @@ saying why.
 
 from __future__ import annotations
 
-from clusterbench.errors import UsageError
 from clusterbench.families.collectives.spec import MAX_ERROR, error_tolerance
 from clusterbench.judge.profiles import Criterion
 from clusterbench.judge.validate import FAIL, PASS, SKIPPED, Outcome
 from clusterbench.records import Measurement, Run
-from clusterbench.units import whole_number
+from clusterbench.units import whole_number_or_none
 
 SOURCE = "nccl-tests: DeltaMaxValue(type) x (ranks - 1)"
 
@@ -23,10 +22,7 @@ def _rank_count(value: object) -> int:
     """A rank count as params hold it (8, 8.0, "8" from JSON lines), or 0 where it is none: a
     word, a fraction, NaN, ``true`` (which int() takes for one rank: a tolerance of 0), ``٣``, or
     a count past any cluster (10**400 ranks made the tolerance an OverflowError)."""
-    try:
-        return whole_number(value, what="rank count", minimum=1)
-    except UsageError:
-        return 0
+    return whole_number_or_none(value, minimum=1) or 0
 
 
 def tool_outcomes(loaded: list[tuple[Run, list[Measurement]]]) -> list[Outcome]:
