@@ -219,13 +219,11 @@ _REPEATED = "the same measurement came twice before one of them"
 
 def _taken(pending: dict[tuple[str, Any], _Pending], run_id: Any, origin: str, line: int) -> tuple[_Pending, str]:
     """The measurements the run line of ``run_id`` from ``origin`` takes, and the doubt about them."""
-    own = pending.pop((origin, run_id), None)
-    if own is not None:
-        return own, _REPEATED if own.repeated else ""
-    keys = [key for key in pending if key[1] == run_id]
+    # its own origin's; else, where the run line's prefix differs from its measurements' (or
+    # from line to line), all of its id
+    keys = [(origin, run_id)] if (origin, run_id) in pending else [key for key in pending if key[1] == run_id]
     if not keys:
         return _Pending(), ""
-    # the run line's prefix differs from its measurements' (or from line to line): all of its id
     if len(keys) == 1:
         one = pending.pop(keys[0])
         return one, _REPEATED if one.repeated else ""
@@ -236,28 +234,29 @@ def _taken(pending: dict[tuple[str, Any], _Pending], run_id: Any, origin: str, l
     return taken, f"line {line}'s measurements are behind several prefixes, none its own"
 
 
+def _merged(spans: Iterable[tuple[int, int]], most: int | None = None) -> list[tuple[int, int]]:
+    """Line spans (first, last) in order, those that touch or overlap joined; the first ``most``
+    of them (None: all)."""
+    out: list[list[int]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], b)
+        elif most is not None and len(out) >= most:
+            break
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
+
+
 def _stretches(lines: Iterable[int]) -> list[tuple[int, int]]:
     """Consecutive line numbers as (first, last), at most ``_SHOWN_RANGES + 1`` of them: a
     refusal names no more."""
-    out: list[list[int]] = []
-    for n in sorted(lines):
-        if out and n <= out[-1][1] + 1:
-            out[-1][1] = max(out[-1][1], n)
-        elif len(out) > _SHOWN_RANGES:
-            break
-        else:
-            out.append([n, n])
-    return [(a, b) for a, b in out]
+    return _merged(((n, n) for n in lines), _SHOWN_RANGES + 1)
 
 
 def _line_ranges(stretches: Iterable[tuple[int, int]]) -> str:
     """``1-4, 9, 12-20``: at most ``_SHOWN_RANGES`` of them, then ``...``."""
-    spans: list[list[int]] = []
-    for a, b in sorted(stretches):
-        if spans and a <= spans[-1][1] + 1:
-            spans[-1][1] = max(spans[-1][1], b)
-        else:
-            spans.append([a, b])
+    spans = _merged(stretches)
     text = [f"{a}" if a == b else f"{a}-{b}" for a, b in spans[:_SHOWN_RANGES]]
     return ", ".join(text) + (", ..." if len(spans) > _SHOWN_RANGES else "")
 
