@@ -26,7 +26,6 @@ no measurement (``no_measurement``).
 from __future__ import annotations
 
 import ipaddress
-import math
 import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -35,6 +34,7 @@ from typing import TypeVar
 
 from clusterbench.errors import UsageError
 from clusterbench.hostlist import MAX_HOSTS, expand_hostlist
+from clusterbench.ingest.common import finite
 from clusterbench.judge.outliers import Outlier, flag_outliers
 from clusterbench.judge.stats import median
 
@@ -88,7 +88,7 @@ def metric_rows(records: Sequence[Mapping], metric: str) -> list[Mapping]:
     """The rows of ``metric``, of one ``stat`` where they carry one: the first of ``TYPICAL_STATS``
     present, else the first stat of the records. A row whose value is no finite number (NaN, a
     word from a broken agent) is no row: scored, it was a traceback or a NaN score."""
-    rows = [r for r in records if r.get("metric") == metric and _number(r.get("value")) is not None]
+    rows = [r for r in records if r.get("metric") == metric and finite(r.get("value")) is not None]
     stats = [s for s in (_params(r).get("stat") for r in rows) if s is not None]
     if not stats:
         return rows
@@ -107,7 +107,7 @@ def no_measurement(records: Sequence[Mapping], metric: str, hosts: Sequence[str]
     for r in records:
         if r.get("metric") != metric:
             continue
-        v = _number(r.get("value"))
+        v = finite(r.get("value"))
         if v is not None and v > 0:
             continue
         src, dst = _params(r).get("src_host"), _params(r).get("dst_host")
@@ -118,12 +118,6 @@ def no_measurement(records: Sequence[Mapping], metric: str, hosts: Sequence[str]
         why = "no measurement (a time or latency is above 0)"
         return f"host {host} measured {what}{to}, {why}" if host else f"{what}{to} is {why}"
     return None
-
-
-def _number(v: object) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, int | float):
-        return None
-    return float(v) if math.isfinite(v) else None
 
 
 def pick_value(records: Sequence[Mapping], metric: str) -> tuple[float, str] | None:
