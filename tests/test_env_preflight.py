@@ -47,10 +47,10 @@ def test_kernel_log_parse():
 def test_kernel_log_read_file_and_missing(tmp_path):
     p = tmp_path / "dmesg.txt"
     p.write_text(LOG)
-    text, source = kernel_log.read(p)
-    assert text == LOG and source == str(p)
-    text, why = kernel_log.read(tmp_path / "nope.txt")
-    assert text is None and "cannot read" in why
+    findings, source = kernel_log.scan(p)
+    assert findings == kernel_log.parse(LOG) and findings and source == str(p)
+    findings, why = kernel_log.scan(tmp_path / "nope.txt")
+    assert findings is None and "cannot read" in why
 
 
 def test_kernel_log_live_read_never_raises():

@@ -139,13 +139,9 @@ def _read_kmsg(path: str = "/dev/kmsg", max_bytes: int = 16 << 20) -> str:
     return "".join(chunks)
 
 
-def read(path: str | Path | None = None) -> tuple[str | None, str]:
-    """(log text, where it came from) or (None, why it could not be read)."""
-    if path is not None:
-        try:
-            return Path(path).read_text(errors="replace"), str(path)
-        except OSError as e:
-            return None, f"cannot read {path}: {e.strerror or e}"
+def read() -> tuple[str | None, str]:
+    """(the live log's text, where it came from) or (None, why it could not be read); a saved
+    log is ``scan``'s."""
     try:
         return _read_kmsg(), "/dev/kmsg"
     except OSError as e:
