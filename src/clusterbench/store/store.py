@@ -334,9 +334,6 @@ class Store:
         run.id = run_id
         return run_id
 
-    def delete_run(self, run_id: int) -> None:
-        self.delete_runs([run_id])
-
     def delete_runs(self, run_ids: Sequence[int]) -> None:
         """Delete the runs, with everything stored with them, in one transaction: all of them
         or none (a failed write, Ctrl-C), never the first half of a range."""
@@ -365,9 +362,6 @@ class Store:
         ids = [rid for rid in ids if 0 <= rid <= MAX_RUN_ID]
         for i in range(0, len(ids), self._CHUNK):
             yield ids[i:i + self._CHUNK]
-
-    def set_tags(self, run_id: int, tags: dict[str, str]) -> None:
-        self.tag_runs([run_id], tags)
 
     def tag_runs(self, run_ids: Sequence[int], tags: dict[str, str]) -> None:
         """Add or change ``tags`` on every run of ``run_ids``, in one transaction: all of them
