@@ -44,11 +44,11 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from clusterbench.bench.gemm.spec import ALIASES as GEMM_DTYPE_ALIASES
 from clusterbench.errors import UsageError
 from clusterbench.families import FAMILIES, by_command, family_of, metric_of
 from clusterbench.families.base import Family
 from clusterbench.families.collectives.spec import DTYPE_ALIASES as COLL_DTYPE_ALIASES
+from clusterbench.families.gemm.spec import ALIASES as GEMM_DTYPE_ALIASES
 from clusterbench.printable import printable
 from clusterbench.textfile import read_user_text
 from clusterbench.units import format_plain, parse_size, unit_scale
