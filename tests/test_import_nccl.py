@@ -9,7 +9,7 @@ from clusterbench.families.collectives.spec import op_in_text as op_from_filenam
 from clusterbench.families.collectives.spec import op_name as normalize_op
 from clusterbench.ingest import LogFormatError, common, detect_tool, iter_runs, parse_text
 from clusterbench.ingest.collectives import infer_op, ranks_from_ratio
-from clusterbench.ingest.nccl_tests import nccl_version_from_code, parse_lines, sweep_from_header
+from clusterbench.ingest.nccl_tests import nccl_version_from_code, parse_lines
 
 DATA = Path(__file__).parent / "data" / "nccl-tests"
 # Logs that must be refused, each with why (tested below)
@@ -204,8 +204,6 @@ def test_collective_names_and_factors():
     assert infer_op(True, -1, 1.75, 8) == "all_reduce" and infer_op(True, -1, 0.875, 8) == "reduce_scatter"
     assert infer_op(False, 0, 1.0, None) == "broadcast" and infer_op(False, -1, 0.875, 8) is None
     assert nccl_version_from_code(22907) == "2.29.7" and nccl_version_from_code(2708) == "2.7.8"
-    assert sweep_from_header("nThread: 1 nGpus: 1 minBytes: 8 maxBytes: 128 step: 2(factor) warmupIters: 5 "
-                             "iters: 20 validation: 1")["warmup_iters"] == 5
 
 
 def _records(text, name):

@@ -30,7 +30,9 @@ from clusterbench.families.collectives.spec import (
     ALGBW,
     AVG_BUSBW,
     BUSBW,
+    DTYPE_SIZES,
     OUT_OF_BOUNDS,
+    SPECS,
     TIME,
     WRONG,
     op_in_text,
@@ -176,17 +178,13 @@ def _rccl_rows_from_json(text: str) -> list[dict[str, str]]:
     return rows
 
 
-_WORD = {"int8": 1, "uint8": 1, "half": 2, "bfloat16": 2, "float": 4, "int32": 4, "uint32": 4, "double": 8,
-         "int64": 8, "uint64": 8, "fp8_e4m3": 1, "fp8_e5m2": 1}
-
-
 def _count(op: str, size: int, dtype: str, ranks: int) -> int:
     """The count column nccl-tests would print (rccl's result files leave it out): elements per rank
     buffer, which for the gather/scatter-like ops is the printed size split over the ranks."""
-    word = _WORD.get(dtype, 0)
+    word = DTYPE_SIZES.get(dtype, 0)
     if not word:
         return 0
-    per_rank = op in ("all_gather", "reduce_scatter", "alltoall", "gather", "scatter") and ranks > 0
+    per_rank = SPECS[op].splits_count and ranks > 0
     return size // word // (ranks if per_rank else 1)
 
 

@@ -968,11 +968,6 @@ def _covers(got: list[int], expected: list[int], ranks: int) -> bool:
     return min(short) >= 0 and max(short) < slack
 
 
-def sweep_from_header(header: str) -> dict[str, object]:
-    """The nThread line's settings, under the keys the collective table renderer reads."""
-    return dict(_sweep(header))
-
-
 @lru_cache(maxsize=1024)   # concatenated logs repeat the same header line
 def _sweep(header: str) -> dict[str, object]:
     sweep: dict[str, object] = {}

@@ -250,12 +250,6 @@ def job_info(job: str) -> JobInfo:
     return parse_job(r.stdout)
 
 
-def job_state(job: str) -> tuple[str, str]:
-    """(state, exit code) from ``scontrol show job``; ("", "") once Slurm has forgotten it."""
-    info = job_info(job)
-    return info.state, info.exit_code
-
-
 def poll_intervals(first: float = 1.0, factor: float = 1.5, limit: float = 30.0) -> Iterator[float]:
     """Seconds between two looks at the job: ``first``, then growing by ``factor`` up to
     ``limit``, so a long job costs slurmctld a query every ``limit`` seconds, not every second

@@ -34,6 +34,10 @@ DTYPES: dict[str, tuple[str, int]] = {
     "double": ("float64", 8),
     "bfloat16": ("bfloat16", 2),
 }
+# Bytes per element of every type a nccl-tests or rccl-tests result names: the types above and
+# those only the tools run (unsigned 32/64-bit, rccl-tests' fp8).
+DTYPE_SIZES: dict[str, int] = {**{name: size for name, (_, size) in DTYPES.items()},
+                               "uint32": 4, "uint64": 8, "fp8_e4m3": 1, "fp8_e5m2": 1}
 DTYPE_ALIASES = {"char": "int8", "int": "int32", "float16": "half", "fp16": "half", "float32": "float",
                  "fp32": "float", "float64": "double", "fp64": "double", "bf16": "bfloat16"}
 
@@ -107,6 +111,9 @@ class OpSpec:
     # nccl-tests does not check in-place alltoall and sendrecv (#wrong prints N/A).
     in_place_checked: bool = True
     aliases: tuple[str, ...] = ()             # other spellings: program names, rccl-tests CSV names
+    # gather-type: each rank's count is the row's count split over the ranks (nccl-tests' count
+    # column is that share), trimmed to whole ``ALIGN`` units where clusterbench runs the op
+    splits_count: bool = False
 
     @property
     def runnable(self) -> bool:
@@ -116,14 +123,14 @@ class OpSpec:
 # Every collective nccl-tests measures, in nccl-tests' order; the runnable ones first.
 TABLE: tuple[OpSpec, ...] = (
     OpSpec("all_reduce", _factor_allreduce, _same, reduces=True, out_of_place=False, aliases=("allreduce",)),
-    OpSpec("all_gather", _factor_gather, _gather, aliases=("allgather",)),
-    OpSpec("reduce_scatter", _factor_gather, _scatter, reduces=True, aliases=("reducescatter",)),
+    OpSpec("all_gather", _factor_gather, _gather, splits_count=True, aliases=("allgather",)),
+    OpSpec("reduce_scatter", _factor_gather, _scatter, reduces=True, splits_count=True, aliases=("reducescatter",)),
     OpSpec("broadcast", _factor_one, _same, has_root=True, out_of_place=False, aliases=("bcast",)),
     OpSpec("reduce", _factor_one, _same, reduces=True, has_root=True, out_of_place=False),
-    OpSpec("alltoall", _factor_gather, _alltoall, in_place_checked=False, aliases=("all_to_all",)),
+    OpSpec("alltoall", _factor_gather, _alltoall, in_place_checked=False, splits_count=True, aliases=("all_to_all",)),
     OpSpec("sendrecv", _factor_one, _same, in_place_checked=False, aliases=("send_recv",)),
-    OpSpec("gather", _factor_gather),
-    OpSpec("scatter", _factor_gather),
+    OpSpec("gather", _factor_gather, splits_count=True),
+    OpSpec("scatter", _factor_gather, splits_count=True),
     OpSpec("hypercube", _factor_gather),
     OpSpec("alltoallv", _factor_gather),
 )
@@ -205,7 +212,7 @@ def per_rank_unit(op: str, dtype: str) -> int:
     """The fewest bytes per rank that make a row: one element, or one 16-byte unit for the ops
     whose per-rank count nccl-tests trims to whole units."""
     elt = element_size(dtype)
-    return max(elt, ALIGN) if SPECS[op].counts in (_gather, _scatter, _alltoall) else elt
+    return max(elt, ALIGN) if SPECS[op].splits_count else elt
 
 
 def row_bytes(op: str, counts: Counts, dtype: str) -> int:
