@@ -21,7 +21,7 @@ from clusterbench.cli.options import (
 from clusterbench.errors import UsageError
 from clusterbench.families import FAMILIES, family_of
 from clusterbench.printable import printable
-from clusterbench.records import WARNINGS, Measurement, Run
+from clusterbench.records import WARNINGS, Run
 from clusterbench.report.jsonl import (
     emit,
     emit_all,
@@ -31,7 +31,8 @@ from clusterbench.report.jsonl import (
     summary_line,
 )
 from clusterbench.report.terminal import render_run
-from clusterbench.store import Store, describe
+from clusterbench.store import describe
+from clusterbench.store.runs import delete_runs, list_runs, read_runs, tag_runs
 from clusterbench.store.selectors import GRAMMAR, MAX_RUN_ID, tag_term
 
 SELECTOR_HELP = f"RUN is {GRAMMAR} (see README, 'Selecting runs')."
@@ -75,33 +76,23 @@ def measured_text(benchmarks: list[str], tool: str | None) -> str:
 @since_option
 def list_cmd(as_json: bool, db: str | None, limit: int, benchmark: str | None, since: str | None) -> None:
     """List runs, newest first, with what each measured."""
-    with Store.open_to_read(db) as store:
-        runs = store.list_runs(limit=limit, benchmark=benchmark, since=since)
-        counts = store.measurement_counts([int(r.id or 0) for r in runs])
-        measured = store.run_benchmarks([int(r.id or 0) for r in runs])
+    listed = list_runs(db, limit=limit, benchmark=benchmark, since=since)
     if as_json:
-        for r in runs:
-            benches = measured.get(int(r.id or 0), [])
-            families = sorted({f.name for f in map(family_of, benches) if f is not None})
-            emit(run_line(r, measurements=counts.get(int(r.id or 0), 0), benchmarks=benches, families=families,
-                          tool=tool_of(r)))
+        for item in listed:
+            families = sorted({f.name for f in map(family_of, item.benchmarks) if f is not None})
+            emit(run_line(item.run, measurements=item.measurements, benchmarks=item.benchmarks,
+                          families=families, tool=tool_of(item.run)))
         return
     print(f"{'id':>5}  {'started (UTC)':<24} {'measured':<{_MEASURED_WIDTH}} {'status':<10} {'ranks':>5} "
           f"{'meas':>6}  {'hosts':<24} tags")
-    for r in runs:
+    for item in listed:
+        r = item.run
         hosts = ",".join(r.hosts)
         hosts = hosts if len(hosts) <= 24 else hosts[:21] + "..."
         tags = ",".join(tag_term(k, v) for k, v in r.tags.items())   # itself a selector
-        what = measured_text(measured.get(int(r.id or 0), []), tool_of(r))
+        what = measured_text(item.benchmarks, tool_of(r))
         print(printable(f"{r.id:>5}  {r.started_at:<24} {what:<{_MEASURED_WIDTH}} {r.status:<10} {r.ranks:>5} "
-                        f"{counts.get(int(r.id or 0), 0):>6}  {hosts:<24} {tags}"))
-
-
-def _loaded(store: Store, selectors: tuple[str, ...], since: str | None) -> list[tuple[Run, list[Measurement]]]:
-    """The runs the selectors pick with their measurements, read in bulk (not a query per run)."""
-    runs = store.select_all(selectors, since)
-    found = store.measurements_by_run([int(r.id or 0) for r in runs])
-    return [(run, found[int(run.id or 0)]) for run in runs]
+                        f"{item.measurements:>6}  {hosts:<24} {tags}"))
 
 
 @results.command("show", epilog=SELECTOR_HELP)
@@ -111,8 +102,7 @@ def _loaded(store: Store, selectors: tuple[str, ...], since: str | None) -> list
 @db_option
 def show_cmd(selectors: tuple[str, ...], as_json: bool, since: str | None, db: str | None) -> None:
     """Re-print stored runs as their tables (nccl-tests format for collectives)."""
-    with Store.open_to_read(db) as store:
-        loaded = _loaded(store, selectors, since)
+    loaded = read_runs(db, selectors, since)
     for i, (run, ms) in enumerate(loaded):
         if as_json:
             emit_all(run_objects(run, ms))
@@ -197,8 +187,7 @@ def export_cmd(selectors: tuple[str, ...], as_json: bool, as_csv: bool, run_info
                db: str | None) -> None:
     """Export stored runs' measurements as JSON lines or CSV."""
     refuse_together("as_json", "as_csv")
-    with Store.open_to_read(db) as store:
-        loaded = _loaded(store, selectors, since)
+    loaded = read_runs(db, selectors, since)
     if not as_csv:
         for run, ms in loaded:
             emit_all([*(measurement_line(m, run.id) for m in ms), run_line(run)])
@@ -226,9 +215,7 @@ def export_cmd(selectors: tuple[str, ...], as_json: bool, as_csv: bool, run_info
 @db_option
 def delete_cmd(selectors: tuple[str, ...], since: str | None, db: str | None) -> None:
     """Delete runs and everything stored with them (all the selected runs, or none)."""
-    with Store.open(db, create=False) as store:   # a mistyped --db is no new, empty database
-        run_ids = store.select_ids(selectors, since)
-        store.delete_runs(run_ids)
+    run_ids = delete_runs(db, selectors, since)
     # said once they are gone: an output that fails (`| head -1`) cannot stop a delete halfway
     for run_id in run_ids:
         print(f"deleted run {run_id}")
@@ -242,8 +229,7 @@ def delete_cmd(selectors: tuple[str, ...], since: str | None, db: str | None) ->
 def tag_cmd(selector: str, tags: tuple[str, ...], since: str | None, db: str | None) -> None:
     """Add or change tags on stored runs (every run RUN picks, or none)."""
     new = parse_tags(tags)   # a link_speed no judge can read is refused there
-    with Store.open(db, create=False) as store:
-        store.tag_runs(store.select_ids((selector,), since), new)
+    tag_runs(db, (selector,), new, since)
 
 
 @results.command("copy")
