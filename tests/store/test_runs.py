@@ -27,11 +27,12 @@ def _m(benchmark="all_reduce", value=1.0):
 
 
 @pytest.fixture
-def filled(db):
-    save_run(db, _run(team="a"), [_m(value=1.0), _m(value=2.0)])
-    save_run(db, _run("stream", team="b"), [_m("stream"), ])
-    save_run(db, _run(team="a"), [])
-    return db
+def filled(any_db):
+    """Three runs, in an SQLite file and in a PostgreSQL database."""
+    save_run(any_db, _run(team="a"), [_m(value=1.0), _m(value=2.0)])
+    save_run(any_db, _run("stream", team="b"), [_m("stream")])
+    save_run(any_db, _run(team="a"), [])
+    return any_db
 
 
 def test_read_runs_gives_each_selected_run_once_with_its_measurements(filled):
