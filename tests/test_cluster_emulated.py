@@ -177,11 +177,13 @@ def test_mpirun_runs_ranks_on_every_host(clean, tmp_path):
              "--mca", "btl_tcp_if_include=eth0", "--mca", "oob_tcp_if_include=eth0", *GLOO,
              "--wall-timeout", "120", "--", "coll", "all_reduce", "-b", "64K", "-e", "256K",
              "-n", "3", "-w", "1", "--device", "cpu", "--db", db],
-            ns=clean.namespaces[0], env={"CLUSTERBENCH_HOSTNAME": "node0"}, timeout=150)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+            ns=clean.namespaces[0], env=clean.host_env(0), timeout=150)
+    # (the start of stderr holds Open MPI's own reason when a daemon failed to start)
+    assert r.returncode == 0, r.stdout[-1500:] + r.stderr[:1500] + r.stderr[-1500:]
     with Store.open(db) as store:
         (run,) = store.list_runs()
         assert run.status == "complete" and run.ranks == 3 and run.meta.get("launcher") == "mpi"
+        assert "launch_id" in run.tags   # what launch mpi found it by
         assert sorted(run.hosts) == ["node0", "node1", "node2"]
 
 
