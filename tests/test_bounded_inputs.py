@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -136,12 +135,11 @@ def test_billion_laughs_profile_is_refused_not_expanded(tmp_path):
     """Nine levels of nine aliases are 9^9 (387 million) strings once written out."""
     bomb = tmp_path / "lol.yaml"
     bomb.write_text(_laughs(9))
-    t0 = time.monotonic()
-    p = _cb("validate", "--profile", bomb, "--db", tmp_path / "cb.db")
+    p = _cb("validate", "--profile", bomb, "--db", tmp_path / "cb.db")   # expanded, it would not end
     err = _one_error(p)
     assert err == f"clusterbench: error: profile {bomb}: its aliases expand it past 100000 values: " \
                   "refused, not expanded"
-    assert time.monotonic() - t0 < 60 and p.stdout == ""
+    assert p.stdout == ""
 
 
 def test_aliases_that_stay_small_still_load(tmp_path):

@@ -99,15 +99,14 @@ def test_sweep_names_the_host_behind_a_shaped_link(clean, tmp_path):
 
 def test_node_that_never_joins_is_named(clean, tmp_path):
     clean.link(2, False)   # host 2 is up but cannot reach anyone
-    t0 = time.monotonic()
     r = _cb(["launch", "torchrun", "--hosts", ",".join(clean.hosts), "--agent", clean.agent, *GLOO,
              "--join-timeout", "8", "--wall-timeout", "90", "--", *COLL,
              "--db", str(tmp_path / "x.db")], timeout=120)
     assert r.returncode != 0
     last = r.stderr.strip().splitlines()[-1]
     assert last.startswith("clusterbench: error: rendezvous at") and "never joined" in last
+    # ended by --join-timeout (these words), not by --wall-timeout ("did not finish within 90 s")
     assert f"{clean.hosts[2]} never joined" in last and clean.hosts[0] in last.split("joined:")[1]
-    assert time.monotonic() - t0 < 100
 
 
 def test_rank_0_output_arrives_whichever_host_the_rendezvous_makes_rank_0(clean, tmp_path):
@@ -145,9 +144,7 @@ def test_node_dying_mid_run_ends_the_run_incomplete(clean, tmp_path):
                 os.kill(int(pid), signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        killed_at = time.monotonic()
-        out, err = p.communicate(timeout=100)
-        assert time.monotonic() - killed_at < 90   # at worst --timeout 30 plus the launcher's grace
+        out, err = p.communicate(timeout=140)   # a bound only: --wall-timeout would say so itself
     finally:
         if p.poll() is None:
             p.kill()
@@ -177,11 +174,13 @@ def test_mpirun_runs_ranks_on_every_host(clean, tmp_path):
              "--mca", "btl_tcp_if_include=eth0", "--mca", "oob_tcp_if_include=eth0", *GLOO,
              "--wall-timeout", "120", "--", "coll", "all_reduce", "-b", "64K", "-e", "256K",
              "-n", "3", "-w", "1", "--device", "cpu", "--db", db],
-            ns=clean.namespaces[0], env={"CLUSTERBENCH_HOSTNAME": "node0"}, timeout=150)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+            ns=clean.namespaces[0], env=clean.host_env(0), timeout=150)
+    # (the start of stderr holds Open MPI's own reason when a daemon failed to start)
+    assert r.returncode == 0, r.stdout[-1500:] + r.stderr[:1500] + r.stderr[-1500:]
     with Store.open(db) as store:
         (run,) = store.list_runs()
         assert run.status == "complete" and run.ranks == 3 and run.meta.get("launcher") == "mpi"
+        assert "launch_id" in run.tags   # what launch mpi found it by
         assert sorted(run.hosts) == ["node0", "node1", "node2"]
 
 

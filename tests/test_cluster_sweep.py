@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from process_helpers import free_port
 
 from clusterbench.bench.net import perftest
 from clusterbench.bench.net.pairs import endpoints_of, ordered_pairs
@@ -158,22 +159,27 @@ def test_net_keeps_its_telemetry_interval(tmp_path):
 
 def test_perftest_client_waits_until_the_server_listens(tmp_path):
     """The server side polls its own listening sockets (no fixed sleep, no probe connection)."""
-    import socket
     import textwrap
-    import time
+    import threading
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     assert not perftest.listening(port)
+    # a server that listens only when told to: the wait must last until then, however long
     slow = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        import socket, time
-        time.sleep(1.5)  # longer than the fixed sleep this replaces
-        s = socket.socket(); s.bind(("127.0.0.1", {port})); s.listen(); time.sleep(30)""")])
+        import socket, sys, time
+        sys.stdin.readline()
+        s = socket.socket(); s.bind(("127.0.0.1", {port})); s.listen(); time.sleep(120)""")],
+        stdin=subprocess.PIPE, text=True)
+    ended: list[tuple[str | None, bool]] = []
+    waiter = threading.Thread(target=lambda: ended.append(
+        (perftest.wait_listening(slow, port, timeout=120), perftest.listening(port))))
     try:
-        t0 = time.monotonic()
-        assert perftest.wait_listening(slow, port, timeout=20) is None
-        assert 1.4 < time.monotonic() - t0 < 15 and perftest.listening(port)
+        waiter.start()
+        slow.stdin.write("listen\n")
+        slow.stdin.flush()
+        waiter.join(150)
+        # it returned "listening" while the server listened (never before: it listens when told)
+        assert ended == [(None, True)]
     finally:
         slow.kill()
         slow.wait()

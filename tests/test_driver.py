@@ -34,13 +34,10 @@ def test_dead_rank_is_named_and_rows_kept():
 
 
 def test_hung_rank_is_named_within_timeout():
-    import time
-
-    t0 = time.monotonic()
     outcome, _ = _run(rankfns.die_after, {"rank": 2, "step": 1, "how": "hang"}, 3, timeout=4.0)
-    assert time.monotonic() - t0 < 30
     assert outcome.status == "incomplete"
-    assert "rank 2" in outcome.errors[0] and "no progress" in outcome.errors[0]
+    # ended by --timeout's watchdog (its words), not by the rank: a hang would never return
+    assert "rank 2" in outcome.errors[0] and "made no progress for 4 s (--timeout)" in outcome.errors[0]
 
 
 def test_raising_rank_is_named():

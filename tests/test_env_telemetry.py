@@ -1,8 +1,9 @@
 """The telemetry sampler, and telemetry plus inventory stored with every run by the driver."""
 
-import time
+from types import SimpleNamespace
 
 import pytest
+from process_helpers import free_port, wait_until
 from rankfns import slow_steps
 
 from clusterbench.ranks.context import RankOptions
@@ -10,6 +11,7 @@ from clusterbench.ranks.driver import Job, execute
 from clusterbench.records import Header, Meta, Telemetry
 from clusterbench.runner import run_job
 from clusterbench.store import Store
+from clusterbench.telemetry import sampler
 from clusterbench.telemetry.sampler import CpuSource, Sampler, summarize
 
 
@@ -29,7 +31,7 @@ def broken_source():
 def test_sampler_ticks_and_labels():
     src = Counting()
     s = Sampler(0.02, host="node-a", sources=[src, broken_source]).start()
-    time.sleep(0.2)
+    wait_until(lambda: src.n >= 2, 30, "a tick on the interval grid after the first")
     samples = s.stop()
     assert src.n >= 3  # first tick at start, then on the interval grid, one at stop
     assert {x.host for x in samples} == {"node-a"}
@@ -45,14 +47,20 @@ def test_sampler_rejects_nonpositive_interval():
         Sampler(0, sources=[])
 
 
-def test_cpu_source_reads_psutil():
+def test_cpu_source_reads_psutil(monkeypatch):
+    # the source's own clock, set by the test: "right after" must not depend on this machine's load
+    now = [1000.0]
+    monkeypatch.setattr(sampler, "time", SimpleNamespace(monotonic=lambda: now[0]))
     src = CpuSource()
-    time.sleep(0.05)
+    now[0] += 0.05
     readings = {m: (v, u) for _, m, v, u in src()}
     assert 0.0 <= readings["cpu_utilization"][0] <= 100.0 and readings["cpu_utilization"][1] == "%"
     assert readings["host_memory_used"][0] > 0
     # a reading right after the previous one would be noise: left out
+    now[0] += 0.001
     assert "cpu_utilization" not in {m for _, m, _, _ in src()}
+    now[0] += 0.05
+    assert "cpu_utilization" in {m for _, m, _, _ in src()}
 
 
 def test_summarize():
@@ -137,13 +145,10 @@ def test_two_hosts_under_a_launcher(tmp_path):
     rank 0 ends up with both hosts' inventories and telemetry."""
     import json
     import os
-    import socket
     import subprocess
     import sys
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     tests_dir = os.path.join(os.path.dirname(__file__), "helpers")   # rankfns
     procs = []
     for rank, host in enumerate(("node-a", "node-b")):

@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 from fleet_helpers import night, real_measurements, store_history
 from judge_helpers import cli
+from process_helpers import free_port
 
 from clusterbench.families import FAMILIES
 from clusterbench.records import Measurement, Run
@@ -180,12 +180,6 @@ def test_dashboard_parses_and_queries_only_exported_metrics(capsys, db):
 
 # -- a real Prometheus scraping serve-metrics ------------------------------------------------------
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _get(url: str, timeout: float = 5) -> str:
     with urllib.request.urlopen(url, timeout=timeout) as r:
         return r.read().decode()
@@ -209,7 +203,7 @@ def _wait(fn, what: str, timeout: float = 60):
 def serve(db, tmp_path):
     """serve-metrics on a free port over the fleet history; yields (port, process)."""
     _fleet(db)
-    port = _free_port()
+    port = free_port()
     log = open(tmp_path / "serve.log", "w")
     p = subprocess.Popen([sys.executable, "-m", "clusterbench", "serve-metrics", "--port", str(port),
                           "--db", db, "--profile", "amd-mi300x-oem"], stdout=log, stderr=subprocess.STDOUT)
@@ -242,10 +236,10 @@ def test_serve_metrics_reads_the_database_at_each_scrape_and_stops_on_sigterm(se
 
 
 def test_serve_metrics_bad_input_is_one_line_before_listening(capsys, db):
-    rc, _, err = cli(capsys, "serve-metrics", "--port", str(_free_port()), "nosuch=tag", "--db", db)
+    rc, _, err = cli(capsys, "serve-metrics", "--port", str(free_port()), "nosuch=tag", "--db", db)
     assert rc == 2 and err.count("\n") == 1 and "no results database" in err   # nothing stored there yet
     _fleet(db)
-    rc, _, err = cli(capsys, "serve-metrics", "--port", str(_free_port()), "nosuch=tag", "--db", db)
+    rc, _, err = cli(capsys, "serve-metrics", "--port", str(free_port()), "nosuch=tag", "--db", db)
     assert rc == 2 and err.count("\n") == 1 and "matches no run" in err
 
 
@@ -254,7 +248,7 @@ def test_prometheus_scrapes_serve_metrics_and_promql_returns_the_stored_value(se
     if prometheus is None:
         pytest.skip("prometheus (Debian package prometheus) is not installed")
     port, _ = serve
-    web = _free_port()
+    web = free_port()
     conf = tmp_path / "prom.yml"
     conf.write_text("global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
                     "scrape_configs: [{job_name: clusterbench, static_configs: "

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from process_helpers import Lines, free_port, wait_until
 
 from clusterbench.errors import ClusterbenchError
 from clusterbench.ranks import context as ctxmod
@@ -28,12 +29,6 @@ from clusterbench.ranks.env import RankEnv
 TESTS = Path(__file__).parent
 SRC = TESTS.parent / "src"
 TIMEOUT = 3   # --timeout of the commands started here, in seconds
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _launched_env(rank: int, world: int, port: int) -> dict[str, str]:
@@ -77,7 +72,7 @@ def _net(db: Path) -> list[str]:
 ])
 def test_a_rank_whose_peer_never_starts_ends_at_its_timeout_in_one_line(
         started: Any, tmp_path: Path, rank: int, words: str) -> None:
-    port = _free_port()
+    port = free_port()
     proc = started(_net(tmp_path / "r.db"), _launched_env(rank, 2, port))
     # a bound on a hang, not a timing: the rank ends at its own --timeout, not the store's retries
     out, err = proc.communicate(timeout=TIMEOUT + 30)
@@ -93,16 +88,19 @@ def test_a_rank_whose_peer_never_starts_ends_at_its_timeout_in_one_line(
 
 def test_a_rank_that_rank_0_joins_late_runs(started: Any, tmp_path: Path) -> None:
     """The wait is for rank 0 to come, not a shorter timeout: rank 0 started after rank 1 has
-    waited a while still makes a complete run."""
-    port = _free_port()
+    waited a while (and said so) still makes a complete run."""
+    port = free_port()
     db = tmp_path / "r.db"
     argv = [sys.executable, "-m", "clusterbench", "net", "--timeout", "60", "-t", "0.1",
             "--latency-iters", "5", "--db", str(db)]
     worker = started(argv, _launched_env(1, 2, port))
-    time.sleep(1.0)   # rank 1 is importing PyTorch or already knocking at the port
+    said = Lines(worker.stderr)
+    # rank 1 says it waits after min(JOIN_NOTICE_S, --timeout / 2) of waiting: rank 0 comes after
+    wait_until(lambda: said.has(f"waiting for rank 0 at 127.0.0.1:{port}"), 120, "rank 1 waiting for rank 0")
     root = started(argv, _launched_env(0, 2, port))
     out, err = root.communicate(timeout=120)
-    _, werr = worker.communicate(timeout=60)
+    worker.wait(60)
+    werr = said.text()
     assert root.returncode == 0 and worker.returncode == 0, (err, werr)
     assert "bandwidth" in out
     assert "Traceback" not in werr and "error" not in werr
@@ -116,7 +114,7 @@ def _env(rank: int, world: int, port: int) -> RankEnv:
 
 
 def test_waiting_for_rank_0_says_so_once_then_gives_up(capsys: pytest.CaptureFixture[str]) -> None:
-    port = _free_port()
+    port = free_port()
     wait = 1.0   # the notice comes after half of it
     with pytest.raises(ClusterbenchError) as e:
         ctxmod._wait_for_store(_env(1, 4, port), "rank 0", time.monotonic() + wait, wait)
@@ -142,7 +140,7 @@ def test_waiting_for_rank_0_ends_when_it_listens() -> None:
 def master_store() -> Iterator[Any]:
     import torch.distributed as dist
 
-    port = _free_port()
+    port = free_port()
     store = dist.TCPStore("127.0.0.1", port, 3, is_master=True, timeout=timedelta(seconds=30),
                           wait_for_workers=False)
     yield port, dist.PrefixStore("clusterbench/test", store)
