@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import tracemalloc
 from pathlib import Path
 from xml.etree import ElementTree as ET
@@ -19,7 +18,7 @@ import psutil
 import pytest
 from json_schema import check_lines
 from judge_helpers import cli
-from process_helpers import assert_all_gone, process_family
+from process_helpers import assert_all_gone, process_family, wait_until
 
 from clusterbench.cli import all_commands
 from clusterbench.errors import ClusterbenchError
@@ -61,9 +60,9 @@ def test_sigterm_during_a_step_stops_the_suite(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         # the step's ranks run once the command has children (the fork server and its rank)
-        deadline = time.monotonic() + 120
-        while not psutil.Process(proc.pid).children() and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.1)
+        wait_until(lambda: psutil.Process(proc.pid).children() or proc.poll() is not None, 120,
+                   "the step's ranks started")
+        assert proc.poll() is None and psutil.Process(proc.pid).children()
         family = process_family(proc)
         os.kill(proc.pid, signal.SIGTERM)
         out, err = proc.communicate(timeout=120)

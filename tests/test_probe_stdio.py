@@ -18,12 +18,11 @@ import signal
 import subprocess
 import sys
 import termios
-import time
 from pathlib import Path
 
 import pytest
 from json_schema import check_lines
-from process_helpers import assert_all_gone, process_family
+from process_helpers import assert_all_gone, process_family, wait_until
 
 from clusterbench.output import OUTPUT_FAILED
 from clusterbench.records import COMPLETE
@@ -297,10 +296,9 @@ def test_a_signal_while_blocked_on_a_full_pipe_is_one_line(big_db, name, sig):
     proc = subprocess.Popen([sys.executable, "-m", "clusterbench", *BIG[name], "--db", big_db], env=_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     family = process_family(proc)
-    deadline = time.monotonic() + 60
-    while not _blocked_writing(proc) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: _blocked_writing(proc) or proc.poll() is not None, 60, "the pipe filled")
     assert proc.poll() is None, "finished before the pipe filled"
+    assert _blocked_writing(proc)
     proc.send_signal(sig)
     assert proc.stderr is not None
     err = proc.stderr.read()   # the command ends without its output being read

@@ -65,7 +65,7 @@ def test_32_writers_on_3_hosts_and_a_killed_one(cluster, server):
 
     # One writer is killed mid-run: it inserts its run and half its measurements, then hangs
     # inside the transaction until SIGKILL.
-    killed = _in_host(cluster, 1, [sys.executable, str(HERE / "store_writer.py"),
+    killed = _in_host(cluster, 1, [sys.executable, str(HERE / "helpers" / "store_writer.py"),
                                    f"{url}?application_name=cb-killed", "killed", "node1", "1", "1000",
                                    "--hang-after", "500"])
     _wait_line(killed, "HANGING")
@@ -80,7 +80,7 @@ def test_32_writers_on_3_hosts_and_a_killed_one(cluster, server):
             argv = [sys.executable, "-m", "clusterbench", "import", str(ALLTOALL), "--db", url,
                     "--tag", f"writer=w{w}", "--host", f"node{host}"]
         else:
-            argv = [sys.executable, str(HERE / "store_writer.py"), url, f"w{w}", f"node{host}",
+            argv = [sys.executable, str(HERE / "helpers" / "store_writer.py"), url, f"w{w}", f"node{host}",
                     str(RUNS), str(MEAS)]
         procs.append((w, _in_host(cluster, host, argv)))
 
