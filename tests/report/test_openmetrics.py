@@ -208,3 +208,78 @@ def test_only_headline_rows_are_kept_without_a_profile_and_the_gauges_agree():
     assert len(every) == 3
     (g,) = [g for g in openmetrics.collect([(run, ms)]) if g.name == BUSBW]
     assert list(g.samples.values()) == [1e9]
+
+
+def _scrape(cache) -> dict[str, list]:
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(cache)
+    return _families(generate_latest(registry).decode())
+
+
+def _one_busbw(value: float) -> list[openmetrics.Gauge]:
+    return openmetrics.collect([(Run("coll", hosts=["h1"], started_at="2026-01-01T00:00:00Z", id=1),
+                                 [Measurement("all_reduce", "busbw", value, "GB/s", {"bytes": 8})])])
+
+
+def test_a_cache_says_export_success_0_until_its_first_read_and_scrapes_never_read():
+    import threading
+
+    release = threading.Event()
+    reads: list[int] = []
+
+    def load():
+        release.wait(30)
+        reads.append(1)
+        return _one_busbw(2.0)
+
+    cache = openmetrics.GaugeCache(load, lambda _e: None, refresh=60).start()
+    try:
+        for _ in range(20):   # scrapes while the first read is under way: answered at once, none reads
+            fams = _scrape(cache)
+            assert BUSBW not in fams and fams["clusterbench_export_success"][0].value == 0.0
+        release.set()
+        assert cache.wait_read(30)
+        for _ in range(20):
+            fams = _scrape(cache)
+            assert fams[BUSBW][0].value == 2e9 and fams["clusterbench_export_success"][0].value == 1.0
+        assert reads == [1]
+    finally:
+        cache.stop()
+
+
+def test_a_cache_reads_again_when_the_store_changed_and_says_a_failed_read():
+    token = [0]
+    values = iter([1.0, 3.0])
+    errors: list[str] = []
+    failing = [False]
+
+    def load():
+        if failing[0]:
+            raise OSError("database gone")
+        return _one_busbw(next(values))
+
+    cache = openmetrics.GaugeCache(load, errors.append, changed=lambda: token[0], refresh=0.01, reread=10**9).start()
+    try:
+        assert cache.wait_read(30)
+        assert _scrape(cache)[BUSBW][0].value == 1e9
+        reads = cache.reads
+        deadline = time.monotonic() + 30
+        while cache.reads == reads and time.monotonic() < deadline:   # unchanged: no read
+            time.sleep(0.01)
+            if time.monotonic() > deadline - 29.5:
+                break
+        assert cache.reads == reads
+        token[0] = 1   # a run was stored
+        while _scrape(cache).get(BUSBW, [None])[0] is None or _scrape(cache)[BUSBW][0].value != 3e9:
+            assert time.monotonic() < deadline, "the changed store was not read again"
+            time.sleep(0.01)
+        failing[0] = True
+        token[0] = 2
+        while _scrape(cache)["clusterbench_export_success"][0].value != 0.0:
+            assert time.monotonic() < deadline, "the failed read was not said"
+            time.sleep(0.01)
+        assert BUSBW not in _scrape(cache) and errors == ["OSError: database gone"]
+    finally:
+        cache.stop()

@@ -139,3 +139,19 @@ def test_values_read_back_exactly(any_db):
                                            for i, v in enumerate(values)])
         got = store.db.execute("SELECT value FROM measurements WHERE run_id=? ORDER BY seq", (run_id,)).fetchall()
     assert [r[0] for r in got] == values
+
+
+def test_a_nul_in_a_measurement_s_text_does_not_break_the_view(any_db):
+    """A run keeps a NUL escaped in its JSON (store/nul.py): SQLite's view gives it back,
+    PostgreSQL's (jsonb holds none) gives U+FFFD; the other rows are there either way."""
+    with Store.open(any_db) as store:
+        run_id = store.save_run(Run("x", hosts=["h\x00"]), [
+            Measurement("stream", "bandwidth", 1.0, "GB/s", {"kernel": "Tri\x00ad"}),
+            Measurement("stream", "bandwidth", 2.0, "GB/s", {"kernel": "Triad"})])
+        rows = store.db.execute("SELECT value, params FROM measurements WHERE run_id=? ORDER BY value",
+                                (run_id,)).fetchall()
+        kernels = [json.loads(p)["kernel"] if isinstance(p, str) else p["kernel"] for _, p in rows]
+        nul = "\x00" if store.db.kind == "sqlite" else "\ufffd"
+        assert [r[0] for r in rows] == [1.0, 2.0] and kernels == [f"Tri{nul}ad", "Triad"]
+        # no headline series holds a NUL: that row has none
+        assert store.db.execute("SELECT count(*) FROM headline_measurements").fetchone()[0] == 0

@@ -17,7 +17,7 @@ import math
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from clusterbench.errors import UsageError
@@ -26,6 +26,7 @@ from clusterbench.judge.changepoint import Change, Settings, find_changes, runs_
 from clusterbench.judge.stats import median
 from clusterbench.records import Measurement, Run
 from clusterbench.store import Store
+from clusterbench.store.selectors import parse_age
 from clusterbench.store.selectors import parse_since as since_text
 from clusterbench.units import format_size, parse_size
 
@@ -37,6 +38,16 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
     """``30d``, ``12h``, ``2w`` (an age) or an ISO date/time (``2025-01-31``) -> a UTC time, as
     every command's ``--since`` reads it (store/selectors.py)."""
     return datetime.fromisoformat(since_text(text, now).replace("Z", "+00:00"))
+
+
+def current_since(since: str | None, window: str | None, now: datetime | None = None) -> datetime | None:
+    """The start of what counts: ``--since`` (an age or a date), ``--window`` (an age back from
+    ``now``), whichever is later; None for neither."""
+    now = now or datetime.now(timezone.utc)
+    found = [parse_since(since, now)] if since else []
+    if window:
+        found.append(now - timedelta(seconds=parse_age(window)))
+    return max(found) if found else None
 
 
 def parse_time(text: str | None) -> datetime | None:

@@ -25,6 +25,7 @@ from clusterbench.families import family_of
 from clusterbench.families.headline import Record, headline_metric, headline_records
 from clusterbench.records import Run
 from clusterbench.store.backend import Backend
+from clusterbench.store.nul import NUL
 from clusterbench.store.packs import (
     ROWS,
     TABLE,
@@ -114,7 +115,9 @@ class RunHeadlines:
                 out.append(((str(params["host"]), 1, benchmark, metric, unit, text), value))
             else:
                 out += [((h, len(hosts), benchmark, metric, unit, text), value) for h in hosts]
-        return out
+        # A NUL, which a run may hold in text stored as JSON (store/nul.py), has no place in a
+        # series' plain columns (PostgreSQL holds none in text or jsonb): no series of that row.
+        return [(k, v) for k, v in out if not any(NUL in t for t in k[:1] + k[2:5]) and "\\u0000" not in k[5]]
 
 
 def _table_candidates(body: str) -> list[Record]:

@@ -257,7 +257,7 @@ MIGRATIONS: list[Migration] = [
             started    ${double} NOT NULL,
             value      ${double} NOT NULL
         );
-        CREATE INDEX headlines_series ON headlines(series_id, started);
+        CREATE INDEX headlines_series ON headlines(series_id, started, run_id);
         CREATE INDEX headlines_run ON headlines(run_id);
         """,
         _storable_packs,

@@ -439,6 +439,14 @@ class Store:
             raise UsageError(f"no run {run_id} in {self.where}")
         return self._runs_from_rows(rows)[0]
 
+    def runs_by_ids(self, run_ids: Sequence[int]) -> list[Run]:
+        """The runs of these ids that are stored, in id order, one query per ``_CHUNK`` ids."""
+        rows: list[tuple[Any, ...]] = []
+        for chunk in self._chunks(sorted(set(int(r) for r in run_ids))):
+            rows += self._query(f"SELECT {RUN_COLS} FROM runs WHERE id IN ({','.join('?' * len(chunk))})"
+                                " ORDER BY id", chunk)
+        return self._runs_from_rows(rows)
+
     def list_runs(self, limit: int | None = None, benchmark: str | None = None,
                   oldest_first: bool = False, since: str | None = None) -> list[Run]:
         """Runs, newest first; ``benchmark``: only runs that measured it (``bench:NAME`` of the

@@ -9,6 +9,9 @@ data sources, Datasette, pandas ``read_sql``, ``sqlite3`` and ``psql`` at a prom
   value belongs to, from the indexed ``headlines`` table written with each run: what a dashboard
   over a fleet's history asks for.
 
+On PostgreSQL a NUL character in a measurement's text (which a run keeps, escaped, in its JSON:
+store/nul.py) reads as U+FFFD: ``jsonb`` holds none.
+
 ``host`` is the measurement's ``host`` param, else the run's ``node`` tag, else the run's host
 (several, comma-joined, for a result that spans them), as ``trend`` names a series' host.
 
@@ -95,7 +98,7 @@ WITH packed AS (
            d.doc -> 'k' -> ((r.rec ->> 0)::int) ->> 2 AS unit,
            d.doc -> 'p' -> ((r.rec ->> 1)::int) AS params
     FROM measurement_packs p
-    CROSS JOIN LATERAL (SELECT p.body::jsonb AS doc) d
+    CROSS JOIN LATERAL (SELECT replace(p.body, '\u0000', '\ufffd')::jsonb AS doc) d
     CROSS JOIN LATERAL jsonb_array_elements(d.doc -> 'r') WITH ORDINALITY AS r(rec, seq)
     WHERE p.format = 'rows'),
 tabled AS (
