@@ -30,7 +30,7 @@ import math
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -311,7 +311,7 @@ def read_gauges(store: Any, selectors: Sequence[str], since: float | None, profi
     if every_row or profile is not None:
         # without criteria only the headline rows are kept: the others (times, algbw, per-iteration
         # stats, most of a large history) are not keyed at all
-        rows = latest_rows(_stored_runs(store, sel), None if profile is not None else is_headline)
+        rows = latest_rows(fleet.stream_runs(sel), None if profile is not None else is_headline)
     if every_row:
         _headline_gauges(rows, gauges)
     else:
@@ -342,15 +342,6 @@ def store_token(db: str | None) -> object:
 
     with Store.open_to_read(db) as store:
         return fleet.change_token(store)
-
-
-def _stored_runs(store: Any, sel: fleet.Selection, chunk: int = 200) -> Iterator[tuple[Run, list[Measurement]]]:
-    """The selected runs with their measurements, oldest first, read ``chunk`` runs at a time."""
-    for ids in fleet.in_time_order(sel, chunk):
-        runs = {int(r.id or 0): r for r in store.runs_by_ids(ids)}
-        found = store.measurements_by_run(ids)
-        for rid in ids:
-            yield runs[rid], found[rid]
 
 
 def _stored_preflight(stored: Iterable[tuple[int, str, list[str], str | None, str]], gauges: dict[str, Gauge]) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from clusterbench.records import Measurement, Run
 from clusterbench.store.headlines import UNKNOWN_TIME, epoch
 from clusterbench.store.store import Store
 
@@ -36,13 +37,14 @@ class SeriesValue:
     run: int
     started: float   # Unix seconds; headlines.UNKNOWN_TIME where the run's start does not read
     value: float
+    started_at: str = ""   # the run's start as stored
 
 
 def _value(row: Sequence[Any]) -> SeriesValue:
-    sid, host, nodes, bench, metric, unit, params, run, started, value = row
+    sid, host, nodes, bench, metric, unit, params, run, started, value, started_at = row
     return SeriesValue(int(sid), host, int(nodes), bench, metric, unit,
                        json.loads(params) if isinstance(params, str) else dict(params),   # jsonb: a dict
-                       int(run), float(started), float(value))
+                       int(run), float(started), float(value), str(started_at))
 
 
 _SERIES = "s.id, s.host, s.nodes, s.benchmark, s.metric, s.unit, s.params"
@@ -75,18 +77,19 @@ def latest(sel: Selection) -> list[SeriesValue]:
     store = sel.store
     if sel.ids is None:
         if store.db.kind == "sqlite":
-            sql = (f"SELECT {_SERIES}, h.run_id, h.started, h.value FROM series s JOIN headlines h ON h.rowid = "
-                   "(SELECT rowid FROM headlines WHERE series_id = s.id AND started >= ?"
-                   " ORDER BY started DESC, run_id DESC LIMIT 1)")
+            sql = (f"SELECT {_SERIES}, h.run_id, h.started, h.value, r.started_at FROM series s JOIN headlines h"
+                   " ON h.rowid = (SELECT rowid FROM headlines WHERE series_id = s.id AND started >= ?"
+                   " ORDER BY started DESC, run_id DESC LIMIT 1) JOIN runs r ON r.id = h.run_id")
         else:
-            sql = (f"SELECT {_SERIES}, h.run_id, h.started, h.value FROM series s CROSS JOIN LATERAL"
+            sql = (f"SELECT {_SERIES}, h.run_id, h.started, h.value, r.started_at FROM series s CROSS JOIN LATERAL"
                    " (SELECT run_id, started, value FROM headlines WHERE series_id = s.id AND started >= ?"
-                   "  ORDER BY started DESC, run_id DESC LIMIT 1) h")
+                   "  ORDER BY started DESC, run_id DESC LIMIT 1) h JOIN runs r ON r.id = h.run_id")
         return [_value(r) for r in store._query(sql, (sel.floor,))]
     newest: dict[int, SeriesValue] = {}
     for chunk in sel.chunks():
-        for row in store._query(f"SELECT {_SERIES}, h.run_id, h.started, h.value FROM headlines h"
-                                f" JOIN series s ON s.id = h.series_id WHERE h.started >= ?"
+        for row in store._query(f"SELECT {_SERIES}, h.run_id, h.started, h.value, r.started_at FROM headlines h"
+                                f" JOIN series s ON s.id = h.series_id JOIN runs r ON r.id = h.run_id"
+                                f" WHERE h.started >= ?"
                                 f" AND h.run_id IN ({','.join('?' * len(chunk))})", [sel.floor, *chunk]):
             v = _value(row)
             old = newest.get(v.series)
@@ -104,8 +107,8 @@ def host_values(sel: Selection, host: str, last: int | None = None) -> list[Seri
     """The values of ``host``'s headline series among the selected runs, series by series in time
     order; ``last``: only each series' newest ``last`` values (a bounded window)."""
     store = sel.store
-    base = (f"SELECT {_SERIES}, h.run_id, h.started, h.value FROM series s JOIN headlines h ON h.series_id = s.id"
-            " WHERE s.host = ? AND h.started >= ?")
+    base = (f"SELECT {_SERIES}, h.run_id, h.started, h.value, r.started_at FROM series s"
+            " JOIN headlines h ON h.series_id = s.id JOIN runs r ON r.id = h.run_id WHERE s.host = ? AND h.started >= ?")
     order = " ORDER BY s.id, h.started, h.run_id"
     if sel.ids is None:
         found = [_value(r) for r in store._query(base + order, (host, sel.floor))]
@@ -199,18 +202,35 @@ def with_preflight(sel: Selection) -> Iterator[tuple[int, str, list[str], str | 
 def in_time_order(sel: Selection, chunk: int = 200) -> Iterator[list[int]]:
     """The ids of the selected runs in the order they started (a start that does not read first,
     then by id), ``chunk`` at a time: what readers that keep the newest of each row go through."""
-    since = "" if sel.since is None else " AND started_at >= ?"
-    args: list[Any] = [] if sel.since is None else [_iso(sel.since)]
-    found: list[tuple[float, int]] = []
-    if sel.ids is None:
-        found = [(epoch(t), int(i)) for i, t in sel.store._query(f"SELECT id, started_at FROM runs WHERE 1=1{since}", args)]
-    else:
-        for part in sel.chunks():
-            found += [(epoch(t), int(i)) for i, t in sel.store._query(
-                f"SELECT id, started_at FROM runs WHERE id IN ({','.join('?' * len(part))}){since}", [*part, *args])]
+    found: list[tuple[bool, float, int]] = []
+    parts = [None] if sel.ids is None else list(sel.chunks())
+    for part in parts:
+        sql = "SELECT id, started_at FROM runs" + ("" if part is None else f" WHERE id IN ({','.join('?' * len(part))})")
+        for rid, started in sel.store._query(sql, part or ()):
+            t = epoch(started)
+            if sel.since is None or t >= sel.since:
+                found.append((t != UNKNOWN_TIME, t, int(rid)))
     found.sort()
     for i in range(0, len(found), chunk):
-        yield [rid for _, rid in found[i:i + chunk]]
+        yield [rid for _, _, rid in found[i:i + chunk]]
+
+
+def stream_runs(sel: Selection, chunk: int = 200) -> Iterator[tuple[Run, list[Measurement]]]:
+    """The selected runs with their measurements, oldest first, read ``chunk`` runs at a time:
+    a reader that keeps what it needs of each holds one chunk, not the store."""
+    for ids in in_time_order(sel, chunk):
+        runs = {int(r.id or 0): r for r in sel.store.runs_by_ids(ids)}
+        found = sel.store.measurements_by_run(ids)
+        for rid in ids:
+            if rid in runs:
+                yield runs[rid], found[rid]
+
+
+def count(sel: Selection) -> int:
+    """How many runs the selection holds."""
+    if sel.ids is None and sel.since is None:
+        return int(sel.store._query("SELECT count(*) FROM runs")[0][0])
+    return sum(len(ids) for ids in in_time_order(sel, 10_000))
 
 
 def change_token(store: Store) -> tuple[Any, ...]:
