@@ -59,9 +59,13 @@ class Packs:
     stores the packs themselves.
     """
 
-    def __init__(self, packs: Sequence[Pack]) -> None:
+    def __init__(self, packs: Sequence[Pack],
+                 decoded: Sequence[tuple[str, str, float, str, dict[str, Any]]] | None = None) -> None:
         self.packs = list(packs)
         self._count = sum(p.count for p in self.packs)   # asked for several times per run
+        # the same records as (benchmark, metric, value, unit, params), where the producer has
+        # them at hand: the store takes what it indexes from them, not from decoding the packs
+        self.decoded = decoded
 
     def __len__(self) -> int:
         return self._count
