@@ -42,8 +42,9 @@ class SeriesValue:
 
 def _value(row: Sequence[Any]) -> SeriesValue:
     sid, host, nodes, bench, metric, unit, params, run, started, value, started_at = row
-    return SeriesValue(int(sid), host, int(nodes), bench, metric, unit,
-                       json.loads(params) if isinstance(params, str) else dict(params),   # jsonb: a dict
+    # keys in code point order on both engines (PostgreSQL's jsonb orders them by length)
+    found = json.loads(params) if isinstance(params, str) else params
+    return SeriesValue(int(sid), host, int(nodes), bench, metric, unit, dict(sorted(found.items())),
                        int(run), float(started), float(value), str(started_at))
 
 

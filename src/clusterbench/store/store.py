@@ -466,6 +466,33 @@ class Store:
             args.append(limit)
         return self._runs_from_rows(self._query(sql, args))
 
+    def iter_list_runs(self, limit: int | None = None, benchmark: str | None = None, since: str | None = None,
+                       chunk: int = _CHUNK) -> Iterator[list[Run]]:
+        """``list_runs``' runs, newest first, ``chunk`` at a time: a listing of a million runs
+        holds one chunk (each read after the last one's smallest id)."""
+        sel = Selector("", benchmarks=(bench_filter(benchmark),)) if benchmark is not None else Selector("")
+        if self._cannot_match(sel):
+            return iter(())
+        return self._list_chunks(sel, since, limit, chunk)
+
+    def _list_chunks(self, sel: Selector, since: str | None, limit: int | None, chunk: int) -> Iterator[list[Run]]:
+        where, args = filters(sel, since)
+        left = limit
+        below: int | None = None
+        while left is None or left > 0:
+            n = chunk if left is None else min(chunk, left)
+            more = [] if below is None else [below]
+            rows = self._query(f"SELECT {RUN_COLS} FROM runs WHERE {where}"
+                               + ("" if below is None else " AND id < ?") + " ORDER BY id DESC LIMIT ?",
+                               [*args, *more, n])
+            if not rows:
+                return
+            yield self._runs_from_rows(rows)
+            below = int(rows[-1][0])
+            left = None if left is None else left - len(rows)
+            if len(rows) < n:
+                return
+
     def runs_with_tags(self, tags: dict[str, str]) -> list[Run]:
         """Runs carrying every given tag (key=value); ordered by id."""
         if self._cannot_match(Selector("", tags=dict(tags))):
