@@ -5,12 +5,12 @@ import re
 from paths import ROOT
 
 from clusterbench.families import FAMILIES, family_of, headline_metrics, higher_is_better, is_judged
+from clusterbench.families.collectives.spec import ALL_OPS
 from clusterbench.report.terminal import renderer_for
 
 
 def test_registered_for_every_collective_name():
-    for op in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv",
-               "gather", "scatter", "hypercube"):
+    for op in ALL_OPS:
         assert renderer_for(op).op == op
 
 

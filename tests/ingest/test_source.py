@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from paths import TESTS
+from tool_logs import LOGS
 
 import clusterbench.ingest as ingest
 from clusterbench.errors import ClusterbenchError
@@ -103,13 +104,6 @@ def test_spool_copies_a_file_and_refuses_binary_data(tmp_path):
 
 
 DATA = TESTS / "data"
-
-
-TOOL_DIRS = ["babelstream", "hipblaslt-bench", "iperf3", "nccl-tests", "osu", "perftest", "rocblas-bench", "stream",
-             "transferbench", "vllm-serving"]
-
-
-LOGS = sorted(p for d in TOOL_DIRS for p in (DATA / d).iterdir() if p.name != "README.md")
 
 
 BOM = b"\xef\xbb\xbf"

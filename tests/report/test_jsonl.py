@@ -17,6 +17,7 @@ import pytest
 from json_schema import SCHEMA
 from judge_helpers import json_lines
 from paths import ROOT, TESTS
+from tool_logs import LOGS
 
 from clusterbench.errors import ClusterbenchError
 from clusterbench.ingest import detect_tool, parse_text
@@ -53,13 +54,6 @@ def _lines(run: Run, ms: list[Measurement]) -> list[str]:
 
 
 DATA = TESTS / "data"
-
-
-TOOL_DIRS = ["babelstream", "hipblaslt-bench", "iperf3", "nccl-tests", "osu", "perftest", "rocblas-bench", "stream",
-             "transferbench", "vllm-serving"]
-
-
-LOGS = sorted(p for d in TOOL_DIRS for p in (DATA / d).iterdir() if p.name != "README.md")
 
 
 BOM = b"\xef\xbb\xbf"

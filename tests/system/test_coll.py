@@ -27,8 +27,7 @@ from cluster_fixtures import IP, cluster_or_skip
 from fleet_helpers import night, real_measurements, store_history
 from json_schema import check_lines
 from judge_helpers import run_cli
-from nccl_facts import FACTORS, WIDTH
-from nccl_facts import PER_RANK as PER_RANK_bench_cpu
+from nccl_facts import FACTORS, PER_RANK, WIDTH
 from paths import ROOT, TESTS
 from process_helpers import assert_all_gone, free_port, listens_on, process_family, wait_until
 from tmpfs_helpers import small_tmpfs
@@ -380,14 +379,6 @@ CASE_IDS = [c[0] for c in _cases({"db": "x", "tmp": "/nonexistent"})]
 
 
 DTYPE_BYTES = {"float": 4, "half": 2, "double": 8}
-
-
-FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
-          "reduce_scatter": lambda n: (n - 1) / n, "alltoall": lambda n: (n - 1) / n,
-          "broadcast": lambda n: 1.0, "reduce": lambda n: 1.0, "sendrecv": lambda n: 1.0}
-
-
-PER_RANK = {"all_gather", "reduce_scatter", "alltoall"}      # count is the per-rank count
 
 
 IN_ONLY = {"all_reduce", "broadcast", "reduce"}              # PyTorch has only the in-place form
@@ -1013,14 +1004,14 @@ def test_coll_rows_follow_the_definitions(coll_run):
         assert p["ranks"] == n
         assert p["count"] * (n if op in PER_RANK else 1) * w == p["bytes"], key
         assert math.isclose(v["algbw"], p["bytes"] / (v["time_us"] * 1e-6) / 1e9, rel_tol=1e-12), key
-        assert v["busbw"] == pytest.approx(v["algbw"] * FACTOR[op](n), rel=1e-15, abs=0), key
+        assert v["busbw"] == pytest.approx(v["algbw"] * FACTORS[op](n), rel=1e-15, abs=0), key
         if p["placement"] == "in" and op in UNCHECKED_IN:
             assert "wrong" not in v, key
         else:
             assert v["wrong"] == 0, key
         seen.add((op, p["dtype"], p["bytes"], p["placement"]))
     expected = set()
-    for op in FACTOR:
+    for op in FACTORS:
         for dtype, w in DTYPE_BYTES.items():
             for size in SIZES:
                 # per rank: whole 16-byte units, as nccl-tests trims (count / n) & -(16 / w)
@@ -1086,16 +1077,16 @@ def test_collective_rows_follow_nccl_tests_definitions(capsys: pytest.CaptureFix
         # and sendrecv unchecked
         unchecked = placement == "in" and op in ("alltoall", "sendrecv")
         assert ("wrong" not in row) if unchecked else row["wrong"] == 0
-        assert p["bytes"] == p["count"] * w * (n if op in PER_RANK_bench_cpu else 1)
+        assert p["bytes"] == p["count"] * w * (n if op in PER_RANK else 1)
     for op in FACTORS:
         want = set()
         for dtype, w in WIDTH.items():
             if dtype == "float":
                 continue
             for size in (7, 35, 175):
-                count = size // w // n & ~(16 // w - 1) if op in PER_RANK_bench_cpu else size // w
+                count = size // w // n & ~(16 // w - 1) if op in PER_RANK else size // w
                 if count:   # less than one element per rank: skipped, with a note
-                    want.add((dtype, count, count * w * (n if op in PER_RANK_bench_cpu else 1)))
+                    want.add((dtype, count, count * w * (n if op in PER_RANK else 1)))
         assert seen[op] == want, op
     # what --json printed is what was stored
     assert sorted(map(_key, live)) == sorted(map(_key, stored_bench_cpu(capsys, db, 1)))

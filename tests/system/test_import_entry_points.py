@@ -9,19 +9,13 @@ from typing import Any
 
 import pytest
 from paths import TESTS
+from tool_logs import LOGS
 
 from clusterbench.errors import ClusterbenchError
 from clusterbench.ingest import nccl_parallel
 from clusterbench.ingest.source import runs_of as _runs_of
 
 DATA = TESTS / "data"
-
-
-TOOL_DIRS = ["babelstream", "hipblaslt-bench", "iperf3", "nccl-tests", "osu", "perftest", "rocblas-bench", "stream",
-             "transferbench", "vllm-serving"]
-
-
-LOGS = sorted(p for d in TOOL_DIRS for p in (DATA / d).iterdir() if p.name != "README.md")
 
 
 NCCL = [p for p in LOGS if p.parent.name == "nccl-tests"]

@@ -23,8 +23,10 @@ from fleet_helpers import night, real_measurements, store_history
 from json_schema import check_lines
 from paths import ROOT, TESTS
 from process_helpers import free_port
+from stream_facts import ARRAYS
 
 from clusterbench.cli import main
+from clusterbench.families.stream import spec as stream_spec
 from clusterbench.output import OUTPUT_FAILED
 from clusterbench.records import COMPLETE, Run
 from clusterbench.report import openmetrics
@@ -320,7 +322,6 @@ def test_prometheus_scrapes_serve_metrics_and_promql_returns_the_stored_value(se
 
 
 def test_stream_bandwidth_is_bytes_over_min_time(tmp_path):
-    arrays = {"Copy": 2, "Mul": 2, "Add": 3, "Triad": 3, "Dot": 2, "Nstream": 6}
     records = lines_native_records(clusterbench_native_records("stream", "--sizes", "64K:128K", "--float", "-n", "5", "--device", "cpu",
                                  "--telemetry-interval", "0", "--db", str(tmp_path / "s.db"), "--json", "-q"))
     stats: dict[tuple, dict[str | None, float]] = defaultdict(dict)
@@ -330,10 +331,10 @@ def test_stream_bandwidth_is_bytes_over_min_time(tmp_path):
             stat = p.pop("stat", None)
             stats[tuple(sorted(p.items()))][f"{r['metric']}:{stat}"] = r["value"]
     assert {dict(k)["array_size"] for k in stats} == {16384, 32768}         # bytes per array / 4
-    assert {dict(k)["kernel"] for k in stats} == set(arrays)
+    assert {dict(k)["kernel"] for k in stats} == set(ARRAYS)
     for key, v in stats.items():
         p = dict(key)
-        moved = arrays[p["kernel"]] * 4 * p["array_size"]
+        moved = ARRAYS[p["kernel"]] * 4 * p["array_size"]
         assert math.isclose(v["bandwidth:None"], moved / (v["time_us:min"] * 1e-6) / 1e9, rel_tol=1e-12), key
         assert v["time_us:min"] <= v["time_us:median"] <= v["time_us:max"], key
 
@@ -345,7 +346,7 @@ def test_cli_cpu_run_json_contract_and_store(capsys, db):
     rows = [d for d in map(json.loads, out.splitlines()) if d["kind"] == "measurement"]
     assert {r["benchmark"] for r in rows} == {"stream"}
     bw = [r for r in rows if r["metric"] == "bandwidth"]
-    assert [r["params"]["kernel"] for r in bw] == ["Copy", "Mul", "Add", "Nstream", "Triad", "Dot"]
+    assert [r["params"]["kernel"] for r in bw] == list(stream_spec.NAMES)    # in the table's run order
     for r in bw:
         assert r["unit"] == "GB/s" and r["value"] > 0
         assert r["params"] == {"kernel": r["params"]["kernel"], "array_size": 65536, "dtype": "float",
@@ -372,12 +373,11 @@ def test_stream_bandwidth_counts_babelstream_arrays(capsys: pytest.CaptureFixtur
     code, out, err = cli_bench_cpu(capsys, "stream", "-s", "1000", "-n", "3", "--float", "--json", "--db", db)
     assert code == 0, err
     live = measurements(out)
-    arrays = {"Copy": 2, "Mul": 2, "Add": 3, "Triad": 3, "Dot": 2, "Nstream": 6}
     tmin = {m["params"]["kernel"]: m["value"] for m in live
             if m["metric"] == "time_us" and m["params"]["stat"] == "min"}
     bw = {m["params"]["kernel"]: m["value"] for m in live if m["metric"] == "bandwidth"}
-    assert set(bw) == set(arrays)
-    for kernel, count in arrays.items():
+    assert set(bw) == set(ARRAYS)
+    for kernel, count in ARRAYS.items():
         assert math.isclose(bw[kernel], count * 4 * 1000 / (tmin[kernel] * 1e-6) / 1e9, rel_tol=1e-12)
     assert {_key(m): m["value"] for m in live} == {_key(m): m["value"] for m in stored_bench_cpu(capsys, db, 1)}
 

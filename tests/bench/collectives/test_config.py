@@ -7,7 +7,7 @@ import pytest
 from clusterbench.bench.collectives.config import CollConfig
 from clusterbench.bench.collectives.config import coll_config as build_config
 from clusterbench.errors import UsageError
-from clusterbench.families.collectives.spec import OPS
+from clusterbench.families.collectives.spec import DTYPES, OPS, REDOPS
 
 
 def test_build_config_defaults_and_suffixes():
@@ -15,8 +15,8 @@ def test_build_config_defaults_and_suffixes():
     assert (c.minbytes, c.maxbytes, c.stepfactor, c.check, c.average) == (1024, 1 << 20, 2, 1, 1)
     assert build_config("all", datatype="all").ops == OPS
     assert build_config("allreduce_perf").ops == ("all_reduce",)
-    assert build_config("all_reduce", redop="all").redops == ("sum", "prod", "max", "min", "avg")
-    assert len(build_config("all_reduce", datatype="all").dtypes) == 8
+    assert build_config("all_reduce", redop="all").redops == REDOPS
+    assert build_config("all_reduce", datatype="all").dtypes == tuple(DTYPES)
     # -i alone means an additive sweep, as with nccl-tests' default -f 1
     c = build_config("all_reduce", minbytes="1K", maxbytes="4K", stepbytes="1K")
     assert c.sizes() == [1024, 2048, 3072, 4096]

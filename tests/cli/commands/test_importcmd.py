@@ -582,9 +582,8 @@ def test_bad_files_are_listed_and_good_ones_stored(capsys, db_import_cli, tmp_pa
     assert lines == [
         f"clusterbench: error: {junk}: binary data, not a text log",
         f"clusterbench: error: {empty}: empty file",
-        f"clusterbench: error: {unknown}: unknown format: not the output of babelstream, clusterbench-jsonl, "
-        "hipblaslt-bench, iperf3, nccl-tests, osu, perftest, rccl-tests, rocblas-bench, stream, transferbench, "
-        "vllm-serving (use --tool to force one)",
+        f"clusterbench: error: {unknown}: unknown format: not the output of {', '.join(ingest.TOOLS)} "
+        "(use --tool to force one)",
         f"clusterbench: error: {tmp_path / 'missing.log'}: No such file or directory",
         f"clusterbench: error: {tmp_path}: is a directory",
         "clusterbench: error: 5 of 6 files not imported",

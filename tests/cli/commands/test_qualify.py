@@ -132,7 +132,7 @@ def test_bad_step_and_missing_suite_are_usage_errors_before_anything_runs(capsys
 def test_builtin_suites_parse_and_dry_run(capsys, db):
     amd = load_profile("amd-mi300x-oem")
     names = [s.name for s in amd.suite]
-    assert len(names) == 8 and any("Table 1" in n for n in names) and any("Table 6" in n for n in names)
+    assert any("Table 1" in n for n in names) and any("Table 6" in n for n in names)
     cmds = [list(s.command) for s in amd.suite]
     assert ["coll", "all_reduce", "-b", "8G", "-e", "8G"] in cmds
     assert {c[2] for c in cmds if c[:2] == ["gemm", "--preset"]} == {
@@ -144,7 +144,7 @@ def test_builtin_suites_parse_and_dry_run(capsys, db):
                        "--launch", "slurm --nodes 2 --gpus-per-node 8 --submit")
     assert rc == 0, err
     steps = [shlex.split(line) for line in out.splitlines() if not line.startswith("#")]
-    assert len(steps) == 8
+    assert len(steps) == len(amd.suite)     # a command line per step of the profile's suite
     first = steps[0]
     sep = first.index("--")
     assert first[:sep] == ["clusterbench", "launch", "slurm", "--nodes", "2", "--gpus-per-node", "8", "--submit",
