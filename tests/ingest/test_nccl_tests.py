@@ -1,7 +1,6 @@
 """Tests of clusterbench.ingest.nccl_tests."""
 
 import json
-import shutil
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -11,14 +10,11 @@ from ingest_helpers import SEED, nccl_json, table_rows
 from paths import TESTS
 
 from clusterbench.errors import ClusterbenchError
-from clusterbench.families import family_of, metric_of
 from clusterbench.families.collectives.spec import SPECS
 from clusterbench.ingest import detect_tool, iter_runs, parse_text
 from clusterbench.ingest.common import text_lines
-from clusterbench.ingest.nccl_tests import LEGACY_UNNAMED_OP as BENCH_UNKNOWN
 from clusterbench.ingest.source import runs_of as _runs_of
 from clusterbench.records import WARNINGS
-from clusterbench.store import Store
 
 DATA = TESTS / "data"
 
@@ -277,21 +273,6 @@ def records_ingest_common(runs: list) -> list[tuple]:
 
 def warnings_ingest_common(run) -> list[str]:
     return run.run.meta.get(WARNINGS, [])
-
-
-def test_native_records_of_every_family_are_declared(tmp_path):
-    db = tmp_path / "old.db"
-    shutil.copy(DATA / "golden" / "pre-redesign.db", db)
-    seen = set()
-    with Store.open(str(db)) as store:
-        for run in store.list_runs():
-            for m in store.measurements(run.id):
-                if m.benchmark == BENCH_UNKNOWN:
-                    continue
-                declared = metric_of(m.benchmark, m.metric)
-                assert declared is not None and declared.unit == m.unit, (m.benchmark, m.metric, m.unit)
-                seen.add(family_of(m.benchmark).name)
-    assert seen >= {"collectives", "stream", "gemm", "transfer", "net", "train", "ddp_comm", "infer_tp"}
 
 
 def test_parse_text_splits_as_a_file_is_read(tmp_path):
