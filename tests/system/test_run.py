@@ -9,21 +9,15 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch.distributed as dist
-from paths import ROOT, TESTS
+from paths import SRC, TESTS
+from rankfns import SUITE_META, step_ok, step_skips
 
 from clusterbench.bench import suite
 from clusterbench.bench.suite import SuiteEntry
 from clusterbench.cli import main
 from clusterbench.families.collectives.spec import OPS
-from clusterbench.records import COMPLETE, Measurement
+from clusterbench.records import COMPLETE
 from clusterbench.store import Store
-
-SRC = ROOT / "src"
-
-
-
-
 
 _SUITE = """
 import sys
@@ -42,20 +36,6 @@ def _suite_run(step: str, db: Path, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", _SUITE, step, str(db), *extra], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=240, stdin=subprocess.DEVNULL,
                           start_new_session=True, env={**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{TESTS / 'helpers'}"})
-
-
-SUITE_META = "suite"   # run.meta key of the steps (suite.SUITE_META)
-
-
-def step_ok(ctx, config):
-    dist.barrier()
-    ctx.record([Measurement("selftest", "value", 1.0, "", {"step": "ok"})])
-    ctx.progress()
-
-
-def step_skips(ctx, config):
-    ctx.record([Measurement("selftest", "value", 2.0, "", {"step": "skips"})])
-    ctx.note("skipped tf32 on cpu: tf32 is a GPU tensor-core mode", "selftest")
 
 
 def test_run_stores_one_run_with_every_collective(tmp_path):
