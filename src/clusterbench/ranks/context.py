@@ -187,9 +187,10 @@ _groups = 0
 def _job_store(env: RankEnv, timeout: timedelta) -> Any:
     import torch.distributed as dist
 
-    global _groups
+    global _groups, _join_started
     wait_s = timeout.total_seconds()
-    deadline = time.monotonic() + wait_s
+    _join_started = time.monotonic()
+    deadline = _join_started + wait_s
     key = (env.master_addr, env.master_port)
     if key not in _stores:
         _check_resolves(env.master_addr, 0.8 * wait_s)   # before the watchdog's --timeout
@@ -211,6 +212,13 @@ def _job_store(env: RankEnv, timeout: timedelta) -> Any:
 JOIN_NOTICE_S = 15.0
 
 _joining: str | None = None
+_join_started: float | None = None
+
+
+def join_started() -> float | None:
+    """When this process last began to gather a group (its --timeout for the join counts from
+    then); None before its first: until then the rank is starting (importing PyTorch), alone."""
+    return _join_started
 
 
 def joining() -> str | None:
