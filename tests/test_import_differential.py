@@ -428,8 +428,8 @@ def test_a_colour_code_before_a_pdsh_host(tmp_path):
 def test_rows_after_a_footer_with_nothing_before_it(tmp_path):
     # 'Collective test concluded' with no table: its rows were one run or two depending on
     # whether they came in one block; they are one run (the concluded line names its op)
-    runs = _agreed(["# Collective test concluded: broadcast_perf", *_rows()], tmp_path, head=1)
-    assert len(runs) == 1 and dict(runs[0])["meta"]["op"] == "broadcast"
+    runs = _agreed(["# Collective test concluded: all_reduce_perf", *_rows()], tmp_path, head=1)
+    assert len(runs) == 1 and dict(runs[0])["meta"]["op"] == "all_reduce"
 
 
 def test_the_runs_before_a_refused_one_come_first(tmp_path):
@@ -472,12 +472,17 @@ def test_a_bom_inside_a_line_is_the_lines_own():
 def test_out_and_in_place_values_in_row_order(tmp_path):
     # busbw/algbw kept in row order on every path: the rank count reads the last rows' values
     # (a block kept all out-of-place values, then all in-place ones: here the in-place ratio
-    # alone says 4 ranks, the fastest of the last rows (out-of-place) 2), and the footer's
-    # check sums them (float rounding)
+    # alone says 4 ranks, the out-of-place one 2: rows that prove no one count, and say so),
+    # and the footer's check sums them (float rounding)
     rows = [f"  {1 << (20 + i):>10}  {1 << (18 + i):>10}  float  sum  -1  100.0  {20 + i:.2f}  {20 + i:.2f}  0  "
             f"100.0  {10 + i:.2f}  {1.5 * (10 + i):.2f}  0" for i in range(10)]
     (run,) = _agreed([HEADER[0], HEADER[3], *rows], tmp_path, head=2)
-    assert dict(run)["ranks"] == 2
+    assert dict(run)["ranks"] is None
+    assert any("busbw/algbw differs between rows" in w for w in dict(run)["meta"]["warnings"])
+    rows = [f"  {1 << (20 + i):>10}  {1 << (18 + i):>10}  float  sum  -1  100.0  {20 + i:.2f}  {1.5 * (20 + i):.2f}  0  "
+            f"100.0  {10 + i:.2f}  {1.5 * (10 + i):.2f}  0" for i in range(10)]
+    (run,) = _agreed([HEADER[0], HEADER[3], *rows], tmp_path, head=2)
+    assert dict(run)["ranks"] == 4
 
 
 def test_a_role_never_closed_runs_to_the_end(tmp_path):
@@ -521,8 +526,10 @@ def test_processes_cut_only_before_a_command_line(tmp_path, before):
     # a line naming x_perf just before a header was taken for the next run's command line and
     # the file cut before it: the run it ends (its op, its failure) lost it
     lines = [*HEADER, *_rows(), *FOOTER, before, *HEADER, *_rows(), *FOOTER]
-    runs = _agreed(lines, tmp_path, name="alltoall.log")
-    assert [dict(r)["meta"]["op"] for r in runs] == ["all_reduce" if "Collective" in before else "alltoall", "alltoall"]
+    runs = _agreed(lines, tmp_path, name="all_reduce.log")
+    assert [dict(r)["meta"]["op"] for r in runs] == ["all_reduce", "all_reduce"]
+    assert [dict(r)["meta"]["op_from"][0] for r in runs] == ["printed name" if "Collective" in before
+                                                             else "file name", "file name"]
     assert [dict(r)["status"] for r in runs] == ["failed" if "failure" in before else "complete", "complete"]
     part = nccl_parallel.parts(str(tmp_path / "log.txt"), (tmp_path / "log.txt").stat().st_size, 256)
     assert [p.next_kind for p in part] == ["header", ""]

@@ -8,13 +8,12 @@ from clusterbench.families.collectives.spec import SPECS
 from clusterbench.families.collectives.spec import op_in_text as op_from_filename
 from clusterbench.families.collectives.spec import op_name as normalize_op
 from clusterbench.ingest import LogFormatError, common, detect_tool, iter_runs, parse_text
-from clusterbench.ingest.collectives import infer_op, ranks_from_ratio
+from clusterbench.ingest.collectives import Evidence, decide_op, ops_in_name, ranks_from_ratio
 from clusterbench.ingest.nccl_tests import nccl_version_from_code, parse_lines, sweep_from_header
 
 DATA = Path(__file__).parent / "data" / "nccl-tests"
 # Logs that must be refused, each with why (tested below)
-REFUSED = {"nccl-issue258-v100-old-error-column-truncated.txt": "does not say which collective",
-           "issue294-h100-non-mpi-build-under-mpirun-interleaved-duplicate-rows.txt": "interleaved"}
+REFUSED = {"issue294-h100-non-mpi-build-under-mpirun-interleaved-duplicate-rows.txt": "interleaved"}
 LOGS = sorted(p for p in DATA.iterdir() if p.name != "README.md" and p.name not in REFUSED)
 
 
@@ -70,7 +69,7 @@ def test_seed_rccl_all_reduce_table():
 def test_headerless_table_names_op_from_footer_and_ranks_from_busbw():
     r = one("seed-tensorwave-mi355x-4node-all_reduce.txt")
     assert r.run.meta["op"] == "all_reduce" and r.run.ranks == 32
-    assert r.run.meta["ranks_inferred"] == "busbw/algbw"
+    assert r.run.meta["ranks_from"] == ["busbw factor"]
     assert by(r.measurements, "busbw", bytes=2147483648, placement="out")[0].value == 385.03
     assert by(r.measurements, "avg_busbw")[0].value == 374.161
 
@@ -112,13 +111,16 @@ def test_crash_keeps_rows_and_errors_and_fails_the_run():
     assert by(r.measurements, "busbw", bytes=17179869184, placement="in")[0].value == 367.44
 
 
-def test_exponent_error_column_of_a_table_named_by_its_file():
-    # algbw 0.00 everywhere and no command line: only a file name can say which op it was
+def test_exponent_error_column_of_a_table_its_columns_name():
+    # algbw 0.00 everywhere and no command line, but the columns say it: a redop (all_reduce,
+    # reduce_scatter or reduce), no root column (old nccl-tests printed one for reduce), and
+    # count = size/4 on 4 listed ranks (reduce_scatter's count is size/(4 x 4))
     text = (DATA / "nccl-issue258-v100-old-error-column-truncated.txt").read_text()
-    (r,) = parse_text(text, name="all_reduce-issue258.txt")
+    (r,) = parse_text(text, name="issue258.txt")
     errs = by(r.measurements, "max_error", placement="out")
     assert [m.value for m in errs] == [1e-07, 3e-08, 3e-08, 3e-08, 3e-08]
     assert r.run.meta["op"] == "all_reduce" and r.run.status == "incomplete"
+    assert r.run.meta["op_from"] == ["redop", "root", "count"] and r.run.ranks == 4
 
 
 def footer_logs():
@@ -201,8 +203,14 @@ def test_collective_names_and_factors():
     assert ranks_from_ratio("all_reduce", 182.30, 353.20) == 32
     assert ranks_from_ratio("all_reduce", 0.5, 0.88) is None  # too imprecise to tell
     assert ranks_from_ratio("broadcast", 10.0, 10.0) is None
-    assert infer_op(True, -1, 1.75, 8) == "all_reduce" and infer_op(True, -1, 0.875, 8) == "reduce_scatter"
-    assert infer_op(False, 0, 1.0, None) == "broadcast" and infer_op(False, -1, 0.875, 8) is None
+    def op(**evidence):
+        return decide_op(Evidence(**evidence), [], (), 1)[0]
+    assert op(redops=frozenset({"sum"}), roots=frozenset({-1}), ratio=(1.7499, 1.7501)) == "all_reduce"
+    assert op(redops=frozenset({"sum"}), roots=frozenset({-1}), ratio=(0.8749, 0.8751)) == "reduce_scatter"
+    assert op(redops=frozenset({"none"}), roots=frozenset({0}), split=1, ratio=(0.99, 1.01)) == "broadcast"
+    with pytest.raises(LogFormatError, match="fit all_gather, alltoall, alltoallv"):
+        op(redops=frozenset({"none"}), roots=frozenset({-1}), split=8, ratio=(0.8749, 0.8751))
+    assert ops_in_name("x-allgather-allreduce-2runs.txt") == ("all_gather", "all_reduce")
     assert nccl_version_from_code(22907) == "2.29.7" and nccl_version_from_code(2708) == "2.7.8"
     assert sweep_from_header("nThread: 1 nGpus: 1 minBytes: 8 maxBytes: 128 step: 2(factor) warmupIters: 5 "
                              "iters: 20 validation: 1")["warmup_iters"] == 5

@@ -93,7 +93,7 @@ def list_cmd(as_json: bool, db: str | None, limit: int, benchmark: str | None, s
         hosts = hosts if len(hosts) <= 24 else hosts[:21] + "..."
         tags = ",".join(tag_term(k, v) for k, v in r.tags.items())   # itself a selector
         what = measured_text(measured.get(int(r.id or 0), []), tool_of(r))
-        print(printable(f"{r.id:>5}  {r.started_at:<24} {what:<{_MEASURED_WIDTH}} {r.status:<10} {r.ranks:>5} "
+        print(printable(f"{r.id:>5}  {r.started_at:<24} {what:<{_MEASURED_WIDTH}} {r.status:<10} {'?' if r.ranks is None else r.ranks:>5} "
                         f"{counts.get(int(r.id or 0), 0):>6}  {hosts:<24} {tags}"))
 
 

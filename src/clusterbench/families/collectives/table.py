@@ -3,7 +3,9 @@ nccl-tests/rccl-tests log all print the same way).
 
 Reads: measurements ``time_us``/``algbw``/``busbw``/``wrong`` per row and placement, per-run
 ``avg_busbw``/``out_of_bounds``; and, when present, run meta ``coll_sweep.<op>`` (the values of
-nccl-tests' first header line) and ``rank_pids``/``rank_device_index``/``rank_bus_id``.
+nccl-tests' first header line), ``rank_pids``/``rank_device_index``/``rank_bus_id``,
+``rank_numbers`` (the ranks a cut or elided list of an import shows) and ``op_from`` (what an
+import read the op from).
 Missing values print ``N/A``, as nccl-tests does for an unchecked ``#wrong``. Old nccl-tests'
 ``max_error`` prints in the #wrong column as it did (``4e-07``); a row above nccl-tests' own
 tolerance (``error_tolerance``) counts as out of bounds and the footer says so.
@@ -76,6 +78,9 @@ class CollTable:
 
     def header(self, run: Run) -> list[str]:
         lines = [f"# Collective test: {self.op}"]
+        op_from = run.meta.get("op_from")
+        if isinstance(op_from, list) and op_from:   # an import: what it read the op from
+            lines.append(f"# op from: {', '.join(map(str, op_from))}")
         sweep = run.meta.get(f"coll_sweep.{self.op}")
         if isinstance(sweep, dict):
             lines.append(
@@ -90,13 +95,16 @@ class CollTable:
         pids = run.meta.get("rank_pids") or []
         index = run.meta.get("rank_device_index") or []
         bus = run.meta.get("rank_bus_id") or []
+        # the ranks an imported list shows, where it was cut or elided (run meta rank_numbers)
+        numbers = run.meta.get("rank_numbers") or []
         for r, name in enumerate(run.devices):
             host = hosts[r] if r < len(hosts) else "?"
             pid = _int(pids[r]) if r < len(pids) else -1
             dev = _int(index[r]) if r < len(index) else -1
             where = f"device {dev:2d} [{bus[r] if r < len(bus) and bus[r] else '?'}]" if dev >= 0 \
                 else "device cpu"
-            lines.append(f"#  Rank {r:2d} Group  0 Pid {pid if pid >= 0 else '?':>6} on {host:>10s} {where} {name}")
+            shown = _int(numbers[r], r) if r < len(numbers) else r
+            lines.append(f"#  Rank {shown:2d} Group  0 Pid {pid if pid >= 0 else '?':>6} on {host:>10s} {where} {name}")
         lines += [
             "#",
             f"# {'':>10s}  {'':>12s}  {'':>8s}  {'':>6s}  {'':>6s}           out-of-place"
@@ -167,7 +175,7 @@ def _count(total: float) -> str:
 
 
 def _ranks(run: Run, m: Measurement) -> int:
-    return _int(m.params.get("ranks"), 0) or run.ranks
+    return _int(m.params.get("ranks"), 0) or run.ranks or 0
 
 
 def errors_over_tolerance(run: Run, measurements: list[Measurement]) -> list[Measurement]:
