@@ -30,7 +30,7 @@ import math
 import operator
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from clusterbench.families.base import Metric
@@ -447,11 +447,14 @@ class NcclTextParser:
     def _next_run(self, keep_layout: bool = False) -> None:
         """End the current run (if it holds anything) and start the next."""
         st = self.state
-        if st.has_results or st.errors:
+        if st.has_results or st.errors and not _only_warnings(st):
             self._done.append(self._build())
             self.state = _State(self.name)
             if keep_layout:
                 self.state.layout = st.layout
+        elif st.errors:   # a library's warnings before anything of a run: the next run's, not a run
+            self.state = _State(self.name, errors=st.errors, errors_dropped=st.errors_dropped, seen=True,
+                                op_hint=st.op_hint, hint_line=st.hint_line)
 
     def _died_before_table(self) -> bool:
         """Whether the run so far is a command line and the tool's failure, nothing else: it died
@@ -591,12 +594,12 @@ class NcclTextParser:
             return True
         if kind == "command":
             return st.has_results
-        return st.has_results or bool(st.errors)
+        return st.has_results or bool(st.errors) and not _only_warnings(st)
 
     def finish(self) -> ImportedRun | None:
         if self._done:
             raise RuntimeError("collect the runs feed_text yields before finish")
-        if not (self.state.seen and (self.state.has_results or self.state.errors)):
+        if not (self.state.seen and (self.state.has_results or self.state.errors)) or _only_warnings(self.state):
             return None
         done = self._build()
         self.state = _State(self.name)
@@ -925,6 +928,15 @@ def _split_cycles(st: _State) -> tuple[list[list], list[int | None]]:
                 parts.append([shape, [line], 1])
                 cycles.append(cycle[key])
     return [[shape, "\n".join(lines), n] for shape, lines, n in parts], cycles
+
+
+def _only_warnings(st: _State) -> bool:
+    """Whether a state holds nothing but warning lines (``NCCL WARN`` without a failure) and
+    perhaps the command line before them: a library's warnings are never a run of their own,
+    nor change one's status; they go with the run that follows."""
+    return bool(st.errors) and not st.failures and \
+        replace(st, errors=[], errors_dropped=0, seen=False, layout=DEFAULT_LAYOUT, op_hint=None,
+                hint_line="") == _State(st.name)
 
 
 def _integer(tok: str) -> bool:
