@@ -47,3 +47,14 @@ def test_bidirectional_summary_with_its_side_words_wrapped_onto_their_own_lines(
     assert {m.params["bidirectional"] for m in r.measurements} == {True}
     assert by(r, "retransmits", leg="reverse")[0].value == 7.0
     assert len(by(r, "bandwidth")) == 4   # the [SUM] rows only, never a stream's share
+
+
+def test_two_invocations_without_banner_lines_are_two_runs():
+    # a script's log of the same test twice, each with its prompt line: the second summary's
+    # header ends the first run (no 'Connecting to host' line says so)
+    text = (DATA / "sriov-udp-P4-b100G-text.txt").read_text()
+    second = text.replace("10.0.32.34", "10.0.32.35").replace("14.1 Gbits/sec", "14.2 Gbits/sec")
+    first, again = parse_text(text + second, name="two.txt")
+    assert (first.run.hosts, again.run.hosts) == (["10.0.32.34"], ["10.0.32.35"])
+    assert [m.value for m in by(first, "bandwidth")] == pytest.approx([14.1 / 8])
+    assert [m.value for m in by(again, "bandwidth")] == pytest.approx([14.2 / 8])

@@ -27,3 +27,10 @@ def test_v1_02_transfer_rows_and_aggregate():
     times = {m.params.get("dst"): m.value for m in r.measurements if m.metric == "time_us"}
     assert times["G1"] == 127626.0
     assert len(r.measurements) == 10
+
+
+def test_each_invocation_is_a_run():
+    text = (DATA / V102).read_text()
+    first, second = parse_text(text + text.replace("8.413 GB/s", "8.500 GB/s"), name="twice.txt")
+    assert [m.value for m in first.measurements if m.params.get("dst") == "G1" and m.metric == "bandwidth"] == [8.413]
+    assert [m.value for m in second.measurements if m.params.get("dst") == "G1" and m.metric == "bandwidth"] == [8.5]

@@ -70,7 +70,8 @@ class _Run:
         self.notes: list[str] = []
         self.summary = False
         self.pending: str | None = None   # a summary row whose side word has not come yet
-        self.untagged: list[str] = []      # UDP rows without one since the last '- - -' line
+        self.untagged: list[str] = []      # UDP rows without one under the summary's header
+        self.summary_header = False        # the header after the '- - -' line has come
 
 
 def parse_text_output(text: str, name: str = "") -> list[ImportedRun]:
@@ -80,6 +81,7 @@ def parse_text_output(text: str, name: str = "") -> list[ImportedRun]:
     version = ""
     runs: list[_Run] = []
     cur = _Run(name)
+    later: str | None = None   # the host of a command line quoted after a run's summary
     for line in clean_lines(text_lines(text)):
         s = _STAMP.sub("", line.strip(), count=1) if line[:1].isalnum() else line.strip()
         if s.startswith("^C"):
@@ -101,12 +103,15 @@ def parse_text_output(text: str, name: str = "") -> list[ImportedRun]:
             if cur.rows or cur.summary:
                 runs.append(cur)
                 cur = _Run(name)
+            later = None
             cur.server = s.startswith("Server")
             if not cur.server:
                 cur.remote = s.split("host", 1)[1].split(",")[0].strip()
             continue
         command = _COMMAND.search(s)
-        if command and not cur.remote:   # the command line quoted in the log (a prompt, a mail)
+        if command and (cur.rows or cur.untagged or cur.pending):   # after a summary: the next run's, or (a mail) quoted after its own output
+            later = command.group(1)
+        elif command and not cur.remote:   # the command line quoted in the log (a prompt)
             cur.remote = command.group(1)
         if s.startswith("Accepted connection from"):
             cur.server = True
@@ -127,12 +132,20 @@ def parse_text_output(text: str, name: str = "") -> list[ImportedRun]:
                 cur.block, cur.duration = int(m.group(3)), float(m.group(4))
             continue
         if s.startswith("[ ID]"):
+            if cur.rows or cur.untagged:   # a header after a whole summary: another invocation's output
+                _flush(cur)
+                runs.append(cur)
+                cur = _Run(name)
+                cur.remote, later = later or "", None
+                cur.summary = True   # (the '- - -' line before this header was its own)
+            # iperf3 prints the header once over the intervals, and again after the '- - -'
+            # line that opens the summary (iperf_api.c iperf_print_results)
+            cur.summary_header = cur.summary
             if "Jitter" in s or "Datagrams" in s:
                 cur.protocol = "udp"
             continue
         if s.startswith("- - -") or s.startswith("Test Complete"):
             cur.summary = True
-            cur.untagged = []
             continue
         if "sender statistics not available" in s:
             cur.notes.append("the server printed no sender statistics")
@@ -163,6 +176,8 @@ def parse_text_output(text: str, name: str = "") -> list[ImportedRun]:
                 continue
             _summary_row(cur, s)
     _flush(cur)
+    if later and not cur.remote:
+        cur.remote = later
     runs.append(cur)
     out = []
     for r in runs:
@@ -174,11 +189,11 @@ def parse_text_output(text: str, name: str = "") -> list[ImportedRun]:
 
 def _flush(cur: _Run) -> None:
     """A row after a ``- - -`` line that no side word followed: an interval row (iperf3 prints
-    the line between the interval blocks of -P), or iperf 3.0's UDP summary, which has none: the
-    UDP rows of the last block are kept (``_untagged_summary``)."""
+    the line between the interval blocks of -P), or, under the summary's header, iperf 3.0's UDP
+    summary, which has none (``_untagged_summary``)."""
     row, cur.pending = cur.pending, None
     m = _ROW.match(row or "")
-    if m and _UDP_TAIL.match(m.group(11).strip()):
+    if m and cur.summary_header and _UDP_TAIL.match(m.group(11).strip()):
         cur.untagged.append(row or "")
 
 
@@ -200,8 +215,8 @@ def _summary_row(cur: _Run, s: str) -> None:
 
 
 def _untagged_summary(cur: _Run) -> None:
-    """iperf 3.0's UDP summary: after the last ``- - -`` line, one row per stream and ``[SUM]``,
-    from 0 to the end, without ``sender``/``receiver`` (iperf_api.c iperf_print_results, 3.0.x):
+    """iperf 3.0's UDP summary: under the header after the ``- - -`` line, one row per stream and
+    ``[SUM]``, from 0 to the end, without ``sender``/``receiver`` (iperf_api.c iperf_print_results, 3.0.x):
     the sender's bytes and rate with the jitter and loss its receiver measured, as -J's
     ``end.sum``. Taken only where no row of the summary carries a side word (every later
     iperf3 prints one)."""

@@ -341,21 +341,31 @@ class _Parser:
 
 
 def parse(text: str, name: str = "") -> list[ImportedRun]:
-    p = _Parser(name, text)
+    """One run per TransferBench invocation: its banner (``TransferBench v1.67``, ``Run
+    configuration (TransferBench v1.02)``) after results starts the next."""
+    parsers = [_Parser(name, text)]
     for line in clean_lines(text_lines(text)):
+        p = parsers[-1]
+        if p.ms and _VERSION.search(line):
+            p = _Parser(name, text)
+            parsers.append(p)
         if line.lstrip().startswith(("[ERROR]", "ERROR", "Error")):
             add_error(p.run, line)
         p.line(line)
-    if p.refused_preset and not p.ms:
-        raise LogFormatError(f"TransferBench {p.refused_preset} output is not a bandwidth table clusterbench "
+    out: list[ImportedRun] = []
+    refused = sorted({p.refused_preset for p in parsers if p.refused_preset})
+    for p in parsers:
+        if not p.ms:
+            continue
+        for preset in refused:
+            add_warning(p.run, f"TransferBench {preset} output in this log is not stored")
+        if p.run.errors:
+            p.run.status = INCOMPLETE
+        out.append(ImportedRun(p.run, p.ms))
+    if refused and not out:
+        raise LogFormatError(f"TransferBench {refused[0]} output is not a bandwidth table clusterbench "
                              "reads: not imported")
-    if p.refused_preset:
-        add_warning(p.run, f"TransferBench {p.refused_preset} output in this log is not stored")
-    if not p.ms:
-        return []
-    if p.run.errors:
-        p.run.status = INCOMPLETE
-    return [ImportedRun(p.run, p.ms)]
+    return out
 
 
 IMPORTERS = (
