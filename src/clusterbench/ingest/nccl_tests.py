@@ -707,7 +707,10 @@ class NcclTextParser:
         parts, part_cycles = _split_cycles(st) if st.repeats else (st.parts, None)
         if part_cycles:
             run.meta["cycles"] = max(c for c in part_cycles if c is not None) + 1
-        table = RowTable(op or "", ranks, st.layout, parts, st.cycles, footer, self._error_column(), old_algbw,
+        error_column = self._error_column()
+        if error_column or st.layout.error:   # results show names the column as the log did
+            run.meta["error_column"] = True
+        table = RowTable(op or "", ranks, st.layout, parts, st.cycles, footer, error_column, old_algbw,
                          part_cycles)
         return ImportedRun(run, packs=table.packs(), benchmark=op)
 

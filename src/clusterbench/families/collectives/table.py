@@ -30,6 +30,8 @@ from clusterbench.families.collectives.spec import (
 from clusterbench.records import Measurement, Run
 from clusterbench.units import fit, fixed
 
+IMPORTED = "import"   # the benchmark of an imported run's record (ingest.common.IMPORT_BENCHMARK)
+
 _ROW_NAMES = frozenset(m.name for m in ROW_METRICS) | {MAX_ERROR.name}
 
 
@@ -43,23 +45,51 @@ def format_time(us: float) -> str:
     return fixed(us, 7, 2)
 
 
+def _exact(value: float, text: str, width: int) -> str:
+    """An imported value's cell: ``text`` (the value as nccl-tests' column formats it) where that
+    fits the column and reads back as the same number, else the shortest text that does (the
+    decimals the log printed: ``557.18`` in a %7.1f time column, ``1807.9`` or ``1807.89`` where
+    %6.2f is too wide). A value read back from ``results show`` is then the value stored, and a
+    column never claims more digits than the log gave."""
+    if len(text) <= width and float(text) == value:
+        return text
+    short = repr(float(value))
+    if "e" not in short or abs(value) < 1e16:
+        short = format(value, "f")
+        short = short.rstrip("0").rstrip(".") if "." in short else short
+        short = short if float(short) == value else repr(float(value))
+    return short.rjust(width)
+
+
+def _exact_count(value: float, width: int) -> str:
+    """An imported count (#wrong) as a whole number, however wide (never ``1e+05``)."""
+    return f"{int(value):{width}d}" if value == int(value) else _exact(value, repr(value), width)
+
+
 def _row_key(params: dict[str, Any]) -> tuple:
     return tuple(sorted((k, str(v)) for k, v in params.items() if k != "placement"))
 
 
-def _cell(values: dict[str, float] | None) -> str:
+def _cell(values: dict[str, float] | None, exact: bool = False) -> str:
     """One placement's columns, N/A for each value not stored: a placement not run, an old log
-    without algbw, or a log that printed nan or inf there."""
+    without algbw, or a log that printed nan or inf there. ``exact``: an imported run's values,
+    each printed so that it reads back as stored (``_exact``)."""
     values = values or {}
     time = format_time(values[TIME.name]) if TIME.name in values else f"{'N/A':>7s}"
     if WRONG.name in values:
-        wrong = fit(f"{int(values[WRONG.name]):5d}", values[WRONG.name], 5)
+        v = values[WRONG.name]
+        wrong = _exact_count(v, 5) if exact else fit(f"{int(v):5d}", v, 5)
     elif MAX_ERROR.name in values:
-        wrong = fit(f"{values[MAX_ERROR.name]:5.0e}", values[MAX_ERROR.name], 5)
+        v = values[MAX_ERROR.name]
+        wrong = _exact(v, f"{v:5.0e}", 5) if exact else fit(f"{v:5.0e}", v, 5)
     else:
         wrong = f"{'N/A':>5s}"
     alg = fixed(values[ALGBW.name], 6, 2) if ALGBW.name in values else f"{'N/A':>6s}"
     bus = fixed(values[BUSBW.name], 6, 2) if BUSBW.name in values else f"{'N/A':>6s}"
+    if exact:
+        time = _exact(values[TIME.name], time, 7) if TIME.name in values else time
+        alg = _exact(values[ALGBW.name], alg, 6) if ALGBW.name in values else alg
+        bus = _exact(values[BUSBW.name], bus, 6) if BUSBW.name in values else bus
     return f"  {time}  {alg}  {bus}  {wrong}"
 
 
@@ -75,8 +105,12 @@ class CollTable:
 
     def __init__(self, op: str) -> None:
         self.op = op
+        # an imported run (set by ``header``): its values print so that they read back as stored,
+        # its footer only as the log printed it
+        self.exact = False
 
     def header(self, run: Run) -> list[str]:
+        self.exact = run.benchmark == IMPORTED
         lines = [f"# Collective test: {self.op}"]
         op_from = run.meta.get("op_from")
         if isinstance(op_from, list) and op_from:   # an import: what it read the op from
@@ -105,12 +139,14 @@ class CollTable:
                 else "device cpu"
             shown = _int(numbers[r], r) if r < len(numbers) else r
             lines.append(f"#  Rank {shown:2d} Group  0 Pid {pid if pid >= 0 else '?':>6} on {host:>10s} {where} {name}")
+        # old nccl-tests' error column (max_error) keeps its name: read back, it is no count
+        wrong = "error" if self.exact and run.meta.get("error_column") else "#wrong"
         lines += [
             "#",
             f"# {'':>10s}  {'':>12s}  {'':>8s}  {'':>6s}  {'':>6s}           out-of-place"
             "                       in-place          ",
             f"# {'size':>10s}  {'count':>12s}  {'type':>8s}  {'redop':>6s}  {'root':>6s}  {'time':>7s}  "
-            f"{'algbw':>6s}  {'busbw':>6s} {'#wrong':>6s}  {'time':>7s}  {'algbw':>6s}  {'busbw':>6s} {'#wrong':>6s}",
+            f"{'algbw':>6s}  {'busbw':>6s} {wrong:>6s}  {'time':>7s}  {'algbw':>6s}  {'busbw':>6s} {wrong:>6s}",
             f"# {'(B)':>10s}  {'(elements)':>12s}  {'':>8s}  {'':>6s}  {'':>6s}  {'(us)':>7s}  "
             f"{'(GB/s)':>6s}  {'(GB/s)':>6s}  {'':>5s}  {'(us)':>7s}  {'(GB/s)':>6s}  {'(GB/s)':>6s}  {'':>5s}",
         ]
@@ -137,13 +173,23 @@ class CollTable:
             p = row["params"]
             lines.append(f"{_int(p.get('bytes'), 0):12d}  {_int(p.get('count'), 0):12d}  "
                          f"{str(p.get('dtype', '?')):>8s}  {str(p.get('redop', 'none')):>6s}  "
-                         f"{_int(p.get('root')):6d}" + _cell(row["out"]) + _cell(row["in"]))
+                         f"{_int(p.get('root')):6d}" + _cell(row["out"], self.exact) + _cell(row["in"], self.exact))
         return lines
 
     def footer(self, run: Run, measurements: list[Measurement]) -> list[str]:
         oob = [m.value for m in measurements if m.metric == OUT_OF_BOUNDS.name]
         avg = [m.value for m in measurements if m.metric == AVG_BUSBW.name]
         over = errors_over_tolerance(run, measurements)
+        if self.exact:
+            # an imported log: its footer as it printed it; a line it did not print (a log cut
+            # short) is not made up, or read back it would be stored as the tool's
+            lines = [f"# Out of bounds values : {_count(sum(oob))} {'FAILED' if sum(oob) else 'OK'}" if oob
+                     else "# Out of bounds values : N/A"]
+            lines += [f"# Avg bus bandwidth    : {a:g} " if float(f"{a:g}") == a else f"# Avg bus bandwidth    : {a!r} "
+                      for a in avg] or ["# Avg bus bandwidth    : N/A"]
+            if over:
+                lines.append(self._over_line(run, over))
+            return lines + ["#", f"# Collective test concluded: {self.op}"]
         if not oob:  # an incomplete run: count from the rows that finished
             oob = [float(sum(1 for m in measurements if m.metric == WRONG.name and m.value > 0) + len(over))]
         if not avg:
@@ -154,12 +200,16 @@ class CollTable:
         for a in avg or [None]:
             lines.append(f"# Avg bus bandwidth    : {a:g} " if a is not None else "# Avg bus bandwidth    : N/A")
         if over:
-            worst = max(over, key=lambda m: m.value)
-            tol = error_tolerance(str(worst.params.get("dtype", "")), _ranks(run, worst))
-            lines.append(f"# Max error above nccl-tests' tolerance on {len(over)} rows (worst {worst.value:g} at "
-                         f"{_int(worst.params.get('bytes'), 0)} B, tolerance {tol:g}): FAILED")
+            lines.append(self._over_line(run, over))
         lines += ["#", f"# Collective test concluded: {self.op}"]
         return lines
+
+    @staticmethod
+    def _over_line(run: Run, over: list[Measurement]) -> str:
+        worst = max(over, key=lambda m: m.value)
+        tol = error_tolerance(str(worst.params.get("dtype", "")), _ranks(run, worst))
+        return (f"# Max error above nccl-tests' tolerance on {len(over)} rows (worst {worst.value:g} at "
+                f"{_int(worst.params.get('bytes'), 0)} B, tolerance {tol:g}): FAILED")
 
 
 def _mean(values: list[float]) -> float:
