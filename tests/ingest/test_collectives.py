@@ -175,3 +175,6 @@ def test_ops_a_file_name_names():
     assert ops_in_name("x-allgather-allreduce-2runs.txt") == ("all_gather", "all_reduce")
     assert ops_in_name("dir/reduce_scatter_then_gather.txt") == ("reduce_scatter", "gather")
     assert ops_in_name("mi250x.log") == ()
+    assert ops_in_name("all_reduce_perf.log") == ("all_reduce",) and ops_in_name("allgather8gpu.txt") == ("all_gather",)
+    # a word that only holds an op's spelling names nothing
+    assert ops_in_name("busbw-gathered-from-the-reduced-runs.txt") == ()

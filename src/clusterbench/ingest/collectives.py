@@ -30,6 +30,7 @@ rank count it does not pin down, is left unknown and said so.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -68,9 +69,9 @@ def half_unit(token: str) -> float:
     decimals = len(mantissa.partition(".")[2])
     try:
         exp = int(exponent) if exponent else 0
-    except ValueError:
-        exp = 0
-    return 0.5 * 10.0 ** (exp - decimals)
+        return 0.5 * 10.0 ** (exp - decimals)
+    except (ValueError, OverflowError):   # no exponent Python reads, or past the float limit
+        return math.inf
 
 
 def ratio_interval(pairs: Iterable[tuple[str, str]]) -> tuple[float, float] | None:
@@ -200,6 +201,13 @@ def contradicts(op: str, ev: Evidence) -> str | None:
     return None
 
 
+def present(ev: Evidence) -> list[str]:
+    """The pieces of evidence the table shows."""
+    shown = [(REDOP, ev.redops), (ROOT, ev.roots), (COUNT, ev.split), (FACTOR, ev.ratio),
+             (IN_PLACE, ev.in_place_checked)]
+    return [name for name, value in shown if value is not None]
+
+
 def agrees(op: str, ev: Evidence) -> list[str]:
     """The pieces of evidence the table shows (``op`` fits all of them: ``contradicts``)."""
     factor = ev.ratio is not None and not (ev.old_algbw and op in OLD_ALGBW_OPS)
@@ -210,20 +218,23 @@ def agrees(op: str, ev: Evidence) -> list[str]:
 
 def ops_in_name(name: str) -> tuple[str, ...]:
     """The ops a file name names, in order (``allgather-allreduce-2runs.txt``: all_gather,
-    all_reduce): its spellings matched longest first, each letter used once, so ``allgather``
-    is all_gather and not also gather."""
-    key = name.rsplit("/", 1)[-1].lower().replace("_", "").replace("-", "")
-    found: list[tuple[int, str]] = []
-    used = [False] * len(key)
-    for spelling, op in OP_SPELLINGS:
-        start = key.find(spelling)
-        while start >= 0:
-            end = start + len(spelling)
-            if not any(used[start:end]):
-                used[start:end] = [True] * (end - start)
-                found.append((start, op))
-            start = key.find(spelling, end)
-    return tuple(dict.fromkeys(op for _, op in sorted(found)))
+    all_reduce): its words (runs of letters), alone or joined with the next one or two
+    (``all_reduce_perf``), matched to the ops' spellings longest first, each word used once; a
+    word that only holds a spelling names nothing (``gathered``, ``reduced``)."""
+    words = re.findall(r"[a-z]+", name.rsplit("/", 1)[-1].lower())
+    spellings = dict(OP_SPELLINGS)
+    found: list[str] = []
+    i = 0
+    while i < len(words):
+        for j in range(min(i + 3, len(words)), i, -1):
+            op = spellings.get("".join(words[i:j]))
+            if op is not None:
+                found.append(op)
+                i = j
+                break
+        else:
+            i += 1
+    return tuple(dict.fromkeys(found))
 
 
 def decide_op(ev: Evidence, named: Sequence[tuple[str, str]], file_ops: Sequence[str],
@@ -261,8 +272,7 @@ def decide_op(ev: Evidence, named: Sequence[tuple[str, str]], file_ops: Sequence
     if len(fitting) == 1:
         return fitting[0], agrees(fitting[0], ev)
     if not fitting:
-        shown = "; ".join(ev.describe(what) for what in (REDOP, ROOT, COUNT, FACTOR, IN_PLACE)
-                          if what in agrees(ALL_OPS[0], ev))
+        shown = "; ".join(ev.describe(what) for what in present(ev))
         raise RunRefused(f"a table of {nrows} rows fits no collective: its columns disagree with each other "
                          f"({shown}): not imported")
     raise RunRefused(

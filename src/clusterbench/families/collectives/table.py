@@ -47,23 +47,23 @@ def format_time(us: float) -> str:
 
 def _exact(value: float, text: str, width: int) -> str:
     """An imported value's cell: ``text`` (the value as nccl-tests' column formats it) where that
-    fits the column and reads back as the same number, else the shortest text that does (the
-    decimals the log printed: ``557.18`` in a %7.1f time column, ``1807.9`` or ``1807.89`` where
-    %6.2f is too wide). A value read back from ``results show`` is then the value stored, and a
-    column never claims more digits than the log gave."""
+    fits the column and reads back as the same number, else the shortest text that reads back as
+    it, in the column's width where one fits (``557.18`` in a %7.1f time column of a 2.17+ log,
+    ``1807.9`` where %6.2f is too wide, a #wrong of ``131072``, never ``1e+05``; rccl-tests' JSON
+    values with all their digits). A value read back from ``results show`` is then the value
+    stored, and a column never claims more decimals than the log printed."""
     if len(text) <= width and float(text) == value:
         return text
-    short = repr(float(value))
-    if "e" not in short or abs(value) < 1e16:
-        short = format(value, "f")
-        short = short.rstrip("0").rstrip(".") if "." in short else short
-        short = short if float(short) == value else repr(float(value))
-    return short.rjust(width)
+    candidates = [f"{value:.{digits}g}" for digits in range(1, 18)]
+    if abs(value) < 1e16:
+        candidates += [f"{value:.{decimals}f}" for decimals in range(0, 18)]
+    exact = [c for c in candidates if float(c) == value] or [repr(float(value))]
+    return min(exact, key=lambda c: (len(c) > width, len(c), "e" in c)).rjust(width)
 
 
 def _exact_count(value: float, width: int) -> str:
-    """An imported count (#wrong) as a whole number, however wide (never ``1e+05``)."""
-    return f"{int(value):{width}d}" if value == int(value) else _exact(value, repr(value), width)
+    """An imported count (#wrong) as it reads back, never rounded (``_exact``)."""
+    return _exact(value, f"{int(value):{width}d}" if value == int(value) else repr(value), width)
 
 
 def _row_key(params: dict[str, Any]) -> tuple:
