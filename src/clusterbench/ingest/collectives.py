@@ -33,6 +33,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cache, lru_cache
 
 from clusterbench.families.collectives.spec import ALL_OPS, OP_SPELLINGS, SPECS
 from clusterbench.ingest.common import LogFormatError
@@ -61,9 +62,18 @@ class RunRefused(LogFormatError):
     file is refused (``iter_runs`` says which run of it)."""
 
 
+_HALF = tuple(0.5 * 10.0 ** -d for d in range(40))   # (rccl-tests' JSON prints up to 17 decimals)
+
+
 def half_unit(token: str) -> float:
     """Half of the last digit ``token`` prints (``0.61`` -> 0.005, ``1.2e+03`` -> 50): how far
     the value it was printed from may lie."""
+    if "e" not in token and "E" not in token:   # nccl-tests' %.2f, the common case, without a split
+        t = token.strip()
+        dot = t.find(".")
+        decimals = len(t) - dot - 1 if dot >= 0 else 0
+        if decimals < len(_HALF):
+            return _HALF[decimals]
     t = token.strip().lstrip("+-")
     mantissa, _, exponent = t.lower().partition("e")
     decimals = len(mantissa.partition(".")[2])
@@ -87,42 +97,57 @@ def ratio_bounds(pairs: Iterable[tuple[str, str]]) -> tuple[float, float] | None
     pairs disagree; None where no pair says anything."""
     lo, hi = 0.0, math.inf
     seen = False
+    half = _HALF
     for a_tok, b_tok in pairs:
         try:
             a, b = float(a_tok), float(b_tok)
         except ValueError:
             continue
-        if not (math.isfinite(a) and math.isfinite(b)) or b < 0:
+        if not (0.0 < a < math.inf and 0.0 <= b < math.inf):   # (also false for nan)
             continue
-        da = max(half_unit(a_tok), abs(a) * _RELATIVE)
-        db = max(half_unit(b_tok), abs(b) * _RELATIVE)
-        if a - da <= 0:
+        # half_unit inline for nccl-tests' %.2f tokens: this runs for every run of a large log
+        dot = a_tok.find(".")
+        da = half[len(a_tok) - dot - 1] if dot > 0 and "e" not in a_tok else half_unit(a_tok)
+        dot = b_tok.find(".")
+        db = half[len(b_tok) - dot - 1] if dot > 0 and "e" not in b_tok else half_unit(b_tok)
+        if da < a * _RELATIVE:
+            da = a * _RELATIVE
+        if db < b * _RELATIVE:
+            db = b * _RELATIVE
+        if a <= da:
             continue
-        lo = max(lo, max(b - db, 0.0) / (a + da))
-        hi = min(hi, (b + db) / (a - da))
+        low, high = (b - db if b > db else 0.0) / (a + da), (b + db) / (a - da)
+        if low > lo:
+            lo = low
+        if high < hi:
+            hi = high
         seen = True
     return (lo, hi) if seen else None
 
 
 def ranks_fitting(op: str, lo: float, hi: float) -> tuple[int, int] | None:
     """The rank counts n (1..RANKS_LIMIT) whose bus factor lies in [lo, hi], as (first, last);
-    None when none does. The factors grow with n (0 at one rank) or are constant, so the ends are
-    found by bisection."""
+    None when none does. Every op's factor is 1 or c(n-1)/n (c = 2 for all_reduce, 1 for the
+    ops that split their buffer), whose inverse is c/(c-f): the ends are that inverse at lo and
+    hi, checked against the factor itself (the float arithmetic may put them a step off)."""
     factor = SPECS[op].busbw_factor
-
-    def first(pred: object) -> int:
-        a, b = 1, RANKS_LIMIT + 1   # the least n in [a, b) with pred(n), b when none
-        while a < b:
-            mid = (a + b) // 2
-            if pred(mid):  # type: ignore[operator]
-                b = mid
-            else:
-                a = mid + 1
-        return a
-
-    start = first(lambda n: factor(n) >= lo)
-    end = first(lambda n: factor(n) > hi) - 1
+    c = _limit(op)
+    if c is None:   # a constant factor: any rank count, or none
+        return (1, RANKS_LIMIT) if lo <= factor(2) <= hi else None
+    start = 1 if lo <= 0.0 else RANKS_LIMIT + 1 if lo >= c else max(1, math.ceil(c / (c - lo)) - 1)
+    while start <= RANKS_LIMIT and factor(start) < lo:
+        start += 1
+    end = RANKS_LIMIT if hi >= c else min(RANKS_LIMIT, max(0, math.floor(c / (c - hi)) + 1))
+    while end >= 1 and factor(end) > hi:
+        end -= 1
     return (start, end) if start <= end else None
+
+
+@cache
+def _limit(op: str) -> float | None:
+    """c of an op whose factor is c(n-1)/n (its value as n grows), None for a constant one."""
+    factor = SPECS[op].busbw_factor
+    return None if factor(2) == factor(3) else 2.0 * factor(2)
 
 
 def ranks_from_ratio(op: str, algbw: float, busbw: float) -> int | None:
@@ -133,10 +158,10 @@ def ranks_from_ratio(op: str, algbw: float, busbw: float) -> int | None:
     return fits[0] if fits and fits[0] == fits[1] and fits != (1, RANKS_LIMIT) else None
 
 
-@dataclass
+@dataclass(slots=True)
 class Evidence:
     """What one run's table shows about its op; each field None where the table does not show
-    it. ``rows`` holds a row that shows each piece, quoted by refusals."""
+    it. ``row``: the table's last row, quoted by refusals."""
 
     redops: frozenset[str] | None = None
     roots: frozenset[int] | None = None
@@ -149,7 +174,8 @@ class Evidence:
     in_place_checked: bool | None = None
     old_algbw: bool = False           # a pre-2020-06 table: algbw may be busbw (OLD_ALGBW_OPS)
     min_ranks: int | None = None      # ranks the rank lines show (none with split communicators)
-    rows: dict[str, str] = field(default_factory=dict)
+    row: str = ""
+    fits: dict[str, tuple[int, int] | None] = field(default_factory=dict, repr=False, compare=False)
 
     def describe(self, what: str) -> str:
         """One piece of evidence as a refusal states it, with the row that shows it."""
@@ -168,15 +194,16 @@ class Evidence:
             text = "in-place #wrong " + ("checked" if self.in_place_checked else "N/A where out-of-place is checked")
         else:
             text = what
-        row = self.rows.get(what)
-        return f"{text} ('{_short(row)}')" if row else text
+        return f"{text} ('{_short(self.row)}')" if self.row else text
 
 
 def _ratio_ranks(op: str, ev: Evidence) -> tuple[int, int] | None:
     """The rank counts busbw/algbw allows for ``op`` (everything where it says nothing)."""
     if ev.ratio is None or (ev.old_algbw and op in OLD_ALGBW_OPS and ev.ratio[0] <= 1.0 <= ev.ratio[1]):
         return (1, RANKS_LIMIT)
-    return ranks_fitting(op, *ev.ratio)
+    if op not in ev.fits:   # (asked again by decide_op and rank_count)
+        ev.fits[op] = ranks_fitting(op, *ev.ratio)
+    return ev.fits[op]
 
 
 def contradicts(op: str, ev: Evidence) -> str | None:
@@ -216,6 +243,7 @@ def agrees(op: str, ev: Evidence) -> list[str]:
     return [name for name, there in present if there]
 
 
+@lru_cache(maxsize=64)   # asked once per run: a file of thousands of runs has one name
 def ops_in_name(name: str) -> tuple[str, ...]:
     """The ops a file name names, in order (``allgather-allreduce-2runs.txt``: all_gather,
     all_reduce): its words (runs of letters), alone or joined with the next one or two
@@ -245,18 +273,23 @@ def decide_op(ev: Evidence, named: Sequence[tuple[str, str]], file_ops: Sequence
     lines, a program on a command line); they must agree with each other and with the table's
     columns. Without one, the file name's ops narrow what the columns allow. A conflict, or a
     table nothing singles out, raises ``RunRefused``."""
-    fitting = [op for op in ALL_OPS if contradicts(op, ev) is None]
-    ops = list(dict.fromkeys(op for op, _ in named))
+    ops: list[str] = []
+    for op, _line in named:
+        if op not in ops:
+            ops.append(op)
+    if len(ops) == 1 and contradicts(ops[0], ev) is None:   # the common case, checked alone
+        return ops[0], [PRINTED, *agrees(ops[0], ev)]
+    against = {op: contradicts(op, ev) for op in ALL_OPS}
+    fitting = [op for op in ALL_OPS if against[op] is None]
     if len(ops) > 1:
         lines = " and ".join(f"{op} ('{_short(next(ln for o, ln in named if o == op))}')" for op in ops)
         raise RunRefused(f"the log names its op {lines}: not imported")
     if ops:
         op = ops[0]
-        against = contradicts(op, ev)
-        if against is not None:
+        if against.get(op) is not None:
             line = next(ln for o, ln in named if o == op)
             raise RunRefused(f"the log names its op {op} ('{_short(line)}'), but its table's "
-                             f"{ev.describe(against)} does not fit {op}"
+                             f"{ev.describe(against[op] or '')} does not fit {op}"
                              + (f" (it fits {', '.join(fitting)})" if fitting else "") + ": not imported")
         return op, [PRINTED, *agrees(op, ev)]
     if file_ops:
@@ -264,7 +297,7 @@ def decide_op(ev: Evidence, named: Sequence[tuple[str, str]], file_ops: Sequence
         if len(chosen) == 1:
             return chosen[0], [FILE_NAME, *agrees(chosen[0], ev)]
         if not chosen:
-            why = "; ".join(f"{op}: {ev.describe(contradicts(op, ev) or '')}" for op in file_ops)
+            why = "; ".join(f"{op}: {ev.describe(against.get(op) or '')}" for op in file_ops)
             raise RunRefused(f"the file name says {' or '.join(file_ops)}, but the table's columns do not "
                              f"fit {'it' if len(file_ops) == 1 else 'them'} ({why})"
                              + (f"; they fit {', '.join(fitting)}" if fitting else "") + ": not imported")

@@ -170,14 +170,20 @@ def _header(op: str, layout: Layout, shape: tuple[str, ...], error_column: bool,
     return header, stored, len(cols)
 
 
+_ROW_END = frozenset("0123456789A")
+
+
 def _count(text: str, rows: int, stored: list[int], ncols: int) -> int:
     """Value tokens that are numbers, counted in C where the text allows it: every stored column
     holds a number or N/A, unless the rows carry nan/inf/* or the table has columns not stored."""
     # one-character tests first: they scan fastest (a float/sum table holds no 'n' at all)
     if len(stored) == ncols and "*" not in text and ("n" not in text or "nan" not in text and "inf" not in text):
         # a log cut in its last value ('3e' of 3e-08) leaves the one token that is no number there
-        last = text[text.rfind("\n") + 1:].split()
-        cut = sum(1 for i in stored if i < len(last) and last[i] != "N/A" and number(last[i]) is None)
+        # (a row ends in a digit, or the A of N/A, otherwise)
+        cut = 0
+        if text[-1:] not in _ROW_END:
+            last = text[text.rfind("\n") + 1:].split()
+            cut = sum(1 for i in stored if i < len(last) and last[i] != "N/A" and number(last[i]) is None)
         return rows * ncols - (text.count("N/A") if "N" in text else 0) - cut
     return sum(count_values(toks[i] for i in stored if i < len(toks))
                for toks in (ln.split() for ln in text.split("\n")) if toks)

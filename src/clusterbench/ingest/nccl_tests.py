@@ -37,16 +37,11 @@ from clusterbench.families.base import Metric
 from clusterbench.families.collectives.spec import AVG_BUSBW, OUT_OF_BOUNDS, PRINTED_DTYPE_BYTES
 from clusterbench.families.collectives.spec import op_name as _op_name
 from clusterbench.ingest.collectives import (
-    COUNT,
-    FACTOR,
     FILE_NAME,
-    IN_PLACE,
     NRANKS,
     OLD_ALGBW_OPS,
     PRINTED,
     RANK_LIST,
-    REDOP,
-    ROOT,
     Evidence,
     Ranks,
     decide_op,
@@ -103,8 +98,7 @@ _PROGRAM = re.compile(r"\b([a-z_]+_perf)(?:_mpi)?\b")
 _WRAPPER_OP = re.compile(r"(?:^|\s)(?:-t|--test|--collective|--coll)[ =]([A-Za-z_]+)\b")
 MAX_SWEEP_SIZES = 100_000
 CONTEXT_LINES = 3   # lines before another tool's first line handed over with it (its command line)
-_SAMPLE = 8   # the last rows of a table its op and rank evidence is read from
-_SPLIT_GROUP = re.compile(r"\bGroup +[1-9]")   # a rank line of a split communicator (NCCL_TESTS_SPLIT)
+_SAMPLE = 4   # the (algbw, busbw) pairs of a table's last rows (its largest) its evidence reads
 OLD_ALGBW_NOTE = ("algbw not stored: this nccl-tests (before 2020-06) printed busbw in its algbw column for "
                   "all_gather/reduce_scatter, not size/time")
 op_name = lru_cache(maxsize=1024)(_op_name)   # the same program names, run after run   # a header promising more sizes than this is not checked
@@ -638,7 +632,8 @@ class NcclTextParser:
         highest = max(ranks_listed) if ranks_listed else None
         groups = self._groups() if st.nrows else {}
         evidence = self._evidence() if st.nrows else Evidence()
-        if not any(_SPLIT_GROUP.search(line) for line in st.rank_lines):   # (a split communicator's
+        listing = "\n".join(st.rank_lines)
+        if listing.count("Group ") == listing.count("Group  0"):   # no rank of a split communicator (whose
             evidence.min_ranks = stated[1] if stated else highest + 1 if highest is not None else None   # count is its own)
         op = self._op(run, evidence)
         if evidence.ratio_disagrees:
@@ -737,43 +732,39 @@ class NcclTextParser:
 
     def _evidence(self) -> Evidence:
         """What the table's columns show about its op (``ingest.collectives``), read from its
-        largest rows: the redop and root columns, the count against the size, busbw/algbw and
-        which placements' #wrong the tool checked."""
+        last rows (its largest): the redop and root columns, the count against the size,
+        busbw/algbw and which placements' #wrong the tool checked. (Done once per run of a log
+        of thousands: a few C calls over the whole table, Python over two rows.)"""
         st = self.state
         ev = Evidence(old_algbw="#wrong" not in st.layout.names and not st.version)
-        shapes = {part[0] for part in st.parts}
         shape, text, _rows = st.parts[-1]
-        sample = [ln.split() for ln in text.rsplit("\n", _SAMPLE)[-_SAMPLE:] if ln.strip()]
+        sample = [toks for toks in map(str.split, text.rsplit("\n", 2)[-2:]) if toks]
         if not sample:
             return ev
-        last = " ".join(sample[-1])
+        ev.row = " ".join(sample[-1])
         # (st.redops holds 'none' and st.roots -1 for rows without the column: old nccl-tests
         # printed only the columns of the op's parameters)
-        if all("redop" in sh for sh in shapes) or not any("redop" in sh for sh in shapes):
+        shapes = {part[0] for part in st.parts} if len(st.parts) > 1 else {shape}
+        if len({"redop" in sh for sh in shapes}) == 1:   # every part with the column, or none
             ev.redops = frozenset(st.redops)
             ev.redop_column = "redop" in shape
-            ev.rows[REDOP] = last
-        if all("root" in sh for sh in shapes) or not any("root" in sh for sh in shapes):
+        if len({"root" in sh for sh in shapes}) == 1:
             ev.roots = frozenset(map(int, set(st.roots)))
             ev.root_column = "root" in shape
-            ev.rows[ROOT] = last
-        splits: set[int | float] = set()
-        for toks in sample:
+        for toks in reversed(sample):   # the largest row with a size and a count
             size, count, elt = int(toks[0]), int(toks[1]), PRINTED_DTYPE_BYTES.get(toks[2])
             if size and count and elt:
                 k, rest = divmod(size, count * elt)
-                splits.add(k if not rest else size / (count * elt))
-                ev.split_unit = elt
-                ev.rows[COUNT] = " ".join(toks)
-        if len(splits) == 1 and isinstance(k := next(iter(splits)), int) and k >= 1:
-            ev.split = k
-        bounds = ratio_bounds(zip(st.alg[-2 * _SAMPLE:], st.bus[-2 * _SAMPLE:]))
+                ev.split, ev.split_unit = (k if k >= 1 and not rest else None), elt
+                break
+        # the last two rows' pairs (both placements): the largest values, the tightest intervals
+        bounds = ratio_bounds(zip(st.alg[-_SAMPLE:], st.bus[-_SAMPLE:]))
         if bounds is not None and bounds[0] <= bounds[1]:
             ev.ratio = bounds
-            ev.rows[FACTOR] = last
         ev.ratio_disagrees = bounds is not None and bounds[0] > bounds[1]
+        # (two rows: the last may be a log's cut one, its in-place values N/A)
         nlead = 3 + len(shape)
-        checked = {"out": set(), "in": set()}   # per placement: whether #wrong was a number, N/A
+        checked: dict[str, set[bool]] = {"out": set(), "in": set()}   # per placement: a number, or N/A
         for i in st.layout.wrong:
             col = st.layout.cols[i]
             for toks in sample:
@@ -783,8 +774,6 @@ class NcclTextParser:
             ev.in_place_checked = True
         elif checked["in"] == {False} and checked["out"] == {True}:
             ev.in_place_checked = False
-        if ev.in_place_checked is not None:
-            ev.rows[IN_PLACE] = last
         return ev
 
     def _groups(self) -> dict[tuple[str, str, str], list[list[int]]]:
