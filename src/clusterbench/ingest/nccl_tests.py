@@ -98,7 +98,7 @@ _PROGRAM = re.compile(r"\b([a-z_]+_perf)(?:_mpi)?\b")
 _WRAPPER_OP = re.compile(r"(?:^|\s)(?:-t|--test|--collective|--coll)[ =]([A-Za-z_]+)\b")
 MAX_SWEEP_SIZES = 100_000
 CONTEXT_LINES = 3   # lines before another tool's first line handed over with it (its command line)
-_SAMPLE = 4   # the (algbw, busbw) pairs of a table's last rows (its largest) its evidence reads
+_SAMPLE = 2   # the (algbw, busbw) pairs of a table's last rows (its largest) its evidence reads
 OLD_ALGBW_NOTE = ("algbw not stored: this nccl-tests (before 2020-06) printed busbw in its algbw column for "
                   "all_gather/reduce_scatter, not size/time")
 op_name = lru_cache(maxsize=1024)(_op_name)   # the same program names, run after run   # a header promising more sizes than this is not checked
