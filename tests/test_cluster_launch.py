@@ -11,6 +11,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+from k8s_schemas import (
+    DSTACK_SCHEMA,
+    check,
+    mpijob_schema,
+    pytorchjob_schema,
+    strict,
+)
 
 from clusterbench.errors import UsageError
 from clusterbench.launch import dstack, k8s, mpi, netenv, slurm
@@ -225,48 +232,12 @@ def test_ipv6_rendezvous_hosts_are_addresses_not_options():
 
 # -- Kubernetes and dstack -------------------------------------------------------------------
 
-def _strict(schema: dict, doc, path="") -> list[str]:
-    """Fields the schema does not know (the API server would prune them silently)."""
-    out: list[str] = []
-    if not isinstance(doc, dict) or schema.get("x-kubernetes-preserve-unknown-fields"):
-        if isinstance(doc, list) and "items" in schema:
-            for i, x in enumerate(doc):
-                out += _strict(schema["items"], x, f"{path}[{i}]")
-        return out
-    props = schema.get("properties")
-    extra = schema.get("additionalProperties")
-    for k, v in doc.items():
-        if not path and k in ("apiVersion", "kind", "metadata"):
-            continue  # every object has these; the API server never prunes them
-        if props is not None and k in props:
-            out += _strict(props[k], v, f"{path}.{k}")
-        elif isinstance(extra, dict):
-            out += _strict(extra, v, f"{path}.{k}")
-        elif props is not None:
-            out.append(f"{path}.{k}")
-    return out
-
-
-def _pytorchjob_schema() -> dict:
-    return yaml.safe_load((SCHEMAS / "training-operator_pytorchjobs_v1_excerpt.yaml").read_text())["openAPIV3Schema"]
-
-
-def _mpijob_schema() -> dict:
-    crd = yaml.safe_load((SCHEMAS / "mpi-operator_crd.yaml").read_text())
-    return next(v for v in crd["spec"]["versions"] if v["name"] == "v2beta1")["schema"]["openAPIV3Schema"]
-
-
-def _check(schema: dict, doc: dict) -> None:
-    jsonschema.validate(doc, schema)
-    assert _strict(schema, doc) == []
-
-
 def test_pytorchjob_matches_the_crd_schema():
     spec = Spec(nodes=8, procs_per_node=2, gpus_per_node=2, env={"NCCL_IB_GID_INDEX": "3"},
                 command=["coll", "all_reduce", "-b", "1M", "-e", "1G"])
     doc = k8s.pytorchjob(spec, k8s.K8sOptions(networks=("sriov-a", "sriov-b"), cpu="1", memory="10Gi",
                                               extra_resources={"rdma/roce_gdr": "1"}))
-    _check(_pytorchjob_schema(), doc)
+    check(pytorchjob_schema(), doc)
     master, worker = doc["spec"]["pytorchReplicaSpecs"]["Master"], doc["spec"]["pytorchReplicaSpecs"]["Worker"]
     assert master["replicas"] == 1 and worker["replicas"] == 7
     pod = worker["template"]
@@ -277,7 +248,7 @@ def test_pytorchjob_matches_the_crd_schema():
     assert c["command"][-6:] == ["coll", "all_reduce", "-b", "1M", "-e", "1G"]
     # a typo'd field is caught: the strict walk knows the schema's fields
     pod["spec"]["containers"][0]["volumeMount"] = []
-    assert _strict(_pytorchjob_schema(), doc) == [
+    assert strict(pytorchjob_schema(), doc) == [
         ".spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].volumeMount"]
 
 
@@ -285,14 +256,14 @@ def test_mpijob_matches_the_crd_schema_and_single_node_has_no_worker():
     spec = Spec(nodes=2, procs_per_node=8, gpus_per_node=8, command=["coll", "all_reduce"])
     doc = k8s.mpijob(spec, k8s.K8sOptions(gpu_resource="amd.com/gpu", image="registry.example/cb:0.1",
                                           install=None))
-    _check(_mpijob_schema(), doc)
+    check(mpijob_schema(), doc)
     assert doc["spec"]["slotsPerWorker"] == 8 and doc["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 2
     one = k8s.pytorchjob(Spec(nodes=1, command=["net"]), k8s.K8sOptions())
-    _check(_pytorchjob_schema(), one)
+    check(pytorchjob_schema(), one)
     assert "Worker" not in one["spec"]["pytorchReplicaSpecs"]
     bad = dict(doc, spec=dict(doc["spec"], slotsPerWorker=0))
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(bad, _mpijob_schema())
+        jsonschema.validate(bad, mpijob_schema())
 
 
 def test_k8s_cli_yaml_has_no_anchors_and_validates():
@@ -300,24 +271,8 @@ def test_k8s_cli_yaml_has_no_anchors_and_validates():
             "--network", "roce-net", "--", "coll", "all_reduce")
     assert r.returncode == 0, r.stderr
     assert "&id" not in r.stdout
-    _check(_pytorchjob_schema(), yaml.safe_load(r.stdout))
+    check(pytorchjob_schema(), yaml.safe_load(r.stdout))
     assert _cb("launch", "k8s", "--name", "Bad_Name", "--", "net").returncode == 2
-
-
-DSTACK_SCHEMA = {  # the fields of a dstack distributed task, from dstack's task reference
-    "type": "object", "required": ["type", "commands", "nodes"],
-    "properties": {
-        "type": {"const": "task"}, "name": {"type": "string", "pattern": "^[a-z][a-z0-9-]{1,40}$"},
-        "nodes": {"type": "integer", "minimum": 1},
-        "startup_order": {"enum": ["any", "master-first", "workers-first"]},
-        "stop_criteria": {"enum": ["all-done", "master-done"]},
-        "image": {"type": "string"}, "env": {"type": "array", "items": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*="}},
-        "commands": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-        "resources": {"type": "object", "properties": {"gpu": {"type": ["string", "integer"]},
-                                                       "shm_size": {"type": "string"}}},
-    },
-    "additionalProperties": False,
-}
 
 
 def test_dstack_task_like_the_seed():
@@ -398,7 +353,7 @@ def test_k8s_db_secret_sets_the_url_from_the_secret_never_the_url():
             "--", "coll", "all_reduce")
     assert r.returncode == 0, r.stderr
     doc = yaml.safe_load(r.stdout)
-    _check(_pytorchjob_schema(), doc)
+    check(pytorchjob_schema(), doc)
     for role in ("Master", "Worker"):
         env = doc["spec"]["pytorchReplicaSpecs"][role]["template"]["spec"]["containers"][0]["env"]
         assert env == [{"name": "NCCL_DEBUG", "value": "INFO"},
@@ -408,7 +363,7 @@ def test_k8s_db_secret_sets_the_url_from_the_secret_never_the_url():
     assert (default_key.name, default_key.key) == ("team-db", "url")
     # a wrong field inside the reference is caught by the transcribed schema
     _master(doc)["env"][1]["valueFrom"]["secretKeyRef"]["keyy"] = "x"
-    assert _strict(_pytorchjob_schema(), doc) == [
+    assert strict(pytorchjob_schema(), doc) == [
         ".spec.pytorchReplicaSpecs.Master.template.spec.containers[0].env[1].valueFrom.secretKeyRef.keyy"]
 
 
@@ -417,7 +372,7 @@ def test_k8s_mpijob_forwards_the_secret_to_the_ranks_and_needs_an_image():
             "--", "coll", "all_reduce")
     assert r.returncode == 0, r.stderr
     doc = yaml.safe_load(r.stdout)
-    _check(_mpijob_schema(), doc)
+    check(mpijob_schema(), doc)
     launcher = doc["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
     cmd = launcher["command"]
     assert cmd[cmd.index("clusterbench") - 2:cmd.index("clusterbench")] == ["-x", "CLUSTERBENCH_DB"]
@@ -439,7 +394,7 @@ def test_k8s_installs_clusterbench_on_a_public_pytorch_image(tmp_path):
 
     r = _cb("launch", "k8s", "--nodes", "2", "--", "coll", "all_reduce", "--tag", EVIL)
     doc = yaml.safe_load(r.stdout)
-    _check(_pytorchjob_schema(), doc)
+    check(pytorchjob_schema(), doc)
     c = _master(doc)
     # the kubelet reduces $$ to $ (and would expand $(VAR) in a word that was not doubled)
     c["command"] = [w.replace("$$", "$") for w in c["command"]]

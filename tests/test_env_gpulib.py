@@ -7,6 +7,8 @@ including a counter that raises (a GPU without ECC) and values AMD SMI reports a
 
 from types import SimpleNamespace
 
+from gpu_fakes import fake_amdsmi
+
 from clusterbench.envinfo.gpulib import AmdSmi, Nvml
 
 
@@ -74,41 +76,8 @@ def test_nvml_sample_and_throttle_bits():
     assert idle[(0, "gpu_throttle_thermal")] == 0.0 and idle[(0, "gpu_throttle_power")] == 0.0
 
 
-def _fake_amdsmi():
-    class E:
-        VRAM = "vram"
-        HOTSPOT = "hotspot"
-        CURRENT = "current"
-        GFX = "gfx"
-        MEM = "mem"
-
-    def boom(*_a):
-        raise RuntimeError("AMDSMI_STATUS_NOT_SUPPORTED")
-
-    return SimpleNamespace(
-        AmdSmiMemoryType=E, AmdSmiTemperatureType=E, AmdSmiTemperatureMetric=E, AmdSmiClkType=E,
-        amdsmi_get_processor_handles=lambda: ["p0"],
-        amdsmi_get_gpu_driver_info=lambda h: {"driver_name": "amdgpu", "driver_version": "6.8.5"},
-        amdsmi_get_lib_version=lambda: {"major": 24, "minor": 6, "release": 2},
-        amdsmi_get_gpu_asic_info=lambda h: {"market_name": "AMD Instinct MI300X", "asic_serial": "0x1FA8"},
-        amdsmi_get_gpu_memory_total=lambda h, t: 206141652992,
-        amdsmi_get_gpu_device_uuid=lambda h: "1fff74a1-0000-1000-80a8-e3b2c0d4e5f6",
-        amdsmi_get_gpu_device_bdf=lambda h: "0000:0c:00.0",
-        amdsmi_get_gpu_vbios_info=lambda h: {"vbios_version": "113-M3000100-102"},
-        amdsmi_get_gpu_compute_partition=lambda h: "CPX",
-        amdsmi_get_gpu_memory_partition=lambda h: "NPS4",
-        amdsmi_get_gpu_total_ecc_count=lambda h: {"correctable_count": 3, "uncorrectable_count": 0},
-        amdsmi_get_power_info=lambda h: {"current_socket_power": "N/A", "average_socket_power": 654},
-        amdsmi_get_temp_metric=lambda h, t, m: 71,
-        amdsmi_get_clock_info=lambda h, c: {"clk": 2100 if c == "gfx" else 1300},
-        amdsmi_get_gpu_activity=lambda h: {"gfx_activity": 88, "umc_activity": "N/A"},
-        amdsmi_get_gpu_memory_usage=lambda h, t: 4 << 30,
-        amdsmi_get_gpu_metrics_info=boom,
-    )
-
-
 def test_amdsmi_mapping():
-    lib = AmdSmi(_fake_amdsmi())
+    lib = AmdSmi(fake_amdsmi())
     assert lib.versions() == {"amdgpu_driver": "6.8.5", "amdsmi": "24.6.2"}
     (d,) = lib.devices()
     assert (d["name"], d["pci"], d["compute_partition"], d["memory_partition"], d["vbios"]) == \
@@ -129,7 +98,7 @@ def test_amdsmi_clock_field_before_and_after_rocm_6_2():
     assert amd_clock({"cur_clk": 1900, "min_clk": 500}) == 1900.0      # ROCm 6.0 / 6.1
     assert amd_clock({"clk": "N/A", "cur_clk": 1800}) == 1800.0
     assert amd_clock({"clk": "N/A"}) is None and amd_clock(None) is None
-    fake = _fake_amdsmi()
+    fake = fake_amdsmi()
     fake.amdsmi_get_clock_info = lambda h, c: {"cur_clk": 2000 if c == "gfx" else 1200}
     got = {m: v for _, m, v, _u in AmdSmi(fake).sample()}
     assert got["gpu_sm_clock"] == 2000.0 and got["gpu_mem_clock"] == 1200.0
@@ -137,7 +106,7 @@ def test_amdsmi_clock_field_before_and_after_rocm_6_2():
 
 def test_mi300_throttling_from_residency_counters():
     """MI300: throttle_status is N/A; the accumulated residency counters grow while throttled."""
-    fake = _fake_amdsmi()
+    fake = fake_amdsmi()
     metrics = {"throttle_status": "N/A", "indep_throttle_status": "N/A", "accumulation_counter": 100,
                "prochot_residency_acc": 0, "ppt_residency_acc": 50, "socket_thm_residency_acc": 7,
                "vr_thm_residency_acc": 0, "hbm_thm_residency_acc": 0}

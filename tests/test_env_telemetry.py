@@ -3,6 +3,7 @@
 import time
 
 import pytest
+from rankfns import slow_steps
 
 from clusterbench.ranks.context import RankOptions
 from clusterbench.ranks.driver import Job, execute
@@ -62,21 +63,6 @@ def test_summarize():
     assert summary["h/gpu0/gpu_power"] == {"min": 101.0, "max": 102.0, "mean": 101.5, "count": 2.0}
 
 
-def slow_steps(ctx, config):
-    """Per-rank function (imported by the ranks): a few steps long enough for several ticks."""
-    import torch
-    import torch.distributed as dist
-
-    from clusterbench.records import Measurement
-
-    for step in range(config["steps"]):
-        time.sleep(config["sleep"])
-        t = torch.ones(1)
-        dist.all_reduce(t)
-        ctx.progress()
-        ctx.record([Measurement("selftest", "value", float(t.item()), "", {"step": step})])
-
-
 def _events(interval, np=2):
     events = []
     outcome = execute(Job(slow_steps, {"steps": 3, "sleep": 0.1},
@@ -132,7 +118,7 @@ import json, sys
 from clusterbench.ranks.context import RankOptions
 from clusterbench.ranks.driver import Job, execute
 from clusterbench.records import Meta, Telemetry
-from test_env_telemetry import slow_steps
+from rankfns import slow_steps
 events = []
 outcome = execute(Job(slow_steps, {"steps": 3, "sleep": 0.1},
                       RankOptions(device="cpu", timeout=60, telemetry_interval=0.05)), events.append)
@@ -158,7 +144,7 @@ def test_two_hosts_under_a_launcher(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    tests_dir = os.path.dirname(__file__)
+    tests_dir = os.path.join(os.path.dirname(__file__), "helpers")   # rankfns
     procs = []
     for rank, host in enumerate(("node-a", "node-b")):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1",

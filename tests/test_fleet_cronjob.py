@@ -3,13 +3,13 @@ published OpenAPI (tests/data/schemas), the schedule checked as cron syntax and 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import jsonschema
 import pytest
 import yaml
 from judge_helpers import cli
+from k8s_schemas import CRONJOB, OPENAPI, check_cronjob, strict_openapi
 
 from clusterbench.errors import UsageError
 from clusterbench.launch import k8s
@@ -17,46 +17,6 @@ from clusterbench.launch.common import Spec
 from clusterbench.launch.cron import check_schedule, check_time_zone
 
 SCHEMAS = Path(__file__).parent / "data" / "schemas"
-OPENAPI = json.loads((SCHEMAS / "kubernetes_batch_v1_cronjob_excerpt.json").read_text())
-CRONJOB = "io.k8s.api.batch.v1.CronJob"
-
-
-def _resolve(schema: dict) -> dict:
-    """Follow OpenAPI's ``allOf: [{$ref}]`` and ``$ref`` to the schema they name."""
-    while True:
-        if "$ref" in schema:
-            schema = OPENAPI["components"]["schemas"][schema["$ref"].rsplit("/", 1)[-1]]
-        elif "allOf" in schema and len(schema["allOf"]) == 1:
-            schema = {**schema["allOf"][0], **{k: v for k, v in schema.items() if k != "allOf"}}
-        else:
-            return schema
-
-
-def _strict(schema: dict, doc, path: str = "") -> list[str]:
-    """Fields the transcribed schema does not know (the API server would prune or reject them)."""
-    schema = _resolve(schema)
-    if schema.get("x-clusterbench-elided"):
-        return []
-    if isinstance(doc, list):
-        return [x for i, v in enumerate(doc) for x in _strict(schema.get("items", {}), v, f"{path}[{i}]")]
-    if not isinstance(doc, dict):
-        return []
-    out = []
-    props, extra = schema.get("properties"), schema.get("additionalProperties")
-    for k, v in doc.items():
-        if props is not None and k in props:
-            out += _strict(props[k], v, f"{path}.{k}")
-        elif isinstance(extra, dict):
-            out += _strict(extra, v, f"{path}.{k}")
-        else:
-            out.append(f"{path}.{k}")
-    return out
-
-
-def _check(doc: dict) -> None:
-    schema = {"$ref": f"#/components/schemas/{CRONJOB}", **OPENAPI}
-    jsonschema.validate(doc, schema)
-    assert _strict(OPENAPI["components"]["schemas"][CRONJOB], doc) == []
 
 
 def _cron(*extra: str, command=("qualify", "--profile", "amd-mi300x-oem")) -> dict:
@@ -67,7 +27,7 @@ def _cron(*extra: str, command=("qualify", "--profile", "amd-mi300x-oem")) -> di
 
 def test_cronjob_matches_the_kubernetes_schema():
     doc = _cron("0 3 * * *", "Europe/Berlin", "clusterbench-tainter")
-    _check(doc)
+    check_cronjob(doc)
     assert doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]["serviceAccountName"] == "clusterbench-tainter"
     spec = doc["spec"]
     assert spec["schedule"] == "0 3 * * *" and spec["timeZone"] == "Europe/Berlin"
@@ -87,10 +47,10 @@ def test_cronjob_matches_the_kubernetes_schema():
     assert c["resources"]["limits"]["amd.com/gpu"] == "8"
     # the walk is a real check: a misspelt field is reported
     pod["spec"]["containers"][0]["volumeMount"] = []
-    assert _strict(OPENAPI["components"]["schemas"][CRONJOB], doc) == [
+    assert strict_openapi(OPENAPI["components"]["schemas"][CRONJOB], doc) == [
         ".spec.jobTemplate.spec.template.spec.containers[0].volumeMount"]
     with pytest.raises(jsonschema.ValidationError):   # and so is a wrong type
-        _check({**doc, "spec": {**doc["spec"], "successfulJobsHistoryLimit": "three"}})
+        check_cronjob({**doc, "spec": {**doc["spec"], "successfulJobsHistoryLimit": "three"}})
 
 
 def test_command_words_stay_literal_in_kubernetes():
@@ -126,7 +86,7 @@ def test_time_zone_and_cli(capsys):
                        "--", "qualify", "--profile", "cpu-smoke")
     assert rc == 0, err
     doc = yaml.safe_load(out)
-    _check(doc)
+    check_cronjob(doc)
     c = doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
     assert c["command"][-4:] == ["qualify", "--json", "--profile", "cpu-smoke"]   # its log carries JSON lines
     assert "&id" not in out

@@ -8,8 +8,7 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
-from judge_helpers import cli
-from test_judge_seed import EXPECTED, seed_db  # noqa: F401  (fixture)
+from judge_helpers import EXPECTED, cli
 
 from clusterbench.report import junit
 

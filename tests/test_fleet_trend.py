@@ -11,7 +11,7 @@ from fleet_helpers import night, real_measurements, store_history
 from json_schema import check_lines
 from judge_helpers import cli, json_lines
 
-from clusterbench.judge.changepoint import Settings, find_changes, l1_split, scan_p_value
+from clusterbench.judge.changepoint import Settings, find_changes, l1_interval, scan_p_value
 
 HOSTS = ["gpu01", "gpu02", "gpu03", "gpu04"]
 A3MEGA = "nccl-tests/a3mega-h100-2node-all_reduce.txt"
@@ -183,8 +183,8 @@ def test_scan_statistics():
     # perfectly separated halves: the smallest p the permutations can give
     obs, p = scan_p_value([10] * 8 + [5] * 8, Settings(permutations=999))
     assert p == pytest.approx(1 / 1000)
-    # the L1 split finds the gap even when the first value after it is the best of its level
-    assert l1_split([10, 10.1, 9.9, 10, 10.05, 8.9, 8.5, 8.4, 8.6, 8.5], 3) == 5
+    # the L1 search finds the gap even when the first value after it is the best of its level
+    assert l1_interval([10, 10.1, 9.9, 10, 10.05, 8.9, 8.5, 8.4, 8.6, 8.5], 3, inner=False) == (0, 5)
     with pytest.raises(ValueError):
         find_changes([1.0, float("nan")] * 5)
     # deterministic: the same history, the same p-value

@@ -11,7 +11,7 @@ import pytest
 import torch
 from work_helpers import cli
 
-from clusterbench.bench.gemm import spec as gemm_spec
+from clusterbench.families.gemm import spec as gemm_spec
 from clusterbench.store import Store
 
 pytestmark = [pytest.mark.gpu,

@@ -29,10 +29,10 @@ from typing import Any
 import pytest
 
 import clusterbench.ingest as ingest
-from clusterbench.cli.commands.importcmd import _runs_of
 from clusterbench.errors import ClusterbenchError
 from clusterbench.ingest import detect_tool, iter_runs, nccl_parallel, parse_text
 from clusterbench.ingest.common import Lines, TextCleaner, clean_lines, text_lines
+from clusterbench.ingest.source import runs_of as _runs_of
 from clusterbench.records import Measurement, Run
 from clusterbench.report.jsonl import run_lines
 

@@ -5,7 +5,8 @@ says which source file and version each follows.
 """
 
 import pytest
-from test_import_net_tools import DATA, pick, runs
+from ingest_helpers import pick, runs
+from paths import DATA
 
 from clusterbench.ingest import LogFormatError, detect_tool, parse_text
 

@@ -9,7 +9,7 @@ from clusterbench.families.collectives.spec import op_in_text as op_from_filenam
 from clusterbench.families.collectives.spec import op_name as normalize_op
 from clusterbench.ingest import LogFormatError, common, detect_tool, iter_runs, parse_text
 from clusterbench.ingest.collectives import Evidence, decide_op, ops_in_name, ranks_from_ratio
-from clusterbench.ingest.nccl_tests import nccl_version_from_code, parse_lines, sweep_from_header
+from clusterbench.ingest.nccl_tests import nccl_version_from_code, parse_lines
 
 DATA = Path(__file__).parent / "data" / "nccl-tests"
 # Logs that must be refused, each with why (tested below)
@@ -212,8 +212,6 @@ def test_collective_names_and_factors():
         op(redops=frozenset({"none"}), roots=frozenset({-1}), split=8, ratio=(0.8749, 0.8751))
     assert ops_in_name("x-allgather-allreduce-2runs.txt") == ("all_gather", "all_reduce")
     assert nccl_version_from_code(22907) == "2.29.7" and nccl_version_from_code(2708) == "2.7.8"
-    assert sweep_from_header("nThread: 1 nGpus: 1 minBytes: 8 maxBytes: 128 step: 2(factor) warmupIters: 5 "
-                             "iters: 20 validation: 1")["warmup_iters"] == 5
 
 
 def _records(text, name):

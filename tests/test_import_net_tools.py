@@ -3,20 +3,11 @@
 from pathlib import Path
 
 import pytest
+from ingest_helpers import pick, runs
 
 from clusterbench.ingest import LogFormatError, detect_tool, parse_text
 
 DATA = Path(__file__).parent / "data"
-
-
-def runs(tool, name):
-    return parse_text((DATA / tool / name).read_text(), name=name)
-
-
-def pick(ms, metric, **params):
-    found = [m for m in ms if m.metric == metric and all(m.params.get(k) == v for k, v in params.items())]
-    assert len(found) == 1, (metric, params, found)
-    return found[0]
 
 
 @pytest.mark.parametrize("tool", ["perftest", "iperf3", "osu"])

@@ -3,7 +3,8 @@
 import json
 
 import pytest
-from test_import_net_tools import DATA, pick, runs
+from ingest_helpers import pick, runs
+from paths import DATA
 
 from clusterbench.ingest import LogFormatError, detect_tool, parse_text
 from clusterbench.ingest.perftest import _columns

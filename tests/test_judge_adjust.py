@@ -1,26 +1,20 @@
 """Adjusting the A/B rows' p-values for testing many rows at once (judge/stats.py holm,
 benjamini_hochberg; judge/compare.py) and what it does to a real 34-size sweep.
 
-``python tests/test_judge_adjust.py`` prints the table of docs/judge.md ("Many rows at once")
+``python tests/helpers/adjust_trials.py`` prints the table of docs/judge.md ("Many rows at once")
 from more trials than the tests use; the numbers there come from it."""
 
 from __future__ import annotations
 
 import math
 import random
-import sys
-from pathlib import Path
 
 import pytest
+from adjust_trials import LARGE, base_sweep, simulate, sweep_runs
+from judge_helpers import cli, json_lines, save
 
-sys.path.insert(0, str(Path(__file__).parent))   # run as a script, not only under pytest
-
-from judge_helpers import cli, json_lines, save  # noqa: E402
-
-from clusterbench.judge.compare import ADJUSTMENTS, DEFAULT_ADJUST, compare, family_size  # noqa: E402
-from clusterbench.judge.select import Row  # noqa: E402
-from clusterbench.judge.stats import adjust, benjamini_hochberg, holm  # noqa: E402
-from clusterbench.records import Measurement, Run  # noqa: E402
+from clusterbench.judge.compare import DEFAULT_ADJUST, compare, family_size
+from clusterbench.judge.stats import adjust, benjamini_hochberg, holm
 
 # The worked example of Benjamini and Hochberg (1995), section 4.2: the 15 p-values of a trial of
 # a treatment after myocardial infarction (Neuhaus et al. 1992), sorted.
@@ -98,58 +92,6 @@ def test_adjusted_p_values_are_monotone_in_the_raw_ones():
 
 # -- a real sweep, repeated -----------------------------------------------------------------------
 
-LOG = "nccl-tests/superbench-nccl_allreduce.log"   # 34 sizes, 0 B..8 GiB, in and out of place, 8x A100
-LARGE = 64 << 20                                  # "large sizes": 64 MiB and up, 8 sizes
-
-
-def _base() -> list[Measurement]:
-    from fleet_helpers import real_measurements
-
-    return [m for m in real_measurements(LOG) if m.metric in ("busbw", "algbw", "time_us")]
-
-
-def sweep_runs(base: list[Measurement], runs: int, cv: float, rng: random.Random, start: int,
-               step: float = 0.0) -> list[Row]:
-    """``runs`` repetitions of the sweep: each row's bandwidths times one factor 1 + N(0, cv) per
-    run (busbw and algbw are one measurement, time its inverse), busbw and algbw above ``LARGE``
-    bytes lower by ``step``, values rounded as nccl-tests prints them (2 decimals for GB/s)."""
-    out = []
-    for i in range(runs):
-        run = Run("import", id=start + i)
-        factors: dict[tuple, float] = {}
-        for m in base:
-            key = (m.params["bytes"], m.params["placement"])
-            f = factors.setdefault(key, (1 + rng.gauss(0, cv)) * (1 - step if key[0] >= LARGE else 1.0))
-            if m.metric == "time_us":
-                value = round(m.value / f, 1)
-            else:
-                value = round(m.value * f, 2)
-            out.append(Row(run, Measurement(m.benchmark, m.metric, value, m.unit, dict(m.params))))
-    return out
-
-
-def simulate(trials: int, runs: int, cv: float, step: float, seed: int) -> dict[str, tuple[int, int, int, int]]:
-    """Per method: (chance worse or better, unchanged busbw rows, changed rows found worse, changed
-    rows) over ``trials`` comparisons of ``runs`` runs a side."""
-    base, rng = _base(), random.Random(seed)
-    totals = {m: [0, 0, 0, 0] for m in ADJUSTMENTS}
-    for _ in range(trials):
-        a = sweep_runs(base, runs, cv, rng, 1)
-        b = sweep_runs(base, runs, cv, rng, 1000, step)
-        for method in ADJUSTMENTS:
-            t = totals[method]
-            for c in compare(a, b, adjust_by=method):
-                if c.metric != "busbw" or (c.a.sd == 0 and c.b.sd == 0):
-                    continue   # one row per measurement; a row printed as 0.00 every time is no test
-                if step and c.params["bytes"] >= LARGE:
-                    t[2] += c.status == "worse"
-                    t[3] += 1
-                else:
-                    t[0] += c.status in ("worse", "better")
-                    t[1] += 1
-    return {m: (t[0], t[1], t[2], t[3]) for m, t in totals.items()}
-
-
 def test_default_is_fdr():
     assert DEFAULT_ADJUST == "fdr"
 
@@ -159,7 +101,7 @@ def test_chance_rows_go_while_a_real_step_stays():
     out changed by chance, with or without a real change elsewhere; under the default they are
     gone, and a real 10% drop of busbw at the 16 large rows is found in every one of them (Holm,
     stricter, loses some). One fixed seed: the same rows every time."""
-    base = _base()
+    base = base_sweep()
     rng = random.Random(3)
     a = sweep_runs(base, 5, 0.02, rng, 1)
     same = sweep_runs(base, 5, 0.02, rng, 1000)
@@ -186,7 +128,7 @@ def test_chance_rows_go_while_a_real_step_stays():
 
 
 def test_derived_metrics_follow_their_measurement():
-    base = _base()
+    base = base_sweep()
     rng = random.Random(5)
     a, b = sweep_runs(base, 5, 0.02, rng, 1), sweep_runs(base, 5, 0.02, rng, 1000, step=0.05)
     for method in ("holm", "fdr"):
@@ -208,7 +150,7 @@ def test_holm_is_stricter_than_fdr_on_a_small_change():
 
 def _store_two_sides(db) -> None:
     """Five runs a side at 3% noise; B 10% lower at the large sizes (env=a, env=b)."""
-    base = _base()
+    base = base_sweep()
     rng = random.Random(11)
     for side, start, step in (("a", 1, 0.0), ("b", 1000, 0.10)):
         rows = sweep_runs(base, 5, 0.03, rng, start, step)
@@ -263,22 +205,3 @@ def test_report_verdict_agrees_with_compare(tmp_path, db, capsys):
         assert f": {worse} worse, {better} better, " in reason
         assert ("p adjusted by fdr over" in reason) == (method == "fdr")
 
-
-def main() -> None:
-    """The table of docs/judge.md: chance rows per 100 unchanged ones, and the share of a real
-    step found, per method."""
-    print("| runs a side | noise (CV) | step | method | chance worse/better per 100 unchanged rows "
-          "| step rows found |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    for runs, cv in ((5, 0.01), (5, 0.02), (5, 0.03), (3, 0.02), (10, 0.02)):
-        for step in (0.0, 0.05, 0.10):
-            res = simulate(trials=100, runs=runs, cv=cv, step=step, seed=1)
-            for method in ADJUSTMENTS:
-                chance, unchanged, found, changed = res[method]
-                share = f"{100 * found / changed:.0f}%" if changed else "-"
-                print(f"| {runs} | {cv * 100:.0f}% | {step * 100:.0f}% | {method} | "
-                      f"{100 * chance / unchanged:.2f} | {share} |")
-
-
-if __name__ == "__main__":
-    main()

@@ -31,8 +31,12 @@ from pathlib import Path
 import pytest
 import yaml
 from judge_helpers import run_cli
-from test_cluster_launch import _check, _mpijob_schema, _pytorchjob_schema
-from test_fleet_cronjob import _check as _check_cronjob
+from k8s_schemas import (
+    check,
+    check_cronjob,
+    mpijob_schema,
+    pytorchjob_schema,
+)
 
 SEED = 20240611
 
@@ -170,13 +174,13 @@ def _k8s(out: str, bindir: Path, cwd: Path) -> Seen:
     _yaml_strict(out)
     doc = yaml.safe_load(out)
     if doc["kind"] == "PyTorchJob":
-        _check(_pytorchjob_schema(), doc)
+        check(pytorchjob_schema(), doc)
         main = doc["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
     elif doc["kind"] == "CronJob":
-        _check_cronjob(doc)
+        check_cronjob(doc)
         main = doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
     else:
-        _check(_mpijob_schema(), doc)
+        check(mpijob_schema(), doc)
         main = doc["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
     for e in main.get("env") or []:
         assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", e["name"]), e["name"]

@@ -23,8 +23,13 @@ import jsonschema
 import pytest
 import yaml
 from judge_helpers import run_cli
-from test_cluster_launch import DSTACK_SCHEMA, _check, _mpijob_schema, _pytorchjob_schema
-from test_fleet_cronjob import _check as _check_cronjob
+from k8s_schemas import (
+    DSTACK_SCHEMA,
+    check,
+    check_cronjob,
+    mpijob_schema,
+    pytorchjob_schema,
+)
 
 PAYLOADS = {
     "newline": "x\ntouch {m}",
@@ -184,16 +189,16 @@ def _main_container(doc: dict) -> list[dict]:
     runtime: ``$(VAR)`` of the container's env expanded, ``$$`` -> ``$``, in the command and in
     each env value (a Secret's value stands as ``SECRET``)."""
     if doc["kind"] == "PyTorchJob":
-        _check(_pytorchjob_schema(), doc)
+        check(pytorchjob_schema(), doc)
         replicas = doc["spec"]["pytorchReplicaSpecs"]
         assert set(replicas) == {"Master", "Worker"} and replicas["Worker"]["replicas"] == 1
         main = replicas["Master"]["template"]["spec"]["containers"]
     elif doc["kind"] == "CronJob":
-        _check_cronjob(doc)
+        check_cronjob(doc)
         assert doc["spec"]["jobTemplate"]["spec"]["completions"] == 2
         main = doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
     else:
-        _check(_mpijob_schema(), doc)
+        check(mpijob_schema(), doc)
         main = doc["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]
     defined: dict[str, str] = {}
     for e in main[0].get("env") or []:  # in order: a value sees the variables defined before it

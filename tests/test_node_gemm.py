@@ -10,12 +10,13 @@ import pytest
 import torch
 
 from clusterbench.bench.gemm import main as gemm_main
-from clusterbench.bench.gemm import ops, spec
+from clusterbench.bench.gemm import ops
 from clusterbench.bench.gemm.config import gemm_config as build_config
 from clusterbench.bench.gemm.config import parse_dtypes
 from clusterbench.bench.gemm.main import GemmConfig
 from clusterbench.cli import main
 from clusterbench.errors import UsageError
+from clusterbench.families.gemm import spec
 from clusterbench.ranks.context import RankOptions
 from clusterbench.ranks.driver import Job, execute
 from clusterbench.records import Failure

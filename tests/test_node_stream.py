@@ -7,13 +7,14 @@ import json
 import node_doubles
 import pytest
 
+from clusterbench.bench.stream import check as analytic
 from clusterbench.bench.stream import main as stream_main
-from clusterbench.bench.stream import spec
 from clusterbench.bench.stream.config import parse_sweep
 from clusterbench.bench.stream.kernels import TorchStream
 from clusterbench.bench.stream.main import StreamConfig, run_size
 from clusterbench.cli import main
 from clusterbench.errors import UsageError
+from clusterbench.families.stream import spec
 from clusterbench.ranks.context import RankOptions
 from clusterbench.ranks.driver import Job, execute
 from clusterbench.records import Failure
@@ -40,7 +41,7 @@ def test_kernel_table_matches_babelstream():
 
 
 def test_gold_follows_the_recurrence():
-    g = spec.gold(["Copy", "Mul", "Add", "Triad", "Dot"], 1, 10, "double")
+    g = analytic.gold(["Copy", "Mul", "Add", "Triad", "Dot"], 1, 10, "double")
     c = 0.1
     b = 0.4 * c
     c = 0.1 + b
@@ -56,8 +57,8 @@ def test_real_kernels_pass_the_check(dtype):
     impl.init_arrays()
     times, dot = run_size(impl, spec.ordered(names), 5, lambda fn: (fn(), 1e-3)[1], lambda: None)
     assert all(len(v) == 4 for v in times.values())
-    g = spec.gold(spec.ordered(names), 5, 4096, dtype)
-    assert spec.check(g, impl.mean_abs_errors(g.a, g.b, g.c), dot, dtype) == []
+    g = analytic.gold(spec.ordered(names), 5, 4096, dtype)
+    assert analytic.check(g, impl.mean_abs_errors(g.a, g.b, g.c), dot, dtype) == []
 
 
 def test_wrong_kernel_in_process_is_caught():
@@ -67,8 +68,8 @@ def test_wrong_kernel_in_process_is_caught():
     impl.init_arrays()
     kernels = spec.ordered(spec.NAMES)
     _, dot = run_size(impl, kernels, 3, lambda fn: (fn(), 1e-3)[1], lambda: None)
-    g = spec.gold(kernels, 3, 1000, "double")
-    errors = spec.check(g, impl.mean_abs_errors(g.a, g.b, g.c), dot, "double")
+    g = analytic.gold(kernels, 3, 1000, "double")
+    errors = analytic.check(g, impl.mean_abs_errors(g.a, g.b, g.c), dot, "double")
     assert any(e.startswith("array a") for e in errors) and any(e.startswith("Dot") for e in errors)
 
 

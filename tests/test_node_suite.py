@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from clusterbench.bench import suite
 from clusterbench.bench.gemm import main as gemm_main
-from clusterbench.bench.gemm import spec as gemm_spec
 from clusterbench.bench.stream import main as stream_main
-from clusterbench.bench.stream import spec as stream_spec
 from clusterbench.bench.suite import SUITE
+from clusterbench.families.gemm import spec as gemm_spec
+from clusterbench.families.stream import spec as stream_spec
 from clusterbench.ranks.context import RankOptions
 from clusterbench.ranks.driver import Job, execute
 from clusterbench.records import Failure, Rows

@@ -10,23 +10,11 @@ import math
 from typing import Any
 
 import pytest
+from nccl_facts import FACTORS, PER_RANK, WIDTH
 
 from clusterbench.bench.net.tcp import LatencyResult
 from clusterbench.bench.stream.config import stream_config
 from clusterbench.cli import main
-
-# nccl-tests' bus-bandwidth factors, written out here rather than read from the spec table
-FACTORS = {
-    "all_reduce": lambda n: 2 * (n - 1) / n,
-    "all_gather": lambda n: (n - 1) / n,
-    "reduce_scatter": lambda n: (n - 1) / n,
-    "alltoall": lambda n: (n - 1) / n,
-    "broadcast": lambda n: 1.0,
-    "reduce": lambda n: 1.0,
-    "sendrecv": lambda n: 1.0,
-}
-PER_RANK = {"all_gather", "reduce_scatter", "alltoall"}   # size column = count x n x sizeof
-WIDTH = {"half": 2, "int8": 1, "float": 4}
 
 
 def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -10,8 +10,8 @@ import shutil
 import subprocess
 
 import pytest
+from gpu_fakes import fake_amdsmi as _fake_amdsmi
 from judge_helpers import cli
-from test_env_gpulib import _fake_amdsmi
 
 from clusterbench.envinfo.gpulib import AmdSmi
 from clusterbench.records import Measurement, Run

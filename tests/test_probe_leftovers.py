@@ -5,14 +5,11 @@ or a signal stops it, and a torchrun environment set only by half."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-import torch.distributed as dist
 from tmpfs_helpers import small_tmpfs
 
 from clusterbench.cli import main
@@ -121,33 +118,11 @@ def test_a_benchmark_refused_on_a_full_disk_leaves_no_database(tiny_fs, leave_ki
 
 # ---- 3. the suite's closing line after a dead rank or a signal ----
 
-def step_ok(ctx, config):
-    dist.barrier()
-    ctx.record([Measurement("selftest", "value", 1.0, "", {"step": "ok"})])
-    ctx.progress()
-
-
-def step_killed(ctx, config):
-    dist.barrier()
-    if ctx.rank == 1:
-        os.kill(os.getpid(), signal.SIGKILL)
-    dist.barrier()
-
-
-def step_ctrl_c(ctx, config):
-    dist.barrier()
-    if ctx.rank == 0:
-        os.killpg(os.getpgid(0), signal.SIGINT)   # Ctrl-C: the whole foreground process group
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        time.sleep(0.1)
-
-
 _SUITE = """
 import sys
 from clusterbench.bench import suite
 from clusterbench.bench.suite import SuiteEntry
-import test_probe_leftovers as t
+import rankfns as t
 suite.SUITE[:] = [SuiteEntry("first", t.step_ok, cpu=None), SuiteEntry("second", getattr(t, sys.argv[1]), cpu=None),
                   SuiteEntry("third", t.step_ok, cpu=None)]
 from clusterbench.cli import main
@@ -159,7 +134,7 @@ main(["run", "--no-preflight", "--np", "2", "--device", "cpu", "--telemetry-inte
 def _suite_run(step: str, db: Path, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", _SUITE, step, str(db), *extra], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=240, stdin=subprocess.DEVNULL,
-                          start_new_session=True, env={**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{TESTS}"})
+                          start_new_session=True, env={**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{TESTS / 'helpers'}"})
 
 
 @pytest.mark.parametrize("step, code, status", [("step_killed", 1, "incomplete"),

@@ -16,7 +16,7 @@ from clusterbench.errors import UsageError
 from clusterbench.ingest import parse_text
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_import_nccl_files import SEED, nccl_json  # noqa: E402
+from ingest_helpers import SEED, nccl_json  # noqa: E402
 
 # ---- JSON behind launcher prefixes ------------------------------------------------------------
 

@@ -122,7 +122,7 @@ def test_what_a_rank_prints_never_reaches_the_commands_stdout():
             "telemetry_interval=0), np=2), lambda e: None)\n"
             "assert o.status == 'complete', o\n")
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
-    env["PYTHONPATH"] = os.pathsep.join([str(TESTS), str(TESTS.parent / "src"), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(TESTS / "helpers"), str(TESTS.parent / "src"), env.get("PYTHONPATH", "")])
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "RANK-STDOUT-LINE" not in proc.stdout

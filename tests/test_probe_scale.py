@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import clusterbench.store as store_module
+import clusterbench.store.store as store_module
 from clusterbench.cli import main
 from clusterbench.judge import findings
 from clusterbench.judge.changepoint import _candidates

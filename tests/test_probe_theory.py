@@ -8,7 +8,7 @@ import re
 
 import pytest
 from judge_helpers import cli, json_lines, save
-from test_probe_bench_cpu import FACTORS as PUBLISHED_FACTOR  # nccl-tests doc/PERFORMANCE.md
+from nccl_facts import FACTORS as PUBLISHED_FACTOR  # nccl-tests doc/PERFORMANCE.md
 
 from clusterbench.families.collectives.spec import SPECS, busbw, optimal_algbw
 from clusterbench.judge.theory import link_efficiency, parse_nodes

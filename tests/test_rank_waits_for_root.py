@@ -22,7 +22,7 @@ import pytest
 
 from clusterbench.errors import ClusterbenchError
 from clusterbench.ranks import context as ctxmod
-from clusterbench.ranks import driver
+from clusterbench.ranks import launched, local
 from clusterbench.ranks.env import RankEnv
 
 TESTS = Path(__file__).parent
@@ -183,8 +183,8 @@ def test_the_watchdog_names_what_the_rank_still_waits_for(monkeypatch: pytest.Mo
         ended.append((msg, code))
         done.set()
 
-    monkeypatch.setattr(driver._Watchdog, "_end", end)
-    dog = driver._Watchdog(0.1, _env(1, 2, 1), lambda _m, _s: None)
+    monkeypatch.setattr(launched._Watchdog, "_end", end)
+    dog = launched._Watchdog(0.1, _env(1, 2, 1), lambda _m, _s: None)
     dog.start()
     try:
         assert done.wait(30)
@@ -217,7 +217,7 @@ def test_the_alive_descriptor_is_closed_where_it_is() -> None:
         saved = forkserver._forkserver
         forkserver._forkserver = server   # type: ignore[attr-defined]
         try:
-            assert driver._close_forkserver_alive_fd() is True
+            assert local._close_forkserver_alive_fd() is True
         finally:
             forkserver._forkserver = saved   # type: ignore[attr-defined]
         assert server._forkserver_alive_fd is None
@@ -245,7 +245,7 @@ def test_a_missing_or_reshaped_attribute_degrades_without_error(monkeypatch: pyt
             elif shape == "bool":
                 server._forkserver_alive_fd = True   # an int to isinstance: fd 1 must not be closed
             monkeypatch.setattr(forkserver, "_forkserver", server)
-        closed = driver._close_forkserver_alive_fd()
+        closed = local._close_forkserver_alive_fd()
         assert closed is (shape == "read-only")
         os.fstat(1)   # standard output still open
         if shape != "read-only":
@@ -260,8 +260,8 @@ def test_a_rank_starts_without_the_private_attribute() -> None:
     """The whole step a local rank takes first, in a process of its own (it sets the parent-death
     signal): with the attribute gone it runs on, without a word."""
     code = ("import multiprocessing.forkserver as f; del f._forkserver\n"
-            "from clusterbench.ranks import driver\n"
-            "driver._die_with_the_command(); print('ran on')\n")
+            "from clusterbench.ranks import local\n"
+            "local._die_with_the_command(); print('ran on')\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert (r.returncode, r.stdout, r.stderr) == (0, "ran on\n", "")

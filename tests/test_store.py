@@ -68,7 +68,7 @@ def test_failed_write_leaves_nothing(db):
 def test_delete_cascades(db):
     with Store.open(db) as s:
         rid = s.save_run(Run(benchmark="coll", tags={"a": "b"}), _ms(4))
-        s.delete_run(rid)
+        s.delete_runs([rid])
         assert _count(s, "measurement_packs") == 0 and _count(s, "run_tags") == 0
 
 
@@ -154,10 +154,10 @@ def test_full_disk_is_one_error_and_stores_nothing(tmp_path):
 def test_tags_are_replaced_not_duplicated(db):
     with Store.open(db) as s:
         rid = s.save_run(Run(benchmark="coll", tags={"node": "gpu-01", "env": "bare"}), _ms(1))
-        s.set_tags(rid, {"node": "gpu-07", "rack": "r3"})
+        s.tag_runs([rid], {"node": "gpu-07", "rack": "r3"})
         assert s.get_run(rid).tags == {"env": "bare", "node": "gpu-07", "rack": "r3"}
         with pytest.raises(UsageError, match="no run 99"):
-            s.set_tags(99, {"a": "b"})
+            s.tag_runs([99], {"a": "b"})
 
 
 def test_values_come_back_exactly(db):

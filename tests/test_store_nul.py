@@ -80,7 +80,7 @@ def test_tagging_a_run_with_nul_is_refused(any_db):
     with Store.open(any_db) as s:
         s.save_run(_run(), [_m()])
         with pytest.raises(UsageError, match="tag 'k' holds a NUL character"):
-            s.set_tags(1, {"k": NUL})
+            s.tag_runs([1], {"k": NUL})
     # the command line refuses every control character in a tag before it reaches the store
     rc, out, err = run_cli("results", "tag", "1", f"k={NUL}", "--db", any_db)
     assert rc == 2 and err.count("\n") == 1 and "control character" in err, err

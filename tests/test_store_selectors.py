@@ -125,7 +125,7 @@ def test_parse_selector_terms():
 
 def test_run_benchmarks_are_kept_and_backfilled(store):
     assert store.run_benchmarks([1, 6]) == {1: ["all_gather", "all_reduce"], 6: ["gemm", "sendrecv", "stream"]}
-    store.delete_run(1)
+    store.delete_runs([1])
     assert store.db.execute("SELECT count(*) FROM run_benchmarks WHERE run_id=1").fetchone()[0] == 0
 
 

@@ -215,13 +215,13 @@ def contradicts(op: str, ev: Evidence) -> str | None:
     if ev.roots is not None and not (all(r >= 0 for r in ev.roots) if spec.has_root
                                      else ev.roots == {-1}):
         return ROOT
-    if ev.split is not None and (ev.split != 1 if not spec.split_count
+    if ev.split is not None and (ev.split != 1 if not spec.splits_count
                                  else ev.min_ranks is not None and ev.split < ev.min_ranks):
         return COUNT
     fits = _ratio_ranks(op, ev)
     if fits is None:
         return FACTOR
-    if ev.split is not None and spec.split_count and not fits[0] <= ev.split <= fits[1]:
+    if ev.split is not None and spec.splits_count and not fits[0] <= ev.split <= fits[1]:
         return FACTOR
     if ev.in_place_checked is not None and ev.in_place_checked != spec.in_place_checked:
         return IN_PLACE
@@ -332,7 +332,7 @@ def rank_count(op: str, ev: Evidence, highest: int | None, stated: tuple[str, in
     lo, hi = 1, RANKS_LIMIT
     proof: list[str] = []
     warnings: list[str] = []
-    if ev.split is not None and SPECS[op].split_count:
+    if ev.split is not None and SPECS[op].splits_count:
         lo = hi = ev.split
         proof.append(COUNT)
     fits = _ratio_ranks(op, ev)

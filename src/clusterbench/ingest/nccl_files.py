@@ -30,8 +30,8 @@ from clusterbench.families.collectives.spec import (
     ALGBW,
     AVG_BUSBW,
     BUSBW,
+    DTYPE_SIZES,
     OUT_OF_BOUNDS,
-    PRINTED_DTYPE_BYTES,
     SPECS,
     TIME,
     WRONG,
@@ -197,10 +197,10 @@ def _count(op: str, size: int, dtype: str, ranks: int | None) -> int | None:
     """The count column nccl-tests would print (rccl's result files leave it out): elements per rank
     buffer, which for the ops that split their buffer is the printed size over the ranks (unknown
     where the rank count is)."""
-    word = PRINTED_DTYPE_BYTES.get(dtype, 0)
+    word = DTYPE_SIZES.get(dtype, 0)
     if not word:
         return None
-    if SPECS[op].split_count:
+    if SPECS[op].splits_count:
         return size // word // ranks if ranks else None
     return size // word
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from clusterbench.families.base import Metric
-from clusterbench.families.collectives.spec import AVG_BUSBW, OUT_OF_BOUNDS, PRINTED_DTYPE_BYTES
+from clusterbench.families.collectives.spec import AVG_BUSBW, DTYPE_SIZES, OUT_OF_BOUNDS
 from clusterbench.families.collectives.spec import op_name as _op_name
 from clusterbench.ingest.collectives import (
     FILE_NAME,
@@ -752,7 +752,7 @@ class NcclTextParser:
             ev.roots = frozenset(map(int, set(st.roots)))
             ev.root_column = "root" in shape
         for toks in reversed(sample):   # the largest row with a size and a count
-            size, count, elt = int(toks[0]), int(toks[1]), PRINTED_DTYPE_BYTES.get(toks[2])
+            size, count, elt = int(toks[0]), int(toks[1]), DTYPE_SIZES.get(toks[2])
             if size and count and elt:
                 k, rest = divmod(size, count * elt)
                 ev.split, ev.split_unit = (k if k >= 1 and not rest else None), elt
@@ -1045,11 +1045,6 @@ def _covers(got: list[int], expected: list[int], ranks: int) -> bool:
     slack = max(8 * ranks if ranks else 8 * 4096, 8)
     short = list(map(operator.sub, expected, got))
     return min(short) >= 0 and max(short) < slack
-
-
-def sweep_from_header(header: str) -> dict[str, object]:
-    """The nThread line's settings, under the keys the collective table renderer reads."""
-    return dict(_sweep(header))
 
 
 @lru_cache(maxsize=1024)   # concatenated logs repeat the same header line

@@ -11,7 +11,8 @@ of the row's first measurement (a run imported in MB/s beside runs in GB/s is co
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from clusterbench.errors import UsageError
@@ -21,6 +22,8 @@ from clusterbench.judge.outliers import flag_outliers
 from clusterbench.judge.profiles import Criterion, Profile
 from clusterbench.judge.select import Row, params_match
 from clusterbench.judge.stats import median, summarize
+from clusterbench.records import COMPLETE, Measurement, Run
+from clusterbench.store.runs import read_runs
 from clusterbench.units import compact, format_size
 
 
@@ -30,6 +33,20 @@ class BaselineResult:
     left_out: list[dict] = field(default_factory=list)  # outlier runs per row
     noisy: list[dict] = field(default_factory=list)  # rows skipped because runs disagree
     not_positive: list[dict] = field(default_factory=list)  # rows skipped: median 0 or below
+
+
+def known_good(db: str | os.PathLike[str] | None, selectors: Iterable[str], since: str | None = None
+               ) -> tuple[list[tuple[Run, list[Measurement]]], list[Run]]:
+    """The complete runs of those ``selectors`` pick, with their measurements, and the runs left
+    out (failed, incomplete, interrupted): a failed run (wrong results, a failed check) or an
+    incomplete one (a dead rank) is no evidence of what the cluster should reach. None complete
+    is a UsageError."""
+    selected = read_runs(db, selectors, since)
+    good = [(r, ms) for r, ms in selected if r.status == COMPLETE]
+    if not good:
+        raise UsageError(f"none of run(s) {', '.join(str(r.id) for r, _ in selected)} is complete: "
+                         "no known-good run to build a baseline from")
+    return good, [r for r, _ in selected if r.status != COMPLETE]
 
 
 def _label(bench: str, metric: str, params: dict) -> str:

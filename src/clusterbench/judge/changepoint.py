@@ -333,15 +333,6 @@ def l1_interval(x: Sequence[float], min_size: int, inner: bool = True) -> tuple[
     return where
 
 
-def l1_split(x: Sequence[float], min_size: int) -> int:
-    """The single split t (first value of the second part) with the least summed absolute
-    deviations of both parts from their medians."""
-    arr = np.asarray(x, dtype=float)
-    n = len(arr)
-    costs = [(_l1(arr[:t]) + _l1(arr[t:]), t) for t in range(min_size, n - min_size + 1)]
-    return min(costs, key=lambda c: (c[0], c[1]))[1] if costs else min_size
-
-
 def _segments(x: np.ndarray, offset: int, s: Settings) -> list[tuple[Change, tuple[int, int]]] | None:
     """The change(s) bounding the most significant interval of ``x``, or None."""
     if len(x) < 2 * s.min_size:

@@ -5,14 +5,18 @@ DDP's gradient sync, a host pair's bandwidth) against the optimum over the netwo
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from clusterbench import peaks
+from clusterbench.errors import UsageError
 from clusterbench.families import family_of, metric_of
 from clusterbench.judge.compare import exact_ratio, percent_text
 from clusterbench.judge.theory import MAX_NODES, Efficiency, link_efficiency, link_speed_for
 from clusterbench.records import Measurement, Run
+from clusterbench.store.runs import read_runs
 from clusterbench.units import whole_number_or_none
 
 
@@ -123,3 +127,44 @@ def best_percent_of_peak(runs: list[tuple[Run, list[Measurement]]]) -> list[tupl
             if label not in best or d.percent > best[label].percent:
                 best[label] = d
     return list(best.items())
+
+
+@dataclass
+class StoredEfficiency:
+    """``theory --run``: each run's collective efficiency over its link, and why runs that have
+    collective rows were not judged."""
+
+    judged: list[tuple[int, str, list[Efficiency]]]   # (run id, link speed used, its efficiencies)
+    unknown: list[str]                                  # runs of unknown node count: why
+
+    def nothing_judged(self) -> UsageError:
+        """The error of a selection none of whose runs was judged."""
+        if self.unknown:
+            return UsageError(f"no collective algbw rows on 2 or more hosts: {self.unknown[0]}")
+        return UsageError("the selected runs have no collective algbw rows on 2 or more hosts")
+
+
+def stored_link_efficiency(db: str | os.PathLike[str] | None, selectors: Iterable[str], since: str | None,
+                           link: str | None, default_link: str) -> StoredEfficiency:
+    """The efficiency of the runs ``selectors`` pick in ``db`` over ``link``, else each run's
+    ``link_speed`` tag, else ``default_link``. A tag that is no link speed is a UsageError
+    naming the run."""
+    out = StoredEfficiency([], [])
+    for run, ms in read_runs(db, selectors, since):
+        run_link = link if link is not None else run.tags.get("link_speed") or default_link
+        try:
+            effs = run_link_efficiency(run, ms, run_link)
+        except UsageError as e:
+            raise UsageError(f"run {run.id}: link_speed tag: {e}") from None
+        if effs:
+            out.judged.append((run.id, run_link, effs))
+        elif nodes_of(run) < 2 and link_efficiency(ms, 2, 1.0):
+            out.unknown.append(_why_no_nodes(run))
+    return out
+
+
+def _why_no_nodes(run: Run) -> str:
+    if run.hosts:
+        return f"run {run.id} ran on 1 host"
+    return (f"run {run.id} names no hosts (an imported log?): give its node count with "
+            f"`clusterbench results tag {run.id} nodes=N`")

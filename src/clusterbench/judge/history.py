@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -24,8 +25,9 @@ from clusterbench.families import IDENTITY_PARAMS, family_of, higher_is_better
 from clusterbench.judge.changepoint import Change, Settings, find_changes, runs_needed
 from clusterbench.judge.stats import median
 from clusterbench.records import Measurement, Run
+from clusterbench.store import Store
 from clusterbench.store.selectors import parse_since as since_text
-from clusterbench.units import format_size
+from clusterbench.units import format_size, parse_size
 
 BY = ("host", "device")
 REGRESSION, IMPROVEMENT = "regression", "improvement"
@@ -223,3 +225,55 @@ def series_notes(s: Series, settings: Settings = Settings()) -> list[tuple[int |
     if why := too_short(s, settings):
         out.append((None, f"{name}: {why}"))
     return out
+
+
+@dataclass
+class Trend:
+    """``trend``'s series of the selected runs, with the changes found in them."""
+
+    runs: list[Run]           # oldest first
+    series: list[Series]
+    settings: Settings
+
+    def changes(self) -> list[tuple[Series, Change]]:
+        return [(s, c) for s in self.series for c in s.changes]
+
+    def regressions(self) -> int:
+        return sum(s.kind(c) == REGRESSION for s, c in self.changes())
+
+    def open_regressions(self) -> list[Series]:
+        """The series whose latest change is a regression (not recovered)."""
+        return [s for s in self.series if s.open_regression is not None]
+
+    def too_short(self) -> list[Series]:
+        return [s for s in self.series if too_short(s, self.settings)]
+
+    def points_left_out(self) -> int:
+        return sum(len(s.left_out) for s in self.series)
+
+    def notes(self) -> list[tuple[int | None, str]]:
+        return [n for s in self.series for n in series_notes(s, self.settings)]
+
+
+def stored_trend(db: str | os.PathLike[str] | None, selectors: Sequence[str], since: str | None = None, *,
+                 metric: str | None = None, benchmark: str | None = None, by: str = "host",
+                 size: str | None = None, settings: Settings = Settings()) -> Trend:
+    """The series of the runs ``selectors`` pick in ``db`` (none: every run) started since
+    ``since`` (``30d``, ``2025-01-31``), ``size`` the ``--bytes`` of the rows (default: each
+    run's largest), with their changes. No run, or no measurement to follow, is a UsageError."""
+    since_t = parse_since(since) if since else None
+    with Store.open_to_read(db) as store:
+        runs = select_history(store, selectors, since_t)
+        found = store.measurements_by_run([r.id for r in runs])   # not a query per run
+        loaded = [(r, found[r.id]) for r in runs]
+    if not runs:
+        raise UsageError("no run in the selection" + (f" since {since}" if since else ""))
+    series = detect(build_series(loaded, metric=metric, benchmark=benchmark, by=by,
+                                 size=parse_size(size, "--bytes") if size else None), settings)
+    if not series:
+        raise UsageError(f"no {metric or 'headline'} measurement in the {len(runs)} selected run(s)"
+                         + (f" for {benchmark}" if benchmark else "")
+                         # the size is often why: the rows exist, at other sizes
+                         + (f" at --bytes {size}" if size else "")
+                         + (" per device (--by device: rows with a device param)" if by == "device" else ""))
+    return Trend(runs, series, settings)

@@ -38,16 +38,17 @@ import difflib
 import math
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from clusterbench.bench.gemm.spec import ALIASES as GEMM_DTYPE_ALIASES
 from clusterbench.errors import UsageError
 from clusterbench.families import FAMILIES, by_command, family_of, metric_of
 from clusterbench.families.base import Family
 from clusterbench.families.collectives.spec import DTYPE_ALIASES as COLL_DTYPE_ALIASES
+from clusterbench.families.gemm.spec import ALIASES as GEMM_DTYPE_ALIASES
 from clusterbench.printable import printable
 from clusterbench.textfile import read_user_text
 from clusterbench.units import format_plain, parse_size, unit_scale
@@ -59,13 +60,6 @@ _STEP_KEYS = {"name", "command"}
 # Options qualify sets on every step itself: where runs are stored and how output is printed.
 RESERVED_STEP_OPTIONS = ("--db", "--db-passfile", "--json", "--repeat")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_CRITERION_KEYS = {
-    "name", "source", "note", "benchmark", "metric", "params", "op", "value", "min", "max",
-    "baseline", "pct", "unit", "aggregate", "outliers", "by", "threshold", "min_rel_dev",
-    "higher_is_better",
-}
-_OUTLIER_KEYS = {"name", "source", "note", "benchmark", "metric", "params", "outliers", "by",
-                 "threshold", "min_rel_dev", "higher_is_better"}
 # Params that hold sizes or counts: written as on the command line (8G, 1M: binary, as nccl-tests).
 SIZE_PARAMS = frozenset({"bytes", "count", "array_size", "m", "n", "k", "batch"})
 # Each family stores one spelling of a dtype (gemm fp32, collectives and stream float): a criterion
@@ -181,33 +175,6 @@ class _Where:
         return self.at()
 
 
-def _unit(w: _Where, d: dict[str, Any], benchmark: str) -> str:
-    """The threshold's unit: one the metric's own converts to (checked here, so that a profile
-    that loads can be judged), or the metric's own unit as written where the unit table does not
-    know it (``tok/s``)."""
-    unit = _text(w.at("unit"), "unit", d.get("unit"))
-    if not unit:
-        return ""
-    known = metric_of(benchmark, str(d.get("metric")))
-    if known is not None and unit == known.unit:
-        return unit
-    scale = unit_scale(unit)
-    if scale is None:
-        raise UsageError(f"{w.at('unit')}: unknown unit {unit!r} (e.g. GB/s, MB/s, Gbps, Gbit/s, "
-                         "TFLOP/s, GFLOPS, us, ms)")
-    if known is None:
-        return unit
-    what = f"{d.get('benchmark')} {d.get('metric')}"
-    if not known.unit:   # a count or a ratio: no unit converts to it
-        raise UsageError(f"{w.at('unit')}: unit {unit!r} given, but {what} has no unit")
-    theirs = unit_scale(known.unit)
-    if theirs is None:
-        raise UsageError(f"{w.at('unit')}: unit {unit!r} given, but {what} is in {known.unit}")
-    if theirs[0] != scale[0]:
-        raise UsageError(f"{w.at('unit')}: unit {unit!r} is a {scale[0]}, but {what} is in {known.unit}")
-    return unit
-
-
 def _physical(benchmark: str, metric: str, unit: str) -> str:
     """The unit that makes a threshold a bandwidth, a time or a FLOP rate (never negative), or ""."""
     known = metric_of(benchmark, metric)
@@ -255,6 +222,201 @@ def _param(w: _Where, key: str, value: Any, family: Family | None, top: bool = T
     raise UsageError(f"{w.at('params')}: params.{key} must be a size such as 8589934592 or 8G, got {value!r}")
 
 
+# -- a criterion, field by field --------------------------------------------------------------
+# A reader takes (where, the key, its value, the fields read so far by Criterion attribute) and
+# returns the value the Criterion holds, or raises a one-line UsageError naming the key.
+_Read = Callable[[_Where, str, Any, dict[str, Any]], Any]
+_Limit = Callable[[_Where, str, Any], None]
+_LEFT_OUT = object()
+
+
+@dataclass(frozen=True)
+class _Field:
+    """One key of a criterion. ``default``: what a missing key reads as (none: a missing key is
+    left out and the Criterion's own default stands); ``attr``: the Criterion attribute it fills,
+    when not the key's name; ``limit``: a check of the value read, once every field of its table
+    is read (so a value of the wrong type is named before a number out of range)."""
+
+    key: str
+    read: _Read
+    default: Any = _LEFT_OUT
+    attr: str = ""
+    limit: _Limit | None = None
+
+
+def _string(required: bool = False) -> _Read:
+    return lambda w, key, v, got: _text(w.at(key), key, v, required)
+
+
+def _a_number(w: _Where, key: str, v: Any, got: dict[str, Any]) -> float:
+    return _number(w.at(key), key, v)
+
+
+def _one_of(choices: tuple[str, ...]) -> _Read:
+    def read(w: _Where, key: str, v: Any, got: dict[str, Any]) -> Any:
+        if v not in choices:
+            raise UsageError(f"{w.at(key)}: {key} must be one of {', '.join(choices)}, got {v!r}")
+        return v
+    return read
+
+
+def _read_benchmark(w: _Where, key: str, v: Any, got: dict[str, Any]) -> str:
+    return _benchmark(w, _text(w.at(key), key, v, True))
+
+
+def _read_metric(w: _Where, key: str, v: Any, got: dict[str, Any]) -> str:
+    family = family_of(got["benchmark"])
+    if family is not None and family.metric(str(v)) is None:   # a typo would never match
+        known = ", ".join(m.name for m in family.metrics)
+        raise UsageError(f"{w.at(key)}: {w.d['benchmark']} has no metric {v!r} (it has: {known})")
+    return _text(w.at(key), key, v, True)
+
+
+def _read_params(w: _Where, key: str, v: Any, got: dict[str, Any]) -> dict[str, Any]:
+    if v is None:   # no params (or "params:" with nothing after it): every measurement
+        return {}
+    if not isinstance(v, dict):   # 0, "" or [] are no mapping: never "no params"
+        raise UsageError(f"{w.at(key)}: params must be a mapping")
+    for k in v:   # ~: 1 or 3: 1 is no param any measurement has
+        if not isinstance(k, str) or not k:
+            raise UsageError(f"{w.at(key)}: a param name must be a non-empty string, got {k!r}")
+    family = family_of(got["benchmark"])
+    return {k: _param(w, k, x, family) for k, x in v.items() if x is not None}
+
+
+def _read_absent(w: _Where, key: str, v: Any, got: dict[str, Any]) -> tuple[str, ...]:
+    """The params written as null (the mapping itself was checked by ``_read_params``)."""
+    return tuple(k for k, x in (v or {}).items() if x is None)
+
+
+def _read_flag(w: _Where, key: str, v: Any, got: dict[str, Any]) -> bool | None:
+    if v is not None and not isinstance(v, bool):
+        raise UsageError(f"{w.at(key)}: {key} must be true or false")
+    return v
+
+
+def _read_outliers(w: _Where, key: str, v: Any, got: dict[str, Any]) -> bool:
+    """``outliers: none`` makes the criterion an outliers criterion: only its keys apply."""
+    if v != "none":
+        raise UsageError(f"{w.at(key)}: outliers must be 'none', got {v!r}")
+    extra = sorted(set(map(str, w.d)) - _OUTLIER_KEYS)
+    if extra:
+        raise UsageError(f"{w.at(extra[0])}: key(s) {', '.join(extra)} do not apply to an outliers criterion")
+    return True
+
+
+def _read_unit(w: _Where, key: str, v: Any, got: dict[str, Any]) -> str:
+    """The threshold's unit: one the metric's own converts to (checked here, so that a profile
+    that loads can be judged), or the metric's own unit as written where the unit table does not
+    know it (``tok/s``)."""
+    unit = _text(w.at(key), key, v)
+    if not unit:
+        return ""
+    known = metric_of(got["benchmark"], got["metric"])
+    if known is not None and unit == known.unit:
+        return unit
+    scale = unit_scale(unit)
+    if scale is None:
+        raise UsageError(f"{w.at(key)}: unknown unit {unit!r} (e.g. GB/s, MB/s, Gbps, Gbit/s, "
+                         "TFLOP/s, GFLOPS, us, ms)")
+    if known is None:
+        return unit
+    what = f"{w.d.get('benchmark')} {w.d.get('metric')}"
+    if not known.unit:   # a count or a ratio: no unit converts to it
+        raise UsageError(f"{w.at(key)}: unit {unit!r} given, but {what} has no unit")
+    theirs = unit_scale(known.unit)
+    if theirs is None:
+        raise UsageError(f"{w.at(key)}: unit {unit!r} given, but {what} is in {known.unit}")
+    if theirs[0] != scale[0]:
+        raise UsageError(f"{w.at(key)}: unit {unit!r} is a {scale[0]}, but {what} is in {known.unit}")
+    return unit
+
+
+def _positive(w: _Where, key: str, x: float) -> None:
+    if x <= 0:   # a threshold |z| > 0 or less: every value off the median would be an outlier
+        raise UsageError(f"{w.at(key)}: {key} must be positive, got {x:g}")
+
+
+def _not_negative(w: _Where, key: str, x: float) -> None:
+    if x < 0:
+        raise UsageError(f"{w.at(key)}: {key} must not be negative, got {x:g}")
+
+
+def _positive_pct(w: _Where, key: str, x: float) -> None:
+    if x <= 0:
+        raise UsageError(f"{w.at(key)}: pct must be positive")
+
+
+_REQUIRED = ("name", "benchmark", "metric")
+# Every criterion, in the order its keys are read: what it judges and where it comes from.
+_COMMON = (
+    _Field("benchmark", _read_benchmark),
+    _Field("metric", _read_metric),
+    _Field("params", _read_params, default=None),
+    _Field("params", _read_absent, default=None, attr="absent"),
+    _Field("name", _string(required=True)),
+    _Field("source", _string()),
+    _Field("note", _string()),
+    _Field("higher_is_better", _read_flag),
+)
+# A degraded-node criterion (``outliers: none``): the hosts (or runs, or tag values) compared.
+_OUTLIER = (
+    _Field("outliers", _read_outliers),
+    _Field("by", _string(required=True), default="host"),
+    _Field("threshold", _a_number, default=3.5, limit=_positive),
+    _Field("min_rel_dev", _a_number, default=0.05, limit=_not_negative),
+)
+# A bound: how it compares and in what unit, then its threshold, in the keys its op takes
+# (``_refuse_keys_the_op_does_not_take``).
+_BOUND = (
+    _Field("op", _one_of(OPERATORS), default=None),
+    _Field("aggregate", _one_of(AGGREGATES), default="all"),
+    _Field("unit", _read_unit, default=None),
+)
+_THRESHOLD = (
+    _Field("value", _a_number),
+    _Field("min", _a_number, attr="low"),
+    _Field("max", _a_number, attr="high"),
+    _Field("baseline", _a_number),
+    _Field("pct", _a_number, limit=_positive_pct),
+)
+_CRITERION_KEYS = {f.key for f in (*_COMMON, *_OUTLIER, *_BOUND, *_THRESHOLD)}
+_OUTLIER_KEYS = {f.key for f in (*_COMMON, *_OUTLIER)}
+
+
+def _read(w: _Where, fields: tuple[_Field, ...], got: dict[str, Any]) -> None:
+    """Read ``fields`` of the criterion ``w`` names into ``got``, in table order, then check
+    their limits."""
+    read = []
+    for f in fields:
+        if f.key in w.d:
+            value = w.d[f.key]
+        elif f.default is not _LEFT_OUT:
+            value = f.default
+        else:
+            continue
+        got[f.attr or f.key] = f.read(w, f.key, value, got)
+        read.append(f)
+    for f in read:
+        if f.limit is not None:
+            f.limit(w, f.key, got[f.attr or f.key])
+
+
+def _refuse_keys_the_op_does_not_take(w: _Where, op: str) -> None:
+    d = w.d
+    if op == "range":
+        if "min" not in d or "max" not in d or any(k in d for k in ("value", "baseline", "pct")):
+            raise UsageError(f"{w.at('op')}: op range needs min and max (and no value/baseline)")
+        return
+    if "min" in d or "max" in d:
+        raise UsageError(f"{w.at('min' if 'min' in d else 'max')}: min/max are only for op range")
+    if "value" in d:
+        if "baseline" in d or "pct" in d:
+            raise UsageError(f"{w.at('value')}: give either value or baseline with pct, not both")
+    elif "baseline" not in d or "pct" not in d:
+        raise UsageError(f"{w.at('op')}: op {op} needs value, or baseline and pct")
+
+
 def _criterion(i: int, d: Any) -> Criterion:
     w = _Where(i, d)
     if not isinstance(d, dict):
@@ -262,85 +424,29 @@ def _criterion(i: int, d: Any) -> Criterion:
     unknown = sorted(set(map(str, d)) - _CRITERION_KEYS)
     if unknown:
         raise UsageError(f"{w.at(unknown[0])}: unknown key(s) {', '.join(unknown)}")
-    for key in ("name", "benchmark", "metric"):
+    for key in _REQUIRED:
         if key not in d:
             raise UsageError(f"{w}: missing required key {key!r}")
-    benchmark = _benchmark(w, _text(w.at("benchmark"), "benchmark", d["benchmark"], True))
-    family = family_of(benchmark)
-    if family is not None and family.metric(str(d["metric"])) is None:   # a typo would never match
-        known = ", ".join(m.name for m in family.metrics)
-        raise UsageError(f"{w.at('metric')}: {d['benchmark']} has no metric {d['metric']!r} (it has: {known})")
-    params = d.get("params")
-    if params is None:   # no params (or "params:" with nothing after it): every measurement
-        params = {}
-    if not isinstance(params, dict):   # 0, "" or [] are no mapping: never "no params"
-        raise UsageError(f"{w.at('params')}: params must be a mapping")
-    for k in params:   # ~: 1 or 3: 1 is no param any measurement has
-        if not isinstance(k, str) or not k:
-            raise UsageError(f"{w.at('params')}: a param name must be a non-empty string, got {k!r}")
-    common: dict[str, Any] = dict(
-        name=_text(w.at("name"), "name", d["name"], True),
-        benchmark=benchmark,
-        metric=_text(w.at("metric"), "metric", d["metric"], True),
-        params={k: _param(w, k, v, family) for k, v in params.items() if v is not None},
-        absent=tuple(k for k, v in params.items() if v is None),
-        source=_text(w.at("source"), "source", d.get("source")), note=_text(w.at("note"), "note", d.get("note")),
-    )
-    hib = d.get("higher_is_better")
-    if hib is not None and not isinstance(hib, bool):
-        raise UsageError(f"{w.at('higher_is_better')}: higher_is_better must be true or false")
+    got: dict[str, Any] = {}
+    _read(w, _COMMON, got)
     if "outliers" in d:
-        if d["outliers"] != "none":
-            raise UsageError(f"{w.at('outliers')}: outliers must be 'none', got {d['outliers']!r}")
-        extra = sorted(set(map(str, d)) - _OUTLIER_KEYS)
-        if extra:
-            raise UsageError(f"{w.at(extra[0])}: key(s) {', '.join(extra)} do not apply to an outliers criterion")
-        by = _text(w.at("by"), "by", d.get("by", "host"), True)
-        threshold = _number(w.at("threshold"), "threshold", d.get("threshold", 3.5))
-        min_rel_dev = _number(w.at("min_rel_dev"), "min_rel_dev", d.get("min_rel_dev", 0.05))
-        if threshold <= 0:   # |z| > 0 or more: every value off the median would be an outlier
-            raise UsageError(f"{w.at('threshold')}: threshold must be positive, got {threshold:g}")
-        if min_rel_dev < 0:
-            raise UsageError(f"{w.at('min_rel_dev')}: min_rel_dev must not be negative, got {min_rel_dev:g}")
-        return Criterion(**common, outliers=True, by=by, threshold=threshold, min_rel_dev=min_rel_dev,
-                         higher_is_better=hib)
+        _read(w, _OUTLIER, got)
+        return Criterion(**got)
     extra = [k for k in _OUTLIER_ONLY if k in d]
     if extra:
         raise UsageError(f"{w.at(extra[0])}: key(s) {', '.join(extra)} apply only to an outliers criterion "
                          "(a bound's op says which way is better)")
-    op = d.get("op")
-    if op not in OPERATORS:
-        raise UsageError(f"{w.at('op')}: op must be one of {', '.join(OPERATORS)}, got {op!r}")
-    aggregate = d.get("aggregate", "all")
-    if aggregate not in AGGREGATES:
-        raise UsageError(f"{w.at('aggregate')}: aggregate must be one of {', '.join(AGGREGATES)}, got {aggregate!r}")
-    kw: dict[str, Any] = dict(op=op, unit=_unit(w, d, benchmark), aggregate=aggregate)
-    if op == "range":
-        if "min" not in d or "max" not in d or any(k in d for k in ("value", "baseline", "pct")):
-            raise UsageError(f"{w.at('op')}: op range needs min and max (and no value/baseline)")
-        kw["low"], kw["high"] = _number(w.at("min"), "min", d["min"]), _number(w.at("max"), "max", d["max"])
-        if kw["low"] > kw["high"]:
-            raise UsageError(f"{w.at('min')}: min is greater than max")
-    else:
-        if "min" in d or "max" in d:
-            raise UsageError(f"{w.at('min' if 'min' in d else 'max')}: min/max are only for op range")
-        if "value" in d:
-            if "baseline" in d or "pct" in d:
-                raise UsageError(f"{w.at('value')}: give either value or baseline with pct, not both")
-            kw["value"] = _number(w.at("value"), "value", d["value"])
-        elif "baseline" in d and "pct" in d:
-            kw["baseline"] = _number(w.at("baseline"), "baseline", d["baseline"])
-            kw["pct"] = _number(w.at("pct"), "pct", d["pct"])
-            if kw["pct"] <= 0:
-                raise UsageError(f"{w.at('pct')}: pct must be positive")
-        else:
-            raise UsageError(f"{w.at('op')}: op {op} needs value, or baseline and pct")
-    physical = _physical(benchmark, str(d["metric"]), kw["unit"])
-    for key, name in (("value", "value"), ("low", "min"), ("high", "max"), ("baseline", "baseline")):
-        if physical and kw.get(key) is not None and kw[key] < 0:   # ">= -5 GB/s" passes anything
-            raise UsageError(f"{w.at(name)}: {name} must not be negative, got {format_plain(kw[key])} "
+    _read(w, _BOUND, got)
+    _refuse_keys_the_op_does_not_take(w, got["op"])
+    _read(w, _THRESHOLD, got)
+    if got["op"] == "range" and got["low"] > got["high"]:
+        raise UsageError(f"{w.at('min')}: min is greater than max")
+    physical = _physical(got["benchmark"], got["metric"], got["unit"])
+    for attr, key in (("value", "value"), ("low", "min"), ("high", "max"), ("baseline", "baseline")):
+        if physical and got.get(attr) is not None and got[attr] < 0:   # ">= -5 GB/s" passes anything
+            raise UsageError(f"{w.at(key)}: {key} must not be negative, got {format_plain(got[attr])} "
                              f"(a {physical} value never is)")
-    crit = Criterion(**common, **kw)
+    crit = Criterion(**got)
     try:
         crit.bound()
     except OverflowError:   # 1e308 x 1e308 %: no float holds the bound

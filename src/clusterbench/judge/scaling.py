@@ -9,6 +9,7 @@ L40S pod-network runs (2.04 samples/s on 1 node, 5.46 on 8) give 5.46 / (8 x 2.0
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Context, Decimal
@@ -184,3 +185,16 @@ def load_points(store: Store, selectors: Iterable[str], benchmark: str, metric: 
                 raise UsageError(f"run {run.id} has no overall {metric}")
             points.append(p)
     return points
+
+
+def stored_scaling(db: str | os.PathLike[str] | None, selectors: Iterable[str], baseline: str | None,
+                   benchmark: str, metric: str, by: str, since: str | None = None) -> list[ScalingRow]:
+    """The scaling table of the complete ``benchmark`` runs each selector picks in ``db`` (a
+    group each; a selector given twice is one group), against the smallest node count of
+    ``baseline``'s runs where given."""
+    with Store.open_to_read(db) as store:
+        # a selector given twice is one group, not each run counted twice
+        points = load_points(store, dict.fromkeys(selectors), benchmark, metric, by, since)
+        # `is not None`: an empty --baseline is a selector the store refuses, not "no baseline"
+        base = load_points(store, (baseline,), benchmark, metric, by, since) if baseline is not None else None
+    return scaling_table(points, base)

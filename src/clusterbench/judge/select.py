@@ -10,6 +10,7 @@ from typing import Any
 
 from clusterbench.records import INTERRUPTED, Measurement, Run
 from clusterbench.store import Store
+from clusterbench.store.runs import loaded
 from clusterbench.units import MAX_UINT64, whole_number_or_none
 
 # A number in text that is no whole number: a fraction or an exponent in ASCII digits (float()
@@ -129,6 +130,4 @@ def load_runs(store: Store, selectors: Iterable[str], since: str | None = None
     """Resolve selectors (``clusterbench.store.selectors``: ids, ranges, ``last~N``, tags,
     ``bench:NAME``) to runs with their measurements, each run once, in id order; ``since``: a
     UTC timestamp. A selector matching nothing raises UsageError (from the store)."""
-    runs = store.select_all(selectors, since)
-    found = store.measurements_by_run([int(r.id or 0) for r in runs])   # not a query per run
-    return [(r, found[int(r.id or 0)]) for r in runs]
+    return loaded(store, selectors, since)

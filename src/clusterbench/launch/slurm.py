@@ -203,6 +203,12 @@ class JobInfo:
             parts.append(f"(queued {_clock(self.queued_s)})")
         return " ".join(parts)
 
+    def ended(self, job: str) -> str:
+        """How the job ended: ``Slurm job 12 COMPLETED (exit 0:0; queued 3 s, ran 41 s)``."""
+        times = ", ".join(t for t in (f"queued {self.queued_s:.0f} s" if self.queued_s is not None else "",
+                                      f"ran {self.run_s:.0f} s" if self.run_s is not None else "") if t)
+        return f"Slurm job {job} {self.state} (exit {self.exit_code or '?'}" + (f"; {times})" if times else ")")
+
 
 def _clock(seconds: float) -> str:
     s = int(max(0.0, seconds))
@@ -248,12 +254,6 @@ def job_info(job: str) -> JobInfo:
     if r.returncode != 0:
         return JobInfo("")
     return parse_job(r.stdout)
-
-
-def job_state(job: str) -> tuple[str, str]:
-    """(state, exit code) from ``scontrol show job``; ("", "") once Slurm has forgotten it."""
-    info = job_info(job)
-    return info.state, info.exit_code
 
 
 def poll_intervals(first: float = 1.0, factor: float = 1.5, limit: float = 30.0) -> Iterator[float]:

@@ -475,3 +475,28 @@ def serve(load: Callable[[], list[Gauge]], port: int, addr: str, on_error: Calla
         raise UsageError(f"cannot listen on {addr}:{port}: not a host name or address ({e})") from None
     threading.Thread(target=server.serve_forever, name="serve-metrics", daemon=True).start()
     return server
+
+
+def serve_until_stopped(load: Callable[[], list[Gauge]], port: int, addr: str, on_error: Callable[[str], None],
+                        on_listening: Callable[[], None] = lambda: None) -> int:
+    """``serve`` until SIGINT or SIGTERM, whose number it returns once the port is given back
+    (a scrape under way is cut off: its threads are daemons); ``on_listening``: called once the
+    server listens and the signals are caught."""
+    import signal
+
+    stop = threading.Event()
+    got: list[int] = []
+
+    def stopping(signum: int, _frame: object) -> None:
+        got.append(signum)
+        stop.set()
+
+    server = serve(load, port, addr, on_error)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, stopping)
+    on_listening()
+    while not stop.wait(1.0):
+        pass
+    server.shutdown()
+    server.server_close()
+    return got[0]

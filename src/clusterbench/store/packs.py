@@ -104,6 +104,16 @@ def pack_rows(rows: Iterable[tuple[str, str, float, str, dict[str, Any] | str]])
     return Pack(ROWS, len(out), body, tuple(dict.fromkeys(k[0] for k in keys)))
 
 
+def packs_to_store(rows: Iterable[MeasurementRow] | Iterable[tuple[str, str, float, str, dict[str, Any]]] | Packs
+                   ) -> Iterable[Pack]:
+    """The packs a run's rows are stored as. Rows are packed lazily, inside the run's transaction,
+    so a producer that streams them is read while the run's row is already written (and rolled
+    back with it)."""
+    if isinstance(rows, Packs):
+        return rows.packs
+    return (pack_rows(rows) for _ in (0,))
+
+
 def _rows_rows(body: str) -> Iterator[MeasurementRow]:
     doc = json.loads(body)
     keys, plist = doc["k"], [json.dumps(p) for p in doc["p"]]

@@ -273,18 +273,6 @@ def _direction_scores(best: Mapping[tuple[str, str], float]) -> tuple[dict[str, 
     return {h: median(v) for h, v in sends.items()}, {h: median(v) for h, v in receives.items()}
 
 
-def node_direction_scores(results: Sequence[SubsetResult],
-                          higher_is_better: bool = True) -> tuple[dict[str, float], dict[str, float]]:
-    """Each node's median value as a sender and as a receiver, over the pair-stage directions
-    measured, each direction counted once with its best value."""
-    return _direction_scores(_best_directions(results, higher_is_better))
-
-
-def blamed_hosts(r: SubsetResult) -> list[str]:
-    """The hosts a launch failure names: 'X, Y never joined', 'host X ...', else all of them."""
-    return named_hosts(r) or list(r.hosts)
-
-
 def named_hosts(r: SubsetResult) -> list[str]:
     """The hosts a launch failure names ('X, Y never joined', 'host X ...'); none when it names none."""
     text = r.error or ""

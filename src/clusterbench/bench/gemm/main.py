@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusterbench.bench import devices as devs
-from clusterbench.bench.gemm import spec
 from clusterbench.errors import UsageError
 from clusterbench.families.base import iteration_stats
+from clusterbench.families.gemm import spec
 from clusterbench.families.gemm.spec import BENCHMARK, TFLOPS, TIME
 from clusterbench.ranks.context import RankContext
 from clusterbench.records import Measurement

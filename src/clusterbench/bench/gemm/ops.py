@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from clusterbench.bench.gemm.spec import DTYPES, input_dtypes
+from clusterbench.families.gemm.spec import DTYPES, input_dtypes
 
 
 @dataclass

@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 
 from clusterbench.bench import devices as devs
-from clusterbench.bench.stream import spec
 from clusterbench.bench.stream.main import StreamConfig
 from clusterbench.choices import parse_choices
 from clusterbench.errors import UsageError
+from clusterbench.families.stream import spec
 from clusterbench.units import parse_size
 
 

@@ -3,7 +3,8 @@
 Every kernel writes into preallocated arrays (``out=``, in-place ops) so no timed call allocates.
 ``torch.add(b, c, alpha=s, out=a)`` is a single fused pass, and ``torch.dot`` reduces without the
 temporary that ``(a * b).sum()`` would allocate. PyTorch has no single op for Nstream's
-``a += b + s*c``: it runs as two passes, and ``spec.KERNELS`` counts the 6 arrays they move.
+``a += b + s*c``: it runs as two passes, and ``KERNELS`` (``families/stream/spec.py``) counts the
+6 arrays they move.
 
 ``torch.dot`` takes at most 2^31 - 1 elements on a GPU (cuBLAS/hipBLAS take an int count), and
 the check's float64 temporaries would need several times the arrays' memory: both work in chunks.
@@ -15,7 +16,7 @@ from typing import Any
 
 import torch
 
-from clusterbench.bench.stream.spec import SCALAR, START_A, START_B, START_C
+from clusterbench.families.stream.spec import SCALAR, START_A, START_B, START_C
 
 TORCH_DTYPES = {"float": torch.float32, "double": torch.float64}
 DOT_CHUNK = 1 << 30      # elements per torch.dot call: below the BLAS int limit 2^31 - 1

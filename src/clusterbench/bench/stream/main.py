@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusterbench.bench import devices as devs
-from clusterbench.bench.stream import spec
+from clusterbench.bench.stream import check as analytic
 from clusterbench.errors import UsageError
 from clusterbench.families.base import iteration_stats
+from clusterbench.families.stream import spec
 from clusterbench.families.stream.spec import BANDWIDTH, BENCHMARK, TIME
 from clusterbench.ranks.context import RankContext
 from clusterbench.records import Measurement
@@ -92,8 +93,8 @@ def main(ctx: RankContext, cfg: StreamConfig) -> None:
             times, dot = run_size(impl, kernels, cfg.numtimes, time_fn, ctx.progress)
             result["times"] = times
             if cfg.check:
-                g = spec.gold(kernels, cfg.numtimes, n, cfg.dtype)
-                result["errors"] = spec.check(g, impl.mean_abs_errors(g.a, g.b, g.c), dot, cfg.dtype)
+                g = analytic.gold(kernels, cfg.numtimes, n, cfg.dtype)
+                result["errors"] = analytic.check(g, impl.mean_abs_errors(g.a, g.b, g.c), dot, cfg.dtype)
             impl.release()
             devs.release_cache(dev)
         gathered = devs.gather_to_root(ctx, result)

@@ -10,14 +10,12 @@ import click
 from clusterbench.cli.bounds import POSITIVE
 from clusterbench.cli.options import db_option, json_option, since_option
 from clusterbench.errors import UsageError
-from clusterbench.judge.baseline import create_baseline
+from clusterbench.judge.baseline import create_baseline, known_good
 from clusterbench.judge.profiles import dump_profile
-from clusterbench.judge.select import load_runs, rows_of
+from clusterbench.judge.select import rows_of
 from clusterbench.printable import printable
-from clusterbench.records import COMPLETE
 from clusterbench.report.jsonl import emit, summary_line
 from clusterbench.report.outfile import write_text
-from clusterbench.store import Store
 from clusterbench.store.selectors import GRAMMAR
 from clusterbench.units import compact
 
@@ -52,17 +50,9 @@ def create(runs: tuple[str, ...], output: str, name: str | None, pct: float, met
         # reach every validate report and JUnit file that names the profile
         raise UsageError(f"--name {printable(repr(name))}: give a profile name of printable characters, "
                          "or leave --name out for the output file's stem")
-    with Store.open_to_read(db) as store:
-        selected = load_runs(store, runs, since)
-    # "known-good": a failed run (wrong results, a failed check) or an incomplete one (a dead
-    # rank) is no evidence of what the cluster should reach
-    loaded = [(r, ms) for r, ms in selected if r.status == COMPLETE]
-    if not loaded:
-        raise UsageError(f"none of run(s) {', '.join(str(r.id) for r, _ in selected)} is complete: "
-                         "no known-good run to build a baseline from")
-    for r, _ in selected:
-        if r.status != COMPLETE:
-            print(printable(f"# left out run {r.id}: its status is {r.status}"), file=sys.stderr)
+    loaded, left_out = known_good(db, runs, since)
+    for r in left_out:
+        print(printable(f"# left out run {r.id}: its status is {r.status}"), file=sys.stderr)
     stem = os.path.splitext(os.path.basename(output))[0]
     result = create_baseline(rows_of(loaded), name=name or stem, pct=pct, metrics=metrics,
                              min_bytes=parse_size(min_bytes, "--min-bytes"),

@@ -9,24 +9,11 @@ import click
 from clusterbench.choices import parse_choices
 from clusterbench.cli.bounds import NON_NEGATIVE, FiniteFloat
 from clusterbench.cli.options import db_option, json_option, since_option
-from clusterbench.errors import UsageError
-from clusterbench.judge.compare import (
-    ADJUSTMENTS,
-    BETTER,
-    DEFAULT_ADJUST,
-    INSUFFICIENT,
-    NOISY,
-    SAME,
-    WORSE,
-    family_size,
-    group_rows,
-)
-from clusterbench.judge.compare import compare as compare_rows
-from clusterbench.judge.select import Row, interrupted_note, load_runs, rows_of
+from clusterbench.judge.ab import compare_selections
+from clusterbench.judge.compare import ADJUSTMENTS, BETTER, DEFAULT_ADJUST, NOISY, WORSE
 from clusterbench.judge.text import comparison_lines
 from clusterbench.printable import printable
 from clusterbench.report.jsonl import comparison_line, emit, note_line, summary_line
-from clusterbench.store import Store
 from clusterbench.store.selectors import GRAMMAR
 
 # --fail-on: which verdicts make the exit code 1; "any" is every verdict that is not "same"
@@ -73,42 +60,27 @@ def compare(selector_a: str, selector_b: str, benchmark: str | None, metric: str
     Exit code 0 (or, with --fail-on, 1 when a row has such a verdict); 2 for usage errors.
     """
     failing = _fail_on(fail_on)
-    with Store.open_to_read(db) as store:
-        runs_a, runs_b = load_runs(store, [selector_a], since), load_runs(store, [selector_b], since)
-    a, b = rows_of(runs_a), rows_of(runs_b)
-    partial = interrupted_note(r for r, _ in runs_a + runs_b)
-    ids_a, ids_b = {r.run.id for r in a}, {r.run.id for r in b}
-    if ids_a & ids_b:
-        raise UsageError(f"selectors {selector_a!r} and {selector_b!r} share runs; compare disjoint groups")
-
-    def keep(rows: list[Row]) -> list[Row]:
-        return [r for r in rows if (not benchmark or r.m.benchmark == benchmark)
-                and (not metric or r.m.metric == metric)]
-
-    a, b = keep(a), keep(b)
-    rows = compare_rows(a, b, alpha=alpha, min_effect=min_effect / 100, max_cv=max_cv / 100, adjust_by=adjust_by)
-    family = family_size(rows)   # before --only-changes: the adjustment counted every tested row
-    ka, kb = set(group_rows(a)), set(group_rows(b))
-    counts = {s: sum(c.status == s for c in rows) for s in (WORSE, BETTER, SAME, NOISY, INSUFFICIENT)}
+    ab = compare_selections(db, selector_a, selector_b, since, benchmark, metric, alpha=alpha,
+                            min_effect=min_effect / 100, max_cv=max_cv / 100, adjust_by=adjust_by)
+    counts = ab.counts()
     code = 1 if any(counts[s] for s in failing) else 0
-    if only_changes:
-        rows = [c for c in rows if c.status in (BETTER, WORSE)]
+    rows = ab.changes() if only_changes else ab.rows
     if as_json:
-        if partial:
-            emit(note_line(partial))
+        if ab.partial:
+            emit(note_line(ab.partial))
         for c in rows:
             emit(comparison_line(c, selector_a, selector_b))
-        emit(summary_line("compare", a=selector_a, b=selector_b, runs_a=sorted(ids_a), runs_b=sorted(ids_b),
-                          counts=counts, only_in_a=len(ka - kb), only_in_b=len(kb - ka),
-                          fail_on=list(failing), adjust=adjust_by, family=family, exit_code=code))
+        emit(summary_line("compare", a=selector_a, b=selector_b, runs_a=ab.runs_a, runs_b=ab.runs_b,
+                          counts=counts, only_in_a=ab.only_in_a, only_in_b=ab.only_in_b,
+                          fail_on=list(failing), adjust=adjust_by, family=ab.family, exit_code=code))
         return code
-    if partial:
-        print(f"# note: {partial}", file=sys.stderr)
-    print(printable(f"# A = {selector_a} ({len(ids_a)} run(s)), B = {selector_b} ({len(ids_b)} run(s))"))
-    for text in comparison_lines(rows, adjust_by, family):
+    if ab.partial:
+        print(f"# note: {ab.partial}", file=sys.stderr)
+    print(printable(f"# A = {selector_a} ({len(ab.runs_a)} run(s)), B = {selector_b} ({len(ab.runs_b)} run(s))"))
+    for text in comparison_lines(rows, adjust_by, ab.family):
         print(text)
-    if ka != kb:
-        print(f"# not compared: {len(ka - kb)} row(s) only in A, {len(kb - ka)} only in B")
+    if ab.only_in_a or ab.only_in_b:
+        print(f"# not compared: {ab.only_in_a} row(s) only in A, {ab.only_in_b} only in B")
     if code:
         bad = ", ".join(f"{counts[s]} {s}" for s in failing if counts[s])
         print(f"# --fail-on {fail_on}: {bad}")

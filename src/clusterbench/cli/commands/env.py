@@ -12,10 +12,9 @@ from clusterbench.cli.options import db_option, json_option, since_option
 from clusterbench.envinfo import diff as envdiff
 from clusterbench.envinfo import inventory
 from clusterbench.errors import UsageError
+from clusterbench.judge.environments import NoHosts, environment_diffs, stored_environments
 from clusterbench.printable import printable
-from clusterbench.records import Run
 from clusterbench.report.jsonl import difference_line, emit, inventory_line, note_line, summary_line
-from clusterbench.store import Store
 from clusterbench.store.selectors import GRAMMAR
 from clusterbench.units import compact
 
@@ -135,57 +134,26 @@ def env(ctx: click.Context, as_json: bool, root: str) -> None:
 def show_cmd(selectors: tuple[str, ...], host: str | None, as_json: bool, since: str | None,
              db: str | None) -> None:
     """The inventory stored with each RUN (e.g. last), one block per host."""
-    with Store.open_to_read(db) as store:
-        runs = store.select_all(selectors, since)
     sections: list[list[str]] = []
-    for run in runs:
-        hosts = envdiff.run_hosts(run)
-        if host is not None:
-            if host not in hosts:
-                raise UsageError(f"run {run.id} has no host {host!r} (hosts: {', '.join(hosts) or 'none'})")
-            hosts = [host]
-        if not hosts:  # e.g. an imported log that names no host: say so rather than print nothing
-            text = f"run {run.id} stored no hosts: no inventory to show"
+    for shown in stored_environments(db, selectors, host, since):
+        if isinstance(shown, NoHosts):  # e.g. an imported log: say so rather than print nothing
+            text = f"run {shown.run.id} stored no hosts: no inventory to show"
             if as_json:
-                emit(note_line(text, run.id))
+                emit(note_line(text, shown.run.id))
             else:
                 sections.append([f"# {text}"])
             continue
-        for h in hosts:
-            inv = envdiff.run_environment(run, h)
-            if as_json:
-                emit(inventory_line(inv, run.id))
-                continue
-            sections.append([f"# run {run.id}, host {h}" + ("" if envdiff.inventories(run) else
-                                                           " (no inventory stored: versions and env only)"),
-                             *inventory_lines(inv)])
+        if as_json:
+            emit(inventory_line(shown.inventory, shown.run.id))
+            continue
+        sections.append([f"# run {shown.run.id}, host {shown.host}"
+                         + ("" if shown.full else " (no inventory stored: versions and env only)"),
+                         *inventory_lines(shown.inventory)])
     for i, lines in enumerate(sections):   # a blank line between sections
         if i:
             print()
         for line in lines:
             print(printable(line))
-
-
-def _one(store: Store, selector: str, since: str | None) -> Run:
-    runs = store.select(selector, since)
-    if len(runs) != 1:
-        raise UsageError(f"selector {selector!r} matches {len(runs)} runs "
-                         f"({', '.join(str(r.id) for r in runs[:5])}{', ...' if len(runs) > 5 else ''}); "
-                         "give one run, e.g. last or a run id")
-    return runs[0]
-
-
-def _side(store: Store, selector: str, host: str | None, since: str | None) -> tuple[dict[str, Any], str]:
-    if selector == "local":
-        inv = inventory.collect()
-        return inv, f"this host ({inv['host']}, now)"
-    run = _one(store, selector, since)
-    hosts = envdiff.run_hosts(run)
-    if host is not None and host not in hosts:
-        raise UsageError(f"run {run.id} has no host {host!r} (hosts: {', '.join(hosts) or 'none'})")
-    inv = envdiff.run_environment(run, host)
-    note = "" if envdiff.inventories(run) else ", versions and env only: no inventory stored"
-    return inv, f"run {run.id} ({inv.get('host') or '?'}{note})"
 
 
 def _shown(value: Any) -> str:
@@ -231,32 +199,9 @@ def diff_cmd(run_a: str, run_b: str | None, hosts: str | None, show_identity: bo
     if len(names) > 2 or any(not h for h in names):
         raise UsageError(f"--hosts {hosts!r}: expected HOST_A or HOST_A,HOST_B")
     found = 0
-    with Store.open_to_read(db) as store:
-        if run_b is not None:
-            ha = names[0] if names else None
-            hb = names[1] if len(names) > 1 else ha
-            a, left = _side(store, run_a, ha, since)
-            b, right = _side(store, run_b, hb, since)
-            diffs = envdiff.diff(a, b, show_identity)
-            _print(diffs, left, right, as_json)
-            return 1 if exit_code and diffs else 0
-        if run_a == "local":
-            raise UsageError("give RUN_B to compare this host with, or a stored multi-host RUN_A")
-        run = _one(store, run_a, since)
-        all_hosts = envdiff.run_hosts(run)
-        if len(names) == 2:
-            pairs = [(names[0], names[1])]
-        elif len(all_hosts) >= 2:
-            pairs = [(all_hosts[0], h) for h in all_hosts[1:]]
-        else:
-            raise UsageError(f"run {run.id} has {len(all_hosts)} host(s): give RUN_B, or --hosts A,B of a multi-host run")
-        selector = str(run.id)
-        for ha, hb in pairs:
-            a, left = _side(store, selector, ha, None)
-            b, right = _side(store, selector, hb, None)
-            diffs = envdiff.diff(a, b, show_identity)
-            found += len(diffs)
-            _print(diffs, left, right, as_json)
+    for d in environment_diffs(db, run_a, run_b, names, since, show_identity):
+        found += len(d.differences)
+        _print(d.differences, d.left, d.right, as_json)
     return 1 if exit_code and found else 0
 
 

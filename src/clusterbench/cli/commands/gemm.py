@@ -10,11 +10,11 @@ import click
 
 from clusterbench.bench import devices as devs
 from clusterbench.bench.gemm import main as gemm_main
-from clusterbench.bench.gemm import spec
 from clusterbench.bench.gemm.config import gemm_config, gemm_options
 from clusterbench.cli.bench import run_benchmark_command
 from clusterbench.cli.bounds import ANY
 from clusterbench.cli.options import RunOutput, node_options, run_output
+from clusterbench.families.gemm import spec
 from clusterbench.ranks.context import RankOptions
 from clusterbench.ranks.driver import Job
 

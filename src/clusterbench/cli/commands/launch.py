@@ -3,10 +3,8 @@ across nodes with Slurm, Open MPI, torchrun, Kubernetes (Kubeflow) or dstack."""
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
-import subprocess
 import tempfile
 import uuid
 from pathlib import Path
@@ -32,6 +30,7 @@ from clusterbench.launch.common import (
     split_agent,
     with_store_args,
 )
+from clusterbench.launch.process import run_argv
 from clusterbench.printable import printable
 from clusterbench.report.outfile import write_text
 from clusterbench.report.progress import Progress, wanted
@@ -192,23 +191,15 @@ def slurm_cmd(partition, time_limit, job_name, account, output, exclusive, nodel
         return
     with Progress(wanted(quiet), f"Slurm job {job}: submitted") as shown:
         info = slurm.wait(job, wait_timeout, on_state=lambda i: shown.update(f"Slurm job {job}: {i.describe()}"))
-    times = ", ".join(t for t in (f"queued {info.queued_s:.0f} s" if info.queued_s is not None else "",
-                                  f"ran {info.run_s:.0f} s" if info.run_s is not None else "") if t)
-    what = f"Slurm job {job} {info.state} (exit {info.exit_code or '?'}" + (f"; {times})" if times else ")")
-    return _show_launched(db_path, launch_id, what, as_json, quiet)
+    return _show_launched(db_path, launch_id, info.ended(job), as_json, quiet)
 
 
 def _show_launched(db: str | None, launch_id: str, what: str, as_json: bool, quiet: bool = False) -> int:
+    from clusterbench.launch.collect import launched_run
     from clusterbench.report.jsonl import emit_all, run_objects
     from clusterbench.report.terminal import render_run
-    from clusterbench.store import Store
 
-    with Store.open(db) as store:
-        runs = store.runs_with_tags({"launch_id": launch_id})
-        if not runs:
-            raise ClusterbenchError(f"{what}: no run was stored in {db}")
-        run = runs[-1]
-        ms = store.measurements(run.id)
+    run, ms = launched_run(db, launch_id, what)
     if as_json:
         emit_all(run_objects(run, ms))
     else:
@@ -223,22 +214,6 @@ def _show_launched(db: str | None, launch_id: str, what: str, as_json: bool, qui
 
 
 # -- mpi ------------------------------------------------------------------------------------
-
-def _run_argv(argv: list[str], timeout: float, what: str, env: dict[str, str] | None = None) -> int:
-    try:
-        p = subprocess.Popen(argv, start_new_session=True, env={**os.environ, **env} if env else None)
-    except OSError as e:
-        raise UsageError(f"cannot run {argv[0]}: {e.strerror}") from None
-    try:
-        return p.wait(timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, 9)
-        p.wait(10)
-        raise ClusterbenchError(f"{what} did not finish within {timeout:g} s (--wall-timeout): ended") from None
-    except KeyboardInterrupt:
-        os.killpg(p.pid, 9)
-        raise
-
 
 @launch.command("mpi", context_settings=_CTX)
 @_common
@@ -280,7 +255,7 @@ def mpi_cmd(hostfile, hosts, mcas, agent, oversubscribe, mpirun_exe, no_prefligh
         if bad:
             raise ClusterbenchError("unreachable host(s): "
                                     + "; ".join(f"{h}: {why}" for h, why in bad))
-    return _run_argv(argv, wall_timeout, "mpirun")
+    return run_argv(argv, wall_timeout, "mpirun")
 
 
 # -- torchrun -------------------------------------------------------------------------------
@@ -340,7 +315,7 @@ def torchrun_cmd(rdzv_endpoint, node_rank, rdzv_id, local_addr, is_host, join_ti
         click.echo(line)
         click.echo(f"# on every node, e.g.: pdsh -w 'node[1-{spec.nodes}]' {shlex.quote(line)}")
         return
-    return _run_argv(argv, wall_timeout, "torchrun", env=spec.env)
+    return run_argv(argv, wall_timeout, "torchrun", env=spec.env)
 
 
 # -- k8s and dstack -------------------------------------------------------------------------

@@ -26,9 +26,9 @@ from clusterbench.cli.options import db_option, json_option, parse_tags, tag_opt
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.judge.blame import node_findings, passing_nodes
 from clusterbench.judge.profiles import Profile, SuiteStep, builtin_profiles, load_profile
-from clusterbench.judge.select import load_runs, rows_of
 from clusterbench.judge.text import outcome_lines
-from clusterbench.judge.validate import FAIL, PASS, SKIPPED, evaluate, exit_code
+from clusterbench.judge.validate import FAIL, PASS, SKIPPED, exit_code
+from clusterbench.judge.validation import judge_group
 from clusterbench.launch import drain
 from clusterbench.launch.common import split_agent
 from clusterbench.printable import printable
@@ -38,7 +38,7 @@ from clusterbench.report import junit as junit_xml
 from clusterbench.report import outfile
 from clusterbench.report.jsonl import criterion_line, emit
 from clusterbench.runner import new_group_id
-from clusterbench.store import Store
+from clusterbench.store.runs import check_writable, save_run
 
 LAUNCH_ENGINES = ("slurm", "mpi", "torchrun")
 GROUP_TAG = "qualify"
@@ -224,7 +224,7 @@ def qualify(profile_name: str, output: str | None, launch_text: str | None, node
     if junit:  # a --junit that cannot be written is a usage error now, not after every step stored
         outfile.target(junit, "--junit")
     # the store opens first: a database this version cannot write fails before any step runs
-    Store.open(db).close()
+    check_writable(db)
     started = time.monotonic()
 
     def say(text: str) -> None:
@@ -237,8 +237,7 @@ def qualify(profile_name: str, output: str | None, launch_text: str | None, node
     pre_failed = False
     if not no_preflight and launch is None:
         pre_run, pre_cases, pre_failed, pre_problems = _preflight_run(run_tags, node)
-        with Store.open(db) as store:
-            store.save_run(pre_run, [])
+        save_run(db, pre_run, [])
         say(f"# preflight: {pre_run.meta['preflight']['status']}")
 
     results: list[StepResult] = []
@@ -265,12 +264,9 @@ def qualify(profile_name: str, output: str | None, launch_text: str | None, node
             raise _Stopped(f"qualify {describe(signum)} in step {i} of {len(planned)} ({step.name!r}); "
                            f"no later step ran, nothing judged; runs so far: {GROUP_TAG}={group}", signum)
 
-    with Store.open(db) as store:
-        runs = store.runs_with_tags({GROUP_TAG: group})
-        loaded = load_runs(store, [str(r.id) for r in runs if r.benchmark != "preflight"])
-    rows = rows_of(loaded)
     # every criterion, measured or not: one that no step measured is a skipped case, not absent
-    outcomes = evaluate(profile, rows)
+    judged_group = judge_group(db, profile, {GROUP_TAG: group}, leave_out="preflight")
+    loaded, rows, outcomes = judged_group.loaded, judged_group.rows, judged_group.outcomes
     _print_outcomes(profile, outcomes, as_json)
 
     report_files: list[str] = []

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import json
-import re
-import sys
-
 import click
 
 from clusterbench.cli.options import (
@@ -21,7 +16,8 @@ from clusterbench.cli.options import (
 from clusterbench.errors import UsageError
 from clusterbench.families import FAMILIES, family_of
 from clusterbench.printable import printable
-from clusterbench.records import WARNINGS, Measurement, Run
+from clusterbench.records import WARNINGS, Run
+from clusterbench.report.csvout import write_csv
 from clusterbench.report.jsonl import (
     emit,
     emit_all,
@@ -31,7 +27,8 @@ from clusterbench.report.jsonl import (
     summary_line,
 )
 from clusterbench.report.terminal import render_run
-from clusterbench.store import Store, describe
+from clusterbench.store import describe
+from clusterbench.store.runs import delete_runs, list_runs, read_runs, tag_runs
 from clusterbench.store.selectors import GRAMMAR, MAX_RUN_ID, tag_term
 
 SELECTOR_HELP = f"RUN is {GRAMMAR} (see README, 'Selecting runs')."
@@ -75,33 +72,24 @@ def measured_text(benchmarks: list[str], tool: str | None) -> str:
 @since_option
 def list_cmd(as_json: bool, db: str | None, limit: int, benchmark: str | None, since: str | None) -> None:
     """List runs, newest first, with what each measured."""
-    with Store.open_to_read(db) as store:
-        runs = store.list_runs(limit=limit, benchmark=benchmark, since=since)
-        counts = store.measurement_counts([int(r.id or 0) for r in runs])
-        measured = store.run_benchmarks([int(r.id or 0) for r in runs])
+    listed = list_runs(db, limit=limit, benchmark=benchmark, since=since)
     if as_json:
-        for r in runs:
-            benches = measured.get(int(r.id or 0), [])
-            families = sorted({f.name for f in map(family_of, benches) if f is not None})
-            emit(run_line(r, measurements=counts.get(int(r.id or 0), 0), benchmarks=benches, families=families,
-                          tool=tool_of(r)))
+        for item in listed:
+            families = sorted({f.name for f in map(family_of, item.benchmarks) if f is not None})
+            emit(run_line(item.run, measurements=item.measurements, benchmarks=item.benchmarks,
+                          families=families, tool=tool_of(item.run)))
         return
     print(f"{'id':>5}  {'started (UTC)':<24} {'measured':<{_MEASURED_WIDTH}} {'status':<10} {'ranks':>5} "
           f"{'meas':>6}  {'hosts':<24} tags")
-    for r in runs:
+    for item in listed:
+        r = item.run
         hosts = ",".join(r.hosts)
         hosts = hosts if len(hosts) <= 24 else hosts[:21] + "..."
         tags = ",".join(tag_term(k, v) for k, v in r.tags.items())   # itself a selector
-        what = measured_text(measured.get(int(r.id or 0), []), tool_of(r))
-        print(printable(f"{r.id:>5}  {r.started_at:<24} {what:<{_MEASURED_WIDTH}} {r.status:<10} {'?' if r.ranks is None else r.ranks:>5} "
-                        f"{counts.get(int(r.id or 0), 0):>6}  {hosts:<24} {tags}"))
-
-
-def _loaded(store: Store, selectors: tuple[str, ...], since: str | None) -> list[tuple[Run, list[Measurement]]]:
-    """The runs the selectors pick with their measurements, read in bulk (not a query per run)."""
-    runs = store.select_all(selectors, since)
-    found = store.measurements_by_run([int(r.id or 0) for r in runs])
-    return [(run, found[int(run.id or 0)]) for run in runs]
+        what = measured_text(item.benchmarks, tool_of(r))
+        ranks = "?" if r.ranks is None else r.ranks   # an import that does not prove its rank count
+        print(printable(f"{r.id:>5}  {r.started_at:<24} {what:<{_MEASURED_WIDTH}} {r.status:<10} {ranks:>5} "
+                        f"{item.measurements:>6}  {hosts:<24} {tags}"))
 
 
 @results.command("show", epilog=SELECTOR_HELP)
@@ -111,8 +99,7 @@ def _loaded(store: Store, selectors: tuple[str, ...], since: str | None) -> list
 @db_option
 def show_cmd(selectors: tuple[str, ...], as_json: bool, since: str | None, db: str | None) -> None:
     """Re-print stored runs as their tables (nccl-tests format for collectives)."""
-    with Store.open_to_read(db) as store:
-        loaded = _loaded(store, selectors, since)
+    loaded = read_runs(db, selectors, since)
     for i, (run, ms) in enumerate(loaded):
         if as_json:
             emit_all(run_objects(run, ms))
@@ -130,59 +117,6 @@ def show_cmd(selectors: tuple[str, ...], as_json: bool, since: str | None, db: s
             print(printable(text))
 
 
-CSV_COLUMNS = ("run", "status", "benchmark", "metric", "value", "unit")
-
-
-def csv_param_columns(keys: list[str]) -> list[str]:
-    """Column names of the params: a param named as a fixed column (an imported run's ``value``)
-    or as another column gets ``param.`` before it, so that no two columns share a name (a
-    reader by name would take one column's cell for the other's)."""
-    taken = set(CSV_COLUMNS) | set(keys)
-    names: list[str] = []
-    for k in keys:
-        name = k
-        if k in CSV_COLUMNS:
-            name = f"param.{k}"
-            while name in taken:
-                name = f"param.{name}"
-            taken.add(name)
-        names.append(name)
-    return names
-
-
-def csv_cell(value: object) -> object:
-    """A param as a CSV cell: text, numbers and booleans (``True``) as the csv module writes them,
-    null as an empty cell; a list or mapping as its JSON text, as the JSON lines hold it (Python's
-    spelling, ``['a', None]``, is no format a reader can parse)."""
-    if not isinstance(value, (list, dict)):
-        return inert(value) if isinstance(value, str) else value
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-# A cell a spreadsheet would run as a formula (OWASP "CSV injection"): imported logs and tags carry
-# text from elsewhere (`=HYPERLINK(...)` in a model name). Text that reads as a plain number
-# (`-1`, `+3.5e2`) is a number to a spreadsheet too, so it is left alone.
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-_PLAIN_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
-
-
-def inert(text: str) -> str:
-    """Text as a cell no spreadsheet evaluates: one that starts as a formula does gets a ``'``
-    before it, as OWASP advises (the JSON lines keep the text as stored)."""
-    if text.startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(text):
-        return "'" + text
-    return text
-
-
-class _CsvOut:
-    """Standard output for ``csv.writer``: rows end in a line feed, but the writer is told CR LF
-    so that it quotes a cell holding a lone carriage return too (it quotes only the characters of
-    its line terminator); unquoted, a reader ends the row there."""
-
-    def write(self, line: str) -> int:
-        return sys.stdout.write(line[:-2] + "\n" if line.endswith("\r\n") else line)
-
-
 @results.command("export", epilog=SELECTOR_HELP)
 @click.argument("selectors", nargs=-1, required=True, metavar="RUN...")
 @click.option("--json", "as_json", is_flag=True,
@@ -197,27 +131,12 @@ def export_cmd(selectors: tuple[str, ...], as_json: bool, as_csv: bool, run_info
                db: str | None) -> None:
     """Export stored runs' measurements as JSON lines or CSV."""
     refuse_together("as_json", "as_csv")
-    with Store.open_to_read(db) as store:
-        loaded = _loaded(store, selectors, since)
+    loaded = read_runs(db, selectors, since)
     if not as_csv:
         for run, ms in loaded:
             emit_all([*(measurement_line(m, run.id) for m in ms), run_line(run)])
         return
-    keys: list[str] = []
-    for _, ms in loaded:
-        for m in ms:
-            for k in m.params:
-                if k not in keys:
-                    keys.append(k)
-    w = csv.writer(_CsvOut(), lineterminator="\r\n")
-    # the run's status on every row: a spreadsheet of rows must still tell a failed run's
-    # figures from a complete one's
-    w.writerow([*CSV_COLUMNS, *map(inert, csv_param_columns(keys))])
-    for run, ms in loaded:
-        for m in ms:
-            w.writerow([run.id, run.status, inert(m.benchmark), inert(m.metric),
-                        repr(m.value) if isinstance(m.value, float) else m.value, inert(m.unit),
-                        *[csv_cell(m.params[k]) if k in m.params else "" for k in keys]])
+    write_csv(loaded)
 
 
 @results.command("delete", epilog=SELECTOR_HELP)
@@ -226,9 +145,7 @@ def export_cmd(selectors: tuple[str, ...], as_json: bool, as_csv: bool, run_info
 @db_option
 def delete_cmd(selectors: tuple[str, ...], since: str | None, db: str | None) -> None:
     """Delete runs and everything stored with them (all the selected runs, or none)."""
-    with Store.open(db, create=False) as store:   # a mistyped --db is no new, empty database
-        run_ids = store.select_ids(selectors, since)
-        store.delete_runs(run_ids)
+    run_ids = delete_runs(db, selectors, since)
     # said once they are gone: an output that fails (`| head -1`) cannot stop a delete halfway
     for run_id in run_ids:
         print(f"deleted run {run_id}")
@@ -242,8 +159,7 @@ def delete_cmd(selectors: tuple[str, ...], since: str | None, db: str | None) ->
 def tag_cmd(selector: str, tags: tuple[str, ...], since: str | None, db: str | None) -> None:
     """Add or change tags on stored runs (every run RUN picks, or none)."""
     new = parse_tags(tags)   # a link_speed no judge can read is refused there
-    with Store.open(db, create=False) as store:
-        store.tag_runs(store.select_ids((selector,), since), new)
+    tag_runs(db, (selector,), new, since)
 
 
 @results.command("copy")

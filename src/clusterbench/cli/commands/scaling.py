@@ -12,7 +12,6 @@ from clusterbench.families.workloads.spec import SAMPLES_PER_S, TRAIN
 from clusterbench.judge import scaling as sc
 from clusterbench.printable import printable
 from clusterbench.report.jsonl import emit, measurement_line, note_line
-from clusterbench.store import Store
 from clusterbench.store.selectors import GRAMMAR
 
 
@@ -35,12 +34,7 @@ def scaling(selectors: tuple[str, ...], baseline: str | None, benchmark: str, me
     Each SELECTOR (e.g. tags such as network=vnic) is one group, e.g.
     `clusterbench scaling network=pod network=vnic --baseline nodes=1`.
     """
-    with Store.open_to_read(db) as store:
-        # a selector given twice is one group, not each run counted twice
-        points = sc.load_points(store, dict.fromkeys(selectors), benchmark, metric, by, since)
-        # `is not None`: an empty --baseline is a selector the store refuses, not "no baseline"
-        base = sc.load_points(store, (baseline,), benchmark, metric, by, since) if baseline is not None else None
-    rows = sc.scaling_table(points, base)
+    rows = sc.stored_scaling(db, selectors, baseline, benchmark, metric, by, since)
     if as_json:
         for r in rows:
             for m, cell in zip(r.measurements(benchmark, metric), r.cells(), strict=True):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import signal
 import sys
-import threading
 
 import click
 
@@ -49,23 +48,11 @@ def serve_metrics(selectors: tuple[str, ...], port: int, addr: str, since: str |
     def on_error(text: str) -> None:
         print(f"# serve-metrics: scrape failed: {text}", file=sys.stderr, flush=True)
 
-    stop = threading.Event()
-    got: list[int] = []
+    def listening() -> None:
+        print(f"# serve-metrics: http://{addr}:{port}/metrics (Ctrl-C to stop)", file=sys.stderr, flush=True)
 
-    def stopping(signum: int, _frame: object) -> None:
-        got.append(signum)
-        stop.set()
-
-    server = openmetrics.serve(load, port, addr, on_error)
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, stopping)
-    print(f"# serve-metrics: http://{addr}:{port}/metrics (Ctrl-C to stop)", file=sys.stderr, flush=True)
-    while not stop.wait(1.0):
-        pass
-    # the port is given back before exiting; a scrape under way is cut off (its threads are daemons)
-    server.shutdown()
-    server.server_close()
-    print(f"# serve-metrics: stopped by {signal.Signals(got[0]).name}", file=sys.stderr, flush=True)
+    signum = openmetrics.serve_until_stopped(load, port, addr, on_error, listening)
+    print(f"# serve-metrics: stopped by {signal.Signals(signum).name}", file=sys.stderr, flush=True)
     return 0
 
 

@@ -37,8 +37,8 @@ from clusterbench.report import outfile
 from clusterbench.report.jsonl import emit, emit_all, host_line, run_objects, summary_line
 from clusterbench.report.progress import Progress, wanted
 from clusterbench.runner import new_group_id
-from clusterbench.store import Store
 from clusterbench.store.location import for_other_hosts
+from clusterbench.store.runs import check_writable, save_run
 from clusterbench.sweep import plan
 from clusterbench.sweep.analyze import SubsetResult, analyze, parse_topology
 from clusterbench.sweep.report import NodeVerdict, node_verdicts, table_lines, to_run
@@ -141,7 +141,7 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
     # sweep would name every node a suspect (and drain them all with --on-fail).
     check_argv([*test_argv, "--json"], "the test after --", values=True)
     # the store opens first: a database this version cannot write fails before any node runs
-    Store.open(db).close()
+    check_writable(db)
     cfg = SweepConfig(hosts=host_list, command=test_argv, metric=metric,
                       agent=agent_argv, quote=not agent_exec,
                       procs_per_node=procs_per_node, single_procs=single_procs, env=parse_env(envs),
@@ -169,8 +169,7 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
                      switches=switches)
     run, ms = to_run(results, result, test, metric, command_line(), started, {**run_tags, "sweep": sweep_id},
                      rate)
-    with Store.open(db) as store:
-        run.id = store.save_run(run, ms)
+    run.id = save_run(db, run, ms)
     code = 1 if result.suspects else 0
     if as_json:
         emit_all(run_objects(run, ms))

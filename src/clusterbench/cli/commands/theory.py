@@ -7,21 +7,11 @@ import math
 import click
 
 from clusterbench.cli.options import db_option, json_option, since_option
-from clusterbench.errors import UsageError
 from clusterbench.families.collectives.spec import OPTIMAL_ALGBW, OPTIMAL_BUSBW
-from clusterbench.judge.efficiency import best_per_placement, nodes_of, run_link_efficiency
-from clusterbench.judge.select import load_runs
-from clusterbench.judge.theory import (
-    THEORY_OP,
-    Efficiency,
-    link_efficiency,
-    parse_nodes,
-    theory_table,
-)
+from clusterbench.judge.efficiency import best_per_placement, stored_link_efficiency
+from clusterbench.judge.theory import THEORY_OP, parse_nodes, theory_table
 from clusterbench.printable import printable
-from clusterbench.records import Run
 from clusterbench.report.jsonl import efficiency_line, emit, measurement_line
-from clusterbench.store import Store
 from clusterbench.store.selectors import GRAMMAR
 from clusterbench.units import compact, fixed
 
@@ -51,21 +41,7 @@ def theory(link: str | None, nodes_text: str, runs: tuple[str, ...], as_json: bo
     # --link, selector or link_speed tag is one line on stderr, not a table cut short
     table_link = DEFAULT_LINK if link is None else link
     table = theory_table(table_link, parse_nodes(nodes_text))
-    judged: list[tuple[int, str, list[Efficiency]]] = []
-    unknown: list[str] = []
-    if runs:
-        with Store.open_to_read(db) as store:
-            loaded = load_runs(store, runs, since)
-        for run, ms in loaded:
-            run_link = link if link is not None else run.tags.get("link_speed") or DEFAULT_LINK
-            try:
-                effs = run_link_efficiency(run, ms, run_link)
-            except UsageError as e:
-                raise UsageError(f"run {run.id}: link_speed tag: {e}") from None
-            if effs:
-                judged.append((run.id, run_link, effs))
-            elif nodes_of(run) < 2 and link_efficiency(ms, 2, 1.0):
-                unknown.append(_why_no_nodes(run))
+    stored = stored_link_efficiency(db, runs, since, link, DEFAULT_LINK) if runs else None
     if as_json:
         for row in table:
             for metric, value in ((OPTIMAL_ALGBW, row.algbw), (OPTIMAL_BUSBW, row.busbw)):
@@ -77,7 +53,7 @@ def theory(link: str | None, nodes_text: str, runs: tuple[str, ...], as_json: bo
         for row in table:
             print(f"{row.nodes:>{width}} {fixed(row.algbw, 13, _decimals(row.algbw))} "
                   f"{fixed(row.busbw, 13, _decimals(row.busbw))}")
-    for run_id, run_link, effs in judged:
+    for run_id, run_link, effs in stored.judged if stored is not None else ():
         if as_json:
             for e in effs:
                 emit(efficiency_line(e, run_id, run_link))
@@ -86,17 +62,8 @@ def theory(link: str | None, nodes_text: str, runs: tuple[str, ...], as_json: bo
         for e in best_per_placement(effs):
             print(f"# run {run_id}: {e.label} on {e.nodes} nodes: {_gbs(e.measured_algbw)} GB/s = "
                   f"{e.percent_text(0)} of {_gbs(e.optimal_algbw)} GB/s over {printable(run_link.strip())}")
-    if runs and not judged:
-        if unknown:
-            raise UsageError(f"no collective algbw rows on 2 or more hosts: {unknown[0]}")
-        raise UsageError("the selected runs have no collective algbw rows on 2 or more hosts")
-
-
-def _why_no_nodes(run: Run) -> str:
-    if run.hosts:
-        return f"run {run.id} ran on 1 host"
-    return (f"run {run.id} names no hosts (an imported log?): give its node count with "
-            f"`clusterbench results tag {run.id} nodes=N`")
+    if stored is not None and not stored.judged:
+        raise stored.nothing_judged()
 
 
 def _decimals(value: float) -> int:

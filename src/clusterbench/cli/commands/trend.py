@@ -9,24 +9,12 @@ import click
 
 from clusterbench.cli.bounds import FiniteFloat
 from clusterbench.cli.options import db_option, json_option
-from clusterbench.errors import UsageError
 from clusterbench.judge.changepoint import Change, Settings, runs_needed
-from clusterbench.judge.history import (
-    BY,
-    REGRESSION,
-    Series,
-    build_series,
-    detect,
-    parse_since,
-    select_history,
-    series_notes,
-    too_short,
-)
+from clusterbench.judge.history import BY, REGRESSION, Series, stored_trend, too_short
 from clusterbench.judge.text import fmt
 from clusterbench.printable import printable
 from clusterbench.report.jsonl import emit, note_line
-from clusterbench.store import Store
-from clusterbench.units import compact, parse_size
+from clusterbench.units import compact
 
 # The permutation p-value is never below 1 / (permutations + 1) and each scan gets alpha / 2:
 # a smaller alpha could never show a change, whatever the history.
@@ -73,26 +61,10 @@ def trend(selectors: tuple[str, ...], metric: str | None, benchmark: str | None,
     order, and where it stepped: the run, by how much and with what confidence (Mann-Whitney
     scan with a permutation p-value, docs/judge.md)."""
     settings = Settings(alpha=alpha, min_size=min_runs, min_effect=min_effect / 100)
-    since_t = parse_since(since) if since else None
-    with Store.open_to_read(db) as store:
-        runs = select_history(store, selectors, since_t)
-        found = store.measurements_by_run([r.id for r in runs])   # not a query per run
-        loaded = [(r, found[r.id]) for r in runs]
-    if not runs:
-        raise UsageError("no run in the selection" + (f" since {since}" if since else ""))
-    series = detect(build_series(loaded, metric=metric, benchmark=benchmark, by=by,
-                                 size=parse_size(size, "--bytes") if size else None), settings)
-    if not series:
-        raise UsageError(f"no {metric or 'headline'} measurement in the {len(runs)} selected run(s)"
-                         + (f" for {benchmark}" if benchmark else "")
-                         # the size is often why: the rows exist, at other sizes
-                         + (f" at --bytes {size}" if size else "")
-                         + (" per device (--by device: rows with a device param)" if by == "device" else ""))
-    changes = [(s, c) for s in series for c in s.changes]
-    open_regressions = [s for s in series if s.open_regression is not None]
-    short = [s for s in series if too_short(s, settings)]
-    left_out = sum(len(s.left_out) for s in series)
-    notes = [n for s in series for n in series_notes(s, settings)]
+    t = stored_trend(db, selectors, since, metric=metric, benchmark=benchmark, by=by, size=size,
+                     settings=settings)
+    runs, series, changes = t.runs, t.series, t.changes()
+    open_regressions, short, notes = t.open_regressions(), t.too_short(), t.notes()
     if as_json:
         for s in series:
             for p in s.points:
@@ -104,10 +76,10 @@ def trend(selectors: tuple[str, ...], metric: str | None, benchmark: str | None,
         for s, c in changes:
             emit(s.change_dict(c))
         emit({"kind": "summary", "command": "trend", "runs": [r.id for r in runs], "series": len(series),
-                   "regressions": sum(s.kind(c) == REGRESSION for s, c in changes),
-                   "improvements": sum(s.kind(c) != REGRESSION for s, c in changes),
+                   "regressions": t.regressions(), "improvements": len(changes) - t.regressions(),
                    "open_regressions": len(open_regressions),
-                   "runs_needed": runs_needed(settings), "too_short": len(short), "points_left_out": left_out,
+                   "runs_needed": runs_needed(settings), "too_short": len(short),
+                   "points_left_out": t.points_left_out(),
                    "exit_code": 1 if fail_on == REGRESSION and open_regressions else 0})
     else:
         print(f"# trend: {len(series)} series over {len(runs)} run(s), "
@@ -128,7 +100,7 @@ def trend(selectors: tuple[str, ...], metric: str | None, benchmark: str | None,
         for run, text in notes:
             if run is not None:   # a short series says so in its row already
                 print(printable(f"# note: {text}"))
-        print(f"# {len(changes)} change(s): {sum(s.kind(c) == REGRESSION for s, c in changes)} regression(s), "
+        print(f"# {len(changes)} change(s): {t.regressions()} regression(s), "
               f"{len(open_regressions)} not recovered")
         if short:
             print(f"# {len(short)} series too short to show a change at alpha {alpha:g}: "

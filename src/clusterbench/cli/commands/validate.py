@@ -9,19 +9,11 @@ import click
 from clusterbench.cli.fleet import OnFail, junit_option, on_fail_options, take_out
 from clusterbench.cli.options import db_option, json_option, since_option
 from clusterbench.errors import UsageError
-from clusterbench.judge.blame import node_findings, passing_nodes
-from clusterbench.judge.efficiency import (
-    best_per_placement,
-    best_percent_of_peak,
-    run_link_efficiency,
-)
+from clusterbench.judge.blame import passing_nodes
 from clusterbench.judge.profiles import builtin_profiles, load_profile
-from clusterbench.judge.select import interrupted_note, load_runs, rows_of
 from clusterbench.judge.text import outcome_lines
-from clusterbench.judge.tool_checks import tool_outcomes
-from clusterbench.judge.validate import STATUSES, evaluate, exit_code
+from clusterbench.judge.validation import validate_runs
 from clusterbench.printable import printable
-from clusterbench.records import WARNINGS
 from clusterbench.report import junit as junit_xml
 from clusterbench.report.jsonl import (
     criterion_line,
@@ -32,7 +24,6 @@ from clusterbench.report.jsonl import (
     summary_line,
     warning_line,
 )
-from clusterbench.store import Store
 from clusterbench.store.selectors import GRAMMAR
 from clusterbench.units import compact
 
@@ -64,68 +55,54 @@ def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, n
     With --on-fail, the nodes a failing criterion names are drained (Slurm) or tainted (Kubernetes).
     """
     profile = load_profile(profile_name)
-    with Store.open_to_read(db) as store:
-        loaded = load_runs(store, runs or ("last",), since)
-    rows = rows_of(loaded)
-    judged = evaluate(profile, rows)
-    outcomes = judged + tool_outcomes(loaded)   # the tools' own checks (nccl-tests' error tolerance)
-    effs = [(run, e) for run, ms in loaded for e in run_link_efficiency(run, ms, link_speed, nodes)]
-    run_ids = [r.id for r, _ in loaded]
-    peaks = best_percent_of_peak(loaded)
-    nothing_checked = all(o.status == "skipped" for o in judged)
-    partial = interrupted_note(r for r, _ in loaded)
-    code = 2 if nothing_checked else exit_code(outcomes)
-    best = best_per_placement([e for _, e in effs])
+    v = validate_runs(db, profile, runs or ("last",), since, link_speed, nodes)
+    outcomes, best = v.outcomes, v.best()
     if as_json:
         for o in outcomes:
             emit(criterion_line(o, profile.name))
-        run_of = {id(e): run for run, e in effs}
-        for e in best:
-            run = run_of[id(e)]
+        for run, e in best:
             emit(efficiency_line(e, run.id, link_speed or run.tags.get("link_speed", "")))
-        for label, d in peaks:
+        for label, d in v.peaks:
             emit(percent_of_peak_line(label, d))
-        if link_speed and not effs:
+        if link_speed and not v.efficiencies:
             emit(note_line(NO_LINK_ROWS))
-        for run, _ms in loaded:
-            for text in run.meta.get(WARNINGS) or []:
-                emit(warning_line(text, run.id))
-        if partial:
-            emit(note_line(partial))
+        for run_id, text in v.warnings():
+            emit(warning_line(text, run_id))
+        if v.partial:
+            emit(note_line(v.partial))
     else:
-        if link_speed and not effs:
+        if link_speed and not v.efficiencies:
             print(f"# note: {NO_LINK_ROWS}", file=sys.stderr)
-        if partial:
-            print(f"# note: {partial}", file=sys.stderr)
+        if v.partial:
+            print(f"# note: {v.partial}", file=sys.stderr)
         print(printable(f"# profile {profile.name}: {len(profile.criteria)} criteria on run(s) "
-                        f"{', '.join(map(str, run_ids))}"))
+                        f"{', '.join(map(str, v.run_ids))}"))
         for text in outcome_lines(outcomes):
             print(text)
-        for e in best:
+        for _run, e in best:
             print(f"# efficiency {e.label} on {e.nodes} nodes: "
                   f"algbw {compact(e.measured_algbw)} GB/s = {e.percent_text(0)} of optimal "
                   f"{compact(e.optimal_algbw)} GB/s")
-        for label, d in peaks:
+        for label, d in v.peaks:
             print(printable(f"# peak {label}: best {d.value:.4g} {d.unit} = {d.percent_text(1)} of {d.device_name} "
                             f"datasheet {d.peak:.4g} {d.unit}"))
-        for run, _ms in loaded:
-            for text in run.meta.get(WARNINGS) or []:
-                print(printable(f"# warning: run {run.id}: {text}"))
+        for run_id, text in v.warnings():
+            print(printable(f"# warning: run {run_id}: {text}"))
     if junit:
-        junit_xml.write(junit, [junit_xml.validation_suite(profile.name, outcomes, run_ids)])
-    summary = summary_line("validate", profile=profile.name, runs=run_ids,
-                           counts={s: sum(o.status == s for o in outcomes) for s in STATUSES}, exit_code=code)
-    if nothing_checked:
+        junit_xml.write(junit, [junit_xml.validation_suite(profile.name, outcomes, v.run_ids)])
+    summary = summary_line("validate", profile=profile.name, runs=v.run_ids, counts=v.counts(),
+                           exit_code=v.exit_code)
+    if v.nothing_checked:
         if as_json:
             emit(summary)
         raise UsageError(f"no criterion of profile {profile.name} matched any measurement of run(s) "
-                         f"{', '.join(map(str, run_ids))}")
-    nodes_found = node_findings(outcomes, rows)
+                         f"{', '.join(map(str, v.run_ids))}")
+    nodes_found = v.nodes()
     # before the summary: a node name it refuses, or a drain that fails, ends the command instead
     take_out(on_fail, nodes_found.problems, passing_nodes(nodes_found), as_json, nodes_found.notes)
     if as_json:
         emit(summary)
-    return code
+    return v.exit_code
 
 
 commands = [validate]

@@ -36,15 +36,13 @@ DTYPES: dict[str, tuple[str, int]] = {
 }
 DTYPE_ALIASES = {"char": "int8", "int": "int32", "float16": "half", "fp16": "half", "float32": "float",
                  "fp32": "float", "float64": "double", "fp64": "double", "bf16": "bfloat16"}
-
-# Every type name nccl-tests and rccl-tests print in a table's ``type`` column, with its size in
-# bytes (src/common.cu test_typenames: the old names char/int, uint32/uint64, nccl-tests' f8e4m3/
-# f8e5m2, rccl-tests' fp8_e4m3/fp8_e5m2): an import reads the count column against it.
-PRINTED_DTYPE_BYTES: dict[str, int] = {
-    **{name: size for name, (_, size) in DTYPES.items()},
-    **{alias: DTYPES[name][1] for alias, name in DTYPE_ALIASES.items()},
-    "uint32": 4, "uint64": 8, "f8e4m3": 1, "f8e5m2": 1, "fp8_e4m3": 1, "fp8_e5m2": 1,
-}
+# Bytes per element of every type a nccl-tests or rccl-tests result names (src/common.cu
+# test_typenames): the types above, the old names char/int, those only the tools run (unsigned
+# 32/64-bit, nccl-tests' f8e4m3/f8e5m2, rccl-tests' fp8_e4m3/fp8_e5m2). An import reads a
+# table's count column against it.
+DTYPE_SIZES: dict[str, int] = {**{name: size for name, (_, size) in DTYPES.items()},
+                               **{alias: DTYPES[name][1] for alias, name in DTYPE_ALIASES.items()},
+                               "uint32": 4, "uint64": 8, "f8e4m3": 1, "f8e5m2": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
 
 # Reduction operators in nccl-tests' order for ``-o all``.
 REDOPS = ("sum", "prod", "max", "min", "avg")
@@ -116,9 +114,10 @@ class OpSpec:
     # nccl-tests does not check in-place alltoall and sendrecv (#wrong prints N/A).
     in_place_checked: bool = True
     aliases: tuple[str, ...] = ()             # other spellings: program names, rccl-tests CSV names
-    # nccl-tests' count column is the size split over the ranks (its paramcount is count/nranks):
-    # size = count x element size x ranks, where the other ops print size = count x element size
-    split_count: bool = False
+    # gather-type: each rank's count is the row's count split over the ranks (nccl-tests' count
+    # column is that share: size = count x element size x ranks, where the other ops print size =
+    # count x element size), trimmed to whole ``ALIGN`` units where clusterbench runs the op
+    splits_count: bool = False
 
     @property
     def runnable(self) -> bool:
@@ -128,19 +127,19 @@ class OpSpec:
 # Every collective nccl-tests measures, in nccl-tests' order; the runnable ones first.
 TABLE: tuple[OpSpec, ...] = (
     OpSpec("all_reduce", _factor_allreduce, _same, reduces=True, out_of_place=False, aliases=("allreduce",)),
-    OpSpec("all_gather", _factor_gather, _gather, aliases=("allgather",), split_count=True),
-    OpSpec("reduce_scatter", _factor_gather, _scatter, reduces=True, aliases=("reducescatter",), split_count=True),
+    OpSpec("all_gather", _factor_gather, _gather, aliases=("allgather",), splits_count=True),
+    OpSpec("reduce_scatter", _factor_gather, _scatter, reduces=True, aliases=("reducescatter",), splits_count=True),
     OpSpec("broadcast", _factor_one, _same, has_root=True, out_of_place=False, aliases=("bcast",)),
     OpSpec("reduce", _factor_one, _same, reduces=True, has_root=True, out_of_place=False),
-    OpSpec("alltoall", _factor_gather, _alltoall, in_place_checked=False, aliases=("all_to_all",), split_count=True),
+    OpSpec("alltoall", _factor_gather, _alltoall, in_place_checked=False, aliases=("all_to_all",), splits_count=True),
     OpSpec("sendrecv", _factor_one, _same, in_place_checked=False, aliases=("send_recv",)),
-    OpSpec("gather", _factor_gather, has_root=True, split_count=True),
-    OpSpec("scatter", _factor_gather, has_root=True, split_count=True),
+    OpSpec("gather", _factor_gather, has_root=True, splits_count=True),
+    OpSpec("scatter", _factor_gather, has_root=True, splits_count=True),
     # hypercube_perf's algbw is count x (n-1) elements per time, not size/time, and its busbw
     # equals it (src/hypercube.cu, HyperCubeGetBw: factor 1)
-    OpSpec("hypercube", _factor_one, split_count=True),
+    OpSpec("hypercube", _factor_one, splits_count=True),
     # rccl-tests only; like alltoall, its in-place run is not checked (src/alltoallv.cu)
-    OpSpec("alltoallv", _factor_gather, in_place_checked=False, split_count=True),
+    OpSpec("alltoallv", _factor_gather, in_place_checked=False, splits_count=True),
 )
 SPECS: dict[str, OpSpec] = {op.name: op for op in TABLE}
 OPS = tuple(op.name for op in TABLE if op.runnable)      # what clusterbench measures
@@ -221,7 +220,7 @@ def per_rank_unit(op: str, dtype: str) -> int:
     """The fewest bytes per rank that make a row: one element, or one 16-byte unit for the ops
     whose per-rank count nccl-tests trims to whole units."""
     elt = element_size(dtype)
-    return max(elt, ALIGN) if SPECS[op].counts in (_gather, _scatter, _alltoall) else elt
+    return max(elt, ALIGN) if SPECS[op].splits_count else elt
 
 
 def row_bytes(op: str, counts: Counts, dtype: str) -> int:

@@ -12,7 +12,7 @@ from clusterbench.ingest import parse_text
 from clusterbench.records import Measurement, Run
 from clusterbench.store import Store
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parent.parent / "data"
 START = datetime(2025, 3, 1, 3, 0, tzinfo=timezone.utc)
 
 

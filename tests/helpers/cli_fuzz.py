@@ -28,7 +28,7 @@ from pathlib import Path
 
 import click
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parent.parent / "data"
 NCCL = DATA / "nccl-tests"
 LOGS = [(NCCL / "superbench-nccl_allreduce.log", "env=a"), (NCCL / "seed-mi300x-rccl-all_reduce-8gpu.txt", "env=b"),
         (DATA / "transferbench" / "docs-presets-p2p-mi350x-v1.67.txt", "env=c")]

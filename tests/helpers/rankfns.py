@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 import torch
@@ -144,3 +145,35 @@ def sleep_handling_sigterm(ready) -> None:
     signal.signal(signal.SIGTERM, lambda _s, _f: os._exit(143))
     ready.set()
     time.sleep(3600)
+
+
+def slow_steps(ctx, config):
+    """Per-rank function (imported by the ranks): a few steps long enough for several ticks."""
+    for step in range(config["steps"]):
+        time.sleep(config["sleep"])
+        t = torch.ones(1)
+        dist.all_reduce(t)
+        ctx.progress()
+        ctx.record([Measurement("selftest", "value", float(t.item()), "", {"step": step})])
+
+
+def step_ok(ctx, config):
+    dist.barrier()
+    ctx.record([Measurement("selftest", "value", 1.0, "", {"step": "ok"})])
+    ctx.progress()
+
+
+def step_killed(ctx, config):
+    dist.barrier()
+    if ctx.rank == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    dist.barrier()
+
+
+def step_ctrl_c(ctx, config):
+    dist.barrier()
+    if ctx.rank == 0:
+        os.killpg(os.getpgid(0), signal.SIGINT)   # Ctrl-C: the whole foreground process group
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        time.sleep(0.1)

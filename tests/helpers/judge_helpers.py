@@ -64,3 +64,39 @@ def save(db: str, ms: list[Measurement], **kw) -> int:
               tags=kw.pop("tags", {}), **kw)
     with Store.open(db) as s:
         return s.save_run(run, ms)
+
+
+SEED_LOGS = [
+    ("nccl-tests", "seed-mi300x-rccl-all_reduce-8gpu.txt"),
+    ("transferbench", "seed-mi300x-a2a.txt"),
+    ("transferbench", "seed-mi300x-p2p.txt"),
+    ("transferbench", "seed-mi300x-example-cfg.txt"),
+    ("rocblas-bench", "seed-mi300x-sgemm-4000.txt"),
+    ("rocblas-bench", "seed-mi300x-gemm_strided_batched_ex-bf16.txt"),
+    ("rocblas-bench", "seed-mi300x-gemm_strided_batched_ex-int8.txt"),
+    ("babelstream", "seed-mi300x-hip-8gpu-mpi.txt"),
+]
+
+# What Tables 1-6 imply for the outputs printed next to them. Test 2 of Table 3 fails by 0.1%:
+# the guide's example shows 48.349 GB/s against a 48.4 GB/s minimum (it notes its examples are
+# not the runs behind the tables).
+EXPECTED = {
+    "TransferBench a2a average bandwidth": ("pass", 35.776),
+    "TransferBench p2p average unidirectional copy GPU->GPU": ("pass", 48.44),
+    "TransferBench p2p average bidirectional copy GPU<->GPU": ("pass", 46.24),
+    "TransferBench config Test 1 (GFX G0->G1, 4 CUs)": ("pass", 47.774),
+    "TransferBench config Test 2 (DMA G0->G1)": ("fail", 48.349),
+    "TransferBench config Test 3, 0 to 1": ("pass", 32.809),
+    "TransferBench config Test 3, 1 to 0": ("pass", 39.603),
+    "TransferBench config Test 4 (memset G0)": ("pass", 1274.598),
+    "TransferBench config Test 6 (broadcast G0 -> G0,G1)": ("pass", 48.933),
+    "RCCL all_reduce in-place busbw at 8 GiB": ("pass", 315.84),
+    "rocBLAS FP32 GEMM 4000x4000x4000": ("pass", 97.1906),
+    "rocBLAS strided batched BF16 GEMM 1024x2048x512, batch 5": ("pass", 159.783),
+    "rocBLAS strided batched INT8 GEMM 1024x2048x512, batch 5": ("pass", 177.478),
+    "BabelStream Copy": ("pass", 4255.995148),
+    "BabelStream Mul": ("pass", 4113.642067),
+    "BabelStream Add": ("pass", 3948.620619),
+    "BabelStream Triad": ("pass", 3947.212603),
+    "BabelStream Dot": ("pass", 3878.410495),
+}

@@ -1,0 +1,218 @@
+"""``clusterbench import``'s work: the files' runs parsed and saved, one transaction per file.
+
+A file is stored whole or not at all: an error, Ctrl-C or SIGTERM roll its transaction back. A
+file already imported (same content and the same --tool, --host, --tag) is skipped. What is
+printed is the caller's (an ``ImportSink``): it is told of each run as it is stored, inside the
+file's transaction, so a log of thousands of runs is never held whole.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Protocol
+
+from clusterbench.envinfo.software import usable_cores
+from clusterbench.errors import ClusterbenchError
+from clusterbench.ingest.common import ImportedRun
+from clusterbench.ingest.source import (
+    file_digest,
+    identity,
+    new_digest,
+    read_once,
+    runs_of,
+    spool,
+    streamed,
+)
+from clusterbench.records import FAILED, INCOMPLETE, INTERRUPTED, RUN_STATUSES, Run
+from clusterbench.store import Store
+
+ROLLED_BACK = "a file is stored whole or not at all"
+IMPORTED_BEFORE = "the file was imported before"
+
+# What a run that is not stored (--dry-run) is shown as: (file name, run, its import) -> text.
+# A module's function: it runs where the run was parsed, in a worker process for a large log.
+Render = Callable[[str, Run, ImportedRun], str]
+
+
+class ImportSink(Protocol):
+    """What the caller prints while files are imported."""
+
+    def stored(self, name: str, run: Run, item: ImportedRun) -> None:
+        """``run`` (of file ``name``) was saved; its file's transaction is still open."""
+
+    def shown(self, text: str) -> None:
+        """The text ``Render`` made of a run that is not stored."""
+
+    def not_stored(self, name: str, text: str) -> None:
+        """Runs said to be stored for ``name`` were rolled back: ``text`` says which and why."""
+
+    def already_imported(self, name: str, text: str) -> None:
+        """File ``name`` was skipped: ``text`` names the runs it was imported as."""
+
+    def failed(self, name: str, error: str) -> None:
+        """File ``name`` could not be read, recognised or stored: nothing of it was stored."""
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    tool: str | None = None        # --tool: the tool that wrote the logs (None: detected)
+    host: str | None = None        # --host: for logs that name no host
+    tags: dict[str, str] = field(default_factory=dict)
+    command: tuple[str, ...] = ()  # the command line stored with a run that has none
+    jobs: int | None = None        # processes parsing a large nccl-tests log (None: 2 where there are 2 CPUs)
+
+
+@dataclass
+class ImportResult:
+    files: int
+    stored: bool                                   # False: --dry-run
+    runs: list[int] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=lambda: {s: 0 for s in RUN_STATUSES})
+    failed_files: list[dict[str, str]] = field(default_factory=list)
+    already_imported: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        """2 when a file was not imported; 1 when a run is failed, incomplete or interrupted."""
+        if self.failed_files:
+            return 2
+        return 1 if self.counts[FAILED] or self.counts[INCOMPLETE] or self.counts[INTERRUPTED] else 0
+
+
+def id_ranges(ids: Sequence[int]) -> str:
+    """``1-3, 7``: run ids as ranges."""
+    out: list[str] = []
+    for i in sorted(ids):
+        if out and i == int(out[-1].rsplit("-", 1)[-1]) + 1:
+            out[-1] = f"{out[-1].split('-')[0]}-{i}"
+        else:
+            out.append(str(i))
+    return ", ".join(out)
+
+
+class _AlreadyImported(Exception):
+    def __init__(self, runs: list[int]) -> None:
+        super().__init__(f"already imported as run(s) {id_ranges(runs)} (same content): skipped")
+        self.runs = runs
+
+
+def completed(run: Run, opts: ImportOptions) -> Run:
+    """The run with what the import adds: its tags, the command, ``--host``."""
+    run.tags.update(opts.tags)
+    if not run.command:  # only a re-imported clusterbench run has the command it ran
+        run.command = list(opts.command)
+    if opts.host and not run.hosts:
+        run.hosts = [opts.host]
+    return run
+
+
+def _unstored(item: ImportedRun, name: str, opts: ImportOptions, render: Render) -> tuple[str, str]:
+    """A run that is not stored (--dry-run): its status and the text shown for it."""
+    run = completed(item.run, opts)
+    return run.status, render(name, run, item)
+
+
+def import_files(sources: Sequence[tuple[str, str]], opts: ImportOptions, sink: ImportSink,
+                 db: str | None = None, dry_run: bool = False, render: Render | None = None
+                 ) -> ImportResult:
+    """Import each ``(path, name)`` of ``sources`` (``-``: standard input; ``name``: the path as
+    printed and stored) into ``db``, or with ``dry_run`` parse only, each run shown as
+    ``render`` makes it. Files that fail are in the result; the others are still stored."""
+    jobs = opts.jobs or min(2, usable_cores())
+    store = None if dry_run else Store.open(db)
+    if store is not None:
+        # A file is still one atomic transaction, but its commit does not wait for the disk
+        store.relax_durability()
+    result = ImportResult(files=len(sources), stored=not dry_run)
+    try:
+        for path, name in sources:
+            stored: list[int] = []
+            counted: dict[str, int] = {}
+            once = read_once(path)
+            source, spooled = path, None
+            try:
+                if store is not None and streamed(path):
+                    source = spooled = spool(path)
+                    once = False
+                # a file's identity is known before it is parsed; one read once (standard input,
+                # a FIFO) is known once read
+                digest = file_digest(source) if store is not None and not once else new_digest()
+                if store is not None and not once and (before := store.imported_runs(
+                        identity(digest, opts.tool, opts.host, opts.tags))):
+                    raise _AlreadyImported(before)
+                with store.transaction() if store is not None else nullcontext():
+                    if store is None:
+                        _show_file(source, opts, sink, render, digest if once else None, counted, jobs, name)
+                    else:
+                        _store_file(source, opts, sink, store, digest if once else None, stored, counted,
+                                    jobs, name, stored_name="stdin" if path == "-" else None)
+                        # again inside the transaction, where a concurrent import of the same
+                        # file (or standard input seen before) is caught and rolled back
+                        ident = identity(digest, opts.tool, opts.host, opts.tags)
+                        if before := store.imported_runs(ident):
+                            raise _AlreadyImported(before)
+                        store.note_imported(stored, ident, name)
+            except _AlreadyImported as e:
+                _not_stored(sink, name, stored, IMPORTED_BEFORE)
+                result.already_imported.append({"file": name, "runs": e.runs})
+                sink.already_imported(name, f"{name}: {e}")
+                continue
+            except ClusterbenchError as e:
+                _not_stored(sink, name, stored)
+                result.failed_files.append({"file": name, "error": str(e)})
+                sink.failed(name, str(e))
+                continue
+            except BaseException:   # a signal (Ctrl-C, SIGTERM): the file's transaction rolled back
+                _not_stored(sink, name, stored)
+                raise
+            finally:
+                if spooled is not None:
+                    os.unlink(spooled)
+            result.runs += stored
+            for status, n in counted.items():
+                result.counts[status] += n
+    finally:
+        if store is not None:
+            try:
+                store.close()
+            except ClusterbenchError:
+                if sys.exc_info()[1] is None:  # never instead of the error that ended the import
+                    raise
+    return result
+
+
+def _not_stored(sink: ImportSink, name: str, stored: list[int], why: str = ROLLED_BACK) -> None:
+    """Say that the run ids told for a file that was then rolled back do not exist."""
+    if stored:
+        sink.not_stored(name, f"{name}: run(s) {id_ranges(stored)} printed above were not stored: {why}")
+
+
+def _show_file(path: str, opts: ImportOptions, sink: ImportSink, render: Render | None, digest: Any,
+               counted: dict[str, int], jobs: int, name: str) -> None:
+    """Parse one file without storing it, showing each run as it goes."""
+    if render is None:
+        raise TypeError("a dry run needs render: what a run that is not stored is shown as")
+    # only the text shown for each run crosses back from a worker process, not its records
+    shown = partial(_unstored, name=name, opts=opts, render=render)
+    for status, text in runs_of(path, opts.tool, digest, jobs, name, shown):
+        counted[status] = counted.get(status, 0) + 1
+        sink.shown(text)
+
+
+def _store_file(path: str, opts: ImportOptions, sink: ImportSink, store: Store, digest: Any,
+                stored: list[int], counted: dict[str, int], jobs: int, name: str,
+                stored_name: str | None = None) -> None:
+    """Parse one file and save its runs (in the caller's transaction), telling the sink of each
+    as it goes; ``name``: the file's name as shown, and as stored unless ``stored_name`` says
+    otherwise (standard input read from a temporary copy is stored as ``stdin``, as when read
+    directly)."""
+    for item in runs_of(path, opts.tool, digest, jobs, stored_name or name):
+        run = completed(item.run, opts)
+        stored.append(store.save_run_rows(run, item.store_rows()))
+        counted[run.status] = counted.get(run.status, 0) + 1
+        sink.stored(name, run, item)

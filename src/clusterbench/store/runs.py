@@ -1,0 +1,93 @@
+"""What commands do with stored runs, each in one function that opens the database, does it
+and closes it again: read the runs selectors pick (with their measurements), list, delete,
+tag, save. Commands that only read open the database to read (``Store.open_to_read``: a missing
+file is an error, a read-only one is read); a command that writes opens it to write."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from clusterbench.records import Measurement, Run
+from clusterbench.store import Store
+
+Db = str | os.PathLike[str] | None
+Loaded = list[tuple[Run, list[Measurement]]]
+
+
+def loaded(store: Store, selectors: Iterable[str], since: str | None = None) -> Loaded:
+    """Resolve selectors (``clusterbench.store.selectors``: ids, ranges, ``last~N``, tags,
+    ``bench:NAME``) to runs with their measurements, each run once, in id order; ``since``: a
+    UTC timestamp. A selector matching nothing raises UsageError."""
+    runs = store.select_all(selectors, since)
+    found = store.measurements_by_run([int(r.id or 0) for r in runs])   # not a query per run
+    return [(r, found[int(r.id or 0)]) for r in runs]
+
+
+def read_runs(db: Db, selectors: Iterable[str], since: str | None = None) -> Loaded:
+    """``loaded`` from the database ``db`` names, opened to read."""
+    with Store.open_to_read(db) as store:
+        return loaded(store, selectors, since)
+
+
+def select_runs(db: Db, selectors: Iterable[str], since: str | None = None) -> list[Run]:
+    """The runs selectors pick, without their measurements."""
+    with Store.open_to_read(db) as store:
+        return store.select_all(selectors, since)
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A run as ``results list`` shows it: with its count of measurements and what it measured."""
+
+    run: Run
+    measurements: int
+    benchmarks: list[str]
+
+
+def list_runs(db: Db, limit: int | None = None, benchmark: str | None = None,
+              since: str | None = None) -> list[Listed]:
+    """Runs, newest first (``Store.list_runs``), each with its measurement count and benchmarks,
+    read in bulk (not a query per run)."""
+    with Store.open_to_read(db) as store:
+        runs = store.list_runs(limit=limit, benchmark=benchmark, since=since)
+        ids = [int(r.id or 0) for r in runs]
+        counts = store.measurement_counts(ids)
+        measured = store.run_benchmarks(ids)
+    return [Listed(r, counts.get(int(r.id or 0), 0), measured.get(int(r.id or 0), [])) for r in runs]
+
+
+def delete_runs(db: Db, selectors: Iterable[str], since: str | None = None) -> list[int]:
+    """Delete every run the selectors pick (all of them, or none); their ids. A missing SQLite
+    file is an error: a mistyped --db is no new, empty database."""
+    with Store.open(db, create=False) as store:
+        run_ids = store.select_ids(selectors, since)
+        store.delete_runs(run_ids)
+    return run_ids
+
+
+def tag_runs(db: Db, selectors: Iterable[str], tags: dict[str, str], since: str | None = None) -> list[int]:
+    """Add or change ``tags`` on every run the selectors pick (all of them, or none); their ids."""
+    with Store.open(db, create=False) as store:
+        run_ids = store.select_ids(selectors, since)
+        store.tag_runs(run_ids, tags)
+    return run_ids
+
+
+def check_writable(db: Db) -> None:
+    """Open the database to write (creating and migrating it) and close it again: a database
+    this version cannot write fails before a command starts work that would be stored there."""
+    Store.open(db).close()
+
+
+def save_run(db: Db, run: Run, measurements: Iterable[Measurement]) -> int:
+    """Store one run with its measurements; its id."""
+    with Store.open(db) as store:
+        return store.save_run(run, measurements)
+
+
+def runs_tagged(db: Db, tags: dict[str, str]) -> list[Run]:
+    """The runs carrying every given tag, in id order."""
+    with Store.open(db) as store:
+        return store.runs_with_tags(tags)

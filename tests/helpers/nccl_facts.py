@@ -1,0 +1,19 @@
+"""What nccl-tests' doc/PERFORMANCE.md defines, written out here rather than read from the spec
+table, so tests check the table against an independent copy."""
+
+from __future__ import annotations
+
+# nccl-tests' bus-bandwidth factors, written out here rather than read from the spec table
+FACTORS = {
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "alltoall": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+    "reduce": lambda n: 1.0,
+    "sendrecv": lambda n: 1.0,
+}
+
+PER_RANK = {"all_gather", "reduce_scatter", "alltoall"}   # size column = count x n x sizeof
+
+WIDTH = {"half": 2, "int8": 1, "float": 4}

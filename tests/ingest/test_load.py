@@ -1,0 +1,113 @@
+"""ingest.load.import_files: files into the store, one transaction each, told to a sink as
+they go; a file imported before is skipped, a file that fails leaves nothing stored."""
+
+from pathlib import Path
+
+import pytest
+
+from clusterbench.errors import ClusterbenchError
+from clusterbench.ingest.load import ImportOptions, completed, id_ranges, import_files
+from clusterbench.records import Run
+from clusterbench.store import Store
+
+DATA = Path(__file__).parent.parent / "data"
+NCCL = DATA / "nccl-tests" / "seed-tensorwave-mi355x-4node-all_reduce.txt"
+STREAM = DATA / "babelstream" / "repo-results-v3.3-titanxp-cuda.txt"
+FAILED_LOG = DATA / "nccl-tests" / "issue287-5090-2gpu-test-nccl-failure-no-rows.txt"
+OPTS = ImportOptions(tags={"site": "lab"}, command=("clusterbench", "import"), jobs=1)
+
+
+class Sink:
+    def __init__(self, fail_on_stored: bool = False) -> None:
+        self.events: list[tuple[str, ...]] = []
+        self.fail_on_stored = fail_on_stored
+
+    def stored(self, name, run, item):
+        self.events.append(("stored", name, str(run.id), str(len(item))))
+        if self.fail_on_stored:
+            raise ClusterbenchError("disk full")
+
+    def shown(self, text):
+        self.events.append(("shown", text))
+
+    def not_stored(self, name, text):
+        self.events.append(("not_stored", name, text))
+
+    def already_imported(self, name, text):
+        self.events.append(("already_imported", name, text))
+
+    def failed(self, name, error):
+        self.events.append(("failed", name, error))
+
+
+def _runs(db):
+    with Store.open_to_read(db) as store:
+        return store.list_runs()
+
+
+def test_files_are_stored_with_the_import_tags_and_told_as_they_go(db):
+    sink = Sink()
+    result = import_files([(str(NCCL), "nccl.txt"), (str(STREAM), "stream.txt")], OPTS, sink, db=db)
+    assert result.exit_code == 0 and result.stored and result.files == 2
+    assert [e[:2] for e in sink.events] == [("stored", "nccl.txt"), ("stored", "stream.txt")]
+    runs = _runs(db)
+    assert sorted(r.id for r in runs) == result.runs and result.counts["complete"] == 2
+    assert all(r.tags["site"] == "lab" and r.command == ["clusterbench", "import"] for r in runs)
+
+
+def test_a_file_imported_before_is_skipped_with_its_runs(db):
+    import_files([(str(NCCL), "nccl.txt")], OPTS, Sink(), db=db)
+    sink = Sink()
+    result = import_files([(str(NCCL), "again.txt")], OPTS, sink, db=db)
+    assert result.runs == [] and result.already_imported == [{"file": "again.txt", "runs": [1]}]
+    assert sink.events == [("already_imported", "again.txt",
+                            "again.txt: already imported as run(s) 1 (same content): skipped")]
+    # other tags make another import
+    other = import_files([(str(NCCL), "nccl.txt")], ImportOptions(tags={"site": "b"}, jobs=1), Sink(), db=db)
+    assert other.runs == [2]
+
+
+def test_a_file_that_fails_midway_is_rolled_back_and_the_others_stored(db):
+    sink = Sink(fail_on_stored=True)
+    result = import_files([(str(NCCL), "nccl.txt")], OPTS, sink, db=db)
+    assert result.exit_code == 2 and result.runs == []
+    assert result.failed_files == [{"file": "nccl.txt", "error": "disk full"}]
+    assert sink.events[1:] == [
+        ("not_stored", "nccl.txt", "nccl.txt: run(s) 1 printed above were not stored: "
+                                   "a file is stored whole or not at all"),
+        ("failed", "nccl.txt", "disk full")]
+    assert _runs(db) == []
+    missing = import_files([(str(NCCL.parent / "missing.txt"), "missing.txt"), (str(STREAM), "s")], OPTS,
+                           Sink(), db=db)
+    assert [f["file"] for f in missing.failed_files] == ["missing.txt"] and len(missing.runs) == 1
+
+
+def test_a_failed_run_makes_exit_code_1(db):
+    result = import_files([(str(FAILED_LOG), "f.txt")], OPTS, Sink(), db=db)
+    assert result.counts["failed"] == 1 and result.exit_code == 1
+
+
+def test_a_dry_run_stores_nothing_and_shows_what_render_makes(db):
+    def render(name, run, item):
+        return f"{name} {run.status} {run.tags['site']} {len(item)}\n"
+
+    sink = Sink()
+    result = import_files([(str(NCCL), "nccl.txt")], OPTS, sink, db=db, dry_run=True, render=render)
+    assert sink.events == [("shown", "nccl.txt complete lab 42\n")]
+    assert not result.stored and result.runs == [] and result.counts["complete"] == 1
+    assert not Path(db).exists()
+    with pytest.raises(TypeError):
+        import_files([(str(NCCL), "nccl.txt")], OPTS, Sink(), dry_run=True)
+
+
+def test_completed_keeps_a_reimported_command_and_hosts():
+    run = Run(benchmark="import", command=["clusterbench", "coll"], hosts=["a"])
+    completed(run, ImportOptions(host="b", tags={"k": "v"}, command=("clusterbench", "import")))
+    assert run.command == ["clusterbench", "coll"] and run.hosts == ["a"] and run.tags == {"k": "v"}
+    bare = completed(Run(benchmark="import"), ImportOptions(host="b", command=("x",)))
+    assert bare.command == ["x"] and bare.hosts == ["b"]
+
+
+def test_id_ranges():
+    assert id_ranges([7, 1, 2, 3, 9, 10]) == "1-3, 7, 9-10"
+    assert id_ranges([]) == ""

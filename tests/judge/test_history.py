@@ -1,0 +1,49 @@
+"""judge.history.stored_trend: trend's series of stored runs, read from the database."""
+
+import pytest
+
+from clusterbench.errors import UsageError
+from clusterbench.judge.changepoint import Settings
+from clusterbench.judge.history import REGRESSION, stored_trend
+from clusterbench.records import Measurement, Run
+from clusterbench.store import Store
+
+
+def _night(db, day, value, host="h1", size=1 << 30):
+    ms = [Measurement("all_reduce", "busbw", value, "GB/s", {"bytes": size, "placement": "out", "host": host}),
+          Measurement("all_reduce", "busbw", value * 10, "GB/s", {"bytes": 1 << 20, "placement": "out",
+                                                                    "host": host})]
+    run = Run("coll", hosts=[host], started_at=f"2025-01-{day:02d}T03:00:00.000Z")
+    with Store.open(db) as s:
+        return s.save_run(run, ms)
+
+
+@pytest.fixture
+def nights(db):
+    for day in range(1, 21):
+        _night(db, day, 100.0 + (day % 3) * 0.1 if day <= 10 else 70.0 + (day % 3) * 0.1)
+    return db
+
+
+def test_a_drop_is_an_open_regression(nights):
+    t = stored_trend(nights, [], settings=Settings(min_size=5))
+    [s] = t.series
+    assert len(t.runs) == 20 and len(s.points) == 20 and s.row["bytes"] == 1 << 30   # the largest size
+    assert t.regressions() == 1 and [x.host for x in t.open_regressions()] == ["h1"]
+    [(series, change)] = t.changes()
+    assert series.kind(change) == REGRESSION and series.points[change.index].run == 11
+    assert t.too_short() == [] and t.points_left_out() == 0
+
+
+def test_rows_at_a_size_and_since_a_date(nights):
+    t = stored_trend(nights, [], "2025-01-15", size="1M")
+    assert [r.id for r in t.runs] == list(range(15, 21))
+    assert t.series[0].row["bytes"] == 1 << 20 and t.too_short() == t.series
+    assert any("at least" in text for _, text in t.notes())
+
+
+def test_nothing_to_follow_is_a_usage_error(nights):
+    with pytest.raises(UsageError, match="no run in the selection since 2030-01-01"):
+        stored_trend(nights, [], "2030-01-01")
+    with pytest.raises(UsageError, match=r"no tflops measurement in the 20 selected run\(s\) at --bytes 8"):
+        stored_trend(nights, [], metric="tflops", size="8")
