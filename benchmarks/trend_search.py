@@ -1,6 +1,6 @@
 """Change-point search speed: ``trend``'s search (``judge.changepoint.find_changes``) side by side
 with the direct computation of the same statistics (every interval's z for every permutation,
-every interval's L1 cost summed element by element: tests/changepoint_direct.py), on synthetic
+every interval's L1 cost summed element by element: tests/helpers/changepoint_direct.py), on synthetic
 histories of one host, and whether the two found exactly the same changes.
 
 Histories: noise around 100 (sd 1) of n runs; a step of -10 at n/2; a dip of -10 over 20 runs at

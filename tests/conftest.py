@@ -1,7 +1,16 @@
-"""Shared fixtures."""
+"""Shared fixtures, and the line between the two tiers.
 
+``tests/system/`` holds the tests that start processes (ranks, the CLI as a child, mpirun, Slurm,
+servers, network namespaces); everything else is a unit test and may not start a process: a unit
+test that does fails, naming what it started, so the fast tier (``make check``, ``-m "not system"``)
+stays fast and needs no root, no server and no ranks.
+"""
+
+import multiprocessing.process
 import os
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +19,91 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "helpers"))
 from judge_helpers import SEED_LOGS  # noqa: E402
 from paths import DATA  # noqa: E402
 from pg_fixtures import pg_server_or_skip  # noqa: E402
+
+SYSTEM = Path(__file__).resolve().parent / "system"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SYSTEM in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.system)
+
+
+class _ProcessGuard:
+    """Refuses to start a process while a unit test runs (and remembers it, in case the code under
+    test catches the refusal)."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        self.active = False
+
+    def refuse(self, what: str) -> None:
+        if self.active and os.getpid() == self.pid:
+            self.started.append(what)
+            raise ProcessInUnitTest(f"a unit test started a process ({what}): it belongs in tests/system/")
+
+    def install(self) -> None:
+        guard = self
+        execute_child = subprocess.Popen._execute_child
+        fork, start = os.fork, multiprocessing.process.BaseProcess.start
+        system = os.system
+        spawns = {n: getattr(os, n) for n in ("posix_spawn", "posix_spawnp") if hasattr(os, n)}
+
+        def _execute_child(self, args, *a, **k):
+            program = str(args[0] if isinstance(args, (list, tuple)) else args)
+            if os.path.basename(program.split()[0]) not in _LOOKUPS:
+                guard.refuse(program)
+            return execute_child(self, args, *a, **k)
+
+        def _fork():
+            guard.refuse("os.fork")
+            return fork()
+
+        def _start(self):
+            guard.refuse(f"multiprocessing {self.name}")
+            return start(self)
+
+        def _system(command):
+            guard.refuse(f"os.system {command}")
+            return system(command)
+
+        subprocess.Popen._execute_child = _execute_child
+        os.fork = _fork
+        os.system = _system
+        multiprocessing.process.BaseProcess.start = _start
+        for name, fn in spawns.items():
+            def _spawn(path, *a, _fn=fn, **k):
+                guard.refuse(f"{_fn.__name__} {path}")
+                return _fn(path, *a, **k)
+            setattr(os, name, _spawn)
+
+
+# what ctypes.util.find_library runs to find a shared library (torch and NVML loaders ask it):
+# a lookup in the linker cache, not a process a test depends on
+_LOOKUPS = {"ldconfig"}
+
+
+class ProcessInUnitTest(RuntimeError):
+    pass
+
+
+_GUARD = _ProcessGuard()
+_GUARD.install()
+
+
+@pytest.fixture(autouse=True)
+def _no_process_in_a_unit_test(request):
+    if request.node.get_closest_marker("system") or request.node.get_closest_marker("gpu"):
+        yield
+        return
+    _GUARD.started, _GUARD.active, _GUARD.pid = [], True, os.getpid()
+    try:
+        yield
+    finally:
+        _GUARD.active = False
+    if _GUARD.started:
+        pytest.fail(f"a unit test started a process ({_GUARD.started[0]}): move it to tests/system/",
+                    pytrace=False)
 
 
 @pytest.fixture
@@ -23,7 +117,7 @@ def pg_server():
     yield from pg_server_or_skip()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.system)])
 def any_db(request, tmp_path):
     """A fresh, empty results database on each backend: an SQLite path or a PostgreSQL URL (a
     system test: it needs the server)."""

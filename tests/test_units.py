@@ -1,7 +1,67 @@
+"""Tests of clusterbench.units: sizes, rates and counts as users type them."""
+
+from decimal import Decimal
+
 import pytest
 
 from clusterbench.errors import UsageError
-from clusterbench.units import format_size, parse_rate, parse_size
+from clusterbench.units import (
+    compact,
+    convert,
+    fit,
+    fixed,
+    format_plain,
+    format_size,
+    parse_rate,
+    parse_size,
+    whole_number,
+)
+
+EXTREMES = [1.7e308, 1e-300, 5e-324, -0.0, 0.0, 123456789012345678.0, 12.5, 3.25, -7.5, 1e15, -1.7e308]
+
+
+@pytest.mark.parametrize("value, width, decimals, want", [
+    (12.5, 6, 2, " 12.50"),              # ordinary values: printf's %6.2f, unchanged
+    (-0.0, 6, 2, " -0.00"),
+    (1e-300, 6, 2, "  0.00"),
+    (1.7e308, 6, 2, "2e+308"),
+    (-1.7e308, 6, 2, "-2e308"),          # the exponent's + goes before any digit would
+    (1.7e308, 10, 2, "  1.7e+308"),
+    (123456789012345678.0, 10, 2, "1.2346e+17"),
+    (123456789012345678.0, 7, 0, "1.2e+17"),
+    (1e15, 6, 2, " 1e+15"),
+])
+def test_fixed_keeps_the_column_width(value, width, decimals, want):
+    assert fixed(value, width, decimals) == want
+
+
+def test_fit_never_cuts_a_value_short():
+    for v in EXTREMES:
+        for width in range(5, 13):
+            cell = fit(f"{v:{width}.2f}", v, width)
+            if len(f"{v:{width}.2f}") <= width:
+                assert cell == f"{v:{width}.2f}"
+                continue
+            assert len(cell) == width or v == -1.7e308
+            # the cell is the value rounded (2e+308 is past the float limit: compared as decimals),
+            # never a prefix of its digits
+            number, exact = Decimal(cell.strip()), Decimal(v)
+            assert number == exact or abs(number - exact) <= abs(exact) / 2, (v, width, cell)
+
+
+def test_format_plain_and_compact_switch_to_an_exponent_only_at_the_extremes():
+    assert format_plain(4177285) == "4,177,285" and format_plain(0.00005) == "0.00005"
+    assert format_plain(1.7e308) == "1.7e+308" and format_plain(5e-324) == "5e-324"
+    assert format_plain(-0.0) == "0" and format_plain(123456789012345678.0) == "1.23456789012e+17"
+    assert compact(94.123) == "94.12" and compact(-7.5, 1, sign=True) == "-7.5"
+    assert compact(1.7e308) == "1.7e+308" and compact(3.25e302, 1, sign=True) == "+3.25e+302"
+
+
+def test_units_convert():
+    assert convert(94100, "GFLOP/s", "TFLOP/s") == pytest.approx(94.1)
+    assert convert(4177285, "MB/s", "GB/s") == pytest.approx(4177.285)
+    with pytest.raises(ValueError):
+        convert(1, "GB/s", "us")
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -76,3 +136,31 @@ def test_parse_rate_error_quotes_only_the_start(text):
     with pytest.raises(UsageError) as e:
         parse_rate(text)
     assert len(str(e.value)) < 200
+
+
+@pytest.mark.parametrize(("value", "shown"), [
+    ("x" * 10_000, "'" + "x" * 32 + "'..."),
+    ("9" * 5000, "more than 4000 digits"),
+    (10**5000, "(a number of 16610 bits)"),    # str() of it raises past 4300 digits
+    (float("nan"), "nan"),
+    ([3], "[3]"),
+], ids=["long text", "5000 digits", "10**5000", "nan", "list"])
+def test_the_error_is_one_short_line_naming_what(value, shown):
+    with pytest.raises(UsageError) as e:
+        whole_number(value, what="rank count", minimum=1)
+    text = str(e.value)
+    assert text.startswith("invalid rank count ") and shown in text
+    assert "\n" not in text and len(text) < 120
+
+
+def test_range_and_clamp():
+    assert whole_number("2", what="n", minimum=2, maximum=4) == 2
+    assert whole_number(4.0, what="n", minimum=2, maximum=4) == 4
+    for bad in ("1", 5, "05"):
+        with pytest.raises(UsageError, match="from 2 to 4"):
+            whole_number(bad, what="n", minimum=2, maximum=4)
+    assert whole_number("5", what="n", minimum=2, maximum=4, clamp=True) == 4
+    assert whole_number(10**5000, what="n", maximum=4, clamp=True) == 4
+    with pytest.raises(UsageError):   # clamping is above the range only
+        whole_number("1", what="n", minimum=2, maximum=4, clamp=True)
+    assert whole_number("\t\n 7 \r\x0b\x0c", what="n") == 7

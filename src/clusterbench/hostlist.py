@@ -1,7 +1,7 @@
 """Slurm hostlists as users and Slurm write them: ``gpu[01-03,07],login1``, ``rack[1-2]-node[01-04]``.
 
 The grammar is what ``scontrol show hostnames`` accepts (tests/test_hostlist.py and
-tests/test_hostlist_slurm.py compare the two where Slurm is installed):
+tests/test_hostlist.py compare the two where Slurm is installed):
 
 * names are separated by commas, spaces or tabs outside brackets (Slurm keeps a newline or
   another control character inside the name; refused here);

@@ -1,6 +1,6 @@
 """The change-point search computed directly: every interval's z for every permutation, every
 interval's L1 cost summed element by element. What ``judge.changepoint`` computed before its
-shortcuts, kept as the reference they must agree with (tests/test_trend_fast.py) and as the peer
+shortcuts, kept as the reference they must agree with (tests/judge/test_changepoint.py) and as the peer
 of benchmarks/trend_search.py."""
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ real logs. A finding is a traceback, an "internal error", more than one error li
 outside {0, 1, 2, 74}, exit 0 for a value no command can accept, a hang, or a run stored by a
 command that failed with a usage error.
 
-``python tests/cli_fuzz.py [--seed N] [--sample K] [--only CMD] [--jobs J]`` runs it and prints
-the findings; tests/test_cli_fuzz.py runs a seeded subset.
+``python tests/helpers/cli_fuzz.py [--seed N] [--sample K] [--only CMD] [--jobs J]`` runs it and prints
+the findings; tests/system/test_cli_fuzz.py runs a seeded subset.
 """
 
 from __future__ import annotations

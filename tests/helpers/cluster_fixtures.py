@@ -6,6 +6,11 @@ of parallel test sessions never clash, and ``Cluster.close`` removes everything 
 failure. ``agent`` is an ssh-like launch agent (``agent HOST WORD...`` runs the words with a
 shell inside that host's namespace), which clusterbench's launchers and Open MPI both accept.
 
+Namespaces share one hostname and one /tmp, where real hosts have their own: Open MPI's daemons
+make their session directories under ``$TMPDIR/ompi.HOSTNAME.UID/jf.JOB/``, so two "hosts"
+creating that path at the same moment raced (``mkdir ... File exists``, orte_init failed, mpirun
+exit 213, about 1 launch in 8 here under load). Each host gets its own ``TMPDIR`` (``host_env``).
+
 Root only: ``cluster_or_skip`` skips when not root or ``ip netns`` does not work.
 """
 
@@ -66,6 +71,14 @@ class Cluster:
     def exec_argv(self, i: int, argv: list[str]) -> list[str]:
         return [IP, "netns", "exec", self.namespaces[i], *argv]
 
+    def tmpdir(self, i: int) -> Path:
+        """Host i's own temporary directory (its /tmp)."""
+        return self.workdir / f"tmp-node{i}"
+
+    def host_env(self, i: int) -> dict[str, str]:
+        """The environment the agent gives a command on host i, for one started there directly."""
+        return {"CLUSTERBENCH_HOSTNAME": f"node{i}", "TMPDIR": str(self.tmpdir(i)), "OMP_NUM_THREADS": "1"}
+
     def shape(self, i: int, rate: str = "1gbit") -> None:
         """tbf on both directions of host i: its egress, and the bridge port towards it."""
         for dev, ns in (("eth0", self.namespaces[i]), (f"{self.prefix}v{i}", self.switch)):
@@ -98,13 +111,15 @@ class Cluster:
 
 _AGENT = """#!/bin/sh
 # ssh-like launch agent for an emulated cluster: AGENT HOST WORD... runs the words with a
-# shell inside HOST's network namespace, with CLUSTERBENCH_HOSTNAME naming the host.
+# shell inside HOST's network namespace, with CLUSTERBENCH_HOSTNAME naming the host and TMPDIR
+# its own temporary directory.
 host="$1"; shift
 case "$host" in
 {cases}
   *) echo "agent: no route to host $host" >&2; exit 255;;
 esac
-exec {ip} netns exec "$ns" env CLUSTERBENCH_HOSTNAME="$name" OMP_NUM_THREADS=1 /bin/sh -c "$*"
+exec {ip} netns exec "$ns" env CLUSTERBENCH_HOSTNAME="$name" TMPDIR="$tmp" OMP_NUM_THREADS=1 \
+  /bin/sh -c "$*"
 """
 
 
@@ -130,7 +145,9 @@ def create_cluster(n: int = 3) -> Cluster:
             _ip("ip", "link", "set", "eth0", "up", ns=ns)
             _ip("ip", "link", "set", "lo", "up", ns=ns)
             c.hosts.append(addr)
-        cases = "\n".join(f'  {h}) ns={ns}; name=node{i};;' for i, (h, ns) in
+        for i in range(n):
+            c.tmpdir(i).mkdir()
+        cases = "\n".join(f'  {h}) ns={ns}; name=node{i}; tmp={c.tmpdir(i)};;' for i, (h, ns) in
                           enumerate(zip(c.hosts, c.namespaces)))
         agent = c.workdir / "agent.sh"
         agent.write_text(_AGENT.format(cases=cases, ip=IP))

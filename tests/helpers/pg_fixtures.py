@@ -16,13 +16,13 @@ import itertools
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from process_helpers import free_port
 
 PASSWORD_ROLE = "cbpw"
 _HBA = f"""\
@@ -59,12 +59,6 @@ def postgres_usable() -> str | None:
     return None
 
 
-def _free_port(host: str) -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
 @dataclass
 class PgServer:
     listen: str = "127.0.0.1"
@@ -93,7 +87,7 @@ class PgServer:
         (self.dir / "data" / "pg_hba.conf").write_text(_HBA)
         for _attempt in range(3):  # the free port may be taken before the server binds it
             # A port free in the root namespace; inside a fresh namespace every port is free.
-            self.port = _free_port("127.0.0.1") if not self.prefix else 5432
+            self.port = free_port("127.0.0.1") if not self.prefix else 5432
             opts = (f"-p {self.port} -k {self.dir} -c listen_addresses={self.listen} -c fsync=off "
                     "-c synchronous_commit=off -c full_page_writes=off -c max_connections=120 "
                     "-c shared_buffers=32MB")

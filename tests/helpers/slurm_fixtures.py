@@ -7,7 +7,6 @@ with the reason when not root or Slurm/munge is not installed.
 from __future__ import annotations
 
 import os
-import random
 import shutil
 import signal
 import socket
@@ -16,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from process_helpers import free_ports
 
 SBIN = ["/usr/sbin", "/usr/bin"]
 NODES = ("n1", "n2")
@@ -103,9 +103,9 @@ def slurm_or_skip(d: Path):
             if _munge_works():
                 break
             time.sleep(0.1)
-    base = random.randint(20000, 29000)
+    ctld_port, p1, p2 = free_ports(3, "0.0.0.0")   # the daemons listen on every address
     conf = d / "slurm.conf"
-    conf.write_text(CONF.format(host=socket.gethostname(), d=d, ctld_port=base, p1=base + 1, p2=base + 2))
+    conf.write_text(CONF.format(host=socket.gethostname(), d=d, ctld_port=ctld_port, p1=p1, p2=p2))
     env = {**os.environ, "SLURM_CONF": str(conf)}
     try:
         subprocess.run([ctld, "-c"], env=env, timeout=30, check=True)

@@ -1,10 +1,12 @@
-"""The op and the rank count of an nccl-tests/rccl-tests table, read from its evidence
-(ingest/collectives.py), on real logs (tests/data/nccl-tests, sources in its README)."""
+"""Tests of clusterbench.ingest.collectives: the op and the rank count of an nccl-tests/rccl-tests
+table, read from its evidence, on real logs (tests/data/nccl-tests, sources in its README)."""
 
 from pathlib import Path
 
 import pytest
 
+from clusterbench.families.collectives.spec import op_in_text as op_from_filename
+from clusterbench.families.collectives.spec import op_name as normalize_op
 from clusterbench.ingest import LogFormatError, parse_text
 from clusterbench.ingest.collectives import (
     RANKS_LIMIT,
@@ -14,8 +16,10 @@ from clusterbench.ingest.collectives import (
     ops_in_name,
     rank_count,
     ranks_fitting,
+    ranks_from_ratio,
     ratio_interval,
 )
+from clusterbench.ingest.nccl_tests import nccl_version_from_code
 
 DATA = Path(__file__).parent.parent / "data" / "nccl-tests"
 TWO_RUNS = "rccl-issue1490-mi250x-32rank-srun-label-allgather-allreduce-2runs.txt"
@@ -178,3 +182,22 @@ def test_ops_a_file_name_names():
     assert ops_in_name("all_reduce_perf.log") == ("all_reduce",) and ops_in_name("allgather8gpu.txt") == ("all_gather",)
     # a word that only holds an op's spelling names nothing
     assert ops_in_name("busbw-gathered-from-the-reduced-runs.txt") == ()
+
+
+def test_collective_names_and_factors():
+    assert normalize_op("all_reduce_perf_mpi") == "all_reduce" and normalize_op("AllReduce") == "all_reduce"
+    assert normalize_op("/opt/rccl-tests/build/reduce_scatter_perf") == "reduce_scatter"
+    assert normalize_op("bogus") is None
+    assert op_from_filename("logs/nccl_reducescatter.log") == "reduce_scatter"
+    assert op_from_filename("gather.txt") == "gather" and op_from_filename("x_allgather.txt") == "all_gather"
+    assert ranks_from_ratio("all_reduce", 182.30, 353.20) == 32
+    assert ranks_from_ratio("all_reduce", 0.5, 0.88) is None  # too imprecise to tell
+    assert ranks_from_ratio("broadcast", 10.0, 10.0) is None
+    def op(**evidence):
+        return decide_op(Evidence(**evidence), [], (), 1)[0]
+    assert op(redops=frozenset({"sum"}), roots=frozenset({-1}), ratio=(1.7499, 1.7501)) == "all_reduce"
+    assert op(redops=frozenset({"sum"}), roots=frozenset({-1}), ratio=(0.8749, 0.8751)) == "reduce_scatter"
+    assert op(redops=frozenset({"none"}), roots=frozenset({0}), split=1, ratio=(0.99, 1.01)) == "broadcast"
+    with pytest.raises(LogFormatError, match="fit all_gather, alltoall, alltoallv"):
+        op(redops=frozenset({"none"}), roots=frozenset({-1}), split=8, ratio=(0.8749, 0.8751))
+    assert nccl_version_from_code(22907) == "2.29.7" and nccl_version_from_code(2708) == "2.7.8"

@@ -4,7 +4,13 @@ their links, read from the database."""
 import pytest
 
 from clusterbench.errors import UsageError
-from clusterbench.judge.efficiency import stored_link_efficiency
+from clusterbench.families.stream.table import StreamTable as StreamRenderer
+from clusterbench.judge.efficiency import (
+    DevicePercent,
+    nodes_of,
+    run_link_efficiency,
+    stored_link_efficiency,
+)
 from clusterbench.records import Measurement, Run
 from clusterbench.store import Store
 
@@ -40,3 +46,50 @@ def test_a_tag_that_is_no_link_speed_names_the_run(db):
     _coll(db, ["a", "b"], {"link_speed": "fast"})
     with pytest.raises(UsageError, match="^run 1: link_speed tag: "):
         stored_link_efficiency(db, ["1"], None, None, "100Gbps")
+
+
+def _stream_rows(device="cuda:0"):
+    base = {"kernel": "Triad", "array_size": 2**25, "dtype": "double", "device": device}
+    return [Measurement("stream", "bandwidth", 2680.0, "GB/s", base),
+            Measurement("stream", "time_us", 300.0, "us", {**base, "stat": "min"})]
+
+
+PARAMS = {"bytes": 1 << 30, "count": 1 << 28, "dtype": "float", "redop": "sum", "root": -1,
+          "placement": "in", "ranks": 16}
+
+
+def test_stream_table_and_judge_show_no_percent_for_a_cpx_run():
+    from clusterbench.judge.efficiency import device_percent_of_peak
+
+    inv = {"n1": {"gpus": [{"index": 0, "compute_partition": "CPX", "memory_partition": "NPS4"}]}}
+    run = Run("stream", devices=["AMD Instinct MI300X"], meta={"inventory": inv})
+    r = StreamRenderer()
+    header = r.header(run)
+    assert any("a partition of the GPU (CPX/NPS4)" in line and "no % of peak" in line for line in header)
+    (line,) = r.rows(_stream_rows())
+    assert "%" not in line
+    assert device_percent_of_peak(run, _stream_rows()) == []
+    whole = Run("stream", devices=["AMD Instinct MI300X"], meta={"inventory": {"n1": {"gpus": []}}})
+    assert [d.peak for d in device_percent_of_peak(whole, _stream_rows())] == [5300]
+
+
+def test_device_percent_is_finite_where_the_percent_is():
+    d = DevicePercent("stream", "bandwidth", {}, 1.7e308, "GB/s", 5300.0, "AMD Instinct MI300X")
+    assert d.percent == pytest.approx(1.7e308 / 5300 * 100) and d.percent_text() == "3.20755e+306%"
+    tiny = DevicePercent("stream", "bandwidth", {}, 5e-324, "GB/s", 0.5, "x")
+    assert tiny.percent > 0 and tiny.percent_text() == "9.88131e-322%"
+
+
+@pytest.mark.parametrize("tag", ["\u00b2", "0", "00", "-2", " 2", "\u0663"])
+def test_a_nodes_tag_that_is_not_a_positive_count_falls_back_to_the_hosts(tag: str) -> None:
+    """'²' passed isdigit() and int() raised ValueError (a traceback); 0 gave no efficiency."""
+    run = Run("coll", hosts=["a", "b"], ranks=16, tags={"nodes": tag, "link_speed": "100Gbps"})
+    assert nodes_of(run) == 2
+    ms = [Measurement("all_reduce", "algbw", 10.0, "GB/s", dict(PARAMS))]
+    (e,) = run_link_efficiency(run, ms, None)
+    assert e.nodes == 2
+
+
+def test_a_nodes_tag_that_is_a_count_wins() -> None:
+    assert nodes_of(Run("coll", hosts=["a"], tags={"nodes": "4"})) == 4
+    assert nodes_of(Run("coll", hosts=["a"], tags={"nodes": "4"}), 8) == 8

@@ -1,10 +1,13 @@
 """judge.history.stored_trend: trend's series of stored runs, read from the database."""
 
+import math
+
 import pytest
+from fleet_helpers import night
 
 from clusterbench.errors import UsageError
 from clusterbench.judge.changepoint import Settings
-from clusterbench.judge.history import REGRESSION, stored_trend
+from clusterbench.judge.history import REGRESSION, Point, Series, detect, stored_trend
 from clusterbench.records import Measurement, Run
 from clusterbench.store import Store
 
@@ -47,3 +50,20 @@ def test_nothing_to_follow_is_a_usage_error(nights):
         stored_trend(nights, [], "2030-01-01")
     with pytest.raises(UsageError, match=r"no tflops measurement in the 20 selected run\(s\) at --bytes 8"):
         stored_trend(nights, [], metric="tflops", size="8")
+
+
+def test_gemm_series_of_each_stat_have_their_own_label():
+    # a gemm run records tflops "best" and "median": two series, which printed as one label twice
+    from clusterbench.judge.history import Series
+
+    row = {"dtype": "fp32", "m": 256, "n": 256, "k": 256, "batch": 1}
+    best = Series("gemm", "tflops", "TFLOP/s", {**row, "stat": "best"}, "vm")
+    med = Series("gemm", "tflops", "TFLOP/s", {**row, "stat": "median"}, "vm")
+    assert (best.label, med.label) == ("gemm fp32 256x256x256 best", "gemm fp32 256x256x256 median")
+
+
+def test_detect_leaves_out_points_that_are_not_finite():
+    s = Series("stream", "bandwidth", "GB/s", {"kernel": "Triad"}, "h1",
+               points=[Point(i, night(i), v) for i, v in enumerate([1.0, math.inf, 2.0, -math.inf, 3.0])])
+    (out,) = detect([s])   # raised ValueError
+    assert [p.run for p in out.points] == [0, 2, 4] and [p.run for p in out.left_out] == [1, 3]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 import click
 
@@ -39,7 +40,16 @@ def _rest(ctx: click.Context) -> list[str]:
         return [*getattr(ctx, "protected_args", []), *ctx.args]
 
 
-def _parse(root: click.Group, argv: list[str], values: bool = False) -> None:
+def parsed_command(argv: Sequence[str]) -> tuple[click.Command, dict[str, Any]]:
+    """The command ``argv`` (checked by ``check_argv`` first) runs, and its parameters as that
+    command will see them (defaults and environment variables included)."""
+    from clusterbench.cli import cli
+
+    cmd, ctx = _resolve(cli, list(argv))
+    return cmd, dict(ctx.params)
+
+
+def _resolve(root: click.Group, argv: list[str]) -> tuple[click.Command, click.Context]:
     # Without help options: a line that only prints help would pass for one that runs
     ctx = root.make_context("clusterbench", argv, help_option_names=[])
     cmd: click.Command = root
@@ -47,7 +57,7 @@ def _parse(root: click.Group, argv: list[str], values: bool = False) -> None:
     while isinstance(cmd, click.Group):
         if not rest:
             if cmd.invoke_without_command:   # `clusterbench env` runs as it is
-                return
+                return cmd, ctx
             raise click.UsageError(f"{ctx.command_path} needs a command")
         name, sub, rest = cmd.resolve_command(ctx, rest)
         if sub is None:
@@ -55,6 +65,13 @@ def _parse(root: click.Group, argv: list[str], values: bool = False) -> None:
         ctx = sub.make_context(name or "", list(rest), parent=ctx)
         cmd = sub
         rest = _rest(ctx) if isinstance(sub, click.Group) else []
+    return cmd, ctx
+
+
+def _parse(root: click.Group, argv: list[str], values: bool = False) -> None:
+    cmd, ctx = _resolve(root, argv)
+    if isinstance(cmd, click.Group):   # a group that runs as it is (`clusterbench env`)
+        return
     inner = next((p for p in cmd.params if p.name == "command" and p.nargs == -1
                   and isinstance(p.type, click.types.UnprocessedParamType)), None)
     module = sys.modules.get(getattr(cmd.callback, "__module__", "") or "")

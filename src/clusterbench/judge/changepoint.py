@@ -27,7 +27,7 @@ history always gives the same answer.
 
 A series of n runs has about n^2 / 2 intervals. Three shortcuts keep a history of thousands of
 runs within seconds, each giving exactly what the direct computation gives
-(tests/test_trend_fast.py): the permutations stop once the p-value cannot end below the level
+(tests/judge/test_changepoint.py): the permutations stop once the p-value cannot end below the level
 asked; a permutation's intervals are bounded band by band and computed only where the bound
 reaches the observed statistic; and the L1 costs come from a wavelet matrix, O(log n) each, with
 only the candidates that can win computed directly.

@@ -153,6 +153,25 @@ def _is_local(host: str) -> bool:
     return host in ("localhost", "127.0.0.1", "::1", socket.gethostname())
 
 
+def is_this_host(host: str) -> bool:
+    """Whether ``host`` is the machine this runs on: a local name, or a name or address of which
+    one address can be bound here (an address of one of this machine's interfaces)."""
+    if _is_local(host):
+        return True
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return False
+    for family, _type, _proto, _name, addr in infos:
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as s:
+                s.bind((addr[0], 0, *addr[2:]))
+            return True
+        except OSError:
+            continue
+    return False
+
+
 def unreachable(hosts: Sequence[str], agent: Sequence[str], timeout: float = 15.0) -> list[tuple[str, str]]:
     """Hosts the launch agent cannot run ``true`` on, with the reason; local hosts are skipped."""
     def probe(host: str) -> tuple[str, str] | None:

@@ -26,7 +26,7 @@ from clusterbench.ranks.job import Job, JobOutcome, OnAbort, RankMain, Sink
 from clusterbench.ranks.launched import run_launched
 
 # _context and _stop (the fork server's context, stopping ranks) by their old names here too: the
-# hang tests (tests/test_probe_hangs.py) start a rank of their own through them
+# hang tests (tests/system/test_hangs.py) start a rank of their own through them
 from clusterbench.ranks.local import _context, _stop, run_local  # noqa: F401
 from clusterbench.ranks.signals import Interrupted
 from clusterbench.records import INTERRUPTED

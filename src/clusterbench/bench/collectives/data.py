@@ -31,7 +31,7 @@ UNIT_ROUNDOFF = {"half": 2.0 ** -11, "bfloat16": 2.0 ** -8, "float": 2.0 ** -24,
 # (u), NCCL/RCCL scale it by 1/n rounded to the element type (u) and round the product (u); or a
 # library sums then divides (2 roundings): at most (1+u)^3 - 1 < 3.001 u relative either way. The
 # n - 1 other terms are exact zeros (0 * s = 0, x + 0 = x in IEEE arithmetic), so neither n nor
-# the order of the reduction (ring, tree) adds error. tests/test_coll_avg.py emulates it for every
+# the order of the reduction (ring, tree) adds error. tests/bench/collectives/test_data.py emulates it for every
 # n up to 4096.
 AVG_RTOL = {name: 4.0 * u for name, u in UNIT_ROUNDOFF.items()}
 # Largest value of each integer type: avg's integer inputs never overflow, in any partial sum.

@@ -7,6 +7,7 @@ import re
 import shlex
 import tempfile
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -243,6 +244,10 @@ def mpi_cmd(hostfile, hosts, mcas, agent, oversubscribe, mpirun_exe, no_prefligh
         slots = [mpi.HostSlots(h, per_node) for h in parse_hosts(hosts)]
     spec = _spec(kw, nodes_default=len(slots),
                  store=(for_other_hosts(db), {}))
+    launch_id = uuid.uuid4().hex[:12]
+    stored_in = None if kw["print_only"] else _store_of_rank0(spec, db, slots[0].host)
+    if stored_in is not None:   # rank 0's run carries this launch's id, to be found after mpirun
+        spec = replace(spec, command=with_store_args(spec.command, None, {"launch_id": launch_id}))
     argv = mpi.mpirun_argv(spec, slots, hostfile=str(Path(hostfile).resolve()) if hostfile else None,
                            mca=mpi.parse_mca(mcas),
                            agent=agent, oversubscribe=oversubscribe, mpirun=mpirun_exe)
@@ -255,7 +260,29 @@ def mpi_cmd(hostfile, hosts, mcas, agent, oversubscribe, mpirun_exe, no_prefligh
         if bad:
             raise ClusterbenchError("unreachable host(s): "
                                     + "; ".join(f"{h}: {why}" for h, why in bad))
-    return run_argv(argv, wall_timeout, "mpirun")
+    code = run_argv(argv, wall_timeout, "mpirun")
+    if code == 0 and stored_in is not None:
+        from clusterbench.launch.collect import check_stored
+
+        check_stored(stored_in, launch_id, "mpirun")
+    return code
+
+
+def _store_of_rank0(spec: Spec, db: str | None, first_host: str) -> str | None:
+    """The database rank 0 stores the command's run into, when this command can see it: rank 0
+    runs on the first host, and only there (this machine) is its database the one this process
+    opens. None for a command that stores no run, or a rank 0 on another machine."""
+    from clusterbench.cli.argv_check import parsed_command
+    from clusterbench.store import default_db_path
+
+    _cmd, params = parsed_command(spec.command)
+    if not {"db", "tags"} <= params.keys() or not mpi.is_this_host(first_host):
+        return None
+    # as the rank reads it: launch --db (appended last, so it wins), its own --db, CLUSTERBENCH_DB
+    # given with --env, else the default of the rank's environment, which mpirun hands on from here
+    named = db or params["db"] or spec.env.get("CLUSTERBENCH_DB")
+    return for_other_hosts(named) if named else str(default_db_path())
+
 
 
 # -- torchrun -------------------------------------------------------------------------------

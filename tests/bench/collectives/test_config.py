@@ -1,0 +1,50 @@
+"""Tests of clusterbench.bench.collectives.config."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterbench.bench.collectives.config import CollConfig
+from clusterbench.bench.collectives.config import coll_config as build_config
+from clusterbench.errors import UsageError
+from clusterbench.families.collectives.spec import OPS
+
+
+def test_build_config_defaults_and_suffixes():
+    c = build_config("all_reduce", minbytes="1K", maxbytes="1M")
+    assert (c.minbytes, c.maxbytes, c.stepfactor, c.check, c.average) == (1024, 1 << 20, 2, 1, 1)
+    assert build_config("all", datatype="all").ops == OPS
+    assert build_config("allreduce_perf").ops == ("all_reduce",)
+    assert build_config("all_reduce", redop="all").redops == ("sum", "prod", "max", "min", "avg")
+    assert len(build_config("all_reduce", datatype="all").dtypes) == 8
+    # -i alone means an additive sweep, as with nccl-tests' default -f 1
+    c = build_config("all_reduce", minbytes="1K", maxbytes="4K", stepbytes="1K")
+    assert c.sizes() == [1024, 2048, 3072, 4096]
+
+
+@pytest.mark.parametrize("kwargs,words", [
+    ({"minbytes": "12Q"}, "12Q"),
+    ({"minbytes": "1M", "maxbytes": "1K"}, "larger than"),
+    ({"datatype": "float128"}, "unknown datatype"),
+    ({"redop": "xor"}, "unknown reduction"),
+    ({"average": 7}, "average"),
+    ({"iters": 0}, "iters"),
+    ({"stepfactor": 1, "stepbytes": "0"}, "stepbytes"),
+    ({"minbytes": "0"}, "never grows"),
+    ({"minbytes": "1", "maxbytes": "1G", "stepfactor": 1, "stepbytes": "1"}, "more than"),
+])
+def test_bad_config_is_a_usage_error(kwargs, words):
+    with pytest.raises(UsageError, match=words):
+        build_config("all_reduce", **kwargs)
+
+
+def test_unknown_op():
+    with pytest.raises(UsageError, match="unknown collective 'foo'"):
+        build_config("foo")
+
+
+def test_config_is_picklable_for_ranks():
+    import pickle
+
+    c = CollConfig(ops=("all_reduce",))
+    assert pickle.loads(pickle.dumps(c)) == c

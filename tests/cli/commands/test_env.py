@@ -1,0 +1,465 @@
+"""Tests of clusterbench.cli.commands.env: ``clusterbench env``."""
+
+import json
+import re
+import sqlite3
+import sys
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+
+import pytest
+import yaml
+from judge_helpers import cli, run_cli
+from k8s_schemas import check, check_cronjob, mpijob_schema, pytorchjob_schema
+from paths import TESTS
+
+from clusterbench.cli import main
+from clusterbench.cli.commands import env as env_cmd
+from clusterbench.envinfo import gpulib, inventory, torchcheck
+from clusterbench.envinfo.diff import Difference
+from clusterbench.records import Measurement, Run
+from clusterbench.store import Store
+
+DATA = TESTS / "data" / "sysfs"
+
+
+def _inv(mtu=9000, gid_index=3, nccl=None, host="node-a", partition="SPX", mac="aa"):
+    return {
+        "host": host, "collected_at": "now",
+        "versions": {"torch": "2.4.0", "rccl": "2.20.5"},
+        "env": {"NCCL_IB_GID_INDEX": str(gid_index)} | ({"NCCL_SOCKET_IFNAME": nccl} if nccl else {}),
+        "gpus": [{"index": 0, "name": "MI300X", "uuid": f"u-{host}", "compute_partition": partition}],
+        "nics": [{"name": "ens1", "mtu": mtu, "address": mac, "carrier": 1}],
+    }
+
+
+def _save(db, hosts_inv, versions=None, env=None):
+    run = Run(benchmark="all_reduce", hosts=list(hosts_inv) or ["old"], versions=versions or {},
+              env=env or {}, meta={"inventory": hosts_inv} if hosts_inv else {})
+    with Store.open(db) as store:
+        return store.save_run(run, [])
+
+
+def _cli(args, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(args)
+    out = capsys.readouterr()
+    return e.value.code, out.out, out.err
+
+
+BASE = {
+    "slurm": ["launch", "slurm", "--nodes", "2", "--gpus-per-node", "8"],
+    "mpi": ["launch", "mpi", "--hostfile", "{hostfile}", "--print"],
+    "mpi-hosts": ["launch", "mpi", "--hosts", "node[1-2]", "--procs-per-node", "8", "--print"],
+    "torchrun": ["launch", "torchrun", "--nodes", "2", "--rdzv-endpoint", "node1:29400", "--print"],
+    "torchrun-hosts": ["launch", "torchrun", "--hosts", "node1,node2", "--print"],
+    "k8s": ["launch", "k8s", "--nodes", "2", "--gpus-per-node", "2"],
+    "k8s-mpijob": ["launch", "k8s", "--kind", "mpijob", "--image", "registry.example/cb:1", "--nodes", "2"],
+    "k8s-cron": ["launch", "k8s", "--schedule", "0 3 * * *", "--nodes", "2", "--gpus-per-node", "2"],
+    "dstack": ["launch", "dstack", "--nodes", "2", "--gpus-per-node", "8"],
+}
+
+
+def _main_container(doc: dict) -> list[dict]:
+    """The containers of the pod that runs the command, as the kubelet hands them to the
+    runtime: ``$(VAR)`` of the container's env expanded, ``$$`` -> ``$``, in the command and in
+    each env value (a Secret's value stands as ``SECRET``)."""
+    if doc["kind"] == "PyTorchJob":
+        check(pytorchjob_schema(), doc)
+        replicas = doc["spec"]["pytorchReplicaSpecs"]
+        assert set(replicas) == {"Master", "Worker"} and replicas["Worker"]["replicas"] == 1
+        main = replicas["Master"]["template"]["spec"]["containers"]
+    elif doc["kind"] == "CronJob":
+        check_cronjob(doc)
+        assert doc["spec"]["jobTemplate"]["spec"]["completions"] == 2
+        main = doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    else:
+        check(mpijob_schema(), doc)
+        main = doc["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]
+    defined: dict[str, str] = {}
+    for e in main[0].get("env") or []:  # in order: a value sees the variables defined before it
+        defined[e["name"]] = _kubelet(e["value"], defined) if "value" in e else "SECRET"
+        if "value" in e:
+            e["value"] = defined[e["name"]]
+    main[0]["command"] = [_kubelet(w, defined) for w in main[0]["command"]]
+    return main
+
+
+def _kubelet(word: str, env: dict[str, str]) -> str:
+    """Kubernetes' expansion of a container command word (k8s.io/kubernetes third_party
+    expansion): ``$$`` is ``$``, ``$(NAME)`` of a defined variable its value, anything else kept."""
+    out, i = [], 0
+    while i < len(word):
+        if word[i] == "$" and i + 1 < len(word) and word[i + 1] == "$":
+            out.append("$")
+            i += 2
+        elif word[i] == "$" and i + 1 < len(word) and word[i + 1] == "(":
+            end = word.find(")", i + 2)
+            name = word[i + 2:end] if end > 0 else None
+            if name is not None and name in env:
+                out.append(env[name])
+                i = end + 1
+            else:
+                out.append(word[i])
+                i += 1
+        else:
+            out.append(word[i])
+            i += 1
+    return "".join(out)
+
+
+K8S_KINDS = ("k8s", "k8s-mpijob", "k8s-cron")
+
+
+DEEP = "[" * 3000 + "]" * 3000
+
+
+def _run(rid: int) -> str:
+    return json.dumps({"kind": "run", "id": rid, "benchmark": "coll", "source": "clusterbench 1",
+                       "command": ["x"], "started_at": "2026-01-02T00:00:00.000Z", "ended_at": None,
+                       "status": "complete", "hosts": ["h1"], "ranks": 2, "devices": [], "versions": {},
+                       "env": {"a": str(rid)}, "tags": {}, "errors": [], "meta": {"n": 1}})
+
+
+def _store(capsys, db: str, tmp_path: Path) -> None:
+    log = tmp_path / "runs.jsonl"
+    log.write_text(_run(1) + "\n" + _run(2) + "\n")
+    rc, _, err = cli(capsys, "import", log, "--db", db)
+    assert rc == 0, err
+
+
+ARM_VM = TESTS / "data" / "sysfs" / "arm-vm-node"
+
+
+def cli_env_inventory(capsys, *argv):
+    with pytest.raises(SystemExit) as e:
+        main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return int(e.value.code or 0), out, err
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+class NVMLError(Exception):
+    pass
+
+
+def _odd_nvml() -> SimpleNamespace:
+    def raises(*_a):
+        raise NVMLError("Unknown Error\nwith a second line")
+
+    return SimpleNamespace(
+        nvmlDeviceGetCount=lambda: 1, nvmlDeviceGetHandleByIndex=lambda i: f"h{i}",
+        nvmlSystemGetDriverVersion=raises,
+        nvmlSystemGetCudaDriverVersion=lambda: "12.4",          # not the int NVML documents
+        nvmlDeviceGetName=lambda h: b"NVIDIA H100 80GB HBM3",
+        nvmlDeviceGetUUID=raises, nvmlDeviceGetSerial=raises, nvmlDeviceGetVbiosVersion=raises,
+        nvmlDeviceGetPciInfo=raises, nvmlDeviceGetEnforcedPowerLimit=raises,
+        nvmlDeviceGetMemoryInfo=lambda h: SimpleNamespace(total="N/A"),
+        nvmlDeviceGetMigMode=lambda h: 1,                       # not a (current, pending) pair
+    )
+
+
+def cli_store_env(capsys, *argv):
+    with pytest.raises(SystemExit) as e:
+        main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return int(e.value.code or 0), out, err
+
+
+ESC = "\x1b[2J\x1b]0;pwned\x07"
+
+
+EVIL = f"a{ESC}b\rFAKE\nPASS\u202eevil\x9b31m"
+
+
+RAW = ("\x1b", "\r", "\x07", "\u202e", "\x9b")
+
+
+def _cb(capsys, argv: list[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    out, err = capsys.readouterr()
+    return int(e.value.code or 0), out, err
+
+
+def _clean(text: str) -> None:
+    for ch in RAW:
+        assert ch not in text, f"{ch!r} printed raw:\n{text!r}"
+
+
+@pytest.fixture
+def evil_db(tmp_path):
+    db = str(tmp_path / "evil.db")
+    run = Run(benchmark="all_reduce", hosts=[f"node{ESC}1"], ranks=1, devices=[f"GPU{ESC}"],
+              tags={"owner": EVIL}, errors=[f"rank 0: {EVIL}"], status="incomplete",
+              versions={"nccl": f"2.{ESC}"},
+              meta={"notes": [{"text": f"note {EVIL}", "benchmark": "all_reduce"}],
+                    "rank_hosts": [f"node{ESC}1"]})
+    params = {"bytes": 8, "count": 2, "dtype": f"float{ESC}", "redop": "sum", "root": -1,
+              "placement": "out", "ranks": 1}
+    ms = [Measurement("all_reduce", "busbw", 1.0, "GB/s", params),
+          Measurement("all_reduce", "time_us", 2.0, "us", params),
+          Measurement(f"mystery{ESC}", "value", 3.0, "", {"host": EVIL})]
+    with Store.open(db) as store:
+        store.save_run(run, ms)
+        store.save_run(Run(benchmark="all_reduce", hosts=["plain"], ranks=1), ms)
+    return db
+
+
+def test_cli_diff_two_runs(db, capsys):
+    r1 = _save(db, {"node-a": _inv()})
+    r2 = _save(db, {"node-a": _inv(mtu=1500)})
+    code, out, _ = _cli(["env", "diff", str(r1), str(r2), "--db", db], capsys)
+    assert code == 0
+    assert "1 difference(s)" in out and "nics.ens1.mtu" in out and "9000  ->  1500" in out
+    code, out, _ = _cli(["env", "diff", str(r1), str(r2), "--db", db, "--json"], capsys)
+    row, summary = [json.loads(line) for line in out.splitlines()]
+    assert row["kind"] == "difference" and row["key"] == "nics.ens1.mtu" and row["a"] == 9000 and row["b"] == 1500
+    assert row["left"].startswith(f"run {r1}") and summary["differences"] == 1
+    # --exit-code: 1 on differences (git diff --exit-code), 0 without
+    code, _, _ = _cli(["env", "diff", str(r1), str(r2), "--db", db, "--exit-code"], capsys)
+    assert code == 1
+    code, _, _ = _cli(["env", "diff", str(r1), str(r1), "--db", db, "--exit-code"], capsys)
+    assert code == 0
+
+
+def test_cli_diff_hosts_of_one_run(db, capsys):
+    rid = _save(db, {"node-a": _inv(), "node-b": _inv(host="node-b", gid_index=1), "node-c": _inv(host="node-c")})
+    code, out, _ = _cli(["env", "diff", str(rid), "--db", db, "--json"], capsys)
+    rows = [json.loads(line) for line in out.splitlines() if '"difference"' in line]
+    assert code == 0 and [(r["key"], r["right"].split("(")[1].split(")")[0]) for r in rows] == \
+        [("env.NCCL_IB_GID_INDEX", "node-b")]  # every host against the first; node-c matches node-a
+    code, out, _ = _cli(["env", "diff", str(rid), "--hosts", "node-b,node-c", "--db", db], capsys)
+    assert code == 0 and "env.NCCL_IB_GID_INDEX" in out and "1  ->  3" in out
+
+
+def test_cli_diff_old_runs_without_inventory(db, capsys):
+    r1 = _save(db, {}, versions={"torch": "2.3"}, env={"NCCL_ALGO": "Ring"})
+    r2 = _save(db, {}, versions={"torch": "2.4"}, env={})
+    code, out, _ = _cli(["env", "diff", str(r1), str(r2), "--db", db], capsys)
+    assert code == 0 and "versions.torch" in out and "env.NCCL_ALGO" in out and "no inventory stored" in out
+
+
+def test_cli_diff_against_local(db, capsys):
+    rid = _save(db, {"node-a": _inv()})
+    code, out, _ = _cli(["env", "diff", str(rid), "local", "--db", db], capsys)
+    assert code == 0 and "this host" in out
+
+
+@pytest.mark.parametrize("args,message", [
+    (["999"], "no run 999"),
+    (["RUN1"], "has 1 host(s)"),
+    (["RUN1", "--hosts", "a,b,c"], "--hosts"),
+    (["RUN1", "RUN1", "--hosts", "nope"], "no host 'nope'"),
+])
+def test_cli_diff_usage_errors(db, capsys, args, message):
+    rid = _save(db, {"node-a": _inv()})
+    args = [str(rid) if a == "RUN1" else a for a in args]
+    code, _, err = _cli(["env", "diff", *args, "--db", db], capsys)
+    assert code == 2 and err.startswith("clusterbench: error:") and message in err
+
+
+def test_cli_env_json(capsys):
+    code = 0
+    try:
+        main(["env", "--json", "--root", str(DATA / "mi300x-node")])
+    except SystemExit as e:
+        code = e.code
+    inv = json.loads(capsys.readouterr().out)
+    assert code == 0 and inv["gpus"][0]["compute_partition"] == "CPX"
+
+
+def test_cli_env_table(capsys):
+    try:
+        main(["env", "--root", str(DATA / "h100-node")])
+    except SystemExit as e:
+        assert e.code == 0
+    out = capsys.readouterr().out
+    assert "rdma      mlx5_1 port 1: ACTIVE, 100 Gb/sec (2X HDR)" in out
+    assert "3=RoCE v2(ens1f0np0)" in out and "x8/x16" in out
+
+
+def test_cli_env_show(db, capsys):
+    rid = _save(db, {"node-a": inventory.collect(DATA / "mi300x-node", environ={"NCCL_IB_GID_INDEX": "3"}),
+                     "node-b": _inv(host="node-b")})
+    code, out, _ = _cli(["env", "show", str(rid), "--db", db], capsys)
+    assert code == 0
+    assert f"# run {rid}, host node-a" in out and f"# run {rid}, host node-b" in out
+    assert "partition CPX/NPS4" in out and "NCCL_IB_GID_INDEX=3" in out
+    with pytest.raises(SystemExit) as e:
+        main(["env", "show", str(rid), "--host", "nope", "--db", db])
+    assert e.value.code == 2
+
+
+def test_cli_env_show_json_one_host(db, capsys):
+    rid = _save(db, {"node-a": _inv(), "node-b": _inv(host="node-b", mtu=1500)})
+    code, out, _ = _cli(["env", "show", str(rid), "--host", "node-b", "--json", "--db", db], capsys)
+    assert code == 0
+    (inv,) = [json.loads(line) for line in out.splitlines()]
+    assert inv["host"] == "node-b" and inv["nics"][0]["mtu"] == 1500
+
+
+@pytest.mark.parametrize("where", ["tag", "env", "command"])
+@pytest.mark.parametrize("launcher", K8S_KINDS)
+def test_k8s_never_expands_a_variable(launcher: str, where: str, tmp_path: Path) -> None:
+    """The kubelet expands ``$(VAR)`` in container commands and env values: a tag reading
+    ``$(CLUSTERBENCH_DB)`` would become the database Secret's URL (password included) in the
+    run's stored command. Every kind of manifest doubles each ``$``, so it arrives as typed."""
+    typed = "x=$(CLUSTERBENCH_DB)$$(NCCL_X)$"
+    argv = [*BASE[launcher], "--db-secret", "cb-db", "--env", "NCCL_X=1"]
+    if where == "env":
+        argv += ["--env", f"NCCL_Y={typed}"]
+    # a word of the command the CLI takes as text (a file name: launch checks the values after --)
+    tail = ["--", "preflight", "--kernel-log", typed] if where == "command" else \
+        ["--", "coll", "all_reduce", *(["--tag", typed] if where == "tag" else [])]
+    code, out, err = run_cli(*argv, *tail)
+    assert code == 0, err
+    main = _main_container(yaml.safe_load(out))[0]
+    seen = main["command"] + [e.get("value", "") for e in main["env"]]
+    assert typed in seen, seen
+    assert not any("SECRET" in w for w in seen), seen
+
+
+@pytest.mark.parametrize("column, text, why", [
+    ("meta", DEEP, "nested more than"),
+    ("env", DEEP, "nested more than"),
+    ("hosts", "[" * 100_000, "nested more than"),
+    ("versions", "{", "not JSON"),
+    ("meta", "5", "a JSON number, not an object"),
+    ("errors", '{"a": 1}', "a JSON object, not a list"),
+])
+def test_a_stored_run_this_tool_never_wrote_is_one_line_naming_it(capsys, db, tmp_path, column, text, why):
+    _store(capsys, db, tmp_path)
+    with sqlite3.connect(db) as con:
+        con.execute(f"UPDATE runs SET {column}=? WHERE id=2", (text,))
+    con.close()
+    for argv in (["results", "list"], ["env", "show", "2"], ["env", "diff", "1", "2"], ["results", "show", "2"]):
+        rc, out, err = cli(capsys, *argv, "--db", db)
+        assert rc == 2 and err.count("\n") == 1, (argv, err)
+        assert f": run 2: unreadable {column}: {why}" in err and "internal error" not in err, (argv, err)
+    rc, out, err = cli(capsys, "env", "show", "1", "--db", db)   # the other runs still read
+    assert rc == 0 and "a=1" in out, err
+    rc, out, err = cli(capsys, "results", "delete", "2", "--db", db)   # and the bad one can go
+    assert rc == 0 and out == "deleted run 2\n", err
+    rc, out, err = cli(capsys, "results", "list", "--db", db)
+    assert rc == 0 and len(out.splitlines()) == 2, err
+
+
+def test_env_text_and_json_on_the_arm_vm(capsys):
+    rc, out, err = cli_env_inventory(capsys, "env", "--root", ARM_VM)
+    assert rc == 0 and err == ""
+    assert "cpu       ARM Neoverse-V2: 2 socket(s), 4 core(s), 4 logical" in out
+    assert "NUMA nodes: 0 (cpus 0-1, 240.0 GiB), 2 (cpus none, 96.0 GiB)" in out
+    assert "systemd-nspawn in a VM (QEMU)" in out and "bonding_masters" not in out
+    assert "None" not in out
+    rc, out, _ = cli_env_inventory(capsys, "env", "--root", ARM_VM, "--json")
+    (line,) = out.splitlines()
+    inv = json.loads(line)
+    assert rc == 0 and inv["kind"] == "inventory" and inv["run"] is None
+    assert [p["port"] for p in inv["rdma"][0]["ports"]] == [1, 2, 10]
+
+
+def test_env_with_an_nvml_of_odd_answers(capsys, monkeypatch):
+    mod = ModuleType("pynvml")
+    vars(mod).update(vars(_odd_nvml()))
+    mod.nvmlInit = lambda: None
+    monkeypatch.setitem(sys.modules, "pynvml", mod)
+    monkeypatch.setitem(sys.modules, "amdsmi", None)   # import fails: "not installed"
+    monkeypatch.setattr(gpulib, "_cache", {})
+    monkeypatch.setattr(gpulib, "unavailable", {})
+    rc, out, err = cli_env_inventory(capsys, "env")
+    assert rc == 0 and err == "", err
+    assert "gpus      1 (via nvml)" in out
+    assert "  gpu 0: NVIDIA H100 80GB HBM3, ?, pci ?, uuid ?" in out
+    rc, out, err = cli_env_inventory(capsys, "env", "--json")
+    (gpu,) = json.loads(out)["gpus"]
+    assert rc == 0 and gpu["mig"] is None and gpu["memory_bytes"] is None
+
+
+def test_env_on_a_node_whose_torch_fails_to_import(capsys, monkeypatch, tmp_path):
+    """A CUDA library missing makes `import torch` raise OSError, not ImportError: `env`, the
+    command that should say what the node has, stopped with an internal error."""
+    _tree(tmp_path, {"torch/__init__.py": "raise OSError('libcudnn.so.9: cannot open shared object file')\n"})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    build = torchcheck.torch_build()
+    assert build.version is None and build.reason == "OSError: libcudnn.so.9: cannot open shared object file"
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    rc, out, err = cli_env_inventory(capsys, "env", "--json")
+    assert rc == 0 and err == "", err
+    inv = json.loads(out)
+    assert inv["torch"]["version"] is None and "libcudnn" in inv["torch"]["reason"]
+
+
+def test_unknown_values_print_as_question_marks():
+    inv = {"host": None, "gpus": [{"index": 0}],
+           "pcie": [{"bdf": "0000:01:00.0", "kind": "gpu", "vendor": "NVIDIA", "numa_node": None,
+                     "link": {"current_width": None, "max_width": 16, "current_speed_gts": None,
+                              "max_speed_gts": 32.0}}],
+           "cpu": {"numa_nodes": [{"node": 3, "cpus": "", "memory_bytes": 1 << 30}]}}
+    text = "\n".join(env_cmd.inventory_lines(inv))
+    assert "None" not in text
+    assert "  gpu 0: ?, ?, pci ?, uuid ?" in text
+    assert "pcie      0000:01:00.0 gpu NVIDIA: x?/x16 ?/32.0 GT/s, numa ?" in text
+    assert "3 (cpus none, 1.0 GiB)" in text
+
+
+def test_env_diff_columns_stay_aligned_with_a_long_key(capsys):
+    diffs = [Difference("env.NCCL_IB_HCA", "mlx5_0", "mlx5_1", "environment"),
+             Difference("env.TORCH_NCCL_ENABLE_TIMING_AND_ASYNC_ERROR_HANDLING", "1", "0", "environment"),
+             Difference("nics.ens1f0np0.mtu", 9000, 1500, "network")]
+    env_cmd._print(diffs, "run 1 (a)", "run 1 (b)", as_json=False)
+    lines = capsys.readouterr().out.splitlines()[1:]
+    starts = {re.search(r" \S+  ->  ", line).start() for line in lines}
+    assert len(lines) == 3 and len(starts) == 1, lines
+
+
+@pytest.mark.parametrize("inventory", [{"gpu01": "not an inventory"}, ["gpu01"], "text",
+                                       {"gpu01": {"virtualization": "docker", "cpu": {"numa_nodes": [{"cpus": "0-3"}]},
+                                                  "nics": [{"name": "eth0", "speed_mbps": "fast"}],
+                                                  "memory": {"total_bytes": -5}, "pcie": [{"bdf": "x"}],
+                                                  "rdma": [{"name": "r", "ports": [{"state": "DOWN"}]}],
+                                                  "versions": "1.0"}}])
+def test_env_show_and_diff_read_an_inventory_of_another_shape(capsys, db, inventory):
+    # an imported run line carries any meta its file held
+    with Store.open(db) as s:
+        s.save_run(Run("coll", hosts=["gpu01"], started_at="2026-01-01T00:00:00+00:00", versions={"torch": "2.6"},
+                       meta={"inventory": inventory}), [])
+        s.save_run(Run("coll", hosts=["gpu02"], started_at="2026-01-02T00:00:00+00:00", versions={"torch": "2.7"}), [])
+    rc, out, err = cli(capsys, "env", "show", "1", "--db", db)
+    assert rc == 0 and err == "" and "gpu01" in out and "memory" in out
+    rc, out, err = cli(capsys, "env", "diff", "1", "2", "--json", "--db", db)
+    assert rc == 0 and err == "", err
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert {"key": "versions.torch", "a": "2.6", "b": "2.7"}.items() <= next(
+        d for d in lines if d.get("key") == "versions.torch").items()
+
+
+def test_env_diff_shows_values_that_print_alike_as_json(capsys, db):
+    with Store.open(db) as s:
+        a = s.save_run(Run(benchmark="x", hosts=["h"], meta={"inventory": {"h": {
+            "nics": [{"name": "e", "mtu": "9000"}], "env": {"NCCL_A": "(unset)"}}}}), [])
+        b = s.save_run(Run(benchmark="x", hosts=["h"], meta={"inventory": {"h": {
+            "nics": [{"name": "e", "mtu": 9000}]}}}), [])
+    rc, out, err = cli_store_env(capsys, "env", "diff", a, b, "--db", db)
+    assert rc == 0 and err == ""
+    lines = {line.split()[1]: line.split(None, 2)[2] for line in out.splitlines()[1:]}
+    assert lines == {"env.NCCL_A": '"(unset)"  ->  null', "nics.e.mtu": '"9000"  ->  9000'}
+    rc, out, _ = cli_store_env(capsys, "env", "diff", a, a, "--db", db, "--exit-code")
+    assert rc == 0 and "0 difference(s)" in out
+
+
+def test_env_show_and_diff_escape(capsys, evil_db):
+    code, out, err = _cb(capsys, ["env", "show", "1", "--db", evil_db])
+    _clean(out + err)
+    assert "node\\x1b[2J" in out
+    code, out, err = _cb(capsys, ["env", "diff", "1", "2", "--db", evil_db])
+    _clean(out + err)
+    assert "2.\\x1b[2J" in out

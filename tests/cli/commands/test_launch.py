@@ -1,0 +1,367 @@
+"""Tests of clusterbench.cli.commands.launch: ``clusterbench launch ENGINE [options] -- <clusterbench command>``."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+from judge_helpers import cli, run_cli
+from k8s_schemas import (
+    DSTACK_SCHEMA,
+    check,
+    check_cronjob,
+    mpijob_schema,
+    pytorchjob_schema,
+    strict,
+)
+
+from clusterbench.cli import main
+from clusterbench.errors import UsageError
+from clusterbench.launch import k8s, slurm
+from clusterbench.launch.common import Spec, check_text
+from clusterbench.launch.cron import check_time_zone
+
+
+def _cb(*args):
+    """The CLI in this process (no re-import per call): exit code, stdout, stderr."""
+    import contextlib
+    import io
+
+    from clusterbench.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(list(args))
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
+
+
+def _fake_sys(root: Path, ib: dict[str, dict], nets: dict[str, str]) -> Path:
+    for name, state in nets.items():
+        (root / "class/net" / name).mkdir(parents=True)
+        (root / "class/net" / name / "operstate").write_text(state + "\n")
+    for dev, info in ib.items():
+        port = root / "class/infiniband" / dev / "ports" / "1"
+        (port / "gids").mkdir(parents=True)
+        (port / "gid_attrs/types").mkdir(parents=True)
+        (port / "state").write_text(info.get("state", "4: ACTIVE") + "\n")
+        (port / "link_layer").write_text(info.get("link", "Ethernet") + "\n")
+        for i, (gid, typ) in enumerate(info.get("gids", [])):
+            (port / "gids" / str(i)).write_text(gid + "\n")
+            (port / "gid_attrs/types" / str(i)).write_text(typ + "\n")
+    (root / "class/infiniband").mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def _master(doc: dict) -> dict:
+    return doc["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+
+
+TAIL = ["--", "coll", "all_reduce"]
+
+
+def _refused(*argv: str) -> str:
+    code, out, err = run_cli(*argv)
+    assert code == 2 and out == "" and err.startswith("clusterbench: error: ") and err.count("\n") == 1, \
+        (code, out, err)
+    return err
+
+
+def cli_store_cli(capsys, *argv):
+    with pytest.raises(SystemExit) as e:
+        main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return int(e.value.code or 0), out, err
+
+
+def test_malformed_hostfile_cli_is_one_line(tmp_path):
+    f = tmp_path / "hosts"
+    f.write_text("node1 slots=2\nnode2 banana\n")
+    r = _cb("launch", "mpi", "--hostfile", str(f), "--", "net")
+    assert r.returncode == 2
+    assert r.stderr.strip() == "clusterbench: error: hosts line 2: unexpected 'banana' (expected slots=N or max_slots=N)"
+
+
+def test_an_unknown_launcher_option_is_not_taken_for_the_command():
+    r = _cb("launch", "torchrun", "--nnodes", "2", "--rdzv-endpoint", "node1:29500", "--print", "--", "net")
+    assert r.returncode == 2
+    assert r.stderr == ("clusterbench: error: no such option: --nnodes (options go before --, "
+                        "the clusterbench command after it)\n")
+    assert _cb("launch", "slurm", "--nodes", "2", "coll", "all_reduce", "-b", "8").returncode == 0
+
+
+def test_print_makes_no_process_and_bad_host_is_one_line():
+    r = _cb("launch", "torchrun", "--hosts", "a,$(reboot)", "--print", "--", "net")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "invalid host" in r.stderr
+
+
+@pytest.mark.parametrize("option, value", [("--time", "1:00\nx"), ("--env", "A=1\nx"), ("--sbatch-opt", "--a=1\nx")])
+def test_a_refused_value_is_named_by_the_option_as_typed(option, value):
+    r = _cb("launch", "slurm", "--print", option, value, "--", "coll", "all_reduce")
+    assert r.returncode == 2 and r.stderr.startswith(f"clusterbench: error: invalid {option} "), r.stderr
+
+
+def test_ipv6_rendezvous_hosts_are_addresses_not_options():
+    r = _cb("launch", "torchrun", "--print", "--nodes", "2", "--rdzv-endpoint", "[::1]:29400", "--", "coll",
+            "all_reduce")
+    assert r.returncode == 0 and "--rdzv_endpoint=[::1]:29400" in r.stdout, r.stderr
+    r = _cb("launch", "torchrun", "--print", "--nodes", "2", "--rdzv-endpoint", "[::1;reboot]:29400", "--",
+            "coll", "all_reduce")
+    assert r.returncode == 2 and "invalid rendezvous host" in r.stderr
+
+
+def test_k8s_cli_yaml_has_no_anchors_and_validates():
+    r = _cb("launch", "k8s", "--nodes", "3", "--gpus-per-node", "8", "--gpu-resource", "amd.com/gpu",
+            "--network", "roce-net", "--", "coll", "all_reduce")
+    assert r.returncode == 0, r.stderr
+    assert "&id" not in r.stdout
+    check(pytorchjob_schema(), yaml.safe_load(r.stdout))
+    assert _cb("launch", "k8s", "--name", "Bad_Name", "--", "net").returncode == 2
+
+
+def test_auto_net_env_cli_prints_its_choice(tmp_path):
+    root = _fake_sys(tmp_path, {"mlx5_0": {"link": "InfiniBand"}}, {"ib0": "up"})
+    r = _cb("launch", "slurm", "--auto-net-env", "--sys-root", str(root), "--env", "NCCL_IB_HCA=mlx5_9",
+            "--", "net")
+    assert r.returncode == 0
+    assert "export NCCL_IB_HCA=mlx5_9" in r.stdout   # an explicit --env wins
+    assert "export NCCL_SOCKET_IFNAME=ib0" in r.stdout and "auto-net-env" in r.stderr
+
+
+def test_k8s_db_secret_sets_the_url_from_the_secret_never_the_url():
+    r = _cb("launch", "k8s", "--nodes", "2", "--db-secret", "team-db:pg-url", "--env", "NCCL_DEBUG=INFO",
+            "--", "coll", "all_reduce")
+    assert r.returncode == 0, r.stderr
+    doc = yaml.safe_load(r.stdout)
+    check(pytorchjob_schema(), doc)
+    for role in ("Master", "Worker"):
+        env = doc["spec"]["pytorchReplicaSpecs"][role]["template"]["spec"]["containers"][0]["env"]
+        assert env == [{"name": "NCCL_DEBUG", "value": "INFO"},
+                       {"name": "CLUSTERBENCH_DB", "valueFrom": {"secretKeyRef": {"name": "team-db", "key": "pg-url"}}}]
+    assert "--db" not in _master(doc)["command"]
+    default_key = k8s.SecretRef.parse("team-db")
+    assert (default_key.name, default_key.key) == ("team-db", "url")
+    # a wrong field inside the reference is caught by the transcribed schema
+    _master(doc)["env"][1]["valueFrom"]["secretKeyRef"]["keyy"] = "x"
+    assert strict(pytorchjob_schema(), doc) == [
+        ".spec.pytorchReplicaSpecs.Master.template.spec.containers[0].env[1].valueFrom.secretKeyRef.keyy"]
+
+
+def test_k8s_mpijob_forwards_the_secret_to_the_ranks_and_needs_an_image():
+    r = _cb("launch", "k8s", "--kind", "mpijob", "--image", "registry.example/cb:0.1", "--db-secret", "team-db",
+            "--", "coll", "all_reduce")
+    assert r.returncode == 0, r.stderr
+    doc = yaml.safe_load(r.stdout)
+    check(mpijob_schema(), doc)
+    launcher = doc["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    cmd = launcher["command"]
+    assert cmd[cmd.index("clusterbench") - 2:cmd.index("clusterbench")] == ["-x", "CLUSTERBENCH_DB"]
+    assert {"name": "CLUSTERBENCH_DB", "valueFrom": {"secretKeyRef": {"name": "team-db", "key": "url"}}} \
+        in launcher["env"]
+    assert cmd[-3:] == ["coll", "--json", "all_reduce"]
+    for args, word in ((["--kind", "mpijob"], "needs --image"),
+                       (["--kind", "mpijob", "--image", "x/y:1", "--install", "clusterbench"], "does not apply"),
+                       (["--db-secret", "team-db", "--env", "CLUSTERBENCH_DB=sqlite.db"], "give one"),
+                       (["--db-secret", "Team_DB"], "invalid --db-secret"),
+                       (["--install", "x", "--no-install"], "give one"),
+                       (["--install", "--index-url=http://evil/"], "invalid --install")):
+        r = _cb("launch", "k8s", *args, "--", "net")
+        assert r.returncode == 2 and word in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
+
+
+def test_k8s_json_is_added_once_and_only_where_the_command_has_it():
+    r = _cb("launch", "k8s", "--", "stream", "--json")
+    assert _master(yaml.safe_load(r.stdout))["command"][-2:] == ["stream", "--json"]
+    r = _cb("launch", "k8s", "--", "results", "list")
+    assert _master(yaml.safe_load(r.stdout))["command"][-2:] == ["results", "list"]
+    assert "has no --json" in r.stderr
+
+
+def test_dstack_secret_and_install():
+    from clusterbench import __version__
+
+    r = _cb("launch", "dstack", "--nodes", "2", "--gpus-per-node", "8", "--db-secret", "team_db",
+            "--setup", "nvidia-smi", "--", "coll", "all_reduce")
+    assert r.returncode == 0, r.stderr
+    doc = yaml.safe_load(r.stdout)
+    jsonschema.validate(doc, DSTACK_SCHEMA)
+    assert doc["env"] == ["CLUSTERBENCH_DB=${{ secrets.team_db }}"]
+    assert doc["commands"][:2] == ["nvidia-smi", f"pip install --quiet --no-cache-dir clusterbench=={__version__}"]
+    assert shlex.split(doc["commands"][-1])[-3:] == ["coll", "--json", "all_reduce"]
+    r = _cb("launch", "dstack", "--no-install", "--", "net")
+    assert [c.split()[0] for c in yaml.safe_load(r.stdout)["commands"]] == ["torchrun"]
+    for bad in ("team-db", "x }}", "secrets.a"):
+        r = _cb("launch", "dstack", "--db-secret", bad, "--", "net")
+        assert r.returncode == 2 and "invalid --db-secret" in r.stderr
+
+
+def test_time_zone_and_cli(capsys):
+    assert check_time_zone("America/Argentina/Buenos_Aires") == "America/Argentina/Buenos_Aires"
+    with pytest.raises(UsageError):
+        check_time_zone("UTC\nx: y")
+    rc, out, err = cli(capsys, "launch", "k8s", "--schedule", "0 3 * * *", "--nodes", "2", "--name", "nightly",
+                       "--", "qualify", "--profile", "cpu-smoke")
+    assert rc == 0, err
+    doc = yaml.safe_load(out)
+    check_cronjob(doc)
+    c = doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+    assert c["command"][-4:] == ["qualify", "--json", "--profile", "cpu-smoke"]   # its log carries JSON lines
+    assert "&id" not in out
+    for args, why in ((("--schedule", "0 3 * * * ; rm -rf /"), "expected 5 fields"),
+                      (("--time-zone", "UTC"), "need --schedule"),
+                      (("--service-account", "sa"), "need --schedule"),
+                      (("--schedule", "@daily", "--service-account", "Bad_SA"), "invalid --service-account"),
+                      (("--schedule", "@daily", "--kind", "mpijob", "--image", "r/cb:1"), "does not combine")):
+        rc, _, err = cli(capsys, "launch", "k8s", *args, "--", "qualify", "--profile", "cpu-smoke")
+        assert rc == 2 and err.count("\n") == 1 and why in err, err
+
+
+@pytest.mark.parametrize("value", ["30000-00", "24856-0", "99999-23:59:59"])
+def test_a_slurm_time_sbatch_would_wrap_is_refused(value: str) -> None:
+    """Slurm adds the fields up in a C int: 30000 days wrapped to a garbage limit."""
+    assert "--time" in _refused("launch", "slurm", "--time", value, *TAIL)
+    for other in ("1:2:3:4", "1-", "-1-2", "1-2:3:4:5", "1:", "٣٠"):   # and what was refused stays so
+        assert "--time" in _refused("launch", "slurm", "--time", other, *TAIL)
+    assert slurm.check_time("24855-0") == 24855 * 86400 and slurm.check_time("unlimited") is None
+
+
+@pytest.mark.parametrize("directive", ["--nodes=4", "--ntasks-per-node=2", "--job-name=x", "--time=10",
+                                       "--exclusive", "--nodelist=a"])
+def test_sbatch_opt_cannot_override_a_directive_the_script_writes(directive: str) -> None:
+    """sbatch takes the later of two directives: --sbatch-opt --nodes=4 after the script's own
+    --nodes=2 ran another job than the srun line and the checks were made for."""
+    err = _refused("launch", "slurm", "--nodes", "2", "--sbatch-opt", directive, *TAIL)
+    assert "sets" in err
+    assert run_cli("launch", "slurm", "--sbatch-opt", "--constraint=mi300x", *TAIL)[0] == 0
+
+
+def test_cron_descriptors_are_written_lower_case() -> None:
+    """Kubernetes matches @daily exactly: @DAILY was written as given."""
+    code, out, err = run_cli("launch", "k8s", "--schedule", "@DAILY", *TAIL)
+    assert code == 0, err
+    assert yaml.safe_load(out)["spec"]["schedule"] == "@daily"
+
+
+def test_torchrun_hosts_take_ipv6_addresses() -> None:
+    """--hosts with IPv6 addresses was refused: the endpoint was written HOST:PORT without brackets."""
+    for extra in ([], ["--rdzv-endpoint", "[fd00::1]:29400"]):
+        code, out, err = run_cli("launch", "torchrun", "--hosts", "fd00::1,fd00::2", *extra, "--print", *TAIL)
+        assert code == 0, err
+        lines = out.splitlines()
+        assert len(lines) == 2
+        for line, host in zip(lines, ("fd00::1", "fd00::2")):
+            words = shlex.split(line)
+            assert words[5] == host
+            remote = shlex.split(" ".join(words[6:]))   # what the far side's shell reads
+            assert "--rdzv_endpoint=[fd00::1]:29400" in remote and f"--local_addr={host}" in remote
+    assert "first of them" in _refused("launch", "torchrun", "--hosts", "fd00::1,fd00::2",
+                                       "--rdzv-endpoint", "[fd00::2]:29400", "--print", *TAIL)
+
+
+def test_mpirun_dash_h_never_gets_an_ipv6_address(tmp_path: Path) -> None:
+    """mpirun -H reads HOST:SLOTS up to the first ':': fe80::1:8 was host 'fe80'."""
+    assert "--hostfile" in _refused("launch", "mpi", "--hosts", "fd00::1,fd00::2", "--print", *TAIL)
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("fd00::1 slots=2\nfd00::2 slots=2\n")
+    code, out, err = run_cli("launch", "mpi", "--hostfile", str(hostfile), "--print", *TAIL)
+    assert code == 0, err
+    assert "MASTER_ADDR=fd00::1" in shlex.split(out)
+
+
+def test_dstack_gpu_without_a_count_is_not_dropped() -> None:
+    assert "--gpus-per-node" in _refused("launch", "dstack", "--gpu", "H100", *TAIL)
+    code, out, err = run_cli("launch", "dstack", "--gpu", "H100", "--gpus-per-node", "8", *TAIL)
+    assert code == 0, err
+    assert yaml.safe_load(out)["resources"]["gpu"] == "H100:8"
+
+
+def test_dstack_keeps_an_explicit_procs_per_node() -> None:
+    """--gpus-per-node 8 --procs-per-node 1 ran 8 ranks per node ($DSTACK_GPUS_PER_NODE)."""
+    code, out, err = run_cli("launch", "dstack", "--gpus-per-node", "8", "--procs-per-node", "1", *TAIL)
+    assert code == 0, err
+    run = yaml.safe_load(out)["commands"][-1]
+    assert "--nproc_per_node=1" in shlex.split(run)
+    code, out, err = run_cli("launch", "dstack", "--gpus-per-node", "8", *TAIL)
+    assert "--nproc_per_node=$DSTACK_GPUS_PER_NODE" in yaml.safe_load(out)["commands"][-1]
+
+
+def test_dstack_run_names_have_two_characters() -> None:
+    assert "--name" in _refused("launch", "dstack", "--name", "a", *TAIL)
+    assert run_cli("launch", "dstack", "--name", "ab", *TAIL)[0] == 0
+
+
+@pytest.mark.parametrize("argv", [
+    ["--nodes", "3000000000"], ["--procs-per-node", "3000000000"], ["--gpus-per-node", "3000000000"],
+    ["--schedule", "@daily", "--nodes", "100001"],
+    ["--kind", "mpijob", "--image", "r/cb:1", "--nodes", "70000", "--procs-per-node", "70000"],
+])
+def test_k8s_counts_fit_the_manifest(argv: list[str]) -> None:
+    """replicas and slots are int32, an Indexed Job's parallelism at most 100000: larger counts
+    made manifests the API server refuses."""
+    assert "Kubernetes" in _refused("launch", "k8s", *argv, *TAIL)
+
+
+def test_k8s_gpu_count_is_given_once() -> None:
+    """--resource nvidia.com/gpu=2 was silently replaced by --gpus-per-node's count."""
+    err = _refused("launch", "k8s", "--gpus-per-node", "4", "--resource", "nvidia.com/gpu=2", *TAIL)
+    assert "GPU count" in err
+    code, out, _ = run_cli("launch", "k8s", "--resource", "nvidia.com/gpu=2", *TAIL)
+    limits = yaml.safe_load(out)["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+    assert code == 0 and limits["resources"]["limits"] == {"nvidia.com/gpu": "2"}
+
+
+@pytest.mark.parametrize("argv", [
+    ["launch", "k8s", "--env", "NCCL_X=\udcff"], ["launch", "dstack", "--env", "NCCL_X=\udcff"],
+    ["launch", "k8s", "--install", "clusterbench\udcff"], ["launch", "dstack", "--setup", "echo \udcff"],
+    ["launch", "k8s", "--datatype-is-a-word-below"],
+])
+def test_text_that_is_not_utf8_is_refused(argv: list[str]) -> None:
+    """A byte that is not UTF-8 on the command line (a lone surrogate in Python) went into the
+    manifest as "\\uDCFF", which no YAML reader or API server takes."""
+    if argv[-1] == "--datatype-is-a-word-below":
+        argv = [*argv[:-1], *TAIL, "--datatype", "\udcff"]
+    else:
+        argv = [*argv, *TAIL]
+    assert "UTF-8" in _refused(*argv)
+    with pytest.raises(UsageError, match="UTF-8"):
+        Spec(env={"X": "a\udcffb"})
+    assert check_text("日本語 é", "x") == "日本語 é"
+
+
+@pytest.mark.parametrize("launcher", ["slurm", "k8s", "mpi", "torchrun", "dstack"])
+@pytest.mark.parametrize("tail, says", [
+    (["net", "--rdma-qps", "99999"], "--rdma-qps must be 1..16384"),
+    (["coll", "all_reduce", "-b", "1X"], "invalid minbytes (-b) '1X'"),
+    (["train", "--warmup", "5", "--steps", "5"], "--warmup 5 leaves none of the 5 --steps timed"),
+    (["stream", "--kernels", "Tirad"], "Tirad"),
+])
+def test_a_value_the_command_would_refuse_is_refused_before_launching(launcher: str, tail: list[str],
+                                                                      says: str) -> None:
+    """launch checked only the syntax after --: `-- net --rdma-qps 99999` wrote a job script (or
+    started mpirun) whose every node then refused it. The values a command checks without the
+    nodes' hardware are checked here, as sweep and qualify check their tests."""
+    needs = ["--hosts", "n[1-2]"] if launcher == "mpi" else []
+    err = _refused("launch", launcher, *needs, "--", *tail)
+    assert "the command after --" in err and says in err, err
+
+
+def test_launched_ranks_get_the_database_without_its_password(capsys, tmp_path, monkeypatch):
+    """`launch` hands --db to every rank's command line (an sbatch script, mpirun's argv): a URL
+    goes without its password (ranks authenticate with a passfile), a path goes absolute."""
+    rc, script, err = cli_store_cli(capsys, "launch", "slurm", "--nodes", "2", "--print", "--db",
+                          "postgresql://cb:hunter2@db1:5432/cb?sslmode=require", "--", "coll", "all_reduce")
+    assert rc == 0, err
+    assert "--db postgresql://cb@db1:5432/cb?sslmode=require" in script.replace("'", "")
+    assert "hunter2" not in script
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "hosts").write_text("localhost slots=1\n")
+    rc, line, err = cli_store_cli(capsys, "launch", "mpi", "--hostfile", "hosts", "--print", "--db", "rel.db",
+                        "--", "coll", "all_reduce")
+    assert rc == 0 and f"--db {tmp_path / 'rel.db'}" in line, err

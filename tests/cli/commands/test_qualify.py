@@ -1,0 +1,256 @@
+"""Tests of clusterbench.cli.commands.qualify: ``clusterbench qualify --profile P``."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+from json_schema import check_lines
+from judge_helpers import cli
+
+from clusterbench.judge.profiles import dump_profile, load_profile, parse_profile
+from clusterbench.store import Store
+
+CRITERION = {"name": "c", "benchmark": "stream", "metric": "bandwidth", "op": ">=", "value": 1}
+
+
+def _profile(tmp_path, suite, criteria=None) -> Path:
+    p = tmp_path / "p.yaml"
+    p.write_text(json.dumps({"name": "t", "suite": suite, "criteria": criteria or [CRITERION]}))
+    return p
+
+
+# (a command line every node refuses, the words of its error)
+REFUSED = [
+    (["stream", "--float", "--dtype", "float"], "--float and --dtype cannot be used together: give one"),
+    (["stream", "-s", "1K", "--sizes", "1K:4K"], "--arraysize and --sizes cannot be used together: give one"),
+    (["stream", "--devices", "0,,1"], "invalid --devices '0,,1'"),
+    (["stream", "--devices", "-1"], "invalid --devices '-1'"),
+    (["stream", "--devices", "0-"], "invalid --devices '0-'"),
+    (["stream", "--devices", "0,0"], "device 0 is listed twice"),
+    (["stream", "--devices", "²"], "invalid --devices '²'"),
+    (["stream", "--device", "cpu", "--devices", "1"], "--devices 1: out of range, this host has 1 CPU device"),
+    (["gemm", "--devices", "a"], "invalid --devices 'a'"),
+    (["gemm", "--devices", "1,1"], "device 1 is listed twice"),
+    (["gemm", "--devices", "9" * 5000], "is larger than any host's device count"),
+    (["transfer", "--devices", "0;1"], "invalid --devices '0;1'"),
+    (["transfer", "--device", "cpu", "--devices", "0,1"], "--devices 1: out of range"),
+]
+
+
+IDS = [" ".join(a)[:40] for a, _ in REFUSED]
+
+
+CRITERION_check_params = {"name": "triad", "benchmark": "stream", "metric": "bandwidth", "op": ">=", "value": 1e-9,
+             "unit": "GB/s"}
+
+
+# (a good step, the same command with one bad value, the words of the error naming that value)
+CASES = [
+    (["stream", "--sizes", "1K:4K"], ["stream", "--sizes", "1X"], "invalid --sizes '1X'"),
+    (["stream", "--dtype", "float"], ["stream", "--dtype", "bogus"], "unknown dtype 'bogus' for stream"),
+    (["stream", "--kernels", "Triad"], ["stream", "--kernels", "Tirad"], "unknown kernel 'Tirad'"),
+    (["stream", "-s", "1K"], ["stream", "-s", "0"], "invalid -s/--arraysize '0'"),
+    (["gemm", "--dtype", "fp32,bf16"], ["gemm", "--dtype", "bogus"], "unknown dtype 'bogus'"),
+    (["gemm", "-m", "1K"], ["gemm", "-m", "1X"], "invalid -m '1X'"),
+    (["gemm", "--transA", "T"], ["gemm", "--transA", "Q"], "invalid --transA 'Q'"),
+    (["gemm", "--samples", "1"], ["gemm", "--samples", "0"], "--samples and --cold-iters must be at least 1"),
+    (["transfer", "--bytes", "1K"], ["transfer", "--bytes", "1X"], "invalid --bytes '1X'"),
+    # G1 names a GPU the node may have: only the node can judge it
+    (["transfer", "--test", "G0->G1"], ["transfer", "--test", "G0->Q1"], "invalid memory type 'Q'"),
+    (["transfer", "--method", "kernel"], ["transfer", "--method", "dma"], "unknown --method 'dma'"),
+    (["transfer", "--matrix", "h2d"], ["transfer", "--matrix", "x2y"], "unknown --matrix 'x2y'"),
+    (["net", "--streams", "8"], ["net", "--streams", "0"], "--streams must be 1..128, got 0"),
+    (["net", "--link-rate", "100Gbps"], ["net", "--link-rate", "fast"], "invalid rate 'fast'"),
+    (["train", "--heads", "8"], ["train", "--heads", "3"], "--hidden 64 is not divisible by --heads 3"),
+    (["train", "--warmup", "1"], ["train", "--warmup", "20"], "--warmup 20 leaves none of the 20 --steps"),
+    (["train", "--strategy", "hybrid", "--shard-size", "2"], ["train", "--shard-size", "2"],
+     "--shard-size is for --strategy hybrid"),
+    # bf16 on auto: the node's GPUs decide; on --device cpu every node refuses it
+    (["train", "--dtype", "bf16"], ["train", "--device", "cpu", "--dtype", "bf16"], "--dtype bf16 needs a GPU"),
+    (["ddp-comm", "--size", "64M"], ["ddp-comm", "--size", "1X"], "invalid --size '1X'"),
+    (["ddp-comm", "--bucket-cap-mb", "50"], ["ddp-comm", "--bucket-cap-mb", "1e300"], "--bucket-cap-mb 1e+300"),
+    (["ddp-comm", "--link-speed", "100Gbps"], ["ddp-comm", "--link-speed", "fast"], "invalid rate 'fast'"),
+    (["infer-tp", "--batch-sizes", "8,16"], ["infer-tp", "--batch-sizes", "0,8"], "--batch-sizes must be positive"),
+    (["infer-tp", "--batch-sizes", "8..64"], ["infer-tp", "--batch-sizes", "1X..8"], "invalid --batch-sizes '1X'"),
+    (["infer-tp", "--dtype", "fp16"], ["infer-tp", "--device", "cpu", "--dtype", "fp16"],
+     "--dtype fp16 needs a GPU"),
+]
+
+
+IDS_check_params = [" ".join(bad) for _, bad, _ in CASES]
+
+
+def _check_params_profile(tmp_path: Path, steps: list[list[str]]) -> str:
+    p = tmp_path / "probe.yaml"
+    p.write_text(json.dumps({"name": "probe", "criteria": [CRITERION_check_params],
+                             "suite": [{"name": f"s{i}", "command": s} for i, s in enumerate(steps)]}))
+    return str(p)
+
+
+def _runs(db: str) -> list[object]:
+    from clusterbench.store import Store
+
+    if not Path(db).exists():
+        return []
+    with Store.open(db) as s:
+        return list(s.list_runs())
+
+
+STEP = ["stream", "--device", "cpu", "-s", "1K", "-n", "2"]
+
+
+PROFILE = {"name": "probe", "suite": [{"name": "stream", "command": STEP}],
+           "criteria": [{"name": "triad", "benchmark": "stream", "metric": "bandwidth",
+                         "params": {"kernel": "Triad"}, "op": ">=", "value": 1e-9, "unit": "GB/s"}]}
+
+
+def _sweep_qualify_profile(tmp_path: Path) -> str:
+    p = tmp_path / "probe.yaml"
+    p.write_text(json.dumps(PROFILE))
+    return str(p)
+
+
+def test_bad_step_and_missing_suite_are_usage_errors_before_anything_runs(capsys, db, tmp_path):
+    prof = _profile(tmp_path, [{"name": "ok", "command": ["stream", "--device", "cpu"]},
+                               {"name": "typo", "command": ["gemm", "--dtipe", "fp32"]}])
+    rc, _, err = cli(capsys, "qualify", "--profile", str(prof), "--db", db)
+    assert rc == 2 and err.count("\n") == 1
+    assert "suite step 'typo'" in err and "--dtipe" in err
+    no_suite = tmp_path / "n.yaml"
+    no_suite.write_text(json.dumps({"name": "n", "criteria": [CRITERION]}))
+    rc, _, err = cli(capsys, "qualify", "--profile", str(no_suite), "--db", db)
+    assert rc == 2 and "declares no suite" in err
+    rc, _, err = cli(capsys, "qualify", "--profile", "cpu-smoke", "--db", db, "--launch", "k8s --nodes 2")
+    assert rc == 2 and "--launch 'k8s'" in err
+    with Store.open(db) as s:
+        assert s.list_runs() == []
+
+
+def test_builtin_suites_parse_and_dry_run(capsys, db):
+    amd = load_profile("amd-mi300x-oem")
+    names = [s.name for s in amd.suite]
+    assert len(names) == 8 and any("Table 1" in n for n in names) and any("Table 6" in n for n in names)
+    cmds = [list(s.command) for s in amd.suite]
+    assert ["coll", "all_reduce", "-b", "8G", "-e", "8G"] in cmds
+    assert {c[2] for c in cmds if c[:2] == ["gemm", "--preset"]} == {
+        "rocblas-fp32-4k", "rocblas-half-batched", "rocblas-int8-batched"}
+    assert load_profile("cpu-smoke").suite
+    # a profile dumped (baseline create) and loaded again keeps its suite
+    assert parse_profile(__import__("yaml").safe_load(dump_profile(amd)), "x").suite == amd.suite
+    rc, out, err = cli(capsys, "qualify", "--profile", "amd-mi300x-oem", "--dry-run", "--db", db,
+                       "--launch", "slurm --nodes 2 --gpus-per-node 8 --submit")
+    assert rc == 0, err
+    steps = [shlex.split(line) for line in out.splitlines() if not line.startswith("#")]
+    assert len(steps) == 8
+    first = steps[0]
+    sep = first.index("--")
+    assert first[:sep] == ["clusterbench", "launch", "slurm", "--nodes", "2", "--gpus-per-node", "8", "--submit",
+                           "--db", db]
+    assert first[sep + 1:sep + 4] == ["transfer", "--matrix", "a2a"]
+    assert "profile=amd-mi300x-oem" in first and not any(w.startswith("node=") for w in first)
+    with Store.open(db) as s:
+        assert s.list_runs() == []
+
+
+@pytest.mark.parametrize("command, launch, word", [
+    (["stream", "--help"], None, "--help"),                           # would print help and pass
+    (["stream", "--device", "cpu"], "slurm --nodes 2 --bogus", "--bogus"),   # a launcher option
+    (["stream", "--device", "cpu"], "slurm --nodes 2", None),          # fine: the control case
+])
+def test_steps_that_would_not_run_are_refused_before_anything_runs(capsys, db, tmp_path, command, launch, word):
+    prof = _profile(tmp_path, [{"name": "s", "command": command}])
+    rc, out, err = cli(capsys, "qualify", "--profile", str(prof), "--db", db, "--dry-run",
+                       *(["--launch", launch] if launch else []))
+    if word is None:
+        assert rc == 0, err
+        return
+    assert rc == 2 and err.count("\n") == 1 and "suite step 's'" in err and word in err
+    assert "Usage" not in out
+
+
+def test_dry_run_json_is_one_step_line_per_step(capsys, db):
+    rc, out, err = cli(capsys, "qualify", "--profile", "cpu-smoke", "--dry-run", "--json", "--db", db)
+    assert rc == 0, err
+    lines = check_lines(out)
+    suite = load_profile("cpu-smoke").suite
+    assert [(d["kind"], d["name"], d["exit"]) for d in lines] == [("step", s.name, None) for s in suite]
+    assert all(d["argv"][0] == "clusterbench" and d["argv"][1:1 + len(d["command"])] == d["command"]
+               for d in lines)
+
+
+@pytest.mark.parametrize("argv, words", REFUSED[:2] + REFUSED[5:6], ids=IDS[:2] + IDS[5:6])
+def test_qualify_and_sweep_refuse_them_before_anything_runs(capsys, db, tmp_path, argv, words):
+    profile = tmp_path / "p.yaml"
+    profile.write_text(json.dumps({"name": "p", "criteria": [
+        {"name": "t", "benchmark": "stream", "metric": "bandwidth", "op": ">=", "value": 1e-9, "unit": "GB/s"}],
+        "suite": [{"name": "s0", "command": argv}]}))
+    rc, out, err = cli(capsys, "qualify", "--profile", profile, "--db", db, "--dry-run")
+    assert rc == 2 and out == "" and err.count("\n") == 1 and "suite step 's0': " in err and words in err, err
+    rc, out, err = cli(capsys, "sweep", "--hosts", "a,b", "--db", db, "--", *argv)
+    assert rc == 2 and err.count("\n") == 1 and "the test after --: " in err and words in err, err
+    assert not Path(db).exists()
+
+
+@pytest.mark.parametrize("good, bad, words", CASES, ids=IDS_check_params)
+def test_qualify_refuses_a_bad_step_value_before_any_step_runs(capsys, db, tmp_path, good, bad, words):
+    rc, out, err = cli(capsys, "qualify", "--profile", _check_params_profile(tmp_path, [good]), "--db", db, "--dry-run")
+    assert rc == 0 and "s0" in out, err
+    report = tmp_path / "q.html"
+    rc, out, err = cli(capsys, "qualify", "--profile", _check_params_profile(tmp_path, [good, bad]), "--db", db,
+                       "--no-preflight", "-o", str(report), "--json")
+    assert rc == 2 and err.count("\n") == 1 and out == "", err
+    assert "suite step 's1'" in err and words in err
+    assert _runs(db) == [] and not report.exists()
+
+
+@pytest.mark.parametrize("good, bad, words", CASES, ids=IDS_check_params)
+def test_the_refusal_is_the_line_the_command_prints(capsys, db, tmp_path, good, bad, words):
+    rc, _, own = cli(capsys, *bad, "--db", db)
+    assert rc == 2 and words in own, own
+    rc, _, err = cli(capsys, "qualify", "--profile", _check_params_profile(tmp_path, [bad]), "--db", db, "--dry-run")
+    assert rc == 2 and err == own.replace("error: ", "error: suite step 's0': ", 1)
+
+
+@pytest.mark.parametrize("good, bad, words", CASES[::3], ids=IDS_check_params[::3])
+def test_qualify_under_launch_refuses_the_bad_step_too(capsys, db, tmp_path, good, bad, words):
+    rc, _, err = cli(capsys, "qualify", "--profile", _check_params_profile(tmp_path, [good, bad]), "--db", db,
+                     "--launch", "torchrun --nodes 2", "--dry-run")
+    assert rc == 2 and "suite step 's1'" in err and words in err, err
+
+
+@pytest.mark.parametrize("tag", ["qualify=mine", "profile=other", "node=elsewhere"])
+def test_qualify_refuses_a_tag_it_sets_itself(capsys, db, tag):
+    from judge_helpers import cli
+
+    rc, out, err = cli(capsys, "qualify", "--profile", "cpu-smoke", "--db", db, "--dry-run", "--tag", tag)
+    assert rc == 2 and err.count("\n") == 1 and "qualify sets that tag itself" in err, err
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--node", "gpu[1-2]", "--on-fail", "drain"], "invalid node name 'gpu[1-2]'"),
+    (["--on-fail", "drain", "--apply"], "scontrol not found"),
+    (["--launch", "slurm --nodes 2"], "--submit"),                  # prints a script, stores nothing
+    (["--launch", "slurm --nodes 2 --submit --no-wait"], "--submit"),
+    (["--launch", "mpi --nodes 2 --hosts a,b --print"], "--print"),
+])
+def test_qualify_refuses_before_any_step_runs(capsys, db, tmp_path, monkeypatch, args, words):
+    monkeypatch.setenv("PATH", str(tmp_path))   # no scontrol, no sbatch: nothing may reach them
+    rc, out, err = cli(capsys, "qualify", "--profile", _sweep_qualify_profile(tmp_path), "--db", db, "--no-preflight",
+                       "-o", str(tmp_path / "q.html"), "--json", *args)
+    assert rc == 2 and words in err and out == "", err
+    assert _runs(db) == [] and not (tmp_path / "q.html").exists()
+
+
+def test_qualify_refuses_a_step_value_every_node_would_fail(capsys, db, tmp_path):
+    """A step's value that only the command body checked (coll -b 1X) ran every step before it and
+    failed its own on every node: now a usage error before any step runs."""
+    bad = {**PROFILE, "suite": [*PROFILE["suite"], {"name": "ar", "command": ["coll", "all_reduce", "-b", "1X"]}]}
+    p = tmp_path / "bad.yaml"
+    p.write_text(json.dumps(bad))
+    rc, out, err = cli(capsys, "qualify", "--profile", str(p), "--db", db, "--no-preflight",
+                       "-o", str(tmp_path / "q.html"), "--json")
+    assert rc == 2 and "suite step 'ar'" in err and "invalid minbytes (-b) '1X'" in err and out == "", err
+    assert _runs(db) == []

@@ -1,0 +1,103 @@
+"""Tests of clusterbench.cli.commands.transfer: ``clusterbench transfer``."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from paths import TESTS
+
+import clusterbench.ingest as ingest
+from clusterbench.cli import main
+from clusterbench.ingest.common import ImportedRun, new_run
+from clusterbench.ingest.registry import Importer
+from clusterbench.records import Measurement
+from clusterbench.store import Store
+
+DATA = TESTS / "data"
+
+
+SWEEP = DATA / "transferbench" / "docs-presets-sweep-v1.67.txt"
+
+
+def cli(capsys, *argv) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as e:
+        main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return int(e.value.code or 0), out, err
+
+
+def one_error(capsys, path: Path, db: Path) -> str:
+    """The one error line a bad file gives on its own (exit 2), and nothing stored."""
+    rc, out, err = cli(capsys, "import", path, "--db", db)
+    lines = err.splitlines()
+    assert rc == 2 and len(lines) == 1, (rc, err)
+    assert lines[0].startswith(f"clusterbench: error: {path}: ") and "internal error" not in err
+    assert stored(db) == []
+    return lines[0][len(f"clusterbench: error: {path}: "):]
+
+
+def stored(db: Path) -> list:
+    if not db.exists():
+        return []
+    with Store.open(str(db)) as s:
+        return s.list_runs()
+
+
+def cli_node_transfer(capsys, *args):
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+@pytest.mark.parametrize("value", [math.inf, -math.inf])
+def test_an_infinite_value_from_a_parser_is_refused_by_name_before_the_store(capsys, tmp_path, monkeypatch, value):
+    """The store refuses a value that is not finite; the import refuses the file first."""
+    def parse(lines, name, head):
+        yield ImportedRun(new_run("transferbench", name), [Measurement("transfer", "bandwidth", value, "GB/s")])
+
+    db = tmp_path / "cb.db"
+    monkeypatch.setitem(ingest._BY_TOOL, "transferbench", Importer("transferbench", None, parse))
+    assert one_error(capsys, SWEEP, db) == f"malformed transferbench log: transfer bandwidth {value!r} is not a finite number"
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--bytes", "0"], "positive multiple of 4"),
+    (["--bytes", "-8"], "must be positive"),
+    (["--bytes", "6"], "multiple of 4"),
+    (["--test", "G0->G1"], "GPU 0 does not exist"),
+    (["--test", "C0->Q0->C0"], "invalid executor"),
+    (["--matrix", "p2p"], "needs GPUs"),
+    (["--matrix", "x2y"], "unknown --matrix"),
+    (["--config", "/nonexistent/x.cfg"], "cannot read --config"),
+    (["--method", "magic"], "unknown --method"),
+    (["--devices", "3"], "out of range"),
+])
+def test_bad_input(capsys, db, args, words):
+    if "needs GPUs" in words and __import__("torch").cuda.is_available():
+        pytest.skip("this host has GPUs")
+    if "GPU 0 does not exist" in words and __import__("torch").cuda.is_available():
+        pytest.skip("this host has GPUs")
+    code, out, err = cli_node_transfer(capsys, "transfer", *args, "--db", db)
+    assert code == 2 and err.count("\n") == 1 and err.startswith("clusterbench: error: "), err
+    assert words in err and "Traceback" not in out + err
+
+
+def test_a_config_that_is_not_utf8_is_one_line(capsys, db, tmp_path):
+    cfg = tmp_path / "latin1.cfg"
+    cfg.write_bytes(b"# caf\xe9\n1 1 (C0->C0->C0)\n")
+    code, _, err = cli_node_transfer(capsys, "transfer", "--config", str(cfg), "--db", db)
+    assert code == 2 and err == f"clusterbench: error: --config {cfg}: not UTF-8 text (byte 5)\n"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a GPU")
+def test_gpu_host_device_matrices(capsys, db):
+    code, out, err = cli_node_transfer(capsys, "transfer", "--matrix", "h2d,d2h,p2p", "--method", "all",
+                         "--bytes", "4M", "--iterations", "2", "--json", "--db", db)
+    assert code == 0, err
+    rows = [d for d in map(json.loads, out.splitlines()) if d["kind"] == "measurement"]
+    assert {r["params"]["host_memory"] for r in rows if r["params"]["test"] == "h2d"} == {"pinned", "pageable"}

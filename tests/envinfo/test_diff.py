@@ -1,0 +1,51 @@
+"""Tests of clusterbench.envinfo.diff: config drift."""
+
+from paths import TESTS
+
+from clusterbench.envinfo import diff as envdiff
+from clusterbench.envinfo import inventory
+
+DATA = TESTS / "data" / "sysfs"
+
+
+def _inv(mtu=9000, gid_index=3, nccl=None, host="node-a", partition="SPX", mac="aa"):
+    return {
+        "host": host, "collected_at": "now",
+        "versions": {"torch": "2.4.0", "rccl": "2.20.5"},
+        "env": {"NCCL_IB_GID_INDEX": str(gid_index)} | ({"NCCL_SOCKET_IFNAME": nccl} if nccl else {}),
+        "gpus": [{"index": 0, "name": "MI300X", "uuid": f"u-{host}", "compute_partition": partition}],
+        "nics": [{"name": "ens1", "mtu": mtu, "address": mac, "carrier": 1}],
+    }
+
+
+def test_flatten_keys_lists_by_natural_id():
+    flat = envdiff.flatten({"nics": [{"name": "eth0", "mtu": 9000}], "gpus": [{"index": 0, "name": "H100"}],
+                            "cpu": {"numa_nodes": [{"node": 1, "cpus": "0-3"}]}, "tags": ["a", "b"]})
+    assert flat == {"nics.eth0.name": "eth0", "nics.eth0.mtu": 9000, "gpus.0.index": 0, "gpus.0.name": "H100",
+                    "cpu.numa_nodes.1.node": 1, "cpu.numa_nodes.1.cpus": "0-3", "tags": ["a", "b"]}
+
+
+def test_diff_reorder_is_not_a_difference():
+    a = {"nics": [{"name": "a", "mtu": 1500}, {"name": "b", "mtu": 9000}]}
+    b = {"nics": [{"name": "b", "mtu": 9000}, {"name": "a", "mtu": 1500}]}
+    assert envdiff.diff(a, b) == []
+
+
+def test_diff_finds_drift_and_hides_identity():
+    a, b = _inv(), _inv(mtu=1500, gid_index=1, nccl="ens1", host="node-b", partition="CPX", mac="bb")
+    diffs = {d.key: d for d in envdiff.diff(a, b)}
+    assert set(diffs) == {"nics.ens1.mtu", "env.NCCL_IB_GID_INDEX", "env.NCCL_SOCKET_IFNAME", "gpus.0.compute_partition"}
+    assert diffs["env.NCCL_SOCKET_IFNAME"].a is None and diffs["env.NCCL_SOCKET_IFNAME"].b == "ens1"
+    assert diffs["nics.ens1.mtu"].category == "network" and diffs["env.NCCL_IB_GID_INDEX"].category == "environment"
+    assert diffs["gpus.0.compute_partition"].to_dict() == {"key": "gpus.0.compute_partition", "category": "gpus",
+                                                           "a": "SPX", "b": "CPX"}
+    shown = {d.key for d in envdiff.diff(a, b, show_identity=True)}
+    assert {"host", "gpus.0.uuid", "nics.ens1.address"} <= shown and "collected_at" not in shown
+
+
+def test_diff_of_two_fake_nodes():
+    a = inventory.collect(DATA / "h100-node", environ={})
+    b = inventory.collect(DATA / "mi300x-node", environ={})
+    cats = {d.category for d in envdiff.diff(a, b)}
+    assert {"versions", "gpus", "pcie", "network", "host"} <= cats
+    assert envdiff.diff(a, inventory.collect(DATA / "h100-node", environ={})) == []

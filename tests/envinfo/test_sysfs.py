@@ -1,0 +1,171 @@
+"""Tests of clusterbench.envinfo.sysfs: hardware facts the kernel exposes as files."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+from paths import TESTS
+
+from clusterbench.envinfo import sysfs
+
+DATA = TESTS / "data" / "sysfs"
+
+
+H100, MI300X, BROKEN = DATA / "h100-node", DATA / "mi300x-node", DATA / "broken-node"
+
+
+ARM_VM = TESTS / "data" / "sysfs" / "arm-vm-node"
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("16.0 GT/s PCIe", 16.0), ("8 GT/s", 8.0), ("2.5 GT/s PCIe", 2.5), ("Unknown", None), ("", None), (None, None),
+])
+def test_parse_link_speed(text, expected):
+    assert sysfs.parse_link_speed(text) == expected
+
+
+def test_parse_port_fields():
+    assert sysfs.parse_state("4: ACTIVE") == "ACTIVE"
+    assert sysfs.parse_state("5: LinkUp") == "LinkUp"
+    assert sysfs.parse_rate_gbps("400 Gb/sec (4X NDR)") == 400.0
+    assert sysfs.parse_rate_gbps("25 Gb/sec (1X EDR)") == 25.0
+    assert sysfs.parse_rate_gbps("garbage") is None
+
+
+def test_pci_devices_links_and_aer():
+    devs = {d["bdf"]: d for d in sysfs.pci_devices(H100)}
+    assert set(devs) == {"0000:18:00.0", "0000:2a:00.0", "0000:9a:00.0", "0000:1a:00.0", "0000:1b:00.0", "0000:1b:00.1"}
+    gpu = devs["0000:9a:00.0"]
+    assert gpu["kind"] == "gpu" and gpu["vendor"] == "NVIDIA" and gpu["driver"] == "nvidia" and gpu["numa_node"] == 1
+    assert gpu["link"] == {"current_speed_gts": 32.0, "max_speed_gts": 32.0, "current_width": 8, "max_width": 16}
+    assert sysfs.link_downgrade(gpu["link"]) == ["width x8 < x16"]
+    assert sysfs.link_downgrade(devs["0000:2a:00.0"]["link"]) == ["speed 2.5 < 32 GT/s"]
+    assert sysfs.link_downgrade(devs["0000:18:00.0"]["link"]) == []
+    assert devs["0000:2a:00.0"]["aer"] == {"correctable": 2, "nonfatal": 0, "fatal": 0}
+    assert devs["0000:1a:00.0"]["kind"] == "infiniband" and devs["0000:1a:00.0"]["vendor"] == "Mellanox"
+    only_gpus = sysfs.pci_devices(H100, kinds=sysfs.GPU_KINDS)
+    assert len(only_gpus) == 3
+
+
+def test_pcie_gen():
+    assert sysfs.pcie_gen(32.0) == 5 and sysfs.pcie_gen(16.0) == 4 and sysfs.pcie_gen(None) is None
+
+
+def test_nics():
+    nics = {n["name"]: n for n in sysfs.nics(H100)}
+    assert "lo" not in nics
+    eth = nics["ens1f0np0"]
+    assert eth == {"name": "ens1f0np0", "speed_mbps": 100000, "mtu": 9000, "operstate": "up", "carrier": 1,
+                   "address": "b8:3f:d2:aa:bb:01", "driver": "mlx5_core", "pci": "0000:1b:00.0", "virtual": False}
+    assert nics["ens1f1np1"]["speed_mbps"] is None and nics["ens1f1np1"]["operstate"] == "down"
+    assert nics["docker0"]["virtual"] and nics["docker0"]["driver"] is None
+
+
+def test_nic_speed_past_an_int_is_unknown(tmp_path):
+    """Some drivers print SPEED_UNKNOWN unsigned: 4294967295 Mb/s was stored and shown as 4.3 Pb/s."""
+    root = tmp_path / "node"
+    shutil.copytree(H100, root, symlinks=True)
+    for value, want in (("4294967295", None), ("99999999999999999999", None), ("100000", 100000), ("-1", None)):
+        (root / "sys/class/net/ens1f0np0/speed").write_text(value + "\n")
+        assert {n["name"]: n for n in sysfs.nics(root)}["ens1f0np0"]["speed_mbps"] == want, value
+
+
+def test_rdma_devices_ports_and_gids():
+    devs = {d["name"]: d for d in sysfs.rdma_devices(H100)}
+    ib = devs["mlx5_0"]
+    assert ib["fw_ver"] == "28.39.1002" and ib["hca_type"] == "MT4129" and ib["pci"] == "0000:1a:00.0"
+    port = ib["ports"][0]
+    assert (port["state"], port["phys_state"], port["rate_gbps"], port["link_layer"]) == \
+        ("ACTIVE", "LinkUp", 400.0, "InfiniBand")
+    roce = devs["mlx5_1"]["ports"][0]
+    # all-zero GID entries are unused and left out; types and netdevs come from gid_attrs
+    assert [g["index"] for g in roce["gids"]] == [0, 1, 2, 3]
+    assert [g["type"] for g in roce["gids"]] == ["IB/RoCE v1", "RoCE v2", "IB/RoCE v1", "RoCE v2"]
+    assert roce["gids"][3]["netdev"] == "ens1f0np0"
+    assert devs["mlx5_1"]["netdevs"] == ["ens1f0np0"]
+
+
+def test_amdgpu_cards_partitions_and_ras():
+    cards = sysfs.amdgpu_cards(MI300X)
+    assert [c["card"] for c in cards] == ["card1", "card2"]
+    c = cards[0]
+    assert c["pci"] == "0000:0c:00.0" and c["product_name"] == "AMD Instinct MI300X"
+    assert c["compute_partition"] == "CPX" and c["memory_partition"] == "NPS4"
+    assert c["available_compute_partitions"] == ["SPX", "DPX", "QPX", "CPX"]
+    assert c["available_memory_partitions"] == ["NPS1", "NPS4"]
+    assert c["ras"] == {"umc": {"ue": 0, "ce": 3}, "gfx": {"ue": 0, "ce": 0}}
+    assert c["vram_bytes"] == 206141652992
+    assert cards[1]["memory_partition"] == "NPS1" and cards[1]["ras"]["umc"]["ue"] == 1
+
+
+def test_unreadable_files_read_as_none_never_raise():
+    # a directory where a file belongs, garbage, 'Unknown', dangling links, ports without attributes
+    devs = sysfs.pci_devices(BROKEN)
+    assert len(devs) == 1
+    assert devs[0]["link"] == {"current_speed_gts": None, "max_speed_gts": None, "current_width": None,
+                               "max_width": None}
+    assert sysfs.link_downgrade(devs[0]["link"]) == []
+    assert "aer" not in devs[0]
+    nics = {n["name"]: n for n in sysfs.nics(BROKEN)}
+    assert nics["eth9"]["speed_mbps"] is None and nics["eth9"]["mtu"] is None
+    assert nics["gone0"]["operstate"] is None
+    (port,) = sysfs.rdma_devices(BROKEN)[0]["ports"]
+    assert port["state"] is None and port["rate_gbps"] is None
+    assert port["gids"][0]["type"] is None  # gid_attrs missing, as unused entries answer EINVAL
+    assert sysfs.amdgpu_cards(BROKEN) == []  # card0 without a driver link is not an amdgpu card
+
+
+def test_missing_root_is_empty(tmp_path):
+    assert sysfs.pci_devices(tmp_path) == [] and sysfs.nics(tmp_path) == []
+    assert sysfs.rdma_devices(tmp_path) == [] and sysfs.amdgpu_cards(tmp_path) == []
+    assert sysfs.read_text(tmp_path / "nope") is None and sysfs.read_int(tmp_path / "nope") is None
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("32.0 GT/s PCIe", 32.0), ("64.0 GT/s PCIe", 64.0), ("8 GT/s", 8.0), ("2.5 GT/s", 2.5),
+    ("Unknown", None), (". GT/s", None), ("1.2.3 GT/s PCIe", None), ("9" * 400 + " GT/s", None),
+])
+def test_a_garbage_link_speed_reads_as_unknown(text, expected):
+    """'.' and '1.2.3' matched [0-9.]+ and float() raised: `env` stopped with a traceback."""
+    assert sysfs.parse_link_speed(text) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("400 Gb/sec (4X NDR)", 400.0), ("53.125 Gb/sec (1X HDR)", 53.125), (". Gb/sec", None),
+    ("1.2.3 Gb/sec (4X)", None), ("9" * 400 + " Gb/sec", None),
+])
+def test_a_garbage_rdma_rate_reads_as_unknown(text, expected):
+    assert sysfs.parse_rate_gbps(text) == expected
+
+
+def test_pcie_garbage_speed_in_a_tree_never_raises(tmp_path):
+    dev = "sys/bus/pci/devices/0000:01:00.0/"
+    root = _tree(tmp_path, {dev + "class": "0x030200\n", dev + "vendor": "0x10de\n",
+                            dev + "current_link_speed": ". GT/s\n", dev + "max_link_speed": "32.0 GT/s PCIe\n",
+                            dev + "current_link_width": "16\n", dev + "max_link_width": "0\n"})
+    (d,) = sysfs.pci_devices(root)
+    assert d["link"] == {"current_speed_gts": None, "max_speed_gts": 32.0, "current_width": 16, "max_width": 0}
+    assert sysfs.link_downgrade(d["link"]) == []
+
+
+def test_bonding_masters_is_no_interface():
+    """The bonding driver's plain file /sys/class/net/bonding_masters was listed as a NIC."""
+    nics = {n["name"]: n for n in sysfs.nics(ARM_VM)}
+    assert sorted(nics) == ["bond0", "bond0.100", "enP1p1s0"]
+    assert nics["bond0"]["virtual"] and nics["bond0"]["speed_mbps"] == 200000
+    assert nics["bond0.100"]["virtual"] and nics["bond0.100"]["speed_mbps"] is None
+    assert not nics["enP1p1s0"]["virtual"] and nics["enP1p1s0"]["pci"] == "0000:01:00.0"
+
+
+def test_rdma_ports_in_number_order_and_a_garbage_rate():
+    (dev,) = sysfs.rdma_devices(ARM_VM)
+    assert [(p["port"], p["state"], p["rate_gbps"]) for p in dev["ports"]] == [
+        (1, "ACTIVE", 400.0), (2, "DOWN", None), (10, "DOWN", None)]

@@ -1,0 +1,82 @@
+"""Tests of clusterbench.ingest.nccl_parallel."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from paths import TESTS
+
+from clusterbench.ingest import iter_runs, nccl_parallel
+
+DATA = TESTS / "data"
+
+
+NCCL = DATA / "nccl-tests"
+
+
+LOGS = ["superbench-nccl_allreduce.log", "a3mega-h100-2node-all_reduce.txt", "seed-mi300x-rccl-all_reduce-8gpu.txt",
+        "seed-tensorwave-mi355x-4node-all_reduce.txt"]
+
+
+def _texts() -> list[str]:
+    out = []
+    for name in LOGS:
+        text = (NCCL / name).read_text()
+        if name.startswith("superbench"):   # its op is named only by the file name
+            text = "$ mpirun -np 8 ./build/all_reduce_perf -b 8 -e 8G -f 2 -g 1\n" + text
+        out.append(text if text.endswith("\n") else text + "\n")
+    return out
+
+
+def _key(r):
+    d = r.run.to_dict()
+    d.pop("started_at")
+    return d, [(p.format, p.count, p.body) for p in r.store_rows().packs]
+
+
+def _runs(path: Path, jobs: int) -> list:
+    with open(path, encoding="utf-8", errors="replace", newline="") as f:
+        return [_key(r) for r in iter_runs(f, name="big.log", jobs=jobs, path=str(path))]
+
+
+@pytest.fixture
+def small_parts(monkeypatch):
+    monkeypatch.setattr(nccl_parallel, "PART_BYTES", 64 << 10)
+    monkeypatch.setattr(nccl_parallel, "MIN_BYTES", 0)
+
+
+def _write(tmp_path: Path, pieces: list[str]) -> Path:
+    path = tmp_path / "big.log"
+    path.write_text("".join(pieces))
+    return path
+
+
+def test_cuts_start_at_a_run(tmp_path):
+    texts = _texts()
+    path = _write(tmp_path, [texts[i % len(texts)] for i in range(300)])
+    data = path.read_bytes()
+    parts = nccl_parallel.parts(str(path), len(data), part=100_000)
+    assert parts[0].start == 0 and parts[-1].end == len(data) and parts[-1].next_kind == ""
+    for before, after in zip(parts, parts[1:]):
+        assert before.end == after.start and data[after.start - 1:after.start] == b"\n"
+        line = data[after.start:data.index(b"\n", after.start)]
+        assert (before.next_kind == "command") == bool(re.search(rb"_perf\b", line)) and not line.startswith(b" ")
+        if before.next_kind == "header":
+            assert line.startswith(b"# nThread")
+
+
+def test_a_file_with_nowhere_to_cut_is_read_in_one_pass(tmp_path, small_parts, monkeypatch):
+    # runs without the header lines a cut needs (a command line names each op): no worker is
+    # started, and the runs are the same
+    text = "".join(ln for ln in _texts()[1].splitlines(keepends=True) if "nThread" not in ln)
+    path = _write(tmp_path, [text] * 60)
+    assert len(nccl_parallel.parts(str(path), path.stat().st_size)) == 1
+
+    def no_worker(*_a, **_k):
+        raise AssertionError("a worker was started")
+
+    one = _runs(path, 1)
+    monkeypatch.setattr(nccl_parallel.multiprocessing, "get_context", no_worker)
+    assert _runs(path, 2) == one and len(one) == 60

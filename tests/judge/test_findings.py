@@ -1,0 +1,94 @@
+"""Tests of clusterbench.judge.findings: everything a report shows, gathered once."""
+
+import random
+
+from clusterbench.judge import findings
+from clusterbench.judge.findings import Group, gather
+from clusterbench.judge.select import load_runs
+from clusterbench.records import Measurement, Run, TelemetrySample
+from clusterbench.store import Store
+
+
+def _coll(rng: random.Random) -> list[Measurement]:
+    ms = []
+    for p in (10, 20, 24):
+        for pl in ("out", "in"):
+            v = 100 * (1 + rng.gauss(0, 0.02))
+            params = {"bytes": 1 << p, "count": (1 << p) // 4, "dtype": "float", "redop": "sum", "root": -1,
+                      "placement": pl, "ranks": 16}
+            ms += [Measurement("all_reduce", "busbw", v, "GB/s", params),
+                   Measurement("all_reduce", "algbw", v * 16 / 30, "GB/s", dict(params))]
+    return ms
+
+
+def _stream(rng: random.Random, hosts: list[str]) -> list[Measurement]:
+    return [Measurement("stream", "bandwidth", 3000 * (1 + rng.gauss(0, 0.01)), "GB/s",
+                        {"kernel": k, "array_size": 1 << 25, "dtype": "double", "device": d, "host": h})
+            for h in hosts for d in range(2) for k in ("Copy", "Triad")]
+
+
+def _train(rng: random.Random) -> list[Measurement]:
+    return [Measurement("train", "samples_per_s", 1000 * (1 + rng.gauss(0, 0.01)), "samples/s", {"stat": "avg"})]
+
+
+def _fill(db: str, n: int) -> None:
+    """``n`` collective runs on two hosts (half tagged grp=a, half grp=b), ``n`` stream runs with
+    telemetry and ``n`` train runs: what compare, trend, report, theory and scaling read."""
+    rng = random.Random(7)
+    with Store.open(db) as s, s.transaction():
+        for i in range(n):
+            day = f"2026-01-{1 + i % 28:02d}T{i // 28:02d}:00:00Z"
+            s.save_run(Run("coll", hosts=["node1", "node2"], ranks=16, started_at=day,
+                           tags={"grp": "a" if i < n // 2 else "b", "link_speed": "100Gbps"}), _coll(rng))
+            s.save_run(Run("stream", hosts=["node1"], ranks=2, started_at=day, tags={"kind": "stream"}),
+                       _stream(rng, ["node1"]),
+                       [TelemetrySample(0.5 * t, "power", 300.0 + t, "W", "node1", "0") for t in range(3)])
+            s.save_run(Run("train", hosts=["node1", "node2"][: 1 + i % 2], ranks=8, started_at=day,
+                           tags={"kind": "train"}), _train(rng))
+
+
+def test_reasons_for_untestable_rows_tell_few_values_from_infinite_ones():
+    from clusterbench.judge.compare import compare
+    from clusterbench.judge.findings import Findings, Group
+    from clusterbench.judge.select import Row
+    from clusterbench.records import Run
+
+    def rows(values, bench, start):
+        return [Row(Run("coll", id=start + i), Measurement(bench, "bandwidth", v, "GB/s", {"kernel": "Copy"}))
+                for i, v in enumerate(values)]
+
+    a = rows([100.0, 101.0, 99.0], "stream", 1) + rows([5.0], "transfer", 1)
+    b = rows([100.0, float("inf"), 99.0], "stream", 10) + rows([5.0, 5.1, 4.9], "transfer", 10)
+    f = Findings([Group("a", []), Group("b", [])], comparisons=compare(a, b))
+    reasons = f.verdict().reasons
+    assert "not enough repetitions to judge 1 row(s) (n=1 vs 3; a test needs 2 per side): nothing measured " \
+           "was noisy" in reasons
+    assert "1 row(s) not tested: a value, or the difference of the means, is not finite" in reasons
+
+
+def test_a_groups_rows_are_made_once_and_follow_its_runs(tmp_path, monkeypatch):
+    db = str(tmp_path / "runs.db")
+    _fill(db, 6)
+    made = []
+    real = findings.rows_of
+
+    def counted(runs):
+        made.append(1)
+        return real(runs)
+
+    monkeypatch.setattr(findings, "rows_of", counted)
+    with Store.open(db) as s:
+        groups = [Group(sel, load_runs(s, [sel])) for sel in ("grp=a", "grp=b")]
+    f = gather(groups)
+    for _ in range(5):
+        assert len(f.all_rows) == sum(len(ms) for g in groups for _, ms in g.runs)
+    assert len(made) == 2
+    # a caller changing a group's runs (or the list it got) sees the rows follow
+    rows = groups[0].rows
+    rows.clear()
+    assert len(groups[0].rows) == sum(len(ms) for _, ms in groups[0].runs)
+    _, ms = groups[0].runs[0]
+    ms.append(Measurement("all_reduce", "busbw", 1.0, "GB/s", {"bytes": 8}))
+    assert groups[0].rows[len(ms) - 1].m.value == 1.0
+    groups[0].runs.pop()
+    assert len(groups[0].rows) == sum(len(ms) for _, ms in groups[0].runs)

@@ -1,0 +1,59 @@
+"""Tests of clusterbench.judge.select: picking measurements out of runs."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from clusterbench.judge.compare import compare
+from clusterbench.judge.select import Row, params_match
+from clusterbench.records import Measurement, Run
+
+PARAMS = {"bytes": 1 << 30, "count": 1 << 28, "dtype": "float", "redop": "sum", "root": -1,
+          "placement": "in", "ranks": 16}
+
+
+def _row(value: float, run_id: int, unit: str = "GB/s", metric: str = "busbw", **params: object) -> Row:
+    return Row(Run("coll", id=run_id, hosts=["n1", "n2"]),
+               Measurement("all_reduce", metric, value, unit, {**PARAMS, **params}))
+
+
+def _rows(values: list[float], start: int, unit: str = "GB/s") -> list[Row]:
+    return [_row(v, start + i, unit) for i, v in enumerate(values)]
+
+
+def test_no_spread_5_vs_5_is_called_changed_with_its_rank_p() -> None:
+    (c,) = compare(_rows([100.0] * 5, 1), _rows([110.0] * 5, 10))
+    assert c.status == "better" and c.test is not None
+    assert c.test.p == pytest.approx(2 / 252)
+    assert "p<0.01" in c.verdict and "rank test" in c.verdict
+
+
+@pytest.mark.parametrize(("want", "have", "same"), [
+    (1, "1.0", True),
+    ("1.0", 1, True),              # was False: a number written as text matched one way only
+    (2**53 + 1, 2**53, False),     # was True: integers compared as floats
+    (2**53 + 1, str(2**53), False),
+    (2**53 + 1, 2**53 + 1, True),
+    (1000, "1_000", False),        # was True: float() reads Python's digit separators
+    ("1_000", 1000, False),
+    (8, 8.0, True),
+    ("in", "in", True),
+    (True, 1, False),
+    ("true", True, True),
+    ([1, 2], "2", True),
+])
+def test_params_compare_as_numbers_whichever_side_is_text(want, have, same):
+    assert params_match({"p": want}, {"p": have}) is same
+
+
+def test_a_param_written_as_text_still_matches_its_number():
+    assert params_match({"bytes": 1 << 30}, {"bytes": " 1073741824"})
+    assert params_match({"root": -1}, {"root": "-1"})
+    assert params_match({"bytes": 2**64 - 1}, {"bytes": str(2**64 - 1)})
+    assert not params_match({"p": 3}, {"p": "\u0663"})
+    assert not params_match({"p": 3}, {"p": "+3"})
+    assert not params_match({"p": "- 3"}, {"p": -3})
+    assert not params_match({"p": math.inf}, {"p": "inf"})
+    assert not params_match({"p": 3.5}, {"p": "\u0663.\u0665"})

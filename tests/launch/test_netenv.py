@@ -1,0 +1,46 @@
+"""Tests of clusterbench.launch.netenv: ``--auto-net-env``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from clusterbench.launch import netenv
+
+
+def _fake_sys(root: Path, ib: dict[str, dict], nets: dict[str, str]) -> Path:
+    for name, state in nets.items():
+        (root / "class/net" / name).mkdir(parents=True)
+        (root / "class/net" / name / "operstate").write_text(state + "\n")
+    for dev, info in ib.items():
+        port = root / "class/infiniband" / dev / "ports" / "1"
+        (port / "gids").mkdir(parents=True)
+        (port / "gid_attrs/types").mkdir(parents=True)
+        (port / "state").write_text(info.get("state", "4: ACTIVE") + "\n")
+        (port / "link_layer").write_text(info.get("link", "Ethernet") + "\n")
+        for i, (gid, typ) in enumerate(info.get("gids", [])):
+            (port / "gids" / str(i)).write_text(gid + "\n")
+            (port / "gid_attrs/types" / str(i)).write_text(typ + "\n")
+    (root / "class/infiniband").mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def test_auto_net_env_roce(tmp_path):
+    v4 = "0000:0000:0000:0000:0000:ffff:0a00:0001"
+    gids = [("fe80:0000:0000:0000:0000:0000:0000:0001", "IB/RoCE v1"),
+            ("fe80:0000:0000:0000:0000:0000:0000:0001", "RoCE v2"), (v4, "IB/RoCE v1"), (v4, "RoCE v2")]
+    root = _fake_sys(tmp_path, {"mlx5_0": {"gids": gids}, "mlx5_1": {"gids": gids},
+                                "mlx5_2": {"state": "1: DOWN", "gids": gids}},
+                     {"lo": "unknown", "eth0": "up", "net1": "up", "docker0": "up", "eth9": "down"})
+    choice = netenv.choose(root)
+    assert choice.env == {"NCCL_SOCKET_IFNAME": "eth0,net1", "GLOO_SOCKET_IFNAME": "eth0",
+                          "NCCL_IB_HCA": "mlx5_0,mlx5_1", "NCCL_IB_DISABLE": "0", "NCCL_IB_GID_INDEX": "3"}
+
+
+def test_auto_net_env_infiniband_and_none(tmp_path):
+    ib = _fake_sys(tmp_path / "ib", {"mlx5_0": {"link": "InfiniBand"}}, {"ib0": "up"})
+    assert netenv.choose(ib).env == {"NCCL_SOCKET_IFNAME": "ib0", "GLOO_SOCKET_IFNAME": "ib0",
+                                     "NCCL_IB_HCA": "mlx5_0", "NCCL_IB_DISABLE": "0"}
+    none = _fake_sys(tmp_path / "none", {}, {"eth0": "up"})
+    choice = netenv.choose(none)
+    assert choice.env["NCCL_IB_DISABLE"] == "1" and "NCCL_IB_HCA" not in choice.env
+    assert any("no active RDMA device" in r for r in choice.reasons)

@@ -1,0 +1,177 @@
+"""Tests of clusterbench.report.terminal: terminal tables."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+
+from clusterbench.bench.collectives import rank
+from clusterbench.bench.collectives.config import coll_config as build_config
+from clusterbench.families import FAMILIES, renderer_for
+from clusterbench.ranks.context import RankOptions
+from clusterbench.ranks.driver import Job
+from clusterbench.records import Header, Measurement, Meta, Note, Rows, Run
+from clusterbench.report.terminal import TablePrinter, render_run
+from clusterbench.runner import RunBuilder, run_job
+
+TARGET = rank.main
+
+
+def _row(op, nbytes, count, placement, t, alg, bus, wrong=None, dtype="float", redop="sum", root=-1):
+    p = {"bytes": nbytes, "count": count, "dtype": dtype, "redop": redop, "root": root,
+         "placement": placement, "ranks": 4}
+    ms = [Measurement(op, "time_us", t, "us", p), Measurement(op, "algbw", alg, "GB/s", p),
+          Measurement(op, "busbw", bus, "GB/s", p)]
+    if wrong is not None:
+        ms.append(Measurement(op, "wrong", float(wrong), "", p))
+    return ms
+
+
+def _run():
+    return Run(benchmark="coll", ranks=2, hosts=["nodeA"], devices=["GPU A", "GPU B"],
+               meta={"rank_hosts": ["nodeA", "nodeA"], "rank_pids": [101, 102],
+                     "rank_device_index": [0, 1], "rank_bus_id": ["0x1b", "0x2c"],
+                     "coll_sweep.all_gather": {"minbytes": 8, "maxbytes": 1024, "step": 2,
+                                               "step_kind": "factor", "warmup_iters": 5, "iters": 20,
+                                               "validation": 1}})
+
+
+def _coll(op: str, size: int) -> list[Measurement]:
+    p = {"bytes": size, "count": size // 4, "dtype": "float", "redop": "none", "root": -1,
+         "placement": "out", "ranks": 2}
+    return [Measurement(op, "time_us", 10.0, "us", p), Measurement(op, "algbw", 1.0, "GB/s", p),
+            Measurement(op, "busbw", 1.0, "GB/s", p)]
+
+
+def _stream() -> list[Measurement]:
+    base = {"kernel": "Copy", "array_size": 1024, "dtype": "double", "device": "cpu"}
+    return [Measurement("stream", "bandwidth", 5.0, "GB/s", dict(base)),
+            *(Measurement("stream", "time_us", 3.0, "us", {**base, "stat": s}) for s in ("min", "max", "avg"))]
+
+
+def _index(lines: list[str], text: str) -> int:
+    return next(i for i, line in enumerate(lines) if text in line)
+
+
+HEADER = Header(ranks=2, hosts=["h", "h"], devices=["cpu", "cpu"], device_type="cpu", backend="gloo",
+                launcher="local")
+
+
+def _odd_params() -> list[dict]:
+    return [{}, {"bytes": "x", "count": None, "array_size": None, "device": None, "kernel": None,
+                 "m": None, "stat": None, "step": "s", "batch": None, "src": None, "dst": None,
+                 "test": None, "transfer": "t", "devices": "two", "optimal_algbw": "?", "nodes": None,
+                 "placement": None, "dtype": None, "direction": None, "method": None}]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA or ROCm GPU")
+def test_every_op_on_gpus(db):
+    n = torch.cuda.device_count()
+    config = build_config("all", minbytes="8", maxbytes="1M", stepfactor=16, iters=5, warmup_iters=1,
+                          datatype="float,half,bfloat16,int8", redop="sum,prod,max,min,avg")
+    out = io.StringIO()
+    job = Job(TARGET, config, RankOptions(device="cuda", timeout=120), np=n)
+    result = run_job(job, "coll", ["test"], TablePrinter(out=out), db=db, announce=lambda _t: None)
+    assert result.exit_code == 0, out.getvalue()
+    wrong = [m for m in result.measurements if m.metric == "wrong"]
+    assert wrong and all(m.value == 0 for m in wrong)
+    assert result.run.meta["device_type"] == "cuda"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA or ROCm GPU")
+def test_cudagraph_on_gpus(db):
+    n = torch.cuda.device_count()
+    config = build_config("all_reduce,all_gather,sendrecv", minbytes="8", maxbytes="64M", stepfactor=64,
+                          iters=10, warmup_iters=2, graph=3, datatype="float,bfloat16", redop="sum,avg")
+    out = io.StringIO()
+    job = Job(TARGET, config, RankOptions(device="cuda", timeout=300), np=n)
+    result = run_job(job, "coll", ["test"], TablePrinter(out=out), db=db, announce=lambda _t: None)
+    assert result.exit_code == 0, out.getvalue()
+    assert result.run.meta["coll_sweep.all_reduce"]["graph"] == 3
+    assert "graph: 3" in out.getvalue()
+    wrong = [m for m in result.measurements if m.metric == "wrong"]
+    assert wrong and all(m.value == 0 for m in wrong)
+    assert [m for m in result.measurements if m.metric == "busbw" and m.params["redop"] == "avg"]
+
+
+def test_live_printer_and_stored_run_print_the_same_table():
+    run = _run()
+    out = io.StringIO()
+    printer = TablePrinter(out=out)
+    printer.on_event(Header(ranks=2, hosts=["nodeA", "nodeA"], devices=run.devices, device_type="cpu",
+                            backend="gloo", launcher="local"))
+    printer.on_event(Meta({k: v for k, v in run.meta.items() if k != "rank_hosts"}))
+    batches = [_row("all_gather", 1024, 64, "out", 12.5, 0.08, 0.06, 0) + _row("all_gather", 1024, 64, "in", 13, 1, 1, 0),
+               _row("all_reduce", 8, 2, "in", 20.0, 0.0, 0.0, 0)]
+    for b in batches:
+        printer.on_event(Rows(tuple(b)))
+    everything = [m for b in batches for m in b]
+    printer.finish(run, everything)
+    assert out.getvalue().splitlines() == render_run(run, everything)
+    # the first table is closed before the second starts
+    lines = out.getvalue().splitlines()
+    assert lines.index("# Collective test concluded: all_gather") < lines.index("# Collective test: all_reduce")
+
+
+def test_live_note_for_a_later_table_waits_for_its_header():
+    out = io.StringIO()
+    printer = TablePrinter(out=out)
+    events = [HEADER, Rows(tuple(_coll("sendrecv", 8))),
+              Note("CPU: 2 thread(s), double, 10 iterations", "stream"),  # sent before stream's rows
+              Note("sendrecv: a caveat", "sendrecv"),
+              Rows(tuple(_stream()))]
+    for e in events:
+        printer.on_event(e)
+    printer.finish(Run("suite"), [])
+    lines = out.getvalue().splitlines()
+    stream_header = _index(lines, "array_size")
+    note = _index(lines, "CPU: 2 thread(s)")
+    copy_row = _index(lines, "Copy")
+    assert stream_header < note < copy_row  # inside the stream table, not the sendrecv one
+    assert _index(lines, "sendrecv: a caveat") < stream_header
+
+
+def test_notes_of_a_table_that_never_starts_print_at_the_end():
+    out = io.StringIO()
+    printer = TablePrinter(out=out)
+    for e in (HEADER, Rows(tuple(_coll("all_reduce", 8))), Note("gemm: every dtype skipped", "gemm")):
+        printer.on_event(e)
+    printer.finish(Run("suite"), [])
+    assert out.getvalue().rstrip().endswith("# gemm: every dtype skipped")
+
+
+def test_results_show_prints_notes_after_their_tables_header():
+    run = Run("coll", hosts=["h"], ranks=2, devices=["cpu", "cpu"])
+    run.meta["notes"] = [Note("all_reduce: in-place only", "all_reduce").to_stored(),
+                         Note("broadcast: in-place only", "broadcast").to_stored(),
+                         "an old note without a benchmark"]
+    ms = _coll("all_reduce", 8) + _coll("all_reduce", 16) + _coll("broadcast", 8)
+    lines = render_run(run, ms)
+    first_ar, first_bc = _index(lines, "all_reduce: in-place"), _index(lines, "broadcast: in-place")
+    ar_rows = [i for i, line in enumerate(lines) if line.strip().startswith(("8 ", "16 "))]
+    assert first_ar < ar_rows[0] < first_bc  # all_reduce's note before its rows, not broadcast's
+    assert not any("old note" in line for line in lines)
+
+
+@pytest.mark.parametrize("consumer", [lambda: RunBuilder("x", []), lambda: TablePrinter(out=io.StringIO())])
+def test_an_unknown_event_is_an_error(consumer):
+    with pytest.raises(TypeError, match="unknown rank event"):
+        consumer().on_event(("measurements", []))
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
+def test_tables_take_rows_without_their_params(family):
+    benchmarks = family.benchmarks or tuple(f"{p}bw" for p in family.prefixes)
+    run = Run(benchmark=benchmarks[0], ranks=1, hosts=["h"], devices=["dev"],
+              meta={"train": {"params": None}, "device_names": {"G0": "x"}})
+    for bench in benchmarks:
+        for params in _odd_params():
+            ms = [m(bench, 1.5, dict(params)) for m in family.metrics]
+            lines = render_run(run, ms)
+            assert lines
+            r = renderer_for(bench)  # and live: header, rows, footer as they arrive
+            assert isinstance(r.header(run) + r.rows(ms) + r.footer(run, ms), list)

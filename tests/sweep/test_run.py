@@ -1,0 +1,138 @@
+"""Tests of clusterbench.sweep.run."""
+
+from __future__ import annotations
+
+import json
+import types
+
+import pytest
+
+from clusterbench.sweep import plan
+from clusterbench.sweep import run as sweep_run
+from clusterbench.sweep.analyze import analyze
+from clusterbench.sweep.report import table_lines, to_run
+from clusterbench.sweep.run import SweepConfig, run_sweep
+
+HOSTS = ["n1", "n2", "n3", "n4"]
+
+
+def _lat(src: str, dst: str, stats: dict[str, float]) -> str:
+    """The lines ``net --json`` prints for one pair's round trip, one per stat."""
+    return "".join(json.dumps({"benchmark": "net", "metric": "latency_us", "value": v, "unit": "us",
+                               "params": {"src_host": src, "dst_host": dst, "src_rank": 0, "dst_rank": 1,
+                                          "streams": 1, "bytes": 8, "protocol": "tcp", "iterations": 200,
+                                          "stat": s}}) + "\n"
+                   for s, v in stats.items())
+
+
+def _bw(src: str, dst: str, gbps: float) -> str:
+    return json.dumps({"benchmark": "net", "metric": "bandwidth", "value": gbps, "unit": "GB/s",
+                       "params": {"src_host": src, "dst_host": dst, "streams": 4, "bytes": int(gbps * 2e9),
+                                  "protocol": "tcp"}}) + "\n"
+
+
+def _fake_launch(monkeypatch, stdout_of) -> None:  # type: ignore[no-untyped-def]
+    """Every subset's rank 0 prints ``stdout_of(hosts)`` and every host succeeds."""
+    monkeypatch.setattr(sweep_run.tr, "run_torchrun_on_hosts",
+                        lambda hosts, *_a, **_k: types.SimpleNamespace(stdout=stdout_of(tuple(hosts))))
+    monkeypatch.setattr(sweep_run.tr, "diagnose", lambda *_a: None)
+
+
+def _sweep(monkeypatch, stdout_of, metric: str, hib: bool, hosts=HOSTS, single: bool = True):  # type: ignore[no-untyped-def]
+    _fake_launch(monkeypatch, stdout_of)
+    cfg = SweepConfig(hosts=list(hosts), command=["net"], metric=metric, agent=["ssh"])
+    subsets = ([("single", (h,)) for h in hosts] if single else []) + [("pair", p) for p in plan.pairs(hosts)]
+    results = run_sweep(cfg, subsets, higher_is_better=hib)
+    return results, analyze(results, higher_is_better=hib)
+
+
+def _suspects(a) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    return {s.host: s.reason for s in a.suspects}
+
+
+def test_one_slow_round_trip_does_not_make_a_suspect(monkeypatch):
+    """n3's max is one round trip of 30x (a scheduler hiccup); its typical round trip is everyone's.
+    The mean of min/avg/p50/max made n3 2.7x slower than its neighbours: a suspect."""
+    def stdout(hosts: tuple[str, ...]) -> str:
+        src, dst = (hosts * 2)[:2]
+        worst = 900.0 if "n3" in hosts else 30.0
+        return _lat(src if len(hosts) > 1 else f"{src}/rank0", dst if len(hosts) > 1 else f"{dst}/rank1",
+                    {"min": 20.0, "avg": 25.0, "p50": 24.0 + 0.1 * HOSTS.index(hosts[0]), "max": worst})
+    _results, a = _sweep(monkeypatch, stdout, "latency_us", hib=False)
+    assert a.suspects == []
+    assert a.pair_scores["n3"] == pytest.approx(24.1, abs=0.11)
+
+
+@pytest.mark.parametrize("zero", [0.0, -3.0])
+def test_a_latency_of_zero_is_a_failed_run_naming_its_node(monkeypatch, zero):
+    """n2's clock says its round trips took no time: once the best of all and never flagged."""
+    def stdout(hosts: tuple[str, ...]) -> str:
+        src, dst = (hosts * 2)[:2]
+        p50 = zero if src == "n2" else 24.0 + 0.1 * HOSTS.index(dst)
+        return _lat(src, dst, {"min": min(p50, 20.0), "avg": 25.0 if p50 > 0 else p50, "p50": p50, "max": 30.0})
+    results, a = _sweep(monkeypatch, stdout, "latency_us", hib=False)
+    # n2's one score left is the pair n1 timed
+    assert "n2" not in a.single_scores and a.pair_scores["n2"] == pytest.approx(24.1)
+    assert min(a.pair_scores.values()) > 0
+    assert set(_suspects(a)) == {"n2"}
+    assert _suspects(a)["n2"] == "single run failed; pair run failed"
+    failed = [r for r in results if r.error]
+    # the pairs n2 timed; (n1, n2) was timed by n1 and counts
+    assert {r.hosts for r in failed} == {("n2",), ("n2", "n3"), ("n2", "n4")}
+    assert all(r.error.startswith("host n2 measured latency_us ") and "above 0" in r.error for r in failed)
+
+
+def test_a_zero_in_one_round_costs_that_round_only(monkeypatch):
+    calls: list[int] = []
+
+    def stdout(hosts: tuple[str, ...]) -> str:
+        calls.append(1)
+        src, dst = (hosts * 2)[:2]
+        return _lat(src, dst, {"p50": 0.0 if len(calls) == 1 else 24.0})
+    _fake_launch(monkeypatch, stdout)
+    cfg = SweepConfig(hosts=["a", "b"], command=["net"], metric="latency_us", agent=["ssh"])
+    [r] = run_sweep(cfg, [("pair", ("a", "b"))], rounds=2, higher_is_better=False)
+    assert r.value == 24.0 and r.error is None
+
+
+def test_a_bandwidth_of_zero_is_still_a_measurement(monkeypatch):
+    """Higher is better: 0 loses on its own, it is the slowest node, not a failed run."""
+    def stdout(hosts: tuple[str, ...]) -> str:
+        a, b = hosts
+        speed = 0.0 if "n4" in hosts else 10.0 + 0.01 * HOSTS.index(a)
+        return _bw(a, b, speed) + _bw(b, a, speed)
+    results, a = _sweep(monkeypatch, stdout, "bandwidth", hib=True, single=False)
+    assert not any(r.error for r in results)
+    assert "pair score is an outlier" in _suspects(a)["n4"]
+
+
+def test_unmatched_names_are_warned_once(monkeypatch):
+    """--hosts by address, nodes naming themselves by hostname: no direction can be told."""
+    addresses = ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
+    names = dict(zip(addresses, ["gpu01", "gpu02", "gpu03"], strict=True))
+
+    def stdout(hosts: tuple[str, ...]) -> str:
+        if len(hosts) == 1:
+            return _bw(f"{names[hosts[0]]}/rank0", f"{names[hosts[0]]}/rank1", 20.0)
+        a, b = (names[h] for h in hosts)
+        return _bw(a, b, 10.0) + _bw(b, a, 10.0)
+    results, a = _sweep(monkeypatch, stdout, "bandwidth", hib=True, hosts=addresses)
+    assert a.send_scores == {} and len(a.pair_scores) == 3
+    assert len(a.warnings) == 1
+    assert "gpu01, gpu02, gpu03" in a.warnings[0] and "CLUSTERBENCH_HOSTNAME" in a.warnings[0]
+    lines = table_lines(a, results, "bandwidth", None)
+    assert [ln for ln in lines if ln.startswith("# warning:")] == [f"# warning: {a.warnings[0]}"]
+    run, _ms = to_run(results, a, ["net"], "bandwidth", ["clusterbench", "sweep"], "2024-01-01T00:00:00Z", {}, None)
+    assert run.meta["warnings"] == a.warnings
+
+
+def test_matching_names_warn_nothing(monkeypatch):
+    def stdout(hosts: tuple[str, ...]) -> str:
+        if len(hosts) == 1:
+            return _bw(f"{hosts[0]}/rank0", f"{hosts[0]}/rank1", 20.0)
+        a, b = (f"{h.upper()}.example.org" for h in hosts)
+        return _bw(a, b, 10.0) + _bw(b, a, 10.0)
+    results, a = _sweep(monkeypatch, stdout, "bandwidth", hib=True)
+    assert a.warnings == [] and set(a.send_scores) == set(HOSTS)
+    run, _ms = to_run(results, a, ["net"], "bandwidth", ["clusterbench", "sweep"], "2024-01-01T00:00:00Z", {}, None)
+    assert "warnings" not in run.meta

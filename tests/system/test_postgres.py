@@ -1,0 +1,219 @@
+"""System tests (postgres): whole commands and real processes: ranks, the CLI as a child,
+launchers, servers or namespaces."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from pg_fixtures import PgServer, pg_bin, pg_server_or_skip
+
+from clusterbench.errors import StoreError
+from clusterbench.records import Measurement, Run
+from clusterbench.store import Store, postgres
+from clusterbench.store.copy import copy_databases
+
+
+@pytest.fixture(scope="module")
+def server():
+    yield from pg_server_or_skip()
+
+
+def _durable_db(server: PgServer) -> str:
+    """A database whose commits survive the server's crash: the test server starts with
+    synchronous_commit off, and these tests stop it with ``-m immediate``."""
+    name = server.create_db()
+    server.sql(f"ALTER DATABASE {name} SET synchronous_commit = on")
+    return name
+
+
+@pytest.fixture
+def dbname(server):
+    name = _durable_db(server)
+    yield name
+    server.drop_db(name)
+
+
+def _pg_ctl(server: PgServer, *argv: str) -> None:
+    bindir = pg_bin()
+    assert bindir is not None
+    r = server._as_postgres(str(bindir / "pg_ctl"), "-D", str(server.dir / "data"), *argv)
+    assert r.returncode == 0, r.stderr
+
+
+def _stop(server: PgServer) -> None:
+    _pg_ctl(server, "-m", "immediate", "-w", "stop")
+
+
+def _start(server: PgServer) -> None:
+    # the options pg_fixtures starts it with, on the same port
+    opts = (f"-p {server.port} -k {server.dir} -c listen_addresses={server.listen} -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=120 -c shared_buffers=32MB")
+    _pg_ctl(server, "-l", str(server.dir / "log"), "-w", "-t", "60", "-o", opts, "start")
+
+
+def _run() -> Run:
+    return Run(benchmark="all_reduce", source="test", command=["coll", "--db", "x"],
+               started_at="2026-01-01T00:00:00.000Z", ended_at="2026-01-01T00:00:01.000Z", status="complete")
+
+
+def _meas() -> list[Measurement]:
+    return [Measurement("all_reduce", "busbw", float(i), "GB/s", {"bytes": 8 << i}) for i in range(10)]
+
+
+def _count(server: PgServer, db: str, table: str = "runs") -> int:
+    return int(server.sql(f"SELECT count(*) FROM {table}", db=db)[0][0])
+
+
+def _sqlite_with_runs(path: Path, n: int) -> None:
+    with Store.open(path) as s:
+        for _ in range(n):
+            s.save_run(_run(), _meas())
+
+
+def test_a_restart_between_opening_and_storing_keeps_the_run(server, dbname):
+    """Before: ``cannot write to results database ...: server closed the connection
+    unexpectedly``, and the run measured meanwhile was lost."""
+    url = server.url(dbname)
+    with Store.open(url) as store:
+        _stop(server)
+        _start(server)
+        rid = store.save_run(_run(), _meas())
+        assert [r.id for r in store.list_runs()] == [rid]
+    assert _count(server, dbname, "measurement_packs") == 1
+
+
+def test_a_connection_the_server_ended_is_opened_again_with_its_settings(server, dbname):
+    """An idle session ended by the server (idle_session_timeout, pg_terminate_backend): the
+    next read or write opens a new connection, and a read-only store stays read-only."""
+    url = server.url(dbname)
+    Store.open(url).close()
+    kill = f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname='{dbname}' AND pid <> pg_backend_pid()"
+    with Store.open(url) as store:
+        server.sql(kill)
+        store.save_run(_run(), _meas())
+        server.sql(kill)
+        assert len(store.list_runs()) == 1
+    with Store.open_readonly(url) as store:
+        server.sql(kill)
+        assert len(store.list_runs()) == 1
+        assert store.db.execute("SHOW transaction_read_only").fetchone()[0] == "on"
+
+
+def test_a_transaction_whose_connection_died_leaves_the_store_usable(server, dbname):
+    """A write whose connection the server ended mid-transaction fails (the server rolled it
+    back). The connection's status is then UNKNOWN, not IDLE: the next write opened a savepoint on
+    the dead connection and failed too; it now opens a new connection first."""
+    url = server.url(dbname)
+    Store.open(url).close()
+    kill = f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname='{dbname}' AND pid <> pg_backend_pid()"
+    with Store.open(url) as store:
+        with pytest.raises(store.db.errors), store.db.write():
+            store.db.execute("SELECT 1")
+            server.sql(kill)
+            store.db.execute("SELECT 1")
+        rid = store.save_run(_run(), _meas())
+        assert [r.id for r in store.list_runs()] == [rid]
+    assert _count(server, dbname, "measurement_packs") == 1
+
+
+def test_a_server_down_when_the_run_is_stored_is_waited_for(capsys, server, dbname):
+    """The runner opens the store before measuring and again to store: a server restarting
+    at that moment (refusing connections) is waited for, not a lost run."""
+    url = server.url(dbname)
+    Store.open(url).close()   # reached once, as the runner's check before any rank starts
+    _stop(server)
+    later = threading.Timer(2.0, _start, (server,))
+    later.start()
+    try:
+        with Store.open(url) as store:
+            store.save_run(_run(), _meas())
+    finally:
+        later.join()
+    assert _count(server, dbname) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") <= 1 and "Traceback" not in err   # the wait, said once at most
+
+
+def test_a_server_that_never_comes_back_is_one_line_and_a_new_one_is_not_waited_for(server, dbname,
+                                                                                     monkeypatch):
+    monkeypatch.setattr(postgres, "RECONNECT_S", 0.5)
+    url = server.url(dbname)
+    with Store.open(url) as store:
+        _stop(server)
+        try:
+            with pytest.raises(StoreError) as e:
+                store.save_run(_run(), _meas())
+            assert "\n" not in str(e.value) and url in str(e.value)
+        finally:
+            _start(server)
+    assert _count(server, dbname) == 0
+    # never reached by this process: a wrong port is said at once
+    monkeypatch.setattr(postgres, "RECONNECT_S", 3600.0)
+    with pytest.raises(StoreError, match="Connection refused"):
+        Store.open(f"postgresql://postgres@127.0.0.1:1/{dbname}")
+
+
+def test_copy_into_postgresql_goes_on_through_a_restart_and_stops_whole_when_it_is_gone(
+        server, dbname, tmp_path, monkeypatch):
+    src = tmp_path / "src.db"
+    _sqlite_with_runs(src, 4)
+    url = server.url(dbname)
+    restarted = []
+
+    def restart_once(item):
+        if not restarted:
+            restarted.append(item)
+            _stop(server)
+            _start(server)
+
+    summary = copy_databases(src, url, restart_once)
+    assert summary.copied == 4 and _count(server, dbname) == 4
+
+    other = _durable_db(server)
+    try:
+        monkeypatch.setattr(postgres, "RECONNECT_S", 0.5)
+        gone = []
+
+        def stop_after_two(item):
+            gone.append(item)
+            if len(gone) == 2:
+                _stop(server)
+
+        try:
+            with pytest.raises(StoreError) as e:
+                copy_databases(src, server.url(other), stop_after_two)
+            assert "\n" not in str(e.value)
+        finally:
+            _start(server)
+        assert _count(server, other) == 2 and _count(server, other, "measurement_packs") == 2
+        assert copy_databases(src, server.url(other)).copied == 2
+        assert _count(server, other) == 4
+    finally:
+        server.drop_db(other)
+
+
+def test_copy_out_of_postgresql_stops_whole_when_the_source_goes(server, dbname, tmp_path, monkeypatch):
+    url = server.url(dbname)
+    with Store.open(url) as s:
+        for _ in range(3):
+            s.save_run(_run(), _meas())
+    monkeypatch.setattr(postgres, "RECONNECT_S", 0.5)
+    dest = tmp_path / "dest.db"
+    seen = []
+
+    def stop_after_one(item):
+        seen.append(item)
+        if len(seen) == 1:
+            _stop(server)
+
+    try:
+        with pytest.raises(StoreError) as e:
+            copy_databases(url, dest, stop_after_one)
+        assert "\n" not in str(e.value) and url in str(e.value)
+    finally:
+        _start(server)
+    with Store.open(dest) as d:
+        assert len(d.list_runs()) == 1 and len(d.measurements(1)) == 10
+    assert copy_databases(url, dest).copied == 2

@@ -1,0 +1,118 @@
+"""System tests (run): whole commands and real processes: ranks, the CLI as a child,
+launchers, servers or namespaces."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch.distributed as dist
+from paths import ROOT, TESTS
+
+from clusterbench.bench import suite
+from clusterbench.bench.suite import SuiteEntry
+from clusterbench.cli import main
+from clusterbench.records import COMPLETE, Measurement
+from clusterbench.store import Store
+
+SRC = ROOT / "src"
+
+
+
+
+
+_SUITE = """
+import sys
+from clusterbench.bench import suite
+from clusterbench.bench.suite import SuiteEntry
+import rankfns as t
+suite.SUITE[:] = [SuiteEntry("first", t.step_ok, cpu=None), SuiteEntry("second", getattr(t, sys.argv[1]), cpu=None),
+                  SuiteEntry("third", t.step_ok, cpu=None)]
+from clusterbench.cli import main
+main(["run", "--no-preflight", "--np", "2", "--device", "cpu", "--telemetry-interval", "0", "--timeout", "60",
+      "--db", sys.argv[2], *sys.argv[3:]])
+"""
+
+
+def _suite_run(step: str, db: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", _SUITE, step, str(db), *extra], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=240, stdin=subprocess.DEVNULL,
+                          start_new_session=True, env={**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{TESTS / 'helpers'}"})
+
+
+SUITE_META = "suite"   # run.meta key of the steps (suite.SUITE_META)
+
+
+def step_ok(ctx, config):
+    dist.barrier()
+    ctx.record([Measurement("selftest", "value", 1.0, "", {"step": "ok"})])
+    ctx.progress()
+
+
+def step_skips(ctx, config):
+    ctx.record([Measurement("selftest", "value", 2.0, "", {"step": "skips"})])
+    ctx.note("skipped tf32 on cpu: tf32 is a GPU tensor-core mode", "selftest")
+
+
+def test_run_stores_one_run_with_every_collective(tmp_path):
+    db = str(tmp_path / "suite.db")
+    proc = subprocess.run([sys.executable, "-m", "clusterbench", "run", "--db", db], capture_output=True,
+                          text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    assert f"stored in {db}" in proc.stderr
+    with Store.open(db) as store:
+        (run,) = store.list_runs()
+        ms = store.measurements(run.id)
+    assert run.status == COMPLETE and run.benchmark == "suite" and run.ranks == 2
+    collectives = {"all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv"}
+    assert collectives <= {m.benchmark for m in ms}  # other suite steps may add their own benchmarks
+    assert all(m.value == 0 for m in ms if m.benchmark in collectives and m.metric in ("wrong", "out_of_bounds"))
+    assert proc.stdout.count("# Out of bounds values : 0 OK") == 7
+
+
+@pytest.mark.parametrize("step, code, status", [("step_killed", 1, "incomplete"),
+                                                ("step_ctrl_c", 130, "interrupted")])
+def test_run_says_each_steps_outcome_when_it_is_cut_short(tmp_path, step, code, status):
+    db = tmp_path / "r.db"
+    p = _suite_run(step, db)
+    lines = p.stdout.splitlines()
+    assert p.returncode == code, p.stdout
+    assert "Traceback" not in p.stdout
+    closing = "# suite: first: done; second: started; third: not run"
+    assert lines.count(closing) == 1, p.stdout
+    errors = [i for i, line in enumerate(lines) if line.startswith("clusterbench: error:")]
+    assert len(errors) == 1 and lines.index(closing) < errors[0], p.stdout
+    with Store.open(str(db), create=False) as store:
+        (run,) = store.list_runs()
+        assert run.status == status
+        assert not any(n.get("benchmark") == "suite" for n in run.meta.get("notes", []))   # nothing stored changed
+
+
+def test_run_json_output_stays_json_when_a_rank_dies(tmp_path):
+    import json
+
+    p = _suite_run("step_killed", tmp_path / "r.db", "--json", "-q")
+    out = [line for line in p.stdout.splitlines() if not line.startswith("clusterbench: error:")]
+    assert p.returncode == 1 and all(json.loads(line)["kind"] for line in out), p.stdout
+
+
+def test_run_json_carries_the_suite_steps(tmp_path, capsys, monkeypatch):
+    import json
+
+    monkeypatch.setattr(suite, "SUITE", [SuiteEntry("first", step_ok, cpu=None),
+                                         SuiteEntry("third", step_skips, cpu=None)])
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--no-preflight", "--np", "2", "--json", "-q", "--db", str(tmp_path / "r.db")])
+    out = capsys.readouterr().out
+
+    def refuse(constant):
+        raise ValueError(constant)
+
+    lines = [json.loads(line, parse_constant=refuse) for line in out.splitlines()]
+    assert exc.value.code == 0 and all("kind" in line for line in lines)
+    run = next(line for line in lines if line["kind"] == "run")
+    assert [s["status"] for s in run["meta"][SUITE_META]] == ["done", "done"]
+    assert any(n["benchmark"] == SUITE_META for n in run["meta"]["notes"])
