@@ -204,8 +204,9 @@ def is_warning(line: str) -> bool:
 
 
 def new_run(tool: str, name: str = "") -> Run:
-    """A run record for an imported log; parsers fill hosts, devices, versions and status."""
-    run = Run(benchmark=IMPORT_BENCHMARK, source=tool, status=COMPLETE)
+    """A run record for an imported log; parsers fill hosts, devices, versions and status, and
+    the rank count where the log proves one (else it stays None: unknown, never 0)."""
+    run = Run(benchmark=IMPORT_BENCHMARK, source=tool, status=COMPLETE, ranks=None)
     run.meta["tool"] = tool
     if name:
         run.meta["file"] = name
