@@ -197,12 +197,12 @@ def test_the_docs_show_inline_commands():
 
 # Options of other tools that the docs name in passing (nccl-tests, perftest, iperf3, vLLM,
 # torchrun, Slurm (sbatch's own name of --procs-per-node), Open MPI, kubectl, BabelStream, rocblas-bench, pytest-benchmark, pip,
-# systemctl, OSU)
+# systemctl, OSU, rccl-tests)
 FOREIGN_OPTIONS = {
     "--a_type", "--append-result", "--benchmark-compare-fail", "--bidir", "--full", "--get-server-output",
     "--json-stream", "--label", "--local_addr", "--no-cache-dir", "--now", "--ntasks-per-node", "--out_json",
     "--parsable", "--prefix", "--quiet", "--rdzv_conf", "--report_gbits", "--save-result", "--tag-output", "--tail",
-    "--timestamps", "--transA", "--transB", "--triad-only",
+    "--timestamps", "--transA", "--transB", "--triad-only", "--output_format", "--validation",
 }
 
 

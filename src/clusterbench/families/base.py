@@ -225,7 +225,8 @@ def fmt_value(v: float) -> str:
 
 
 def run_header_lines(run: Run) -> list[str]:
-    lines = [f"# {run.benchmark}: {run.ranks} rank(s) on {len(run.hosts)} host(s)"]
+    ranks = "?" if run.ranks is None else run.ranks
+    lines = [f"# {run.benchmark}: {ranks} rank(s) on {len(run.hosts)} host(s)"]
     for i, dev in enumerate(run.devices):
         hosts = run.meta.get("rank_hosts") or run.hosts
         host = hosts[i] if i < len(hosts) else "?"

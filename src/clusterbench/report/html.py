@@ -105,7 +105,7 @@ def _runs_section(f: Findings) -> str:
     for g in f.groups:
         for run, ms in g.runs:
             rows.append([run.id, g.label, run.benchmark + (f" ({run.source})" if run.source else ""),
-                         run.status, run.started_at, ", ".join(run.hosts) or "-", run.ranks,
+                         run.status, run.started_at, ", ".join(run.hosts) or "-", "?" if run.ranks is None else run.ranks,
                          ", ".join(dict.fromkeys(run.devices)) or "-",
                          ", ".join(tag_term(k, v) for k, v in run.tags.items()) or "-",
                          ", ".join(f"{k} {v}" for k, v in list(run.versions.items())[:6]) or "-", len(ms)])

@@ -47,7 +47,7 @@ def render_markdown(f: Findings, title: str) -> str:
     lines = [f"# {_cell(title)}", "", f"**{v.status}**", ""]
     lines += [f"- {_cell(r)}" for r in v.reasons] + ([""] if v.reasons else [])
     runs = [[run.id, g.label, run.benchmark + (f" ({run.source})" if run.source else ""), run.status,
-             ", ".join(run.hosts) or "-", run.ranks, ", ".join(dict.fromkeys(run.devices)) or "-",
+             ", ".join(run.hosts) or "-", "?" if run.ranks is None else run.ranks, ", ".join(dict.fromkeys(run.devices)) or "-",
              ", ".join(tag_term(k, v) for k, v in run.tags.items()) or "-"]
             for g in f.groups for run, _ in g.runs]
     lines += ["## Runs", ""] + _table(["run", "group", "benchmark", "status", "hosts", "ranks", "devices", "tags"], runs)
