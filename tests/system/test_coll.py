@@ -518,7 +518,18 @@ def started():
 
 
 def _family(pid: int) -> list[psutil.Process]:
-    return psutil.Process(pid).children(recursive=True)
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:   # the command itself ended meanwhile
+        return []
+
+
+def _cmdline(p: psutil.Process) -> str:
+    """A process's command line, "" once it has exited (or is a zombie) meanwhile."""
+    try:
+        return " ".join(p.cmdline())
+    except psutil.Error:
+        return ""
 
 
 @pytest.fixture
@@ -1197,12 +1208,15 @@ def test_ctrl_c_while_the_fork_server_imports_torch_is_one_line(started, tmp_pat
     argv = [sys.executable, "-m", "clusterbench", "coll", "all_reduce", "-e", "1K", "-n", "1", "--np", "2",
             "--device", "cpu", "--telemetry-interval", "0", "--timeout", "3", "--db", str(tmp_path / "c.db")]
     proc = started(argv)
-    server = None
-    deadline = time.monotonic() + 60
-    while server is None and time.monotonic() < deadline and proc.poll() is None:
-        server = next((c for c in _family(proc.pid) if "forkserver" in " ".join(c.cmdline())), None)
-        time.sleep(0.02)
-    assert server is not None
+    found: list[psutil.Process] = []
+
+    def fork_server_started() -> bool:
+        found[:] = [c for c in _family(proc.pid) if "forkserver" in _cmdline(c)]
+        return bool(found) or proc.poll() is not None
+
+    wait_until(fork_server_started, 60, "the fork server started", every=0.02)
+    assert found, "the command ended before its fork server started"
+    server = found[0]
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
