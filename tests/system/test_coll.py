@@ -390,9 +390,6 @@ FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 
 PER_RANK = {"all_gather", "reduce_scatter", "alltoall"}      # count is the per-rank count
 
 
-IN_ONLY = {"all_reduce", "broadcast", "reduce"}              # PyTorch has only the in-place form
-
-
 UNCHECKED_IN = {"alltoall", "sendrecv"}                      # nccl-tests does not check in-place
 
 
@@ -1027,12 +1024,12 @@ def test_coll_rows_follow_the_definitions(coll_run):
                 count = size // w // n & ~(16 // w - 1) if op in PER_RANK else size // w
                 if count == 0:                         # skipped with a note (docs/collectives.md)
                     continue
-                for placement in ("in",) if op in IN_ONLY else ("out", "in"):
+                for placement in ("out", "in"):      # both, for every op (copied on torch)
                     expected.add((op, dtype, count * (n if op in PER_RANK else 1) * w, placement))
     assert seen == expected
 
 
-def test_coll_notes_sit_in_their_ops_table_live_and_in_results_show(tmp_path):
+def test_coll_notes_follow_their_ops_table_live_and_in_results_show(tmp_path):
     db = str(tmp_path / "r.db")
     cmd = [sys.executable, "-m", "clusterbench"]
     live = subprocess.run([*cmd, "coll", "all_reduce,broadcast", "--np", "2", "--device", "cpu", "-b", "8",
@@ -1051,12 +1048,16 @@ def test_coll_notes_sit_in_their_ops_table_live_and_in_results_show(tmp_path):
         bc = (_index(lines, "# Collective test: broadcast"), _index(lines, "concluded: broadcast"))
         ar_note = _index(lines, "only an in-place all_reduce")
         bc_note = _index(lines, "only an in-place broadcast")
-        assert ar[0] < ar_note < ar[1] < bc[0] < bc_note < bc[1], text
-        assert "(B)" in lines[ar_note - 1]   # under the header, before the first row
+        # after the op's footer, where nccl-tests' parsers no longer read rows
+        assert ar[0] < ar[1] < ar_note < bc[0] < bc[1] < bc_note, text
+        assert lines[ar_note - 1] == "# Collective test concluded: all_reduce"
+        # the one line naming out-of-place is the column header (SuperBench's parser takes the last)
+        assert [i for i, line in enumerate(lines[ar[0]:bc[0]]) if "out-of-place" in line] == [
+            _index(lines[ar[0]:], "out-of-place")]
     # live and stored tables alike, notes included: every note is known before the op's first row
     def tables(text: str) -> list[str]:
         lines = text.splitlines()
-        return lines[_index(lines, "# Collective test: all_reduce"):_index(lines, "concluded: broadcast") + 1]
+        return lines[_index(lines, "# Collective test: all_reduce"):_index(lines, "only an in-place broadcast") + 1]
     assert tables(live.stdout) == tables(shown.stdout)
 
 
@@ -1125,8 +1126,7 @@ def test_one_wrong_value_on_one_rank_is_counted_in_every_op(db):
     result, text = _run(config, 2, db, target=one_wrong_value_on_rank1)
     assert result.exit_code == 1 and result.run.status == FAILED
     wrong = [m for m in result.measurements if m.metric == "wrong"]
-    checked = {(op, p) for op in OPS for p in ("out", "in")
-               if (p == "out" and SPECS[op].out_of_place) or (p == "in" and SPECS[op].in_place_checked)}
+    checked = {(op, p) for op in OPS for p in ("out", "in") if p == "out" or SPECS[op].in_place_checked}
     assert {(m.benchmark, m.params["placement"]) for m in wrong} == checked
     assert all(m.value == 1 for m in wrong), [(m.benchmark, m.params, m.value) for m in wrong]
     for op in OPS:
@@ -1144,10 +1144,10 @@ def test_out_of_bounds_counts_each_rank_that_saw_wrong_values_as_nccl_tests(db):
     result, text = _run(config, 2, db, target=one_wrong_value_on_every_rank)
     assert result.exit_code == 1 and result.run.status == FAILED
     oob = {m.benchmark: m.value for m in result.measurements if m.metric == "out_of_bounds"}
-    # all_gather: 2 sizes x 2 placements x 2 ranks; all_reduce: 2 sizes x in-place x 2 ranks
-    assert oob == {"all_gather": 8.0, "all_reduce": 4.0}
+    # each: 2 sizes x 2 placements x 2 ranks
+    assert oob == {"all_gather": 8.0, "all_reduce": 8.0}
     assert all(m.value == 2 for m in result.measurements if m.metric == "wrong")
-    assert "# Out of bounds values : 8 FAILED" in text and "# Out of bounds values : 4 FAILED" in text
+    assert text.count("# Out of bounds values : 8 FAILED") == 2
 
 
 def test_run_cycles_repeat_the_sizes_of_each_type_before_the_next(db):
@@ -1180,7 +1180,7 @@ def test_table_lines_and_footer_are_the_records(db):
             bus = {q: x.value for x in ms for q in ("out", "in")
                    if x.metric == "busbw" and x.params == {**p, "placement": q}}
             assert cols[11] == f"{bus['in']:.2f}"
-            assert cols[7] == (f"{bus['out']:.2f}" if "out" in bus else "N/A")
+            assert cols[7] == f"{bus['out']:.2f}" and len(cols) == 13
         busbw = [m.value for m in ms if m.metric == "busbw"]
         assert f"# Avg bus bandwidth    : {sum(busbw) / len(busbw):g} " in block.splitlines()
         assert "# Out of bounds values : 0 OK" in block
