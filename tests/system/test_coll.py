@@ -1271,3 +1271,53 @@ def test_benchmark_commands_refuse_before_running(tmp_path, argv):
     assert p.stdout == ""  # no table header, no step, no node: nothing ran
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+
+
+def _gpus() -> int:
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(_gpus() == 0, reason="needs a CUDA or ROCm GPU")
+@pytest.mark.parametrize("graph", [0, 2], ids=["stream", "graph"])
+def test_engine_nccl_measures_every_op_in_both_placements_on_gpus(db, graph):
+    """--engine nccl on every GPU of the node: the library torch loaded, called directly; every
+    op, both placements, checked (uint32 and avg too, which the library has)."""
+    config = build_config("all", minbytes="8", maxbytes="16M", stepfactor=64, iters=5, warmup_iters=1,
+                          datatype="float,bfloat16,uint32", redop="sum,avg", engine="nccl", graph=graph)
+    result, text = _run_gpu(config, db)
+    assert result.exit_code == 0, text
+    assert result.run.meta["coll_engine"]["engine"] == "nccl"
+    assert "# Engine: nccl (NCCL " in text or "# Engine: nccl (RCCL " in text
+    places = {(m.benchmark, m.params["placement"]) for m in result.measurements if m.metric == "busbw"
+              and "placement" in m.params}
+    assert places == {(op, p) for op in OPS for p in ("out", "in")}
+    wrong = [m for m in result.measurements if m.metric == "wrong"]
+    assert wrong and all(m.value == 0 for m in wrong)
+    assert {m.params["dtype"] for m in result.measurements if m.metric == "busbw"} >= {"float", "uint32"}
+    assert "N/A     N/A" not in text   # every time, algbw and busbw a number
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(_gpus() == 0, reason="needs a CUDA or ROCm GPU")
+def test_both_engines_agree_on_the_rows_they_print(db):
+    """The same sweep through torch.distributed and through the library: the same rows (sizes,
+    counts, placements), every one checked right."""
+    rows = {}
+    for engine in ("torch", "nccl"):
+        config = build_config("all_reduce,all_gather,sendrecv", minbytes="1K", maxbytes="1M", stepfactor=32,
+                              iters=5, warmup_iters=1, engine=engine)
+        result, text = _run_gpu(config, db)
+        assert result.exit_code == 0, text
+        rows[engine] = {(m.benchmark, m.params["bytes"], m.params["count"], m.params["placement"])
+                        for m in result.measurements if m.metric == "busbw" and "placement" in m.params}
+    assert rows["torch"] == rows["nccl"]
+
+
+def _run_gpu(config, db):
+    out = io.StringIO()
+    job = Job(rank.main, config, RankOptions(device="cuda", timeout=300), np=_gpus())
+    result = run_job(job, "coll", ["test"], TablePrinter(out=out), db=db, announce=lambda _t: None)
+    return result, out.getvalue()
