@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import click
+import pytest
+from judge_helpers import cli as run
 from paths import ROOT, TESTS
 
 from clusterbench.bench.gemm import main as gemm_main
@@ -241,3 +243,18 @@ def test_run_help_says_it_runs_collectives_stream_and_gemm():
     listing = CliRunner().invoke(cli, ["--help"]).output
     line = next(x for x in listing.splitlines() if x.strip().startswith("run "))
     assert "Collectives" in line and "stream" in line and "GEMM" in line
+
+
+@pytest.mark.parametrize("argv,line", [
+    (["colll"], "clusterbench: error: No such command 'colll'. Did you mean 'coll'?"),
+    (["resuls", "list"], "clusterbench: error: No such command 'resuls'. Did you mean 'results'?"),
+    (["xyzzy"], "clusterbench: error: No such command 'xyzzy'."),
+    (["coll", "all_reduc"], "clusterbench: error: unknown collective 'all_reduc': expected "
+     "all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, sendrecv or all. "
+     "Did you mean 'all_reduce'?"),
+])
+def test_a_mistyped_command_or_op_names_the_closest_in_the_same_words(capsys, argv, line):
+    """Commands load only when they run, so click, which suggests among those loaded, had none
+    to offer; an op is suggested in click's words too."""
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and err.splitlines() == [line]

@@ -144,17 +144,37 @@ def test_notes_of_a_table_that_never_starts_print_at_the_end():
     assert out.getvalue().rstrip().endswith("# gemm: every dtype skipped")
 
 
-def test_results_show_prints_notes_after_their_tables_header():
+def test_results_show_prints_a_collectives_notes_after_its_table():
+    """nccl-tests' parsers read every line after the column header as a row (SuperBench's takes
+    the last line naming out-of-place as the header): a note follows the op's footer."""
     run = Run("coll", hosts=["h"], ranks=2, devices=["cpu", "cpu"])
-    run.meta["notes"] = [Note("all_reduce: in-place only", "all_reduce").to_stored(),
-                         Note("broadcast: in-place only", "broadcast").to_stored(),
+    run.meta["notes"] = [Note("all_reduce: a caveat", "all_reduce").to_stored(),
+                         Note("broadcast: a caveat", "broadcast").to_stored(),
                          "an old note without a benchmark"]
     ms = _coll("all_reduce", 8) + _coll("all_reduce", 16) + _coll("broadcast", 8)
     lines = render_run(run, ms)
-    first_ar, first_bc = _index(lines, "all_reduce: in-place"), _index(lines, "broadcast: in-place")
-    ar_rows = [i for i, line in enumerate(lines) if line.strip().startswith(("8 ", "16 "))]
-    assert first_ar < ar_rows[0] < first_bc  # all_reduce's note before its rows, not broadcast's
+    ar_note, bc_note = _index(lines, "all_reduce: a caveat"), _index(lines, "broadcast: a caveat")
+    ar_end, bc_start = _index(lines, "concluded: all_reduce"), _index(lines, "# Collective test: broadcast")
+    ar_rows = [i for i, line in enumerate(lines[:bc_start]) if line.strip().startswith(("8 ", "16 "))]
+    assert len(ar_rows) == 2 and ar_rows[-1] < ar_end < ar_note < bc_start < bc_note  # each after its own table's footer
+    assert lines[ar_note - 1] == "# Collective test concluded: all_reduce"
     assert not any("old note" in line for line in lines)
+
+
+def test_live_collective_notes_wait_for_their_tables_footer():
+    out = io.StringIO()
+    printer = TablePrinter(out=out)
+    events = [HEADER, Note("all_reduce: sent before its rows", "all_reduce"), Rows(tuple(_coll("all_reduce", 8))),
+              Note("all_reduce: sent among its rows", "all_reduce"), Rows(tuple(_coll("all_reduce", 16))),
+              Note("stream: a stream note", "stream"), Rows(tuple(_stream()))]
+    for e in events:
+        printer.on_event(e)
+    printer.finish(Run("suite"), [])
+    lines = out.getvalue().splitlines()
+    end = _index(lines, "concluded: all_reduce")
+    assert lines[end + 1:end + 3] == ["# all_reduce: sent before its rows", "# all_reduce: sent among its rows"]
+    # other families keep their notes under their header
+    assert _index(lines, "array_size") < _index(lines, "a stream note") < _index(lines, "Copy")
 
 
 @pytest.mark.parametrize("consumer", [lambda: RunBuilder("x", []), lambda: TablePrinter(out=io.StringIO())])

@@ -58,6 +58,15 @@ class _Group(click.Group):
                 self.add_command(cmd)
         return self.commands.get(cmd_name)
 
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        # click suggests among the commands loaded so far, which here (each imported when it
+        # runs) is none: suggest among all of them, in click's words ("Did you mean 'coll'?")
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as e:
+            raise click.exceptions.NoSuchCommand(e.command_name, possibilities=self.list_commands(ctx),
+                                                 ctx=ctx) from None
+
     def invoke(self, ctx: click.Context) -> object:
         # Before click sees it: click would turn the interrupt into "Aborted!" after an empty line
         try:

@@ -74,7 +74,9 @@ class Metric:
 
 
 class Renderer(Protocol):
-    """Lines of a terminal table from records, the same live and for a stored run."""
+    """Lines of a terminal table from records, the same live and for a stored run. A renderer
+    whose class sets ``notes_after_table = True`` gets its benchmark's notes after its footer
+    instead of after its header (report/terminal.py)."""
 
     def header(self, run: Run) -> list[str]: ...
 

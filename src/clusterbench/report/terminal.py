@@ -4,7 +4,8 @@ benchmark no family owns gets a generic one.
 A renderer turns a run's header and measurements into lines, so the same code prints rows live
 while a benchmark runs and re-prints a stored run (``clusterbench results show``). A note prints
 inside the table of its benchmark, after the header (live: when it arrives, or once its table
-starts). Below the tables come the judgements made at read time (efficiency against the run's
+starts), or after the table's footer where the family's renderer says ``notes_after_table``
+(nccl-tests' table: its parsers read every line after the column header as a row). Below the tables come the judgements made at read time (efficiency against the run's
 link speed). Every line is escaped (``printable``) on its way out: a tag, note, host or device
 name holding control characters prints them as escapes, never as terminal commands.
 """
@@ -55,6 +56,10 @@ def _note_lines(texts: Iterable[str]) -> list[str]:
     return [f"# {t}" for t in texts]
 
 
+def _after_table(r: Renderer) -> bool:
+    return bool(getattr(r, "notes_after_table", False))
+
+
 def _warning_lines(warnings: Iterable[noise.NoiseWarning], benchmark: str) -> list[str]:
     return [w.line() for w in warnings if w.benchmark == benchmark]
 
@@ -73,7 +78,11 @@ def render_run(run: Run, measurements: list[Measurement]) -> list[str]:
     lines: list[str] = []
     for bench, ms in groups.items():
         r = renderer_for(bench)
-        lines += r.header(run) + _note_lines(notes.get(bench, ())) + r.rows(ms) + r.footer(run, ms)
+        own = _note_lines(notes.get(bench, ()))
+        if _after_table(r):
+            lines += r.header(run) + r.rows(ms) + r.footer(run, ms) + own
+        else:
+            lines += r.header(run) + own + r.rows(ms) + r.footer(run, ms)
         lines += _warning_lines(warnings, bench)
     return [printable(t) for t in lines + _note_lines(homeless) + efficiency_lines(run, measurements)]
 
@@ -87,7 +96,7 @@ class TablePrinter:
         self._renderers: dict[str, Renderer] = {}
         self._seen: dict[str, list[Measurement]] = {}
         self._closed: set[str] = set()
-        self._pending: dict[str, list[str]] = {}  # notes of tables not started yet
+        self._pending: dict[str, list[str]] = {}  # notes of tables not started (or not ended) yet
 
     def _write(self, lines: Iterable[str]) -> None:
         out = self.out or sys.stdout
@@ -107,7 +116,8 @@ class TablePrinter:
             case Rows():
                 self._rows(event.measurements)
             case Note():
-                if event.benchmark and event.benchmark not in self._renderers:
+                r = self._renderers.get(event.benchmark or "")
+                if event.benchmark and (r is None or (_after_table(r) and event.benchmark not in self._closed)):
                     self._pending.setdefault(event.benchmark, []).append(event.text)
                 else:  # its table is open (or it has none): here, as it arrives
                     self._write([f"# {event.text}"])
@@ -128,7 +138,8 @@ class TablePrinter:
                 self._renderers[bench] = renderer_for(bench)
                 self._run.benchmark = bench
                 self._write(self._renderers[bench].header(self._run))
-                self._write(_note_lines(self._pending.pop(bench, ())))
+                if not _after_table(self._renderers[bench]):
+                    self._write(_note_lines(self._pending.pop(bench, ())))
             self._seen.setdefault(bench, []).extend(ms)
             self._write(self._renderers[bench].rows(ms))
 
@@ -138,6 +149,8 @@ class TablePrinter:
                 self._closed.add(bench)
                 seen = self._seen.get(bench, [])
                 self._write(r.footer(run or self._run, seen))
+                if _after_table(r):
+                    self._write(_note_lines(self._pending.pop(bench, ())))
                 self._write(_warning_lines(noise.check(seen), bench))
 
     def finish(self, run: Run, measurements: list[Measurement]) -> None:

@@ -28,7 +28,9 @@ DTYPES: dict[str, tuple[str, int]] = {
     "int8": ("int8", 1),
     "uint8": ("uint8", 1),
     "int32": ("int32", 4),
+    "uint32": ("uint32", 4),
     "int64": ("int64", 8),
+    "uint64": ("uint64", 8),
     "half": ("float16", 2),
     "float": ("float32", 4),
     "double": ("float64", 8),
@@ -108,9 +110,6 @@ class OpSpec:
     counts: Callable[[int, int, int], Counts] | None = None
     reduces: bool = False                     # takes a reduction operator (-o)
     has_root: bool = False                    # takes a root (-r)
-    # PyTorch offers only an in-place form (``dist.all_reduce(t)``): there is no out-of-place
-    # call to time, so those columns print N/A rather than a copy-inflated number.
-    out_of_place: bool = True
     # nccl-tests does not check in-place alltoall and sendrecv (#wrong prints N/A).
     in_place_checked: bool = True
     aliases: tuple[str, ...] = ()             # other spellings: program names, rccl-tests CSV names
@@ -126,12 +125,12 @@ class OpSpec:
 
 # Every collective nccl-tests measures, in nccl-tests' order; the runnable ones first.
 TABLE: tuple[OpSpec, ...] = (
-    OpSpec("all_reduce", _factor_allreduce, _same, reduces=True, out_of_place=False, aliases=("allreduce",)),
-    OpSpec("all_gather", _factor_gather, _gather, aliases=("allgather",), splits_count=True),
-    OpSpec("reduce_scatter", _factor_gather, _scatter, reduces=True, aliases=("reducescatter",), splits_count=True),
-    OpSpec("broadcast", _factor_one, _same, has_root=True, out_of_place=False, aliases=("bcast",)),
-    OpSpec("reduce", _factor_one, _same, reduces=True, has_root=True, out_of_place=False),
-    OpSpec("alltoall", _factor_gather, _alltoall, in_place_checked=False, aliases=("all_to_all",), splits_count=True),
+    OpSpec("all_reduce", _factor_allreduce, _same, reduces=True, aliases=("allreduce",)),
+    OpSpec("all_gather", _factor_gather, _gather, splits_count=True, aliases=("allgather",)),
+    OpSpec("reduce_scatter", _factor_gather, _scatter, reduces=True, splits_count=True, aliases=("reducescatter",)),
+    OpSpec("broadcast", _factor_one, _same, has_root=True, aliases=("bcast",)),
+    OpSpec("reduce", _factor_one, _same, reduces=True, has_root=True),
+    OpSpec("alltoall", _factor_gather, _alltoall, in_place_checked=False, splits_count=True, aliases=("all_to_all",)),
     OpSpec("sendrecv", _factor_one, _same, in_place_checked=False, aliases=("send_recv",)),
     OpSpec("gather", _factor_gather, has_root=True, splits_count=True),
     OpSpec("scatter", _factor_gather, has_root=True, splits_count=True),
@@ -249,9 +248,13 @@ def optimal_algbw(op: str, link_bytes_per_s: float, nodes: int) -> float | None:
     return link_bytes_per_s / spec.busbw_factor(nodes) / 1e9
 
 
+PLACEMENTS = ("out", "in")   # nccl-tests' order: out-of-place (separate buffers), then in-place
+
+
 def placements(op: str) -> tuple[str, ...]:
-    """Placements timed for ``op``: ``out`` (separate buffers) and ``in`` (one buffer)."""
-    return ("out", "in") if SPECS[op].out_of_place else ("in",)
+    """Placements timed for ``op``: ``out`` (separate send and receive buffers) and ``in`` (the
+    send buffer inside the receive buffer), both for every op, as nccl-tests times them."""
+    return PLACEMENTS
 
 
 def sweep_sizes(minbytes: int, maxbytes: int, stepfactor: int, stepbytes: int) -> list[int]:

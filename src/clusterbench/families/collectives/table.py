@@ -100,8 +100,26 @@ def _int(v: Any, default: int = -1) -> int:
         return default
 
 
+def engine_line(sweep: dict[str, Any]) -> str:
+    """Which engine measured the op (runs stored before ``--engine`` existed say nothing):
+    ``# Engine: torch (torch.distributed, gloo backend)``, ``# Engine: nccl (NCCL 2.30.7 called
+    directly, /path/libnccl.so.2)``."""
+    engine = sweep.get("engine")
+    if engine == "torch":
+        backend = sweep.get("backend")
+        return f"# Engine: torch (torch.distributed{f', {backend} backend' if backend else ''})"
+    if engine:
+        library = sweep.get("library")
+        return f"# Engine: {engine} ({sweep.get('version') or engine} called directly{f', {library}' if library else ''})"
+    return ""
+
+
 class CollTable:
     """The nccl-tests table of one collective."""
+
+    # Notes print after the table (its footer), never between the column header and the rows:
+    # the parsers of nccl-tests output read what follows the header as rows (docs/collectives.md)
+    notes_after_table = True
 
     def __init__(self, op: str) -> None:
         self.op = op
@@ -124,6 +142,9 @@ class CollTable:
                 f"{sweep.get('warmup_iters', '?')} iters: {sweep.get('iters', '?')} agg iters: "
                 f"{sweep.get('agg_iters', 1)} validation: {sweep.get('validation', 1)} graph: "
                 f"{sweep.get('graph', 0)}")
+            engine = engine_line(sweep)
+            if engine:
+                lines.append(engine)
         lines += ["#", "# Using devices"]
         hosts = run.meta.get("rank_hosts") or run.hosts
         pids = run.meta.get("rank_pids") or []
