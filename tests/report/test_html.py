@@ -93,7 +93,7 @@ def test_an_ab_report_hides_no_comparison_row(tmp_path):
 
     db = str(tmp_path / "ab.db")
     rng = random.Random(5)
-    for i in range(3):
+    for _ in range(3):
         save(db, coll_rows(1.0, rng, noise_small=0.5), tags={"env": "a"})
         save(db, coll_rows(0.9, rng, noise_small=0.5), tags={"env": "b"})
     with Store.open(db) as store:
