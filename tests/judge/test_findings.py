@@ -145,3 +145,17 @@ def test_noise_inside_runs_leaves_a_passed_validation_passed():
     v = passed.verdict()
     assert v.status == "PASS" and "1 noise warning(s) inside runs: passed all the same" in v.reasons
     assert Findings([Group("g", [])], warnings=[(1, warning)]).verdict().status == "NOISY"
+
+
+def test_a_run_of_a_repeat_is_not_advised_to_be_repeated():
+    from paths import DATA
+
+    from clusterbench.ingest import parse_text
+
+    busy = DATA / "clusterbench" / "busy-2core-run-suite.jsonl"
+    (imported,) = parse_text(busy.read_text(), name=busy.name)
+    run, ms = imported.run, imported.measurements
+    assert any("--repeat" in w.text for _, w in gather([Group("g", [(run, ms)])]).warnings)
+    run.tags["repeat_group"] = "g1"
+    f = gather([Group("g", [(run, ms)])])
+    assert f.warnings and not any("--repeat" in w.text for _, w in f.warnings)

@@ -279,7 +279,8 @@ def gather(groups: list[Group], *, profile: Profile | None = None, link: str | N
     f.env_diffs = _environment_diffs(groups)
     for g in groups:
         for run, ms in g.runs:
-            f.warnings += [(run.id, w) for w in noise.check(ms)]
+            # a run of a --repeat is not told to be repeated
+            f.warnings += [(run.id, w) for w in noise.check(ms, repeating="repeat_group" in run.tags)]
             f.noise_rows += len(noise.row_stats(ms))
             f.efficiencies += [(run.id, e) for e in run_link_efficiency(run, ms, link, nodes)]
             f.device_percents += [(run.id, d) for d in device_percent_of_peak(run, ms)]
