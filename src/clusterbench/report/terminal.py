@@ -107,7 +107,7 @@ def repeat_lines(runs: list[tuple[Run, list[Measurement]]]) -> list[str]:
             continue
         sm = summarize(values)
         spread = sm.n > 1 and math.isfinite(sm.sd)
-        sd = f"± {_figure(sm.sd)}" if spread else "± -"
+        sd = f"± {sm.sd:.2g}" if spread else "± -"   # two digits, as hyperfine's σ
         cv = f"{compact(sm.sd / abs(sm.mean) * 100, 1)}%" if spread and sm.mean else "-"
         rows.append((f"{s.label} {s.metric}" + (f" on {s.entity}" if len({x.entity for x in series}) > 1 else ""),
                      f"{_figure(sm.mean)} {sd} {s.unit}".rstrip(), f"{_figure(min(values))}..{_figure(max(values))}",
