@@ -152,7 +152,7 @@ def test_a_run_of_a_repeat_is_not_advised_to_be_repeated():
 
     from clusterbench.ingest import parse_text
 
-    busy = DATA / "clusterbench" / "busy-2core-run-suite.jsonl"
+    busy = DATA / "golden" / "busy-2core-run-suite.jsonl"
     (imported,) = parse_text(busy.read_text(), name=busy.name)
     run, ms = imported.run, imported.measurements
     assert any("--repeat" in w.text for _, w in gather([Group("g", [(run, ms)])]).warnings)

@@ -106,7 +106,7 @@ def test_one_noisy_row_is_one_row_that_varies():
     assert w.line().startswith("# warning: stream: the row varies a lot between iterations")   # was "vary"
 
 
-BUSY = DATA / "clusterbench" / "busy-2core-run-suite.jsonl"
+BUSY = DATA / "golden" / "busy-2core-run-suite.jsonl"
 
 
 def _busy_run():

@@ -178,7 +178,7 @@ def test_tables_take_rows_without_their_params(family):
             assert isinstance(r.header(run) + r.rows(ms) + r.footer(run, ms), list)
 
 
-BUSY = DATA / "clusterbench" / "busy-2core-run-suite.jsonl"
+BUSY = DATA / "golden" / "busy-2core-run-suite.jsonl"
 
 
 def _busy_run():
