@@ -258,3 +258,40 @@ def test_a_mistyped_command_or_op_names_the_closest_in_the_same_words(capsys, ar
     to offer; an op is suggested in click's words too."""
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == "" and err.splitlines() == [line]
+
+
+def test_help_lists_every_command_once_by_workflow_after_where_to_start():
+    """As `git help`: the commands by workflow (measure, judge, fleet, results), each in one
+    group, after a "start here" for the three workflows; before, 25 commands alphabetically."""
+    from click.testing import CliRunner
+
+    from clusterbench.cli import START_HERE, WORKFLOWS
+
+    grouped = [name for _, rows in WORKFLOWS for name, _ in rows]
+    assert sorted(grouped) == sorted(all_commands()), "put each command in one group of WORKFLOWS"
+    assert [t.split(" ")[0] for t, _ in WORKFLOWS] == ["Measure", "Judge", "Fleet", "Results"]
+    text = CliRunner().invoke(cli, ["--help"], terminal_width=80).output
+    assert "Other:" not in text
+    assert text.index("Start here:") < text.index("Measure (") < text.index("Judge (") < \
+        text.index("Fleet (") < text.index("Results (") < text.index("Options:")
+    assert [w for w, _ in START_HERE] == ["qualify a new node", "find a slow node", "A/B two setups"]
+    for line in text.splitlines():
+        assert len(line) <= 80, line
+    for name, _ in (row for _, rows in WORKFLOWS for row in rows):   # one line each, never cut
+        entry = next(line for line in text.splitlines() if line.strip().split(" ")[0] == name)
+        assert not entry.endswith("...")
+
+
+def test_the_start_here_commands_are_what_the_cli_accepts():
+    import shlex
+
+    from clusterbench.cli import START_HERE
+    from clusterbench.cli.argv_check import check_argv
+
+    for what, lines in START_HERE:
+        for line in lines:
+            typed = line.split("   (", 1)[0]   # what follows three spaces is a comment
+            for command in typed.split("&&"):
+                argv = shlex.split(command)
+                assert argv[0] == "clusterbench", (what, line)
+                check_argv(argv[1:], f"start here: {what}")

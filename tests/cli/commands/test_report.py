@@ -395,7 +395,7 @@ def test_report_plots_the_history_and_lists_the_change(capsys, db, tmp_path):
     assert rc == 0, err
     page = out.read_text()
     assert '<h2 id="history">History</h2>' in page and "all_reduce 8G float sum -1 in 16 busbw over time" in page
-    assert f"<td>{ids[('gpu02', 7)]}</td><td>2025-03-08</td>" in page
+    assert f'<td class="n">{ids[("gpu02", 7)]}</td><td class="w">2025-03-08</td>' in page
     plots = sorted(p.name for p in (tmp_path / "fleet_plots").glob("history-*.png"))
     assert len(plots) == 2   # in- and out-of-place 8 GiB rows
 

@@ -338,7 +338,8 @@ def _shows(cell: str, value: float) -> bool:
 
 
 def _text_of(page: str) -> str:
-    return html.unescape(re.sub(r"<[^>]+>", " ", page))
+    # a span is inline (it keeps a word with a hyphen on one line): no space where it was
+    return html.unescape(re.sub(r"<[^>]+>", " ", re.sub(r"</?span[^>]*>", "", page)))
 
 
 def cli_store_cli(capsys, *argv):
