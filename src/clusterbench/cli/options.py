@@ -81,7 +81,12 @@ class DatabaseParam(click.ParamType):
     name = "path|url"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
-        from clusterbench.store.location import SQLITE, parse
+        from clusterbench.store.location import (
+            SQLITE,
+            missing_directory,
+            missing_directory_text,
+            parse,
+        )
 
         value = os.fspath(value)
         if value == "":
@@ -94,6 +99,9 @@ class DatabaseParam(click.ParamType):
             self.fail(str(e), param, ctx)
         if where.kind != SQLITE or where.path is None:
             return value
+        missing = missing_directory(where)
+        if missing is not None:   # here, before any rank starts, on every rank alike
+            self.fail(missing_directory_text(where, missing), param, ctx)
         try:
             mode = where.path.stat().st_mode
         except (FileNotFoundError, NotADirectoryError):  # a new database; a bad parent says so on open

@@ -128,7 +128,10 @@ def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], 
     if failed and len(paths) > 1:
         print(f"clusterbench: error: {len(failed)} of {len(paths)} files not imported", file=sys.stderr)
     code = result.exit_code
-    if as_json:
+    if result.output_error is not None:
+        stored = "nothing is stored (--dry-run)" if dry_run else "every run imported is stored"
+        print(printable(f"clusterbench: error: {result.output_error}; {stored}"), file=sys.stderr)
+    elif as_json:
         emit(summary_line("import", files=len(paths), stored=not dry_run, runs=result.runs, counts=result.counts,
                           failed_files=failed, already_imported=result.already_imported, exit_code=code))
     return code
