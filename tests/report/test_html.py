@@ -22,3 +22,20 @@ def test_efficiency_table_is_capped_like_the_other_long_tables():
                                       for rid in range(1, 352)], device_percents=[])
     page = report_html._efficiency(f)
     assert page.count("<tr>") <= 301 and "51 more rows not shown." in page
+
+
+def test_the_groups_execution_context_comes_first_in_what_differs():
+    from types import SimpleNamespace
+
+    from clusterbench.envinfo.diff import Difference
+    from clusterbench.judge.findings import EnvDiff
+    from clusterbench.report import html as report_html
+
+    diffs = [Difference("env.NCCL_IB_HCA", "mlx5_0", "mlx5_1", "environment"),
+             Difference("versions.torch", "2.4", "2.5", "versions"),
+             Difference("cgroup.cpu_max", "max 100000", "50000 100000", "context"),
+             Difference("nics.eth0.kind", None, "veth", "network")]
+    page = report_html._environment(SimpleNamespace(env_diffs=[EnvDiff("run 1 (env=a)", "run 2 (env=b)", diffs)]))
+    keys = [k for k in ("cgroup.cpu_max", "env.NCCL_IB_HCA", "versions.torch", "nics.eth0.kind") if k in page]
+    assert sorted(keys, key=page.index) == ["cgroup.cpu_max", "env.NCCL_IB_HCA", "versions.torch", "nics.eth0.kind"]
+    assert "4 difference(s)" in page and "(unset)" in page
