@@ -647,3 +647,35 @@ def test_a_bad_tag_in_a_launched_command_is_refused_before_launch(tmp_path):
                        env={**os.environ}, cwd=tmp_path)
     assert p.returncode == 2 and p.stdout == "", p
     assert p.stderr.count("\n") == 1 and "empty value" in p.stderr
+
+
+def test_a_slurm_job_whose_rendezvous_host_does_not_resolve_fails_at_once_in_one_line(slurm_cluster_slurm, tmp_path):
+    """Before: the job hung 240 s with no output until --wait-timeout cancelled it, and the run
+    said only "interrupted by SIGTERM". The script checks MASTER_ADDR before srun starts a rank."""
+    db = tmp_path / "x.db"
+    r = _cluster_slurm_cb(["launch", "slurm", "--submit", "--nodes", "2", "--time", "5", "--output",
+                           str(tmp_path / "job-%j.out"), "--env", "MASTER_ADDR=n9-no-such-node.invalid",
+                           "--wait-timeout", "300", "--db", str(db), "--", "coll", "all_reduce", "-b", "1K", "-e", "1K",
+                           "--device", "cpu"], slurm_cluster_slurm, timeout=30)   # the bound: 30 s
+    (log,) = tmp_path.glob("job-*.out")
+    assert log.read_text().splitlines() == [
+        "clusterbench: error: MASTER_ADDR n9-no-such-node.invalid does not resolve on n1 (getent hosts found no "
+        "address): give an address the nodes reach, --env MASTER_ADDR=IP"]   # and no rank started
+    assert r.returncode == 1, r.stderr
+    errors = [e for e in r.stderr.splitlines() if e.startswith("clusterbench: error:")]
+    assert len(errors) == 1, r.stderr
+    assert " FAILED (exit 2:0" in errors[0] and "saying: MASTER_ADDR n9-no-such-node.invalid does not resolve on n1" \
+        in errors[0], errors
+
+
+def test_a_slurm_job_whose_first_node_is_in_no_lookup_meets_at_its_address(slurm_cluster_slurm, tmp_path):
+    """The fixture's nodes n1 and n2 are in no DNS: the script gives the ranks the first node's
+    own address (hostname -I on it), and the job completes without MASTER_ADDR."""
+    db = tmp_path / "x.db"
+    r = _cluster_slurm_cb(["launch", "slurm", "--submit", "--nodes", "2", "--time", "5", "--output",
+                           str(tmp_path / "job-%j.out"), "--env", "OMP_NUM_THREADS=1", "--wait-timeout", "150",
+                           "--db", str(db), "--", "coll", "all_reduce", "-b", "64K", "-e", "64K", "-n", "2", "-w", "1",
+                           "--device", "cpu"], slurm_cluster_slurm)
+    logs = "\n".join(p.read_text() for p in tmp_path.glob("job-*.out"))
+    assert r.returncode == 0, r.stderr + logs
+    assert "COMPLETED" in r.stderr and "2 rank(s)" in r.stderr

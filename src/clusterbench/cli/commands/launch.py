@@ -194,7 +194,9 @@ def slurm_cmd(partition, time_limit, job_name, account, output, exclusive, nodel
         return
     with Progress(wanted(quiet), f"Slurm job {job}: submitted") as shown:
         info = slurm.wait(job, wait_timeout, on_state=lambda i: shown.update(f"Slurm job {job}: {i.describe()}"))
-    return _show_launched(db_path, launch_id, info.ended(job), as_json, quiet)
+    what = info.ended(job)
+    said = slurm.job_error(info) if info.state != "COMPLETED" else None
+    return _show_launched(db_path, launch_id, f"{what}, saying: {said}" if said else what, as_json, quiet)
 
 
 def _show_launched(db: str | None, launch_id: str, what: str, as_json: bool, quiet: bool = False) -> int:
