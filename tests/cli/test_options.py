@@ -53,6 +53,8 @@ def test_a_db_whose_directory_does_not_exist_is_refused_while_parsing(tmp_path):
 
     typo = tmp_path / "no" / "dir" / "x.db"
     with pytest.raises(click.BadParameter, match="does not exist"):
-        DatabaseParam().convert(str(typo), None, None)
+        DatabaseParam(writes=True).convert(str(typo), None, None)
     assert not (tmp_path / "no").exists()
-    assert DatabaseParam().convert(str(tmp_path / "x.db"), None, None) == str(tmp_path / "x.db")
+    assert DatabaseParam(writes=True).convert(str(tmp_path / "x.db"), None, None) == str(tmp_path / "x.db")
+    # a command that only reads says "no results database at ..." when it opens it
+    assert DatabaseParam().convert(str(typo), None, None) == str(typo)

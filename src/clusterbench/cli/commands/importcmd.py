@@ -8,11 +8,11 @@ import click
 
 from clusterbench.cli.options import (
     command_line,
-    db_option,
     fs_text,
     json_option,
     parse_tags,
     tag_option,
+    writer_db_option,
 )
 from clusterbench.ingest import TOOLS, ImportedRun
 from clusterbench.ingest.load import ImportOptions, import_files
@@ -104,7 +104,7 @@ class _Printer:
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=None, metavar="N",
               help="Processes that parse a large nccl-tests text log (one file of 24 MB or more) at once "
                    "(default: 2 where the machine has 2 or more CPUs; the runs are the same with any N).")
-@db_option
+@writer_db_option
 def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], host: str | None,
                as_json: bool, dry_run: bool, jobs: int | None, db: str | None) -> int:
     """Import nccl-tests/rccl-tests, TransferBench, BabelStream, rocblas-bench, hipblaslt-bench,
