@@ -427,3 +427,10 @@ def test_install_from_a_wheel_or_an_index_and_groups():
                        (["--kind", "mpijob", "--image", "x/y:1", "--install-from", wheel], "does not apply")):
         r = _cb("launch", "k8s", *args, "--", "net")
         assert r.returncode == 2 and word in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
+
+
+def test_an_image_of_ones_own_is_said_to_be_run_as_it_is():
+    r = _cb("launch", "k8s", "--image", "registry.example/cb:0.1", "--", "net")
+    assert r.returncode == 0
+    assert r.stderr == "# the pods run the clusterbench of image registry.example/cb:0.1; nothing is installed at start\n"
+    assert _master(yaml.safe_load(r.stdout))["command"][0] == "torchrun"

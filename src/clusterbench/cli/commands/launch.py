@@ -378,9 +378,9 @@ def _profile_vendor(words: list[str]) -> tuple[str, str] | None:
 def _groups(text: str | None) -> tuple[int, ...] | None:
     if text is None:
         return None
-    words = [w.strip() for w in text.split(",")]
     if text.strip() in ("", "none"):
         return ()
+    words = [w.strip() for w in text.split(",")]
     if not all(re.fullmatch(r"[0-9]{1,10}", w) for w in words):
         raise UsageError(f"invalid --supplemental-groups {text!r}: expected group ids, e.g. 44,109, or none")
     return tuple(int(w) for w in words)
@@ -463,9 +463,12 @@ def k8s_cmd(kind, name, namespace, vendor, image, install_from, install, no_inst
         doc = k8s.pytorchjob(spec, opts) if kind == "pytorchjob" else k8s.mpijob(spec, opts)
     text = k8s.dump(doc)
     if not opts.installs and kind == "pytorchjob":   # (an MPIJob's image is always the user's)
-        click.echo(f"# the pods run the clusterbench of image {opts.image_ref} and install nothing at start: "
-                   f"give an image that has clusterbench {__version__} (--image, docs/multi-node.md) or "
-                   "--install-from WHEEL|INDEX_URL", err=True)
+        if image is None:   # a public PyTorch image: without clusterbench, the pods would fail
+            click.echo(f"# the pods run the clusterbench of image {opts.image_ref} and install nothing at start: "
+                       f"give an image that has clusterbench {__version__} (--image, docs/multi-node.md) or "
+                       "--install-from WHEEL|INDEX_URL", err=True)
+        else:
+            click.echo(f"# the pods run the clusterbench of image {image}; nothing is installed at start", err=True)
     if do_apply and not kw["print_only"]:
         click.echo(k8s.apply(text))
         return
