@@ -7,6 +7,9 @@ from collections.abc import Callable, Sequence
 
 from clusterbench.errors import UsageError
 
+# The GPU vendors a profile can be for and a launcher can make pods for (``--vendor``).
+GPU_VENDORS = ("nvidia", "amd")
+
 
 def parse_choices(text: str, known: Sequence[str], what: str,
                   canonical: Callable[[str], str | None] | None = None) -> tuple[str, ...]:

@@ -106,3 +106,20 @@ def test_an_ab_report_hides_no_comparison_row(tmp_path):
     assert "<details" not in section   # before: noisy, unchanged and folded rows in closed sections
     assert section.count("<tr>") - section.count("<table>") == len(f.comparisons)   # every row, once
     assert "<h3>" in section and "row(s) too noisy to call" in section and "redundant row(s) folded away" in section
+
+
+def test_the_groups_execution_context_comes_first_in_what_differs():
+    from types import SimpleNamespace
+
+    from clusterbench.envinfo.diff import Difference
+    from clusterbench.judge.findings import EnvDiff
+    from clusterbench.report import html as report_html
+
+    diffs = [Difference("env.NCCL_IB_HCA", "mlx5_0", "mlx5_1", "environment"),
+             Difference("versions.torch", "2.4", "2.5", "versions"),
+             Difference("cgroup.cpu_max", "max 100000", "50000 100000", "context"),
+             Difference("nics.eth0.kind", None, "veth", "network")]
+    page = report_html._environment(SimpleNamespace(env_diffs=[EnvDiff("run 1 (env=a)", "run 2 (env=b)", diffs)]))
+    keys = [k for k in ("cgroup.cpu_max", "env.NCCL_IB_HCA", "versions.torch", "nics.eth0.kind") if k in page]
+    assert sorted(keys, key=page.index) == ["cgroup.cpu_max", "env.NCCL_IB_HCA", "versions.torch", "nics.eth0.kind"]
+    assert "4 difference(s)" in page and "(unset)" in page

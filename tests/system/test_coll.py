@@ -1336,3 +1336,18 @@ def _run_gpu(config, db):
     job = Job(rank.main, config, RankOptions(device="cuda", timeout=300), np=_gpus())
     result = run_job(job, "coll", ["test"], TablePrinter(out=out), db=db, announce=lambda _t: None)
     return result, out.getvalue()
+
+
+@pytest.mark.parametrize("argv", [["coll", "all_reduce", "-b", "1K", "-e", "1K", "--np", "2", "--device", "cpu"],
+                                  ["import", str(TESTS / "data" / "nccl-tests" / "superbench-nccl_broadcast.log")]])
+def test_a_db_in_a_directory_that_does_not_exist_is_refused_before_any_rank(tmp_path, argv):
+    """``--db /nonexistent/dir/x.db``: a typo, never directories made for it."""
+    missing = tmp_path / "nonexistent" / "dir"
+    p = subprocess.run([sys.executable, "-m", "clusterbench", *argv, "--db", str(missing / "x.db")],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr == (f"clusterbench: error: Invalid value for '--db': the directory of database {missing}/x.db "
+                        f"does not exist ({missing}): create it first, or check the path (only the default "
+                        "database's directory is created)\n")
+    assert p.stdout == ""   # no rank started: not even the table's header
+    assert not (tmp_path / "nonexistent").exists()

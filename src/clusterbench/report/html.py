@@ -330,7 +330,9 @@ def _environment(f: Findings) -> str:
         if not d.differences:
             parts.append(f"<p>No differences between {esc(d.a)} and {esc(d.b)}.</p>")
             continue
-        rows = [[x.category, x.key, _env_value(x.a), _env_value(x.b)] for x in d.differences[:300]]
+        # the execution context first (cgroup limits, CPUs, namespace): a container against bare metal
+        shown = sorted(d.differences, key=lambda x: x.category != "context")[:300]
+        rows = [[x.category, x.key, _env_value(x.a), _env_value(x.b)] for x in shown]
         more = (f"<p class=small>{len(d.differences) - 300} more not shown (clusterbench env diff).</p>"
                 if len(d.differences) > 300 else "")
         parts.append(f"<p>{len(d.differences)} difference(s), A = {esc(d.a)}, B = {esc(d.b)} "
@@ -499,6 +501,10 @@ def _slug(text: str) -> str:
 def render_html(f: Findings, entries: Sequence[FigureEntry], images: dict[str, str], title: str) -> str:
     """The page; ``images`` maps figure slugs to data URIs."""
     sections: list[tuple[str, str]] = [("Summary", _summary(f))]
+    # an A/B report says first what differs between the groups' setups, then what that cost
+    ab = bool(f.comparisons or f.compare_error)
+    if ab:
+        sections.append(("What differs between the groups", _environment(f)))
     if f.comparisons or f.compare_error:
         head = (f"Comparison: A = {f.groups[0].label}, B = {f.groups[1].label}" if f.comparisons
                 else "Comparison")
@@ -509,7 +515,8 @@ def render_html(f: Findings, entries: Sequence[FigureEntry], images: dict[str, s
     sections.append(("Degraded hosts and devices", _degraded(f)))
     sections.append(("History", _history(f, entries, images)))
     sections.append(("Noise inside runs", _noise(f)))
-    sections.append(("Environment differences", _environment(f)))
+    if not ab:
+        sections.append(("Environment differences", _environment(f)))
     sections.append(("Efficiency", _efficiency(f)))
     for family in _tabled:
         tables = _size_tables(f, family) if family.figure and family.figure.kind == "size_curve" \

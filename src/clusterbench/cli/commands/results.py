@@ -166,7 +166,7 @@ def tag_cmd(selector: str, tags: tuple[str, ...], since: str | None, db: str | N
 @click.option("--from", "source", type=DatabaseParam(), required=True, metavar="PATH|URL",
               help="Database to copy from: an SQLite file or postgresql://... (must exist; only read, never "
                    "migrated or written).")
-@click.option("--to", "dest", type=DatabaseParam(), required=True, metavar="PATH|URL",
+@click.option("--to", "dest", type=DatabaseParam(writes=True), required=True, metavar="PATH|URL",
               envvar="CLUSTERBENCH_DB",
               help="Database to copy into (created and migrated as needed; env CLUSTERBENCH_DB).")
 @db_passfile_option
