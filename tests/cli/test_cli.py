@@ -5,7 +5,9 @@ from __future__ import annotations
 import ast
 
 import click
+import pytest
 from json_cases import BENCHMARKS, _cases
+from judge_helpers import cli as run
 from launch_rows import ROWS
 from paths import ROOT
 
@@ -14,6 +16,7 @@ from clusterbench.bench.stream import main as stream_main
 from clusterbench.bench.suite import SUITE
 from clusterbench.cli import all_commands, cli
 from clusterbench.families import FAMILIES, by_command
+from clusterbench.families.collectives.spec import OPS
 
 # Commands that need a cluster (Slurm, several hosts) check their lines where they run.
 ELSEWHERE = {
@@ -101,3 +104,54 @@ def test_run_help_says_it_runs_collectives_stream_and_gemm():
     listing = CliRunner().invoke(cli, ["--help"]).output
     line = next(x for x in listing.splitlines() if x.strip().startswith("run "))
     assert "Collectives" in line and "stream" in line and "GEMM" in line
+
+
+@pytest.mark.parametrize("argv,line", [
+    (["colll"], "clusterbench: error: No such command 'colll'. Did you mean 'coll'?"),
+    (["resuls", "list"], "clusterbench: error: No such command 'resuls'. Did you mean 'results'?"),
+    (["xyzzy"], "clusterbench: error: No such command 'xyzzy'."),
+    (["coll", "all_reduc"], "clusterbench: error: unknown collective 'all_reduc': expected "
+     f"{', '.join(OPS)} or all. Did you mean 'all_reduce'?"),
+])
+def test_a_mistyped_command_or_op_names_the_closest_in_the_same_words(capsys, argv, line):
+    """Commands load only when they run, so click, which suggests among those loaded, had none
+    to offer; an op is suggested in click's words too."""
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and err.splitlines() == [line]
+
+
+def test_help_lists_every_command_once_by_workflow_after_where_to_start():
+    """As `git help`: the commands by workflow (measure, judge, fleet, results), each in one
+    group, after a "start here" for the three workflows; before, 25 commands alphabetically."""
+    from click.testing import CliRunner
+
+    from clusterbench.cli import START_HERE, WORKFLOWS
+
+    grouped = [name for _, rows in WORKFLOWS for name, _ in rows]
+    assert sorted(grouped) == sorted(all_commands()), "put each command in one group of WORKFLOWS"
+    assert [t.split(" ")[0] for t, _ in WORKFLOWS] == ["Measure", "Judge", "Fleet", "Results"]
+    text = CliRunner().invoke(cli, ["--help"], terminal_width=80).output
+    assert "Other:" not in text
+    assert text.index("Start here:") < text.index("Measure (") < text.index("Judge (") < \
+        text.index("Fleet (") < text.index("Results (") < text.index("Options:")
+    assert [w for w, _ in START_HERE] == ["qualify a new node", "find a slow node", "A/B two setups"]
+    for line in text.splitlines():
+        assert len(line) <= 80, line
+    for name, _ in (row for _, rows in WORKFLOWS for row in rows):   # one line each, never cut
+        entry = next(line for line in text.splitlines() if line.strip().split(" ")[0] == name)
+        assert not entry.endswith("...")
+
+
+def test_the_start_here_commands_are_what_the_cli_accepts():
+    import shlex
+
+    from clusterbench.cli import START_HERE
+    from clusterbench.cli.argv_check import check_argv
+
+    for what, lines in START_HERE:
+        for line in lines:
+            typed = line.split("   (", 1)[0]   # what follows three spaces is a comment
+            for command in typed.split("&&"):
+                argv = shlex.split(command)
+                assert argv[0] == "clusterbench", (what, line)
+                check_argv(argv[1:], f"start here: {what}")

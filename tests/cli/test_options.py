@@ -25,3 +25,17 @@ def test_parse_tags_refuses(item, msg):
 def test_parse_tags_keeps_what_selectors_can_quote():
     assert parse_tags([" k = v ", "team=a,b", "bench:x=1", "a=b=c", 'q="x"', "k2=" + "v" * MAX_TAG_VALUE]) == {
         "k": "v", "team": "a,b", "bench:x": "1", "a": "b=c", "q": '"x"', "k2": "v" * MAX_TAG_VALUE}
+
+
+def test_a_db_whose_directory_does_not_exist_is_refused_while_parsing(tmp_path):
+    import click
+
+    from clusterbench.cli.options import DatabaseParam
+
+    typo = tmp_path / "no" / "dir" / "x.db"
+    with pytest.raises(click.BadParameter, match="does not exist"):
+        DatabaseParam(writes=True).convert(str(typo), None, None)
+    assert not (tmp_path / "no").exists()
+    assert DatabaseParam(writes=True).convert(str(tmp_path / "x.db"), None, None) == str(tmp_path / "x.db")
+    # a command that only reads says "no results database at ..." when it opens it
+    assert DatabaseParam().convert(str(typo), None, None) == str(typo)

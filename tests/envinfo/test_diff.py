@@ -38,3 +38,22 @@ def test_diff_of_two_fake_nodes():
     cats = {d.category for d in envdiff.diff(a, b)}
     assert {"versions", "gpus", "pcie", "network", "host"} <= cats
     assert envdiff.diff(a, inventory.collect(DATA / "h100-node", environ={})) == []
+
+
+def test_the_execution_context_is_its_own_category_and_a_cgroups_path_is_identity():
+    a = inventory.collect(DATA / "k8s-sriov-pod", environ={})
+    b = inventory.collect(DATA / "mi300x-node", environ={})
+    diffs = {d.key: d for d in envdiff.diff(a, b)}
+    assert diffs["cgroup.cpu_max"].category == "context"
+    assert (diffs["cgroup.cpu_max"].a, diffs["cgroup.cpu_max"].b) == ("400000 100000", "max 100000")
+    assert diffs["process.rlimits.memlock.soft"].a == 65536 and diffs["netns.inode"].category == "context"
+    assert diffs["nics.net1.kind"].a == "sriov-vf" and diffs["memory.shm_bytes"].category == "host"
+    assert not any(k.startswith(("cgroup.path", "cgroup.cpu_max_at", "memory.hugepages_free")) for k in diffs)
+    shown = {d.key for d in envdiff.diff(a, b, show_identity=True)}
+    assert {"cgroup.path", "cgroup.cpu_max_at"} <= shown
+
+
+def test_ranks_are_keyed_by_rank():
+    a = {"ranks": [{"rank": 0, "cpus": "0-1"}, {"rank": 1, "cpus": "0-1"}]}
+    b = {"ranks": [{"rank": 1, "cpus": "0"}, {"rank": 0, "cpus": "0-1"}]}
+    assert [(d.key, d.a, d.b, d.category) for d in envdiff.diff(a, b)] == [("ranks.1.cpus", "0-1", "0", "context")]

@@ -121,8 +121,7 @@ class _Newlines(io.StringIO):
 
 
 # Logs that must be refused, each with why (tested below)
-REFUSED = {"nccl-issue258-v100-old-error-column-truncated.txt": "does not say which collective",
-           "issue294-h100-non-mpi-build-under-mpirun-interleaved-duplicate-rows.txt": "interleaved"}
+REFUSED = {"issue294-h100-non-mpi-build-under-mpirun-interleaved-duplicate-rows.txt": "interleaved"}
 
 
 GH200 = "issue369-v2.17.8-gh200-wrong-nonzero-oob-failed.txt"   # nccl-tests 2.17.8, 2 ranks

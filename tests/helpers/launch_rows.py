@@ -117,7 +117,11 @@ def _rows() -> list[Row]:
                                                          "--shm-size", "--network", "--gpu-resource")]
         rows += [Row(launcher, ("--db-secret", "cb-db:{p}")), Row(launcher, ("--resource", "{p}=1")),
                  Row(launcher, ("--resource", "rdma/x={p}")), Row(launcher, ("--kind", "{p}"))]
-    rows += [Row("k8s", ("--install", "{p}"), data=True)]
+    rows += [Row("k8s", ("--install", "{p}"), data=True),
+             # a wheel's path is any text (data); an index is a URL, a payload with a space is refused
+             Row("k8s", ("--install-from", "/w/{p}.whl"), data=True),
+             Row("k8s", ("--install-from", "https://idx.example/{p}")),
+             Row("k8s", ("--vendor", "{p}")), Row("k8s", ("--supplemental-groups", "{p}"))]
     rows += [Row("k8s-cron", ("--schedule", "{p}")), Row("k8s-cron", ("--schedule", "0 3 * * {p}")),
              Row("k8s-cron", ("--time-zone", "{p}")), Row("k8s-cron", ("--name", "{p}")),
              Row("k8s-cron", ("--service-account", "{p}"))]

@@ -25,9 +25,16 @@ def assert_all_gone(pids: list[int], within: float = 15.0) -> None:
     deadline = time.monotonic() + within
     alive = pids
     while alive and time.monotonic() < deadline:
-        alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+        alive = [p for p in pids if _running(p)]
         time.sleep(0.2)
     assert not alive, f"left running: {alive}"
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:   # gone between the look and the question
+        return False
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -109,4 +116,15 @@ def _env() -> dict[str, str]:
 
 
 def _family(pid: int) -> list[psutil.Process]:
-    return psutil.Process(pid).children(recursive=True)
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:   # the command itself ended meanwhile
+        return []
+
+
+def _cmdline(p: psutil.Process) -> str:
+    """A process's command line, "" once it has exited (or is a zombie) meanwhile."""
+    try:
+        return " ".join(p.cmdline())
+    except psutil.Error:
+        return ""

@@ -17,6 +17,7 @@ from ingest_helpers import (
 from paths import DATA, TESTS
 from tool_log_texts import warnings_ingest_common
 
+from clusterbench.errors import ClusterbenchError
 from clusterbench.families.collectives.spec import SPECS
 from clusterbench.ingest import detect_tool, iter_runs, parse_text
 from clusterbench.ingest.common import text_lines
@@ -245,7 +246,7 @@ def test_seed_rccl_all_reduce_table():
 def test_headerless_table_names_op_from_footer_and_ranks_from_busbw():
     r = one("seed-tensorwave-mi355x-4node-all_reduce.txt")
     assert r.run.meta["op"] == "all_reduce" and r.run.ranks == 32
-    assert r.run.meta["ranks_inferred"] == "busbw/algbw"
+    assert r.run.meta["ranks_from"] == ["busbw factor"]
     assert by(r.measurements, "busbw", bytes=2147483648, placement="out")[0].value == 385.03
     assert by(r.measurements, "avg_busbw")[0].value == 374.161
 
@@ -287,13 +288,16 @@ def test_crash_keeps_rows_and_errors_and_fails_the_run():
     assert by(r.measurements, "busbw", bytes=17179869184, placement="in")[0].value == 367.44
 
 
-def test_exponent_error_column_of_a_table_named_by_its_file():
-    # algbw 0.00 everywhere and no command line: only a file name can say which op it was
+def test_exponent_error_column_of_a_table_its_columns_name():
+    # algbw 0.00 everywhere and no command line, but the columns say it: a redop (all_reduce,
+    # reduce_scatter or reduce), no root column (old nccl-tests printed one for reduce), and
+    # count = size/4 on 4 listed ranks (reduce_scatter's count is size/(4 x 4))
     text = (DATA_import_nccl / "nccl-issue258-v100-old-error-column-truncated.txt").read_text()
-    (r,) = parse_text(text, name="all_reduce-issue258.txt")
+    (r,) = parse_text(text, name="issue258.txt")
     errs = by(r.measurements, "max_error", placement="out")
     assert [m.value for m in errs] == [1e-07, 3e-08, 3e-08, 3e-08, 3e-08]
     assert r.run.meta["op"] == "all_reduce" and r.run.status == "incomplete"
+    assert r.run.meta["op_from"] == ["redop", "root", "count"] and r.run.ranks == 4
 
 
 @pytest.mark.parametrize("imported", list(footer_logs()))
@@ -447,11 +451,14 @@ def test_gather_sizes_rounded_to_the_rank_count_are_the_promised_sweep():
 # -- rank counts -----------------------------------------------------------------------------
 def test_a_rank_list_cut_to_its_last_line_does_not_count_ranks():
     r = one_import_nccl_faults("coreweave-gb200-20racks-1440ranks-rank-list-truncated-to-last.txt")
-    # busbw/algbw = 2(n-1)/n is 1.9986 for 1440 ranks: two decimals cannot tell 1440 from 1000
-    assert r.run.ranks == 0 and r.run.meta["ranks_at_least"] == 1440
+    # busbw/algbw = 2(n-1)/n is 1.9986 for 1440 ranks: two decimals allow 1440 to 1472 ranks
+    # (the list's last line bounds it from below): not proven, so null, never 0
+    assert r.run.ranks is None and r.run.meta["ranks_at_least"] == 1440
+    assert r.run.meta["ranks_at_most"] == 1472
+    assert {m.params["ranks"] for m in r.measurements} == {None}
     assert any("number of ranks is unknown" in w for w in r.run.meta["warnings"])
     r = one_import_nccl_faults("coreweave-gb200-nvl72-72ranks-rank-list-truncated-to-last.txt")
-    assert r.run.ranks == 72 and r.run.meta["ranks_inferred"] == "busbw/algbw"
+    assert r.run.ranks == 72 and r.run.meta["ranks_from"] == ["busbw factor"]
 
 
 def test_ranks_come_from_busbw_over_algbw_not_from_a_shortened_rank_list():
@@ -702,3 +709,24 @@ def test_an_nccl_row_missing_its_last_columns_is_not_read_right_aligned(cut, whe
     assert not [m for m in r.measurements if m.params.get("bytes") == int(toks[0])]
     assert r.run.status == "incomplete"
     assert any("columns are not the table's" in w and toks[0] in w for w in r.run.meta["warnings"])
+
+
+# -- a library's warnings ----------------------------------------------------------------------
+LIBRARY_WARNINGS = ["node1:4242:4242 [0] init.cc:100 NCCL WARN NET/Plugin: Could not find: libnccl-net.so",
+                    "[1719127610.064172] [worker3:2670 :0]     ucp_context.c:1176 UCX  WARN  network device "
+                    "'mlx5_0:1' is not available"]
+
+
+def test_warnings_before_a_header_are_no_run_of_their_own():
+    text = (DATA / "nccl-tests" / "a3mega-h100-2node-all_reduce.txt").read_text()
+    (plain,) = parse_text(text, name="a.txt")
+    (r,) = parse_text("\n".join(LIBRARY_WARNINGS) + "\n" + text, name="a.txt")
+    assert r.run.status == plain.run.status == "complete"
+    assert r.run.errors == [LIBRARY_WARNINGS[0]]   # kept with the run that follows, for the reader
+    assert [m.value for m in r.measurements] == [m.value for m in plain.measurements]
+    assert r.run.meta["op_from"] == plain.run.meta["op_from"]
+
+
+def test_warnings_alone_are_no_results():
+    with pytest.raises(ClusterbenchError, match="no nccl-tests results found"):
+        parse_text("\n".join(LIBRARY_WARNINGS) + "\n", tool="nccl-tests", name="w.txt")

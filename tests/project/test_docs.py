@@ -209,12 +209,12 @@ def test_the_docs_show_inline_commands():
 
 # Options of other tools that the docs name in passing (nccl-tests, perftest, iperf3, vLLM,
 # torchrun, Slurm (sbatch's own name of --procs-per-node), Open MPI, kubectl, BabelStream, rocblas-bench, pytest-benchmark, pip,
-# systemctl, OSU)
+# systemctl, OSU, rccl-tests)
 FOREIGN_OPTIONS = {
     "--a_type", "--append-result", "--benchmark-compare-fail", "--bidir", "--full", "--get-server-output",
     "--json-stream", "--label", "--local_addr", "--no-cache-dir", "--now", "--ntasks-per-node", "--out_json",
     "--parsable", "--prefix", "--quiet", "--rdzv_conf", "--report_gbits", "--save-result", "--tag-output", "--tail",
-    "--timestamps", "--transA", "--transB", "--triad-only",
+    "--timestamps", "--transA", "--transB", "--triad-only", "--output_format", "--validation",
 }
 
 
@@ -450,6 +450,9 @@ def _help_text(path: str) -> str:
 
 
 def _text(where: str) -> str:
+    if where == "clusterbench --help":   # the commands by workflow, each with its line
+        from click.testing import CliRunner
+        return CliRunner().invoke(cli, ["--help"], terminal_width=200).output
     if where.startswith("clusterbench "):
         return _help_text(where.removeprefix("clusterbench ").removesuffix(" --help"))
     return (ROOT / where).read_text()
@@ -538,6 +541,8 @@ NAME_LISTS = [
     NameList("docs/metrics.md", r"`count x n x w` for (?P<list>[^.]+)\.", lambda: _gather_type(True)),
     NameList("docs/collectives.md", r"rounded down; for (?P<list>[a-z_, ]+?) the per-rank count",
              lambda: _gather_type(True)),
+    NameList("docs/import.md", r"the ops that split their buffer over n ranks: (?P<list>[^)]+)\)",
+             lambda: [op for op in _all_ops() if coll_spec.SPECS[op].splits_count]),
     NameList("docs/architecture.md", r"\| collectives \| (?P<list>[^(|]+?) \(nccl-tests' others", _ops),
     NameList("docs/architecture.md", r"\(nccl-tests' others, (?P<list>[^|]+?), when imported\)",
              lambda: sorted(set(_all_ops()) - set(_ops())), canon=lambda item: item if item in _all_ops() else None),
@@ -547,7 +552,7 @@ NAME_LISTS = [
     NameList("docs/collectives.md", r"\| `-d/--datatype` \| `(?P<list>[^`]+)`", lambda: coll_spec.DTYPES),
     NameList("docs/collectives.md", r"\| `-o/--op` \| reduction: `(?P<list>[^`]+)`", lambda: coll_spec.REDOPS),
     NameList("docs/architecture.md", r"`dtype` \(nccl-tests names: (?P<list>[^);]+)[);]",
-             lambda: coll_spec.DTYPE_SIZES),
+             lambda: [t for t in coll_spec.DTYPE_SIZES if t not in coll_spec.DTYPE_ALIASES]),
     NameList("docs/architecture.md", r"`redop` \((?P<list>[^;]+);", lambda: coll_spec.REDOPS),
     NameList("clusterbench coll --help", r"^(?P<list>[^.]+?), or all \(comma lists", lambda: coll_spec.DTYPES),
     NameList("clusterbench coll --help", r"Reduction: (?P<list>[^.]+?), or all\.", lambda: coll_spec.REDOPS),
@@ -575,6 +580,8 @@ NAME_LISTS = [
     # commands: a group's subcommands, the engines qualify --launch takes
     NameList("clusterbench results --help", r"^Stored runs: (?P<list>[^.]+)\.", lambda: _subcommands("results")),
     NameList("clusterbench launch --help", r"across nodes: (?P<list>[^.]+)\.", lambda: _subcommands("launch")),
+    NameList("clusterbench --help", r"^  launch +A command across nodes: (?P<list>.+)$", lambda: _subcommands("launch")),
+    NameList("clusterbench --help", r"^  results +Stored runs: (?P<list>.+)$", lambda: _subcommands("results")),
     NameList("docs/fleet.md", r"runs each step through `clusterbench launch` \((?P<list>[^)]+)\)",
              lambda: LAUNCH_ENGINES),
     NameList("clusterbench qualify --help", r"\(engines: (?P<list>[^)]+)\)",
@@ -662,10 +669,6 @@ def _arith(expr: str, n: int) -> float:
 # (where, the span that states bus factors, the ops it must give a factor for)
 FACTOR_STATEMENTS = [
     ("docs/metrics.md", r"factor (?P<list>`2\(n-1\)/n` for .+?)\. It is comparable", _ops),
-    # the ranks of a log come from the factors that depend on n
-    ("docs/import.md", r"From busbw/algbw \((?P<list>.+?)\) when",
-     lambda: [op for op in _ops() if coll_spec.SPECS[op].busbw_factor(2) !=
-              coll_spec.SPECS[op].busbw_factor(3)]),
 ]
 
 
@@ -725,8 +728,8 @@ def test_help_lists_every_command():
     """`clusterbench --help` lists every command module (a module that fails to import would drop
     its command from the list without a word)."""
     from click.testing import CliRunner
-    out = CliRunner().invoke(cli, ["--help"]).output
-    listed = re.findall(r"^  ([a-z][a-z-]*)  ", out.split("Commands:", 1)[1], re.M)
+    out = CliRunner().invoke(cli, ["--help"], terminal_width=200).output
+    listed = re.findall(r"^  ([a-z][a-z-]*)  +\S", out.split("Start here:", 1)[1], re.M)
     modules = {p.stem for p in (ROOT / "src" / "clusterbench" / "cli" / "commands").glob("*.py") if p.stem != "__init__"}
     assert sorted(listed) == sorted("import" if m == "importcmd" else m.replace("_", "-") for m in modules)
 

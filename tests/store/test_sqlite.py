@@ -72,3 +72,15 @@ def test_a_lock_held_past_the_wait_is_one_line_naming_why(tmp_path, short_busy_t
     assert "\n" not in str(e.value)
     assert "another process held the write lock" in str(e.value), e.value
     assert _runs(db) == []
+
+
+def test_a_writer_makes_no_directory_but_the_default_databases(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("CLUSTERBENCH_DB", raising=False)
+    typo = tmp_path / "no" / "dir" / "x.db"
+    with pytest.raises(StoreError, match=r"the directory of database .*x\.db does not exist"):
+        Store.open(typo)
+    assert not (tmp_path / "no").exists()
+    with Store.open() as store:   # the default: its directory is made on the first run
+        assert store.path == tmp_path / "xdg" / "clusterbench" / "results.db"
+    assert store.path.is_file()

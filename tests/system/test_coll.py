@@ -17,6 +17,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 import torch.distributed as dist
 from bench_cli import SMALL, _key, cli, cli_bench_cpu, measurements
@@ -29,8 +30,9 @@ from json_cases import TINY_COLL, _cases
 from json_schema import check_lines
 from judge_helpers import run_cli
 from nccl_facts import FACTORS, PER_RANK, WIDTH
-from paths import DATA, SRC
+from paths import DATA, SRC, TESTS
 from process_helpers import (
+    _cmdline,
     _family,
     assert_all_gone,
     free_port,
@@ -165,7 +167,6 @@ def store_json_lines(tmp_path_factory):
 CASE_IDS = [c[0] for c in _cases({"db": "x", "tmp": "/nonexistent"})]
 
 
-IN_ONLY = {"all_reduce", "broadcast", "reduce"}              # PyTorch has only the in-place form
 
 
 UNCHECKED_IN = {"alltoall", "sendrecv"}                      # nccl-tests does not check in-place
@@ -261,7 +262,8 @@ def test_sizes_no_memory_holds_are_refused_with_the_memory_there_is(tmp_path):
     db = tmp_path / "cb.db"
     err = _one_error(_cb("coll", "all_reduce", "-b", "1T", "-e", "1T", "--np", "2", "--device", "cpu",
                          "--db", db))
-    assert "1099511627776 B of buffers per rank" in err and "B of host memory available" in err
+    # a send and a receive buffer of 1 TiB each: out of place has both
+    assert "2199023255552 B of buffers per rank" in err and "B of host memory available" in err
     err = _one_error(_cb("stream", "-s", "1T", "--device", "cpu", "--db", db))
     assert "free host memory" in err
     assert _runs(db) == []
@@ -651,12 +653,12 @@ def test_coll_rows_follow_the_definitions(coll_run):
                 count = size // w // n & ~(16 // w - 1) if op in PER_RANK else size // w
                 if count == 0:                         # skipped with a note (docs/collectives.md)
                     continue
-                for placement in ("in",) if op in IN_ONLY else ("out", "in"):
+                for placement in ("out", "in"):      # both, for every op (copied on torch)
                     expected.add((op, dtype, count * (n if op in PER_RANK else 1) * w, placement))
     assert seen == expected
 
 
-def test_coll_notes_sit_in_their_ops_table_live_and_in_results_show(tmp_path):
+def test_coll_notes_follow_their_ops_table_live_and_in_results_show(tmp_path):
     db = str(tmp_path / "r.db")
     cmd = [sys.executable, "-m", "clusterbench"]
     live = subprocess.run([*cmd, "coll", "all_reduce,broadcast", "--np", "2", "--device", "cpu", "-b", "8",
@@ -675,12 +677,16 @@ def test_coll_notes_sit_in_their_ops_table_live_and_in_results_show(tmp_path):
         bc = (_index(lines, "# Collective test: broadcast"), _index(lines, "concluded: broadcast"))
         ar_note = _index(lines, "only an in-place all_reduce")
         bc_note = _index(lines, "only an in-place broadcast")
-        assert ar[0] < ar_note < ar[1] < bc[0] < bc_note < bc[1], text
-        assert "(B)" in lines[ar_note - 1]   # under the header, before the first row
+        # after the op's footer, where nccl-tests' parsers no longer read rows
+        assert ar[0] < ar[1] < ar_note < bc[0] < bc[1] < bc_note, text
+        assert lines[ar_note - 1] == "# Collective test concluded: all_reduce"
+        # the one line naming out-of-place is the column header (SuperBench's parser takes the last)
+        assert [i for i, line in enumerate(lines[ar[0]:bc[0]]) if "out-of-place" in line] == [
+            _index(lines[ar[0]:], "out-of-place")]
     # live and stored tables alike, notes included: every note is known before the op's first row
     def tables(text: str) -> list[str]:
         lines = text.splitlines()
-        return lines[_index(lines, "# Collective test: all_reduce"):_index(lines, "concluded: broadcast") + 1]
+        return lines[_index(lines, "# Collective test: all_reduce"):_index(lines, "only an in-place broadcast") + 1]
     assert tables(live.stdout) == tables(shown.stdout)
 
 
@@ -749,8 +755,7 @@ def test_one_wrong_value_on_one_rank_is_counted_in_every_op(db):
     result, text = _run(config, 2, db, target=one_wrong_value_on_rank1)
     assert result.exit_code == 1 and result.run.status == FAILED
     wrong = [m for m in result.measurements if m.metric == "wrong"]
-    checked = {(op, p) for op in OPS for p in ("out", "in")
-               if (p == "out" and SPECS[op].out_of_place) or (p == "in" and SPECS[op].in_place_checked)}
+    checked = {(op, p) for op in OPS for p in ("out", "in") if p == "out" or SPECS[op].in_place_checked}
     assert {(m.benchmark, m.params["placement"]) for m in wrong} == checked
     assert all(m.value == 1 for m in wrong), [(m.benchmark, m.params, m.value) for m in wrong]
     for op in OPS:
@@ -768,10 +773,10 @@ def test_out_of_bounds_counts_each_rank_that_saw_wrong_values_as_nccl_tests(db):
     result, text = _run(config, 2, db, target=one_wrong_value_on_every_rank)
     assert result.exit_code == 1 and result.run.status == FAILED
     oob = {m.benchmark: m.value for m in result.measurements if m.metric == "out_of_bounds"}
-    # all_gather: 2 sizes x 2 placements x 2 ranks; all_reduce: 2 sizes x in-place x 2 ranks
-    assert oob == {"all_gather": 8.0, "all_reduce": 4.0}
+    # each: 2 sizes x 2 placements x 2 ranks
+    assert oob == {"all_gather": 8.0, "all_reduce": 8.0}
     assert all(m.value == 2 for m in result.measurements if m.metric == "wrong")
-    assert "# Out of bounds values : 8 FAILED" in text and "# Out of bounds values : 4 FAILED" in text
+    assert text.count("# Out of bounds values : 8 FAILED") == 2
 
 
 def test_run_cycles_repeat_the_sizes_of_each_type_before_the_next(db):
@@ -804,7 +809,7 @@ def test_table_lines_and_footer_are_the_records(db):
             bus = {q: x.value for x in ms for q in ("out", "in")
                    if x.metric == "busbw" and x.params == {**p, "placement": q}}
             assert cols[11] == f"{bus['in']:.2f}"
-            assert cols[7] == (f"{bus['out']:.2f}" if "out" in bus else "N/A")
+            assert cols[7] == f"{bus['out']:.2f}" and len(cols) == 13
         busbw = [m.value for m in ms if m.metric == "busbw"]
         assert f"# Avg bus bandwidth    : {sum(busbw) / len(busbw):g} " in block.splitlines()
         assert "# Out of bounds values : 0 OK" in block
@@ -821,12 +826,15 @@ def test_ctrl_c_while_the_fork_server_imports_torch_is_one_line(started, tmp_pat
     argv = [sys.executable, "-m", "clusterbench", "coll", "all_reduce", "-e", "1K", "-n", "1", "--np", "2",
             "--device", "cpu", "--telemetry-interval", "0", "--timeout", "3", "--db", str(tmp_path / "c.db")]
     proc = started(argv)
-    server = None
-    deadline = time.monotonic() + 60
-    while server is None and time.monotonic() < deadline and proc.poll() is None:
-        server = next((c for c in _family(proc.pid) if "forkserver" in " ".join(c.cmdline())), None)
-        time.sleep(0.02)
-    assert server is not None
+    found: list[psutil.Process] = []
+
+    def fork_server_started() -> bool:
+        found[:] = [c for c in _family(proc.pid) if "forkserver" in _cmdline(c)]
+        return bool(found) or proc.poll() is not None
+
+    wait_until(fork_server_started, 60, "the fork server started", every=0.02)
+    assert found, "the command ended before its fork server started"
+    server = found[0]
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
@@ -895,3 +903,68 @@ def test_benchmark_commands_refuse_before_running(tmp_path, argv):
     assert p.stdout == ""  # no table header, no step, no node: nothing ran
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+
+
+def _gpus() -> int:
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(_gpus() == 0, reason="needs a CUDA or ROCm GPU")
+@pytest.mark.parametrize("graph", [0, 2], ids=["stream", "graph"])
+def test_engine_nccl_measures_every_op_in_both_placements_on_gpus(db, graph):
+    """--engine nccl on every GPU of the node: the library torch loaded, called directly; every
+    op, both placements, checked (uint32 and avg too, which the library has)."""
+    config = build_config("all", minbytes="8", maxbytes="16M", stepfactor=64, iters=5, warmup_iters=1,
+                          datatype="float,bfloat16,uint32", redop="sum,avg", engine="nccl", graph=graph)
+    result, text = _run_gpu(config, db)
+    assert result.exit_code == 0, text
+    assert result.run.meta["coll_engine"]["engine"] == "nccl"
+    assert "# Engine: nccl (NCCL " in text or "# Engine: nccl (RCCL " in text
+    places = {(m.benchmark, m.params["placement"]) for m in result.measurements if m.metric == "busbw"
+              and "placement" in m.params}
+    assert places == {(op, p) for op in OPS for p in ("out", "in")}
+    wrong = [m for m in result.measurements if m.metric == "wrong"]
+    assert wrong and all(m.value == 0 for m in wrong)
+    assert {m.params["dtype"] for m in result.measurements if m.metric == "busbw"} >= {"float", "uint32"}
+    assert "N/A     N/A" not in text   # every time, algbw and busbw a number
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(_gpus() == 0, reason="needs a CUDA or ROCm GPU")
+def test_both_engines_agree_on_the_rows_they_print(db):
+    """The same sweep through torch.distributed and through the library: the same rows (sizes,
+    counts, placements), every one checked right."""
+    rows = {}
+    for engine in ("torch", "nccl"):
+        config = build_config("all_reduce,all_gather,sendrecv", minbytes="1K", maxbytes="1M", stepfactor=32,
+                              iters=5, warmup_iters=1, engine=engine)
+        result, text = _run_gpu(config, db)
+        assert result.exit_code == 0, text
+        rows[engine] = {(m.benchmark, m.params["bytes"], m.params["count"], m.params["placement"])
+                        for m in result.measurements if m.metric == "busbw" and "placement" in m.params}
+    assert rows["torch"] == rows["nccl"]
+
+
+def _run_gpu(config, db):
+    out = io.StringIO()
+    job = Job(rank.main, config, RankOptions(device="cuda", timeout=300), np=_gpus())
+    result = run_job(job, "coll", ["test"], TablePrinter(out=out), db=db, announce=lambda _t: None)
+    return result, out.getvalue()
+
+
+@pytest.mark.parametrize("argv", [["coll", "all_reduce", "-b", "1K", "-e", "1K", "--np", "2", "--device", "cpu"],
+                                  ["import", str(TESTS / "data" / "nccl-tests" / "superbench-nccl_broadcast.log")]])
+def test_a_db_in_a_directory_that_does_not_exist_is_refused_before_any_rank(tmp_path, argv):
+    """``--db /nonexistent/dir/x.db``: a typo, never directories made for it."""
+    missing = tmp_path / "nonexistent" / "dir"
+    p = subprocess.run([sys.executable, "-m", "clusterbench", *argv, "--db", str(missing / "x.db")],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr == (f"clusterbench: error: Invalid value for '--db': the directory of database {missing}/x.db "
+                        f"does not exist ({missing}): create it first, or check the path (only the default "
+                        "database's directory is created)\n")
+    assert p.stdout == ""   # no rank started: not even the table's header
+    assert not (tmp_path / "nonexistent").exists()

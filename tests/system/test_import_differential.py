@@ -247,8 +247,10 @@ def test_processes_cut_only_before_a_command_line(tmp_path, before):
     # a line naming x_perf just before a header was taken for the next run's command line and
     # the file cut before it: the run it ends (its op, its failure) lost it
     lines = [*HEADER, *_rows(), *FOOTER, before, *HEADER, *_rows(), *FOOTER]
-    runs = _agreed(lines, tmp_path, name="alltoall.log")
-    assert [dict(r)["meta"]["op"] for r in runs] == ["all_reduce" if "Collective" in before else "alltoall", "alltoall"]
+    runs = _agreed(lines, tmp_path, name="all_reduce.log")
+    assert [dict(r)["meta"]["op"] for r in runs] == ["all_reduce", "all_reduce"]
+    assert [dict(r)["meta"]["op_from"][0] for r in runs] == ["printed name" if "Collective" in before
+                                                             else "file name", "file name"]
     assert [dict(r)["status"] for r in runs] == ["failed" if "failure" in before else "complete", "complete"]
     part = nccl_parallel.parts(str(tmp_path / "log.txt"), (tmp_path / "log.txt").stat().st_size, 256)
     assert [p.next_kind for p in part] == ["header", ""]

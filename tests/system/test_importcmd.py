@@ -949,3 +949,51 @@ def test_import_refuses_a_newer_database(tmp_path):
     log = next((TESTS / "data" / "nccl-tests").glob("*.txt"))
     p = _store_versions_cb("import", str(log), "--db", db)
     assert p.returncode == 2 and "newer clusterbench" in p.stderr and p.stdout == ""
+
+
+def _stored_runs(db: Path) -> int:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("SELECT count(*) FROM runs").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_import_json_into_head_1_stores_the_file_then_exits_74(tmp_path):
+    """``import --json | head -1``: the reader leaves while the file's transaction is open (five
+    runs, several pipe buffers of lines); the file is still committed, and 74 means just that."""
+    log = tmp_path / "five.log"
+    log.write_text(BIG_LOG.read_text() * 5)
+    for attempt in range(4):   # it failed in most tries: each must store the file whole
+        db = tmp_path / f"pipe{attempt}.db"
+        cb = subprocess.Popen([sys.executable, "-m", "clusterbench", "import", "--json", "--db", str(db), str(log)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        head = subprocess.Popen(["head", "-1"], stdin=cb.stdout, stdout=subprocess.PIPE, text=True)
+        assert cb.stdout is not None
+        cb.stdout.close()   # head holds the pipe's only reading end
+        first, _ = head.communicate(timeout=120)
+        _, err = cb.communicate(timeout=120)
+        assert json.loads(first)["run"] == 1
+        assert cb.returncode == 74, err
+        assert err.splitlines() == ["clusterbench: error: cannot write to standard output (a pipe): its "
+                                    "reader closed it (broken pipe); every run imported is stored"], err
+        assert _stored_runs(db) == 5
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("as_json", [False, True])
+def test_import_into_a_full_stdout_stores_the_file_then_exits_74(tmp_path, as_json):
+    log = tmp_path / "five.log"
+    log.write_text(BIG_LOG.read_text() * 5)
+    db = tmp_path / "full.db"
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([sys.executable, "-m", "clusterbench", "import", *(["--json"] if as_json else []),
+                            "--db", str(db), str(log)], stdout=full, stderr=subprocess.PIPE, text=True,
+                           timeout=120)
+    assert p.returncode == 74, p.stderr
+    assert p.stderr == ("clusterbench: error: cannot write to standard output (/dev/full): No space left on "
+                        "device; every run imported is stored\n")
+    assert _stored_runs(db) == 5
+    again = subprocess.run([sys.executable, "-m", "clusterbench", "import", "--db", str(db), str(log)],
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and "already imported" in again.stdout   # the import was recorded too

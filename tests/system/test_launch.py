@@ -33,7 +33,7 @@ from launch_rows import (
 from slurm_fixtures import slurm_or_skip
 from tty_runs import _run
 
-from clusterbench.launch import k8s, slurm
+from clusterbench.launch import slurm
 from clusterbench.store import Store
 
 
@@ -242,7 +242,7 @@ def test_unreachable_host_in_hostfile_is_one_line(clean, tmp_path):
     assert len(lines) == 1 and bad in lines[0] and "unreachable" in lines[0]
 
 
-def test_k8s_installs_clusterbench_on_a_public_pytorch_image(tmp_path):
+def test_k8s_installs_nothing_unless_asked_then_from_the_wheel_or_index_given(tmp_path):
     from clusterbench import __version__
 
     r = _cluster_launch_cb("launch", "k8s", "--nodes", "2", "--", "coll", "all_reduce", "--tag", EVIL)
@@ -252,26 +252,32 @@ def test_k8s_installs_clusterbench_on_a_public_pytorch_image(tmp_path):
     # the kubelet reduces $$ to $ (and would expand $(VAR) in a word that was not doubled)
     c["command"] = [w.replace("$$", "$") for w in c["command"]]
     assert c["image"] == "pytorch/pytorch:latest"
-    assert c["command"][:6] == ["sh", "-c", k8s.INSTALL_SCRIPT, "clusterbench-install",
-                                f"clusterbench=={__version__}", "torchrun"]
+    assert c["command"][:4] == ["torchrun", "--nnodes=2", "--nproc_per_node=1", "-m"]   # no pip at pod start
     assert c["command"][-7:] == ["-m", "clusterbench", "coll", "--json", "all_reduce", "--tag", EVIL]
-    # the install script, run by a shell as the container would, with pip and torchrun recorders
+    assert "install nothing at start" in r.stderr and __version__ in r.stderr
+    # the install scripts, run by a shell as the container would, with pip and torchrun recorders
     bindir = tmp_path / "bin"
     bindir.mkdir()
     for tool in ("pip", "torchrun"):
         (bindir / tool).write_text(f"#!/bin/sh\nprintf '{tool} %s\\n' \"$@\" >> {tmp_path}/log\n")
         (bindir / tool).chmod(0o755)
-    subprocess.run(c["command"], env={"PATH": f"{bindir}:/usr/bin:/bin"}, timeout=10, check=True)
-    log = (tmp_path / "log").read_text().splitlines()
-    assert log[:4] == ["pip install", "pip --quiet", "pip --no-cache-dir", f"pip clusterbench=={__version__}"]
-    assert log[-1] == f"torchrun {EVIL}"
-    amd = yaml.safe_load(_cluster_launch_cb("launch", "k8s", "--gpu-resource", "amd.com/gpu", "--install",
+    wheel = f"/mnt/wheels/{EVIL}/clusterbench-{__version__}-py3-none-any.whl"
+    for source, pip in ((wheel, [wheel]),
+                        ("https://pypi.mirror.internal/simple",
+                         ["--index-url", "https://pypi.mirror.internal/simple", f"clusterbench=={__version__}"])):
+        (tmp_path / "log").unlink(missing_ok=True)
+        r = _cluster_launch_cb("launch", "k8s", "--vendor", "amd", "--install-from", source, "--", "net", "--tag", EVIL)
+        assert r.returncode == 0 and r.stderr == "", r.stderr
+        c = _master(yaml.safe_load(r.stdout))
+        assert c["image"] == "rocm/pytorch:latest"
+        subprocess.run([w.replace("$$", "$") for w in c["command"]], env={"PATH": f"{bindir}:/usr/bin:/bin"},
+                       timeout=10, check=True)
+        log = (tmp_path / "log").read_text().splitlines()
+        assert log[:3 + len(pip)] == ["pip install", "pip --quiet", "pip --no-cache-dir", *(f"pip {w}" for w in pip)]
+        assert log[-1] == f"torchrun {EVIL}"
+    own = yaml.safe_load(_cluster_launch_cb("launch", "k8s", "--install",
                              "clusterbench @ https://example.org/cb-0.1-py3-none-any.whl", "--", "net").stdout)
-    assert _master(amd)["image"] == "rocm/pytorch:latest"
-    assert _master(amd)["command"][4] == "clusterbench @ https://example.org/cb-0.1-py3-none-any.whl"
-    own = yaml.safe_load(_cluster_launch_cb("launch", "k8s", "--image", "registry.example/cb:0.1", "--no-install",
-                             "--", "net").stdout)
-    assert _master(own)["command"][:4] == ["torchrun", "--nnodes=1", "--nproc_per_node=1", "-m"]
+    assert _master(own)["command"][4] == "clusterbench @ https://example.org/cb-0.1-py3-none-any.whl"
 
 
 def test_torchrun_env_without_hosts_reaches_the_ranks(tmp_path, monkeypatch):
@@ -401,3 +407,35 @@ def test_a_bad_tag_in_a_launched_command_is_refused_before_launch(tmp_path):
                        env={**os.environ}, cwd=tmp_path)
     assert p.returncode == 2 and p.stdout == "", p
     assert p.stderr.count("\n") == 1 and "empty value" in p.stderr
+
+
+def test_a_slurm_job_whose_rendezvous_host_does_not_resolve_fails_at_once_in_one_line(slurm_cluster_slurm, tmp_path):
+    """Before: the job hung 240 s with no output until --wait-timeout cancelled it, and the run
+    said only "interrupted by SIGTERM". The script checks MASTER_ADDR before srun starts a rank."""
+    db = tmp_path / "x.db"
+    r = _cluster_slurm_cb(["launch", "slurm", "--submit", "--nodes", "2", "--time", "5", "--output",
+                           str(tmp_path / "job-%j.out"), "--env", "MASTER_ADDR=n9-no-such-node.invalid",
+                           "--wait-timeout", "300", "--db", str(db), "--", "coll", "all_reduce", "-b", "1K", "-e", "1K",
+                           "--device", "cpu"], slurm_cluster_slurm, timeout=30)   # the bound: 30 s
+    (log,) = tmp_path.glob("job-*.out")
+    assert log.read_text().splitlines() == [
+        "clusterbench: error: MASTER_ADDR n9-no-such-node.invalid does not resolve on n1 (getent hosts found no "
+        "address): give an address the nodes reach, --env MASTER_ADDR=IP"]   # and no rank started
+    assert r.returncode == 1, r.stderr
+    errors = [e for e in r.stderr.splitlines() if e.startswith("clusterbench: error:")]
+    assert len(errors) == 1, r.stderr
+    assert " FAILED (exit 2:0" in errors[0] and "saying: MASTER_ADDR n9-no-such-node.invalid does not resolve on n1" \
+        in errors[0], errors
+
+
+def test_a_slurm_job_whose_first_node_is_in_no_lookup_meets_at_its_address(slurm_cluster_slurm, tmp_path):
+    """The fixture's nodes n1 and n2 are in no DNS: the script gives the ranks the first node's
+    own address (hostname -I on it), and the job completes without MASTER_ADDR."""
+    db = tmp_path / "x.db"
+    r = _cluster_slurm_cb(["launch", "slurm", "--submit", "--nodes", "2", "--time", "5", "--output",
+                           str(tmp_path / "job-%j.out"), "--env", "OMP_NUM_THREADS=1", "--wait-timeout", "150",
+                           "--db", str(db), "--", "coll", "all_reduce", "-b", "64K", "-e", "64K", "-n", "2", "-w", "1",
+                           "--device", "cpu"], slurm_cluster_slurm)
+    logs = "\n".join(p.read_text() for p in tmp_path.glob("job-*.out"))
+    assert r.returncode == 0, r.stderr + logs
+    assert "COMPLETED" in r.stderr and "2 rank(s)" in r.stderr

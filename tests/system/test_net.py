@@ -171,7 +171,9 @@ def test_a_rank_whose_peer_never_starts_ends_at_its_timeout_in_one_line(
     errors = [line for line in err.splitlines() if line.startswith("clusterbench: error:")]
     assert errors == [f"clusterbench: error: rank {rank} on {socket.gethostname()}: "
                       f"{words.format(port=port)} within {TIMEOUT} s (--timeout)"], err
-    others = [line for line in err.splitlines() if line not in errors and "warning: " not in line]
+    stored = [line for line in err.splitlines() if line.startswith("# run ")]
+    assert [line.split(" stored in ")[0] for line in stored] == (["# run 1 (failed)"] if rank == 0 else []), err
+    others = [line for line in err.splitlines() if line not in errors + stored and "warning: " not in line]
     assert others == [], err   # no traceback, no C++ frames of the store's client
     assert "Traceback" not in err and "frame #" not in err
     assert out == ""

@@ -96,3 +96,60 @@ def test_run_json_carries_the_suite_steps(tmp_path, capsys, monkeypatch):
     run = next(line for line in lines if line["kind"] == "run")
     assert [s["status"] for s in run["meta"][SUITE_META]] == ["done", "done"]
     assert any(n["benchmark"] == SUITE_META for n in run["meta"]["notes"])
+
+
+# -- warnings on a busy node ----------------------------------------------------------------------
+
+def _busy_hogs(n: int) -> list[subprocess.Popen]:
+    """``n`` processes that spin on the CPUs until killed (a node that other jobs share)."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL,
+                             start_new_session=True) for _ in range(n)]
+
+
+def _cli_child(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "clusterbench", *argv], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                          env={**os.environ, "PYTHONPATH": str(SRC)})
+
+
+@pytest.fixture
+def busy_node():
+    hogs = _busy_hogs(max(2, os.cpu_count() or 2))
+    try:
+        yield hogs
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait(timeout=30)
+
+
+def test_a_run_on_a_busy_node_prints_one_warning_block(tmp_path, busy_node):
+    # before: 13 warnings on a busy 2-core node, two long lines per op with the same advice
+    done = _cli_child("run", "--no-preflight", "--telemetry-interval", "0", "--db", str(tmp_path / "r.db"))
+    assert done.returncode == 0, done.stdout[-3000:]
+    lines = done.stdout.splitlines()
+    assert sum(line.startswith("# warning:") for line in lines) <= 1, done.stdout
+    with Store.open(tmp_path / "r.db") as store:
+        (run,) = store.list_runs()
+    if run.meta.get("noise"):   # noisy it was (the hogs make it so nearly always): said once
+        assert sum("what to do:" in line for line in lines) == 1
+        assert len(run.meta["noise"]) > 1   # per table and kind, stored as before
+
+
+def test_repeat_5_ends_with_each_headline_row_across_the_runs(tmp_path, busy_node):
+    db = str(tmp_path / "r.db")
+    done = _cli_child("coll", "all_reduce", "-e", "4K", "-f", "8", "-n", "5", "--repeat", "5",
+                      "--telemetry-interval", "0", "--db", db)
+    assert done.returncode == 0, done.stdout[-3000:]
+    lines = done.stdout.splitlines()
+    assert sum(line.startswith("# warning:") for line in lines) <= 1   # one block for the five runs
+    assert not any("--repeat" in line for line in lines if line.startswith("#  "))   # inside --repeat
+    with Store.open(db) as store:
+        ids = [r.id for r in store.list_runs(oldest_first=True)]
+    head = next(i for i, line in enumerate(lines) if line.startswith("# 5 runs ("))
+    assert lines[head].startswith(f"# 5 runs ({', '.join(map(str, ids))}; repeat_group=")
+    assert lines[head + 1].split() == ["#", "row", "mean", "±", "σ", "min..max", "CV", "runs"]
+    row = lines[head + 2]
+    assert row.startswith("  all_reduce 4K ") and " busbw " in row and row.split()[-1] == "5"
+    assert " ± " in row and " GB/s " in row and ".." in row
+    assert head + 3 == len(lines)   # the last thing printed: the largest size is the headline row

@@ -15,6 +15,7 @@ from host_doubles import ARM_VM, DATA, _inv, _tree
 from hostile_text import DEEP, _cb, _clean, cli_store_env
 from judge_helpers import cli, run_cli
 from launch_rows import BASE, _main_container
+from paths import TESTS
 
 from clusterbench.cli import main
 from clusterbench.cli.commands import env as env_cmd
@@ -305,3 +306,25 @@ def test_env_show_and_diff_escape(capsys, evil_db):
     code, out, err = _cb(capsys, ["env", "diff", "1", "2", "--db", evil_db])
     _clean(out + err)
     assert "2.\\x1b[2J" in out
+
+
+def test_env_text_says_what_a_pod_was_given(capsys):
+    rc, out, err = cli_env_inventory(capsys, "env", "--root", TESTS / "data" / "sysfs" / "k8s-sriov-pod")
+    assert rc == 0 and err == "", err
+    assert ("context   cgroup v2 /; cpu.max 400000 100000 (4 CPU); memory.max 64 GiB; cpuset 4-7 (mems 0); "
+            "netns 4026533001, as PID 1's") in out
+    assert "process   CPUs 4-7 (4); memlock 64 KiB; nofile 1048576; /dev/shm 16 GiB; huge pages 1024 x 2 MiB, THP madvise" in out
+    assert ("nic       net1: sriov-vf of PF 0000:3b:00.0, up, 200 Gb/s, MTU 9000, driver mlx5_core, "
+            "pci 0000:3b:02.1, rdma mlx5_2") in out
+    assert "nic       eth0: virtual, up, 10 Gb/s, MTU 1450, driver virtual, pci -, default route" in out
+
+
+def test_env_text_of_ranks_and_half_a_cpu():
+    inv = {"cgroup": {"mode": "v1", "path": "/", "cpu_max": "50000 100000", "memory_max": "max"},
+           "process": {"cpus_allowed": "0", "rlimits": {"memlock": {"soft": "unlimited", "hard": "unlimited"}}},
+           "ranks": [{"rank": 0, "cpus": "0"}, {"rank": 1, "cpus": "1"}]}
+    text = "\n".join(env_cmd.context_lines(inv))
+    assert "cpu.max 50000 100000 (0.5 CPU); memory.max max" in text
+    assert "process   CPUs 0 (1); memlock unlimited; /dev/shm ?" in text
+    assert "ranks     0: CPUs 0; 1: CPUs 1" in text
+    assert env_cmd.context_lines({}) == []   # an inventory stored before these existed

@@ -232,6 +232,7 @@ def missing_values(text: str, measurements: list[dict]) -> list[dict]:
 
 
 def _shown_runs(path: Path, tmp_path: Path) -> list[tuple[str, list[dict]]]:
+    tmp_path.mkdir(parents=True, exist_ok=True)   # a writer makes no directory but the default's
     db = str(tmp_path / "x.db")
     return [shown_show_tables_complete(run, db) for run in import_log(path, db)]
 

@@ -136,7 +136,7 @@ def test_report_plots_the_history_and_lists_the_change(capsys, db, tmp_path):
     assert rc == 0, err
     page = out.read_text()
     assert '<h2 id="history">History</h2>' in page and "all_reduce 8G float sum -1 in 16 busbw over time" in page
-    assert f"<td>{ids[('gpu02', 7)]}</td><td>2025-03-08</td>" in page
+    assert f'<td class="n">{ids[("gpu02", 7)]}</td><td class="w">2025-03-08</td>' in page
     plots = sorted(p.name for p in (tmp_path / "fleet_plots").glob("history-*.png"))
     assert len(plots) == 2   # in- and out-of-place 8 GiB rows
 
@@ -194,7 +194,7 @@ def test_report_says_its_verdict_first_with_the_markdowns_counts(tmp_path, db, c
     # the verdict comes before any section, then a table of contents of every section
     assert page.index('id="verdict"') < page.index("<h2")
     toc = page[page.index('<nav class="toc">'):page.index("</nav>")]
-    for anchor in ("comparison-a-env-a-b-env-b", "environment-differences", "telemetry", "noise-inside-runs"):
+    for anchor in ("comparison-a-env-a-b-env-b", "what-differs-between-the-groups", "telemetry", "noise-inside-runs"):
         assert f'href="#{anchor}"' in toc and f'<h2 id="{anchor}">' in page
     # redundant rows fold away: algbw, time and all-zero #wrong are not counted, only listed
     assert "redundant row(s) folded away (algbw, wrong" in page
@@ -204,8 +204,9 @@ def test_report_says_its_verdict_first_with_the_markdowns_counts(tmp_path, db, c
     # A and B on one plot per op, bands over each side's runs; telemetry per group
     assert "all_reduce busbw vs message size (mean and 95% CI over each group&#x27;s runs)" in page
     assert {"telemetry-env-a.png", "telemetry-env-b.png"} <= plots
-    # what differs between the groups' environments, as env diff says it
-    env = page[page.index('<h2 id="environment-differences">'):]
+    # what differs between the groups' environments, as env diff says it, at the top
+    env = page[page.index('<h2 id="what-differs-between-the-groups">'):page.index('<h2 id="comparison-a-env-a-b-env-b">')]
+    assert page.index('<h2 id="summary">') < page.index('<h2 id="what-differs-between-the-groups">')
     assert "versions.torch" in env and "2.4.0" in env and "2.5.1" in env and "versions.nccl" not in env
     assert "| versions | versions.torch | 2.4.0 | 2.5.1 |" in md
     # the noisy stream row, with what to do

@@ -22,7 +22,7 @@ import click
 
 from clusterbench.cli.argv_check import check_argv
 from clusterbench.cli.fleet import OnFail, junit_option, node_name, on_fail_options, take_out
-from clusterbench.cli.options import db_option, json_option, parse_tags, tag_option
+from clusterbench.cli.options import json_option, parse_tags, tag_option, writer_db_option
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.judge.blame import node_findings, passing_nodes
 from clusterbench.judge.profiles import Profile, SuiteStep, builtin_profiles, load_profile
@@ -176,7 +176,7 @@ def _report_path(out: Path) -> Path:
 @on_fail_options
 @json_option("a `step` line per suite step, a `criterion` line per criterion, `drain` lines with "
              "--on-fail, then a `summary`")
-@db_option
+@writer_db_option
 @tag_option
 def qualify(profile_name: str, output: str | None, launch_text: str | None, node: str | None,
             no_preflight: bool, dry_run: bool, junit: str | None, on_fail: OnFail, as_json: bool,
