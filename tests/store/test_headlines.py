@@ -1,5 +1,5 @@
 """Tests of clusterbench.store.headlines: each run's headline series, written with the run, moved
-when its node tag changes, and derived for runs stored before (migration 0010)."""
+when its node tag changes, and derived for runs stored before (migration 0011)."""
 
 from __future__ import annotations
 
