@@ -25,7 +25,9 @@ from prom_format import prom_parser
 from special_files import _is, _special
 from stored_runs import _ok, _one_line, _store
 
+from clusterbench.records import Measurement, Run
 from clusterbench.report import openmetrics
+from clusterbench.store import Store
 
 prom_om = pytest.importorskip("prometheus_client.openmetrics.parser", reason="prometheus-client (the metrics extra)")
 
