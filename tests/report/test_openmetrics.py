@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import math
 import re
 import socket
@@ -255,4 +256,45 @@ def test_a_cache_reads_again_when_the_store_changed_and_says_a_failed_read():
             time.sleep(0.01)
         assert BUSBW not in _scrape(cache) and errors == ["OSError: database gone"]
     finally:
+        cache.stop()
+
+
+def test_a_served_cache_renders_each_read_once_and_each_format_apart():
+    token = [0]
+    values = iter([1.0, 3.0])
+    collected: list[int] = []
+
+    class Counted(openmetrics.GaugeCache):
+        def collect(self):
+            collected.append(self.generation)
+            yield from super().collect()
+
+    cache = Counted(lambda: _one_busbw(next(values)), lambda _e: None, changed=lambda: token[0], refresh=0.01,
+                    reread=10**9)
+    srv = openmetrics.serve(cache, 0, "127.0.0.1", lambda _e: None)
+    cache.start()
+    port = srv.server_address[1]
+    try:
+        assert cache.wait_read(30)
+        bodies = {_request(port, "GET", "/metrics")[2] for _ in range(5)}
+        assert len(bodies) == 1 and _families(bodies.pop().decode())[BUSBW][0].value == 1e9
+        assert collected == [1]   # five scrapes, one rendering
+        # a scraper asking for OpenMetrics gets that format, rendered for it
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("GET", "/metrics", headers={"Accept": "application/openmetrics-text; version=1.0.0"})
+        r = conn.getresponse()
+        assert r.getheader("Content-Type").startswith("application/openmetrics-text") and r.read().endswith(b"# EOF\n")
+        conn.close()
+        assert collected == [1, 1]
+        token[0] = 1   # a run was stored: the next read's gauges are rendered, once
+        deadline = time.monotonic() + 30
+        while cache.generation < 2:
+            assert time.monotonic() < deadline, "the changed store was not read again"
+            time.sleep(0.01)
+        for _ in range(3):
+            assert _families(_request(port, "GET", "/metrics")[2].decode())[BUSBW][0].value == 3e9
+        assert collected == [1, 1, 2]
+    finally:
+        srv.shutdown()
+        srv.server_close()
         cache.stop()
