@@ -155,3 +155,45 @@ def test_a_nul_in_a_measurement_s_text_does_not_break_the_view(any_db):
         assert [r[0] for r in rows] == [1.0, 2.0] and kernels == [f"Tri{nul}ad", "Triad"]
         # no headline series holds a NUL: that row has none
         assert store.db.execute("SELECT count(*) FROM headline_measurements").fetchone()[0] == 0
+
+
+SQL_DASHBOARD = TESTS.parent / "docs" / "grafana" / "clusterbench-sql.json"
+
+
+def _grafana_sql(sql: str) -> str:
+    """A panel's SQL as Grafana's PostgreSQL data source sends it: the time filter macro and the
+    ``$op`` variable expanded."""
+    import re
+
+    sql = re.sub(r"\$__timeFilter\(([^()]*(?:\([^()]*\))?[^()]*)\)",
+                 r"\1 BETWEEN '2000-01-01T00:00:00Z' AND '2100-01-01T00:00:00Z'", sql)
+    return sql.replace("$op", "all_reduce")
+
+
+@pytest.mark.system
+def test_the_sql_dashboard_s_queries_run_on_postgresql_and_find_the_runs(pg_server):
+    from fleet_helpers import night
+
+    dash = json.loads(SQL_DASHBOARD.read_text())
+    assert dash["__inputs"][0]["pluginId"] == "grafana-postgresql-datasource"
+    queries = [t["rawSql"] for p in dash["panels"] for t in p["targets"]]
+    queries += [v["query"] for v in dash["templating"]["list"]]
+    name = pg_server.create_db()
+    try:
+        url = pg_server.url(name)
+        with Store.open(url) as store:
+            for n in range(3):
+                for host, busbw in (("gpu01", 300.0), ("gpu02", 240.0)):
+                    ms = [Measurement("all_reduce", "busbw", busbw + n, "GB/s",
+                                      {"bytes": 1 << 33, "placement": "out", "host": host}),
+                          Measurement("stream", "bandwidth", 3000.0 - n, "GB/s",
+                                      {"kernel": "Triad", "device": "0", "host": host})]
+                    store.save_run(Run("run", hosts=[host], started_at=night(n)), ms)
+            got = [store.db.execute(_grafana_sql(q)).fetchall() for q in queries]
+    finally:
+        pg_server.drop_db(name)
+    busbw, triad, slowest, per_night, ops = got
+    assert len(busbw) == 6 and {r[1] for r in busbw} == {"gpu01", "gpu02"}
+    assert len(triad) == 3 and [r[1] for r in triad] == [3000e9, 2999e9, 2998e9]
+    assert [r[0] for r in slowest] == ["gpu02", "gpu01"] and slowest[0][1] == 242.0
+    assert [r[1] for r in per_night] == [2, 2, 2] and ops == [("all_reduce",)]
