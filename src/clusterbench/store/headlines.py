@@ -157,9 +157,17 @@ class SeriesIds:
             self._load(sorted(hosts))
         missing = list(dict.fromkeys(k for k in keys if k not in self.known))
         if missing:
-            new = self.db.next_ids("series", len(missing))
-            self.db.insert_rows("series", SERIES_COLS, [(i, *k) for i, k in zip(new, missing)])
-            self.known.update(zip(missing, new))
+            # Writers on PostgreSQL run at once: another may have stored (or be storing) the same
+            # series since the lookup. The insert skips those (waiting for a writer under way to
+            # end), and the ids are read back, theirs and ours alike.
+            cols = [c for c in SERIES_COLS if c != "id"]
+            params = "CAST(? AS jsonb)" if self.db.kind != "sqlite" else "?"
+            marks = ", ".join(params if c == "params" else "?" for c in cols)
+            self.db.executemany(f"INSERT INTO series ({', '.join(cols)}) VALUES ({marks})"
+                                f" ON CONFLICT ({', '.join(cols)}) DO NOTHING", missing)
+            again = sorted({k[0] for k in missing})
+            self.hosts.difference_update(again)
+            self._load(again)
         return [self.known[k] for k in keys]
 
     def _load(self, hosts: list[str]) -> None:
