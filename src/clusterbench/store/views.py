@@ -87,7 +87,10 @@ FROM everything m JOIN runs r ON r.id = m.run_id
 
 def _postgres_measurements() -> str:
     value_token = "rtrim(l.toks[t.nlead + c.ci], '*,')"
-    # (no question mark: the backend takes each for a placeholder)
+    # (no question mark: the backend takes each for a placeholder). OFFSET 0 keeps each pack's body
+    # parsed once: without it PostgreSQL inlines the subquery and parses the whole body again for
+    # every reference in every record (a 30 KB pack, 418 records, 4 references: 14 minutes for 1k
+    # runs' count(*), BENCHMARKS.md "Fleet scale")
     return rf"""
 CREATE VIEW measurements AS
 WITH packed AS (
@@ -98,7 +101,7 @@ WITH packed AS (
            d.doc -> 'k' -> ((r.rec ->> 0)::int) ->> 2 AS unit,
            d.doc -> 'p' -> ((r.rec ->> 1)::int) AS params
     FROM measurement_packs p
-    CROSS JOIN LATERAL (SELECT replace(p.body, '\u0000', '\ufffd')::jsonb AS doc) d
+    CROSS JOIN LATERAL (SELECT replace(p.body, '\u0000', '\ufffd')::jsonb AS doc OFFSET 0) d
     CROSS JOIN LATERAL jsonb_array_elements(d.doc -> 'r') WITH ORDINALITY AS r(rec, seq)
     WHERE p.format = 'rows'),
 tabled AS (
@@ -113,7 +116,7 @@ tabled AS (
                       WHERE ld.i <= cardinality(l.toks)), '{{}}'::jsonb)
              || (c.col -> 2) || (t.head -> 'const') AS params
     FROM measurement_packs p
-    CROSS JOIN LATERAL (SELECT split_part(p.body, E'\n', 1)::jsonb AS head) h
+    CROSS JOIN LATERAL (SELECT split_part(p.body, E'\n', 1)::jsonb AS head OFFSET 0) h
     CROSS JOIN LATERAL (SELECT h.head, jsonb_array_length(h.head -> 'lead') AS nlead) t
     CROSS JOIN LATERAL (SELECT regexp_split_to_array(btrim(u.line), ' +') AS toks, u.n
                           FROM unnest(string_to_array(substr(p.body, strpos(p.body, E'\n') + 1), E'\n'))
