@@ -58,6 +58,8 @@ class Metric:
     # How a change of it is said, one of WORDINGS; empty: as its unit implies. A time that is not
     # how long some work took (jitter: the spread of arrival times) is no speed: "level".
     wording: str = ""
+    # A count of faults (wrong elements): compared as a count, never t-tested (judge/compare.py)
+    fault_count: bool = False
 
     def __post_init__(self) -> None:
         # A misspelt word would silently fall back to the unit's: the registry is checked at import.
