@@ -295,3 +295,21 @@ def test_bom_and_crlf_load(tmp_path):
         path = tmp_path / "p.yaml"
         path.write_bytes(body)
         assert load_profile(str(path)).criteria[0].value == 1
+
+
+def test_a_threshold_reads_in_the_measured_unit_with_sensible_digits():
+    """A baseline's 95% printed as 0.810390207374, and a row showed GB/s measured against MB/s."""
+    base = Criterion(name="b", benchmark="all_reduce", metric="busbw", op=">=", baseline=0.853042323552,
+                     pct=95, unit="GB/s")
+    assert base.describe_in("GB/s") == ">= 95% of 0.853042 GB/s = 0.81039 GB/s"
+    assert base.describe() == ">= 95% of 0.853042323552 GB/s = 0.810390207374 GB/s"   # as stated
+    mbs = Criterion(name="c", benchmark="stream", metric="bandwidth", op=">=", value=4177285, unit="MB/s")
+    assert mbs.describe_in("GB/s") == ">= 4,177.29 GB/s" and mbs.describe_in("MB/s") == ">= 4,177,285 MB/s"
+    rng = Criterion(name="r", benchmark="gemm", metric="time_us", op="range", low=10, high=11, unit="ms")
+    assert rng.describe_in("us") == "10,000..11,000 us"
+    # units that do not convert: as stated, never a wrong number
+    assert mbs.describe_in("us") == ">= 4,177,285 MB/s"
+    # what validate shows: the measured unit; the JSON line keeps the profile's own too
+    row = Row(Run("stream", id=1), Measurement("stream", "bandwidth", 4269.1, "GB/s", {"kernel": "Copy"}))
+    (o,) = evaluate(Profile("p", (mbs,)), [row])
+    assert (o.status, o.threshold, o.to_dict()["stated"]) == (PASS, ">= 4,177.29 GB/s", ">= 4,177,285 MB/s")

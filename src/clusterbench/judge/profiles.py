@@ -51,7 +51,7 @@ from clusterbench.families.collectives.spec import DTYPE_ALIASES as COLL_DTYPE_A
 from clusterbench.families.gemm.spec import ALIASES as GEMM_DTYPE_ALIASES
 from clusterbench.printable import printable
 from clusterbench.textfile import read_user_text
-from clusterbench.units import format_plain, parse_size, unit_scale
+from clusterbench.units import convert, format_plain, format_threshold, parse_size, unit_scale
 
 OPERATORS = (">=", ">", "<=", "<", "range")
 AGGREGATES = ("all", "min", "max", "mean", "median")
@@ -108,16 +108,33 @@ class Criterion:
     def describe(self, unit: str = "") -> str:
         """The threshold as the profile states it, in the criterion's own unit (else ``unit``,
         the measurements'), without exponents: ``>= 4,177,285 MB/s``."""
-        u = self.unit or unit
-        u = f" {u}" if u else ""
+        return self._text(self.unit or unit, format_plain)
+
+    def describe_in(self, unit: str) -> str:
+        """The threshold in ``unit``, the measurements' own, to 6 significant digits: a bound
+        beside a measurement reads in its unit (``>= 4,177.29 GB/s`` for 4,177,285 MB/s, not
+        GB/s measured against MB/s) and without float noise (``0.81039``, not ``0.810390207374``).
+        As stated where the units do not convert."""
+        try:
+            convert(1.0, self.unit, unit)
+        except ValueError:
+            return self.describe(unit)
+        return self._text(unit, lambda x: format_threshold(convert(x, self.unit, unit)))
+
+    def _text(self, unit: str, shown: Callable[[float], str]) -> str:
+        u = f" {unit}" if unit else ""
+
+        def num(x: float | None) -> str:
+            return shown(x or 0)
+
         if self.outliers:
             return f"no outlier by {self.by} (|modified z| > {self.threshold:g})"
         if self.op == "range":
-            return f"{format_plain(self.low or 0)}..{format_plain(self.high or 0)}{u}"
+            return f"{num(self.low)}..{num(self.high)}{u}"
         if self.baseline is not None:
-            return (f"{self.op} {format_plain(self.pct or 0)}% of {format_plain(self.baseline)}{u} "
-                    f"= {format_plain(self.bound() or 0)}{u}")
-        return f"{self.op} {format_plain(self.value or 0)}{u}"
+            return (f"{self.op} {format_plain(self.pct or 0)}% of {num(self.baseline)}{u} "
+                    f"= {num(self.bound())}{u}")
+        return f"{self.op} {num(self.value)}{u}"
 
 
 @dataclass(frozen=True)

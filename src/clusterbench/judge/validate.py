@@ -35,6 +35,9 @@ class Outcome:
     # Which hosts the failure is on (host -> its worst value there), for --on-fail; a failing
     # measurement of several hosts at once (a multi-node collective) names none.
     failing: dict[str, float] = field(default_factory=dict)
+    # The bound as the profile states it (its own unit, every digit), where ``threshold`` shows it
+    # in the measurements' unit; "" when the two read the same
+    stated: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         c = self.criterion
@@ -43,6 +46,7 @@ class Outcome:
             "benchmark": c.benchmark, "metric": c.metric,
             "params": {**c.params, **dict.fromkeys(c.absent)},   # null: must be absent, as the profile says
             "measured": self.measured, "unit": self.unit, "threshold": self.threshold,
+            "stated": self.stated or self.threshold,
             "margin": self.margin, "margin_pct": self.margin_pct, "matched": self.matched,
             "detail": self.detail, "runs": self.runs, "outliers": self.outliers,
             "failing": self.failing,
@@ -98,7 +102,8 @@ def _judge_bound(c: Criterion, rows: list[Row]) -> Outcome:
                        detail=f"matching measurements mix units {units} that do not convert")
     rows = same
     unit = rows[0].m.unit
-    shown = c.describe(unit)  # in the criterion's own unit, as the profile states it
+    shown = c.describe_in(unit)  # in the measurements' unit, beside them
+    stated = c.describe(unit)     # as the profile states it
     try:
         if c.op == "range":
             bound: float | tuple[float, float] = (convert(c.low, c.unit, unit), convert(c.high, c.unit, unit))
@@ -142,7 +147,7 @@ def _judge_bound(c: Criterion, rows: list[Row]) -> Outcome:
             v = r.m.value if c.aggregate == "all" else measured
             failing[host] = v if host not in failing else min(failing[host], v, key=lambda x: _margin(c, x, bound))
     return Outcome(c, PASS if ok else FAIL, measured, shown, margin, pct, unit, len(rows), detail,
-                   failing=failing)
+                   failing=failing, stated=stated if stated != shown else "")
 
 
 def _deviation(median: float, value: float) -> str:

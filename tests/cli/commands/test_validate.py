@@ -352,13 +352,15 @@ def test_seed_outputs_against_amd_mi300x_oem(seed_db, capsys):
         assert res[name]["measured"] == pytest.approx(measured, rel=1e-6), name
     t2 = res["TransferBench config Test 2 (DMA G0->G1)"]
     assert t2["margin"] == pytest.approx(48.349 - 48.4) and t2["margin_pct"] == pytest.approx(-0.105, abs=1e-3)
-    # GEMM thresholds are GFLOPS in the table: shown as the profile states them, compared as
-    # 94.1 TFLOP/s (97.19 TFLOP/s passes; 97.19 against 94100 would fail)
+    # GEMM thresholds are GFLOPS in the table: shown in the measurements' TFLOP/s, compared as
+    # 94.1 TFLOP/s (97.19 TFLOP/s passes; 97.19 against 94100 would fail), stated as the profile has it
     gemm = res["rocBLAS FP32 GEMM 4000x4000x4000"]
-    assert gemm["threshold"] == ">= 94,100 GFLOP/s" and gemm["unit"] == "TFLOP/s"
+    assert gemm["threshold"] == ">= 94.1 TFLOP/s" and gemm["unit"] == "TFLOP/s"
+    assert gemm["stated"] == ">= 94,100 GFLOP/s"
     assert gemm["margin"] == pytest.approx(97.1906 - 94.1)
-    # thresholds in the criterion's own unit, without exponent notation
-    assert res["BabelStream Copy"]["threshold"] == ">= 4,177,285 MB/s"
+    # thresholds in the measurements' unit, 6 significant digits, without exponent notation
+    assert res["BabelStream Copy"]["threshold"] == ">= 4,177.29 GB/s"
+    assert res["BabelStream Copy"]["stated"] == ">= 4,177,285 MB/s"
     # only two GPUs' BabelStream output is in the guide: too few to look for a degraded one
     assert res["no degraded GPU in BabelStream Triad"]["status"] == "skipped"
     assert rc == 1  # Test 2 fails
@@ -369,7 +371,7 @@ def test_seed_table_output_and_single_family(seed_db, capsys):
     assert rc == 1
     assert "FAIL     TransferBench config Test 2 (DMA G0->G1)" in out
     assert "# 17 pass, 1 fail, 1 skipped, 0 error" in out
-    assert ">= 4,177,285 MB/s" in out and "e+0" not in out
+    assert ">= 4,177.29 GB/s" in out and "MB/s" not in out and "e+0" not in out
     # device results as percent of the datasheet peak (MI300X HBM3: 5.3 TB/s)
     assert "# peak stream Copy: best 4269 GB/s = 80.5% of AMD Instinct MI300X datasheet 5300 GB/s" in out
     # the RCCL run alone passes: everything else is skipped, exit 0
@@ -495,8 +497,8 @@ criteria:
     assert rc == 0 and {o["status"] for o in res.values()} == {"pass"}
     assert res["gbps"]["matched"] == 1 and res["mbs"]["matched"] == 2
     assert res["gbps"]["params"] == {"placement": "in", "bytes": 8589934592}
-    assert res["gbit"]["threshold"] == ">= 2,000 Gbit/s"
-    assert res["big"]["threshold"] == "<= 9,000,000 MB/s"
+    assert res["gbit"]["threshold"] == ">= 250 GB/s" and res["gbit"]["stated"] == ">= 2,000 Gbit/s"
+    assert res["big"]["threshold"] == "<= 9,000 GB/s" and res["big"]["stated"] == "<= 9,000,000 MB/s"
     loaded = load_profile(p)
     assert [c.unit for c in loaded.criteria] == ["Gbps", "Gbit/s", "MB/s", "MB/s"]
 
