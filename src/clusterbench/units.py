@@ -208,6 +208,10 @@ _UNITS: dict[str, tuple[str, float]] = {
     **{f"{p}ib/s": ("rate", float(1 << (10 * i))) for i, p in enumerate(("", "k", "m", "g", "t")) if p},
     **{f"{p}flop/s": ("flops", f) for p, f in _BITS.items()},
     **{f"{p}flops": ("flops", f) for p, f in _BITS.items() if p},
+    # integer operations (an int8 GEMM's TOP/s): the same kind, so a threshold in GOP/s or a stored
+    # int8 row in TFLOP/s converts
+    **{f"{p}op/s": ("flops", f) for p, f in _BITS.items()},
+    **{f"{p}ops": ("flops", f) for p, f in _BITS.items() if p},
     "ns": ("time", 1e-9), "us": ("time", 1e-6), "ms": ("time", 1e-3), "s": ("time", 1.0),
 }
 
