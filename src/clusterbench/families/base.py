@@ -25,7 +25,10 @@ SPREAD_STATS = frozenset({"stddev", "mad", "first"})
 
 # Params that say where a value was measured (which host, GPU, rank), not what was measured: two
 # values that differ only in these are samples of the same row (compare, baselines, outliers).
-IDENTITY_PARAMS = frozenset({"host", "rank", "device", "pid", "hostname", "node", "local_rank"})
+# ``memory`` (stream: whether a size's arrays fit the host's cache) follows from the host's cache
+# and the row's size: the same row on a host with another cache, or stored before the label
+# existed, is the same row.
+IDENTITY_PARAMS = frozenset({"host", "rank", "device", "pid", "hostname", "node", "local_rank", "memory"})
 
 def is_integer_dtype(dtype: object) -> bool:
     """int8, uint8, int32, ... (every family spells its integer dtypes so); not fp8 or bf16."""

@@ -23,3 +23,17 @@ def test_stream_table_percent_only_for_known_devices():
     r.header(Run("stream", devices=["Mystery Accelerator"]))
     (line,) = r.rows(_stream_rows())
     assert "%" not in line and line.split()[5] == "300.0"
+
+
+def test_a_run_that_knows_its_cache_has_a_memory_column():
+    r = StreamRenderer()
+    header = r.header(Run("stream", meta={"cache_bytes": {"cpu": 32 << 20}}))
+    assert header[-1].split()[-1] == "memory"
+    base = {"kernel": "Copy", "array_size": 4096, "dtype": "double", "device": "cpu", "memory": "cache"}
+    (line,) = r.rows([Measurement("stream", "bandwidth", 80.0, "GB/s", base)])
+    assert line.split()[-1] == "cache"
+    # a stored run from before: no column, its rows as they were
+    r = StreamRenderer()
+    assert "memory" not in r.header(Run("stream"))[-1]
+    (line,) = r.rows(_stream_rows())
+    assert line.split()[-1] == "300.0"
