@@ -12,7 +12,7 @@ from clusterbench.bench.stream.main import StreamConfig
 from clusterbench.families.stream import spec
 from clusterbench.ranks.context import RankOptions
 from clusterbench.ranks.driver import Job, execute
-from clusterbench.records import Failure, Measurement, Note, Rows
+from clusterbench.records import Failure, Measurement, Note, Planned, Rows
 
 
 def test_wrong_kernel_fails_the_run():
@@ -29,6 +29,9 @@ def _rows(cfg: StreamConfig) -> tuple[list[Measurement], list[str]]:
     outcome = execute(Job(stream_main.main, cfg, RankOptions(device="cpu"), np=1), events.append)
     assert outcome.status == "complete", outcome.errors
     rows = [m for e in events if isinstance(e, Rows) for m in e.measurements if m.metric == "bandwidth"]
+    # the plan reached the command: every iteration of every size, the last one said
+    plans = [e for e in events if isinstance(e, Planned)]
+    assert plans[0].done == 0 and plans[-1].done == plans[-1].total == cfg.numtimes * max(1, len(cfg.sizes))
     return rows, [e.text for e in events if isinstance(e, Note)]
 
 

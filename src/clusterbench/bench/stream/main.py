@@ -32,8 +32,8 @@ class StreamConfig:
     backend: type | None = None         # the class implementing the kernels (None: TorchStream)
 
 
-def run_size(impl: Any, kernels: list[str], numtimes: int, time_fn: Any, progress: Any) -> tuple[
-        dict[str, list[float]], float | None]:
+def run_size(impl: Any, kernels: list[str], numtimes: int, time_fn: Any, progress: Any,
+             step: Any = None) -> tuple[dict[str, list[float]], float | None]:
     """Run ``numtimes`` iterations; return per-kernel times (first iteration dropped) and Dot's sum."""
     calls = {k: getattr(impl, k.lower()) for k in kernels}
     times: dict[str, list[float]] = {k: [] for k in kernels}
@@ -49,6 +49,8 @@ def run_size(impl: Any, kernels: list[str], numtimes: int, time_fn: Any, progres
             if i > 0 or numtimes == 1:
                 times[k].append(t)
         progress()
+        if step is not None:
+            step()
     return times, dot_value
 
 
@@ -101,7 +103,11 @@ def main(ctx: RankContext, cfg: StreamConfig) -> None:
     backend = cfg.backend or TorchStream
     elem = spec.DTYPES[cfg.dtype]
     llc = devs.last_level_cache(dev) if active else None
-    for n in _sizes(ctx, cfg, label, llc, active):
+    sizes = _sizes(ctx, cfg, label, llc, active)
+    # every iteration of every size; its work, the bytes it moves
+    moved = sum(spec.kernel(k).arrays for k in kernels) * elem
+    plan = ctx.plan(BENCHMARK, "iterations", [moved * n for n in sizes for _ in range(cfg.numtimes)])
+    for n in sizes:
         ctx.barrier()  # every device starts each size together
         if not active:
             devs.gather_to_root(ctx, None)
@@ -113,11 +119,12 @@ def main(ctx: RankContext, cfg: StreamConfig) -> None:
                    f"in the free memory of {label}")
             if cfg.strict_size:
                 raise UsageError(msg)
+            plan.step(cfg.numtimes)
         result: dict[str, Any] = {"label": label, "skipped": None if fits else msg, "llc": llc}
         if fits:
             impl = backend(n, cfg.dtype, dev)
             impl.init_arrays()
-            times, dot = run_size(impl, kernels, cfg.numtimes, time_fn, ctx.progress)
+            times, dot = run_size(impl, kernels, cfg.numtimes, time_fn, ctx.progress, plan.step)
             result["times"] = times
             if cfg.check:
                 g = analytic.gold(kernels, cfg.numtimes, n, cfg.dtype)
