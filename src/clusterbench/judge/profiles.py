@@ -20,6 +20,8 @@ A profile::
         params: {placement: in}
         outliers: none      # degraded-node criterion (modified z-score, see judge.outliers)
         by: host            # a param name, "run", or "tag:KEY"
+    hardware:               # optional: what it is for (judge/hardware.py); others are skipped
+      devices: ['(NVIDIA )?H100 80GB HBM3']
     suite:                  # optional: what ``clusterbench qualify`` runs before judging
       - name: memory bandwidth
         command: [stream, -s, 256M, -n, 50]   # a benchmark command as an argument list
@@ -49,13 +51,14 @@ from clusterbench.families import FAMILIES, by_command, family_of, metric_of
 from clusterbench.families.base import Family
 from clusterbench.families.collectives.spec import DTYPE_ALIASES as COLL_DTYPE_ALIASES
 from clusterbench.families.gemm.spec import ALIASES as GEMM_DTYPE_ALIASES
+from clusterbench.judge.hardware import Hardware, parse_hardware
 from clusterbench.printable import printable
 from clusterbench.textfile import read_user_text
 from clusterbench.units import convert, format_plain, format_threshold, parse_size, unit_scale
 
 OPERATORS = (">=", ">", "<=", "<", "range")
 AGGREGATES = ("all", "min", "max", "mean", "median")
-_PROFILE_KEYS = {"name", "description", "source", "notes", "criteria", "suite"}
+_PROFILE_KEYS = {"name", "description", "source", "notes", "criteria", "suite", "hardware"}
 _STEP_KEYS = {"name", "command"}
 # Options qualify sets on every step itself: where runs are stored and how output is printed.
 RESERVED_STEP_OPTIONS = ("--db", "--db-passfile", "--json", "--repeat")
@@ -154,6 +157,8 @@ class Profile:
     path: str = ""
     suite: tuple[SuiteStep, ...] = ()
     notes: str = ""
+    # the devices (or CPUs) its thresholds hold for; None: any (judge/hardware.py)
+    hardware: Hardware | None = None
 
 
 def _number(where: str, key: str, v: Any) -> float:
@@ -544,7 +549,9 @@ def parse_profile(data: Any, origin: str = "<profile>") -> Profile:
             for k in ("name", "description", "source", "notes")}
     return Profile(name=text["name"] or Path(origin).stem, criteria=criteria,
                    description=text["description"], source=text["source"], notes=text["notes"],
-                   path=origin, suite=parse_suite(data.get("suite"), origin))
+                   path=origin, suite=parse_suite(data.get("suite"), origin),
+                   hardware=parse_hardware(data.get("hardware"),
+                                           f"profile {origin}, line {lines.get('hardware', '?')}"))
 
 
 # Built-in profiles ship as package data next to the code.
@@ -633,6 +640,8 @@ def dump_profile(profile: Profile) -> str:
         out["source"] = profile.source
     if profile.notes:
         out["notes"] = profile.notes
+    if profile.hardware is not None:
+        out["hardware"] = profile.hardware.to_dict()
     if profile.suite:
         out["suite"] = [{"name": st.name, "command": list(st.command)} for st in profile.suite]
     crits = []

@@ -75,7 +75,8 @@ def _sizes(ctx: RankContext, cfg: StreamConfig, label: str, llc: int | None, act
     the devices (every rank runs the same sizes); rank 0 records each device's cache and says
     which sizes measure it rather than memory."""
     elem = spec.DTYPES[cfg.dtype]
-    caches = {lb: c for lb, c in devs.all_gather(ctx, (label, llc) if active else None) or [] if lb}
+    # the ranks that measure (on CPU, rank 0 alone): label -> its cache
+    caches = dict(x for x in devs.all_gather(ctx, (label, llc) if active else None) if x is not None)
     known = [c for c in caches.values() if c]
     sizes = cfg.sizes or (spec.default_array_size(max(known, default=None), elem),)
     if ctx.is_root:

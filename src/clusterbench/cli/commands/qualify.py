@@ -27,7 +27,7 @@ from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.judge.blame import node_findings, passing_nodes
 from clusterbench.judge.profiles import Profile, SuiteStep, builtin_profiles, load_profile
 from clusterbench.judge.text import outcome_lines
-from clusterbench.judge.validate import FAIL, PASS, SKIPPED, exit_code
+from clusterbench.judge.validate import FAIL, PASS, SKIPPED, exit_code, nothing_checked
 from clusterbench.judge.validation import judge_group
 from clusterbench.launch import drain
 from clusterbench.launch.common import split_agent
@@ -298,8 +298,7 @@ def qualify(profile_name: str, output: str | None, launch_text: str | None, node
     status = exit_code(outcomes) if outcomes else 1
     if failed_steps or pre_failed:
         status = 1
-    judged = [o for o in outcomes if o.status != SKIPPED]
-    if not judged and not failed_steps:
+    if nothing_checked(outcomes) and not failed_steps:
         raise UsageError(f"no criterion of profile {profile.name} matched what its suite measured "
                          f"(group {GROUP_TAG}={group})")
     if launch is None:
