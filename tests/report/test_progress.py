@@ -33,10 +33,12 @@ class Shown(Progress):
     def __init__(self) -> None:
         super().__init__(False)
         self.details: list[str] = []
+        self.description = ""
 
     def update(self, description: str | None = None, advance: int = 0, detail: str | None = None) -> None:
+        self.description = description if description is not None else self.description
         if detail is not None:
-            self.details.append(f"{description}: {detail}")
+            self.details.append(f"{self.description}: {detail}")
 
 
 def _run(steps: list[tuple[float, int]], total: int = 100) -> tuple[list[str], list[str], Printer]:

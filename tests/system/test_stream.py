@@ -7,6 +7,7 @@ import json
 import math
 import os
 import pty
+import re
 import select
 import shutil
 import signal
@@ -454,3 +455,14 @@ def test_quiet_leaves_stderr_empty_even_on_a_terminal(tmp_path):
                          "--db", str(tmp_path / "r.db"), "--quiet"], tty_stderr=True)
     assert rc == 0 and err == b""
     assert b"Copy" in out
+
+
+def test_a_terminal_shows_the_iterations_done_of_the_plan(tmp_path):
+    """The steps a benchmark planned show as k/N on a terminal; piped, nothing is drawn."""
+    args = ["stream", "--device", "cpu", "-s", "4M", "-n", "40", "--kernels", "Copy,Triad",
+            "--telemetry-interval", "0", "--db", str(tmp_path / "r.db")]
+    rc, out, err = _run(args, tty_stderr=True)
+    assert rc == 0 and b"Copy" in out
+    assert re.search(rb"stream.*[0-9]+/40 iterations", err), err[-2000:]
+    rc, out, err = _run(args, tty_stderr=False)
+    assert rc == 0 and b"/40 iterations" not in err and b"about" not in err

@@ -153,6 +153,7 @@ class RowProgress:
         self.say = say
         self.clock = clock
         self._plans: dict[tuple[str, str, int], _PlanClock] = {}
+        self._described = ""   # the benchmark the line names
 
     def _planned(self, p: Planned) -> None:
         now = self.clock()
@@ -162,8 +163,10 @@ class RowProgress:
             plan = self._plans[key] = _PlanClock(now)
         eta = eta_seconds(now - plan.start, p.work_done, p.work_total)
         shown = f"ETA {duration_text(eta)}" if eta is not None and p.done < p.total else ""
-        self.progress.update(f"{self.prefix}{p.benchmark}", detail=f"{p.done}/{p.total} {p.what}"
-                             + (f", {shown}" if shown else ""))
+        # the benchmark's name where the line does not already say which row of it was reached
+        named = None if p.benchmark == self._described else f"{self.prefix}{p.benchmark}"
+        self._described = p.benchmark
+        self.progress.update(named, detail=f"{p.done}/{p.total} {p.what}" + (f", {shown}" if shown else ""))
         early = p.done == 1 or p.work_done <= _EARLY * p.work_total
         if self.say is not None and eta is not None and not plan.said and early and p.done < p.total:
             total = now - plan.start + eta
@@ -182,6 +185,7 @@ class RowProgress:
             sized = [m for m in event.measurements if _size_param(m)]
             if sized:
                 n = self.rows
+                self._described = sized[-1].benchmark
                 self.progress.update(f"{self.prefix}{row_text(sized[-1])} done ({n} row{'s' * (n != 1)})")
 
     def finish(self, run: Run, measurements: list[Measurement]) -> None:
