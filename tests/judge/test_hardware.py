@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from clusterbench.errors import UsageError
-from clusterbench.judge.hardware import Hardware, applies, measured_on, parse_hardware
+from clusterbench.judge.hardware import Hardware, applies, measured_on, node_problem, parse_hardware
 from clusterbench.records import Measurement, Run
 
 MI300X = Hardware(devices=("(AMD )?(Instinct )?MI300X( VF)?",))
@@ -65,3 +65,13 @@ def test_hardware_round_trips_and_reads_as_a_list():
     assert hw == Hardware(("(NVIDIA )?H200",), (".*EPYC.*",)) and parse_hardware(hw.to_dict(), "p") == hw
     assert parse_hardware(None, "p") is None
     assert hw.matches("gpu", "NVIDIA  H200") and not hw.matches("gpu", "NVIDIA H200 NVL")
+
+
+def test_node_problems():
+    h100 = Hardware(devices=("(NVIDIA )?H100 80GB HBM3",))
+    assert node_problem(h100, ["NVIDIA H100 80GB HBM3"] * 8, "Intel Xeon") == (None, None)
+    refused, doubt = node_problem(h100, [], "AMD EPYC")
+    assert refused and "no GPU" in refused and doubt is None
+    refused, doubt = node_problem(h100, ["NVIDIA A100-SXM4-80GB"], None)
+    assert refused is None and doubt.startswith("this node's GPUs (NVIDIA A100-SXM4-80GB) match none")
+    assert node_problem(Hardware(cpus=(".*",)), [], "AMD EPYC") == (None, None)

@@ -124,3 +124,29 @@ def foreign_text(hw: Hardware, runs: dict[int | None, set[str]]) -> str:
     on = "; ".join(f"run {rid} on {', '.join(sorted(names))}" if rid is not None else
                    f"on {', '.join(sorted(names))}" for rid, names in sorted(runs.items(), key=lambda x: str(x[0])))
     return f"not the hardware the profile is for ({hw.describe()}): {on}"
+
+
+def node_problem(hw: Hardware, gpu_names: list[str], cpu_name: str | None) -> tuple[str | None, str | None]:
+    """(why this node cannot be what a profile for ``hw`` is for, a doubt about it) before a
+    qualification runs its suite here: a GPU profile on a node without a GPU is refused (its
+    suite would run GPU shapes on the CPU for hours, then skip every criterion); GPUs none of
+    whose names matches are a warning (a name the inventory spells otherwise must not stop it)."""
+    if not hw.devices or (hw.cpus and cpu_name and hw.matches(CPU, cpu_name)):
+        return None, None
+    if not gpu_names:
+        return (f"this node has no GPU{f' (CPU {cpu_name})' if cpu_name else ''}: the profile is for "
+                f"{hw.describe()}"), None
+    if not any(hw.matches(GPU, n) for n in gpu_names):
+        return None, (f"this node's GPUs ({', '.join(sorted(set(gpu_names)))}) match none of the profile's "
+                      f"{hw.describe()}: their criteria will be skipped")
+    return None, None
+
+
+def node_devices() -> tuple[list[str], str | None]:
+    """This node's GPU names and CPU model, from its inventory (NVML, AMD SMI, torch or PCI ids)."""
+    from clusterbench.envinfo import inventory
+
+    inv = inventory.cached()
+    names = [str(g.get("name")) for g in inv.get("gpus") or [] if isinstance(g, dict) and g.get("name")]
+    cpu = inv.get("cpu") if isinstance(inv.get("cpu"), dict) else {}
+    return names, (str(cpu.get("model")) if cpu and cpu.get("model") else None)

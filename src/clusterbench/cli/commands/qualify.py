@@ -25,6 +25,7 @@ from clusterbench.cli.fleet import OnFail, junit_option, node_name, on_fail_opti
 from clusterbench.cli.options import db_option, json_option, parse_tags, tag_option
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.judge.blame import node_findings, passing_nodes
+from clusterbench.judge.hardware import node_devices, node_problem
 from clusterbench.judge.profiles import Profile, SuiteStep, builtin_profiles, load_profile
 from clusterbench.judge.text import outcome_lines
 from clusterbench.judge.validate import FAIL, PASS, SKIPPED, exit_code, nothing_checked
@@ -218,6 +219,12 @@ def qualify(profile_name: str, output: str | None, launch_text: str | None, node
 
     if launch is not None:   # (a dry run prints the steps as they are, for any launch)
         _check_launch(launch)
+    elif profile.hardware is not None:   # this node: one a profile is not for says so before its suite
+        refused, doubt = node_problem(profile.hardware, *node_devices())
+        if refused:
+            raise UsageError(f"qualify --profile {profile.name}: {refused}")
+        if doubt:
+            print(printable(f"# warning: {doubt}"), file=sys.stderr)
     out = _report_path(Path(output) if output else Path(f"qualify-{profile.name}-{group}.html"))
     # a page that cannot be written is a usage error now, not after every step stored
     outfile.target(out, "-o")
