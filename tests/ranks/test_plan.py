@@ -14,21 +14,22 @@ class Clock:
         return self.t
 
 
-def test_a_plan_says_its_start_its_first_step_its_last_and_at_most_one_in_between_per_period():
+def test_a_plan_says_its_start_its_first_steps_its_last_and_at_most_one_in_between_per_period():
     sent: list[Planned] = []
     clock = Clock()
     plan = Plan(sent.append, "stream", "iterations", [2.0] * 10, clock)
     assert sent == [Planned("stream", 0, 10, "iterations", 0.0, 20.0)]
-    plan.step()                       # the first: the command can estimate from it at once
+    plan.step()
+    plan.step()                       # the first two at once: the command estimates from them
     clock.t += PERIOD_S / 2
     plan.step()                       # too soon
     clock.t += PERIOD_S
     plan.step()
-    assert [(p.done, p.work_done) for p in sent] == [(0, 0.0), (1, 2.0), (3, 6.0)]
+    assert [(p.done, p.work_done) for p in sent] == [(0, 0.0), (1, 2.0), (2, 4.0), (4, 8.0)]
     plan.step(100)                    # skipped steps count, never past the end
     assert sent[-1] == Planned("stream", 10, 10, "iterations", 20.0, 20.0)
     plan.step()
-    assert len(sent) == 5 and sent[-1].done == 10
+    assert len(sent) == 6 and sent[-1].done == 10
 
 
 def test_steps_of_unequal_work():

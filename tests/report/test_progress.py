@@ -52,14 +52,19 @@ def _run(steps: list[tuple[float, int]], total: int = 100) -> tuple[list[str], l
 
 
 def test_a_run_of_more_than_a_minute_says_so_once_early():
-    said, details, printer = _run([(0, 0), (2.0, 1), (4.0, 2), (150.0, 80)])
-    assert said == ["clusterbench: stream: 100 iterations, about 3.3 min in all (estimated from the first 1)"]
-    assert details[1] == "stream: 1/100 iterations, ETA 3.3 min" and details[-1].endswith("80/100 iterations, ETA 38 s")
-    assert len(printer.events) == 4      # every event still reaches the printer
+    # the first step warms up (20 s): the estimate is from the steps after it, 2 s each
+    said, details, printer = _run([(0, 0), (20.0, 1), (22.0, 2), (24.0, 3), (180.0, 80)])
+    assert said == ["clusterbench: stream: 100 iterations, about 3.6 min in all (estimated from the first 2)"]
+    assert details[1] == "stream: 1/100 iterations" and details[2] == "stream: 2/100 iterations, ETA 3.3 min"
+    assert details[-1].endswith("80/100 iterations, ETA 41 s")   # (180 - 20) / 79 s per step, 20 left
+    assert len(printer.events) == 5      # every event still reaches the printer
 
 
 def test_a_short_run_says_nothing_and_a_late_estimate_is_not_said():
     said, _, _ = _run([(0, 0), (0.1, 1), (0.2, 2), (5.0, 100)])
+    assert said == []
+    # a slow first step alone says nothing: it warms up
+    said, _, _ = _run([(0, 0), (30.0, 1), (30.1, 2), (31.0, 100)])
     assert said == []
     # past the first quarter, a longer estimate comes too late to be worth a line
     said, _, _ = _run([(0, 0), (0.1, 1), (0.2, 2), (90.0, 50)])
@@ -71,7 +76,9 @@ def test_quiet_says_nothing():
     rows = RowProgress(Printer(), Shown(), say=None, clock=clock)
     rows.on_event(Planned("gemm", 0, 6, "samples", 0.0, 6.0))
     clock.t += 60
-    rows.on_event(Planned("gemm", 1, 6, "samples", 1.0, 6.0))   # no say: nothing to call
+    rows.on_event(Planned("gemm", 1, 6, "samples", 1.0, 6.0))
+    clock.t += 60
+    rows.on_event(Planned("gemm", 2, 6, "samples", 2.0, 6.0))   # no say: nothing to call
 
 
 def test_eta_and_durations():

@@ -4,7 +4,7 @@ more than a minute says so early (``report/progress.py``).
 
 Work is in any unit the steps' time is proportional to (bytes a stream iteration moves, a GEMM
 sample's FLOPs, a batch's samples): the ETA extrapolates the time per unit of work done so far.
-Events are throttled: the first step, at most one every ``PERIOD_S``, and the last.
+Events are throttled: the first two steps, then at most one every ``PERIOD_S``, and the last.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ class Plan:
         """``count`` more steps are done (measured, or skipped: a size that does not fit)."""
         end = min(len(self.works), self.done + max(0, count))
         self.work_done += sum(self.works[self.done:end])
-        first, self.done = self.done == 0, end
-        if first or self.done == len(self.works) or self.clock() - self._last >= PERIOD_S:
+        self.done = end
+        # the first two at once: the command estimates from the second (the first warms up)
+        if self.done <= 2 or self.done == len(self.works) or self.clock() - self._last >= PERIOD_S:
             self._send()

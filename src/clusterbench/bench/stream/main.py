@@ -21,7 +21,7 @@ from clusterbench.records import Measurement
 
 @dataclass(frozen=True)
 class StreamConfig:
-    sizes: tuple[int, ...] = ()         # array sizes in elements; (): the default (``default_size``)
+    sizes: tuple[int, ...] = ()         # array sizes in elements; (): spec.default_array_size
     kernels: tuple[str, ...] = spec.NAMES
     numtimes: int = 100
     dtype: str = "double"
@@ -54,7 +54,8 @@ def run_size(impl: Any, kernels: list[str], numtimes: int, time_fn: Any, progres
     return times, dot_value
 
 
-def _rows(kernel: str, n: int, dtype: str, label: str, ts: list[float], llc: int | None = None) -> list[Measurement]:
+def _rows(kernel: str, n: int, dtype: str, label: str, ts: list[float],
+          llc: int | None = None) -> list[Measurement]:
     elem = spec.DTYPES[dtype]
     base: dict[str, Any] = {"kernel": kernel, "array_size": n, "dtype": dtype, "device": label}
     level = spec.memory_level(n, elem, llc)
@@ -70,7 +71,8 @@ def _rows(kernel: str, n: int, dtype: str, label: str, ts: list[float], llc: int
     ]
 
 
-def _sizes(ctx: RankContext, cfg: StreamConfig, label: str, llc: int | None, active: bool) -> tuple[int, ...]:
+def _sizes(ctx: RankContext, cfg: StreamConfig, label: str, llc: int | None,
+           active: bool) -> tuple[int, ...]:
     """The array sizes every rank runs: the config's, else the default for the largest cache of
     the devices (every rank runs the same sizes); rank 0 records each device's cache and says
     which sizes measure it rather than memory."""
