@@ -273,6 +273,11 @@ def evaluate(profile: Profile, rows: list[Row]) -> list[Outcome]:
         except (ValueError, ZeroDivisionError, TypeError) as e:
             o = Outcome(c, ERROR, matched=len(matched), detail=f"{type(e).__name__}: {e}")
         o.runs = sorted({r.run.id for r in matched if r.run.id is not None})
+        if hw is not None and len(ours) < len(rows):   # a mixed selection: say what was left out
+            left = len(select(all_index.get((c.benchmark, c.metric), []), c.benchmark, c.metric, c.params,
+                              c.absent)) - len(matched)
+            if left:
+                o.detail = "; ".join(x for x in (o.detail, f"{left} on other hardware not judged") if x)
         outcomes.append(o)
     return outcomes
 
