@@ -6,10 +6,10 @@ from __future__ import annotations
 import shlex
 import subprocess
 
+from launch_rows import EVIL
+
 from clusterbench.launch import slurm
 from clusterbench.launch.common import Spec, parse_env, remote_line
-
-EVIL = "x=$(touch /tmp/cb6-evil); `touch /tmp/cb6-evil` | rm -rf / ; 'q\""
 
 
 def test_remote_words_round_trip_through_a_shell(tmp_path):

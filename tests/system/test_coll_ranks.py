@@ -7,8 +7,8 @@ import io
 
 import coll_rankfns
 import pytest
+from coll_rankfns import TARGET
 
-from clusterbench.bench.collectives import rank
 from clusterbench.bench.collectives.config import coll_config as build_config
 from clusterbench.families.collectives.spec import OPS
 from clusterbench.ranks.context import RankOptions
@@ -17,8 +17,6 @@ from clusterbench.records import COMPLETE, FAILED
 from clusterbench.report.terminal import TablePrinter
 from clusterbench.runner import run_job
 from clusterbench.store import Store
-
-TARGET = rank.main
 
 
 def _run(config, np, db, target=TARGET):

@@ -22,6 +22,7 @@ A profile::
         by: host            # a param name, "run", or "tag:KEY"
     hardware:               # optional: what it is for (judge/hardware.py); others are skipped
       devices: ['(NVIDIA )?H100 80GB HBM3']
+    vendor: nvidia          # optional: the GPUs a launcher's pods need (``launch k8s``)
     suite:                  # optional: what ``clusterbench qualify`` runs before judging
       - name: memory bandwidth
         command: [stream, -s, 256M, -n, 50]   # a benchmark command as an argument list
@@ -46,6 +47,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from clusterbench.choices import GPU_VENDORS
 from clusterbench.errors import UsageError
 from clusterbench.families import FAMILIES, by_command, family_of, metric_of
 from clusterbench.families.base import Family
@@ -58,7 +60,8 @@ from clusterbench.units import convert, format_plain, format_threshold, parse_si
 
 OPERATORS = (">=", ">", "<=", "<", "range")
 AGGREGATES = ("all", "min", "max", "mean", "median")
-_PROFILE_KEYS = {"name", "description", "source", "notes", "criteria", "suite", "hardware"}
+_PROFILE_KEYS = {"name", "description", "source", "notes", "criteria", "suite", "hardware",
+                 "vendor"}
 _STEP_KEYS = {"name", "command"}
 # Options qualify sets on every step itself: where runs are stored and how output is printed.
 RESERVED_STEP_OPTIONS = ("--db", "--db-passfile", "--json", "--repeat")
@@ -159,6 +162,9 @@ class Profile:
     notes: str = ""
     # the devices (or CPUs) its thresholds hold for; None: any (judge/hardware.py)
     hardware: Hardware | None = None
+    # the GPU vendor (GPU_VENDORS) a launcher's pods need: not derived from hardware, whose
+    # patterns match names, not vendors (a CPU profile has hardware and no vendor)
+    vendor: str | None = None
 
 
 def _number(where: str, key: str, v: Any) -> float:
@@ -547,9 +553,13 @@ def parse_profile(data: Any, origin: str = "<profile>") -> Profile:
     lines = getattr(data, "key_lines", {})
     text = {k: _text(f"profile {origin}, line {lines.get(k, '?')}", k, data.get(k))
             for k in ("name", "description", "source", "notes")}
+    vendor = data.get("vendor")
+    if vendor is not None and vendor not in GPU_VENDORS:
+        raise UsageError(f"profile {origin}, line {lines.get('vendor', '?')}: vendor {vendor!r}: expected "
+                         f"{' or '.join(GPU_VENDORS)}")
     return Profile(name=text["name"] or Path(origin).stem, criteria=criteria,
                    description=text["description"], source=text["source"], notes=text["notes"],
-                   path=origin, suite=parse_suite(data.get("suite"), origin),
+                   path=origin, suite=parse_suite(data.get("suite"), origin), vendor=vendor,
                    hardware=parse_hardware(data.get("hardware"),
                                            f"profile {origin}, line {lines.get('hardware', '?')}"))
 
@@ -642,6 +652,8 @@ def dump_profile(profile: Profile) -> str:
         out["notes"] = profile.notes
     if profile.hardware is not None:
         out["hardware"] = profile.hardware.to_dict()
+    if profile.vendor:
+        out["vendor"] = profile.vendor
     if profile.suite:
         out["suite"] = [{"name": st.name, "command": list(st.command)} for st in profile.suite]
     crits = []

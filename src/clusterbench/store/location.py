@@ -45,6 +45,26 @@ def default_db_path() -> Path:
     return Path(base) / "clusterbench" / "results.db"
 
 
+def missing_directory(where: Location) -> Path | None:
+    """The directory of an SQLite database that does not exist, and that a writer must not make:
+    a mistyped ``--db /nonexistent/dir/x.db`` would otherwise leave directories behind. Only the
+    default database's directory is made (the first run on a machine), whether the default comes
+    by itself or is named (launchers hand it to their ranks as ``--db``). None when there is
+    nothing missing, or nothing to check (PostgreSQL, ``:memory:``)."""
+    if where.kind != SQLITE or where.path is None or str(where.path) == ":memory:":
+        return None
+    parent = where.path.parent
+    if os.path.isdir(parent) or os.path.abspath(where.path) == os.path.abspath(default_db_path()):
+        return None
+    return parent if not os.path.lexists(parent) else None   # a file there says so when opened
+
+
+def missing_directory_text(where: Location, directory: Path) -> str:
+    shown = os.fsencode(directory).decode("utf-8", "backslashreplace")
+    return (f"the directory of database {where.display} does not exist ({shown}): create it first, "
+            "or check the path (only the default database's directory is created)")
+
+
 def parse(value: str | os.PathLike[str] | None) -> Location:
     """The location a ``--db`` value names; None means ``CLUSTERBENCH_DB`` or the default file.
     An empty value is an error, never the default file: a script whose variable came out empty
