@@ -315,6 +315,15 @@ def test_every_builtin_profile_says_what_hardware_it_is_for():
         assert load_profile(name).hardware is not None, name
 
 
+def test_a_datasheet_skus_profile_is_for_its_vendors_gpus():
+    """``hardware`` (which rows are judged) and ``vendor`` (which pods ``launch k8s`` makes) are
+    separate keys: a device pattern does not name its vendor. They agree: the vendor is the one
+    whose datasheet the SKU's peaks cite; a CPU profile has none."""
+    for p, dev in _sku_profiles().values():
+        assert p.vendor == dev.source.split()[0].lower(), p.name
+    assert load_profile("cpu-smoke").vendor is None
+
+
 def _sku_profiles() -> dict[str, tuple[object, object]]:
     """Each datasheet SKU (peaks.yaml) -> its built-in profile and peaks, by the device patterns."""
     from clusterbench import peaks
