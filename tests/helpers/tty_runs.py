@@ -17,8 +17,13 @@ ESCAPE = re.compile(rb"\x1b\[|\r")
 def _skeleton(text: bytes) -> list[str]:
     """The output with numbers masked: what must not depend on a terminal (noise warnings depend
     on this run's timings, not on the terminal: left out)."""
-    return [" ".join(re.sub(r"[0-9.e+-]+", "#", w) for w in line.split()) for line in text.decode().splitlines()
-            if not line.startswith("# warning:")]
+    kept, in_warning = [], False
+    for line in text.decode().splitlines():
+        # a warning's block: its first line, then its lines indented under it
+        in_warning = line.startswith("# warning:") or (in_warning and line.startswith("#   "))
+        if not in_warning:
+            kept.append(" ".join(re.sub(r"[0-9.e+-]+", "#", w) for w in line.split()))
+    return kept
 
 
 def _env() -> dict[str, str]:

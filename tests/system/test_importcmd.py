@@ -748,10 +748,11 @@ def test_results_commands(capsys, any_db):
     assert lines[1].split()[:3] == ["2", lines[1].split()[1], "all_reduce"]
     assert lines[2].split()[2:4] == ["all_reduce", "[rccl-tests]"]
     assert "seed=mi300x" in lines[2] and " 250 " in lines[2]
-    with Store.open(any_db) as s:   # 18 rows' figures, and on gloo the per-op statistics beside them
+    # 34 figures (4 sizes x 2 placements x 4, and 2 per op), and on gloo per-op statistics beside
+    with Store.open(any_db) as s:
         ms2 = s.measurements(2)
     n2 = len(ms2)
-    assert len([m for m in ms2 if m.metric != "iter_time_us"]) == 18
+    assert len([m for m in ms2 if m.metric != "iter_time_us"]) == 34
     rc, out, _ = cli(capsys, "results", "list", "--json", "--db", any_db)
     listed = [json.loads(x) for x in out.splitlines()]
     assert [(r["kind"], r["id"], r["measurements"]) for r in listed] == [("run", 2, n2), ("run", 1, 250)]

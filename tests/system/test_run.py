@@ -155,7 +155,8 @@ def test_repeat_5_ends_with_each_headline_row_across_the_runs(tmp_path, busy_nod
     head = next(i for i, line in enumerate(lines) if line.startswith("# 5 runs ("))
     assert lines[head].startswith(f"# 5 runs ({', '.join(map(str, ids))}; repeat_group=")
     assert lines[head + 1].split() == ["#", "row", "mean", "±", "σ", "min..max", "CV", "runs"]
-    row = lines[head + 2]
-    assert row.startswith("  all_reduce 4K ") and " busbw " in row and row.split()[-1] == "5"
-    assert " ± " in row and " GB/s " in row and ".." in row
-    assert head + 3 == len(lines)   # the last thing printed: the largest size is the headline row
+    rows = lines[head + 2:]   # the last thing printed: the largest size is the headline row
+    assert [row.split()[5] for row in rows] == ["in", "out"]   # one per placement
+    for row in rows:
+        assert row.startswith("  all_reduce 4K ") and " busbw " in row and row.split()[-1] == "5"
+        assert " ± " in row and " GB/s " in row and ".." in row
