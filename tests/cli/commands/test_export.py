@@ -20,7 +20,7 @@ from fleet_metrics import (
     _text_families,
     _value,
 )
-from judge_helpers import cli, run_cli
+from judge_helpers import cli, run_cli, save
 from prom_format import prom_parser
 from special_files import _is, _special
 from stored_runs import _ok, _one_line, _store
@@ -242,3 +242,19 @@ def test_a_window_leaves_out_what_is_not_current(capsys, db):
         assert {s.value for s in busbw if s.labels["host"] == "gpu01"} == {300e9}   # the newest run's
     rc, out, err = cli(capsys, "export", "openmetrics", "--window", "2x", "--db", db)
     assert rc == 2 and "invalid --window '2x'" in err
+
+
+def test_a_cpu_host_gets_no_criterion_gauge_from_a_profile_for_other_hardware(capsys, db):
+    """serve-metrics --profile amd-mi300x-oem exported clusterbench_criterion_passed{...} 0 for a
+    CPU host: in a mixed fleet a false alert on every node that is no MI300X."""
+    ms = [Measurement("stream", "bandwidth", 21.0, "GB/s", {"kernel": k, "array_size": 1 << 25, "dtype": "double",
+                                                           "device": "cpu"}) for k in ("Copy", "Triad")]
+    save(db, ms, benchmark="stream", hosts=["vm"], ranks=1, devices=["AMD EPYC"],
+         meta={"device_type": "cpu", "device_names": {"cpu": "AMD EPYC"}})
+    rc, out, err = cli(capsys, "export", "openmetrics", "--profile", "amd-mi300x-oem", "--db", db)
+    assert rc == 0, err
+    fams = _families(out)
+    assert TRIAD in fams and openmetrics.CRITERION not in fams
+    # the profile for CPUs judges it: a gauge of 1
+    rc, out, _ = cli(capsys, "export", "openmetrics", "--profile", "cpu-smoke", "--db", db)
+    assert _value(_families(out)[openmetrics.CRITERION], host="vm", criterion="stream Triad floor") == 1.0
