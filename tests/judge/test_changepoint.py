@@ -287,3 +287,63 @@ def test_the_docs_table_is_what_the_code_computes():
     alphas = [float(a.split()[0]) for a in head.group(1).split("|")]
     needed = [int(r) for r in runs.group(1).split("|")]
     assert needed == [runs_needed(Settings(alpha=a)) for a in alphas]
+
+
+def test_many_series_at_once_are_cleared_exactly_as_one_by_one():
+    """``may_change`` says False only where ``find_changes`` finds nothing: histories of every
+    kind and length, ties and constant ones included."""
+    from clusterbench.judge.changepoint import may_change
+
+    rng = np.random.default_rng(11)
+    series = []
+    for k in range(240):
+        n = int(rng.choice([3, 6, 7, 12, 20, 33, 60]))
+        x = 100 + rng.normal(0, 1, n)
+        kind = k % 6
+        if kind == 1:
+            x[n // 2:] -= 10
+        elif kind == 2:
+            x = np.round(x)
+        elif kind == 3:
+            x = np.full(n, 5.0)
+        elif kind == 4:
+            x[n // 3:n // 3 + max(3, n // 5)] -= 8
+        elif kind == 5:
+            x[n // 2:] -= 0.6
+        series.append(list(x))
+    flags = may_change(series)
+    found = [find_changes(x) for x in series]
+    assert all(f or not c for f, c in zip(flags, found))
+    assert flags.count(False) > 100 and all(flags[k] for k, c in enumerate(found) if c)
+
+
+def test_the_scan_statistic_by_length_is_the_one_over_all_intervals():
+    from clusterbench.judge.changepoint import _candidates, _max_z, _max_z_by_length, _ranks, _tie
+
+    rng = np.random.default_rng(5)
+    for n in (6, 7, 12, 31):
+        for inner in (False, True):
+            i, j = _candidates(n, 3, inner)
+            x = rng.normal(size=(4, n))
+            x[:, 1] = x[:, 2]   # a tie
+            ranks = np.array([_ranks(r) for r in x])
+            tie = np.array([_tie(r) for r in x])
+            k = j - i
+            var = k * (n - k) / 12.0 * ((n + 1) - tie[:, None])
+            assert np.array_equal(_max_z(ranks, i, j, var), _max_z_by_length(ranks, n, 3, inner, tie))
+
+
+def test_blocks_of_permutations_stop_where_the_whole_count_would_say_the_same():
+    from clusterbench.judge.changepoint import _not_significant, _ranks, _tie
+
+    rng = np.random.default_rng(9)
+    s = Settings()
+    for n in (12, 25):
+        xs = [100 + rng.normal(0, 1, n) for _ in range(30)] + [np.r_[np.zeros(n // 2), np.ones(n - n // 2) * 3]
+                                                               + rng.normal(0, 0.1, n)]
+        ranks = np.array([_ranks(x) for x in xs])
+        tie = np.array([_tie(x) for x in xs])
+        for inner in (False, True):
+            quiet = _not_significant(ranks, tie, n, s, inner)
+            one_by_one = [scan_p_value(x, s, inner=inner, stop_at=s.alpha / 2)[1] >= s.alpha / 2 for x in xs]
+            assert list(quiet) == one_by_one

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import math
 import re
 import socket
@@ -181,3 +182,119 @@ def test_only_headline_rows_are_kept_without_a_profile_and_the_gauges_agree():
     assert len(every) == 3
     (g,) = [g for g in openmetrics.collect([(run, ms)]) if g.name == BUSBW]
     assert list(g.samples.values()) == [1e9]
+
+
+def _scrape(cache) -> dict[str, list]:
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(cache)
+    return _families(generate_latest(registry).decode())
+
+
+def _one_busbw(value: float) -> list[openmetrics.Gauge]:
+    return openmetrics.collect([(Run("coll", hosts=["h1"], started_at="2026-01-01T00:00:00Z", id=1),
+                                 [Measurement("all_reduce", "busbw", value, "GB/s", {"bytes": 8})])])
+
+
+def test_a_cache_says_export_success_0_until_its_first_read_and_scrapes_never_read():
+    import threading
+
+    release = threading.Event()
+    reads: list[int] = []
+
+    def load():
+        release.wait(30)
+        reads.append(1)
+        return _one_busbw(2.0)
+
+    cache = openmetrics.GaugeCache(load, lambda _e: None, refresh=60).start()
+    try:
+        for _ in range(20):   # scrapes while the first read is under way: answered at once, none reads
+            fams = _scrape(cache)
+            assert BUSBW not in fams and fams["clusterbench_export_success"][0].value == 0.0
+        release.set()
+        assert cache.wait_read(30)
+        for _ in range(20):
+            fams = _scrape(cache)
+            assert fams[BUSBW][0].value == 2e9 and fams["clusterbench_export_success"][0].value == 1.0
+        assert reads == [1]
+    finally:
+        cache.stop()
+
+
+def test_a_cache_reads_again_when_the_store_changed_and_says_a_failed_read():
+    token = [0]
+    values = iter([1.0, 3.0])
+    errors: list[str] = []
+    failing = [False]
+
+    def load():
+        if failing[0]:
+            raise OSError("database gone")
+        return _one_busbw(next(values))
+
+    cache = openmetrics.GaugeCache(load, errors.append, changed=lambda: token[0], refresh=0.01, reread=10**9).start()
+    try:
+        assert cache.wait_read(30)
+        assert _scrape(cache)[BUSBW][0].value == 1e9
+        reads = cache.reads
+        deadline = time.monotonic() + 30
+        while cache.reads == reads and time.monotonic() < deadline:   # unchanged: no read
+            time.sleep(0.01)
+            if time.monotonic() > deadline - 29.5:
+                break
+        assert cache.reads == reads
+        token[0] = 1   # a run was stored
+        while _scrape(cache).get(BUSBW, [None])[0] is None or _scrape(cache)[BUSBW][0].value != 3e9:
+            assert time.monotonic() < deadline, "the changed store was not read again"
+            time.sleep(0.01)
+        failing[0] = True
+        token[0] = 2
+        while _scrape(cache)["clusterbench_export_success"][0].value != 0.0:
+            assert time.monotonic() < deadline, "the failed read was not said"
+            time.sleep(0.01)
+        assert BUSBW not in _scrape(cache) and errors == ["OSError: database gone"]
+    finally:
+        cache.stop()
+
+
+def test_a_served_cache_renders_each_read_once_and_each_format_apart():
+    token = [0]
+    values = iter([1.0, 3.0])
+    collected: list[int] = []
+
+    class Counted(openmetrics.GaugeCache):
+        def collect(self):
+            collected.append(self.generation)
+            yield from super().collect()
+
+    cache = Counted(lambda: _one_busbw(next(values)), lambda _e: None, changed=lambda: token[0], refresh=0.01,
+                    reread=10**9)
+    srv = openmetrics.serve(cache, 0, "127.0.0.1", lambda _e: None)
+    cache.start()
+    port = srv.server_address[1]
+    try:
+        assert cache.wait_read(30)
+        bodies = {_request(port, "GET", "/metrics")[2] for _ in range(5)}
+        assert len(bodies) == 1 and _families(bodies.pop().decode())[BUSBW][0].value == 1e9
+        assert collected == [1]   # five scrapes, one rendering
+        # a scraper asking for OpenMetrics gets that format, rendered for it
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("GET", "/metrics", headers={"Accept": "application/openmetrics-text; version=1.0.0"})
+        r = conn.getresponse()
+        assert r.getheader("Content-Type").startswith("application/openmetrics-text") and r.read().endswith(b"# EOF\n")
+        conn.close()
+        assert collected == [1, 1]
+        token[0] = 1   # a run was stored: the next read's gauges are rendered, once
+        deadline = time.monotonic() + 30
+        while cache.generation < 2:
+            assert time.monotonic() < deadline, "the changed store was not read again"
+            time.sleep(0.01)
+        for _ in range(3):
+            assert _families(_request(port, "GET", "/metrics")[2].decode())[BUSBW][0].value == 3e9
+        assert collected == [1, 1, 2]
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        cache.stop()

@@ -68,7 +68,9 @@ def test_packs_migration_keeps_every_measurement_in_order(db):
     backend.close()
     with Store.open(db) as s:
         assert "0006_measurement_packs" in s.applied_migrations()
-        assert not s.db.table_exists("measurements")
+        # the table is gone; ``measurements`` is the view over the packs now (0011)
+        assert s.db.execute("SELECT count(*) FROM measurement_packs").fetchone()[0] == 2
+        assert s.db.execute("SELECT count(*) FROM measurements").fetchone()[0] == 4
         assert s.measurement_counts() == {1: 3, 2: 1}
         assert list(s.measurement_rows(1)) == written[1] and list(s.measurement_rows(2)) == written[2]
         assert [m.value for m in s.measurements(1)] == [315.84, 0.1 + 0.2, 1e-300]

@@ -81,3 +81,26 @@ def test_writes_to_a_missing_database_are_refused_but_check_writable_makes_one(t
     check_writable(missing)
     with Store.open_to_read(missing) as store:
         assert store.list_runs() == []
+
+
+def test_listed_and_read_runs_stream_in_chunks_with_the_same_runs(db):
+    from clusterbench.errors import UsageError
+    from clusterbench.records import Measurement, Run
+    from clusterbench.store import Store
+    from clusterbench.store.runs import iter_listed, iter_read_runs, list_runs, read_runs
+
+    with Store.open(db) as s:
+        for i in range(7):
+            s.save_run(Run("coll", hosts=[f"h{i}"], tags={"k": str(i % 2)}),
+                       [Measurement("all_reduce", "busbw", float(i), "GB/s", {"bytes": 8})] * (i % 3))
+        chunks = list(s.iter_list_runs(limit=5, chunk=2))
+    assert [[r.id for r in c] for c in chunks] == [[7, 6], [5, 4], [3]]
+    assert [(x.run.id, x.measurements, x.benchmarks) for x in iter_listed(db, limit=6)] == \
+        [(x.run.id, x.measurements, x.benchmarks) for x in list_runs(db, limit=6)]
+    assert [(r.id, ms) for r, ms in iter_read_runs(db, ["k=1", "2-3"], chunk=2)] == \
+        [(r.id, ms) for r, ms in read_runs(db, ["k=1", "2-3"])]
+    # an error is raised when asked, not when the first run is
+    with pytest.raises(UsageError):
+        iter_read_runs(db, ["nosuch=tag"])
+    with pytest.raises(UsageError):
+        iter_listed(db, benchmark="")

@@ -123,6 +123,27 @@ class Figure:
 
 
 @dataclass(frozen=True)
+class HeadlineRows:
+    """Which rows of a family's headline metric are its headline series: what ``trend`` follows
+    and ``export openmetrics`` exports by default, one series per host, device and row (about 30
+    on an 8-GPU node), not every size and statistic a run measured. Chosen per run:
+
+    - ``without``: a row carrying one of these params is not one (a training step's figure);
+    - ``only``: a row whose param has a value not listed is not one (a transfer matrix's cells);
+      a row without the param is;
+    - ``prefer``: of the values listed for a param, the first the run measured is kept and the
+      rows with another value dropped (STREAM's Triad); a run with none of them keeps all;
+    - ``largest``: of a size param, only the run's largest value (busbw at 8 GiB: the figure
+      people quote), as ``trend`` has always followed.
+    """
+
+    largest: tuple[str, ...] = ()
+    prefer: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    only: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    without: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Family:
     name: str
     title: str                                   # section title in reports
@@ -138,6 +159,7 @@ class Family:
     link_op: str | None = None
     # A row's short name in summaries (``Triad``, ``fp16 8192x8192x8192``); default: its row params
     describe: Callable[[Params], str] | None = None
+    headline_rows: HeadlineRows = HeadlineRows()
 
     def row_label(self, params: Params) -> str:
         if self.describe is not None:

@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -50,6 +51,7 @@ from clusterbench.ingest.common import (
 )
 from clusterbench.ingest.registry import Importer
 from clusterbench.records import INCOMPLETE, RUN_STATUSES, Measurement, Run
+from clusterbench.store.packs import ROWS, Pack, Packs
 
 TOOL = "clusterbench-jsonl"
 MEASUREMENT_FIELDS = ("run", "benchmark", "metric", "value", "unit", "params")
@@ -175,33 +177,136 @@ def _refuse_surrogates(obj: dict[str, Any], where: str) -> None:
             raise LogFormatError(f"{where}: not UTF-8 text: {shown(found)} in field {shown(key)}")
 
 
-def _orphans(measurements: list[Measurement], run_id: Any, origin: str, name: str) -> ImportedRun:
+def _orphans(waiting: _Pending, run_id: Any, origin: str, name: str, valid: _ValidTexts) -> ImportedRun:
     """Measurements whose run line never came: kept, in a run that says so."""
     run = Run(benchmark=IMPORT_BENCHMARK, source=f"clusterbench, imported from {name or 'JSON lines'}",
               status=INCOMPLETE)
     label = f"run {run_id}" if run_id is not None else "a run"
     behind = f" (lines behind {origin!r})" if origin else ""
     run.errors.append(f"the output ends before the record of {label}{behind}: only its measurements were found")
-    return ImportedRun(run, measurements)
+    return waiting.imported(run, valid)
+
+
+# A measurement as read: benchmark, metric, value, unit, params (None: not decoded yet, a line of
+# clusterbench's own format) and the params' JSON text (the pack's, written once per distinct one).
+_Read = tuple[str, str, float, str, "dict[str, Any] | None", str]
+_Key = tuple[str, Any]   # origin, run id
 
 
 @dataclass
 class _Pending:
     """The measurements of one run id and origin that wait for their run line."""
 
+    key: _Key = ("", None)
     lines: list[int] = field(default_factory=list)
-    measurements: list[Measurement] = field(default_factory=list)
-    identities: set[str] = field(default_factory=set)
+    records: list[_Read] = field(default_factory=list)
+    raw: dict[int, str] = field(default_factory=dict)   # the lines of records not decoded yet
+    identities: set[tuple[str, str, str, str]] = field(default_factory=set)
     repeated: bool = False   # a measurement the same as an earlier one in all but its value
+    negative: bool = False   # a value below zero, which the import may have to drop
 
-    def add(self, n: int, m: Measurement) -> None:
+    def add(self, n: int, record: _Read, identity: str) -> None:
+        """A record; ``identity``: its params as they tell measurements apart (canonical JSON, or
+        for a line of clusterbench's own format its params as printed)."""
         # one run never measures the same row twice (repeats and steps are params): a second
         # one is another process's
-        identity = json.dumps([m.benchmark, m.metric, m.unit, m.params], sort_keys=True, default=str)
-        self.repeated = self.repeated or identity in self.identities
-        self.identities.add(identity)
+        ident = (record[0], record[1], record[3], identity)
+        self.repeated = self.repeated or ident in self.identities
+        self.identities.add(ident)
         self.lines.append(n)
-        self.measurements.append(m)
+        self.records.append(record)
+        self.negative = self.negative or record[2] < 0
+
+    def checked(self, valid: _ValidTexts, reread: Callable[[int, str], tuple[_Key, _Read, str] | None]) -> _Pending:
+        """These records once every params text read as a JSON object: checked in one parse for
+        the whole run. The lines whose text is not one are read again as any line is (``reread``),
+        in their place: taken for another object of the line, or left out."""
+        bad = valid.bad({r[5] for r in self.records if r[4] is None})
+        if not bad:
+            return self
+        out = _Pending(self.key)
+        for n, r in zip(self.lines, self.records):
+            if r[4] is not None or r[5] not in bad:
+                out.add(n, r, r[5] if r[4] is None else _canonical(r[4]))
+                continue
+            found = reread(n, self.raw[n])
+            if found is None:
+                continue
+            key, record, canonical = found
+            if key != self.key:
+                raise LogFormatError(f"line {n}: a measurement line whose params are not one object holds a "
+                                     f"measurement of another run; import it on its own")
+            out.add(n, record, canonical)
+        return out
+
+    @property
+    def measurements(self) -> list[Measurement]:
+        return [Measurement(b, m, v, u, dict(p) if p is not None else json.loads(t)) for b, m, v, u, p, t in self.records]
+
+    def imported(self, run: Run, valid: _ValidTexts | None = None) -> ImportedRun:
+        """The run with these measurements, packed as the store keeps them (no Measurement object
+        made), or as Measurements where a value below zero may be dropped (``ImportedRun``)."""
+        if self.negative or not self.records:
+            return ImportedRun(run, self.measurements)
+        keys: dict[tuple[str, str, str], int] = {}
+        texts: dict[str, int] = {}
+        rows = []
+        for b, m, v, u, _p, text in self.records:
+            k = keys.setdefault((b, m, u), len(keys))
+            i = texts.setdefault(text, len(texts))
+            rows.append([k, i, v])
+        body = ('{"k":' + _COMPACT([list(k) for k in keys]) + ',"p":[' + ",".join(texts) + '],"r":'
+                + _COMPACT(rows) + "}")
+        benchmarks = tuple(dict.fromkeys(k[0] for k in keys))
+        params = valid.known if valid is not None else {}
+        decoded = [(b, m, v, u, p if p is not None else params.get(t) or json.loads(t))
+                   for b, m, v, u, p, t in self.records]
+        return ImportedRun(run, packs=Packs([Pack(ROWS, len(rows), body, benchmarks)], decoded))
+
+
+_COMPACT = json.JSONEncoder(separators=(",", ":")).encode
+_canonical = json.JSONEncoder(sort_keys=True, default=str).encode   # json.dumps(p, sort_keys=True, default=str)
+
+
+class _ValidTexts:
+    """Params texts known to be one JSON object each, with the object: a log's runs repeat many."""
+
+    LIMIT = 1 << 16
+
+    def __init__(self) -> None:
+        self.known: dict[str, dict[str, Any]] = {}
+
+    def bad(self, texts: set[str]) -> set[str]:
+        """Those of ``texts`` that are not one JSON object each; all of them are parsed at once."""
+        new = [t for t in texts if t not in self.known]
+        if not new:
+            return set()
+        if len(self.known) + len(new) > self.LIMIT:
+            self.known.clear()
+        try:
+            docs = json.loads("[" + ",".join(new) + "]")
+            ok = len(docs) == len(new) and all(isinstance(d, dict) for d in docs)
+        except (ValueError, RecursionError):
+            ok = False
+        if ok:
+            self.known.update(zip(new, docs))
+            return set()
+        bad = set()
+        for t in new:
+            doc = _one_object(t)
+            if doc is None:
+                bad.add(t)
+            else:
+                self.known[t] = doc
+        return bad
+
+
+def _one_object(text: str) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return doc if isinstance(doc, dict) else None
 
 
 @dataclass
@@ -217,7 +322,8 @@ class _Record:
 _REPEATED = "the same measurement came twice before one of them"
 
 
-def _taken(pending: dict[tuple[str, Any], _Pending], run_id: Any, origin: str, line: int) -> tuple[_Pending, str]:
+def _taken(pending: dict[_Key, _Pending], run_id: Any, origin: str, line: int,
+           check: Callable[[_Pending], _Pending]) -> tuple[_Pending, str]:
     """The measurements the run line of ``run_id`` from ``origin`` takes, and the doubt about them."""
     # its own origin's; else, where the run line's prefix differs from its measurements' (or
     # from line to line), all of its id
@@ -225,12 +331,12 @@ def _taken(pending: dict[tuple[str, Any], _Pending], run_id: Any, origin: str, l
     if not keys:
         return _Pending(), ""
     if len(keys) == 1:
-        one = pending.pop(keys[0])
+        one = check(pending.pop(keys[0]))
         return one, _REPEATED if one.repeated else ""
-    groups = [pending.pop(key) for key in keys]
+    groups = [check(pending.pop(key)) for key in keys]
     taken = _Pending()
-    for n, m in sorted(((n, m) for g in groups for n, m in zip(g.lines, g.measurements)), key=lambda nm: nm[0]):
-        taken.add(n, m)
+    for n, r in sorted(((n, r) for g in groups for n, r in zip(g.lines, g.records)), key=lambda nr: nr[0]):
+        taken.add(n, r, _canonical(r[4] if r[4] is not None else json.loads(r[5])))
     return taken, f"line {line}'s measurements are behind several prefixes, none its own"
 
 
@@ -248,9 +354,11 @@ def _merged(spans: Iterable[tuple[int, int]], most: int | None = None) -> list[t
     return [(a, b) for a, b in out]
 
 
-def _stretches(lines: Iterable[int]) -> list[tuple[int, int]]:
+def _stretches(lines: Sequence[int]) -> list[tuple[int, int]]:
     """Consecutive line numbers as (first, last), at most ``_SHOWN_RANGES + 1`` of them: a
     refusal names no more."""
+    if lines and lines[-1] - lines[0] + 1 == len(lines):   # one block of lines, the usual case
+        return [(lines[0], lines[-1])]
     return _merged(((n, n) for n in lines), _SHOWN_RANGES + 1)
 
 
@@ -261,54 +369,159 @@ def _line_ranges(stretches: Iterable[tuple[int, int]]) -> str:
     return ", ".join(text) + (", ..." if len(spans) > _SHOWN_RANGES else "")
 
 
-def _refuse_if_mixed(earlier: list[_Record], record: _Record, run_id: Any) -> None:
+@dataclass
+class _Records:
+    """The run lines of one run id so far, kept so that a new one is checked against them at once
+    (fresh pods each print run 1: thousands of lines of one id), not against each in turn."""
+
+    all: list[_Record] = field(default_factory=list)
+    contents: set[bytes] = field(default_factory=set)          # of every record
+    with_lines: set[bytes] = field(default_factory=set)        # of the records that took measurements
+    doubtful: list[_Record] = field(default_factory=list)
+
+    def add(self, record: _Record) -> None:
+        self.all.append(record)
+        self.contents.add(record.contents)
+        if record.measurement_lines:
+            self.with_lines.add(record.contents)
+        if record.doubt:
+            self.doubtful.append(record)
+
+
+def _clashes(other: _Record, record: _Record) -> bool:
+    """Whether two run lines of one id may have each other's measurements: different contents, a
+    doubt, and a measurement to give to the wrong one (the same record twice is one run printed
+    twice; without a doubt each run has its own)."""
+    return (other.contents != record.contents and bool(other.doubt or record.doubt)
+            and bool(other.measurement_lines or record.measurement_lines))
+
+
+def _refuse_if_mixed(earlier: _Records, record: _Record, run_id: Any) -> None:
     """A LogFormatError where run lines of one id differ and a doubt says their measurements
     may be each other's: stored, they would be one run's rows in the other."""
-    for other in earlier:
-        lines = other.measurement_lines + record.measurement_lines
-        # the same record twice is one run printed twice; without a doubt, or without a
-        # measurement to give to the wrong one, each run has its own
-        if other.contents == record.contents or not (other.doubt or record.doubt) or not lines:
-            continue
-        label = f"run {run_id}" if run_id is not None else "run null"
-        raise LogFormatError(
-            f"{label}: its run record is on lines {other.line} and {record.line} with different contents "
-            f"({other.doubt or record.doubt}), so the measurements on lines {_line_ranges(lines)} "
-            "cannot be told apart; import each process's output on its own, or keep the prefixes "
-            "pdsh or kubectl logs --prefix put before its lines")
+    if record.doubt:
+        others = earlier.contents if record.measurement_lines else earlier.with_lines
+        clash = bool(others - {record.contents})
+    else:
+        clash = any(_clashes(other, record) for other in earlier.doubtful)
+    if not clash:
+        return
+    other = next(o for o in earlier.all if _clashes(o, record))   # the first, as the lines came
+    lines = other.measurement_lines + record.measurement_lines
+    label = f"run {run_id}" if run_id is not None else "run null"
+    raise LogFormatError(
+        f"{label}: its run record is on lines {other.line} and {record.line} with different contents "
+        f"({other.doubt or record.doubt}), so the measurements on lines {_line_ranges(lines)} "
+        "cannot be told apart; import each process's output on its own, or keep the prefixes "
+        "pdsh or kubectl logs --prefix put before its lines")
+
+
+# clusterbench's own measurement line as report/jsonl.py prints it (json.dumps' separators, its
+# keys in this order), texts without escapes: read by this expression, its params looked up.
+_OWN_START = '{"kind": "measurement", "run": '
+_TEXT = r'"([^"\\\x00-\x1f]*)"'   # a JSON string without escapes or control characters
+_OWN = re.compile(r'\{"kind": "measurement", "run": (-?(?:0|[1-9][0-9]*)|null), "benchmark": ' + _TEXT
+                  + r', "metric": ' + _TEXT + r', "value": (-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?), '
+                  r'"unit": ' + _TEXT + r', "params": (\{.*\})\}[ \t\r\n]*$')
 
 
 def iter_parse(lines: Iterable[str], name: str = "") -> Iterator[ImportedRun]:
     """Runs as their run lines arrive (a log given as lines, e.g. a pipe, is streamed)."""
-    pending: dict[tuple[str, Any], _Pending] = {}   # (origin, run id): measurements waiting
-    records: dict[Any, list[_Record]] = {}           # run id: its run lines so far
-    for n, line in enumerate(lines, 1):
+    pending: dict[_Key, _Pending] = {}   # (origin, run id): measurements waiting
+    records: dict[Any, _Records] = {}    # run id: its run lines so far
+    valid = _ValidTexts()
+    origins: dict[str, str] = {"": ""}
+    # the pending run the line before went to (most lines go where the one before went), by the
+    # text of its run id and its origin; forgotten whenever a run line takes pending runs
+    last_key: _Key = ("", None)
+    last_text = ""
+    last: _Pending | None = None
+
+    def general(n: int, line: str) -> tuple[_Key, _Read, str] | dict[str, Any] | None:
+        """A line read as any line is: a measurement's (key, record, canonical params), a run
+        line's object (with its origin), or None."""
         found = _object_in(line) if "{" in line else None
         if found is None:
-            continue
+            return None
         obj, origin = found
         where = f"line {n}"
         # a lone surrogate can only come from a JSON escape: text read from a file holds U+FFFD
         # where its bytes were not UTF-8
         if "\\u" in line:
             _refuse_surrogates(obj, where)
-        if _kind(obj) == "measurement":
-            m = _measurement(obj, where)   # checks the run id before it is a key
-            pending.setdefault((origin, obj.get("run")), _Pending()).add(n, m)
+        if _kind(obj) != "measurement":
+            obj["__origin"] = origin
+            return obj
+        m = _measurement(obj, where)   # checks the run id before it is a key
+        return ((origin, obj.get("run")), (m.benchmark, m.metric, float(m.value), m.unit, m.params,
+                                           _COMPACT(m.params)), _canonical(m.params))
+
+    def reread(n: int, line: str) -> tuple[_Key, _Read, str] | None:
+        found = general(n, line)
+        return found if isinstance(found, tuple) else None
+
+    def check(p: _Pending) -> _Pending:
+        return p.checked(valid, reread)
+
+    for n, line in enumerate(lines, 1):
+        # clusterbench's own measurement lines, nearly all of a log: one expression, nothing
+        # decoded (the params texts of a run are checked at once when its run line comes)
+        at = 0 if line.startswith(_OWN_START) else line.find(_OWN_START)
+        if at >= 0 and (at == 0 or "{" not in line[:at]) and "\\u" not in line:
+            own = _OWN.match(line, at)
+            if own is not None:
+                run_text, bench, metric, value_text, unit, params = own.groups()
+                # as JSON reads it: an integer first (-0 is 0, not -0.0)
+                value = float(value_text) if value_text != "-0" else 0.0
+                if math.isfinite(value):
+                    if at:
+                        prefix = line[:at]
+                        origin = origins.get(prefix)
+                        if origin is None:
+                            origin = origins[prefix] = _origin(prefix)
+                            if len(origins) > 4096:
+                                origins.clear()
+                    else:
+                        origin = ""
+                    if last is None or run_text != last_text or origin != last_key[0]:
+                        last_text = run_text
+                        last_key = (origin, None if run_text == "null" else int(run_text))
+                        last = pending.setdefault(last_key, _Pending(last_key))
+                    # _Pending.add, inlined: this runs for nearly every line of a large log
+                    ident = (bench, metric, unit, params)
+                    if ident in last.identities:
+                        last.repeated = True
+                    else:
+                        last.identities.add(ident)
+                    last.lines.append(n)
+                    last.records.append((bench, metric, value, unit, None, params))
+                    last.raw[n] = line
+                    if value < 0:
+                        last.negative = True
+                    continue
+        found = general(n, line)
+        if found is None:
             continue
+        if isinstance(found, tuple):
+            key, record, canonical = found
+            pending.setdefault(key, _Pending(key)).add(n, record, canonical)
+            continue
+        obj, origin, where = found, found.pop("__origin"), f"line {n}"
         run = _run(obj, name, where)
         run_id = obj.get("id")
-        taken, doubt = _taken(pending, run_id, origin, n)
+        taken, doubt = _taken(pending, run_id, origin, n, check)
+        last = None
         count = obj.get("measurements")   # listings and imports say how many the run has
         if not doubt and isinstance(count, int) and not isinstance(count, bool) and count != len(taken.lines):
             doubt = f"line {n} says its run has {count} measurement(s), {len(taken.lines)} came before it"
         contents = hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode("utf-8", "surrogatepass")).digest()
         record = _Record(n, contents, _stretches(taken.lines), doubt)
-        _refuse_if_mixed(records.get(run_id, []), record, run_id)
-        records.setdefault(run_id, []).append(record)
-        yield ImportedRun(run, taken.measurements)
+        seen = records.setdefault(run_id, _Records())
+        _refuse_if_mixed(seen, record, run_id)
+        seen.add(record)
+        yield taken.imported(run, valid)
     for (origin, run_id), waiting in pending.items():
-        yield _orphans(waiting.measurements, run_id, origin, name)
+        yield _orphans(check(waiting), run_id, origin, name, valid)
 
 
 def parse(text: str, name: str = "") -> list[ImportedRun]:

@@ -59,7 +59,7 @@ class ImportedRun:
         if packs is not None:
             checked = packs.packs
             for i, pack in enumerate(packs.packs):
-                if "-" in pack.body:   # memchr: most packs hold none (a Python step per pack of a large log)
+                if _may_be_negative(pack):   # memchr: most packs hold none (a Python step per pack of a large log)
                     kept = _pack_without_negatives(run, pack)
                     if kept is not pack:
                         checked = checked[:] if checked is packs.packs else checked
@@ -86,6 +86,8 @@ class ImportedRun:
     def benchmarks(self) -> list[str]:
         """The benchmark names of the records, without building them."""
         if self._measurements is None:
+            if self._benchmark is None and self._packs is not None:   # packs that say what they hold
+                return sorted({b for p in self._packs.packs if p.count for b in p.benchmarks})
             return [self._benchmark] if self._benchmark and len(self) else []
         return sorted({m.benchmark for m in self.measurements})
 
@@ -141,6 +143,15 @@ def _without_negatives(run: Run, ms: list[Measurement]) -> list[Measurement]:
 # character runs near memory speed (about 1% of a 200 MB log's import); a match (also the
 # exponent of 1e-07) is only looked at more closely.
 _MINUS = re.compile(r"-[^1\s]|-1\S")
+
+
+def _may_be_negative(pack: Pack) -> bool:
+    """Whether a pack may hold a value below zero: a minus among a rows pack's values (after
+    ``"r":``; its params hold the root of -1 of most collectives), anywhere in a table's rows."""
+    if pack.format == TABLE:
+        return "-" in pack.body
+    at = pack.body.rfind('"r":')
+    return "-" in pack.body[at:] if at >= 0 else "-" in pack.body
 
 
 def _pack_without_negatives(run: Run, pack: Pack) -> Pack:

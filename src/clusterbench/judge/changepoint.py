@@ -43,13 +43,14 @@ deviation estimation of a shift", Econometric Theory 11(3), 403-436 (1995).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
 MAD_TO_SIGMA = 1.4826  # MAD of a normal distribution times this is its standard deviation
+_FIRST_BLOCK = 32     # permutations drawn before the first look at the level (``scan_p_value``)
 
 
 @dataclass(frozen=True)
@@ -95,9 +96,11 @@ def _ranks(x: np.ndarray) -> np.ndarray:
     return ranks
 
 
+@lru_cache(maxsize=256)   # a fleet's series mostly have a few lengths
 def _candidates(n: int, min_size: int, inner: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Every interval [i, j) a change can bound: a prefix (one change at j), or with ``inner``
-    also an inner interval (a change and a return), each piece at least ``min_size`` long."""
+    also an inner interval (a change and a return), each piece at least ``min_size`` long. The
+    arrays are shared: read only."""
     # a numpy row of ends per start: a Python loop over every pair took seconds on a long history
     ii, jj = [np.zeros(0, dtype=int)], [np.zeros(0, dtype=int)]
     starts = [0, *range(min_size, n - min_size + 1)] if inner else [0]
@@ -107,7 +110,10 @@ def _candidates(n: int, min_size: int, inner: bool = True) -> tuple[np.ndarray, 
         j = j[keep]
         ii.append(np.full(len(j), i, dtype=int))
         jj.append(j)
-    return np.concatenate(ii), np.concatenate(jj)
+    i_all, j_all = np.concatenate(ii), np.concatenate(jj)
+    i_all.flags.writeable = False
+    j_all.flags.writeable = False
+    return i_all, j_all
 
 
 def _max_z(ranks: np.ndarray, i: np.ndarray, j: np.ndarray, var: np.ndarray) -> np.ndarray:
@@ -221,12 +227,11 @@ def scan_p_value(x: Sequence[float], s: Settings = Settings(), inner: bool = Fal
     # The generator shuffles row after row, so the permutations drawn do not depend on the block
     # size; a block is bounded by the memory of the candidates' z, or of the sparse tables (2n
     # points, log2(2n) levels).
-    if bands is None:
-        block = max(1, 2_000_000 // (len(i) + n))
-    else:
-        block = max(1, 4_000_000 // ((2 * n + 1) * (2 * n + 1).bit_length()))
-    for start in range(0, s.permutations, block):
-        b = min(block, s.permutations - start)
+    block = _blocks(n, len(i))
+    # With a level to stop at, the first blocks are small (``_schedule``): a series with no change
+    # (most of a fleet's) reaches the level within a few dozen permutations.
+    for _, b in (_schedule(block, s.permutations) if stop_at is not None else
+                 ((start, min(block, s.permutations - start)) for start in range(0, s.permutations, block))):
         perms = rng.permuted(np.tile(ranks, (b, 1)), axis=1)
         if bands is None:
             exceed += int(np.sum(_max_z(perms, i, j, var) >= observed - 1e-9))
@@ -236,6 +241,117 @@ def scan_p_value(x: Sequence[float], s: Settings = Settings(), inner: bool = Fal
             return observed, (1 + exceed) / (s.permutations + 1)
     # The observed order counts as one of the permutations: p is never 0.
     return observed, (1 + exceed) / (s.permutations + 1)
+
+
+def _blocks(n: int, candidates: int) -> int:
+    """The permutations ``scan_p_value`` draws in a block for a series of ``n`` runs."""
+    if candidates > 8 * n:
+        return max(1, 4_000_000 // ((2 * n + 1) * (2 * n + 1).bit_length()))
+    return max(1, 2_000_000 // (candidates + n))
+
+
+def may_change(series: Sequence[Sequence[float]], s: Settings = Settings()) -> list[bool]:
+    """For each series (finite values, time order): False where ``find_changes`` finds no change
+    for certain, True where it may. Found for many series at once, and exactly as ``find_changes``
+    finds it: a series has no change when both of its first scans (the single split, then the
+    inner stretch) stop after their first block of permutations at a p-value of at least alpha /
+    2. The permutations depend on the seed and the length only (the generator shuffles every row
+    the same whatever it holds), so the first block is drawn once per length, applied to every
+    series of that length, and the statistics of all of them computed in a few numpy passes; a
+    fleet's series with no change (nearly all of them) cost a fraction of a millisecond each."""
+    out = [True] * len(series)
+    by_length: dict[int, list[int]] = {}
+    for k, x in enumerate(series):
+        by_length.setdefault(len(x), []).append(k)
+    for n, ks in by_length.items():
+        if n < 2 * s.min_size:
+            for k in ks:
+                out[k] = False
+            continue
+        ranks = np.array([_ranks(np.asarray(series[k], dtype=float)) for k in ks])
+        tie = np.array([_tie(np.asarray(series[k], dtype=float)) for k in ks])
+        # the single split first; the inner scan only for the series it did not settle, as _segments
+        quiet = _not_significant(ranks, tie, n, s, inner=False)
+        rest = np.flatnonzero(quiet)
+        if len(rest):
+            quiet[rest] = _not_significant(ranks[rest], tie[rest], n, s, inner=True)
+        for k, q in zip(ks, quiet):
+            out[k] = not q
+    return out
+
+
+def _tie(x: np.ndarray) -> float:
+    _, counts = np.unique(x, return_counts=True)
+    n = len(x)
+    return float(np.sum(counts ** 3 - counts)) / (n * (n - 1))
+
+
+def _max_z_by_length(ranks: np.ndarray, n: int, min_size: int, inner: bool, tie: np.ndarray) -> np.ndarray:
+    """``_max_z`` over ``_candidates(n, min_size, inner)``, the same floats, a length at a time.
+
+    The intervals of one length k are contiguous slices of the cumulative sum, and all of them
+    share one centre and one standard deviation, so only the largest and smallest sum of each
+    length are needed: |sum - centre| / sd is largest at one of them (dividing by sd > 0 keeps
+    order, and the sums of ranks, which are halves, and the centres are exact in floating point,
+    so each z is the one ``_max_z`` computes). Work and memory per series: n numbers a length, not
+    n^2 / 2. ``tie``: per leading row of ``ranks``."""
+    csum = np.concatenate([np.zeros(ranks.shape[:-1] + (1,)), np.cumsum(ranks, axis=-1)], axis=-1)
+    best = np.zeros(ranks.shape[:-1])
+    factor = ((n + 1) - tie).reshape(tie.shape + (1,) * (ranks.ndim - 1 - tie.ndim))
+    for k in range(min_size, n - min_size + 1):
+        sd = np.sqrt(k * (n - k) / 12.0 * factor)
+        centre = k * (k + 1) / 2.0 + k * (n - k) / 2.0
+        # i = 0 (a prefix), then (inner) i in [min_size, n - min_size - k], and i = n - k
+        parts = [csum[..., k] - csum[..., 0]]
+        hi = lo = parts[0]
+        if inner:
+            last = csum[..., n] - csum[..., n - k]
+            hi, lo = np.maximum(hi, last), np.minimum(lo, last)
+            if n - min_size - k >= min_size:
+                d = csum[..., min_size + k:n - min_size + 1] - csum[..., min_size:n - min_size - k + 1]
+                hi, lo = np.maximum(hi, d.max(axis=-1)), np.minimum(lo, d.min(axis=-1))
+        best = np.maximum(best, np.maximum(hi - centre, centre - lo) / sd)
+    return best
+
+
+def _not_significant(ranks: np.ndarray, tie: np.ndarray, n: int, s: Settings, inner: bool) -> np.ndarray:
+    """Per row of ``ranks`` (series of ``n`` runs, ``tie`` their tie terms): whether
+    ``scan_p_value(x, s, inner, stop_at=alpha / 2)`` gives a p-value of at least alpha / 2, found
+    as it finds it: the same permutations in the same blocks, a row done once its count of
+    permutations at least as extreme as it cannot end below the level."""
+    i, _ = _candidates(n, s.min_size, inner)
+    done = np.zeros(len(ranks), dtype=bool)
+    if len(i) == 0:
+        return ~done   # p = 1
+    done = (n + 1) - tie <= 0                                     # every value equal: p = 1
+    tie = np.where(done, 0.0, tie)
+    observed = _max_z_by_length(ranks, n, s.min_size, inner, tie)
+    exceed = np.zeros(len(ranks), dtype=np.int64)
+    order = np.random.default_rng(s.seed).permuted(np.tile(np.arange(n), (s.permutations, 1)), axis=1)
+    for start, b in _schedule(_blocks(n, len(i)), s.permutations):
+        rows = np.flatnonzero(~done)
+        if len(rows) == 0:
+            break
+        block = order[start:start + b]
+        step = max(1, 200_000 // (b * n))
+        for at in range(0, len(rows), step):
+            part = rows[at:at + step]
+            z = _max_z_by_length(ranks[part][:, block], n, s.min_size, inner, tie[part])
+            exceed[part] += np.sum(z >= observed[part][:, None] - 1e-9, axis=1)
+        done[rows] = (1 + exceed[rows]) / (s.permutations + 1) >= s.alpha / 2
+    return done
+
+
+def _schedule(block: int, permutations: int) -> Iterator[tuple[int, int]]:
+    """(start, size) of the blocks of permutations a scan with a level to stop at draws: small
+    first, doubling up to ``block``. The permutations are the same however they are cut; small
+    blocks only let a scan stop sooner (a series with no change stops within a few dozen)."""
+    start, size = 0, min(block, _FIRST_BLOCK)
+    while start < permutations:
+        b = min(size, permutations - start)
+        yield start, b
+        start += b
+        size = min(block, size * 2)
 
 
 def _l1(v: np.ndarray) -> float:

@@ -15,17 +15,18 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from clusterbench.errors import UsageError
 from clusterbench.families import IDENTITY_PARAMS, family_of, higher_is_better
-from clusterbench.judge.changepoint import Change, Settings, find_changes, runs_needed
+from clusterbench.judge.changepoint import Change, Settings, find_changes, may_change, runs_needed
 from clusterbench.judge.stats import median
 from clusterbench.records import Measurement, Run
-from clusterbench.store import Store
+from clusterbench.store import Store, fleet
+from clusterbench.store.selectors import parse_age
 from clusterbench.store.selectors import parse_since as since_text
 from clusterbench.units import format_size, parse_size
 
@@ -37,6 +38,16 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
     """``30d``, ``12h``, ``2w`` (an age) or an ISO date/time (``2025-01-31``) -> a UTC time, as
     every command's ``--since`` reads it (store/selectors.py)."""
     return datetime.fromisoformat(since_text(text, now).replace("Z", "+00:00"))
+
+
+def current_since(since: str | None, window: str | None, now: datetime | None = None) -> datetime | None:
+    """The start of what counts: ``--since`` (an age or a date), ``--window`` (an age back from
+    ``now``), whichever is later; None for neither."""
+    now = now or datetime.now(timezone.utc)
+    found = [parse_since(since, now)] if since else []
+    if window:
+        found.append(now - timedelta(seconds=parse_age(window)))
+    return max(found) if found else None
 
 
 def parse_time(text: str | None) -> datetime | None:
@@ -52,33 +63,15 @@ def run_time(run: Run) -> datetime | None:
     return parse_time(run.started_at)
 
 
-def select_history(store: Any, selectors: Sequence[str], since: datetime | None = None) -> list[Run]:
-    """The runs a history covers, oldest first: those the selectors name (the store's grammar: a
-    run id, ``last``, ``key=value`` tags; none: every run), started at or after ``since``.
-
-    Kept in one place so ``trend`` and ``export openmetrics`` switch to a shared selector grammar
-    together."""
-    if selectors:
-        found: dict[int, Run] = {}
-        for sel in selectors:
-            for r in store.select(sel):
-                found.setdefault(r.id, r)
-        runs = list(found.values())
-    else:
-        runs = store.list_runs(oldest_first=True)
-    if since is not None:
-        runs = [r for r in runs if (t := run_time(r)) is not None and t >= since]
-    return sorted(runs, key=_time_order)
-
-
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
-def _time_order(run: Run) -> tuple[bool, datetime, int]:
-    """Runs by the instant they started, unreadable times first: the text alone misorders times
-    written with other offsets (an imported ``05:00+02:00`` is before ``04:00Z``)."""
-    t = run_time(run)
-    return t is not None, t or _EPOCH, run.id or 0
+@dataclass(frozen=True)
+class RunRef:
+    """A run a trend covers, as far as its output names it."""
+
+    id: int
+    started_at: str
 
 
 @dataclass(frozen=True)
@@ -99,6 +92,7 @@ class Series:
     points: list[Point] = field(default_factory=list)
     changes: list[Change] = field(default_factory=list)
     left_out: list[Point] = field(default_factory=list)  # runs whose value is not finite
+    apart: str = ""   # the params that tell it from another series of the same label (``distinguish``)
 
     @property
     def higher_is_better(self) -> bool:
@@ -114,7 +108,8 @@ class Series:
         row = {k: (format_size(v) if k == "bytes" and isinstance(v, int) else v)
                for k, v in self.row.items() if k != "count"}
         family = family_of(self.benchmark)
-        return family.label(self.benchmark, row) if family else self.benchmark
+        base = family.label(self.benchmark, row) if family else self.benchmark
+        return f"{base} {self.apart}" if self.apart else base
 
     def kind(self, c: Change) -> str:
         worse = c.after < c.before if self.higher_is_better else c.after > c.before
@@ -153,9 +148,11 @@ def _host_of(run: Run, m: Measurement) -> str:
 
 
 def build_series(runs: Iterable[tuple[Run, list[Measurement]]], *, metric: str | None = None,
-                 benchmark: str | None = None, by: str = "host", size: int | None = None) -> list[Series]:
+                 benchmark: str | None = None, by: str = "host", size: int | None = None,
+                 last: int | None = None) -> list[Series]:
     """Series of ``metric`` (default: each benchmark's headline) per host or device, runs in the
-    order given. ``size``: keep rows with this ``bytes`` param (default: each run's largest)."""
+    order given. ``size``: keep rows with this ``bytes`` param (default: each run's largest);
+    ``last``: each series' newest ``last`` runs only."""
     if by not in BY:
         raise UsageError(f"--by must be one of {', '.join(BY)}, got {by!r}")
     series: dict[tuple, Series] = {}
@@ -188,18 +185,48 @@ def build_series(runs: Iterable[tuple[Run, list[Measurement]]], *, metric: str |
                 s = series[key] = Series(key[0], key[1], units[key], json.loads(key[2]), key[3], key[4])
             point = Point(run.id, run.started_at, median(values))
             (s.points if math.isfinite(point.value) else s.left_out).append(point)
-    return sorted(series.values(), key=lambda s: (s.benchmark, s.metric, s.label, s.entity))
+            if last is not None and len(s.points) > 2 * last:   # trimmed now and then: memory bounded
+                del s.points[:-last]
+    if last is not None:
+        for s in series.values():
+            del s.points[:-last]
+    return _sorted(distinguish(list(series.values())))
+
+
+def _sorted(series: list[Series]) -> list[Series]:
+    return sorted(series, key=lambda s: (s.entity, s.benchmark, s.metric, s.label))
+
+
+def distinguish(series: list[Series]) -> list[Series]:
+    """Give series of one host (or GPU) that would print under one label (``vm stream Copy`` at
+    two array sizes) the params that tell them apart, ``array_size=65536``: a label names one
+    series."""
+    same: dict[tuple[str, str, str], list[Series]] = {}
+    for s in series:
+        s.apart = ""
+        same.setdefault((s.entity, s.metric, s.label), []).append(s)
+    for group in same.values():
+        if len(group) < 2:
+            continue
+        keys = sorted({k for s in group for k in s.row})
+        differ = [k for k in keys if len({json.dumps(s.row.get(k), sort_keys=True, default=str) for s in group}) > 1]
+        for s in group:
+            s.apart = " ".join(f"{k}={s.row[k]}" if k in s.row else f"no {k}" for k in differ)
+    return series
 
 
 def detect(series: Iterable[Series], settings: Settings = Settings()) -> list[Series]:
     """Fill each series' ``changes``, after moving points that are not finite to ``left_out``
     (an infinite value has no rank, and one bad run must not cost the whole series); return them."""
-    out = []
-    for s in series:
+    out = list(series)
+    for s in out:
         s.left_out += [p for p in s.points if not math.isfinite(p.value)]
         s.points = [p for p in s.points if math.isfinite(p.value)]
-        s.changes = find_changes([p.value for p in s.points], settings)
-        out.append(s)
+    # the series that cannot have a change are found for all at once (most of a fleet's): the
+    # others are searched one by one, with the same answer either way
+    values = [[p.value for p in s.points] for s in out]
+    for s, x, maybe in zip(out, values, may_change(values, settings)):
+        s.changes = find_changes(x, settings) if maybe else []
     return out
 
 
@@ -229,11 +256,12 @@ def series_notes(s: Series, settings: Settings = Settings()) -> list[tuple[int |
 
 @dataclass
 class Trend:
-    """``trend``'s series of the selected runs, with the changes found in them."""
+    """``trend``'s series of the selected runs, with the changes found in them, host by host."""
 
-    runs: list[Run]           # oldest first
-    series: list[Series]
+    runs: list[RunRef]        # oldest first
+    series: list[Series]      # by host (or GPU), then row
     settings: Settings
+    window: int | None = None   # each series' newest runs only
 
     def changes(self) -> list[tuple[Series, Change]]:
         return [(s, c) for s in self.series for c in s.changes]
@@ -254,26 +282,120 @@ class Trend:
     def notes(self) -> list[tuple[int | None, str]]:
         return [n for s in self.series for n in series_notes(s, self.settings)]
 
+    def hosts(self) -> list[HostTrend]:
+        """The series grouped by host, in host order."""
+        found: dict[str, list[Series]] = {}
+        for s in self.series:
+            found.setdefault(s.host, []).append(s)
+        return [HostTrend(h, found[h]) for h in sorted(found)]
+
+
+@dataclass
+class HostTrend:
+    """One host's series (per GPU too, with ``--by device``)."""
+
+    host: str
+    series: list[Series]
+
+    def changes(self) -> list[tuple[Series, Change]]:
+        return [(s, c) for s in self.series for c in s.changes]
+
+    def worst(self) -> tuple[Series, Change] | None:
+        """The change that matters most: a regression not recovered from, then any regression,
+        then an improvement; of those, the largest move."""
+        def weight(sc: tuple[Series, Change]) -> tuple[int, float]:
+            s, c = sc
+            rel = abs(c.relative) if math.isfinite(c.relative) else math.inf
+            rank = 0 if s.open_regression is c else 1 if s.kind(c) == REGRESSION else 2
+            return rank, -rel
+        found = self.changes()
+        return min(found, key=weight) if found else None
+
+
+# How many of its newest runs a series' changes are searched in by default: two months of
+# nightly runs, enough to find a step of a few percent, and a bound on what a trend over a
+# fleet's whole history reads (docs/fleet.md).
+WINDOW = 60
+
 
 def stored_trend(db: str | os.PathLike[str] | None, selectors: Sequence[str], since: str | None = None, *,
                  metric: str | None = None, benchmark: str | None = None, by: str = "host",
-                 size: str | None = None, settings: Settings = Settings()) -> Trend:
+                 size: str | None = None, settings: Settings = Settings(), every: bool = False,
+                 window: int | None = WINDOW) -> Trend:
     """The series of the runs ``selectors`` pick in ``db`` (none: every run) started since
-    ``since`` (``30d``, ``2025-01-31``), ``size`` the ``--bytes`` of the rows (default: each
-    run's largest), with their changes. No run, or no measurement to follow, is a UsageError."""
+    ``since`` (``30d``, ``2025-01-31``), each its newest ``window`` runs (None: all), with their
+    changes. By default the headline series (``families.headline``), read host by host from the
+    store's index; with ``every``, ``metric`` or ``size`` (the ``--bytes`` of the rows; default:
+    each run's largest) every row of the metric, read from the runs' measurements a chunk of runs
+    at a time. No run, or no measurement to follow, is a UsageError."""
+    if by not in BY:
+        raise UsageError(f"--by must be one of {', '.join(BY)}, got {by!r}")
     since_t = parse_since(since) if since else None
     with Store.open_to_read(db) as store:
-        runs = select_history(store, selectors, since_t)
-        found = store.measurements_by_run([r.id for r in runs])   # not a query per run
-        loaded = [(r, found[r.id]) for r in runs]
-    if not runs:
+        sel = fleet.Selection(store, selectors, since_t.timestamp() if since_t else None)
+        if every or metric is not None or size is not None:
+            runs: list[RunRef] = []
+
+            def stream() -> Iterator[tuple[Run, list[Measurement]]]:
+                for run, ms in fleet.stream_runs(sel):
+                    runs.append(RunRef(int(run.id or 0), run.started_at))
+                    yield run, ms
+
+            series = build_series(stream(), metric=metric, benchmark=benchmark, by=by,
+                                  size=parse_size(size, "--bytes") if size else None, last=window)
+            selected = len(runs)
+        else:
+            series, runs = _headline_series(sel, benchmark=benchmark, by=by, last=window)
+            selected = fleet.count(sel)
+    if not selected:
         raise UsageError("no run in the selection" + (f" since {since}" if since else ""))
-    series = detect(build_series(loaded, metric=metric, benchmark=benchmark, by=by,
-                                 size=parse_size(size, "--bytes") if size else None), settings)
+    series = detect(series, settings)
     if not series:
-        raise UsageError(f"no {metric or 'headline'} measurement in the {len(runs)} selected run(s)"
+        raise UsageError(f"no {metric or 'headline'} measurement in the {selected} selected run(s)"
                          + (f" for {benchmark}" if benchmark else "")
                          # the size is often why: the rows exist, at other sizes
                          + (f" at --bytes {size}" if size else "")
                          + (" per device (--by device: rows with a device param)" if by == "device" else ""))
-    return Trend(runs, series, settings)
+    used = {p.run for s in series for p in (*s.points, *s.left_out)}
+    runs = [r for r in runs if r.id in used] if every or metric is not None or size is not None else runs
+    return Trend(sorted(runs, key=lambda r: (_readable_time(r.started_at), r.id)), series, settings, window)
+
+
+def _readable_time(text: str) -> tuple[bool, datetime]:
+    t = parse_time(text)
+    return t is not None, t or _EPOCH
+
+
+def _headline_series(sel: fleet.Selection, *, benchmark: str | None, by: str,
+                     last: int | None) -> tuple[list[Series], list[RunRef]]:
+    """The headline series of every host, from the store's index: a query per host, each host's
+    GPUs one series (a run's point the median over them) or, ``by`` device, one each."""
+    series: list[Series] = []
+    runs: dict[int, RunRef] = {}
+    for host in fleet.hosts(sel.store):
+        groups: dict[tuple[Any, ...], dict[int, list[float]]] = {}
+        meta: dict[tuple[Any, ...], tuple[str, dict[str, Any], str | None]] = {}
+        when: dict[int, tuple[float, str]] = {}
+        for v in fleet.host_values(sel, host, last=last):
+            if benchmark is not None and v.benchmark != benchmark:
+                continue
+            device = v.params.get("device")
+            if by == "device" and device in (None, "all"):
+                continue
+            row = {k: x for k, x in v.params.items() if k not in IDENTITY_PARAMS}
+            if v.nodes > 1:
+                row["nodes"] = v.nodes
+            key = (v.benchmark, v.metric, v.unit, json.dumps(row, sort_keys=True, default=str),
+                   str(device) if by == "device" else None)
+            groups.setdefault(key, {}).setdefault(v.run, []).append(v.value)
+            meta[key] = (v.unit, row, str(device) if by == "device" else None)
+            when[v.run] = (v.started, v.started_at)
+            runs.setdefault(v.run, RunRef(v.run, v.started_at))
+        for key, per_run in groups.items():
+            unit, row, device = meta[key]
+            s = Series(key[0], key[1], unit, row, host, device)
+            for run in sorted(per_run, key=lambda r: (when[r][0], r)):
+                point = Point(run, when[run][1], median(per_run[run]))
+                (s.points if math.isfinite(point.value) else s.left_out).append(point)
+            series.append(s)
+    return _sorted(distinguish(series)), list(runs.values())

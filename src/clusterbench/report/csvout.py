@@ -7,7 +7,7 @@ import csv
 import json
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import IO
 
 from clusterbench.records import Measurement, Run
@@ -68,21 +68,24 @@ class _LineFeeds:
         return (self.out or sys.stdout).write(line[:-2] + "\n" if line.endswith("\r\n") else line)
 
 
-def write_csv(loaded: Iterable[tuple[Run, list[Measurement]]], out: IO[str] | None = None) -> None:
+def write_csv(loaded: Iterable[tuple[Run, list[Measurement]]] | Callable[[], Iterable[tuple[Run, list[Measurement]]]],
+              out: IO[str] | None = None) -> None:
     """The runs' measurements as CSV on ``out`` (standard output): a header row with a column
-    per param any of them has, then a row per measurement."""
-    runs = list(loaded)
-    keys: list[str] = []
-    for _, ms in runs:
+    per param any of them has, then a row per measurement. ``loaded``: the runs, or a function
+    that reads them afresh each time it is called: then they are read twice, once for the
+    columns and once for the rows, and never held all at once."""
+    read = loaded if callable(loaded) else (lambda runs=list(loaded): runs)
+    found: dict[str, None] = {}
+    for _, ms in read():
         for m in ms:
             for k in m.params:
-                if k not in keys:
-                    keys.append(k)
+                found.setdefault(k)
+    keys = list(found)
     w = csv.writer(_LineFeeds(out), lineterminator="\r\n")
     # the run's status on every row: a spreadsheet of rows must still tell a failed run's
     # figures from a complete one's
     w.writerow([*CSV_COLUMNS, *map(inert, csv_param_columns(keys))])
-    for run, ms in runs:
+    for run, ms in read():
         for m in ms:
             w.writerow([run.id, run.status, inert(m.benchmark), inert(m.metric),
                         repr(m.value) if isinstance(m.value, float) else m.value, inert(m.unit),

@@ -25,6 +25,7 @@ rejects them in text files); the run's time is a gauge of its own.
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 import sys
@@ -36,11 +37,13 @@ from typing import Any
 
 from clusterbench.errors import UsageError
 from clusterbench.families import FAMILIES, IDENTITY_PARAMS, Family, family_of
-from clusterbench.judge.history import run_time, select_history
+from clusterbench.judge.history import run_time
 from clusterbench.judge.profiles import Profile
 from clusterbench.judge.select import Row
 from clusterbench.judge.validate import ERROR, FAIL, PASS, evaluate
 from clusterbench.records import Measurement, Run
+from clusterbench.store import fleet
+from clusterbench.store.fleet import SeriesValue
 
 PREFIX = "clusterbench"
 TIMESTAMP = f"{PREFIX}_last_run_timestamp_seconds"
@@ -186,29 +189,54 @@ def _headline(benchmark: str, metric: str) -> bool:
     return family is not None and family.headline is not None and metric == family.headline.name
 
 
+def _labels(benchmark: str, host: str, nodes: int, params: dict[str, Any]) -> dict[str, str]:
+    """A headline gauge's labels: benchmark, host, device, nodes (a multi-node result's) and the
+    row's params (see ``label_name``)."""
+    labels = {"benchmark": benchmark, "host": host, "device": _label_value(params.get("device", "")),
+              "nodes": str(nodes) if nodes > 1 else ""}
+    # sorted, so two params that read as one label name ("a-b", "a.b") get the same names on
+    # every row; one that would overwrite benchmark/host/device/nodes or an earlier one is prefixed
+    for k, v in sorted(params.items()):
+        if k not in _NOT_LABELS:
+            name = label_name(k)
+            while name in labels or name in _OWN_LABELS:
+                name = "param_" + name
+            labels[name] = _label_value(v)
+    return labels
+
+
+def _gauge_of(gauges: dict[str, Gauge], benchmark: str, metric: str, unit: str) -> tuple[Gauge, float] | None:
+    family = family_of(benchmark)
+    if family is None:
+        return None
+    try:
+        name, factor = metric_name(family, metric, unit)
+    except ValueError:
+        return None  # a unit Prometheus has no base unit for here: not exported
+    g = gauges.setdefault(name, Gauge(name, f"{family.title}: {metric} ({unit} in the record), "
+                                            f"latest run per host and row"))
+    return g, factor
+
+
 def _headline_gauges(rows: Sequence[HostRow], gauges: dict[str, Gauge]) -> None:
+    """Every row of each family's headline metric (``--all``)."""
     for r in rows:
         m = r.row.m
-        family = family_of(m.benchmark)
-        if family is None or not is_headline(m):
+        if not is_headline(m):
             continue
-        try:
-            name, factor = metric_name(family, m.metric, m.unit)
-        except ValueError:
-            continue  # a unit Prometheus has no base unit for here: not exported
-        g = gauges.setdefault(name, Gauge(name, f"{family.title}: {m.metric} ({m.unit} in the record), "
-                                                f"latest run per host and row"))
-        labels = {"benchmark": m.benchmark, "host": r.host, "device": _label_value(m.params.get("device", "")),
-                  "nodes": str(r.nodes) if r.nodes > 1 else ""}
-        # sorted, so two params that read as one label name ("a-b", "a.b") get the same names on
-        # every row; one that would overwrite benchmark/host/device/nodes or an earlier one is prefixed
-        for k, v in sorted(m.params.items()):
-            if k not in _NOT_LABELS:
-                name = label_name(k)
-                while name in labels or name in _OWN_LABELS:
-                    name = "param_" + name
-                labels[name] = _label_value(v)
-        g.add(labels, in_base_unit(m.value, factor))
+        found = _gauge_of(gauges, m.benchmark, m.metric, m.unit)
+        if found is not None:
+            g, factor = found
+            g.add(_labels(m.benchmark, r.host, r.nodes, m.params), in_base_unit(m.value, factor))
+
+
+def _series_gauges(values: Iterable[SeriesValue], gauges: dict[str, Gauge]) -> None:
+    """The headline series (the default view): their newest values, from the store's index."""
+    for v in values:
+        found = _gauge_of(gauges, v.benchmark, v.metric, v.unit)
+        if found is not None:
+            g, factor = found
+            g.add(_labels(v.benchmark, v.host, v.nodes, v.params), in_base_unit(v.value, factor))
 
 
 def in_base_unit(value: float, factor: float) -> float:
@@ -263,22 +291,92 @@ def _preflight(runs: Sequence[tuple[Run, list[Measurement]]], gauges: dict[str, 
 
 
 def from_store(db: str | None, selectors: Sequence[str], since: datetime | None,
-               profile: Profile | None) -> list[Gauge]:
-    """The gauges of the selected runs (none: every run), read from the database now."""
+               profile: Profile | None, every_row: bool = False) -> list[Gauge]:
+    """The gauges of the selected runs (none: every run) started since ``since``, read from the
+    database now: the headline series by default, with ``every_row`` every row of each family's
+    headline metric (read from the runs' measurements)."""
     from clusterbench.store import Store
 
     with Store.open_to_read(db) as store:
-        runs = select_history(store, selectors, since)
-        by_run = store.measurements_by_run([int(r.id or 0) for r in runs])   # no query per run: every scrape
-        loaded = [(r, by_run[int(r.id or 0)]) for r in runs]
-    return collect(loaded, profile)
+        return read_gauges(store, selectors, since.timestamp() if since is not None else None, profile, every_row)
+
+
+def read_gauges(store: Any, selectors: Sequence[str], since: float | None, profile: Profile | None,
+                every_row: bool = False) -> list[Gauge]:
+    """``from_store`` on an open store; ``since`` in Unix seconds. The database does the work: the
+    newest value of each headline series is one indexed query, the run timestamps an aggregate;
+    only ``every_row`` and a profile's criteria read measurements, a chunk of runs at a time, oldest
+    first, keeping the newest value of each row (memory: the rows exported, not the runs read)."""
+    sel = fleet.Selection(store, selectors, since)
+    gauges: dict[str, Gauge] = {}
+    rows: list[HostRow] = []
+    if every_row or profile is not None:
+        # without criteria only the headline rows are kept: the others (times, algbw, per-iteration
+        # stats, most of a large history) are not keyed at all
+        rows = latest_rows(fleet.stream_runs(sel), None if profile is not None else is_headline)
+    if every_row:
+        _headline_gauges(rows, gauges)
+    else:
+        _series_gauges(fleet.latest(sel), gauges)
+    g = gauges.setdefault(TIMESTAMP, Gauge(TIMESTAMP, "Start of the newest stored run, per benchmark "
+                                                      "and host (Unix time)", ("benchmark", "host")))
+    for start in fleet.newest_runs(sel):
+        for host in start.hosts:
+            g.add({"benchmark": start.benchmark, "host": host}, start.started)
+    if profile is not None:
+        _criteria(rows, profile, gauges)
+    _stored_preflight(fleet.with_preflight(sel), gauges)
+    return [g for g in gauges.values() if g.samples]
+
+
+def check_source(db: str | None, selectors: Sequence[str]) -> None:
+    """Open the database and resolve the selectors: a missing database or a selector that picks
+    nothing is a one-line error before anything is served."""
+    from clusterbench.store import Store
+
+    with Store.open_to_read(db) as store:
+        fleet.Selection(store, selectors)
+
+
+def store_token(db: str | None) -> object:
+    """What says whether runs were stored since (``fleet.change_token``)."""
+    from clusterbench.store import Store
+
+    with Store.open_to_read(db) as store:
+        return fleet.change_token(store)
+
+
+def _stored_preflight(stored: Iterable[tuple[int, str, list[str], str | None, str]], gauges: dict[str, Gauge]) -> None:
+    """``_preflight`` of runs read as (id, started_at, hosts, node tag, meta JSON): each check on
+    each host from the newest run that has it."""
+    newest: dict[tuple[str, str], tuple[tuple[bool, float, int], float]] = {}
+    for rid, started, hosts, node, meta_text in stored:
+        try:
+            meta = json.loads(meta_text)
+        except (TypeError, ValueError, RecursionError):
+            continue
+        pre = meta.get("preflight") if isinstance(meta, dict) else None
+        if not isinstance(pre, dict):
+            continue
+        t = run_time(Run("", started_at=started))
+        order = (t is not None, t.timestamp() if t else 0.0, rid)
+        on = [str(pre["host"])] if pre.get("host") else [node] if node else list(dict.fromkeys(hosts)) or ["unknown"]
+        for check in pre.get("checks") or []:
+            if isinstance(check, dict) and check.get("status") in ("ok", "warning", "fail"):
+                for host in on:
+                    key = (str(check.get("check")), host)
+                    if key not in newest or newest[key][0] <= order:
+                        newest[key] = (order, 0.0 if check["status"] == "fail" else 1.0)
+    g = gauges.setdefault(PREFLIGHT, Gauge(PREFLIGHT, "Preflight check stored with the host's newest run "
+                                                      "that has one: 1 ok or warning, 0 fail", ("check", "host")))
+    for (check, host), (_, value) in sorted(newest.items()):
+        g.add({"check": check, "host": host}, value)
 
 
 def collect(runs: Sequence[tuple[Run, list[Measurement]]], profile: Profile | None = None) -> list[Gauge]:
-    """Gauges from runs in time order (oldest first)."""
+    """Gauges from runs in time order (oldest first), every row of each headline metric: the
+    exporter over runs already in memory."""
     gauges: dict[str, Gauge] = {}
-    # without criteria only the headline rows are exported: the others (times, algbw, per-iteration
-    # stats, most of a large history) are not keyed at all, which a scrape of a big database feels
     rows = latest_rows(runs, None if profile is not None else is_headline)
     _headline_gauges(rows, gauges)
     _timestamps(runs, gauges)
@@ -361,6 +459,92 @@ class StoreCollector:
         yield GaugeMetricFamily(EXPORT_OK, "1 when the last scrape read the results database", value=ok)
 
 
+class GaugeCache:
+    """The gauges ``serve-metrics`` answers with, read by a thread of its own: a scrape is answered
+    from memory at once and never reads the database, so a store of 100,000 runs is scraped in
+    milliseconds and a scrape that a client gives up on leaves no work running behind it.
+
+    Every ``refresh`` seconds ``changed()`` (a few aggregates over indexed columns: ``fleet.
+    change_token``) says whether a run was stored, deleted or tagged since the last read; the
+    gauges are read again when it was, every ``reread`` checks in any case (a tag's new value, a
+    window that moved on), and at every check when ``always`` (a ``--window``). Until the first
+    read has finished, and after a read that failed, a scrape gets ``clusterbench_export_success 0``
+    and no gauges (the read's error goes to ``on_error``)."""
+
+    def __init__(self, load: Callable[[], list[Gauge]], on_error: Callable[[str], None],
+                 changed: Callable[[], object] | None = None, refresh: float = 15.0, reread: int = 20,
+                 always: bool = False) -> None:
+        self.load = load
+        self.on_error = on_error
+        self.changed = changed
+        self.refresh = refresh
+        self.reread = reread
+        self.always = always
+        self.reads = 0                       # reads finished, for tests and logs
+        self.generation = 0                  # changes when a read swaps the gauges (or fails)
+        self._families: list[Any] = []
+        self._ok = 0.0
+        self._stop = threading.Event()
+        self._read_once = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> GaugeCache:
+        self._thread = threading.Thread(target=self._loop, name="serve-metrics-reader", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=60)
+
+    def wait_read(self, timeout: float) -> bool:
+        """Whether a first read finished (or failed) within ``timeout`` seconds."""
+        return self._read_once.wait(timeout)
+
+    def _loop(self) -> None:
+        token: object = object()
+        checks = 0
+        while not self._stop.is_set():
+            try:
+                now = self.changed() if self.changed is not None else object()
+            except Exception as e:  # noqa: BLE001 - a database that went away: the read says why
+                self.on_error(f"{type(e).__name__}: {e}")
+                now = object()
+            if now != token or self.always or checks >= self.reread or not self._read_once.is_set():
+                self._read()
+                token, checks = now, 0
+            checks += 1
+            self._stop.wait(self.refresh)
+
+    def _read(self) -> None:
+        from prometheus_client.core import GaugeMetricFamily
+
+        try:
+            gauges = self.load()
+            families = []
+            for g in gauges:
+                fam = GaugeMetricFamily(g.name, g.help, labels=list(g.labels))
+                for values, v in g.samples.items():
+                    fam.add_metric(list(values), v)
+                families.append(fam)
+            self._families, self._ok = families, 1.0
+        except Exception as e:  # noqa: BLE001 - the server must go on answering, whatever the database does
+            self.on_error(f"{type(e).__name__}: {e}")
+            self._families, self._ok = [], 0.0
+        self.generation += 1
+        self.reads += 1
+        self._read_once.set()
+
+    def collect(self) -> Iterable[Any]:
+        """The prometheus-client collector: what the last read found."""
+        from prometheus_client.core import GaugeMetricFamily
+
+        families, ok = self._families, self._ok   # one snapshot, swapped whole by the reader
+        yield from families
+        yield GaugeMetricFamily(EXPORT_OK, "1 when the last read of the results database succeeded", value=ok)
+
+
 IDLE_TIMEOUT_S = 10.0      # a client that sends or reads nothing for this long is dropped
 CONNECTION_DEADLINE_S = 60.0   # and one that trickles a byte at a time, after this long in all
 MAX_CLIENTS = 256          # connections served at once; more wait to be accepted
@@ -389,6 +573,36 @@ def _app(metrics: Callable[..., Any]) -> Callable[..., Any]:
         body = text.encode()
         start_response(status, [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))])
         return [] if method == "HEAD" else [body]
+
+    return app
+
+
+def _rendered_once(metrics: Callable[..., Any], generation: Callable[[], int],
+                   keep: int = 16) -> Callable[..., Any]:
+    """``metrics`` (prometheus-client's WSGI app) answered once per read of a ``GaugeCache``: its
+    whole response is kept for each (read, Accept, Accept-Encoding, query) a scraper sends, and
+    every later scrape of the same read gets those bytes. Rendering 20,000 samples takes about a
+    second of CPU; a scrape now costs what sending the bytes does. Only the newest read's
+    responses are kept (at most ``keep``: a query string picks families, so scrapers could ask
+    for many)."""
+    lock = threading.Lock()
+    memo: dict[tuple[Any, ...], tuple[str, list[tuple[str, str]], bytes]] = {}
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        gen = generation()
+        key = (gen, environ.get("HTTP_ACCEPT", ""), environ.get("HTTP_ACCEPT_ENCODING", ""),
+               environ.get("QUERY_STRING", ""))
+        with lock:   # scrapes of one read wait for its first rendering instead of repeating it
+            hit = memo.get(key)
+            if hit is None:
+                got: list[tuple[str, list[tuple[str, str]]]] = []
+                body = b"".join(metrics(environ, lambda status, headers, *_: got.append((status, headers))))
+                hit = (got[0][0], list(got[0][1]), body)
+                if len(memo) >= keep or any(k[0] != gen for k in memo):
+                    memo.clear()
+                memo[key] = hit
+        start_response(hit[0], list(hit[1]))
+        return [hit[2]]
 
     return app
 
@@ -453,24 +667,28 @@ def _server_classes(idle_timeout: float, deadline: float, max_clients: int,
     return Server, Handler
 
 
-def serve(load: Callable[[], list[Gauge]], port: int, addr: str, on_error: Callable[[str], None],
+def serve(source: Callable[[], list[Gauge]] | GaugeCache, port: int, addr: str, on_error: Callable[[str], None],
           idle_timeout: float = IDLE_TIMEOUT_S, deadline: float = CONNECTION_DEADLINE_S,
           max_clients: int = MAX_CLIENTS) -> Any:
-    """Start the HTTP server (a daemon thread) with only clusterbench's gauges on it; returns the
-    server (``shutdown()`` and ``server_close()`` stop it)."""
+    """Start the HTTP server (a daemon thread) with only clusterbench's gauges on it: a
+    ``GaugeCache``'s, or a ``load`` function's, called at every scrape; returns the server
+    (``shutdown()`` and ``server_close()`` stop it)."""
     import socket
     from wsgiref.simple_server import make_server
 
     client = _client()
     registry = client.CollectorRegistry(auto_describe=False)
-    registry.register(StoreCollector(load, on_error))
+    registry.register(source if isinstance(source, GaugeCache) else StoreCollector(source, on_error))
     server_cls, handler_cls = _server_classes(idle_timeout, deadline, max_clients, on_error)
     try:
         # the family of the address (an IPv6 one needs AF_INET6)
         family, _, _, _, sockaddr = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM,
                                                        flags=socket.AI_PASSIVE)[0]
         server_cls.address_family = family
-        server = make_server(sockaddr[0], port, _app(client.make_wsgi_app(registry)), server_cls, handler_cls)
+        metrics = client.make_wsgi_app(registry)
+        if isinstance(source, GaugeCache):
+            metrics = _rendered_once(metrics, lambda: source.generation)
+        server = make_server(sockaddr[0], port, _app(metrics), server_cls, handler_cls)
     except OSError as e:
         raise UsageError(f"cannot listen on {addr}:{port}: {e.strerror or e}") from None
     except UnicodeError as e:   # the resolver encodes a host name as IDNA: a label past 63 characters
@@ -479,8 +697,8 @@ def serve(load: Callable[[], list[Gauge]], port: int, addr: str, on_error: Calla
     return server
 
 
-def serve_until_stopped(load: Callable[[], list[Gauge]], port: int, addr: str, on_error: Callable[[str], None],
-                        on_listening: Callable[[], None] = lambda: None) -> int:
+def serve_until_stopped(source: Callable[[], list[Gauge]] | GaugeCache, port: int, addr: str,
+                        on_error: Callable[[str], None], on_listening: Callable[[], None] = lambda: None) -> int:
     """``serve`` until SIGINT or SIGTERM, whose number it returns once the port is given back
     (a scrape under way is cut off: its threads are daemons); ``on_listening``: called once the
     server listens and the signals are caught."""
@@ -493,7 +711,9 @@ def serve_until_stopped(load: Callable[[], list[Gauge]], port: int, addr: str, o
         got.append(signum)
         stop.set()
 
-    server = serve(load, port, addr, on_error)
+    server = serve(source, port, addr, on_error)
+    if isinstance(source, GaugeCache):
+        source.start()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, stopping)
     on_listening()
@@ -501,4 +721,6 @@ def serve_until_stopped(load: Callable[[], list[Gauge]], port: int, addr: str, o
         pass
     server.shutdown()
     server.server_close()
+    if isinstance(source, GaugeCache):
+        source._stop.set()   # a read under way is left to end with the process (a daemon thread)
     return got[0]

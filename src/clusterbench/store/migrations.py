@@ -19,7 +19,7 @@ from string import Template
 from typing import Any
 
 from clusterbench.store.backend import Backend
-from clusterbench.store.packs import pack_rows
+from clusterbench.store.packs import TABLE, Pack, UnreadablePack, pack_rows, storable
 
 Step = str | Callable[[Backend], None]
 
@@ -96,6 +96,37 @@ def _allow_interrupted(db: Backend) -> None:
 def _backfill_uids(db: Backend) -> None:
     ids = [r[0] for r in db.execute("SELECT id FROM runs WHERE uid IS NULL").fetchall()]
     db.executemany("UPDATE runs SET uid=? WHERE id=?", [(new_uid(), i) for i in ids])
+
+
+def _storable_packs(db: Backend) -> None:
+    """Table packs SQL cannot read as Python does (``packs.storable``) as rows packs; one that
+    does not read back at all stays as it is (reading it says why)."""
+    ids = [int(r[0]) for r in db.execute("SELECT id FROM measurement_packs WHERE format=? ORDER BY id",
+                                         (TABLE,)).fetchall()]
+    for i in range(0, len(ids), 200):
+        chunk = ids[i:i + 200]
+        for pid, count, body in db.execute(f"SELECT id, count, body FROM measurement_packs WHERE id IN"
+                                           f" ({','.join('?' * len(chunk))})", chunk).fetchall():
+            try:
+                new = storable(Pack(TABLE, int(count), body))
+            except UnreadablePack:
+                continue
+            if new.format != TABLE:
+                db.execute("UPDATE measurement_packs SET format=?, count=?, body=? WHERE id=?",
+                           (new.format, new.count, new.body, pid))
+
+
+def _derive_headlines(db: Backend) -> None:
+    from clusterbench.store.headlines import derive
+
+    derive(db)
+
+
+def _views(db: Backend) -> None:
+    from clusterbench.store.views import make_headline_view, make_measurements_view
+
+    make_measurements_view(db)
+    make_headline_view(db)
 
 
 def _widen_ranks(db: Backend) -> None:
@@ -232,4 +263,32 @@ MIGRATIONS: list[Migration] = [
     Migration("0009_runs_ranks_bigint", (_widen_ranks,)),
     # An imported run whose log does not prove its rank count stores NULL, not 0.
     Migration("0010_runs_ranks_nullable", (_ranks_nullable,)),
+    # Measurements in SQL (docs/store.md): the ``measurements`` view unpacks both pack formats;
+    # each run's headline series are written beside its packs, indexed by series and time, for
+    # the fleet commands (trend, export openmetrics, serve-metrics) and dashboards
+    # (``headline_measurements``). Runs stored before get theirs now.
+    Migration("0011_measurements_in_sql", ("""
+        CREATE TABLE series (
+            id         ${serial_pk},
+            host       TEXT NOT NULL,
+            nodes      INTEGER NOT NULL DEFAULT 1,
+            benchmark  TEXT NOT NULL,
+            metric     TEXT NOT NULL,
+            unit       TEXT NOT NULL,
+            params     ${json} NOT NULL,
+            UNIQUE (host, nodes, benchmark, metric, unit, params)
+        );
+        CREATE TABLE headlines (
+            run_id     ${ref} NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            series_id  ${ref} NOT NULL REFERENCES series(id),
+            started    ${double} NOT NULL,
+            value      ${double} NOT NULL
+        );
+        CREATE INDEX headlines_series ON headlines(series_id, started, run_id);
+        CREATE INDEX headlines_run ON headlines(run_id);
+        """,
+        _storable_packs,
+        _derive_headlines,
+        _views,
+    )),
 ]

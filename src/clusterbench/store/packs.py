@@ -42,6 +42,11 @@ MeasurementRow = tuple[str, str, float, str, str]   # benchmark, metric, value, 
 _INF = float("inf")
 
 
+class UnreadablePack(ValueError):
+    """A pack whose records do not read back (a table row that is not one, a body that is not
+    the JSON its format says)."""
+
+
 class Pack(NamedTuple):
     format: str
     count: int    # records in it
@@ -56,9 +61,13 @@ class Packs:
     stores the packs themselves.
     """
 
-    def __init__(self, packs: Sequence[Pack]) -> None:
+    def __init__(self, packs: Sequence[Pack],
+                 decoded: Sequence[tuple[str, str, float, str, dict[str, Any]]] | None = None) -> None:
         self.packs = list(packs)
         self._count = sum(p.count for p in self.packs)   # asked for several times per run
+        # the same records as (benchmark, metric, value, unit, params), where the producer has
+        # them at hand: the store takes what it indexes from them, not from decoding the packs
+        self.decoded = decoded
 
     def __len__(self) -> int:
         return self._count
@@ -225,6 +234,11 @@ def count_values(tokens: Iterable[str]) -> int:
     return sum(1 for t in tokens if number(t) is not None)
 
 
+def table_records(body: str) -> Iterator[tuple[str, str, float, str, dict[str, Any]]]:
+    """A ``table`` pack's records as (benchmark, metric, value, unit, params)."""
+    return _table(body)
+
+
 def _table(body: str) -> Iterator[tuple[str, str, float, str, dict[str, Any]]]:
     head, _, text = body.partition("\n")
     h = json.loads(head)
@@ -246,6 +260,84 @@ def _table(body: str) -> Iterator[tuple[str, str, float, str, dict[str, Any]]]:
             metric, unit, cparams = col
             src = {**row, **cparams, **const}
             yield bench, metric, v, unit, {k: src[k] for k in order if k in src}
+
+
+# -- as stored: what SQL reads ----------------------------------------------------------------
+# The ``measurements`` view (store/views.py) takes a table's rows apart in SQL: lines at line
+# feeds, tokens at runs of spaces, and a value token is a number where it is a JSON number (after
+# a trailing ``*`` or ``,``), which is every number nccl-tests prints. Python's float also reads
+# ``+1``, ``.5``, ``1.``, ``01``, ``1_000`` and exponents a database's double does not hold
+# (``1e999``, ``1e-400``); a table holding a token that may be one of those, or anything else
+# SQL would take apart otherwise (a quote, a backslash, a control character, a run of more than
+# MAX_SPACES spaces), is stored as a rows pack of its records instead. The tests are a few byte
+# translations and searches in C, not a Python step per token.
+MAX_SPACES = 64
+_PLAIN = bytes(range(0x20, 0x7f)) + b"\n"          # what a table's text may hold for SQL
+_DIGIT = b"0123456789"
+# Byte classes for the tests below, each one translate: digits as 0 (and as 0 or 1 where a
+# leading zero matters), a minus and a line feed as the space before a token, a sign after an
+# exponent letter as a digit.
+_CLASSES = bytes.maketrans(_DIGIT + b"\n", b"0" * 10 + b" ")
+_LEADING = bytes.maketrans(_DIGIT + b"\n-", b"0" + b"1" * 9 + b"  ")
+_EXPONENT = bytes.maketrans(_DIGIT + b"+-E", b"0" * 12 + b"e")
+_SCALAR = (str, int, float, bool)
+
+
+def _sql_reads_numbers(raw: bytes) -> bool:
+    """Whether every token of ``raw`` that Python's float reads is a JSON number of a double's
+    range (see above), in a few passes of C: no sign or underscore where JSON has none, every
+    point between two digits, no leading zero, no exponent of three digits or more."""
+    if b"+" in raw or b"_" in raw:   # nccl-tests prints neither: such a table is read in Python
+        return False
+    classes = raw.translate(_CLASSES)
+    if classes.count(b".") != classes.count(b"0.0") or b"0" * 300 in classes:
+        return False
+    leading = raw.translate(_LEADING)
+    if b" 00" in leading or b" 01" in leading:
+        return False
+    return not ((b"e" in raw or b"E" in raw) and b"e000" in raw.translate(_EXPONENT))
+
+
+def storable(pack: Pack) -> Pack:
+    """``pack`` as the store writes it: a ``table`` pack SQL cannot read as ``measurements_of``
+    does (see above; or whose header's params are not plain values, which SQL merges otherwise)
+    becomes a ``rows`` pack of the same records, in the same order; any other pack is written as
+    it is. A table whose rows do not read back raises ValueError."""
+    if pack.format != TABLE:
+        return pack
+    head, _, text = pack.body.partition("\n")
+    if _sql_reads(text) and _sql_header(head):
+        return pack
+    try:
+        return pack_rows(list(_table(pack.body)))
+    except (ValueError, KeyError, TypeError, IndexError, RecursionError) as e:
+        raise UnreadablePack(f"a table pack of {pack.benchmarks or 'a run'}: {e}") from None
+
+
+def _sql_reads(text: str) -> bool:
+    """Whether SQL takes this table text apart into the tokens ``str.split`` gives, and reads the
+    same numbers from them as ``number``."""
+    if not text.isascii() or '"' in text or "\\" in text:
+        return False
+    raw = text.encode("ascii")
+    if raw.translate(None, _PLAIN) or b" " * (MAX_SPACES + 1) in raw:
+        return False
+    return _sql_reads_numbers(b" " + raw + b" ")   # a token at either end is one between spaces
+
+
+def _sql_header(head: str) -> bool:
+    """Whether SQL builds the same params from this table header as ``_table`` does: every param
+    one ``order`` names (``_table`` drops the others), every constant a plain value (SQL merges
+    objects and drops nulls)."""
+    try:
+        h = json.loads(head)
+        _table_benchmark(h)
+    except (ValueError, RecursionError):
+        return False
+    order = set(h["order"])
+    cparams = [c[2] for c in h["cols"] if c is not None]
+    return (all(name in order for name, _ in h["lead"])
+            and all(k in order and isinstance(v, _SCALAR) for p in [h["const"], *cparams] for k, v in p.items()))
 
 
 # -- reading ---------------------------------------------------------------------------------

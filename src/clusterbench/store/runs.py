@@ -6,7 +6,7 @@ file is an error, a read-only one is read); a command that writes opens it to wr
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from clusterbench.records import Measurement, Run
@@ -56,6 +56,53 @@ def list_runs(db: Db, limit: int | None = None, benchmark: str | None = None,
         counts = store.measurement_counts(ids)
         measured = store.run_benchmarks(ids)
     return [Listed(r, counts.get(int(r.id or 0), 0), measured.get(int(r.id or 0), [])) for r in runs]
+
+
+def iter_listed(db: Db, limit: int | None = None, benchmark: str | None = None,
+                since: str | None = None) -> Iterator[Listed]:
+    """``list_runs``, each run as it is read: a chunk of runs at a time, with their counts and
+    benchmarks; memory is one chunk, however many runs are listed. The database is opened and
+    the filter checked before the first run is asked for (an error comes before any output)."""
+    store = Store.open_to_read(db)
+    try:
+        chunks = store.iter_list_runs(limit=limit, benchmark=benchmark, since=since)
+    except BaseException:
+        store.close()
+        raise
+    return _listed(store, chunks)
+
+
+def _listed(store: Store, chunks: Iterator[list[Run]]) -> Iterator[Listed]:
+    with store:
+        for runs in chunks:
+            ids = [int(r.id or 0) for r in runs]
+            counts = store.measurement_counts(ids)
+            measured = store.run_benchmarks(ids)
+            for r in runs:
+                yield Listed(r, counts.get(int(r.id or 0), 0), measured.get(int(r.id or 0), []))
+
+
+def iter_read_runs(db: Db, selectors: Iterable[str], since: str | None = None,
+                   chunk: int = 200) -> Iterator[tuple[Run, list[Measurement]]]:
+    """``read_runs``, each run with its measurements as it is read, in id order, ``chunk`` runs at
+    a time. A selector that picks nothing raises UsageError here, before any run is given."""
+    store = Store.open_to_read(db)
+    try:
+        ids = store.select_ids(selectors, since)
+    except BaseException:
+        store.close()
+        raise
+    return _read(store, ids, chunk)
+
+
+def _read(store: Store, ids: list[int], chunk: int) -> Iterator[tuple[Run, list[Measurement]]]:
+    with store:
+        for i in range(0, len(ids), chunk):
+            part = ids[i:i + chunk]
+            runs = store.runs_by_ids(part)
+            found = store.measurements_by_run(part)
+            for run in runs:
+                yield run, found[int(run.id or 0)]
 
 
 def delete_runs(db: Db, selectors: Iterable[str], since: str | None = None) -> list[int]:

@@ -227,6 +227,15 @@ _AGO = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|min|h|d|w)$", re.IGNORECASE)
 _SECONDS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
+def parse_age(text: str, option: str = "--window") -> float:
+    """An age (``7d``, ``12h``, ``30m``, ``2w``, ``90s``, ``1.5d``) in seconds: a window that moves
+    with the clock, as ``--window`` takes it."""
+    m = _AGO.match(text.strip())
+    if not m or not 0 < (seconds := float(m.group(1)) * _SECONDS[m.group(2).lower()]) < 1e12:
+        raise UsageError(f"invalid {option} {text!r}: expected an age such as 2d, 12h or 30m")
+    return seconds
+
+
 def parse_since(text: str, now: datetime | None = None) -> str:
     """``--since``: ``7d``, ``12h``, ``30m``, ``2w``, ``90s``, ``1.5d``, or an ISO date/time (UTC unless it
     says otherwise), as the timestamp form runs are stored with (``2026-11-23T18:13:34.099Z``)."""

@@ -99,7 +99,7 @@ def journal_mode(shared: str | None) -> str:
 class SqliteBackend(Backend):
     kind = "sqlite"
     errors = (sqlite3.DatabaseError,)
-    types = {"serial_pk": "INTEGER PRIMARY KEY AUTOINCREMENT", "ref": "INTEGER", "double": "REAL"}
+    types = {"serial_pk": "INTEGER PRIMARY KEY AUTOINCREMENT", "ref": "INTEGER", "double": "REAL", "json": "TEXT"}
 
     def __init__(self, location: Location, conn: sqlite3.Connection) -> None:
         super().__init__(location)

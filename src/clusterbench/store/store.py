@@ -20,6 +20,8 @@ from clusterbench.records import Measurement, Run, TelemetrySample
 from clusterbench.store import location as loc
 from clusterbench.store.backend import Backend
 from clusterbench.store.batch import Batch
+from clusterbench.store.headlines import RunHeadlines
+from clusterbench.store.headlines import derive as derive_headlines
 from clusterbench.store.migrations import MIGRATIONS, new_uid, statements
 from clusterbench.store.nul import refuse_nul, refuse_nul_in_run, refuse_nul_in_tags
 from clusterbench.store.open import connect
@@ -27,6 +29,7 @@ from clusterbench.store.packs import (
     MeasurementRow,
     Pack,
     Packs,
+    UnreadablePack,
     measurements_of,
     packs_to_store,
     rows_of,
@@ -272,7 +275,7 @@ class Store:
     ) -> int:
         """Store a run with all its records in one transaction; return its id."""
         rows = ((m.benchmark, m.metric, float(m.value), m.unit, m.params) for m in measurements)
-        return self._save(run, packs_to_store(rows), telemetry)
+        return self._save(run, rows, telemetry)
 
     def save_run_rows(
         self,
@@ -282,10 +285,10 @@ class Store:
     ) -> int:
         """``save_run`` with measurements as (benchmark, metric, value, unit, params JSON) rows, or
         as ``Packs`` a producer packed already (log importers: ``ImportedRun.store_rows``)."""
-        return self._save(run, packs_to_store(rows), telemetry)
+        return self._save(run, rows, telemetry)
 
-    def _save(self, run: Run, packs: Iterable[Pack], telemetry: Iterable[TelemetrySample]) -> int:
-        run_id = self._write_run(run, new_uid(), packs, telemetry, fresh=True)
+    def _save(self, run: Run, rows: Iterable[Any] | Packs, telemetry: Iterable[TelemetrySample]) -> int:
+        run_id = self._write_run(run, new_uid(), rows, telemetry, fresh=True)
         assert run_id is not None  # a fresh uuid4 is never taken
         return run_id
 
@@ -302,12 +305,18 @@ class Store:
         with that uid is here already. ``imported_from``: the (digest, name) of the file it was
         imported from (``imported_file_of``), so importing that file here again is skipped as it
         is where the run was imported."""
-        return self._write_run(run, uid, packs_to_store(rows), telemetry, imported_from=imported_from)
+        return self._write_run(run, uid, rows, telemetry, imported_from=imported_from)
 
-    def _write_run(self, run: Run, uid: str, packs: Iterable[Pack],
+    def _write_run(self, run: Run, uid: str, rows: Iterable[Any] | Packs,
                    telemetry: Iterable[TelemetrySample], fresh: bool = False,
                    imported_from: tuple[str, str] | None = None) -> int | None:
         db = self.db
+        # the headline records are kept as the rows are packed, or read from a producer's packs
+        found = RunHeadlines(run)
+        if isinstance(rows, Packs) and rows.decoded is not None:
+            for _ in found.tap(rows.decoded):   # what the producer decoded: no pack is read again
+                pass
+        packs = packs_to_store(rows if isinstance(rows, Packs) else found.tap(rows))
         telemetry = list(telemetry)
         refuse_nul_in_run(run, uid, telemetry)
         for text in imported_from or ():
@@ -315,7 +324,7 @@ class Store:
         values = run_values(run, uid)
         try:
             if self._batch is not None and fresh:
-                run_id = self._batch.add(values, run.tags, packs, telemetry)
+                run_id = self._batch.add(values, run.tags, packs, telemetry, found)
             else:
                 with nullcontext() if self._batch is not None else db.write():
                     if self._batch is not None:
@@ -326,11 +335,13 @@ class Store:
                         run_id = db.insert_unique("runs", RUN_WRITE_COLS, values, unique="uid")
                     if run_id is None:
                         return None
-                    Batch.write_rows(db, run_id, run.tags, packs, telemetry)
+                    Batch.write_rows(db, run_id, run.tags, packs, telemetry, found)
                     if imported_from is not None:
                         db.insert_rows("imported_files", ("run_id", "digest", "name"), [(run_id, *imported_from)])
         except db.errors as e:
             raise StoreError(f"cannot write to results database {self.where}: {db.describe(e)}") from None
+        except UnreadablePack as e:
+            raise StoreError(f"run not stored in {self.where}: unreadable measurements: {e}") from None
         run.id = run_id
         return run_id
 
@@ -372,6 +383,10 @@ class Store:
             with self.db.write():
                 self.db.upsert("run_tags", ("run_id", "key", "value"), ("run_id", "key"),
                                [(rid, k, str(v)) for rid in ids for k, v in tags.items()])
+                if "node" in tags:   # the host a run's values without a host param belong to
+                    for chunk in self._chunks(ids):
+                        self.db.execute(f"DELETE FROM headlines WHERE run_id IN ({','.join('?' * len(chunk))})", chunk)
+                    derive_headlines(self.db, ids)
         except self.db.errors as e:
             what = f"run {ids[0]}" if len(ids) == 1 else f"runs {_id_list(ids)}"
             raise StoreError(f"cannot tag {what} in {self.where}: {self.db.describe(e)}") from None
@@ -427,6 +442,14 @@ class Store:
             raise UsageError(f"no run {run_id} in {self.where}")
         return self._runs_from_rows(rows)[0]
 
+    def runs_by_ids(self, run_ids: Sequence[int]) -> list[Run]:
+        """The runs of these ids that are stored, in id order, one query per ``_CHUNK`` ids."""
+        rows: list[tuple[Any, ...]] = []
+        for chunk in self._chunks(sorted(set(int(r) for r in run_ids))):
+            rows += self._query(f"SELECT {RUN_COLS} FROM runs WHERE id IN ({','.join('?' * len(chunk))})"
+                                " ORDER BY id", chunk)
+        return self._runs_from_rows(rows)
+
     def list_runs(self, limit: int | None = None, benchmark: str | None = None,
                   oldest_first: bool = False, since: str | None = None) -> list[Run]:
         """Runs, newest first; ``benchmark``: only runs that measured it (``bench:NAME`` of the
@@ -442,6 +465,33 @@ class Store:
             sql += " LIMIT ?"
             args.append(limit)
         return self._runs_from_rows(self._query(sql, args))
+
+    def iter_list_runs(self, limit: int | None = None, benchmark: str | None = None, since: str | None = None,
+                       chunk: int = _CHUNK) -> Iterator[list[Run]]:
+        """``list_runs``' runs, newest first, ``chunk`` at a time: a listing of a million runs
+        holds one chunk (each read after the last one's smallest id)."""
+        sel = Selector("", benchmarks=(bench_filter(benchmark),)) if benchmark is not None else Selector("")
+        if self._cannot_match(sel):
+            return iter(())
+        return self._list_chunks(sel, since, limit, chunk)
+
+    def _list_chunks(self, sel: Selector, since: str | None, limit: int | None, chunk: int) -> Iterator[list[Run]]:
+        where, args = filters(sel, since)
+        left = limit
+        below: int | None = None
+        while left is None or left > 0:
+            n = chunk if left is None else min(chunk, left)
+            more = [] if below is None else [below]
+            rows = self._query(f"SELECT {RUN_COLS} FROM runs WHERE {where}"
+                               + ("" if below is None else " AND id < ?") + " ORDER BY id DESC LIMIT ?",
+                               [*args, *more, n])
+            if not rows:
+                return
+            yield self._runs_from_rows(rows)
+            below = int(rows[-1][0])
+            left = None if left is None else left - len(rows)
+            if len(rows) < n:
+                return
 
     def runs_with_tags(self, tags: dict[str, str]) -> list[Run]:
         """Runs carrying every given tag (key=value); ordered by id."""

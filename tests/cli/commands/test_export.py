@@ -25,8 +25,9 @@ from prom_format import prom_parser
 from special_files import _is, _special
 from stored_runs import _ok, _one_line, _store
 
-from clusterbench.records import Measurement
+from clusterbench.records import Measurement, Run
 from clusterbench.report import openmetrics
+from clusterbench.store import Store
 
 prom_om = pytest.importorskip("prometheus_client.openmetrics.parser", reason="prometheus-client (the metrics extra)")
 
@@ -39,7 +40,7 @@ def _om_families(text: str) -> dict[str, list]:
 
 
 def test_openmetrics_uses_its_float_syntax(extreme_db):
-    rc, out, err = run_cli("export", "openmetrics", "--db", extreme_db)
+    rc, out, err = run_cli("export", "openmetrics", "--all", "--db", extreme_db)   # every row: every value
     _ok(rc, out, err)
     samples = [line.rsplit(" ", 1)[1] for line in out.splitlines() if line and not line.startswith("#")]
     assert samples
@@ -135,7 +136,8 @@ def test_rows_that_differ_only_in_rank_are_series_of_their_own(capsys, db):
     base = {"test": "p2p", "bytes": 1024, "executor": "G0", "method": "gpu", "stat": "executor"}
     _store(db, [{**base, "rank": 0}, {**base, "rank": 1}], benchmark="transfer", metric="bandwidth",
            hosts=("gpu01", "gpu02"))
-    rc, out, err = cli(capsys, "export", "openmetrics", "--db", db)
+    # an executor's rows are no headline series (a test's average and aggregate are): --all
+    rc, out, err = cli(capsys, "export", "openmetrics", "--all", "--db", db)
     assert rc == 0, err
     samples = _text_families(out)[TRANSFER]
     got = sorted((s.labels["host"], s.labels["rank"], s.value) for s in samples)
@@ -174,6 +176,72 @@ def test_openmetrics_writes_through_a_symlink_and_keeps_the_mode(capsys, stored,
 def test_openmetrics_into_proc_is_one_line(capsys, stored):
     _one_line(*cli(capsys, "export", "openmetrics", "--db", stored, "-o", "/proc/clusterbench-test.prom"),
               "/proc/clusterbench-test.prom")
+
+
+def _gpu_node(host: str, started: str, scale: float = 1.0) -> tuple[Run, list[Measurement]]:
+    """A nightly run of an 8-GPU node as benchmarks/fleet_scale.py stores it: two collectives at
+    14 sizes in and out of place, five STREAM kernels and two GEMM precisions on every GPU."""
+    ms = []
+    for op in ("all_reduce", "all_gather"):
+        for s in range(20, 34):
+            for placement in ("out", "in"):
+                p = {"bytes": 1 << s, "dtype": "float", "placement": placement, "host": host}
+                ms += [Measurement(op, "busbw", 300.0 * scale, "GB/s", p), Measurement(op, "time_us", 5.0, "us", p)]
+    for d in range(8):
+        for k in ("Copy", "Mul", "Add", "Triad", "Dot"):
+            ms.append(Measurement("stream", "bandwidth", 3000.0, "GB/s",
+                                  {"kernel": k, "array_size": 1 << 28, "device": str(d), "host": host}))
+        for dtype in ("bf16", "fp8_e4m3"):
+            ms.append(Measurement("gemm", "tflops", 700.0, "TFLOP/s", {"dtype": dtype, "device": str(d), "host": host}))
+    return Run("run", hosts=[host], started_at=started, tags={"node": host}), ms
+
+
+def _series_per_host(text: str) -> dict[str, int]:
+    per: dict[str, int] = {}
+    for name, samples in _text_families(text).items():
+        if name in openmetrics.headline_names():
+            for s in samples:
+                per[s.labels["host"]] = per.get(s.labels["host"], 0) + 1
+    return per
+
+
+def test_the_default_view_is_about_30_series_a_gpu_node_and_all_is_every_row(capsys, db):
+    with Store.open(db) as store:
+        for host in ("gpu01", "gpu02"):
+            for n in range(2):
+                store.save_run(*_gpu_node(host, night(n)))
+    rc, out, err = cli(capsys, "export", "openmetrics", "--db", db)
+    assert rc == 0, err
+    # busbw at 8 GiB of 2 ops x 2 placements, Triad and bf16 on each of 8 GPUs
+    assert _series_per_host(out) == {"gpu01": 20, "gpu02": 20}
+    families = _text_families(out)
+    assert {s.labels["kernel"] for s in families[TRIAD]} == {"Triad"}
+    assert {s.labels["bytes"] for s in families[BUSBW]} == {str(8 << 30)}
+    rc, out, err = cli(capsys, "export", "openmetrics", "--all", "--db", db)
+    assert rc == 0, err
+    assert _series_per_host(out) == {"gpu01": 112, "gpu02": 112}
+
+
+def test_a_window_leaves_out_what_is_not_current(capsys, db):
+    from datetime import datetime, timedelta, timezone
+
+    now = datetime.now(timezone.utc)
+
+    def ago(days: float) -> str:
+        return (now - timedelta(days=days)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    with Store.open(db) as store:
+        store.save_run(*_gpu_node("gpu01", ago(10), scale=0.5))
+        store.save_run(*_gpu_node("gpu02", ago(10)))
+        store.save_run(*_gpu_node("gpu01", ago(0.5)))
+    for argv, hosts in ((["--window", "2d"], {"gpu01"}), (["--window", "30d"], {"gpu01", "gpu02"}), ([], {"gpu01", "gpu02"})):
+        rc, out, err = cli(capsys, "export", "openmetrics", *argv, "--db", db)
+        assert rc == 0, err
+        busbw = _text_families(out)[BUSBW]
+        assert {s.labels["host"] for s in busbw} == hosts, argv
+        assert {s.value for s in busbw if s.labels["host"] == "gpu01"} == {300e9}   # the newest run's
+    rc, out, err = cli(capsys, "export", "openmetrics", "--window", "2x", "--db", db)
+    assert rc == 2 and "invalid --window '2x'" in err
 
 
 def test_a_cpu_host_gets_no_criterion_gauge_from_a_profile_for_other_hardware(capsys, db):

@@ -48,7 +48,8 @@ def test_by_device_names_the_gpu(capsys, db):
         return 0.9 if h == "gpu02" and str(m.params.get("device")) == "1" and i >= 8 else 1.0
 
     ids = store_history(db, base, HOSTS[:3], 18, factor=f, seed=2)
-    rc, out, err = cli(capsys, "trend", "--by", "device", "--json", "--db", db)
+    # every kernel: --all (the headline series is Triad's)
+    rc, out, err = cli(capsys, "trend", "--by", "device", "--all", "--json", "--db", db)
     assert rc == 0, err
     regs = [d for d in json_lines(out) if d["kind"] == "regression"]
     assert {(d["host"], d["device"]) for d in regs} == {("gpu02", "1")}
@@ -56,7 +57,7 @@ def test_by_device_names_the_gpu(capsys, db):
     assert {d["run"] for d in regs} == {ids[("gpu02", 8)]}
     # per host a series is the median over the host's GPUs: one of two 10% slower is a step
     # of about 5% of the host (3 noise sigmas), placed at that run or the next
-    rc, out, _ = cli(capsys, "trend", "--by", "host", "--json", "--db", db)
+    rc, out, _ = cli(capsys, "trend", "--by", "host", "--all", "--json", "--db", db)
     regs = [d for d in json_lines(out) if d["kind"] == "regression"]
     assert {d["host"] for d in regs} == {"gpu02"} and len(regs) == 5
     assert {d["run"] for d in regs} <= {ids[("gpu02", 8)], ids[("gpu02", 9)]}
@@ -66,7 +67,7 @@ def test_by_device_names_the_gpu(capsys, db):
 def test_the_text_columns_fit_values_with_their_unit(capsys, db):
     """A value with its unit (3,953,570 GB/s) is wider than the usual ones: the rows stay aligned."""
     store_history(db, real_measurements(BABEL), HOSTS[:2], 6, factor=lambda h, i, m: 1000.0, seed=3)
-    rc, out, err = cli(capsys, "trend", "--by", "device", "--db", db)
+    rc, out, err = cli(capsys, "trend", "--by", "device", "--details", "--db", db)
     assert rc == 0, err
     lines = out.splitlines()
     header = next(ln for ln in lines if ln.endswith("  change"))
@@ -164,7 +165,9 @@ def test_trend_orders_runs_by_instant_not_by_text(capsys, db) -> None:
     code, out, err = cli(capsys, "trend", "--json", "--db", db)
     assert code == 0, err
     points = [d for d in map(json.loads, out.splitlines()) if d["kind"] == "trend_point"]
-    assert [p["run"] for p in points] == [first, second]
+    # a result of two hosts is a series on each of them (nodes 2)
+    assert [p["run"] for p in points] == [first, second] * 2
+    assert {p["host"] for p in points} == {"node1", "node2"} and {p["params"]["nodes"] for p in points} == {2}
     summary = json.loads(out.splitlines()[-1])
     assert summary["runs"] == [first, second]
 
@@ -180,7 +183,7 @@ def test_trend_and_baseline_escape(capsys, tmp_path):
             store.save_run(Run(benchmark="all_reduce", hosts=[f"node{ESC}1"], ranks=2, tags={"owner": EVIL},
                                started_at=f"2026-11-{10 + i:02d}T00:00:00Z"),
                            [Measurement("all_reduce", "busbw", value + 0.01 * i, "GB/s", params)])
-    code, out, err = _cb(capsys, ["trend", "--db", db])
+    code, out, err = _cb(capsys, ["trend", "--details", "--db", db])
     _clean(out + err)
     assert code == 0 and "node\\x1b[2J" in out
     profile = tmp_path / "base.yaml"
@@ -202,11 +205,12 @@ def test_a_run_whose_value_is_not_finite_is_left_out_with_a_note(capsys, db):
     # write one, so the body is edited in place).
     with sqlite3.connect(db) as con:
         con.execute("UPDATE measurement_packs SET body = replace(body, '123456.0', '1e999')")
-    rc, out, err = cli(capsys, "trend", "--db", db)
+    # the measurements as stored (--all): the store's index of headline series holds what was written
+    rc, out, err = cli(capsys, "trend", "--all", "--details", "--db", db)
     assert rc == 0, err   # was exit 1: "internal error: ValueError: a series with NaN or infinite values"
     assert f"# note: h1 stream Triad bandwidth: run {ids[3]} left out, its value is not finite (inf)" in out
     assert f"REGRESSION at run {ids[8]} " in out and " 15 " in out   # 15 points kept
-    rc, out, err = cli(capsys, "trend", "--db", db, "--json")
+    rc, out, err = cli(capsys, "trend", "--all", "--db", db, "--json")
     lines = json_lines(out)
     assert rc == 0, err
     assert ids[3] not in [d["run"] for d in lines if d["kind"] == "trend_point"]
@@ -221,7 +225,7 @@ def test_a_series_of_only_infinite_values_prints_no_first_or_last(capsys, db):
     _history(db, [123456.0] * 3)
     with sqlite3.connect(db) as con:
         con.execute("UPDATE measurement_packs SET body = replace(body, '123456.0', '1e999')")
-    rc, out, err = cli(capsys, "trend", "--db", db)
+    rc, out, err = cli(capsys, "trend", "--all", "--details", "--db", db)
     assert rc == 0 and err == ""
     assert "0 runs: at least 12 are needed" in out and out.count("left out, its value is not finite") == 3
 
@@ -252,7 +256,7 @@ def test_a_level_from_zero_has_no_percentage(capsys, db):
 
 def test_trend_says_when_a_series_is_too_short_to_show_a_change(capsys, db):
     ids = _history(db, _step(10, 5))
-    rc, out, err = cli(capsys, "trend", "--db", db)
+    rc, out, err = cli(capsys, "trend", "--details", "--db", db)
     assert rc == 0, err
     row = next(line for line in out.splitlines() if line.startswith("h1 "))
     assert row.endswith("10 runs: at least 12 are needed to detect a change at alpha 0.01")   # was "-"
@@ -289,3 +293,91 @@ def test_a_change_off_a_level_near_zero_keeps_its_percentage_short():
     assert "+1e+302%" in text and len(text) < 160
     # ordinary changes read as before
     assert "-20.0% " in _change_text(s, Change(6, 100.0, 80.0, 0.001, 9.0))
+
+
+def _kernels(db: str, hosts: list[str], nights: int, slow: dict[str, float], sizes=(1 << 26,)) -> None:
+    """Each host's STREAM kernels on two GPUs night after night; ``slow``: a host's factor from
+    the middle night on."""
+    with Store.open(db) as store:
+        for i in range(nights):
+            for h in hosts:
+                f = slow.get(h, 1.0) if i >= nights // 2 else 1.0
+                ms = [Measurement("stream", "bandwidth", (3000.0 + d + 0.3 * (i % 4)) * f, "GB/s",
+                                  {"kernel": k, "array_size": size, "device": str(d), "host": h})
+                      for d in range(2) for k in ("Copy", "Triad") for size in sizes]
+                store.save_run(Run("stream", hosts=[h], started_at=night(i)), ms)
+
+
+def test_the_default_is_a_summary_of_the_hosts_with_a_change_worst_first(capsys, db):
+    _kernels(db, ["gpu01", "gpu02", "gpu03", "gpu04"], 16, {"gpu03": 0.9, "gpu01": 0.8, "gpu04": 1.1})
+    rc, out, err = cli(capsys, "trend", "--db", db)
+    assert rc == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("# trend: 4 series on 4 host(s) over 64 run(s), 2025-03-01 .. 2025-03-16")
+    rows = [ln.split()[0] for ln in lines[2:] if not ln.startswith("#")]
+    assert rows == ["gpu01", "gpu03", "gpu04"]   # the 20% drop, the 10% drop, then the improvement
+    assert "stream Triad bandwidth: REGRESSION at run" in out and "-20.0%" in lines[2]
+    assert lines[-1] == "# 3 change(s) on 3 host(s): 2 regression(s), 2 not recovered; 1 host(s) without a change"
+    rc, out, err = cli(capsys, "trend", "--details", "--db", db)
+    assert rc == 0 and sum(ln.startswith("gpu0") for ln in out.splitlines()) == 4
+
+
+def test_headline_series_by_default_and_every_row_with_all_labelled_apart(capsys, db):
+    _kernels(db, ["gpu01"], 12, {}, sizes=(1 << 26, 1 << 28))
+    rc, out, err = cli(capsys, "trend", "--json", "--db", db)
+    assert rc == 0, err
+    points = [d for d in json_lines(out) if d["kind"] == "trend_point"]
+    assert {(d["params"]["kernel"], d["params"]["array_size"]) for d in points} == {("Triad", 1 << 28)}
+    rc, out, err = cli(capsys, "trend", "--all", "--details", "--db", db)
+    assert rc == 0, err
+    rows = [ln for ln in out.splitlines() if ln.startswith("gpu01 ")]
+    # four series, two of each label: the array size tells them apart (issue 31: "vm stream Copy" twice)
+    assert len(rows) == 4
+    assert sorted(ln.split()[3] for ln in rows) == ["array_size=268435456", "array_size=268435456",
+                                                    "array_size=67108864", "array_size=67108864"]
+
+
+def test_a_window_searches_each_series_newest_runs_only(capsys, db):
+    _kernels(db, ["gpu01"], 40, {"gpu01": 0.8})   # the step at night 20
+    rc, out, err = cli(capsys, "trend", "--json", "--db", db, "--window", "15")
+    assert rc == 0, err
+    lines = json_lines(out)
+    points = [d for d in lines if d["kind"] == "trend_point"]
+    assert [d["started_at"] for d in points] == [night(i) for i in range(25, 40)]
+    assert not [d for d in lines if d["kind"] == "regression"] and lines[-1]["window"] == 15
+    rc, out, err = cli(capsys, "trend", "--json", "--db", db, "--window", "0")
+    lines = json_lines(out)
+    assert [d["run"] for d in lines if d["kind"] == "regression"] and lines[-1]["window"] is None
+
+
+def test_training_steps_are_no_headline_series(capsys, db):
+    """issue 31: one series per training step, each too short."""
+    with Store.open(db) as store:
+        for i in range(3):
+            ms = [Measurement("train", "tokens_per_s", 1000.0 + s, "tokens/s", {"step": s, "model": "1b"})
+                  for s in range(50)]
+            ms.append(Measurement("train", "tokens_per_s", 1020.0, "tokens/s", {"stat": "avg", "steps": 50, "model": "1b"}))
+            store.save_run(Run("train", hosts=["vm"], started_at=night(i)), ms)
+    rc, out, err = cli(capsys, "trend", "--json", "--db", db)
+    assert rc == 0, err
+    assert json_lines(out)[-1]["series"] == 1
+    rc, out, err = cli(capsys, "trend", "--all", "--json", "--db", db)
+    assert json_lines(out)[-1]["series"] == 51
+
+
+def test_the_index_and_the_measurements_give_the_same_headline_series(capsys, db):
+    base = real_measurements(A3MEGA)
+    store_history(db, base, HOSTS, 16, factor=_busbw_step("gpu02", 9, 0.9), seed=8)
+    rc, a, err = cli(capsys, "trend", "--json", "--db", db)
+    assert rc == 0, err
+    rc, b, err = cli(capsys, "trend", "--all", "--benchmark", "all_reduce", "--json", "--db", db)
+    assert rc == 0, err
+
+    def keyed(text: str) -> dict:
+        lines = json_lines(text)
+        return {(d["kind"], d["host"], json.dumps(d["params"], sort_keys=True), d["run"]): d.get("value", d.get("after"))
+                for d in lines if d["kind"] in ("trend_point", "regression", "improvement")}
+
+    every = keyed(b)
+    headline = keyed(a)
+    assert headline and all(every[k] == v for k, v in headline.items())

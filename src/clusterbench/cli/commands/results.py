@@ -28,7 +28,7 @@ from clusterbench.report.jsonl import (
 )
 from clusterbench.report.terminal import render_run
 from clusterbench.store import describe
-from clusterbench.store.runs import delete_runs, list_runs, read_runs, tag_runs
+from clusterbench.store.runs import delete_runs, iter_listed, iter_read_runs, tag_runs
 from clusterbench.store.selectors import GRAMMAR, MAX_RUN_ID, tag_term
 
 SELECTOR_HELP = f"RUN is {GRAMMAR} (see README, 'Selecting runs')."
@@ -72,7 +72,7 @@ def measured_text(benchmarks: list[str], tool: str | None) -> str:
 @since_option
 def list_cmd(as_json: bool, db: str | None, limit: int, benchmark: str | None, since: str | None) -> None:
     """List runs, newest first, with what each measured."""
-    listed = list_runs(db, limit=limit, benchmark=benchmark, since=since)
+    listed = iter_listed(db, limit=limit, benchmark=benchmark, since=since)   # printed as read
     if as_json:
         for item in listed:
             families = sorted({f.name for f in map(family_of, item.benchmarks) if f is not None})
@@ -99,8 +99,7 @@ def list_cmd(as_json: bool, db: str | None, limit: int, benchmark: str | None, s
 @db_option
 def show_cmd(selectors: tuple[str, ...], as_json: bool, since: str | None, db: str | None) -> None:
     """Re-print stored runs as their tables (nccl-tests format for collectives)."""
-    loaded = read_runs(db, selectors, since)
-    for i, (run, ms) in enumerate(loaded):
+    for i, (run, ms) in enumerate(iter_read_runs(db, selectors, since)):   # printed as read
         if as_json:
             emit_all(run_objects(run, ms))
             continue
@@ -131,12 +130,12 @@ def export_cmd(selectors: tuple[str, ...], as_json: bool, as_csv: bool, run_info
                db: str | None) -> None:
     """Export stored runs' measurements as JSON lines or CSV."""
     refuse_together("as_json", "as_csv")
-    loaded = read_runs(db, selectors, since)
+    # printed as read, a chunk of runs at a time: an export of 100,000 runs holds one chunk
     if not as_csv:
-        for run, ms in loaded:
+        for run, ms in iter_read_runs(db, selectors, since):
             emit_all([*(measurement_line(m, run.id) for m in ms), run_line(run)])
         return
-    write_csv(loaded)
+    write_csv(lambda: iter_read_runs(db, selectors, since))
 
 
 @results.command("delete", epilog=SELECTOR_HELP)

@@ -1,5 +1,6 @@
 """``clusterbench serve-metrics``: the gauges of ``export openmetrics`` on an HTTP ``/metrics``
-endpoint for Prometheus to scrape, read from the database at every scrape."""
+endpoint for Prometheus to scrape, read from the database when runs were stored and answered
+from memory."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sys
 import click
 
 from clusterbench.cli.options import db_option
-from clusterbench.judge.history import parse_since
+from clusterbench.judge.history import current_since
 from clusterbench.judge.profiles import load_profile
 from clusterbench.report import openmetrics
 
@@ -30,28 +31,38 @@ def _address(ctx: click.Context, param: click.Parameter, value: str) -> str:
 @click.option("--addr", default="127.0.0.1", show_default=True, callback=_address,
               help="Address to listen on (0.0.0.0: every interface, for a remote Prometheus).")
 @click.option("--since", default=None, metavar="AGE|DATE", help="Only runs started since then (30d).")
+@click.option("--window", default=None, metavar="AGE",
+              help="Only values of runs started within AGE of each read (2d): what counts as current.")
+@click.option("--all", "every_row", is_flag=True,
+              help="Every row of each headline metric, not only the headline series.")
+@click.option("--refresh", type=click.FloatRange(0.5, 86400), default=15.0, show_default=True, metavar="SECONDS",
+              help="How often to ask the database whether runs were stored (and read it again if so).")
 @click.option("--profile", "profile_name", default=None, metavar="NAME|FILE",
               help="Also export each criterion's verdict per host.")
 @db_option
-def serve_metrics(selectors: tuple[str, ...], port: int, addr: str, since: str | None,
-                  profile_name: str | None, db: str | None) -> int:
+def serve_metrics(selectors: tuple[str, ...], port: int, addr: str, since: str | None, window: str | None,
+                  every_row: bool, refresh: float, profile_name: str | None, db: str | None) -> int:
     """Serve the latest results of the selected runs (default: all) on http://ADDR:PORT/metrics,
-    read from the database at every scrape, until interrupted (SIGINT or SIGTERM)."""
+    until interrupted (SIGINT or SIGTERM). The gauges are read from the database by a thread of
+    their own when runs were stored, and every scrape is answered from memory."""
     profile = load_profile(profile_name) if profile_name else None
-    since_t = parse_since(since) if since else None
-    # Read once before listening: a wrong --db or selector is an error now, not at each scrape.
-    openmetrics.from_store(db, selectors, since_t, profile)
+    current_since(since, window)   # a bad --since or --window is an error now
+    # Checked before listening (a wrong --db, a selector that picks nothing): an error now, not at
+    # each read; reading everything can take a while on a large store, and is done while serving.
+    openmetrics.check_source(db, selectors)
 
     def load() -> list[openmetrics.Gauge]:
-        return openmetrics.from_store(db, selectors, since_t, profile)
+        return openmetrics.from_store(db, selectors, current_since(since, window), profile, every_row=every_row)
 
     def on_error(text: str) -> None:
-        print(f"# serve-metrics: scrape failed: {text}", file=sys.stderr, flush=True)
+        print(f"# serve-metrics: reading the results database failed: {text}", file=sys.stderr, flush=True)
 
     def listening() -> None:
         print(f"# serve-metrics: http://{addr}:{port}/metrics (Ctrl-C to stop)", file=sys.stderr, flush=True)
 
-    signum = openmetrics.serve_until_stopped(load, port, addr, on_error, listening)
+    cache = openmetrics.GaugeCache(load, on_error, changed=lambda: openmetrics.store_token(db), refresh=refresh,
+                                   always=window is not None)
+    signum = openmetrics.serve_until_stopped(cache, port, addr, on_error, listening)
     print(f"# serve-metrics: stopped by {signal.Signals(signum).name}", file=sys.stderr, flush=True)
     return 0
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from clusterbench.families.base import Family, Figure
+from clusterbench.families.base import Family, Figure, HeadlineRows
 from clusterbench.families.collectives.spec import ALGBW, ALL_OPS, BUSBW, METRICS, SPECS
 from clusterbench.families.collectives.table import CollTable
 
@@ -18,4 +18,6 @@ FAMILY = Family(
     aliases={alias: op.name for op in SPECS.values() for alias in op.aliases},
     figure=Figure("size_curve", (BUSBW.name, ALGBW.name), x="bytes", x_label="message size (bytes)",
                   split=("placement",)),
+    # busbw at the largest size of the run, per op, placement, dtype and redop
+    headline_rows=HeadlineRows(largest=("bytes",)),
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clusterbench.families.base import Family, Figure
+from clusterbench.families.base import Family, Figure, HeadlineRows
 from clusterbench.families.gemm.spec import BENCHMARK, METRICS, TFLOPS
 from clusterbench.families.gemm.table import GemmTable
 
@@ -20,4 +20,8 @@ FAMILY = Family(
     describe=lambda p: f"{p.get('dtype')} {p.get('m')}x{p.get('n')}x{p.get('k')}"
                        + (f" b{p.get('batch')}" if p.get("batch") not in (None, 1) else "")
                        + (f" {p.get('stat')}" if p.get("stat") is not None else ""),
+    # one precision per device, the one training runs at where measured, and the best sample
+    headline_rows=HeadlineRows(prefer=(("dtype", ("bf16", "fp16", "tf32", "fp32", "fp8_e4m3", "fp8_e5m2", "int8",
+                                                   "fp64")),
+                                       ("stat", ("best",)))),
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clusterbench.families.base import Family
+from clusterbench.families.base import Family, HeadlineRows
 from clusterbench.families.net.spec import (
     NET,
     NET_METRICS,
@@ -29,6 +29,7 @@ RDMA_FAMILY = Family(
     benchmarks=RDMA_TOOLS,
     metrics=RDMA_METRICS,
     row_params=("bytes", "qps", "device", "bidirectional", "stat"),
+    headline_rows=HeadlineRows(largest=("bytes",)),
 )
 OSU_FAMILY = Family(
     name="osu",
@@ -37,4 +38,5 @@ OSU_FAMILY = Family(
     prefixes=(OSU_PREFIX,),
     metrics=OSU_METRICS,
     row_params=("bytes", "buffers", "stat"),
+    headline_rows=HeadlineRows(largest=("bytes",)),
 )

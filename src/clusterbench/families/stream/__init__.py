@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clusterbench.families.base import Family, Figure
+from clusterbench.families.base import Family, Figure, HeadlineRows
 from clusterbench.families.stream.spec import BANDWIDTH, BENCHMARK, METRICS
 from clusterbench.families.stream.table import StreamTable
 
@@ -17,4 +17,6 @@ FAMILY = Family(
     figure=Figure("bars", (BANDWIDTH.name,), x="array_size", x_label="array size (elements)",
                   title="stream bandwidth"),
     describe=lambda p: str(p.get("kernel")),
+    # Triad (BabelStream's and STREAM's summary figure) per device, at the largest array
+    headline_rows=HeadlineRows(largest=("array_size",), prefer=(("kernel", ("Triad",)),)),
 )

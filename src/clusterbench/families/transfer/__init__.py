@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clusterbench.families.base import Family, Figure
+from clusterbench.families.base import Family, Figure, HeadlineRows
 from clusterbench.families.transfer.spec import BANDWIDTH, BENCHMARK, METRICS
 from clusterbench.families.transfer.table import TransferTable
 
@@ -21,4 +21,6 @@ FAMILY = Family(
     # named transfers: a table, not a matrix
     figure=Figure("matrix", (BANDWIDTH.name,), split=("test", "direction", "method"),
                   select={"stat": "pair"}, skip={"test": ("config",), "subexecs": (), "leg": ()}),
+    # a test's average or aggregate, not every cell of its matrix (488 series a host)
+    headline_rows=HeadlineRows(only=(("stat", ("average", "aggregate")),), without=("leg", "iteration")),
 )

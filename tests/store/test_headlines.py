@@ -1,0 +1,126 @@
+"""Tests of clusterbench.store.headlines: each run's headline series, written with the run, moved
+when its node tag changes, and derived for runs stored before (migration 0011)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from paths import TESTS
+
+from clusterbench.ingest import parse_text
+from clusterbench.records import Measurement, Run
+from clusterbench.store import Store
+from clusterbench.store.headlines import UNKNOWN_TIME, epoch
+from clusterbench.store.migrations import MIGRATIONS, statements
+from clusterbench.store.packs import pack_measurements
+
+A3MEGA = TESTS / "data" / "nccl-tests" / "a3mega-h100-2node-all_reduce.txt"
+
+
+def _node_run(host: str) -> list[Measurement]:
+    ms = [Measurement("all_reduce", "busbw", 100.0 + s, "GB/s", {"bytes": 1 << s, "placement": "in", "host": host})
+          for s in (20, 30)]
+    ms += [Measurement("stream", "bandwidth", 3000.0 + d, "GB/s",
+                       {"kernel": k, "array_size": 1 << 28, "device": str(d), "host": host})
+           for d in range(2) for k in ("Copy", "Triad")]
+    ms.append(Measurement("stream", "time_us", 5.0, "us", {"kernel": "Triad", "device": "0", "stat": "min", "host": host}))
+    return ms
+
+
+def _headlines(store: Store, run_id: int | None = None) -> list[tuple]:
+    sql = "SELECT run_id, host, nodes, benchmark, metric, value, params FROM headline_measurements"
+    rows = store.db.execute(sql + (" WHERE run_id=?" if run_id is not None else ""),
+                            (run_id,) if run_id is not None else ()).fetchall()
+    return sorted((r[0], r[1], r[2], r[3], r[4], r[5], json.dumps(json.loads(r[6]) if isinstance(r[6], str) else r[6],
+                                                                  sort_keys=True)) for r in rows)
+
+
+def test_a_run_s_headline_series_are_written_with_it(any_db):
+    with Store.open(any_db) as store:
+        a = store.save_run(Run("run", hosts=["gpu01"], started_at="2026-01-01T03:00:00.000Z"), _node_run("gpu01"))
+        b = store.save_run(Run("run", hosts=["gpu01"], started_at="2026-01-02T03:00:00.000Z"), _node_run("gpu01"))
+        rows = _headlines(store)
+        series = store.db.execute("SELECT count(*) FROM series").fetchone()[0]
+        started = sorted(r[0] for r in store.db.execute("SELECT DISTINCT started FROM headlines").fetchall())
+    # busbw at 1 GiB (the largest size), Triad on each GPU: 3 series, the same for both nights
+    assert series == 3 and len(rows) == 6
+    assert {(r[3], r[6]) for r in rows} == {
+        ("all_reduce", '{"bytes": 1073741824, "placement": "in"}'),
+        ("stream", '{"array_size": 268435456, "device": "0", "kernel": "Triad"}'),
+        ("stream", '{"array_size": 268435456, "device": "1", "kernel": "Triad"}')}
+    assert {r[0] for r in rows} == {a, b} and {r[1] for r in rows} == {"gpu01"}
+    assert started == [epoch("2026-01-01T03:00:00.000Z"), epoch("2026-01-02T03:00:00.000Z")]
+
+
+def test_a_result_of_several_hosts_is_a_series_on_each_and_a_node_tag_moves_it(any_db):
+    m = [Measurement("all_reduce", "busbw", 42.0, "GB/s", {"bytes": 8})]
+    with Store.open(any_db) as store:
+        run_id = store.save_run(Run("coll", hosts=["n1", "n2", "n1"]), m)
+        assert [(r[1], r[2]) for r in _headlines(store, run_id)] == [("n1", 2), ("n2", 2)]
+        store.tag_runs([run_id], {"node": "gpu07"})
+        assert [(r[1], r[2]) for r in _headlines(store, run_id)] == [("gpu07", 1)]
+        store.tag_runs([run_id], {"team": "x"})   # other tags move nothing
+        assert [(r[1], r[2]) for r in _headlines(store, run_id)] == [("gpu07", 1)]
+        store.delete_runs([run_id])
+        assert _headlines(store) == []
+
+
+def test_a_table_pack_s_headline_series_are_those_of_its_records(db):
+    """An nccl-tests log is stored as table packs: their headline rows are read from the rows at
+    the largest size only, and are the ones its records give."""
+    (imported,) = parse_text(A3MEGA.read_text(), name=A3MEGA.name)
+    with Store.open(db) as store:
+        packed = store.save_run_rows(imported.run, imported.store_rows())
+        measured = store.save_run(imported.run, imported.measurements)
+        a, b = _headlines(store, packed), _headlines(store, measured)
+    assert [r[1:] for r in a] == [r[1:] for r in b] and len(a) == 4   # in and out of place, on both hosts
+    assert {json.loads(r[6])["bytes"] for r in a} == {8 << 30}
+
+
+def test_a_rolled_back_import_leaves_no_series_behind(db):
+    with Store.open(db) as store:
+        with pytest.raises(RuntimeError), store.transaction():
+            store.save_run(Run("run", hosts=["gpu01"]), _node_run("gpu01"))
+            raise RuntimeError("interrupted")
+        assert store.db.execute("SELECT count(*) FROM series").fetchone()[0] == 0
+        with store.transaction():
+            run_id = store.save_run(Run("run", hosts=["gpu01"]), _node_run("gpu01"))
+        assert len(_headlines(store, run_id)) == 3
+
+
+def test_runs_stored_before_get_their_series_when_the_database_is_migrated(any_db):
+    from clusterbench.store import connect, location
+
+    backend = connect(location.parse(any_db))
+    with backend.write():
+        backend.execute("CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+        for m in MIGRATIONS[:-1]:
+            for step in m.steps:
+                if isinstance(step, str):
+                    for stmt in statements(step, backend):
+                        backend.execute(stmt)
+                else:
+                    step(backend)
+            backend.execute("INSERT INTO schema_migrations VALUES (?, ?)", (m.name, "2026-01-01 00:00:00"))
+        for i, host in enumerate(("gpu01", "gpu02")):
+            run_id = backend.insert_id("runs", ("benchmark", "started_at", "status", "hosts"),
+                                       ("run", f"2026-01-0{i + 1}T03:00:00Z", "complete", json.dumps([host])))
+            pack = pack_measurements(_node_run(host))
+            backend.execute("INSERT INTO measurement_packs (run_id, format, count, body) VALUES (?, ?, ?, ?)",
+                            (run_id, pack.format, pack.count, pack.body))
+        # a run whose pack does not read back gets no series, and does not stop the migration
+        broken = backend.insert_id("runs", ("benchmark", "started_at", "status"), ("run", "garbage", "complete"))
+        backend.execute("INSERT INTO measurement_packs (run_id, format, count, body) VALUES (?, 'rows', 1, '{')",
+                        (broken,))
+    backend.close()
+    with Store.open(any_db) as store:
+        assert MIGRATIONS[-1].name in store.applied_migrations()
+        rows = _headlines(store)
+    assert len(rows) == 6 and {r[1] for r in rows} == {"gpu01", "gpu02"}
+
+
+def test_a_start_time_that_does_not_read_is_first_in_time_order():
+    assert epoch("2026-01-01T00:00:00Z") == epoch("2026-01-01T01:00:00+01:00") == 1767225600.0
+    assert epoch("2026-01-01T00:00:00") == 1767225600.0   # no offset: UTC, as runs are stored
+    assert epoch("not a time") == epoch(None) == UNKNOWN_TIME < 0
