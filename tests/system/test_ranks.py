@@ -104,3 +104,22 @@ def test_what_a_rank_prints_never_reaches_the_commands_stdout():
     assert proc.returncode == 0, proc.stderr
     assert "RANK-STDOUT-LINE" not in proc.stdout
     assert proc.stderr.count("RANK-STDOUT-LINE") == 2
+
+
+def test_ranks_start_under_a_temporary_directory_too_deep_for_a_socket(tmp_path):
+    """A TMPDIR deep enough that the fork server's socket path would pass the 107 bytes a Unix
+    socket holds (a CI workspace): the ranks still start (was: internal error, AF_UNIX path too
+    long), and nothing is left in that TMPDIR."""
+    from clusterbench.ranks.local import SUN_PATH_MAX
+
+    deep = tmp_path / ("d" * max(1, SUN_PATH_MAX - len(str(tmp_path)) - 10))
+    deep.mkdir()
+    env = {**os.environ, "TMPDIR": str(deep),
+           "PYTHONPATH": os.pathsep.join([str(TESTS.parent / "src"), os.environ.get("PYTHONPATH", "")])}
+    db = tmp_path / "r.db"
+    p = subprocess.run([sys.executable, "-m", "clusterbench", "coll", "all_reduce", "-b", "8", "-e", "8",
+                        "-n", "2", "-w", "1", "--np", "2", "--device", "cpu", "--db", str(db)],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "(complete) stored" in p.stderr and "AF_UNIX" not in p.stderr
+    assert list(deep.iterdir()) == []

@@ -215,19 +215,50 @@ def _helpers_outlive_hangup() -> None:
     the command needs them alive to stop its ranks and store what they measured
     (ranks/signals.py); a Ctrl-C to the group while the fork server still imports PyTorch (seconds,
     before it ignores SIGINT itself) printed that import's traceback under the command's line."""
-    if not hasattr(signal, "SIGHUP") or threading.current_thread() is not threading.main_thread():
-        return
     from multiprocessing import forkserver, resource_tracker
 
+    if not hasattr(signal, "SIGHUP") or threading.current_thread() is not threading.main_thread():
+        with _socket_fits(), _main_module_hidden():
+            forkserver.ensure_running()
+        return
     quiet = (signal.SIGHUP, signal.SIGINT)
     old = {s: signal.signal(s, signal.SIG_IGN) for s in quiet}   # inherited by the helpers
     try:
-        with _main_module_hidden():   # as when a rank starts it: the server never runs __main__
+        with _socket_fits(), _main_module_hidden():   # as when a rank starts it: no __main__
             resource_tracker.ensure_running()
             forkserver.ensure_running()
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+SUN_PATH_MAX = 107   # bytes of a Unix socket's path on Linux (sun_path, less its NUL)
+# what multiprocessing puts under the temporary directory for the fork server's socket:
+# pymp-XXXXXXXX/listener-XXXXXXXX
+_SOCKET_UNDER_TMPDIR = len("/pymp-xxxxxxxx/listener-xxxxxxxx")
+
+
+@contextlib.contextmanager
+def _socket_fits() -> Iterator[None]:
+    """The fork server listens on a Unix socket under TMPDIR; a TMPDIR deep enough (a CI job's
+    workspace, a pytest tmp_path) makes its path too long for the socket and no rank starts
+    ("AF_UNIX path too long"). Then that socket alone goes under /tmp; everything else still uses
+    TMPDIR."""
+    import tempfile
+
+    if len(os.fsencode(tempfile.gettempdir())) + _SOCKET_UNDER_TMPDIR <= SUN_PATH_MAX \
+            or not os.access("/tmp", os.W_OK | os.X_OK):
+        yield
+        return
+    saved = tempfile.tempdir
+    tempfile.tempdir = "/tmp"
+    try:
+        from multiprocessing import util
+
+        util.get_temp_dir()   # made now, under /tmp, and kept for the process's life
+        yield
+    finally:
+        tempfile.tempdir = saved
 
 
 @contextlib.contextmanager
