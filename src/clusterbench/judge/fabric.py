@@ -18,6 +18,7 @@ import math
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from clusterbench.families.collectives.spec import SPECS
 from clusterbench.families.gemm.spec import BENCHMARK as GEMM
@@ -142,11 +143,25 @@ class GemmPoint:
     where: str          # that host and device
 
 
+@dataclass(frozen=True)
+class StepPoint:
+    """A one-rank ``train`` run's step: the node's compute for that model and batch, measured
+    with no network."""
+
+    shape: tuple[tuple[str, int], ...]    # the model's shape, as ``ModelShape.to_dict`` items
+    batch: int
+    dtype: str
+    seconds: float       # the slowest host's median
+    where: str
+    runs: tuple[int, ...]
+
+
 @dataclass
 class NodeRates:
-    """GEMM rates per shape and dtype, memory bandwidth, and what the nodes are."""
+    """GEMM rates per shape and dtype, memory bandwidth, one-rank steps, and what the nodes are."""
 
     gemm: list[GemmPoint] = field(default_factory=list)
+    steps: list[StepPoint] = field(default_factory=list)
     bandwidth_gbs: float | None = None     # stream Triad, the slowest host's median
     bandwidth_where: str = ""
     cpu: bool = True                       # CPU ranks (gloo), else GPUs
@@ -155,7 +170,11 @@ class NodeRates:
 
     @property
     def empty(self) -> bool:
-        return not self.gemm
+        return not self.gemm and not self.steps
+
+    def step_for(self, shape: dict[str, int], batch: int, dtype: str) -> StepPoint | None:
+        key = tuple(sorted(shape.items()))
+        return next((p for p in self.steps if (p.shape, p.batch, p.dtype) == (key, batch, dtype)), None)
 
     def gemm_for(self, m: int, n: int, k: int, dtype: str) -> GemmPoint | None:
         """The measured shape nearest to m x n x k (log distance) in ``dtype``."""
@@ -181,10 +200,17 @@ def node_rates(runs: Iterable[tuple[Run, list[Measurement]]]) -> NodeRates:
     slowest of them."""
     gemm: dict[tuple[int, int, int, str], dict[str, list[float]]] = {}
     stream: dict[str, list[float]] = {}
+    steps: dict[tuple[Any, ...], dict[str, list[float]]] = {}
+    step_runs: dict[tuple[Any, ...], set[int]] = {}
     out = NodeRates()
     ids: set[int] = set()
     for run, ms in runs:
         if run.status != COMPLETE:
+            continue
+        one = _one_rank_step(run, ms)
+        if one is not None:
+            steps.setdefault(one[0], {}).setdefault(_host(run), []).append(one[1])
+            step_runs.setdefault(one[0], set()).add(int(run.id or 0))
             continue
         for m in ms:
             device = str(m.params.get("device", ""))
@@ -204,11 +230,31 @@ def node_rates(runs: Iterable[tuple[Run, list[Measurement]]]) -> NodeRates:
     for (m_, n, k, dtype), per in sorted(gemm.items()):
         where, rate = min(((w, statistics.median(v)) for w, v in per.items()), key=lambda wv: wv[1])
         out.gemm.append(GemmPoint(m_, n, k, dtype, rate, where))
+    for key, per in steps.items():
+        where, seconds = max(((w, statistics.median(v)) for w, v in per.items()), key=lambda wv: wv[1])
+        out.steps.append(StepPoint(*key, seconds, where, tuple(sorted(step_runs[key]))))
     if stream:
         out.bandwidth_where, out.bandwidth_gbs = min(((w, statistics.median(v)) for w, v in stream.items()),
                                                      key=lambda wv: wv[1])
     out.runs = tuple(sorted(ids))
     return out
+
+
+def _one_rank_step(run: Run, ms: list[Measurement]) -> tuple[tuple[Any, ...], float] | None:
+    """(shape, batch, dtype) and the overall step time of a one-rank ``train`` run."""
+    train = run.meta.get("train")
+    if run.ranks != 1 or not isinstance(train, dict) or not isinstance(train.get("shape"), dict):
+        return None
+    step = next((m for m in ms if m.benchmark == "train" and m.metric == "step_time_ms" and "step" not in m.params
+                 and m.params.get("stat") == "avg"), None)
+    if step is None:
+        return None
+    try:
+        key = (tuple(sorted((str(k), int(v)) for k, v in train["shape"].items())), int(train["batch"]),
+               str(train["dtype"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return key, step.value / 1e3
 
 
 def link_of(runs: Iterable[tuple[Run, list[Measurement]]]) -> set[str]:

@@ -17,7 +17,7 @@ as the library schedules them (docs/workloads.md, "Predicting a step").
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from clusterbench import peaks
 from clusterbench.errors import UsageError
@@ -65,19 +65,17 @@ class Prediction:
     fabric: Fabric
     workload: Workload
     collectives: list[Timed]
-    matmul_s: float
-    memory_s: float
+    compute: Compute
     step_s: float
     overlap: str
     mfu: float | None = None
-    gemm_used: dict[GemmPoint, float] = field(default_factory=dict)   # point -> FLOPs run at its rate
     bandwidth_gbs: float | None = None                                 # stream Triad used
     bandwidth_where: str = ""
     notes: list[str] = field(default_factory=list)
 
     @property
     def compute_s(self) -> float:
-        return self.matmul_s + self.memory_s
+        return self.compute.seconds
 
     @property
     def comm_s(self) -> float:
@@ -138,27 +136,67 @@ def time_collectives(plan: list[Collective], fabric: Fabric) -> tuple[list[Timed
     return out, caveats
 
 
-def compute_times(workload: Workload, node: NodeRates) -> tuple[float, float, dict[GemmPoint, float], list[str]]:
-    """(matrix products' seconds, memory-bound seconds, GEMM points used, notes)."""
-    notes: list[str] = []
+@dataclass
+class Compute:
+    """One rank's compute per step: the seconds used, where they come from, by part; and the
+    estimate from the GEMM rate alone, also where a one-rank step was used instead."""
+
+    seconds: float
+    source: str
+    parts: tuple[tuple[str, float], ...]
+    from_gemm_s: float | None = None
+    gemm_used: dict[GemmPoint, float] = field(default_factory=dict)   # point -> FLOPs run at its rate
+    step_runs: tuple[int, ...] = ()
+
+
+def _gemm_compute(workload: Workload, node: NodeRates) -> tuple[float, dict[GemmPoint, float]]:
     used: dict[GemmPoint, float] = {}
     matmul_s = 0.0
     for mm in workload.matmuls():
         point = node.gemm_for(mm.m, mm.n, mm.k, workload.dtype)
         if point is None:
             have = sorted({p.dtype for p in node.gemm}) or ["none"]
-            raise UsageError(f"no {workload.dtype} gemm run to time the step's matrix products (measured dtypes: "
-                             f"{', '.join(have)}): run `clusterbench gemm --dtype {workload.dtype}` on the nodes")
+            raise UsageError(f"no {workload.dtype} gemm run (nor a one-rank train run of this model and per-rank "
+                             f"batch) to time the step's compute (gemm dtypes measured: {', '.join(have)}): run "
+                             f"`clusterbench gemm --dtype {workload.dtype}` on the nodes")
         used[point] = used.get(point, 0.0) + mm.flops
         matmul_s += mm.flops / (point.tflops * 1e12)
+    return matmul_s, used
+
+
+def compute_times(workload: Workload, node: NodeRates) -> tuple[Compute, list[str]]:
+    """The step's compute: a one-rank ``train`` run of the same model and per-rank batch where
+    the selection has one (measured, with what sharding changes added at the stream bandwidth:
+    the optimizer's share of the parameters, FSDP's or DDP's copies), else the matrix products
+    at the GEMM rate of the nearest measured shape plus the memory-bound work at the stream
+    bandwidth."""
+    notes: list[str] = []
     traffic = workload.memory()
-    memory_s = 0.0
-    if node.bandwidth_gbs:
-        memory_s = traffic.total / (node.bandwidth_gbs * 1e9)
-    elif traffic.total:
+    per_byte = 1 / (node.bandwidth_gbs * 1e9) if node.bandwidth_gbs else 0.0
+    if not node.bandwidth_gbs and traffic.total:
         notes.append(f"no stream run: the step's memory-bound work ({traffic.total / 1e6:.4g} MB per rank) is not "
-                     "counted, so compute is a lower bound (run `clusterbench stream` on the nodes)")
-    return matmul_s, memory_s, used, notes
+                     "counted (run `clusterbench stream` on the nodes)")
+    step = None
+    if workload.shape is not None:
+        step = node.step_for(workload.shape.to_dict(), workload.local_batch, workload.dtype)
+    gemm_s, used = None, {}
+    if workload.matmuls() and (node.gemm or step is None):
+        matmul_s, used = _gemm_compute(workload, node)
+        gemm_s = matmul_s + traffic.total * per_byte
+    if step is not None:
+        assert workload.shape is not None
+        one_rank = replace(workload.layout, strategy="full", nodes=1, ranks_per_node=1, shard_size=1)
+        alone = Workload(workload.kind, one_rank, workload.dtype, workload.shape, batch=workload.local_batch)
+        delta = (traffic.total - alone.memory().total) * per_byte
+        parts = ((f"one-rank step (run {', '.join(map(str, step.runs))}, {step.where})", step.seconds),
+                 ("sharding's difference (optimizer, copies)", delta))
+        return Compute(step.seconds + delta, "one-rank step", parts, gemm_s, used, step.runs), notes
+    if gemm_s is None:      # ddp-comm: no products, its gradients' memory work only
+        memory_s = traffic.total * per_byte
+        return Compute(memory_s, "memory bandwidth", (("memory-bound", memory_s),)), notes
+    matmul_s = gemm_s - traffic.total * per_byte
+    return Compute(gemm_s, "GEMM rate", (("matrix products", matmul_s), ("memory-bound", gemm_s - matmul_s)),
+                   gemm_s, used), notes
 
 
 class _Network:
@@ -220,10 +258,9 @@ def ddp_timeline(timed: list[Timed], compute_s: float, optimizer_s: float) -> fl
 def predict(workload: Workload, fabric: Fabric, node: NodeRates) -> Prediction:
     """The step of ``workload`` over ``fabric`` on nodes of ``node``'s rates."""
     timed, notes = time_collectives(workload.plan(), fabric)
-    matmul_s, memory_s, used, compute_notes = compute_times(workload, node)
-    pred = Prediction(fabric, workload, timed, matmul_s, memory_s, 0.0, NO_OVERLAP, gemm_used=used,
-                      bandwidth_gbs=node.bandwidth_gbs, bandwidth_where=node.bandwidth_where,
-                      notes=notes + compute_notes)
+    compute, compute_notes = compute_times(workload, node)
+    pred = Prediction(fabric, workload, timed, compute, 0.0, NO_OVERLAP, bandwidth_gbs=node.bandwidth_gbs,
+                      bandwidth_where=node.bandwidth_where, notes=notes + compute_notes)
     if node.cpu:
         pred.step_s = pred.no_overlap_s
     else:

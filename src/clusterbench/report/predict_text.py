@@ -71,8 +71,9 @@ def workload_fields(w: Workload) -> dict[str, Any]:
 
 def prediction_line(p: Prediction) -> dict[str, Any]:
     return line(PREDICTION, fabric=p.fabric.label, what_if=p.fabric.what_if or None, link=p.fabric.link_text or None,
-                runs=list(p.fabric.runs), workload=workload_fields(p.workload), matmul_ms=_ms(p.matmul_s),
-                memory_ms=_ms(p.memory_s), compute_ms=_ms(p.compute_s), comm_ms=_ms(p.comm_s),
+                runs=list(p.fabric.runs), workload=workload_fields(p.workload), compute_ms=_ms(p.compute_s),
+                compute_source=p.compute.source, compute_parts={k: v * 1e3 for k, v in p.compute.parts},
+                gemm_compute_ms=_ms(p.compute.from_gemm_s), comm_ms=_ms(p.comm_s),
                 no_overlap_ms=_ms(p.no_overlap_s), full_overlap_ms=_ms(p.full_overlap_s), step_ms=_ms(p.step_s),
                 overlap=p.overlap, tokens_per_s=p.tokens_per_s, samples_per_s=p.samples_per_s,
                 algbw=p.algbw_gbs, mfu=p.mfu, comm_share=p.comm_share, bound=p.bound,
@@ -137,6 +138,18 @@ def plan_lines(p: Prediction) -> list[str]:
     return out
 
 
+def compute_lines(p: Prediction) -> list[str]:
+    c = p.compute
+    stream = f" (stream {p.bandwidth_gbs:.4g} GB/s, {p.bandwidth_where})" if p.bandwidth_gbs else ""
+    out = [f"# compute ({c.source}): {c.seconds * 1e3:.1f} ms = "
+           + " + ".join(f"{name} {sec * 1e3:.1f} ms" for name, sec in c.parts) + stream]
+    if c.gemm_used:
+        what = "from" if c.source == "GEMM rate" else "for comparison, from"
+        out.append(f"# compute {what} the GEMM rate: {c.from_gemm_s * 1e3:.1f} ms, products at "
+                   f"{_gemm_text(c.gemm_used)}")
+    return out
+
+
 def table_lines(preds: list[Prediction]) -> list[str]:
     width = max(16, *(len(p.fabric.label) for p in preds))
     out = [f"# {'fabric':<{width - 2}} {'compute_ms':>11} {'comm_ms':>10} {'no_overlap':>11} {'full_overlap':>12} "
@@ -180,11 +193,7 @@ def report_lines(report: PredictReport) -> list[str]:
                    f"products, {traffic.total / 1e6:.4g} MB of memory-bound work ("
                    + ", ".join(f"{k} {b / 1e6:.3g} MB" for k, b in traffic.parts) + ")")
         out += plan_lines(first)
-        gemm = f"matrix products {first.matmul_s * 1e3:.1f} ms" + (
-            f" at {_gemm_text(first.gemm_used)}" if first.gemm_used else "")
-        stream = (f" at stream {first.bandwidth_gbs:.4g} GB/s ({first.bandwidth_where})"
-                  if first.bandwidth_gbs else "")
-        out.append(f"# compute: {gemm}; memory-bound {first.memory_s * 1e3:.1f} ms{stream}")
+        out += compute_lines(first)
         out += table_lines(preds)
         out.append(f"# overlap: {first.overlap}")
     out += check_lines(report.checks)

@@ -89,8 +89,9 @@ def predict(ctx: click.Context, selectors: tuple[str, ...], preset: str, layers:
     """Predict a training step's time from the fabric's measured curves.
 
     SELECTOR picks the stored runs of one fabric: its collective curves (`coll
-    all_gather,reduce_scatter,all_reduce`, or imported nccl-tests logs) and its nodes' `gemm`
-    (and `stream`) runs. Prints the step's collectives with their times, then per fabric the
+    all_gather,reduce_scatter,all_reduce`, or imported nccl-tests logs) and its nodes'
+    compute: a one-rank `train` run of the same model and per-rank batch, else `gemm` runs
+    (and `stream`). Prints the step's collectives with their times, then per fabric the
     compute and communication time, the bounds with no and with full overlap, the predicted
     step, tokens/s, MFU and which of network and compute bounds the step (docs/workloads.md).
     """
