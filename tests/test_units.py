@@ -3,6 +3,7 @@
 from decimal import Decimal
 
 import pytest
+from stored_runs import EXTREMES
 
 from clusterbench.errors import UsageError
 from clusterbench.units import (
@@ -12,12 +13,11 @@ from clusterbench.units import (
     fixed,
     format_plain,
     format_size,
+    format_threshold,
     parse_rate,
     parse_size,
     whole_number,
 )
-
-EXTREMES = [1.7e308, 1e-300, 5e-324, -0.0, 0.0, 123456789012345678.0, 12.5, 3.25, -7.5, 1e15, -1.7e308]
 
 
 @pytest.mark.parametrize("value, width, decimals, want", [
@@ -164,3 +164,9 @@ def test_range_and_clamp():
     with pytest.raises(UsageError):   # clamping is above the range only
         whole_number("1", what="n", minimum=2, maximum=4, clamp=True)
     assert whole_number("\t\n 7 \r\x0b\x0c", what="n") == 7
+
+
+def test_format_threshold_keeps_whole_digits_and_drops_float_noise():
+    assert format_threshold(0.810390207374) == "0.81039" and format_threshold(4177285) == "4,177,285"
+    assert format_threshold(4177.285) == "4,177.29" and format_threshold(94.1) == "94.1"
+    assert format_threshold(1.7e308) == "1.7e+308" and format_threshold(0.00005) == "0.00005"

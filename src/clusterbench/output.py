@@ -13,7 +13,7 @@ import contextlib
 import errno
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from clusterbench.errors import UsageError
@@ -53,6 +53,24 @@ def discard_stdout() -> None:
         os.close(devnull)
     except (OSError, ValueError, AttributeError):
         pass
+
+
+class OutputGuard:
+    """Printing that stops at the first failure of standard output (``| head -1``, ``> /dev/full``)
+    and never ends the work it reports on: a run being stored, a file's transaction being
+    committed. ``error`` says what failed; what is still to be printed goes to /dev/null."""
+
+    def __init__(self) -> None:
+        self.error: str | None = None
+
+    def __call__(self, show: Callable[..., object], *args: Any) -> None:
+        if self.error is not None:
+            return
+        try:
+            show(*args)
+        except OSError as e:
+            self.error = f"cannot write to {stdout_name()}: {why(e)}"
+            discard_stdout()
 
 
 class WatchedStdout:

@@ -34,6 +34,7 @@ from clusterbench.records import (
     Measurement,
     Meta,
     Note,
+    Planned,
     Rows,
     Run,
     Telemetry,
@@ -82,6 +83,8 @@ class RunBuilder:
                     self.failures.append(event.reason)
                 case Telemetry():
                     self.telemetry.extend(event.samples)
+                case Planned():
+                    pass   # how far the run is: for the terminal, not the stored run
                 case Meta():
                     self.run.meta.update(event.data)
                 case _:
@@ -180,10 +183,13 @@ def _run_job(job: Job, benchmark: str, command: list[str], printer: Printer,
         builder.on_event(event)  # first: a row that was printed is a row that will be stored
         shown.on_event(event)
 
+    say = announce or (lambda text: print(text, file=sys.stderr, flush=True))
+
     def on_abort(message: str, signum: int | None) -> None:
         status = INCOMPLETE if signum is None else INTERRUPTED
-        builder.finish(JobOutcome("root", status, [message], exit_code=1 if signum is None else 128 + signum))
+        run = builder.finish(JobOutcome("root", status, [message], exit_code=1 if signum is None else 128 + signum))
         _save(db, builder)
+        say(f"# run {run.id} ({run.status}) stored in {describe(db)}")
 
     outcome = execute(job, sink, on_abort)
     if not outcome.is_root:
@@ -198,7 +204,6 @@ def _run_job(job: Job, benchmark: str, command: list[str], printer: Printer,
             judge(run, builder.measurements)
         _save(db, builder)
         shown.finish(run, builder.measurements)
-        say = announce or (lambda text: print(text, file=sys.stderr))
         for e in run.errors:
             print(f"clusterbench: error: {printable(e)}", file=sys.stderr)
         if shown.error is not None:

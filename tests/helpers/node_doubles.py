@@ -3,8 +3,10 @@ must catch them. Ranks import this module by name (tests/ is on their sys.path).
 
 from __future__ import annotations
 
+from clusterbench.bench.gemm import main as gemm_main
 from clusterbench.bench.gemm import ops as real_ops
 from clusterbench.bench.gemm.ops import TorchGemm
+from clusterbench.bench.stream import main as stream_main
 from clusterbench.bench.stream.kernels import TorchStream
 
 
@@ -48,3 +50,15 @@ class SlowStart(TorchStream):
         if SlowStart.calls <= 2:
             time.sleep(0.02)
         super().copy()
+
+
+class SmallArrays(TorchStream):
+    """The real kernels on arrays of at most 1024 elements, whatever size is asked: a run of the
+    default size (2^25 or more) costs milliseconds, with its rows labelled as the size asked.
+    Only for runs without the check (the gold values count the size asked)."""
+
+    def __init__(self, array_size: int, dtype: str, device: object) -> None:
+        super().__init__(min(array_size, 1024), dtype, device)
+
+
+NODE_TARGETS = (stream_main.main, gemm_main.main)

@@ -28,6 +28,7 @@ from clusterbench.store.packs import (
     Pack,
     Packs,
     count_values,
+    number,
     pack_measurements,
     pack_table,
     table_header,
@@ -87,7 +88,7 @@ def layout_of(tail: tuple[str, ...], placements: tuple[str, ...] = PLACEMENTS) -
 class RowTable:
     """A run's rows with their layout: the run's records, packed for the store."""
 
-    def __init__(self, op: str, ranks: int, layout: Layout, parts: list[list], cycles: list[int],
+    def __init__(self, op: str, ranks: int | None, layout: Layout, parts: list[list], cycles: list[int],
                  footer: list[tuple[Metric, float]], error_column: bool, drop_algbw: bool = False,
                  part_cycles: list[int | None] | None = None) -> None:
         self.op, self.ranks, self.layout = op, ranks, layout
@@ -110,23 +111,25 @@ class RowTable:
         return Packs(packs)
 
 
-def _footer_pack(op: str, ranks: int, footer: list[tuple[Metric, float]]) -> Pack:
-    """The run's footer records, all with params {"ranks": n}, as a ``rows`` pack: written
-    directly (as pack_rows would) because it is done once per run of a large log."""
+def _footer_pack(op: str, ranks: int | None, footer: list[tuple[Metric, float]]) -> Pack:
+    """The run's footer records, all with params {"ranks": n} (null where the log does not prove
+    n), as a ``rows`` pack: written directly (as pack_rows would) because it is done once per
+    run of a large log."""
     metrics, values = zip(*footer)
     values = tuple(map(float, values))
     if not op.isidentifier() or not all(map(math.isfinite, values)):
         return pack_measurements([metric(op, value, {"ranks": ranks}) for metric, value in footer])
-    return Pack(ROWS, len(values), _footer_format(op, metrics) % (int(ranks), *values), (op,))
+    count = "null" if ranks is None else str(int(ranks))
+    return Pack(ROWS, len(values), _footer_format(op, metrics) % (count, *values), (op,))
 
 
 @lru_cache(maxsize=256)
 def _footer_format(op: str, metrics: tuple[Metric, ...]) -> str:
-    """The ``rows`` pack body of these footer records, with %d for the rank count and %r for
-    each value (op is an identifier: nothing in it needs quoting)."""
+    """The ``rows`` pack body of these footer records, with %s for the rank count (a JSON
+    number or null) and %r for each value (op is an identifier: nothing in it needs quoting)."""
     keys = ",".join(f'["{op}","{m.name}","{m.unit}"]' for m in metrics).replace("%", "%%")
     rows = ",".join(f"[{i},0,%r]" for i in range(len(metrics)))
-    return '{"k":[' + keys + '],"p":[{"ranks":%d}],"r":[' + rows + "]}"
+    return '{"k":[' + keys + '],"p":[{"ranks":%s}],"r":[' + rows + "]}"
 
 
 def _cycles(starts: list[int], nparts: int) -> list[int | None]:
@@ -139,7 +142,7 @@ def _cycles(starts: list[int], nparts: int) -> list[int | None]:
 
 
 @lru_cache(maxsize=4096)
-def _header(op: str, layout: Layout, shape: tuple[str, ...], error_column: bool, ranks: int,
+def _header(op: str, layout: Layout, shape: tuple[str, ...], error_column: bool, ranks: int | None,
             cycle: int | None, drop_algbw: bool = False) -> tuple[str, list[int], int]:
     """The pack header of rows of this shape, which token positions hold records, and how many."""
     cols: list[tuple[str, str, dict] | None] = []
@@ -167,11 +170,20 @@ def _header(op: str, layout: Layout, shape: tuple[str, ...], error_column: bool,
     return header, stored, len(cols)
 
 
+_ROW_END = frozenset("0123456789A")
+
+
 def _count(text: str, rows: int, stored: list[int], ncols: int) -> int:
     """Value tokens that are numbers, counted in C where the text allows it: every stored column
     holds a number or N/A, unless the rows carry nan/inf/* or the table has columns not stored."""
     # one-character tests first: they scan fastest (a float/sum table holds no 'n' at all)
     if len(stored) == ncols and "*" not in text and ("n" not in text or "nan" not in text and "inf" not in text):
-        return rows * ncols - (text.count("N/A") if "N" in text else 0)
+        # a log cut in its last value ('3e' of 3e-08) leaves the one token that is no number there
+        # (a row ends in a digit, or the A of N/A, otherwise)
+        cut = 0
+        if text[-1:] not in _ROW_END:
+            last = text[text.rfind("\n") + 1:].split()
+            cut = sum(1 for i in stored if i < len(last) and last[i] != "N/A" and number(last[i]) is None)
+        return rows * ncols - (text.count("N/A") if "N" in text else 0) - cut
     return sum(count_values(toks[i] for i in stored if i < len(toks))
                for toks in (ln.split() for ln in text.split("\n")) if toks)

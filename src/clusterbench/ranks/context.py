@@ -12,7 +12,7 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -22,6 +22,7 @@ from clusterbench.envinfo.software import cpu_model
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.printable import printable
 from clusterbench.ranks.env import RankEnv
+from clusterbench.ranks.plan import Plan
 from clusterbench.records import (
     Event,
     Failure,
@@ -100,6 +101,7 @@ class RankContext:
     progress_fn: Callable[[int], None] | None = None
     hosts: list[str] = field(default_factory=list)
     device_names: list[str] = field(default_factory=list)
+    store: Any = None  # the rendezvous store the process group was made from (shared ids: --engine nccl)
     _steps: int = 0
     _benchmark: str | None = None  # of the last rows sent: where a note without one belongs
 
@@ -157,6 +159,12 @@ class RankContext:
         if self.progress_fn is not None:
             self.progress_fn(self._steps)
 
+    def plan(self, benchmark: str, what: str, works: Sequence[float]) -> Plan:
+        """The steps this benchmark will take, ``works`` the work of each (any unit its time is
+        proportional to); ``Plan.step()`` after each, as well as ``progress()``. Only rank 0's
+        reach the command."""
+        return Plan(self.emit, benchmark, what, works)
+
     def synchronize(self) -> None:
         if self.device.type == "cuda":
             import torch
@@ -187,9 +195,10 @@ _groups = 0
 def _job_store(env: RankEnv, timeout: timedelta) -> Any:
     import torch.distributed as dist
 
-    global _groups
+    global _groups, _join_started
     wait_s = timeout.total_seconds()
-    deadline = time.monotonic() + wait_s
+    _join_started = time.monotonic()
+    deadline = _join_started + wait_s
     key = (env.master_addr, env.master_port)
     if key not in _stores:
         _check_resolves(env.master_addr, 0.8 * wait_s)   # before the watchdog's --timeout
@@ -211,6 +220,13 @@ def _job_store(env: RankEnv, timeout: timedelta) -> Any:
 JOIN_NOTICE_S = 15.0
 
 _joining: str | None = None
+_join_started: float | None = None
+
+
+def join_started() -> float | None:
+    """When this process last began to gather a group (its --timeout for the join counts from
+    then); None before its first: until then the rank is starting (importing PyTorch), alone."""
+    return _join_started
 
 
 def joining() -> str | None:
@@ -390,9 +406,10 @@ def setup(env: RankEnv, options: RankOptions) -> RankContext:
     timeout = timedelta(seconds=min(max(options.timeout, 1.0), MAX_TORCH_TIMEOUT_S))
     # device_id binds the communicator to this rank's GPU at once (NCCL/RCCL create it eagerly)
     bound = {"device_id": device} if backend == "nccl" else {}
-    dist.init_process_group(backend=backend, store=_job_store(env, timeout), rank=env.rank,
+    store = _job_store(env, timeout)
+    dist.init_process_group(backend=backend, store=store, rank=env.rank,
                             world_size=env.world_size, timeout=timeout, **bound)
-    ctx = RankContext(env=env, device=device, backend=backend, options=options)
+    ctx = RankContext(env=env, device=device, backend=backend, options=options, store=store)
     gathered: list[Any] = [None] * env.world_size
     dist.all_gather_object(gathered, (host, name, ident))
     if device_type == "cuda":

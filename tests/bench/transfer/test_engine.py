@@ -6,7 +6,8 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-from paths import TESTS
+from sysfs_trees import SYSFS
+from transfer_topologies import CPU, GPUS8
 
 from clusterbench.bench.transfer import engine, lang, matrices
 from clusterbench.bench.transfer import main as tmain
@@ -14,15 +15,8 @@ from clusterbench.bench.transfer.matrices import Planned
 from clusterbench.errors import UsageError
 from clusterbench.families.transfer.table import TransferTable
 from clusterbench.families.transfer.table import TransferTable as TransferRenderer
+from clusterbench.ranks.plan import Plan
 from clusterbench.records import Measurement
-
-CPU = engine.Topology(0, (0,), {0: (0,)})
-
-
-GPUS8 = engine.Topology(8, (0, 1), {0: (0,), 1: (1,)})
-
-
-SYSFS = TESTS / "data" / "sysfs"
 
 
 def _config_rows(text: str) -> list[Measurement]:
@@ -36,6 +30,7 @@ def _config_rows(text: str) -> list[Measurement]:
         def fail(self, reason): raise AssertionError(reason)
         def progress(self): pass
         def record(self, ms): rows.extend(ms)
+        def plan(self, benchmark, what, works): return Plan(lambda event: None, benchmark, what, works)
 
     tests = lang.parse_text(text, 4096)
     cfg = tmain.TransferConfig(tuple(Planned(t, "config", "uni", "CPU", "", i) for i, t in enumerate(tests, 1)), 1, 0)

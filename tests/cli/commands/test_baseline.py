@@ -7,45 +7,13 @@ import numpy as np
 import pytest
 import yaml
 from judge_helpers import cli, coll_rows, json_lines, run_cli, save
+from judged_rows import PARAMS, ROW, _busbw, _busbw_run
 from paths import TESTS
 
 from clusterbench.judge.profile_yaml import load_yaml
 from clusterbench.judge.profiles import load_profile
 from clusterbench.records import Measurement, Run
 from clusterbench.store import Store
-
-ROW = {"bytes": 1 << 30, "dtype": "float", "redop": "sum", "placement": "out", "ranks": 8}
-
-
-def _busbw_run(store: Store, value: float, tags: dict[str, str], status: str = "complete") -> int:
-    run = Run(benchmark="coll", hosts=["h1"], ranks=8, tags=tags, status=status)
-    return store.save_run(run, [Measurement("all_reduce", "busbw", value, "GB/s", ROW)])
-
-
-PARAMS = {"bytes": 1 << 30, "count": 1 << 28, "dtype": "float", "redop": "sum", "root": -1,
-          "placement": "in", "ranks": 16}
-
-
-def _busbw(value: float) -> list[Measurement]:
-    return [Measurement("all_reduce", "busbw", value, "GB/s", dict(PARAMS))]
-
-
-DATA = TESTS / "data"
-
-
-SEEDS = ["transferbench/seed-mi300x-a2a.txt", "transferbench/seed-mi300x-example-cfg.txt",
-         "transferbench/seed-mi300x-p2p.txt", "nccl-tests/seed-mi300x-rccl-all_reduce-8gpu.txt",
-         "babelstream/seed-mi300x-hip-8gpu-mpi.txt", "rocblas-bench/seed-mi300x-gemm_strided_batched_ex-bf16.txt",
-         "rocblas-bench/seed-mi300x-gemm_strided_batched_ex-int8.txt", "rocblas-bench/seed-mi300x-sgemm-4000.txt"]
-
-
-@pytest.fixture(scope="module")
-def seeded(tmp_path_factory) -> str:
-    db = str(tmp_path_factory.mktemp("probe") / "cb.db")
-    for f in SEEDS:
-        code, _, err = run_cli("import", DATA / f, "--tag", "seed=mi300x", "--db", db)
-        assert code == 0, err
-    return db
 
 
 def test_baseline_create_leaves_out_outlier_run_and_validates(tmp_path, db, capsys):
@@ -261,3 +229,28 @@ def test_baseline_round_trip_passes_and_one_percent_stricter_fails(seeded, tmp_p
         run_cli("validate", "seed=mi300x", "--profile", strict, "--db", seeded, "--json")[1]) if d["kind"] == "criterion"}
     want = {c["name"]: "fail" if c.get("pct") == 101.0 else "pass" for c in doc["criteria"]}
     assert outcomes == want and len(crits) > 100
+
+
+def test_a_baseline_is_for_the_hardware_its_runs_were_on(tmp_path, db, capsys):
+    """A site profile from known-good H100 runs: an A100 run is not judged by it, a slow H100 fails it."""
+    def stream(value: float, name: str, tag: str) -> int:
+        ms = [Measurement("stream", "bandwidth", value * f, "GB/s",
+                          {"kernel": "Triad", "array_size": 1 << 27, "dtype": "double", "device": "cuda:0"})
+              for f in (1.0, 1.001)]
+        return save(db, ms, benchmark="stream", hosts=["gpu01"], ranks=1, devices=[name], tags={"role": tag},
+                    meta={"device_type": "cuda", "device_names": {"cuda:0": name}})
+
+    for v in (3000.0, 3010.0, 2995.0):
+        stream(v, "NVIDIA H100 80GB HBM3", "good")
+    out = tmp_path / "site.yaml"
+    rc, _, err = cli(capsys, "baseline", "create", "role=good", "-o", out, "--db", db)
+    assert rc == 0, err
+    data = yaml.safe_load(out.read_text())
+    assert data["hardware"] == {"devices": ["NVIDIA H100 80GB HBM3"]}
+    slow = stream(2400.0, "NVIDIA H100 80GB HBM3", "new")
+    a100 = stream(1700.0, "NVIDIA A100-SXM4-80GB", "new")
+    rc, stdout, _ = cli(capsys, "validate", slow, "--profile", out, "--db", db)
+    assert rc == 1 and "FAIL" in stdout
+    rc, stdout, _ = cli(capsys, "validate", a100, "--profile", out, "--db", db, "--json")
+    assert rc == 0 and {(o["status"], o["reason"]) for o in json_lines(stdout) if o["kind"] == "criterion"} == {
+        ("skipped", "hardware")}

@@ -20,16 +20,16 @@ from clusterbench.ranks.driver import Job
 
 
 @click.command("gemm")
-@click.option("-m", "m", default=None, help="Rows of op(A) and D (default 4096).")
-@click.option("-n", "n", default=None, help="Columns of op(B) and D (default 4096).")
-@click.option("-k", "k", default=None, help="Inner dimension (default 4096).")
+@click.option("-m", "m", default=None, help="Rows of op(A) and D (default 4096; 1024 on a CPU).")
+@click.option("-n", "n", default=None, help="Columns of op(B) and D (default 4096; 1024 on a CPU).")
+@click.option("-k", "k", default=None, help="Inner dimension (default 4096; 1024 on a CPU).")
 @click.option("--batch", default=None, help="Batch count: strided batched GEMM when > 1 (default 1).")
 @click.option("--transA", "trans_a", default=None, help="N or T (default N).")
 @click.option("--transB", "trans_b", default=None, help="N or T (default N).")
 @click.option("--alpha", type=ANY, default=None, help="D = alpha*op(A)op(B) + beta*C (default 1).")
 @click.option("--beta", type=ANY, default=None, help="Default 0.")
 @click.option("--dtype", default=None,
-              help="fp64, fp32, tf32, fp16, bf16, int8, fp8_e4m3, fp8_e5m2, a comma list, or all (default fp32).")
+              help=f"{', '.join(spec.DTYPES)}, a comma list, or all (default fp32).")
 @click.option("--preset", default=None, help=f"One of: {', '.join(spec.PRESETS)} (flags override it).")
 @click.option("-i", "--iterations", type=int, default=10, show_default=True, help="Calls per timed sample.")
 @click.option("--cold-iters", type=int, default=2, show_default=True, help="Untimed calls first.")

@@ -22,12 +22,13 @@ import click
 
 from clusterbench.cli.argv_check import check_argv
 from clusterbench.cli.fleet import OnFail, junit_option, node_name, on_fail_options, take_out
-from clusterbench.cli.options import db_option, json_option, parse_tags, tag_option
+from clusterbench.cli.options import json_option, parse_tags, tag_option, writer_db_option
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.judge.blame import node_findings, passing_nodes
+from clusterbench.judge.hardware import node_devices, node_problem
 from clusterbench.judge.profiles import Profile, SuiteStep, builtin_profiles, load_profile
 from clusterbench.judge.text import outcome_lines
-from clusterbench.judge.validate import FAIL, PASS, SKIPPED, exit_code
+from clusterbench.judge.validate import FAIL, PASS, SKIPPED, exit_code, nothing_checked
 from clusterbench.judge.validation import judge_group
 from clusterbench.launch import drain
 from clusterbench.launch.common import split_agent
@@ -166,7 +167,7 @@ def _report_path(out: Path) -> Path:
               help="HTML report to write (default qualify-PROFILE-ID.html); NAME.md and plots go next to it.")
 @click.option("--launch", "launch_text", default=None, metavar="'ENGINE OPTIONS'",
               help="Run each step through `clusterbench launch`, e.g. 'slurm --nodes 4 --gpus-per-node 8 "
-                   "--submit' (engines: slurm, mpi, torchrun).")
+                   f"--submit' (engines: {', '.join(LAUNCH_ENGINES)}).")
 @click.option("--node", default=None, envvar="CLUSTERBENCH_NODE", metavar="NAME",
               help="This node's name in the scheduler (tags the runs; --on-fail acts on it; default: "
                    "the host name; env CLUSTERBENCH_NODE).")
@@ -176,7 +177,7 @@ def _report_path(out: Path) -> Path:
 @on_fail_options
 @json_option("a `step` line per suite step, a `criterion` line per criterion, `drain` lines with "
              "--on-fail, then a `summary`")
-@db_option
+@writer_db_option
 @tag_option
 def qualify(profile_name: str, output: str | None, launch_text: str | None, node: str | None,
             no_preflight: bool, dry_run: bool, junit: str | None, on_fail: OnFail, as_json: bool,
@@ -218,6 +219,12 @@ def qualify(profile_name: str, output: str | None, launch_text: str | None, node
 
     if launch is not None:   # (a dry run prints the steps as they are, for any launch)
         _check_launch(launch)
+    elif profile.hardware is not None:   # this node: one a profile is not for says so before its suite
+        refused, doubt = node_problem(profile.hardware, *node_devices())
+        if refused:
+            raise UsageError(f"qualify --profile {profile.name}: {refused}")
+        if doubt:
+            print(printable(f"# warning: {doubt}"), file=sys.stderr)
     out = _report_path(Path(output) if output else Path(f"qualify-{profile.name}-{group}.html"))
     # a page that cannot be written is a usage error now, not after every step stored
     outfile.target(out, "-o")
@@ -298,8 +305,7 @@ def qualify(profile_name: str, output: str | None, launch_text: str | None, node
     status = exit_code(outcomes) if outcomes else 1
     if failed_steps or pre_failed:
         status = 1
-    judged = [o for o in outcomes if o.status != SKIPPED]
-    if not judged and not failed_steps:
+    if nothing_checked(outcomes) and not failed_steps:
         raise UsageError(f"no criterion of profile {profile.name} matched what its suite measured "
                          f"(group {GROUP_TAG}={group})")
     if launch is None:
