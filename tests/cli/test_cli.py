@@ -24,6 +24,7 @@ ELSEWHERE = {
     "trend": "tests/cli/commands/test_trend.py::test_step_in_a_real_history_is_named_at_its_run",
     "qualify": "tests/system/test_qualify.py::test_cpu_smoke_end_to_end",
     "launch slurm": "tests/system/test_launch.py::test_submit_runs_end_to_end_and_imports_the_run",
+    "predict": "tests/cli/commands/test_predict.py::test_predict_json_lines_follow_the_schema",
 }
 
 

@@ -73,6 +73,7 @@ WORKFLOWS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         ("baseline", "A profile from known-good runs"),
         ("scaling", "Throughput and efficiency across node counts"),
         ("theory", "The optimal all_reduce bandwidth of n nodes on a link"),
+        ("predict", "A training step's time from the curves, and what bounds it"),
     )),
     ("Fleet (many nodes: launch, qualify, find the bad one, watch)", (
         ("qualify", "A profile's whole suite, validated, with report and JUnit"),

@@ -14,8 +14,10 @@ Every line is one JSON object whose first field is ``"kind"``; this module build
 - ``criterion`` (validate, qualify), ``comparison`` (compare), ``check`` (preflight), ``host``
   (sweep), ``inventory`` and ``difference`` (env), ``note`` (a remark the table would print as
   ``# note``), ``warning`` (a doubt about a run's figures that a table prints as ``# warning``), ``trend_point``, ``regression`` and ``improvement`` (trend), ``drain`` (a node taken
-  out of or back into service by ``--on-fail``), ``step`` (a qualify step), and ``summary``: the
-  last line of a command that judges or moves things, with its counts and exit code.
+  out of or back into service by ``--on-fail``), ``step`` (a qualify step), ``prediction``,
+  ``predicted_collective`` and ``prediction_check`` (predict: built in ``report/predict_text.py``),
+  and ``summary``: the last line of a command that judges or moves things, with its counts and
+  exit code.
 """
 
 from __future__ import annotations
@@ -52,8 +54,12 @@ IMPROVEMENT = "improvement"
 DRAIN = "drain"
 STEP = "step"
 SUMMARY = "summary"
+PREDICTION = "prediction"
+PREDICTED_COLLECTIVE = "predicted_collective"
+PREDICTION_CHECK = "prediction_check"
 KINDS = (MEASUREMENT, RUN, EFFICIENCY, PERCENT_OF_PEAK, CRITERION, COMPARISON, CHECK, HOST,
-         INVENTORY, DIFFERENCE, NOTE, WARNING, TREND_POINT, REGRESSION, IMPROVEMENT, DRAIN, STEP, SUMMARY)
+         INVENTORY, DIFFERENCE, NOTE, WARNING, TREND_POINT, REGRESSION, IMPROVEMENT, DRAIN, STEP, SUMMARY,
+         PREDICTION, PREDICTED_COLLECTIVE, PREDICTION_CHECK)
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "data" / "schema" / "lines.schema.json"
 

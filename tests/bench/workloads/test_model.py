@@ -12,6 +12,7 @@ from clusterbench.bench.workloads.model import (
     attention_flops_per_token,
     build_model,
     param_count,
+    parameter_shapes,
     resolve_shape,
     stride_for,
     synthetic_batch,
@@ -97,6 +98,13 @@ def test_param_count_matches_the_module():
                   resolve_shape("tiny", heads=4, kv_heads=2)):
         model = build_model(shape)
         assert sum(p.numel() for p in model.parameters()) == param_count(shape)
+
+
+def test_parameter_shapes_are_the_modules_in_order():
+    for shape in (PRESETS["tiny"], resolve_shape("tiny", layers=3, hidden=96, heads=6, vocab=50),
+                  resolve_shape("tiny", heads=4, kv_heads=2)):
+        model = build_model(shape)
+        assert parameter_shapes(shape) == [(n, tuple(p.shape)) for n, p in model.named_parameters()]
 
 
 def test_presets_have_their_published_sizes():

@@ -129,12 +129,13 @@ def build_dummy(layers: int, elements: int, device: Any) -> Any:
     return Dummy()
 
 
-def main(ctx: RankContext, config: DdpCommConfig) -> None:
+def build_ddp(ctx: RankContext, config: DdpCommConfig) -> tuple[Any, int]:
+    """The dummy layers wrapped in DDP as ``main`` times them, and their gradient bytes; a step
+    is ``ddp(torch.ones(1)).backward()``."""
     import psutil
     import torch
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    share_cpu(ctx)
     elements = layer_elements(config.layers, config.size_bytes)
     grad_bytes = elements * config.layers * BYTES_PER_PARAM
     # Every rank, GPU or not, builds the layers' tensor objects in host memory.
@@ -150,6 +151,14 @@ def main(ctx: RankContext, config: DdpCommConfig) -> None:
     model = build_dummy(config.layers, elements, ctx.device)
     ddp = DDP(model, device_ids=[ctx.device.index] if ctx.device.type == "cuda" else None,
               bucket_cap_mb=config.bucket_cap_mb, gradient_as_bucket_view=True)
+    return ddp, grad_bytes
+
+
+def main(ctx: RankContext, config: DdpCommConfig) -> None:
+    import torch
+
+    share_cpu(ctx)
+    ddp, grad_bytes = build_ddp(ctx, config)
     x = torch.ones(1, device=ctx.device)
     base = {"layers": config.layers, "bytes": grad_bytes, "bucket_cap_mb": config.bucket_cap_mb,
             "ranks": ctx.world_size}

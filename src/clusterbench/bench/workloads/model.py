@@ -98,6 +98,20 @@ def param_count(shape: ModelShape) -> int:
     return shape.vocab * h + shape.layers * per_layer + h + h * shape.vocab  # embed, final norm, head
 
 
+def parameter_shapes(shape: ModelShape) -> list[tuple[str, tuple[int, ...]]]:
+    """Every parameter of ``build_model(shape)`` by name and size, in registration order: the
+    order FSDP shards them in and DDP buckets them from (tested against the module)."""
+    h, f = shape.hidden, shape.ffn
+    kv_dim = shape.kv * (h // shape.heads)
+    out: list[tuple[str, tuple[int, ...]]] = [("embed.weight", (shape.vocab, h))]
+    for i in range(shape.layers):
+        p = f"blocks.{i}."
+        out += [(p + "attn_norm.weight", (h,)), (p + "qkv.weight", (h + 2 * kv_dim, h)),
+                (p + "out.weight", (h, h)), (p + "mlp_norm.weight", (h,)),
+                (p + "gate_up.weight", (2 * f, h)), (p + "down.weight", (h, f))]
+    return out + [("norm.weight", (h,)), ("head.weight", (shape.vocab, h))]
+
+
 # How attention's score FLOPs are counted in MFU: the whole T x T matrix, as PaLM's definition
 # (Chowdhery et al. 2022, appendix B) and Megatron/torchtitan count it, although this model is
 # causal and flash-attention kernels skip the masked half; published MFU figures compare with it.

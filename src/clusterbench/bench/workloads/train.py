@@ -247,15 +247,39 @@ def fsdp2() -> tuple[Any, Any]:
     return fully_shard, MixedPrecisionPolicy
 
 
-def main(ctx: RankContext, config: TrainConfig) -> None:
+@dataclass
+class Trainer:
+    """One rank's FSDP2 model and optimizer, as ``main`` trains them; ``step`` runs one step."""
+
+    model: Any
+    opt: Any
+    shape: ModelShape
+    local_batch: int
+    shard: int
+    dtype: str
+    rank: int
+    device: Any
+
+    def step(self, step: int) -> Any:
+        from torch.nn import functional as F
+
+        x, y = synthetic_batch(self.shape, self.local_batch, step, self.rank, self.device)
+        logits = self.model(x)
+        loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten())
+        loss.backward()
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+        return loss.detach()
+
+
+def build_trainer(ctx: RankContext, config: TrainConfig) -> Trainer:
+    """The model built on the meta device, sharded (``fully_shard`` on every block, then the
+    whole model) and materialised shard by shard, with its AdamW optimizer."""
     import torch
-    import torch.distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
-    from torch.nn import functional as F
 
     fully_shard, MixedPrecisionPolicy = fsdp2()
 
-    share_cpu(ctx)
     shape, world = config.shape, ctx.world_size
     local_batch = check_batch(config.batch, world)
     shard = shard_ranks(config.strategy, world, config.shard_size, ctx.env.local_world_size)
@@ -281,23 +305,24 @@ def main(ctx: RankContext, config: TrainConfig) -> None:
     model.to_empty(device=ctx.device)
     _init_local_shards(model, seed_coord)
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr)
+    return Trainer(model, opt, shape, local_batch, shard, dtype, ctx.rank, ctx.device)
+
+
+def main(ctx: RankContext, config: TrainConfig) -> None:
+    import torch
+    import torch.distributed as dist
+
+    share_cpu(ctx)
+    trainer = build_trainer(ctx, config)
+    shape, world, dtype, one_step = config.shape, ctx.world_size, trainer.dtype, trainer.step
 
     n_params = param_count(shape)
     base = {"model": config.preset or "custom", "strategy": config.strategy, "dtype": dtype,
             "batch": config.batch, "seq": shape.seq, "layers": shape.layers, "hidden": shape.hidden,
             "ranks": world}
-    ctx.meta({"train": {**base, "params": n_params, "shard_size": shard,
+    ctx.meta({"train": {**base, "params": n_params, "shard_size": trainer.shard,
                                 "shape": shape.to_dict(), "steps": config.steps,
                                 "warmup": config.warmup}})
-
-    def one_step(step: int) -> Any:
-        x, y = synthetic_batch(shape, local_batch, step, ctx.rank, ctx.device)
-        logits = model(x)
-        loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten())
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        return loss.detach()
 
     # Said before the first step, so the note prints under the table's header live, where
     # results show prints it, instead of between the last step and the overall rows.
