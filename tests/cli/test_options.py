@@ -44,3 +44,16 @@ def test_parse_tags_refuses(item, msg):
 def test_parse_tags_keeps_what_selectors_can_quote():
     assert parse_tags([" k = v ", "team=a,b", "bench:x=1", "a=b=c", 'q="x"', "k2=" + "v" * MAX_TAG_VALUE]) == {
         "k": "v", "team": "a,b", "bench:x": "1", "a": "b=c", "q": '"x"', "k2": "v" * MAX_TAG_VALUE}
+
+
+def test_the_command_line_a_run_records_holds_no_password(monkeypatch):
+    # what `--json` prints as the run's command and what qualify shows of its steps: the
+    # database URL without its password, wherever it stands in the line
+    from clusterbench.cli.options import command_line, shown_argv
+
+    monkeypatch.setattr("sys.argv", ["clusterbench", "stream", "--db", "postgresql://cb:PW-1@h:5432/cb",
+                                     "--tag", "x=1", "--db=postgres://u:PW-2@h/d?password=PW-3"])
+    line = command_line()
+    assert line == ["clusterbench", "stream", "--db", "postgresql://cb@h:5432/cb", "--tag", "x=1",
+                    "--db=postgres://u@h/d"]
+    assert shown_argv(["x", "postgresql://a:PW-4@h/d"]) == ["x", "postgresql://a@h/d"]

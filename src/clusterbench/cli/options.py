@@ -8,7 +8,7 @@ import functools
 import os
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -272,9 +272,20 @@ def fs_text(arg: str) -> str:
 
 
 def command_line() -> list[str]:
+    """This process's command line as a run records it and every output shows it (the ``run``
+    line of ``--json``, the stored run): text, with the password of any database URL in it
+    stripped (``store.location.redact``, the one redaction)."""
     return list(_command_line(tuple(sys.argv[1:])))
+
+
+def shown_argv(words: Sequence[str]) -> list[str]:
+    """A command line as printed or written for people and tools to read (qualify's steps, its
+    JUnit file, a dry run): every word as ``command_line`` records it, no password in it."""
+    from clusterbench.store.location import redact
+
+    return [redact(fs_text(w)) for w in words]
 
 
 @functools.lru_cache(maxsize=4)   # asked for once per run of an import of thousands
 def _command_line(args: tuple[str, ...]) -> tuple[str, ...]:
-    return ("clusterbench", *map(fs_text, args))
+    return ("clusterbench", *shown_argv(args))

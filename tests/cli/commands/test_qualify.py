@@ -254,3 +254,18 @@ def test_qualify_refuses_a_step_value_every_node_would_fail(capsys, db, tmp_path
                        "-o", str(tmp_path / "q.html"), "--json")
     assert rc == 2 and "suite step 'ar'" in err and "invalid minbytes (-b) '1X'" in err and out == "", err
     assert _runs(db) == []
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_dry_run_never_shows_the_database_password(capsys, monkeypatch, as_json):
+    # the password of CLUSTERBENCH_DB (given to every step as --db) is never printed: a dry run
+    # shows the steps' command lines as they would run, the URL without its password
+    url = "postgresql://cb:Sekr3t-pw@127.0.0.1:1/cb"
+    monkeypatch.setenv("CLUSTERBENCH_DB", url)
+    rc, out, err = cli(capsys, "qualify", "--profile", "cpu-smoke", "--dry-run", *(["--json"] if as_json else []))
+    assert rc == 0, err
+    assert "Sekr3t" not in out + err
+    assert "postgresql://cb@127.0.0.1:1/cb" in out
+    if as_json:
+        steps = [json.loads(line) for line in out.splitlines()]
+        assert steps and all("postgresql://cb@127.0.0.1:1/cb" in s["argv"] for s in steps)
