@@ -116,3 +116,14 @@ def test_ranks_on_other_hosts_get_no_password(tmp_path, monkeypatch):
     assert for_other_hosts("postgresql://cb:s3cret@db1/cb") == "postgresql://cb@db1/cb"
     assert for_other_hosts("rel.db") == str(tmp_path / "rel.db")
     assert for_other_hosts(None) is None
+
+
+def test_a_database_in_memory_is_refused(monkeypatch):
+    # SQLite's ":memory:" stored a run that was gone when the command ended ("run 1 (complete)
+    # stored"): whichever way it is named, it is refused before anything runs
+    with pytest.raises(UsageError, match="a database in memory keeps nothing after the command"):
+        parse(":memory:")
+    monkeypatch.setenv("CLUSTERBENCH_DB", ":memory:")
+    with pytest.raises(UsageError, match="in memory"):
+        parse(None)
+    assert parse("./:memory:").path == Path("./:memory:")   # a file of that name is a file
