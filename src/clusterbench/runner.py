@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from clusterbench.output import OUTPUT_FAILED, discard_stdout, stdout_name, why
 from clusterbench.printable import printable
 from clusterbench.ranks.driver import Job, JobOutcome, execute
+from clusterbench.ranks.env import detect
 from clusterbench.ranks.signals import held, stop_on_signals, stopped_by
 from clusterbench.records import (
     COMPLETE,
@@ -41,6 +42,7 @@ from clusterbench.records import (
     utc_now,
 )
 from clusterbench.store import Store, describe
+from clusterbench.store.runs import check_writable
 
 
 class Printer(Protocol):
@@ -169,8 +171,14 @@ def _run_job(job: Job, benchmark: str, command: list[str], printer: Printer,
              db: str | os.PathLike[str] | None, tags: dict[str, str] | None, meta: dict[str, Any] | None,
              announce: Callable[[str], None] | None,
              judge: Callable[[Run, list[Measurement]], None] | None) -> JobResult:
-    # Open the store first: a bad --db, or one a newer clusterbench wrote, fails before any rank starts.
-    Store.open(db).close()
+    # Open the store first: a bad --db, one a newer clusterbench wrote, or one that cannot take a
+    # write (immutable, a full disk) fails before any rank starts. Only the rank that stores
+    # writes the probe: under a launcher hundreds of ranks would queue for the write lock.
+    launched = detect()
+    if launched is None or launched.rank == 0:
+        check_writable(db)
+    else:
+        Store.open(db).close()
     builder = RunBuilder(benchmark, command, tags)
     if meta:
         builder.run.meta.update(meta)

@@ -257,3 +257,15 @@ def test_a_password_in_the_database_url_reaches_no_output(server, dbname, tmp_pa
     assert steps and all(shown in s["argv"] and secret not in " ".join(s["argv"]) for s in steps)
     with Store.open(url) as s:
         assert all(secret not in " ".join(run.command) for run in s.list_runs())
+
+
+def test_a_database_that_takes_no_write_is_refused_when_opened_to_write(server, dbname):
+    # a read-only server database (default_transaction_read_only, as on a hot standby) opens;
+    # the write probe finds it before a command measures what it would store there
+    from clusterbench.store.runs import check_writable
+
+    url = server.url(dbname)
+    Store.open(url).close()   # migrated while it still takes writes
+    server.sql(f"ALTER DATABASE {dbname} SET default_transaction_read_only = on")
+    with pytest.raises(StoreError, match="cannot write to results database .*read-only transaction"):
+        check_writable(url)

@@ -76,9 +76,12 @@ def tag_runs(db: Db, selectors: Iterable[str], tags: dict[str, str], since: str 
 
 
 def check_writable(db: Db) -> None:
-    """Open the database to write (creating and migrating it) and close it again: a database
-    this version cannot write fails before a command starts work that would be stored there."""
-    Store.open(db).close()
+    """Open the database to write (creating and migrating it), write a transaction that changes
+    nothing (``Store.check_writable``) and close it again: a database this version cannot write,
+    or that cannot take a write now (immutable, a full disk), fails before a command starts work
+    that would be stored there."""
+    with Store.open(db) as store:
+        store.check_writable()
 
 
 def save_run(db: Db, run: Run, measurements: Iterable[Measurement]) -> int:

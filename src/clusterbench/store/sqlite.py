@@ -315,10 +315,28 @@ class SqliteBackend(Backend):
         # In WAL mode a commit then no longer waits for fsync; each run is still atomic.
         self.conn.execute("PRAGMA synchronous = NORMAL")
 
+    def probe_write(self) -> None:
+        # SQLite writes nothing for an UPDATE of no row; setting user_version (no clusterbench
+        # reader uses it) to its own value writes the header page: a frame appended to the WAL
+        # (or the rollback journal) and committed, which a file that is immutable or read-only
+        # refuses, and a full disk has no room for even when a WAL file was left behind
+        with self.write():
+            (version,) = self.conn.execute("PRAGMA user_version").fetchone()
+            self.conn.execute(f"PRAGMA user_version = {int(version)}")
+
     def describe(self, error: BaseException) -> str:
         text = super().describe(error)
-        if _full(error, self.location.path):
-            return f"no space left on the file system holding it{_free_space(self.location.path)} ({text})"
+        path = self.location.path
+        if _full(error, path):
+            return f"no space left on the file system holding it{_free_space(path)} ({text})"
+        if "readonly" in text and path is not None:
+            if _read_only(path):
+                return (f"{path.parent} is on a read-only file system ({text}); commands that only read "
+                        "(results, report, compare, validate) still open it")
+            if path.exists() and not os.access(path, os.W_OK):
+                # as root only an immutable file (chattr +i) refuses this process a write
+                return (f"the file cannot be written ({text}): it is read-only or immutable "
+                        "(lsattr shows an 'i'); commands that only read still open it")
         return text
 
     def _abandoned(self) -> bool:

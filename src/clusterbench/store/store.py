@@ -178,6 +178,15 @@ class Store:
             if exc is None:  # closing must not hide the error that ended the block
                 raise
 
+    def check_writable(self) -> None:
+        """A StoreError now where this database cannot take a write (an immutable or read-only
+        file, a full disk that still holds a WAL file, a read-only server): opening it succeeds
+        there, and the run a command measured would be lost when it is stored."""
+        try:
+            self.db.probe_write()
+        except self.db.errors as e:
+            raise StoreError(f"cannot write to results database {self.where}: {self.db.describe(e)}") from None
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """Store every run saved inside the block in one transaction: all of them or none (an
