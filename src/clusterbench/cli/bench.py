@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from clusterbench.bench.devices import omp_num_threads
 from clusterbench.cli.options import RunOutput, command_line
 from clusterbench.judge import noise
 from clusterbench.output import OUTPUT_FAILED
@@ -46,6 +47,7 @@ def run_benchmark_command(job: Job, benchmark: str, out: RunOutput,
     ``closing``: a note the table shows last, made from each stored run (JSON lines carry the
     run record, which holds what it would say).
     """
+    omp_num_threads()   # a thread count past its bound is refused here, not in every rank
     group = new_group_id() if out.repeat > 1 else None
     worst = 0
     for i in range(out.repeat):

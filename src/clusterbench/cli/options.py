@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
-from clusterbench.cli.bounds import NON_NEGATIVE, FiniteFloat
+from clusterbench.cli.bounds import MAX_PROCS_PER_NODE, MAX_REPEAT, NON_NEGATIVE, Count, FiniteFloat
 from clusterbench.errors import UsageError
 from clusterbench.printable import not_utf8, printable
 from clusterbench.ranks.context import RankOptions
@@ -197,7 +197,7 @@ tag_option = click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", c
 quiet_option = click.option("--quiet", "-q", "quiet", is_flag=True,
                             help="No progress on stderr (shown only when stderr is a terminal) and no "
                                  "'# run N stored' line; errors still print.")
-repeat_option = click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
+repeat_option = click.option("--repeat", type=Count(1, MAX_REPEAT), default=1, show_default=True,
                              help="Run the benchmark N times; each repetition is stored as its own run in one group.")
 
 @dataclass(frozen=True)
@@ -222,7 +222,7 @@ def run_output(f: F) -> F:
 
 
 _RANK_OPTIONS = (
-    click.option("--np", "np", type=int, default=None,
+    click.option("--np", "np", type=Count(0, MAX_PROCS_PER_NODE), default=None,
                  help="Ranks to start on this host (default: one per visible GPU, or 2 CPU ranks). Ignored under torchrun/srun/mpirun."),
     click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
                  help="Device type; cuda also means ROCm GPUs."),

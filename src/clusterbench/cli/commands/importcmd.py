@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from clusterbench.cli.bounds import Count
 from clusterbench.cli.options import (
     command_line,
     db_option,
@@ -101,7 +102,7 @@ class _Printer:
              "errors, `file` and measurement count (with --dry-run only the `run` lines), then a "
              "`summary` with the files that failed and the exit code")
 @click.option("--dry-run", is_flag=True, help="Parse and print, but store nothing.")
-@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=None, metavar="N",
+@click.option("--jobs", "-j", type=Count(1, 64), default=None, metavar="N",
               help="Processes that parse a large nccl-tests text log (one file of 24 MB or more) at once "
                    "(default: 2 where the machine has 2 or more CPUs; the runs are the same with any N).")
 @db_option

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from clusterbench.cli.bounds import Count
 from clusterbench.cli.options import (
     DatabaseParam,
     db_option,
@@ -65,7 +66,7 @@ def measured_text(benchmarks: list[str], tool: str | None) -> str:
 @json_option("a `run` line per run (the run record with `measurements`, `benchmarks`, `families` "
              "and `tool`)")
 @db_option
-@click.option("--limit", type=click.IntRange(min=1, max=MAX_RUN_ID), default=50, show_default=True)
+@click.option("--limit", type=Count(1, MAX_RUN_ID), default=50, show_default=True)
 @click.option("--benchmark", default=None, metavar="NAME",
               help="Only runs that measured NAME: a benchmark (all_reduce, stream), a family "
                    "(collectives) or, for imports, the tool (rccl-tests).")

@@ -8,6 +8,7 @@ import sys
 
 import click
 
+from clusterbench.cli.bounds import PORT
 from clusterbench.cli.options import db_option
 from clusterbench.judge.history import parse_since
 from clusterbench.judge.profiles import load_profile
@@ -26,7 +27,7 @@ def _address(ctx: click.Context, param: click.Parameter, value: str) -> str:
 
 @click.command("serve-metrics")
 @click.argument("selectors", nargs=-1, metavar="[RUN|SELECTOR]...")
-@click.option("--port", type=click.IntRange(1, 65535), required=True, help="TCP port to listen on.")
+@click.option("--port", type=PORT, required=True, help="TCP port to listen on.")
 @click.option("--addr", default="127.0.0.1", show_default=True, callback=_address,
               help="Address to listen on (0.0.0.0: every interface, for a remote Prometheus).")
 @click.option("--since", default=None, metavar="AGE|DATE", help="Only runs started since then (30d).")
