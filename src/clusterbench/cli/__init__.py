@@ -191,10 +191,10 @@ def _main(argv: list[str] | None) -> None:
             # open() and os.stat() refuse a NUL in a file name (a shell cannot pass one, a
             # caller in-process or a file's text can): bad input, whichever option it came in
             _fail("a file name holds a NUL character (\\x00), which no file system allows", 2)
-        if isinstance(e, ModuleNotFoundError) and (e.name or "").split(".")[0] == "torch":
-            # an analysis-only install (no torch) asked for a benchmark
-            from clusterbench.envinfo.torchcheck import TORCH_MISSING
+        if isinstance(e, ImportError) and (e.name or "").split(".")[0] == "torch":
+            # an analysis-only install (no torch) asked for a benchmark, or torch failed to load
+            from clusterbench.envinfo.torchcheck import torch_unusable
 
-            _fail(TORCH_MISSING, 2)
+            _fail(torch_unusable(e), 2)
         _fail(f"internal error: {type(e).__name__}: {e} (set CLUSTERBENCH_DEBUG=1 for details)", 1)
     sys.exit(rc if isinstance(rc, int) else 0)

@@ -43,11 +43,12 @@ class RankOptions:
 
 
 def require_torch() -> None:
-    """Benchmarks need PyTorch; an analysis-only install (no torch) says how to add it."""
+    """Benchmarks need PyTorch; an analysis-only install (no torch) says how to add it, and a
+    torch that is installed but does not load says why."""
     try:
         import torch  # noqa: F401
-    except ImportError:
-        raise UsageError(torchcheck.TORCH_MISSING) from None
+    except (ImportError, OSError) as e:   # OSError: a shared library that cannot be loaded
+        raise UsageError(torchcheck.torch_unusable(e)) from None
 
 
 def resolve_device_type(option: str) -> str:

@@ -50,7 +50,8 @@ def serve_metrics(selectors: tuple[str, ...], port: int, addr: str, since: str |
         print(f"# serve-metrics: scrape failed: {text}", file=sys.stderr, flush=True)
 
     def listening() -> None:
-        print(f"# serve-metrics: http://{addr}:{port}/metrics (Ctrl-C to stop)", file=sys.stderr, flush=True)
+        host = f"[{addr}]" if ":" in addr else addr   # an IPv6 address in brackets, as URLs write it
+        print(f"# serve-metrics: http://{host}:{port}/metrics (Ctrl-C to stop)", file=sys.stderr, flush=True)
 
     signum = openmetrics.serve_until_stopped(load, port, addr, on_error, listening)
     print(f"# serve-metrics: stopped by {signal.Signals(signum).name}", file=sys.stderr, flush=True)
