@@ -13,7 +13,7 @@ import contextlib
 import errno
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from clusterbench.errors import UsageError
@@ -53,6 +53,26 @@ def discard_stdout() -> None:
         os.close(devnull)
     except (OSError, ValueError, AttributeError):
         pass
+
+
+class OutputGuard:
+    """Printing that the work outlives: the first write to standard output that fails (``| head
+    -1``, ``> /dev/full``) ends the printing, not the command's work. ``error`` says what failed;
+    the command stores what it was storing and ends with ``OUTPUT_FAILED`` once the store's
+    outcome is known (a benchmark's run, an import's files: the one rule for both)."""
+
+    def __init__(self) -> None:
+        self.error: str | None = None
+
+    def show(self, write: Callable[[], object]) -> None:
+        """``write()``, unless the output failed before; an OSError it raises is the output failing."""
+        if self.error is not None:
+            return
+        try:
+            write()
+        except OSError as e:
+            self.error = f"cannot write to {stdout_name()}: {why(e)}"
+            discard_stdout()
 
 
 class WatchedStdout:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from clusterbench.output import OUTPUT_FAILED, discard_stdout, stdout_name, why
+from clusterbench.output import OUTPUT_FAILED, OutputGuard
 from clusterbench.printable import printable
 from clusterbench.ranks.driver import Job, JobOutcome, execute
 from clusterbench.ranks.env import detect
@@ -126,20 +126,20 @@ class _GuardedPrinter:
 
     def __init__(self, printer: Printer) -> None:
         self.printer = printer
-        self.error: str | None = None
-        self.internal = False   # the printer itself failed, not the output: exit 1, not 74
+        self.output = OutputGuard()
+        self.internal: str | None = None   # the printer itself failed, not the output: exit 1, not 74
+
+    @property
+    def error(self) -> str | None:
+        return self.internal or self.output.error
 
     def _guard(self, show: Callable[[], None]) -> None:
-        if self.error is not None:
+        if self.internal is not None:
             return
         try:
-            show()
-        except OSError as e:
-            self.error = f"cannot write to {stdout_name()}: {why(e)}"
-            discard_stdout()
+            self.output.show(show)
         except Exception as e:  # noqa: BLE001 - a row the printer cannot show must not lose the run
-            self.error = f"internal error while printing: {type(e).__name__}: {e}"
-            self.internal = True
+            self.internal = f"internal error while printing: {type(e).__name__}: {e}"
 
     def on_event(self, event: Event) -> None:
         self._guard(lambda: self.printer.on_event(event))

@@ -30,6 +30,7 @@ from tmpfs_helpers import small_tmpfs
 
 from clusterbench.cli import main
 from clusterbench.ingest import nccl_parallel
+from clusterbench.output import OUTPUT_FAILED
 from clusterbench.records import Measurement, Run, TelemetrySample
 from clusterbench.store import Store, warn
 
@@ -1121,3 +1122,39 @@ def test_import_refuses_a_newer_database(tmp_path):
     log = next((TESTS / "data" / "nccl-tests").glob("*.txt"))
     p = _store_versions_cb("import", str(log), "--db", db)
     assert p.returncode == 2 and "newer clusterbench" in p.stderr and p.stdout == ""
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+@pytest.mark.parametrize("output", ["closed pipe", "head -1", "/dev/full"])
+def test_an_output_that_fails_stores_the_file_then_exits_74(tmp_path, big_log, output, as_json):
+    # `import x.log | true` and `> /dev/full` rolled the file's transaction back with the output:
+    # exit 74, yet nothing stored. The output failing ends the printing; every file is stored,
+    # and the exit code and its one line come once the transaction has committed.
+    db = tmp_path / "r.db"
+    argv = [sys.executable, "-m", "clusterbench", "import", str(big_log), str(NCCL_LOG), "--db", str(db),
+            *(["--json"] if as_json else [])]
+    if output == "closed pipe":
+        read, write = os.pipe()
+        os.close(read)   # the reader is gone before the first line, as `| true`
+        try:
+            p = subprocess.run(argv, stdout=write, stderr=subprocess.PIPE, text=True, timeout=300)
+        finally:
+            os.close(write)
+        why = "standard output (a pipe): its reader closed it (broken pipe)"
+    elif output == "head -1":   # the reader takes the first line and goes (issue 31: 4 stored of 12)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert proc.stdout is not None and proc.stdout.readline()
+        proc.stdout.close()
+        err = proc.communicate(timeout=300)[1]
+        p = subprocess.CompletedProcess(argv, proc.returncode, "", err)
+        why = "standard output (a pipe): its reader closed it (broken pipe)"
+    else:
+        with open("/dev/full", "w") as full:
+            p = subprocess.run(argv, stdout=full, stderr=subprocess.PIPE, text=True, timeout=300)
+        why = "standard output (/dev/full): No space left on device"
+    assert p.returncode == OUTPUT_FAILED, p.stderr
+    assert p.stderr.splitlines() == [f"clusterbench: error: cannot write to {why}; the runs imported are stored"]
+    runs = _fault_import_runs(str(db))
+    assert len(runs) == RUNS + 1 and {r.status for r in runs} == {"complete"}
+    again = subprocess.run(argv[:-1] if as_json else argv, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and again.stdout.count("already imported") == 2, again.stderr

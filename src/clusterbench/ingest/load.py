@@ -28,6 +28,7 @@ from clusterbench.ingest.source import (
     spool,
     streamed,
 )
+from clusterbench.output import OUTPUT_FAILED, OutputGuard
 from clusterbench.records import FAILED, INCOMPLETE, INTERRUPTED, RUN_STATUSES, Run
 from clusterbench.store import Store
 
@@ -75,13 +76,43 @@ class ImportResult:
     counts: dict[str, int] = field(default_factory=lambda: {s: 0 for s in RUN_STATUSES})
     failed_files: list[dict[str, str]] = field(default_factory=list)
     already_imported: list[dict[str, Any]] = field(default_factory=list)
+    output_error: str | None = None                # standard output failed: printing stopped there
 
     @property
     def exit_code(self) -> int:
-        """2 when a file was not imported; 1 when a run is failed, incomplete or interrupted."""
+        """2 when a file was not imported; 1 when a run is failed, incomplete or interrupted;
+        ``OUTPUT_FAILED`` when only the printing failed (every file was still imported)."""
         if self.failed_files:
             return 2
-        return 1 if self.counts[FAILED] or self.counts[INCOMPLETE] or self.counts[INTERRUPTED] else 0
+        if self.counts[FAILED] or self.counts[INCOMPLETE] or self.counts[INTERRUPTED]:
+            return 1
+        return OUTPUT_FAILED if self.output_error is not None else 0
+
+
+class _GuardedSink:
+    """The caller's sink, its printing guarded (``output.OutputGuard``): a standard output that
+    fails while a file's runs are told (``import x.log | true``, ``> /dev/full``) ends the
+    printing, not the file's transaction, which was rolled back with it. The import goes on and
+    stores every file; the command then says the output failed and ends with OUTPUT_FAILED."""
+
+    def __init__(self, sink: ImportSink) -> None:
+        self.sink = sink
+        self.output = OutputGuard()
+
+    def stored(self, name: str, run: Run, item: ImportedRun) -> None:
+        self.output.show(lambda: self.sink.stored(name, run, item))
+
+    def shown(self, text: str) -> None:
+        self.output.show(lambda: self.sink.shown(text))
+
+    def not_stored(self, name: str, text: str) -> None:
+        self.output.show(lambda: self.sink.not_stored(name, text))
+
+    def already_imported(self, name: str, text: str) -> None:
+        self.output.show(lambda: self.sink.already_imported(name, text))
+
+    def failed(self, name: str, error: str) -> None:
+        self.output.show(lambda: self.sink.failed(name, error))
 
 
 def id_ranges(ids: Sequence[int]) -> str:
@@ -124,6 +155,8 @@ def import_files(sources: Sequence[tuple[str, str]], opts: ImportOptions, sink: 
     printed and stored) into ``db``, or with ``dry_run`` parse only, each run shown as
     ``render`` makes it. Files that fail are in the result; the others are still stored."""
     jobs = opts.jobs or min(2, usable_cores())
+    guarded = _GuardedSink(sink)
+    sink = guarded
     store = None if dry_run else Store.open(db)
     if store is not None:
         # A file is still one atomic transaction, but its commit does not wait for the disk
@@ -183,6 +216,7 @@ def import_files(sources: Sequence[tuple[str, str]], opts: ImportOptions, sink: 
             except ClusterbenchError:
                 if sys.exc_info()[1] is None:  # never instead of the error that ended the import
                     raise
+    result.output_error = guarded.output.error
     return result
 
 

@@ -128,6 +128,9 @@ def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], 
     failed = result.failed_files
     if failed and len(paths) > 1:
         print(f"clusterbench: error: {len(failed)} of {len(paths)} files not imported", file=sys.stderr)
+    if result.output_error is not None:   # said once the transactions' outcome is known
+        print(printable(f"clusterbench: error: {result.output_error}; "
+                        + ("nothing was stored (--dry-run)" if dry_run else "the runs imported are stored")), file=sys.stderr)
     code = result.exit_code
     if as_json:
         emit(summary_line("import", files=len(paths), stored=not dry_run, runs=result.runs, counts=result.counts,
