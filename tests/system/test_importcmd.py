@@ -1158,3 +1158,31 @@ def test_an_output_that_fails_stores_the_file_then_exits_74(tmp_path, big_log, o
     assert len(runs) == RUNS + 1 and {r.status for r in runs} == {"complete"}
     again = subprocess.run(argv[:-1] if as_json else argv, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and again.stdout.count("already imported") == 2, again.stderr
+
+
+def test_a_signal_at_the_commit_of_a_file_says_it_is_stored(tmp_path):
+    # Ctrl-C as a file's transaction committed: "run(s) 1-3000 ... were not stored", yet all of
+    # them were. Said once the outcome is known: the file is stored, the files after it are not.
+    from commit_window import commit_held, rollback_journal
+
+    log = tmp_path / "30-runs.log"
+    log.write_text(SMALL_LOG.read_text() * 30)
+    db = tmp_path / "r.db"
+    Store.open(db).close()
+    rollback_journal(db)
+    with commit_held(db) as held:
+        p = subprocess.Popen([sys.executable, "-m", "clusterbench", "import", str(log), str(NCCL_LOG), "--db", str(db)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        held.wait_for_commit(p)
+        p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 130, err
+    assert err == (f"clusterbench: error: interrupted by SIGINT (Ctrl-C) as {log} was stored: run(s) 1-30 are stored; "
+                   "1 file(s) after it were not imported\n")
+    assert out.count(": run ") == 30
+    assert len(_fault_import_runs(str(db))) == 30
+    again = subprocess.run([sys.executable, "-m", "clusterbench", "import", str(log), str(NCCL_LOG), "--db", str(db)],
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert f"{log}: already imported as run(s) 1-30 (same content): skipped" in again.stdout
+    assert len(_fault_import_runs(str(db))) == 31

@@ -23,7 +23,7 @@ from types import FrameType
 import click
 
 from clusterbench import __version__
-from clusterbench.errors import ClusterbenchError
+from clusterbench.errors import ClusterbenchError, CommittedWhenInterrupted
 from clusterbench.output import OUTPUT_FAILED, discard_stdout, standard_streams, stdout_name, why
 from clusterbench.printable import printable
 from clusterbench.ranks.signals import Interrupted
@@ -64,6 +64,10 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except Interrupted as e:
             raise _Stopped(e) from None
+        except CommittedWhenInterrupted as e:   # a command that does not say more about its change
+            stop = _Stopped(Interrupted(e.signum))
+            stop.args = (f"{stop} as a change was committed: it is in the database",)
+            raise stop from None
         except KeyboardInterrupt:
             raise _Stopped(Interrupted(signal.SIGINT)) from None
 

@@ -29,6 +29,9 @@ class Backend(ABC):
 
     def __init__(self, location: Location) -> None:
         self.location = location
+        # write transactions this connection committed: what a command stopped by a signal
+        # reads to say whether its change is in the database (store/runs.py)
+        self.commits = 0
 
     @abstractmethod
     def execute(self, sql: str, args: Sequence[Any] = ()) -> Any:

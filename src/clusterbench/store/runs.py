@@ -6,9 +6,11 @@ file is an error, a read-only one is read); a command that writes opens it to wr
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
+from clusterbench.errors import CommittedWhenInterrupted
 from clusterbench.records import Measurement, Run
 from clusterbench.store import Store
 
@@ -61,18 +63,40 @@ def list_runs(db: Db, limit: int | None = None, benchmark: str | None = None,
 def delete_runs(db: Db, selectors: Iterable[str], since: str | None = None) -> list[int]:
     """Delete every run the selectors pick (all of them, or none); their ids. A missing SQLite
     file is an error: a mistyped --db is no new, empty database."""
-    with Store.open(db, create=False) as store:
-        run_ids = store.select_ids(selectors, since)
+    with _changing(db) as (store, run_ids):
+        run_ids += store.select_ids(selectors, since)
         store.delete_runs(run_ids)
     return run_ids
 
 
 def tag_runs(db: Db, selectors: Iterable[str], tags: dict[str, str], since: str | None = None) -> list[int]:
     """Add or change ``tags`` on every run the selectors pick (all of them, or none); their ids."""
-    with Store.open(db, create=False) as store:
-        run_ids = store.select_ids(selectors, since)
+    with _changing(db) as (store, run_ids):
+        run_ids += store.select_ids(selectors, since)
         store.tag_runs(run_ids, tags)
     return run_ids
+
+
+@contextmanager
+def _changing(db: Db) -> Iterator[tuple[Store, list[int]]]:
+    """The store opened to change existing runs (the block fills in their ids), closed at the
+    end. A stop signal that comes once the change has committed (as the commit ran, or while
+    the store closed) is raised as ``CommittedWhenInterrupted`` naming those runs: the command
+    then says what the database holds instead of "interrupted" alone."""
+    store = Store.open(db, create=False)
+    commits = store.db.commits
+    run_ids: list[int] = []
+    try:
+        try:
+            yield store, run_ids
+        finally:
+            store.close()
+    except KeyboardInterrupt as e:
+        if store.db.commits == commits:
+            raise
+        told = e if isinstance(e, CommittedWhenInterrupted) else CommittedWhenInterrupted(e)
+        told.done = list(run_ids)
+        raise told from None
 
 
 def check_writable(db: Db) -> None:

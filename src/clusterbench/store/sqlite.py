@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from clusterbench.errors import StoreError
+from clusterbench.errors import CommittedWhenInterrupted, StoreError
 from clusterbench.store import fstype
 from clusterbench.store.backend import Backend, DbRow
 from clusterbench.store.location import EXAMPLE_URL, SQLITE, Location
@@ -235,21 +235,37 @@ class SqliteBackend(Backend):
     def write(self) -> Iterator[None]:
         self._begin_write()
         self._reserved.clear()
+        committing = False
         try:
             yield
+            committing = True
             self.conn.execute("COMMIT")
+            self.commits += 1
+        except KeyboardInterrupt as e:
+            # Python raises a signal's exception only between two steps of Python code, never
+            # inside the C call: after COMMIT began, no transaction left means it committed
+            if committing and not self.conn.in_transaction:
+                if not isinstance(e, CommittedWhenInterrupted):   # (not counted yet)
+                    self.commits += 1
+                raise CommittedWhenInterrupted(e) from None
+            self._write_failed = True
+            self._roll_back()
+            raise
         except BaseException:
             self._write_failed = True
             # SQLite has already rolled back on some errors (a full disk): rolling back again
             # would replace the real error with "no transaction is active". A rollback that
             # fails itself (an I/O error) must not hide the error that made it necessary either:
             # the journal undoes the transaction when the database is next opened.
-            if self.conn.in_transaction:
-                try:
-                    self.conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
+            self._roll_back()
             raise
+
+    def _roll_back(self) -> None:
+        if self.conn.in_transaction:
+            try:
+                self.conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
 
     def _begin_write(self) -> None:
         """BEGIN IMMEDIATE: the write lock is taken now, so a transaction never fails half-way on

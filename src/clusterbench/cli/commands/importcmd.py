@@ -15,9 +15,11 @@ from clusterbench.cli.options import (
     parse_tags,
     tag_option,
 )
+from clusterbench.errors import Stopped
 from clusterbench.ingest import TOOLS, ImportedRun
-from clusterbench.ingest.load import ImportOptions, import_files
+from clusterbench.ingest.load import ImportOptions, id_ranges, import_files
 from clusterbench.printable import printable
+from clusterbench.ranks.signals import describe
 from clusterbench.records import COMPLETE, Run
 from clusterbench.report.jsonl import (
     dumps,
@@ -135,6 +137,11 @@ def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], 
     if as_json:
         emit(summary_line("import", files=len(paths), stored=not dry_run, runs=result.runs, counts=result.counts,
                           failed_files=failed, already_imported=result.already_imported, exit_code=code))
+    if result.stopped is not None:   # the signal came as a file committed: what is stored, then the exit
+        name, signum = result.stopped
+        rest = len(paths) - [fs_text(p) for p in paths].index(name) - 1 if name in map(fs_text, paths) else 0
+        raise Stopped(f"{describe(signum)} as {name} was stored: run(s) {id_ranges(result.runs) or 'none'} are stored"
+                      + (f"; {rest} file(s) after it were not imported" if rest > 0 else ""), signum)
     return code
 
 

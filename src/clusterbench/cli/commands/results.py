@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import click
 
 from clusterbench.cli.bounds import Count
@@ -14,9 +18,10 @@ from clusterbench.cli.options import (
     refuse_together,
     since_option,
 )
-from clusterbench.errors import UsageError
+from clusterbench.errors import CommittedWhenInterrupted, Stopped, UsageError
 from clusterbench.families import FAMILIES, family_of
 from clusterbench.printable import printable
+from clusterbench.ranks.signals import describe as stopped_by_words
 from clusterbench.records import WARNINGS, Run
 from clusterbench.report.csvout import write_csv
 from clusterbench.report.jsonl import (
@@ -139,13 +144,31 @@ def export_cmd(selectors: tuple[str, ...], as_json: bool, as_csv: bool, run_info
     write_csv(loaded)
 
 
+@contextmanager
+def said_when_stopped(what: str) -> Iterator[None]:
+    """A signal that stops a delete or a tag says what the database holds: the runs the change
+    committed with (it came as the commit ran), or nothing changed (the transaction rolled back).
+    Exit 128 + the signal either way: the command was stopped."""
+    try:
+        yield
+    except CommittedWhenInterrupted as e:
+        ids = e.done if isinstance(e.done, list) else []
+        for run_id in ids:
+            print(f"{what} run {run_id}")
+        raise Stopped(f"{stopped_by_words(e.signum)} as the change committed: {len(ids)} run(s) {what}", e.signum) from None
+    except KeyboardInterrupt as e:
+        signum = int(getattr(e, "signum", signal.SIGINT))
+        raise Stopped(f"{stopped_by_words(signum)}: nothing {what} (the change was rolled back)", signum) from None
+
+
 @results.command("delete", epilog=SELECTOR_HELP)
 @click.argument("selectors", nargs=-1, required=True, metavar="RUN...")
 @since_option
 @db_option
 def delete_cmd(selectors: tuple[str, ...], since: str | None, db: str | None) -> None:
     """Delete runs and everything stored with them (all the selected runs, or none)."""
-    run_ids = delete_runs(db, selectors, since)
+    with said_when_stopped("deleted"):
+        run_ids = delete_runs(db, selectors, since)
     # said once they are gone: an output that fails (`| head -1`) cannot stop a delete halfway
     for run_id in run_ids:
         print(f"deleted run {run_id}")
@@ -159,7 +182,8 @@ def delete_cmd(selectors: tuple[str, ...], since: str | None, db: str | None) ->
 def tag_cmd(selector: str, tags: tuple[str, ...], since: str | None, db: str | None) -> None:
     """Add or change tags on stored runs (every run RUN picks, or none)."""
     new = parse_tags(tags)   # a link_speed no judge can read is refused there
-    tag_runs(db, (selector,), new, since)
+    with said_when_stopped("tagged"):
+        tag_runs(db, (selector,), new, since)
 
 
 @results.command("copy")
