@@ -21,6 +21,7 @@ from clusterbench.envinfo import torchcheck
 from clusterbench.envinfo.software import cpu_model
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.printable import printable
+from clusterbench.ranks import peers
 from clusterbench.ranks.env import RankEnv
 from clusterbench.records import (
     Event,
@@ -202,9 +203,14 @@ def _job_store(env: RankEnv, timeout: timedelta) -> Any:
         _stores[key] = dist.TCPStore(env.master_addr, env.master_port, env.world_size,
                                      is_master=master, timeout=timeout, wait_for_workers=False)
     _groups += 1
-    store = dist.PrefixStore(f"clusterbench/{_groups}", _stores[key])
+    store = dist.PrefixStore(group_prefix(), _stores[key])
     _wait_for_peers(store, env, deadline, wait_s)
     return store
+
+
+def group_prefix() -> str:
+    """The store's key prefix of the process group this process joined last."""
+    return f"clusterbench/{_groups}"
 
 
 # A rank still waiting for its peers after this long says so, once, on standard error, and waits
@@ -391,7 +397,8 @@ def setup(env: RankEnv, options: RankOptions) -> RankContext:
     timeout = timedelta(seconds=min(max(options.timeout, 1.0), MAX_TORCH_TIMEOUT_S))
     # device_id binds the communicator to this rank's GPU at once (NCCL/RCCL create it eagerly)
     bound = {"device_id": device} if backend == "nccl" else {}
-    dist.init_process_group(backend=backend, store=_job_store(env, timeout), rank=env.rank,
+    store = _job_store(env, timeout)
+    dist.init_process_group(backend=backend, store=store, rank=env.rank,
                             world_size=env.world_size, timeout=timeout, **bound)
     ctx = RankContext(env=env, device=device, backend=backend, options=options)
     gathered: list[Any] = [None] * env.world_size
@@ -400,11 +407,14 @@ def setup(env: RankEnv, options: RankOptions) -> RankContext:
         check_distinct_gpus([(g[0], g[2]) for g in gathered])
     ctx.hosts = [g[0] for g in gathered]
     ctx.device_names = [g[1] for g in gathered]
+    if store is not None and env.launcher != "local" and env.world_size > 1:   # who went, should a peer go
+        peers.watch(env.master_addr, env.master_port, env.world_size, env.rank, ctx.hosts, group_prefix())
     return ctx
 
 
 def teardown() -> None:
     import torch.distributed as dist
 
+    peers.done()
     if dist.is_initialized():
         dist.destroy_process_group()
