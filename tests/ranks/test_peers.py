@@ -65,6 +65,14 @@ def _until(cond: Any, what: str, bound: float = 20.0) -> None:
         time.sleep(0.05)
 
 
+def _dies(root: PeerWatch, watch: PeerWatch, port: int) -> None:
+    """``watch``'s rank dies: it beats no more, and rank 0 has read its last beat (which, read
+    late, would be a move at the time the test sets next)."""
+    watch.stop()
+    last = int(peers._client("127.0.0.1", port, 4, "clusterbench/1/peers").add(f"beat/{watch.rank}", 0))
+    _until(lambda: root._seen.get(watch.rank, (0, 0.0))[0] == last, f"rank {watch.rank}'s last beat read")
+
+
 def _fresh(w: PeerWatch, clock: Clock, ranks: list[int]) -> None:
     """Wait until rank 0 has read each of ``ranks`` moving at the clock's present time."""
     now = clock()
@@ -75,7 +83,7 @@ def test_a_rank_that_stops_beating_is_named_with_its_host(port: int) -> None:
     clock = Clock()
     root, others = _watch(port, 0, clock), [_watch(port, r, clock) for r in (1, 2, 3)]
     _fresh(root, clock, [1, 2, 3])
-    others[2].stop()               # rank 3 dies: its counter stands still, it never says done
+    _dies(root, others[2], port)   # rank 3 dies: its counter stands still, it never says done
     assert root.gone(wait=False) == []   # not silent long enough yet
     clock.advance(QUIET_S + 0.1)
     _fresh(root, clock, [1, 2])    # ranks 1 and 2 still beat
@@ -86,8 +94,8 @@ def test_a_host_that_dies_is_named_once_with_all_its_ranks(port: int) -> None:
     clock = Clock()
     root, others = _watch(port, 0, clock), [_watch(port, r, clock) for r in (1, 2, 3)]
     _fresh(root, clock, [1, 2, 3])
-    others[0].stop()
-    others[1].stop()               # hostB, which ran ranks 1 and 2, is gone
+    _dies(root, others[0], port)
+    _dies(root, others[1], port)   # hostB, which ran ranks 1 and 2, is gone
     clock.advance(QUIET_S + 0.1)
     _fresh(root, clock, [3])
     assert root.gone(wait=False) == ["ranks 1, 2 on hostB"]
