@@ -14,6 +14,9 @@ ratio against its target:
 - coll: all_reduce / all_gather, NCCL, one rank, 8 B..1 GiB. clusterbench's own timed row
   (``Sweep.row``) against a bare ``torch.distributed`` loop with the same synchronisation, in
   one process group, in alternating rounds; the 8 B latency with and without graph capture.
+  all_reduce in place (the bare loop's ``dist.all_reduce(buf)``), all_gather out of place. On a
+  GPU also the same row through ``--engine nccl`` (the library called directly) against the same
+  bare loop; benchmarks/nccl_tests_vs.py puts both engines beside nccl-tests itself.
 - train: the 1b preset in bf16. ``clusterbench train`` tokens/s against a bare FSDP2 loop
   (``fully_shard`` per block, the same mixed precision, AdamW) over the same model; MFU.
 - telemetry: ``clusterbench`` with the sampler on (1 s) and off, in alternating pairs: algbw of
@@ -352,7 +355,12 @@ def coll_rank_main(ctx: Any, cfg: dict[str, Any]) -> None:
     from clusterbench.records import Measurement
 
     iters, rounds = cfg["iters"], cfg["rounds"]
+    direct_engine = None
+    if ctx.device.type == "cuda":
+        from clusterbench.bench.collectives import direct
+        direct_engine = direct.open_engine(ctx)
     for op in cfg["ops"]:
+        place = "in" if op == "all_reduce" else "out"   # what the bare loop runs
         for size in cfg["sizes"]:
             for graph in (0, 1) if size == cfg["sizes"][0] and ctx.device.type == "cuda" else (0,):
                 config = CollConfig(ops=(op,), minbytes=size, maxbytes=size, iters=iters, warmup_iters=5,
@@ -360,7 +368,13 @@ def coll_rank_main(ctx: Any, cfg: dict[str, Any]) -> None:
                 sweep = Sweep(ctx, config, op, "float", "sum")
                 per = row_counts(op, size, "float", ctx.world_size).param
                 sweep.allocate(per)
-                sweep.warm_up(["out"], [per])
+                sweep.warm_up([place], [per])
+                lib_sweep = None
+                if direct_engine is not None:
+                    lib_sweep = Sweep(ctx, config, op, "float", "sum", direct_engine)
+                    lib_sweep.allocate(per)
+                    with direct_engine.active():
+                        lib_sweep.warm_up([place], [per])
                 buf = torch.ones(per, dtype=torch.float32, device=ctx.device)
                 out = torch.empty(per * ctx.world_size, dtype=torch.float32, device=ctx.device)
                 issue = bare_issue(op, buf, out)
@@ -401,12 +415,16 @@ def coll_rank_main(ctx: Any, cfg: dict[str, Any]) -> None:
                     ctx.synchronize()
                     return combine(ctx, (time.perf_counter() - t0) / n, 1) * 1e6
 
-                ours, bare, bare_async, bare_b = [], [], [], []
+                ours, bare, bare_async, bare_b, lib = [], [], [], [], []
                 for r in range(rounds):
-                    for which in ((0, 1, 2, 3) if r % 2 == 0 else (3, 2, 1, 0)):
+                    for which in ((0, 1, 2, 3, 4) if r % 2 == 0 else (4, 3, 2, 1, 0)):
                         if which == 0:
-                            ms, _, _ = sweep.row(size, per, ["out"], 0)
+                            ms, _, _ = sweep.row(size, per, [place], 0)
                             ours.append(next(m.value for m in ms if m.metric == "time_us"))
+                        elif which == 4 and lib_sweep is not None and direct_engine is not None:
+                            with direct_engine.active():
+                                ms, _, _ = lib_sweep.row(size, per, [place], 0)
+                            lib.append(next(m.value for m in ms if m.metric == "time_us"))
                         elif which == 1:
                             bare.append(bare_time())
                         elif which == 2 and not graph and ctx.device.type == "cuda":
@@ -420,14 +438,18 @@ def coll_rank_main(ctx: Any, cfg: dict[str, Any]) -> None:
                     Measurement(op, "time_us", statistics.median(bare), "us", {**p, "method": "bare"}),
                     *([Measurement(op, "time_us", statistics.median(bare_async), "us", {**p, "method": "bare_async"})]
                       if bare_async else []),
+                    *([Measurement(op, "time_us", statistics.median(lib), "us", {**p, "method": "engine_nccl"})]
+                      if lib else []),
                     Measurement(op, "ratio", statistics.median(a / b for a, b in zip(ours, bare)), "",
                                 {**p, "method": "clusterbench/bare"}),
                     Measurement(op, "ratio", statistics.median(a / b for a, b in zip(bare_b, bare)), "",
                                 {**p, "method": "bare/bare"}),
                 ])
-                del sweep, buf, out, bare_graph
+                del sweep, lib_sweep, buf, out, bare_graph
                 if ctx.device.type == "cuda":
                     torch.cuda.empty_cache()
+    if direct_engine is not None:
+        direct_engine.close()
 
 
 def section_coll(a: argparse.Namespace, dev: torch.device, db: str) -> None:
@@ -452,9 +474,9 @@ def section_coll(a: argparse.Namespace, dev: torch.device, db: str) -> None:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import gpu_vs_peers  # ranks find the function by this module's name, not __main__
 
-    note(f"# coll: all_reduce, all_gather, float sum, 1 rank, {cfg['iters']} iterations per round, "
-         f"{cfg['rounds']} alternating rounds, median; out-of-place; bare/bare: the bare loop timed "
-         f"twice per round, the ratio's noise floor")
+    note(f"# coll: all_reduce (in place), all_gather (out of place), float sum, 1 rank, {cfg['iters']} "
+         f"iterations per round, {cfg['rounds']} alternating rounds, median; bare/bare: the bare loop timed "
+         f"twice per round, the ratio's noise floor; engine nccl: the same row through the library")
     outcome = execute(Job(gpu_vs_peers.coll_rank_main, cfg, RankOptions(device=a.device_type, timeout=600),
                           np=1), sink)
     if outcome.errors:
@@ -470,6 +492,11 @@ def section_coll(a: argparse.Namespace, dev: torch.device, db: str) -> None:
                 higher_is_better=False, extra=("" if target else "(latency: reported, target at >= 1 MiB) ") +
                 (f"[median per-round ratio {r:.3f}, bare/bare {aa:.3f}]" if r and aa else "") +
                 (f" [bare loop with async_op=True: {ba:.2f} us]" if ba else ""))
+        for size in sizes:
+            lib, bare = got.get((op, size, 0, "engine_nccl")), got.get((op, size, 0, "bare"))
+            add("coll", f"{op} {format_size(size)} time, engine nccl", lib, bare, "bare dist loop", "us",
+                "<=1.03" if size >= 1 << 20 else "", higher_is_better=False,
+                extra="" if lib else "(--engine nccl needs a GPU)")
         g_ours, g_bare = got.get((op, sizes[0], 1, "clusterbench")), got.get((op, sizes[0], 1, "bare"))
         add("coll", f"{op} {format_size(sizes[0])} time, graph", g_ours, g_bare, "bare graph replay", "us", "",
             higher_is_better=False, extra="" if g_ours else "(graph capture needs a GPU)")

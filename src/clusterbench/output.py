@@ -56,20 +56,18 @@ def discard_stdout() -> None:
 
 
 class OutputGuard:
-    """Printing that the work outlives: the first write to standard output that fails (``| head
-    -1``, ``> /dev/full``) ends the printing, not the command's work. ``error`` says what failed;
-    the command stores what it was storing and ends with ``OUTPUT_FAILED`` once the store's
-    outcome is known (a benchmark's run, an import's files: the one rule for both)."""
+    """Printing that stops at the first failure of standard output (``| head -1``, ``> /dev/full``)
+    and never ends the work it reports on: a run being stored, a file's transaction being
+    committed. ``error`` says what failed; what is still to be printed goes to /dev/null."""
 
     def __init__(self) -> None:
         self.error: str | None = None
 
-    def show(self, write: Callable[[], object]) -> None:
-        """``write()``, unless the output failed before; an OSError it raises is the output failing."""
+    def __call__(self, show: Callable[..., object], *args: Any) -> None:
         if self.error is not None:
             return
         try:
-            write()
+            show(*args)
         except OSError as e:
             self.error = f"cannot write to {stdout_name()}: {why(e)}"
             discard_stdout()

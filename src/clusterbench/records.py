@@ -93,7 +93,7 @@ class Run:
     ended_at: str | None = None
     status: str = COMPLETE
     hosts: list[str] = field(default_factory=list)
-    ranks: int = 0
+    ranks: int | None = 0   # None: an imported log that does not prove its rank count
     devices: list[str] = field(default_factory=list)
     versions: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)

@@ -137,7 +137,7 @@ class _GuardedPrinter:
         if self.internal is not None:
             return
         try:
-            self.output.show(show)
+            self.output(show)
         except Exception as e:  # noqa: BLE001 - a row the printer cannot show must not lose the run
             self.internal = f"internal error while printing: {type(e).__name__}: {e}"
 
@@ -188,10 +188,13 @@ def _run_job(job: Job, benchmark: str, command: list[str], printer: Printer,
         builder.on_event(event)  # first: a row that was printed is a row that will be stored
         shown.on_event(event)
 
+    say = announce or (lambda text: print(text, file=sys.stderr, flush=True))
+
     def on_abort(message: str, signum: int | None) -> None:
         status = INCOMPLETE if signum is None else INTERRUPTED
-        builder.finish(JobOutcome("root", status, [message], exit_code=1 if signum is None else 128 + signum))
+        run = builder.finish(JobOutcome("root", status, [message], exit_code=1 if signum is None else 128 + signum))
         _save(db, builder)
+        say(f"# run {run.id} ({run.status}) stored in {describe(db)}")
 
     outcome = execute(job, sink, on_abort)
     if not outcome.is_root:
@@ -206,7 +209,6 @@ def _run_job(job: Job, benchmark: str, command: list[str], printer: Printer,
             judge(run, builder.measurements)
         _save(db, builder)
         shown.finish(run, builder.measurements)
-        say = announce or (lambda text: print(text, file=sys.stderr))
         for e in run.errors:
             print(f"clusterbench: error: {printable(e)}", file=sys.stderr)
         if shown.error is not None:

@@ -3,29 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hostile_text import BAD_TAGS
 
-from clusterbench.cli.options import MAX_TAG_KEY, MAX_TAG_VALUE, parse_tags
+from clusterbench.cli.options import MAX_TAG_VALUE, parse_tags
 from clusterbench.errors import UsageError
-
-# --tag and results tag: what no one could read, type or select is refused before anything is stored.
-BAD_TAGS = [
-    ("novalue", "expected KEY=VALUE"),
-    ("=v", "expected KEY=VALUE"),
-    ("  =v", "expected KEY=VALUE"),
-    ("k=", "empty value"),
-    ("k=   ", "empty value"),
-    ("k=a\nb", "control character"),
-    ("k=a\rb", "control character"),
-    ("k=a\tb", "control character"),
-    ("k=\x1b[2J", "control character"),
-    ("k=\u202eevil", "control character"),
-    ("k\x7f=v", "control character"),
-    ("k=\x9b31m", "control character"),
-    ("k=v\udcff", "not UTF-8 text"),
-    ("k=" + "v" * (MAX_TAG_VALUE + 1), f"at most {MAX_TAG_VALUE}"),
-    ("k=" + "v" * (1 << 20), f"at most {MAX_TAG_VALUE}"),
-    ("k" * (MAX_TAG_KEY + 1) + "=v", f"at most {MAX_TAG_KEY}"),
-]
 
 
 def test_a_tag_key_given_twice_with_two_values_is_refused():
@@ -72,3 +53,17 @@ def test_every_command_refuses_a_database_in_memory(capsys, argv):
     assert rc == 2
     assert "a database in memory keeps nothing after the command" in err
     assert "stored" not in out + err and len(err.strip().splitlines()) == 1
+
+
+def test_a_db_whose_directory_does_not_exist_is_refused_while_parsing(tmp_path):
+    import click
+
+    from clusterbench.cli.options import DatabaseParam
+
+    typo = tmp_path / "no" / "dir" / "x.db"
+    with pytest.raises(click.BadParameter, match="does not exist"):
+        DatabaseParam(writes=True).convert(str(typo), None, None)
+    assert not (tmp_path / "no").exists()
+    assert DatabaseParam(writes=True).convert(str(tmp_path / "x.db"), None, None) == str(tmp_path / "x.db")
+    # a command that only reads says "no results database at ..." when it opens it
+    assert DatabaseParam().convert(str(typo), None, None) == str(typo)

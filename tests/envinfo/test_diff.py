@@ -1,21 +1,10 @@
 """Tests of clusterbench.envinfo.diff: config drift."""
 
-from paths import TESTS
+
+from host_doubles import DATA, _inv
 
 from clusterbench.envinfo import diff as envdiff
 from clusterbench.envinfo import inventory
-
-DATA = TESTS / "data" / "sysfs"
-
-
-def _inv(mtu=9000, gid_index=3, nccl=None, host="node-a", partition="SPX", mac="aa"):
-    return {
-        "host": host, "collected_at": "now",
-        "versions": {"torch": "2.4.0", "rccl": "2.20.5"},
-        "env": {"NCCL_IB_GID_INDEX": str(gid_index)} | ({"NCCL_SOCKET_IFNAME": nccl} if nccl else {}),
-        "gpus": [{"index": 0, "name": "MI300X", "uuid": f"u-{host}", "compute_partition": partition}],
-        "nics": [{"name": "ens1", "mtu": mtu, "address": mac, "carrier": 1}],
-    }
 
 
 def test_flatten_keys_lists_by_natural_id():
@@ -49,3 +38,22 @@ def test_diff_of_two_fake_nodes():
     cats = {d.category for d in envdiff.diff(a, b)}
     assert {"versions", "gpus", "pcie", "network", "host"} <= cats
     assert envdiff.diff(a, inventory.collect(DATA / "h100-node", environ={})) == []
+
+
+def test_the_execution_context_is_its_own_category_and_a_cgroups_path_is_identity():
+    a = inventory.collect(DATA / "k8s-sriov-pod", environ={})
+    b = inventory.collect(DATA / "mi300x-node", environ={})
+    diffs = {d.key: d for d in envdiff.diff(a, b)}
+    assert diffs["cgroup.cpu_max"].category == "context"
+    assert (diffs["cgroup.cpu_max"].a, diffs["cgroup.cpu_max"].b) == ("400000 100000", "max 100000")
+    assert diffs["process.rlimits.memlock.soft"].a == 65536 and diffs["netns.inode"].category == "context"
+    assert diffs["nics.net1.kind"].a == "sriov-vf" and diffs["memory.shm_bytes"].category == "host"
+    assert not any(k.startswith(("cgroup.path", "cgroup.cpu_max_at", "memory.hugepages_free")) for k in diffs)
+    shown = {d.key for d in envdiff.diff(a, b, show_identity=True)}
+    assert {"cgroup.path", "cgroup.cpu_max_at"} <= shown
+
+
+def test_ranks_are_keyed_by_rank():
+    a = {"ranks": [{"rank": 0, "cpus": "0-1"}, {"rank": 1, "cpus": "0-1"}]}
+    b = {"ranks": [{"rank": 1, "cpus": "0"}, {"rank": 0, "cpus": "0-1"}]}
+    assert [(d.key, d.a, d.b, d.category) for d in envdiff.diff(a, b)] == [("ranks.1.cpus", "0-1", "0", "context")]

@@ -4,26 +4,13 @@ import errno
 import json
 import os
 import platform
-from pathlib import Path
 
 import pytest
+from host_doubles import ARM_VM, DATA, _tree
 from paths import TESTS
 
 from clusterbench import peaks
 from clusterbench.envinfo import inventory, sysfs
-
-DATA = TESTS / "data" / "sysfs"
-
-
-ARM_VM = TESTS / "data" / "sysfs" / "arm-vm-node"
-
-
-def _tree(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
 
 
 def test_fake_h100_node():
@@ -200,3 +187,34 @@ def test_xen_guest_and_apptainer_container(tmp_path):
     v = inventory.virtualization(root, environ={})
     assert v["vm"] and v["vm_evidence"] == ["/sys/hypervisor/type is xen"]
     assert v["container"] == "apptainer"
+
+
+def test_a_pods_execution_context():
+    """What separates a pod from bare metal: its cgroup's limits, the CPUs and memlock it got,
+    its /dev/shm and huge pages, its own network namespace and an SR-IOV VF beside the veth."""
+    inv = inventory.collect(DATA / "k8s-sriov-pod", environ={"KUBERNETES_SERVICE_HOST": "10.96.0.1"})
+    assert inv["schema"] == inventory.SCHEMA == 2
+    assert inv["virtualization"]["container"] == "kubernetes"
+    assert inv["cgroup"]["cpu_max"] == "400000 100000" and inv["cgroup"]["memory_max"] == 64 << 30
+    assert inv["process"]["cpus_allowed"] == "4-7"
+    assert inv["process"]["rlimits"]["memlock"] == {"soft": 65536, "hard": 65536}
+    assert inv["netns"] == {"inode": 4026533001, "same_as_pid1": True}
+    mem = inv["memory"]
+    assert (mem["shm_bytes"], mem["hugepages_total"], mem["hugepage_size_bytes"], mem["thp_enabled"]) == (
+        16 << 30, 1024, 2 << 20, "madvise")
+    kinds = {n["name"]: (n["kind"], n["pf"], n["rdma"]) for n in inv["nics"]}
+    # a fake tree is never asked of this host's kernel: eth0's driver (veth) stays unknown
+    assert kinds == {"eth0": ("virtual", None, []), "net1": ("sriov-vf", "0000:3b:00.0", ["mlx5_2"])}
+    json.dumps(inv)
+
+
+def test_this_hosts_context_is_read_live():
+    inv = inventory.collect()
+    assert inv["process"]["cpus_allowed"] == sysfs_cpus() and inv["netns"]["inode"]
+    assert inv["memory"]["shm_bytes"] and all(n["kind"] for n in inv["nics"])
+
+
+def sysfs_cpus() -> str:
+    from clusterbench.envinfo.context import cpu_list
+
+    return cpu_list(os.sched_getaffinity(0))

@@ -1,28 +1,14 @@
 """Tests of clusterbench.envinfo.sysfs: hardware facts the kernel exposes as files."""
 
 import shutil
-from pathlib import Path
 
 import pytest
-from paths import TESTS
+from host_doubles import ARM_VM, DATA, _tree
 
 from clusterbench.envinfo import sysfs
 
-DATA = TESTS / "data" / "sysfs"
-
-
 H100, MI300X, BROKEN = DATA / "h100-node", DATA / "mi300x-node", DATA / "broken-node"
-
-
-ARM_VM = TESTS / "data" / "sysfs" / "arm-vm-node"
-
-
-def _tree(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
+POD = DATA / "k8s-sriov-pod"
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -63,10 +49,13 @@ def test_nics():
     nics = {n["name"]: n for n in sysfs.nics(H100)}
     assert "lo" not in nics
     eth = nics["ens1f0np0"]
-    assert eth == {"name": "ens1f0np0", "speed_mbps": 100000, "mtu": 9000, "operstate": "up", "carrier": 1,
-                   "address": "b8:3f:d2:aa:bb:01", "driver": "mlx5_core", "pci": "0000:1b:00.0", "virtual": False}
+    assert eth == {"name": "ens1f0np0", "kind": "physical", "speed_mbps": 100000, "mtu": 9000, "operstate": "up",
+                   "carrier": 1, "address": "b8:3f:d2:aa:bb:01", "driver": "mlx5_core", "pci": "0000:1b:00.0",
+                   "virtual": False, "pf": None, "sriov_vfs": None, "master": None, "rdma": ["mlx5_1"],
+                   "default_route": False}
     assert nics["ens1f1np1"]["speed_mbps"] is None and nics["ens1f1np1"]["operstate"] == "down"
     assert nics["docker0"]["virtual"] and nics["docker0"]["driver"] is None
+    assert nics["docker0"]["kind"] == "bridge" and nics["ibp26s0"]["rdma"] == ["mlx5_0"]
 
 
 def test_nic_speed_past_an_int_is_unknown(tmp_path):
@@ -169,3 +158,78 @@ def test_rdma_ports_in_number_order_and_a_garbage_rate():
     (dev,) = sysfs.rdma_devices(ARM_VM)
     assert [(p["port"], p["state"], p["rate_gbps"]) for p in dev["ports"]] == [
         (1, "ACTIVE", 400.0), (2, "DOWN", None), (10, "DOWN", None)]
+
+
+def test_the_kinds_of_a_pods_interfaces():
+    """A pod's network over a veth (eth0) and an SR-IOV VF given by Multus (net1), as the
+    OpenShift study compares them: the VF names its PF and its RDMA device."""
+    nics = {n["name"]: n for n in sysfs.nics(POD)}
+    vf = nics["net1"]
+    assert (vf["kind"], vf["driver"], vf["pci"], vf["pf"], vf["rdma"]) == (
+        "sriov-vf", "mlx5_core", "0000:3b:02.1", "0000:3b:00.0", ["mlx5_2"])
+    assert (vf["speed_mbps"], vf["mtu"], vf["default_route"]) == (200000, 9000, False)
+    # sysfs alone cannot tell a veth from a macvlan in another namespace: the driver does
+    assert (nics["eth0"]["kind"], nics["eth0"]["driver"], nics["eth0"]["default_route"]) == ("virtual", None, True)
+    asked = []
+
+    def driver_of(name, ifindex):
+        asked.append((name, ifindex))
+        return "veth"
+
+    nics = {n["name"]: n for n in sysfs.nics(POD, driver_of)}
+    assert (nics["eth0"]["kind"], nics["eth0"]["driver"]) == ("veth", "veth")
+    assert asked == [("eth0", 3)]   # only an interface sysfs names no driver of, with sysfs's ifindex
+
+
+def test_a_pf_shows_its_vfs_and_a_vf_its_pfs_interface_where_visible(tmp_path):
+    root = tmp_path / "host"
+    shutil.copytree(POD, root, symlinks=True)
+    pf = root / "sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0"
+    (pf / "net/ens3f0np0").mkdir(parents=True)
+    (pf / "net/ens3f0np0/mtu").write_text("9000\n")
+    (pf / "net/ens3f0np0/device").symlink_to("../../../0000:3b:00.0")
+    (root / "sys/class/net/ens3f0np0").symlink_to("../../devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0/net/ens3f0np0")
+    nics = {n["name"]: n for n in sysfs.nics(root)}
+    assert (nics["ens3f0np0"]["kind"], nics["ens3f0np0"]["sriov_vfs"]) == ("physical", 8)
+    assert nics["net1"]["pf"] == "0000:3b:00.0 (ens3f0np0)"
+
+
+def test_bonds_vlans_and_bridges_by_their_sysfs_files():
+    nics = {n["name"]: n for n in sysfs.nics(ARM_VM)}
+    assert [(n, nics[n]["kind"], nics[n]["master"]) for n in sorted(nics)] == [
+        ("bond0", "bond", None), ("bond0.100", "vlan", None), ("enP1p1s0", "physical", "bond0")]
+
+
+@pytest.mark.parametrize("driver, kind", [*sysfs.VIRTUAL_DRIVERS.items(), (None, "virtual"),
+                                          ("something-new", "virtual")])
+def test_a_virtual_interface_is_known_by_its_driver(tmp_path, driver, kind):
+    root = _tree(tmp_path, {"sys/devices/virtual/net/v0/mtu": "1500\n", "sys/devices/virtual/net/v0/type": "1\n"})
+    (root / "sys/class/net").mkdir(parents=True)
+    (root / "sys/class/net/v0").symlink_to("../../devices/virtual/net/v0")
+    (n,) = sysfs.nics(root, lambda name, ifindex: driver)
+    assert (n["kind"], n["driver"]) == (kind, driver)
+
+
+@pytest.mark.parametrize("driver, kind", [("virtio_net", "vnic"), ("vmxnet3", "vnic"), ("mlx5_core", "physical")])
+def test_a_paravirtual_nic_is_a_vnic(tmp_path, driver, kind):
+    root = _tree(tmp_path, {"sys/devices/pci0000:00/0000:00:03.0/net/e0/mtu": "1500\n"})
+    (root / "sys/bus/pci/drivers" / driver).mkdir(parents=True)
+    (root / "sys/devices/pci0000:00/0000:00:03.0/driver").symlink_to(f"../../../bus/pci/drivers/{driver}")
+    (root / "sys/devices/pci0000:00/0000:00:03.0/net/e0/device").symlink_to("../../../0000:00:03.0")
+    (root / "sys/class/net").mkdir(parents=True)
+    (root / "sys/class/net/e0").symlink_to("../../devices/pci0000:00/0000:00:03.0/net/e0")
+    (n,) = sysfs.nics(root)
+    assert (n["kind"], n["driver"], n["pci"]) == (kind, driver, "0000:00:03.0")
+
+
+def test_default_routes_of_ipv4_and_ipv6(tmp_path):
+    root = _tree(tmp_path, {
+        "proc/net/route": "Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\tMTU\tWindow\tIRTT\n"
+                          "eth0\t00000000\t0101A8C0\t0003\t0\t0\t0\t00000000\t0\t0\t0\n"
+                          "eth1\t0000A8C0\t00000000\t0001\t0\t0\t0\t0000FFFF\t0\t0\t0\n",
+        "proc/net/ipv6_route": "00000000000000000000000000000000 00 00000000000000000000000000000000 00 "
+                               "fe800000000000000000000000000001 00000400 00000001 00000000 00000003 ib0\n"
+                               "00000000000000000000000000000000 00 00000000000000000000000000000000 00 "
+                               "00000000000000000000000000000000 ffffffff 00000001 00000000 00200200 lo\n"})
+    assert sysfs.default_route_interfaces(root) == {"eth0", "ib0"}
+    assert sysfs.default_route_interfaces(tmp_path / "none") == set()

@@ -1,27 +1,10 @@
 """Tests of clusterbench.ingest.blas_bench."""
 
 import pytest
-from paths import TESTS
+from ingest_helpers import load, pick, text_tool_logs
+from paths import DATA
 
 from clusterbench.ingest import parse_text
-
-DATA = TESTS / "data"
-
-
-def load(tool, name, **kw):
-    runs = parse_text((DATA / tool / name).read_text(), name=name, **kw)
-    assert len(runs) == 1
-    return runs[0]
-
-
-def pick(ms, metric, **params):
-    found = [m for m in ms if m.metric == metric and all(m.params.get(k) == v for k, v in params.items())]
-    assert len(found) == 1, (metric, params, found)
-    return found[0]
-
-
-def text_tool_logs(tool: str, name: str) -> str:
-    return (DATA / tool / name).read_text()
 
 
 @pytest.mark.parametrize("name,dtype,function,tflops,m,batch", [
@@ -132,16 +115,18 @@ def test_each_rocblas_table_takes_the_function_and_type_of_the_command_before_it
     """A script's log of two rocblas-bench commands, each printed before its output (as `set -x`
     shows them): the real superbench fp64 table and the real seed bf16 strided-batched table. Every
     row took the first -f and the first --a_type of the whole log (the fp64 rows were stored as
-    bf16); now each table takes the command before it."""
+    bf16); now each table takes the command before it, and each command is a run of its own
+    (one run per invocation: a second command after results starts the next)."""
     fp64 = (DATA / "rocblas-bench" / "superbench-test-fp64.txt").read_text()
     bf16 = (DATA / "rocblas-bench" / "seed-mi300x-gemm_strided_batched_ex-bf16.txt").read_text()
     bf16 = bf16.replace(":mark:`", "").replace("`", "")
     text = ("+ ./rocblas-bench -f gemm -r f64_r --transposeA N --transposeB T -m 7680 -n 8192 -k 8192\n" + fp64
             + "\n+ ./rocblas-bench -f gemm_strided_batched_ex --transposeA N --transposeB T -m 1024 -n 2048 -k 512"
               " --a_type bf16_r --b_type bf16_r --c_type bf16_r --d_type bf16_r --compute_type f32_r\n" + bf16)
-    (run,) = parse_text(text, "rocblas-bench", "two-commands.log")
-    got = {(m.params["m"], m.params["function"], m.params.get("dtype")) for m in run.measurements}
-    assert got == {(7680, "gemm", "fp64"), (1024, "gemm_strided_batched_ex", "bf16")}
+    first, second = parse_text(text, "rocblas-bench", "two-commands.log")
+    got = [{(m.params["m"], m.params["function"], m.params.get("dtype")) for m in r.measurements}
+           for r in (first, second)]
+    assert got == [{(7680, "gemm", "fp64")}, {(1024, "gemm_strided_batched_ex", "bf16")}]
 
 
 def test_hipblaslt_short_log_behind_pdsh_host_prefix_keeps_every_column():

@@ -13,11 +13,18 @@ NAMES = {"all_reduce": "AllReduce", "all_gather": "AllGather", "reduce_scatter":
          "alltoall": "AllToAll", "gather": "Gather", "scatter": "Scatter", "broadcast": "Broadcast"}
 
 
+def _row(op: str, dtype: str, size: int = 1 << 20, ranks: int = 8) -> str:
+    """A result line as rccl-tests writes it for ``op``: its redop, busbw = algbw x its factor
+    (the importer checks the op's name against both)."""
+    redop = "sum" if SPECS[op].reduces else "none"
+    return f"0,{NAMES[op]},1,{ranks},{ranks},1,{size},{dtype},{redop},0,10.0,100.0,{100.0 * SPECS[op].busbw_factor(ranks)!r},0"
+
+
 @pytest.mark.parametrize("op", sorted(NAMES))
 @pytest.mark.parametrize("dtype", sorted(DTYPE_SIZES))
 def test_rccl_count_column_is_elements_per_rank_buffer(op: str, dtype: str) -> None:
     size, ranks = 1 << 20, 8
-    csv = f"{HEAD}\n0,{NAMES[op]},1,{ranks},{ranks},1,{size},{dtype},sum,0,10.0,100.0,87.5,0\n"
+    csv = f"{HEAD}\n{_row(op, dtype, size, ranks)}\n"
     [run] = parse_rccl_results(csv, name="rccl.csv")
     counts = {m.params["count"] for m in run.measurements}
     expected = size // DTYPE_SIZES[dtype] // (ranks if SPECS[op].splits_count else 1)
@@ -25,9 +32,10 @@ def test_rccl_count_column_is_elements_per_rank_buffer(op: str, dtype: str) -> N
 
 
 def test_a_dtype_no_table_knows_has_no_count() -> None:
-    csv = f"{HEAD}\n0,AllReduce,1,8,8,1,1024,mystery,sum,0,10.0,100.0,87.5,0\n"
+    # an element size no table gives: the count is unknown (null), never a made-up 0
+    csv = f"{HEAD}\n{_row('all_reduce', 'mystery', 1024)}\n"
     [run] = parse_rccl_results(csv, name="rccl.csv")
-    assert {m.params["count"] for m in run.measurements} == {0}
+    assert {m.params["count"] for m in run.measurements} == {None}
 
 
 @pytest.mark.parametrize(("op", "dtype", "count"), [
@@ -37,6 +45,6 @@ def test_a_dtype_no_table_knows_has_no_count() -> None:
     ("broadcast", "half", 524288),
 ])
 def test_rccl_count_column_as_nccl_tests_prints_it(op: str, dtype: str, count: int) -> None:
-    csv = f"{HEAD}\n0,{NAMES[op]},1,8,8,1,{1 << 20},{dtype},sum,0,10.0,100.0,87.5,0\n"
+    csv = f"{HEAD}\n{_row(op, dtype)}\n"
     [run] = parse_rccl_results(csv, name="rccl.csv")
     assert {m.params["count"] for m in run.measurements} == {count}

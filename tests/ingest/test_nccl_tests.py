@@ -1,77 +1,30 @@
 """Tests of clusterbench.ingest.nccl_tests."""
 
 import json
-import shutil
-from collections.abc import Iterable, Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
-from ingest_helpers import SEED, nccl_json, table_rows
-from paths import TESTS
+from import_sources import by_file, by_text, records_ingest_common
+from ingest_helpers import (
+    A3MEGA,
+    GH200,
+    REFUSED,
+    SEED,
+    _a3mega_row,
+    is_row,
+    nccl_json,
+    table_rows,
+)
+from paths import DATA, TESTS
+from tool_log_texts import warnings_ingest_common
 
 from clusterbench.errors import ClusterbenchError
-from clusterbench.families import family_of, metric_of
 from clusterbench.families.collectives.spec import SPECS
 from clusterbench.ingest import detect_tool, iter_runs, parse_text
 from clusterbench.ingest.common import text_lines
-from clusterbench.ingest.nccl_tests import LEGACY_UNNAMED_OP as BENCH_UNKNOWN
-from clusterbench.ingest.source import runs_of as _runs_of
 from clusterbench.records import WARNINGS
 from clusterbench.store import Store
 
-DATA = TESTS / "data"
-
-
-Outcome = tuple[tuple[Any, ...], str | None]
-
-
-def _fingerprint(item: Any, names: Iterable[str]) -> tuple[str, tuple[Any, ...]]:
-    """A run as stored, but what depends on when and how it was imported: its clock, id, file
-    name (in its meta and its source) and command line."""
-    d = item.run.to_dict()
-    for key in ("id", "started_at", "ended_at", "command"):
-        d.pop(key)
-    d["meta"] = {k: v for k, v in d["meta"].items() if k != "file"}
-    text = repr(sorted(d.items()))
-    for name in sorted(names, key=len, reverse=True):
-        text = text.replace(name, "<file>")
-    ms = tuple((m.benchmark, m.metric, repr(m.value), m.unit, tuple(sorted(m.params.items())))
-               for m in item.measurements)
-    return text, ms
-
-
-def _outcome(runs: Iterator[Any], names: Iterable[str]) -> Outcome:
-    got = []
-    try:
-        for item in runs:
-            got.append(_fingerprint(item, names))
-    except ClusterbenchError as e:   # LogFormatError and the command's own (an unreadable file)
-        return tuple(got), str(e)
-    return tuple(got), None
-
-
-def by_file(tmp: Path, data: bytes, name: str, tool: str | None = None, jobs: int = 1) -> Outcome:
-    path = tmp / name
-    path.write_bytes(data)
-    return _outcome(_runs_of(str(path), tool, None, jobs, str(path)), [str(path), name])
-
-
-def by_text(data: bytes, name: str, tool: str | None = None) -> Outcome:
-    """``parse_text``: all the runs or the error alone (it gives a list)."""
-    try:
-        runs = parse_text(data.decode("utf-8", "replace"), tool, name)
-    except ClusterbenchError as e:
-        return (), str(e)
-    return _outcome(iter(runs), [name])
-
-
 DATA_import_nccl = TESTS / "data" / "nccl-tests"
-
-
-# Logs that must be refused, each with why (tested below)
-REFUSED = {"nccl-issue258-v100-old-error-column-truncated.txt": "does not say which collective",
-           "issue294-h100-non-mpi-build-under-mpirun-interleaved-duplicate-rows.txt": "interleaved"}
 
 
 LOGS = sorted(p for p in DATA_import_nccl.iterdir() if p.name != "README.md" and p.name not in REFUSED)
@@ -130,18 +83,11 @@ def rccltable_rows(text_run):
             yield size, inplace, p
 
 
-GH200 = "issue369-v2.17.8-gh200-wrong-nonzero-oob-failed.txt"   # nccl-tests 2.17.8, 2 ranks
-
-
 MI355X = "seed-tensorwave-mi355x-4node-all_reduce.txt"          # rccl-tests, 32 ranks
 
 
 def lines_import_nccl(name: str) -> list[str]:
     return (DATA_import_nccl / name).read_text().splitlines()
-
-
-def is_row(line: str) -> bool:
-    return line[:1] == " " and line.split()[0].isdecimal()
 
 
 def right(widths: tuple[int, ...], values: list[str]) -> str:
@@ -250,48 +196,8 @@ def in_place_only(name: str) -> str:
     return "\n".join(out) + "\n"
 
 
-A3MEGA = DATA / "nccl-tests" / "a3mega-h100-2node-all_reduce.txt"
-
-
-def damaged(tmp_path: Path, source: Path, old: str, new: str, name: str = "damaged.txt") -> Path:
-    text = source.read_text()
-    assert old in text
-    path = tmp_path / name
-    path.write_text(text.replace(old, new, 1))
-    return path
-
-
-# -- nccl-tests: values that are not finite --------------------------------------------------
-def _a3mega_row(tmp_path: Path, new: str) -> Path:
-    old = "     1048576        262144     float     sum      -1    203.2    5.16    9.68      0"
-    return damaged(tmp_path, A3MEGA, old, old[:-23] + new)
-
-
 def text_ingest_common(tool: str, name: str) -> str:
     return (DATA / tool / name).read_text()
-
-
-def records_ingest_common(runs: list) -> list[tuple]:
-    return [(m.benchmark, m.metric, m.value, m.params) for r in runs for m in r.measurements]
-
-
-def warnings_ingest_common(run) -> list[str]:
-    return run.run.meta.get(WARNINGS, [])
-
-
-def test_native_records_of_every_family_are_declared(tmp_path):
-    db = tmp_path / "old.db"
-    shutil.copy(DATA / "golden" / "pre-redesign.db", db)
-    seen = set()
-    with Store.open(str(db)) as store:
-        for run in store.list_runs():
-            for m in store.measurements(run.id):
-                if m.benchmark == BENCH_UNKNOWN:
-                    continue
-                declared = metric_of(m.benchmark, m.metric)
-                assert declared is not None and declared.unit == m.unit, (m.benchmark, m.metric, m.unit)
-                seen.add(family_of(m.benchmark).name)
-    assert seen >= {"collectives", "stream", "gemm", "transfer", "net", "train", "ddp_comm", "infer_tp"}
 
 
 def test_parse_text_splits_as_a_file_is_read(tmp_path):
@@ -342,7 +248,7 @@ def test_seed_rccl_all_reduce_table():
 def test_headerless_table_names_op_from_footer_and_ranks_from_busbw():
     r = one("seed-tensorwave-mi355x-4node-all_reduce.txt")
     assert r.run.meta["op"] == "all_reduce" and r.run.ranks == 32
-    assert r.run.meta["ranks_inferred"] == "busbw/algbw"
+    assert r.run.meta["ranks_from"] == ["busbw factor"]
     assert by(r.measurements, "busbw", bytes=2147483648, placement="out")[0].value == 385.03
     assert by(r.measurements, "avg_busbw")[0].value == 374.161
 
@@ -384,13 +290,16 @@ def test_crash_keeps_rows_and_errors_and_fails_the_run():
     assert by(r.measurements, "busbw", bytes=17179869184, placement="in")[0].value == 367.44
 
 
-def test_exponent_error_column_of_a_table_named_by_its_file():
-    # algbw 0.00 everywhere and no command line: only a file name can say which op it was
+def test_exponent_error_column_of_a_table_its_columns_name():
+    # algbw 0.00 everywhere and no command line, but the columns say it: a redop (all_reduce,
+    # reduce_scatter or reduce), no root column (old nccl-tests printed one for reduce), and
+    # count = size/4 on 4 listed ranks (reduce_scatter's count is size/(4 x 4))
     text = (DATA_import_nccl / "nccl-issue258-v100-old-error-column-truncated.txt").read_text()
-    (r,) = parse_text(text, name="all_reduce-issue258.txt")
+    (r,) = parse_text(text, name="issue258.txt")
     errs = by(r.measurements, "max_error", placement="out")
     assert [m.value for m in errs] == [1e-07, 3e-08, 3e-08, 3e-08, 3e-08]
     assert r.run.meta["op"] == "all_reduce" and r.run.status == "incomplete"
+    assert r.run.meta["op_from"] == ["redop", "root", "count"] and r.run.ranks == 4
 
 
 @pytest.mark.parametrize("imported", list(footer_logs()))
@@ -544,11 +453,14 @@ def test_gather_sizes_rounded_to_the_rank_count_are_the_promised_sweep():
 # -- rank counts -----------------------------------------------------------------------------
 def test_a_rank_list_cut_to_its_last_line_does_not_count_ranks():
     r = one_import_nccl_faults("coreweave-gb200-20racks-1440ranks-rank-list-truncated-to-last.txt")
-    # busbw/algbw = 2(n-1)/n is 1.9986 for 1440 ranks: two decimals cannot tell 1440 from 1000
-    assert r.run.ranks == 0 and r.run.meta["ranks_at_least"] == 1440
+    # busbw/algbw = 2(n-1)/n is 1.9986 for 1440 ranks: two decimals allow 1440 to 1472 ranks
+    # (the list's last line bounds it from below): not proven, so null, never 0
+    assert r.run.ranks is None and r.run.meta["ranks_at_least"] == 1440
+    assert r.run.meta["ranks_at_most"] == 1472
+    assert {m.params["ranks"] for m in r.measurements} == {None}
     assert any("number of ranks is unknown" in w for w in r.run.meta["warnings"])
     r = one_import_nccl_faults("coreweave-gb200-nvl72-72ranks-rank-list-truncated-to-last.txt")
-    assert r.run.ranks == 72 and r.run.meta["ranks_inferred"] == "busbw/algbw"
+    assert r.run.ranks == 72 and r.run.meta["ranks_from"] == ["busbw factor"]
 
 
 def test_ranks_come_from_busbw_over_algbw_not_from_a_shortened_rank_list():
@@ -801,7 +713,6 @@ def test_an_nccl_row_missing_its_last_columns_is_not_read_right_aligned(cut, whe
     assert any("columns are not the table's" in w and toks[0] in w for w in r.run.meta["warnings"])
 
 
-A3MEGA = TESTS / "data" / "nccl-tests" / "a3mega-h100-2node-all_reduce.txt"
 ROW_8M = "     8388608       2097152     float     sum      -1    571.9   14.67   27.50"
 
 
@@ -840,3 +751,24 @@ def test_clean_tables_are_counted_without_reading_each_cell(monkeypatch):
     monkeypatch.setattr(nccl_rows, "_only_numbers", lambda *a: False)
     slow = counts()
     assert fast == slow and len(fast) > 20
+
+
+# -- a library's warnings ----------------------------------------------------------------------
+LIBRARY_WARNINGS = ["node1:4242:4242 [0] init.cc:100 NCCL WARN NET/Plugin: Could not find: libnccl-net.so",
+                    "[1719127610.064172] [worker3:2670 :0]     ucp_context.c:1176 UCX  WARN  network device "
+                    "'mlx5_0:1' is not available"]
+
+
+def test_warnings_before_a_header_are_no_run_of_their_own():
+    text = (DATA / "nccl-tests" / "a3mega-h100-2node-all_reduce.txt").read_text()
+    (plain,) = parse_text(text, name="a.txt")
+    (r,) = parse_text("\n".join(LIBRARY_WARNINGS) + "\n" + text, name="a.txt")
+    assert r.run.status == plain.run.status == "complete"
+    assert r.run.errors == [LIBRARY_WARNINGS[0]]   # kept with the run that follows, for the reader
+    assert [m.value for m in r.measurements] == [m.value for m in plain.measurements]
+    assert r.run.meta["op_from"] == plain.run.meta["op_from"]
+
+
+def test_warnings_alone_are_no_results():
+    with pytest.raises(ClusterbenchError, match="no nccl-tests results found"):
+        parse_text("\n".join(LIBRARY_WARNINGS) + "\n", tool="nccl-tests", name="w.txt")

@@ -3,10 +3,21 @@
 
 import pytest
 from ingest_helpers import pick, runs
-from paths import DATA, TESTS
+from paths import DATA
+from tool_log_texts import (
+    DATA_import_net_tools,
+    DATA_more_tool_logs,
+    one,
+    records,
+    runs_more_tool_logs,
+    text_ingest_common,
+    text_tool_logs,
+    values,
+    warnings_ingest_common,
+)
 
 from clusterbench.ingest import detect_tool, parse_text
-from clusterbench.records import WARNINGS
+from clusterbench.ingest.osu import bench_name
 
 MBW_V = "SYNTHETIC-osu_mbw_mr-v7.4-vary-window-v.txt"
 
@@ -17,46 +28,13 @@ BW_GRAPHS = "SYNTHETIC-osu_bw-v7.4-G-tty-graphs-after-table.txt"
 WINDOWS = [1, 2, 4, 8, 16, 32, 64, 128]
 
 
-DATA_import_net_tools = TESTS / "data"
-
-
 def _passing_block() -> list[str]:
     """The same issue's rows with every row 'Pass' (the second block of that comment passes)."""
     text = (DATA / "osu" / "ompi-issue12717-osu_allreduce-v7.4-validation-fail.txt").read_text()
     return [ln.replace("Fail", "Pass") for ln in text.splitlines()[2:10]]
 
 
-DATA_ingest_common = TESTS / "data"
-
-
-def text_ingest_common(tool: str, name: str) -> str:
-    return (DATA_ingest_common / tool / name).read_text()
-
-
-def records(runs: list) -> list[tuple]:
-    return [(m.benchmark, m.metric, m.value, m.params) for r in runs for m in r.measurements]
-
-
-def warnings_ingest_common(run) -> list[str]:
-    return run.run.meta.get(WARNINGS, [])
-
-
-DATA_more_tool_logs = TESTS / "data"
-
-
 ONE_SIDED = "wukan-blog-one-sided-v5.6.3-openmpi-put-get-acc.txt"
-
-
-def runs_more_tool_logs(tool: str, name: str) -> list:
-    text = (DATA_more_tool_logs / tool / name).read_text()
-    assert detect_tool(text) == tool
-    return parse_text(text, name=name)
-
-
-def one(ms: list, metric: str, **params: object):
-    found = [m for m in ms if m.metric == metric and all(m.params.get(k) == v for k, v in params.items())]
-    assert len(found) == 1, (metric, params, found)
-    return found[0]
 
 
 ONE_SIDED_TESTS = [
@@ -71,17 +49,6 @@ ONE_SIDED_TESTS = [
     ("osu_get_latency", 1, 0.04, 4194304, 352.69, "MPI_Win_flush"),
     ("osu_put_bw", 1, 24.48, 4194304, 4395.14, "MPI_Win_flush"),
 ]
-
-
-DATA_tool_logs = TESTS / "data"
-
-
-def text_tool_logs(tool: str, name: str) -> str:
-    return (DATA_tool_logs / tool / name).read_text()
-
-
-def values(runs: list, metric: str) -> list[float]:
-    return [m.value for r in runs for m in r.measurements if m.metric == metric]
 
 
 # -- osu_mbw_mr -v -------------------------------------------------------------------------------
@@ -326,3 +293,83 @@ def test_osu_row_cut_before_its_last_column_does_not_store_a_partial_number():
     (run,) = parse_text(log[:log.index("64                    489.18")] + "64                    4")
     assert values([run], "bandwidth") == []
     assert any("cut short" in w for w in run.run.meta["warnings"])
+
+
+# -- issue 34: programs named as OSU ships them, one run per test, buffers, warnings -----------
+MODES = "mi300a-affinity-rocm-DD-latency-bw-v7.5-3modes-annotated-rows.txt"
+
+
+# Each program's title, as osu-micro-benchmarks 7.4 defines it (c/mpi/*/*.c, BENCHMARK; the
+# %s after MPI is the build's variant, -CUDA or -ROCM)
+TITLES = {
+    "osu_alltoall": "All-to-All Personalized Exchange Latency", "osu_alltoallv": "All-to-Allv Personalized Exchange Latency",
+    "osu_alltoallw": "All-to-Allw Personalized Exchange Latency", "osu_allgather": "Allgather Latency",
+    "osu_allreduce": "Allreduce Latency", "osu_bcast": "Broadcast Latency", "osu_reduce_scatter": "Reduce_scatter Latency",
+    "osu_reduce_scatter_block": "Reduce_scatter_block Latency", "osu_scatterv": "Scatterv Latency",
+    "osu_ialltoall": "Non-blocking All-to-All Latency", "osu_ibcast": "Non-Blocking Broadcast Latency",
+    "osu_ialltoallv": "Non-blocking All-to-Allv Personalized Exchange Latency",
+    "osu_ineighbor_allgather": "Non-blocking Neighborhood Allgather Latency",
+    "osu_neighbor_alltoallv": "Neighborhood All-to-Allv Latency", "osu_neighbor_alltoall": "Neighborhood Alltoall Latency",
+    "osu_alltoall_persistent": "All-to-All Personalized Exchange Persistent Latency",
+    "osu_allgather_persistent": "Allgather Persistent Latency", "osu_bibw_persistent": "Bi-Directional Bandwidth Persistent",
+    "osu_latency_persistent": "Latency Persistent", "osu_bibw": "Bi-Directional Bandwidth", "osu_bw": "Bandwidth",
+    "osu_latency_mt": "Multi-threaded Latency", "osu_mbw_mr": "Multiple Bandwidth / Message Rate",
+}
+
+
+@pytest.mark.parametrize("program", sorted(TITLES))
+def test_each_title_names_its_program(program):
+    assert bench_name("MPI", TITLES[program]) == program
+    assert bench_name("MPI-CUDA", TITLES[program]) == program
+
+
+@pytest.mark.parametrize("name", ["cscs-osu_alltoall-validation-8ranks-v7.5.txt",
+                                  "yoltla-es-osu_alltoall-f-noversion-1node-indent-stripped.txt"])
+def test_all_to_all_personalized_exchange_is_osu_alltoall(name):
+    (r,) = runs("osu", name)
+    assert r.benchmarks() == ["osu_alltoall"] and r.run.status == "complete"
+
+
+def test_alltoall_values_with_validation_and_library_warnings():
+    (r,) = runs("osu", "cscs-osu_alltoall-validation-8ranks-v7.5.txt")
+    lat = {m.params["bytes"]: m.value for m in r.measurements}
+    assert len(lat) == 21 and lat[1048576] == 519.85 and lat[1] == 12.46
+    # the loader's libnl lines name the program ('.../osu_alltoall: ...'): not a command line
+    assert r.run.meta["log_command"].startswith("srun -N2 --ntasks-per-node=4")
+
+
+def test_three_modes_of_latency_and_bandwidth_are_six_runs():
+    # three '=== Affinity mode ===' sections of '--- osu_latency (D D) ---' and '--- osu_bw (D D,
+    # up to 4 MiB) ---' banners; only the first section prints OSU's titles
+    found = runs("osu", MODES)
+    assert [r.benchmarks()[0] for r in found] == ["osu_latency", "osu_bw"] * 3
+    assert [len(r.measurements) for r in found] == [9, 6] * 3
+    assert all(m.params["buffers"] == "D D" for r in found for m in r.measurements)
+    assert [r.run.source for r in found] == ["osu 7.5", "osu 7.5", "osu", "osu", "osu", "osu"]
+    assert {r.run.status for r in found} == {"complete"}
+    lat, bw = found[0], found[1]
+    # rows annotated after their value ('8.43   <- UCX protocol switch ...')
+    assert {m.params["bytes"]: m.value for m in lat.measurements}[512] == 8.43
+    assert {m.params["bytes"]: m.value for m in bw.measurements}[4194304] == pytest.approx(432.60271)
+    assert {m.params["bytes"]: m.value for m in found[4].measurements}[4194304] == 79.64
+    assert {m.params["bytes"]: m.value for m in found[5].measurements}[4194304] == pytest.approx(53.30789)
+
+
+def test_bibw_device_buffers_from_its_command_line():
+    # 'osu_bibw --validation D D' three lines above the title, libnl warnings between
+    (r,) = runs("osu", "cscs-osu_bibw-cuda-DD-validation-v7.5.txt")
+    assert r.benchmarks() == ["osu_bibw"] and len(r.measurements) == 23
+    assert {m.params["buffers"] for m in r.measurements} == {"D D"}
+    assert {m.params["bytes"]: m.value for m in r.measurements}[4194304] == pytest.approx(46.41753)
+
+
+def test_a_warning_never_changes_the_status():
+    text = (DATA / "osu" / "cscs-osu_bibw-cuda-DD-validation-v7.5.txt").read_text()
+    lines = text.splitlines(keepends=True)
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("1024 "))
+    lines.insert(at, "libfabric:1234:cxi:core:cxip_ep_enable():1100<warn> connection timed out, retrying\n")
+    (r,) = parse_text("".join(lines), name="bibw.txt")
+    assert r.run.status == "complete" and any("timed out" in w for w in r.run.meta["warnings"])
+    lines[at] = "srun: error: nid001: task 1: Terminated\n"
+    (r,) = parse_text("".join(lines), name="bibw.txt")
+    assert r.run.status == "incomplete"   # the launcher's own failure is one

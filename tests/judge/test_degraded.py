@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from judged_rows import PARAMS
 
 from clusterbench.judge.degraded import find_degraded
 from clusterbench.judge.select import Row
 from clusterbench.records import Measurement, Run
-
-PARAMS = {"bytes": 1 << 30, "count": 1 << 28, "dtype": "float", "redop": "sum", "root": -1,
-          "placement": "in", "ranks": 16}
 
 
 def test_degraded_converts_units_per_host() -> None:
@@ -36,3 +34,17 @@ def test_degraded_latency_flags_the_slow_host_only() -> None:
         return Row(Run("coll", id=i, hosts=[h]), Measurement("all_reduce", "time_us", v, "us", {**PARAMS, "host": h}))
     rows = [row(1, "a", 10.0), row(2, "b", 10.1), row(3, "c", 9.9), row(4, "d", 20.0), row(5, "e", 5.0)]
     assert [d.outlier.key for d in find_degraded(rows)] == ["d"]
+
+
+def test_the_scan_says_when_it_could_judge_nothing() -> None:
+    """Fewer than three hosts: the search is skipped, and says so, never "none found"."""
+    from clusterbench.judge.degraded import MIN_IDENTITIES, scan_degraded
+
+    def rows(values: dict[str, float]) -> list[Row]:
+        return [Row(Run("coll", id=i + 1, hosts=[h]), Measurement("all_reduce", "busbw", v, "GB/s", {**PARAMS, "host": h}))
+                for i, (h, v) in enumerate(values.items())]
+    two = scan_degraded(rows({"a": 100.0, "b": 50.0}))
+    assert two.skipped and two.found == [] and two.most == 2
+    assert f"{MIN_IDENTITIES} or more hosts or devices (at most 2 here)" in two.skip_reason()
+    three = scan_degraded(rows({"a": 100.0, "b": 101.0, "c": 99.0}))
+    assert not three.skipped and three.judged == 1 and three.found == []

@@ -1,57 +1,19 @@
 """Tests of clusterbench.judge.findings: everything a report shows, gathered once."""
 
-import random
+
+from synthetic_runs import _fill
 
 from clusterbench.judge import findings
 from clusterbench.judge.findings import Group, gather
 from clusterbench.judge.select import load_runs
-from clusterbench.records import Measurement, Run, TelemetrySample
+from clusterbench.records import Measurement, Run
 from clusterbench.store import Store
-
-
-def _coll(rng: random.Random) -> list[Measurement]:
-    ms = []
-    for p in (10, 20, 24):
-        for pl in ("out", "in"):
-            v = 100 * (1 + rng.gauss(0, 0.02))
-            params = {"bytes": 1 << p, "count": (1 << p) // 4, "dtype": "float", "redop": "sum", "root": -1,
-                      "placement": pl, "ranks": 16}
-            ms += [Measurement("all_reduce", "busbw", v, "GB/s", params),
-                   Measurement("all_reduce", "algbw", v * 16 / 30, "GB/s", dict(params))]
-    return ms
-
-
-def _stream(rng: random.Random, hosts: list[str]) -> list[Measurement]:
-    return [Measurement("stream", "bandwidth", 3000 * (1 + rng.gauss(0, 0.01)), "GB/s",
-                        {"kernel": k, "array_size": 1 << 25, "dtype": "double", "device": d, "host": h})
-            for h in hosts for d in range(2) for k in ("Copy", "Triad")]
-
-
-def _train(rng: random.Random) -> list[Measurement]:
-    return [Measurement("train", "samples_per_s", 1000 * (1 + rng.gauss(0, 0.01)), "samples/s", {"stat": "avg"})]
-
-
-def _fill(db: str, n: int) -> None:
-    """``n`` collective runs on two hosts (half tagged grp=a, half grp=b), ``n`` stream runs with
-    telemetry and ``n`` train runs: what compare, trend, report, theory and scaling read."""
-    rng = random.Random(7)
-    with Store.open(db) as s, s.transaction():
-        for i in range(n):
-            day = f"2026-01-{1 + i % 28:02d}T{i // 28:02d}:00:00Z"
-            s.save_run(Run("coll", hosts=["node1", "node2"], ranks=16, started_at=day,
-                           tags={"grp": "a" if i < n // 2 else "b", "link_speed": "100Gbps"}), _coll(rng))
-            s.save_run(Run("stream", hosts=["node1"], ranks=2, started_at=day, tags={"kind": "stream"}),
-                       _stream(rng, ["node1"]),
-                       [TelemetrySample(0.5 * t, "power", 300.0 + t, "W", "node1", "0") for t in range(3)])
-            s.save_run(Run("train", hosts=["node1", "node2"][: 1 + i % 2], ranks=8, started_at=day,
-                           tags={"kind": "train"}), _train(rng))
 
 
 def test_reasons_for_untestable_rows_tell_few_values_from_infinite_ones():
     from clusterbench.judge.compare import compare
     from clusterbench.judge.findings import Findings, Group
     from clusterbench.judge.select import Row
-    from clusterbench.records import Run
 
     def rows(values, bench, start):
         return [Row(Run("coll", id=start + i), Measurement(bench, "bandwidth", v, "GB/s", {"kernel": "Copy"}))
@@ -92,3 +54,70 @@ def test_a_groups_rows_are_made_once_and_follow_its_runs(tmp_path, monkeypatch):
     assert groups[0].rows[len(ms) - 1].m.value == 1.0
     groups[0].runs.pop()
     assert len(groups[0].rows) == sum(len(ms) for _, ms in groups[0].runs)
+
+
+def _seed_findings(tmp_path, **extra):
+    from judge_helpers import SEED_LOGS
+    from paths import DATA
+
+    from clusterbench.ingest import parse_text
+    from clusterbench.judge.profiles import load_profile
+
+    db = str(tmp_path / "seed.db")
+    with Store.open(db) as store:
+        for tool, fname in SEED_LOGS:
+            for imported in parse_text((DATA / tool / fname).read_text(), tool=tool, name=fname):
+                imported.run.tags["seed"] = "mi300x"
+                store.save_run(imported.run, imported.measurements)
+    with Store.open(db) as store:
+        runs = load_runs(store, ["seed=mi300x"])
+    return gather([Group("seed", runs)], profile=load_profile("amd-mi300x-oem"), **extra)
+
+
+def test_the_verdict_names_every_failing_criterion_with_its_margin(tmp_path):
+    # before: "FAIL: validation against amd-mi300x-oem: 17 pass, 1 fail, ..." and nothing on what failed
+    f = _seed_findings(tmp_path)
+    v = f.verdict()
+    failed = [o for o in f.outcomes if o.status == "fail"]
+    assert v.status == "FAIL" and len(failed) == 1 and len(v.failures) == 1
+    assert v.failures[0] == ("TransferBench config Test 2 (DMA G0->G1): 48.35 GB/s, needs >= 48.4 GB/s: "
+                             "-0.051 GB/s (-0.1%)")
+    # the reasons stay the counts: the --json `reasons` and the page's list are what they were
+    assert v.reasons == ["validation against amd-mi300x-oem: 17 pass, 1 fail, 1 skipped, 0 error"]
+
+
+def test_the_degraded_search_over_two_devices_is_skipped_not_clean(tmp_path):
+    f = _seed_findings(tmp_path)
+    assert f.degraded == [] and f.degraded_scan is not None and f.degraded_scan.skipped
+    assert f.noise_rows > 0   # BabelStream's min/max/avg: the noise check had rows to read
+
+
+def test_noise_inside_runs_leaves_a_passed_validation_passed():
+    """qualify printed "NOISY: ..." from its report, then "PASS": a pass despite noise is a pass
+    (noise makes values worse, not better); without a judged criterion noise is the verdict."""
+    from clusterbench.judge.findings import Findings
+    from clusterbench.judge.noise import SPREAD, NoiseWarning
+    from clusterbench.judge.profiles import Criterion, Profile
+    from clusterbench.judge.validate import Outcome
+
+    crit = Criterion(name="triad", benchmark="stream", metric="bandwidth", op=">=", value=1.0)
+    warning = NoiseWarning("stream", SPREAD, 2, 3, "kernel=Triad: CV 13%")
+    passed = Findings([Group("g", [])], profile=Profile("p", [crit]), outcomes=[Outcome(crit, "pass", 2.0)],
+                      warnings=[(1, warning)])
+    v = passed.verdict()
+    assert v.status == "PASS" and "1 noise warning(s) inside runs: passed all the same" in v.reasons
+    assert Findings([Group("g", [])], warnings=[(1, warning)]).verdict().status == "NOISY"
+
+
+def test_a_run_of_a_repeat_is_not_advised_to_be_repeated():
+    from paths import DATA
+
+    from clusterbench.ingest import parse_text
+
+    busy = DATA / "golden" / "busy-2core-run-suite.jsonl"
+    (imported,) = parse_text(busy.read_text(), name=busy.name)
+    run, ms = imported.run, imported.measurements
+    assert any("--repeat" in w.text for _, w in gather([Group("g", [(run, ms)])]).warnings)
+    run.tags["repeat_group"] = "g1"
+    f = gather([Group("g", [(run, ms)])])
+    assert f.warnings and not any("--repeat" in w.text for _, w in f.warnings)

@@ -4,17 +4,12 @@ from __future__ import annotations
 
 import random
 
+from judged_rows import _stream_rows
+from paths import DATA
+
 from clusterbench.families.base import iteration_stats
 from clusterbench.judge import noise
 from clusterbench.records import Measurement
-
-
-def _stream_rows(kernel: str, times_us: list[float]) -> list[Measurement]:
-    base = {"kernel": kernel, "array_size": 1 << 20, "dtype": "double", "device": "cuda:0"}
-    out = [Measurement("stream", "bandwidth", 100.0, "GB/s", dict(base))]
-    out += [Measurement("stream", "time_us", v, "us", {**base, "stat": s})
-            for s, v in iteration_stats(times_us).items()]
-    return out
 
 
 def test_judged_percentages_stay_short_at_the_extremes():
@@ -42,7 +37,8 @@ def test_a_wide_spread_is_one_line_naming_the_worst_row():
     ms = _stream_rows("Copy", quiet) + _stream_rows("Triad", spiky) + _stream_rows("Dot", quiet[:-1] + [250.0])
     (w,) = noise.check(ms)
     assert w.kind == noise.SPREAD and w.rows == 2 and w.checked == 3
-    assert w.worst.startswith("Triad 1048576 double cuda:0: slowest iteration 94.0x the fastest")
+    # named by what tells it from the other rows of its table
+    assert w.worst.startswith("kernel=Triad: slowest iteration 94.0x the fastest")
     assert w.line().startswith("# warning: stream: 2 of 3 rows vary a lot between iterations")
     assert "--repeat" in w.text and "other load" in w.text
 
@@ -101,3 +97,55 @@ def test_one_noisy_row_is_one_row_that_varies():
     spiky[30] = 9400.0
     (w,) = noise.check(_stream_rows("Triad", spiky))
     assert w.line().startswith("# warning: stream: the row varies a lot between iterations")   # was "vary"
+
+
+BUSY = DATA / "golden" / "busy-2core-run-suite.jsonl"
+
+
+def _busy_run():
+    from clusterbench.ingest import parse_text
+
+    (imported,) = parse_text(BUSY.read_text(), name=BUSY.name)
+    return imported.run, imported.measurements
+
+
+def test_a_busy_node_s_whole_suite_is_one_warning_block():
+    # before: 13 warnings, two long lines per op, each with the same advice
+    run, ms = _busy_run()
+    found = noise.check(ms)
+    assert len(found) == 13 and {w.kind for w in found} == {noise.SPREAD, noise.FIRST}
+    block = noise.summary_lines(found, noise.checked_rows(ms))
+    assert sum(line.startswith("# warning:") for line in block) == 1
+    assert all(line.startswith("#") and len(line) <= noise.WIDTH for line in block)
+    text = "\n".join(block)
+    # which rows: how many per benchmark, of how many checked
+    spread = sum(w.rows for w in found if w.kind == noise.SPREAD)
+    assert f"{spread} row(s) vary a lot between iterations: all_reduce 6/6, all_gather 10/10" in text
+    assert f"({noise.checked_rows(ms)} row(s) with per-iteration times checked)" in text
+    # the worst figure of them all, once, and one piece of advice
+    worst = max((w for w in found if w.kind == noise.SPREAD), key=lambda w: w.severity)
+    assert f"worst: {worst.benchmark} {worst.worst}" in text
+    assert text.count("what to do:") == 1 and text.count("other load") == 1 and "--repeat" in text
+
+
+def test_inside_a_repeat_the_advice_is_not_to_repeat():
+    _, ms = _busy_run()
+    block = "\n".join(noise.summary_lines(noise.check(ms, repeating=True), 68, runs=5, repeating=True))
+    assert "noise inside the 5 runs" in block and "--repeat" not in block and "other load" in block
+    # stored with each run of the repeat: the same advice
+    assert all("--repeat" not in w.text for w in noise.check(ms, repeating=True))
+
+
+def test_the_advice_fits_the_warnings():
+    assert noise.advice([noise.FIRST]) == noise.WARM_UP
+    assert noise.advice([noise.FIRST, noise.SPREAD]) == noise.LOAD   # load slows the first iteration too
+    assert noise.advice([noise.SPREAD], repeating=True) == noise.LOAD_REPEATING
+    assert noise.summary_lines([], 10) == []
+
+
+def test_stored_warnings_keep_their_severity_and_old_ones_read_without_it():
+    _, ms = _busy_run()
+    w = noise.check(ms)[0]
+    assert noise.NoiseWarning.from_stored(w.to_stored()) == w
+    old = {k: v for k, v in w.to_stored().items() if k != "severity"}
+    assert noise.NoiseWarning.from_stored(old).severity == 0.0

@@ -110,3 +110,114 @@ def test_mpijob_master_addr_is_worker_0_under_the_job_service() -> None:
                      k8s.K8sOptions(name="bench", image="repo/img:1", install=None))
     argv = doc["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
     assert argv[argv.index("-x") + 1] == "MASTER_ADDR=bench-worker-0.bench"
+
+
+def _amd_cron() -> dict:
+    """The AMD example: launch k8s --schedule "0 3 * * *" --nodes 16 --gpus-per-node 8
+    --db-secret cb-db -- qualify --profile amd-mi300x-oem (the profile is for AMD GPUs)."""
+    vendor = k8s.choose_vendor(None, ("amd-mi300x-oem", "amd"))
+    return k8s.cronjob(Spec(nodes=16, gpus_per_node=8, command=["qualify", "--json", "--profile", "amd-mi300x-oem"]),
+                       k8s.K8sOptions(vendor=vendor, db_secret=k8s.SecretRef.parse("cb-db")), "0 3 * * *")
+
+
+def test_the_amd_example_makes_a_pod_amd_nodes_can_run():
+    doc = _amd_cron()
+    check_cronjob(doc)   # hostPath and supplementalGroups as Kubernetes' OpenAPI publishes them
+    pod = doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    assert c["resources"] == {"limits": {"amd.com/gpu": "8"}, "requests": {"amd.com/gpu": "8"}}
+    assert c["image"] == "rocm/pytorch:latest"
+    assert c["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}, {"name": "kfd", "mountPath": "/dev/kfd"},
+                                 {"name": "dri", "mountPath": "/dev/dri"}]
+    assert pod["volumes"][1:] == [{"name": "kfd", "hostPath": {"path": "/dev/kfd", "type": "CharDevice"}},
+                                  {"name": "dri", "hostPath": {"path": "/dev/dri", "type": "Directory"}}]
+    assert pod["securityContext"] == {"supplementalGroups": [k8s.VIDEO_GID, k8s.RENDER_GID]}
+    # nothing installed from a public index at pod start: the image's clusterbench runs
+    assert c["command"] == ["clusterbench", "qualify", "--json", "--profile", "amd-mi300x-oem"]
+    pod["volumes"][1]["hostPath"]["typ"] = "CharDevice"   # the transcribed schema is a real check
+    assert strict_openapi(OPENAPI["components"]["schemas"][CRONJOB], doc) == [
+        ".spec.jobTemplate.spec.template.spec.volumes[1].hostPath.typ"]
+
+
+def test_amd_pytorchjob_and_mpijob_workers_get_the_devices_and_the_launcher_none():
+    spec = Spec(nodes=2, procs_per_node=8, gpus_per_node=8, command=["coll", "all_reduce"])
+    doc = k8s.pytorchjob(spec, k8s.K8sOptions(vendor="amd", supplemental_groups=(44, 992)))
+    check(pytorchjob_schema(), doc)
+    for replica in doc["spec"]["pytorchReplicaSpecs"].values():
+        pod = replica["template"]["spec"]
+        assert [v["name"] for v in pod["volumes"]] == ["dshm", "kfd", "dri"]
+        assert pod["securityContext"] == {"supplementalGroups": [44, 992]}
+        assert pod["containers"][0]["resources"]["limits"] == {"amd.com/gpu": "8"}
+    doc["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["securityContext"]["supplementalGroup"] = []
+    assert strict(pytorchjob_schema(), doc) == [
+        ".spec.pytorchReplicaSpecs.Master.template.spec.securityContext.supplementalGroup"]
+    mpi = k8s.mpijob(spec, k8s.K8sOptions(vendor="amd", image="registry.example/cb-rocm:0.1"))
+    check(mpijob_schema(), mpi)
+    replicas = mpi["spec"]["mpiReplicaSpecs"]
+    assert [v["name"] for v in replicas["Worker"]["template"]["spec"]["volumes"]] == ["dshm", "kfd", "dri"]
+    assert [v["name"] for v in replicas["Launcher"]["template"]["spec"]["volumes"]] == ["dshm"]
+    assert "securityContext" not in replicas["Launcher"]["template"]["spec"]
+
+
+def test_nvidia_pods_and_pods_without_gpus_get_no_device_mounts():
+    nvidia = k8s.pytorchjob(Spec(nodes=1, gpus_per_node=8, command=["net"]), k8s.K8sOptions())
+    pod = nvidia["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    assert pod["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "8"}
+    assert pod["containers"][0]["image"] == "pytorch/pytorch:latest"
+    assert [v["name"] for v in pod["volumes"]] == ["dshm"] and "securityContext" not in pod
+    cpu = k8s.pytorchjob(Spec(nodes=1, command=["net"]), k8s.K8sOptions(vendor="amd"))
+    pod = cpu["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    assert [v["name"] for v in pod["volumes"]] == ["dshm"] and "securityContext" not in pod
+    none = k8s.pytorchjob(Spec(nodes=1, gpus_per_node=1, command=["net"]),
+                          k8s.K8sOptions(vendor="amd", supplemental_groups=()))
+    assert "securityContext" not in none["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+
+
+@pytest.mark.parametrize("given, profile, resource, want", [
+    (None, None, None, "nvidia"), ("amd", None, None, "amd"), (None, ("amd-mi300x-oem", "amd"), None, "amd"),
+    (None, None, "amd.com/gpu", "amd"), (None, None, "nvidia.com/mig-1g.10gb", "nvidia"),
+    ("amd", ("amd-mi300x-oem", "amd"), None, "amd"), ("nvidia", None, "amd.com/gpu", "nvidia"),
+])
+def test_the_vendor_comes_from_vendor_the_profile_or_the_resource(given, profile, resource, want):
+    assert k8s.choose_vendor(given, profile, resource) == want
+
+
+def test_a_vendor_against_its_profile_is_refused():
+    with pytest.raises(UsageError, match="profile amd-mi300x-oem is for amd GPUs"):
+        k8s.choose_vendor("nvidia", ("amd-mi300x-oem", "amd"))
+    with pytest.raises(UsageError, match="invalid --vendor"):
+        k8s.choose_vendor("intel")
+
+
+@pytest.mark.parametrize("text, wheel, index", [
+    ("/mnt/wheels/clusterbench-0.1.0-py3-none-any.whl", "/mnt/wheels/clusterbench-0.1.0-py3-none-any.whl", None),
+    ("https://files.example/cb/clusterbench-0.1.0-py3-none-any.whl",
+     "https://files.example/cb/clusterbench-0.1.0-py3-none-any.whl", None),
+    ("https://pypi.mirror.internal/simple", None, "https://pypi.mirror.internal/simple"),
+    ("file:///mnt/index", None, "file:///mnt/index"),
+])
+def test_install_from_a_wheel_or_an_index(text, wheel, index):
+    got = k8s.InstallFrom.parse(text)
+    assert (got.wheel, got.index_url) == (wheel, index)
+    words = got.command(["torchrun", "x"])
+    if wheel:
+        assert words == ["sh", "-c", k8s.INSTALL_SCRIPT, "clusterbench-install", wheel, "torchrun", "x"]
+    else:
+        assert words == ["sh", "-c", k8s.INDEX_INSTALL_SCRIPT, "clusterbench-install", index, k8s.DEFAULT_INSTALL,
+                         "torchrun", "x"]
+
+
+@pytest.mark.parametrize("text", ["clusterbench", "pypi.org/simple", "-i https://x/simple", "https://a b/simple",
+                                  "ftp://host/simple", "https:///simple", ""])
+def test_install_from_what_is_neither_is_refused(text):
+    with pytest.raises(UsageError, match="--install-from"):
+        k8s.InstallFrom.parse(text)
+
+
+def test_bad_groups_and_two_installs_are_refused():
+    with pytest.raises(UsageError, match="supplemental-groups"):
+        k8s.pytorchjob(Spec(nodes=1, gpus_per_node=1, command=["net"]),
+                       k8s.K8sOptions(vendor="amd", supplemental_groups=(-1,)))
+    with pytest.raises(UsageError, match="give one"):
+        k8s.pytorchjob(Spec(nodes=1, command=["net"]),
+                       k8s.K8sOptions(install="clusterbench", install_from=k8s.InstallFrom(index_url="https://x/simple")))

@@ -39,3 +39,25 @@ def test_slurm_job_line_parsing():
     assert info.describe() == "PENDING (Priority) 0:05:00" and not info.done
     assert slurm.parse_job("JobState=TIMEOUT RunTime=1-00:00:01 ExitCode=0:15").run_s == 86401
     assert slurm.JobInfo("").done
+
+
+def test_the_script_finds_and_checks_master_addr_before_srun():
+    script = slurm.sbatch_script(Spec(nodes=2, command=["net"]), slurm.SlurmOptions())
+    lines = script.splitlines()
+    check, srun = lines.index(slurm.MASTER_ADDR_LINES[0]), next(i for i, x in enumerate(lines) if x.startswith("srun "))
+    assert check < lines.index("export MASTER_ADDR") < srun
+    assert sum(1 for x in lines if "exit 2" in x) == 2 and 'getent hosts "$MASTER_ADDR"' in script
+    assert "hostname -I" in script and 'scontrol show hostnames "$SLURM_JOB_NODELIST"' in script
+
+
+def test_the_jobs_own_error_line_is_read_from_its_stderr(tmp_path):
+    out = tmp_path / "slurm-7.out"
+    out.write_text("# Collective test\nsome output\nclusterbench: error: MASTER_ADDR x does not resolve on n1\n"
+                   "srun: error: n1: task 0: Exited with exit code 2\n")
+    info = parse_job(f"JobId=7 JobState=FAILED ExitCode=2:0 StdErr={out} StdOut={out}")
+    assert info.stderr == str(out)
+    assert slurm.job_error(info) == "MASTER_ADDR x does not resolve on n1"
+    out.write_text("nothing of ours\n")
+    assert slurm.job_error(info) is None
+    assert slurm.job_error(JobInfo("FAILED", stderr=str(tmp_path / "elsewhere.out"))) is None
+    assert slurm.job_error(JobInfo("FAILED")) is None

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 import rankfns
-from paths import TESTS
+from host_doubles import DATA
 from process_helpers import free_port
+from rankfns import _run
 
 from clusterbench.envinfo import torchcheck
 from clusterbench.errors import ClusterbenchError, UsageError
@@ -21,9 +22,6 @@ from clusterbench.ranks.context import RankContext, RankOptions
 from clusterbench.ranks.driver import Job, execute
 from clusterbench.ranks.env import RankEnv
 from clusterbench.records import Failure, Measurement, Meta, Note, Rows, Telemetry, TelemetrySample
-
-DATA = TESTS / "data" / "sysfs"
-
 
 H100, MI300X, BROKEN = DATA / "h100-node", DATA / "mi300x-node", DATA / "broken-node"
 
@@ -43,12 +41,6 @@ def no_gpu_torch(monkeypatch):
     monkeypatch.setattr(torchcheck, "rocm_version", lambda root="/": "6.2")
     for var in torchcheck.VISIBILITY_VARS:
         monkeypatch.delenv(var, raising=False)
-
-
-def _run(target, config, np, timeout=30.0):
-    events = []
-    outcome = execute(Job(target, config, RankOptions(device="cpu", timeout=timeout), np=np), events.append)
-    return outcome, events
 
 
 def _ranks_run(target, config, np=2, timeout=20.0):
@@ -248,6 +240,7 @@ def test_the_watchdog_names_what_the_rank_still_waits_for(monkeypatch: pytest.Mo
     """Under a launcher the watchdog ends a rank stuck at --timeout: while the group gathers it
     says for whom, not "no progress"."""
     monkeypatch.setattr(ctxmod, "_joining", "rank 0 never came: nothing listened at h:1 (MASTER_ADDR:MASTER_PORT)")
+    monkeypatch.setattr(ctxmod, "_join_started", time.monotonic())
     ended: list[tuple[str, int]] = []
     done = threading.Event()
 
@@ -264,3 +257,26 @@ def test_the_watchdog_names_what_the_rank_still_waits_for(monkeypatch: pytest.Mo
         dog.stop()
     assert ended[0] == ("rank 1 on hostA: rank 0 never came: nothing listened at h:1 (MASTER_ADDR:MASTER_PORT) "
                         "within 0.1 s (--timeout)", 1)
+
+
+def test_the_watchdog_does_not_count_a_ranks_own_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before a rank begins to gather its group (importing PyTorch, on a busy node longer than a
+    short --timeout) no peer is involved: the watchdog says it did not start, at its own bound,
+    never "no progress" blaming a peer at --timeout."""
+    monkeypatch.setattr(ctxmod, "_join_started", None)
+    monkeypatch.setattr(launched._Watchdog, "STARTUP_S", 0.3)
+    ended: list[str] = []
+    done = threading.Event()
+
+    def end(self: Any, msg: str, code: int, signum: int | None) -> None:
+        ended.append(msg)
+        done.set()
+
+    monkeypatch.setattr(launched._Watchdog, "_end", end)
+    dog = launched._Watchdog(0.1, _env(1, 2, 1), lambda _m, _s: None)
+    dog.start()
+    try:
+        assert done.wait(30)
+    finally:
+        dog.stop()
+    assert ended[0] == "rank 1 on hostA: did not start within 0.3 s (importing PyTorch, opening its device)"

@@ -192,3 +192,66 @@ def test_a_drawn_figure_is_rendered_in_every_format_and_closed() -> None:
     out = plots.render_all(lambda: plots.validation_figure(["a", "b"], [5.0, -2.0], ["pass", "fail"]))
     assert set(out) == set(plots.FORMATS) and out["png"][:4] == b"\x89PNG" and b"<svg" in out["svg"]
     assert set(plt.get_fignums()) == before
+
+
+def _p2p_rows(path):
+    from clusterbench.ingest import parse_text
+
+    runs = parse_text(path.read_text(), tool="transferbench", name=path.name)
+    return [m for r in runs for m in r.measurements
+            if m.benchmark == "transfer" and m.params.get("test") == "p2p" and m.params.get("direction") == "uni"
+            and m.params.get("src") and m.params.get("dst")]
+
+
+def test_local_copies_get_a_colour_scale_of_their_own():
+    # the MI300X guide's p2p matrix: GPU local copies near 1690 GB/s, links near 48 GB/s; on one
+    # scale every link was one colour
+    from paths import DATA
+
+    rows = _p2p_rows(DATA / "transferbench" / "seed-mi300x-p2p.txt")
+    assert rows
+    fig = plots.matrix(rows, "p2p", "GB/s")
+    try:
+        links, local = fig.axes[0].images
+        assert local.get_cmap().name != links.get_cmap().name
+        lo, hi = links.get_clim()
+        assert 30 < lo and hi < 60   # the links' scale ends below the slowest local copy by far
+        assert local.get_clim()[1] > 1600
+        assert {a.get_ylabel() for a in fig.axes[1:]} == {"GB/s (links)", "GB/s (local copy, src = dst)"}
+    finally:
+        plots.close(fig)
+
+
+def test_a_diagonal_as_fast_as_the_links_stays_on_their_scale():
+    srcs = dsts = ["C0", "C1", "G0", "G1"]
+    data = [[42.8, 38.9, 40.0, 41.0], [32.9, 43.4, 41.5, 41.6], [55.2, 55.3, 1690.0, 48.5],
+            [55.2, 55.2, 48.5, 1673.0]]
+    # the CPUs' own memory (42.8, 43.4) is no faster than a link; the GPUs' local copies are
+    assert plots.local_cells(srcs, dsts, data) == {(2, 2), (3, 3)}
+    assert plots.local_cells(srcs, dsts, [[1.0, 2.0, 3.0, 4.0]] * 4) == set()
+    assert plots.local_cells(["a"], ["a"], [[5.0]]) == set()   # no link: nothing to flatten
+
+
+def test_history_of_two_groups_draws_each_with_its_band():
+    from datetime import datetime, timedelta, timezone
+
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    a = plots.HistoryLine("env=a on n1", [t0 + timedelta(hours=i) for i in range(4)], [10.0, 11.0, 10.5, 9.5],
+                          color=0, band=True)
+    b = plots.HistoryLine("env=b on n1", [t0 + timedelta(hours=5 + i) for i in range(4)], [6.0, 6.5, 5.5, 6.2],
+                          color=1, band=True)
+    fig = plots.history("busbw over time", "busbw (GB/s)", [a, b])
+    try:
+        ax = fig.axes[0]
+        bands = ax.collections
+        assert len(bands) == 2   # one shaded confidence band per group
+        colours = [tuple(c.get_facecolor()[0][:3]) for c in bands]
+        assert colours[0] != colours[1]
+        lows = sorted(float(c.get_paths()[0].vertices[:, 1].min()) for c in bands)
+        mean_a, low_a, high_a = plots.mean_band(a.ys)
+        assert low_a < mean_a < high_a and pytest.approx(lows[1]) == low_a
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert labels == ["env=a on n1, n=4", "env=b on n1, n=4"]
+    finally:
+        plots.close(fig)
+    assert plots.mean_band([1.0]) is None

@@ -6,8 +6,10 @@ import io
 
 import pytest
 import torch
+from bench_tables import _coll, _index, _row, _run
+from coll_rankfns import TARGET
+from paths import DATA
 
-from clusterbench.bench.collectives import rank
 from clusterbench.bench.collectives.config import coll_config as build_config
 from clusterbench.families import FAMILIES, renderer_for
 from clusterbench.ranks.context import RankOptions
@@ -16,43 +18,11 @@ from clusterbench.records import Header, Measurement, Meta, Note, Rows, Run
 from clusterbench.report.terminal import TablePrinter, render_run
 from clusterbench.runner import RunBuilder, run_job
 
-TARGET = rank.main
-
-
-def _row(op, nbytes, count, placement, t, alg, bus, wrong=None, dtype="float", redop="sum", root=-1):
-    p = {"bytes": nbytes, "count": count, "dtype": dtype, "redop": redop, "root": root,
-         "placement": placement, "ranks": 4}
-    ms = [Measurement(op, "time_us", t, "us", p), Measurement(op, "algbw", alg, "GB/s", p),
-          Measurement(op, "busbw", bus, "GB/s", p)]
-    if wrong is not None:
-        ms.append(Measurement(op, "wrong", float(wrong), "", p))
-    return ms
-
-
-def _run():
-    return Run(benchmark="coll", ranks=2, hosts=["nodeA"], devices=["GPU A", "GPU B"],
-               meta={"rank_hosts": ["nodeA", "nodeA"], "rank_pids": [101, 102],
-                     "rank_device_index": [0, 1], "rank_bus_id": ["0x1b", "0x2c"],
-                     "coll_sweep.all_gather": {"minbytes": 8, "maxbytes": 1024, "step": 2,
-                                               "step_kind": "factor", "warmup_iters": 5, "iters": 20,
-                                               "validation": 1}})
-
-
-def _coll(op: str, size: int) -> list[Measurement]:
-    p = {"bytes": size, "count": size // 4, "dtype": "float", "redop": "none", "root": -1,
-         "placement": "out", "ranks": 2}
-    return [Measurement(op, "time_us", 10.0, "us", p), Measurement(op, "algbw", 1.0, "GB/s", p),
-            Measurement(op, "busbw", 1.0, "GB/s", p)]
-
 
 def _stream() -> list[Measurement]:
     base = {"kernel": "Copy", "array_size": 1024, "dtype": "double", "device": "cpu"}
     return [Measurement("stream", "bandwidth", 5.0, "GB/s", dict(base)),
             *(Measurement("stream", "time_us", 3.0, "us", {**base, "stat": s}) for s in ("min", "max", "avg"))]
-
-
-def _index(lines: list[str], text: str) -> int:
-    return next(i for i, line in enumerate(lines) if text in line)
 
 
 HEADER = Header(ranks=2, hosts=["h", "h"], devices=["cpu", "cpu"], device_type="cpu", backend="gloo",
@@ -144,17 +114,37 @@ def test_notes_of_a_table_that_never_starts_print_at_the_end():
     assert out.getvalue().rstrip().endswith("# gemm: every dtype skipped")
 
 
-def test_results_show_prints_notes_after_their_tables_header():
+def test_results_show_prints_a_collectives_notes_after_its_table():
+    """nccl-tests' parsers read every line after the column header as a row (SuperBench's takes
+    the last line naming out-of-place as the header): a note follows the op's footer."""
     run = Run("coll", hosts=["h"], ranks=2, devices=["cpu", "cpu"])
-    run.meta["notes"] = [Note("all_reduce: in-place only", "all_reduce").to_stored(),
-                         Note("broadcast: in-place only", "broadcast").to_stored(),
+    run.meta["notes"] = [Note("all_reduce: a caveat", "all_reduce").to_stored(),
+                         Note("broadcast: a caveat", "broadcast").to_stored(),
                          "an old note without a benchmark"]
     ms = _coll("all_reduce", 8) + _coll("all_reduce", 16) + _coll("broadcast", 8)
     lines = render_run(run, ms)
-    first_ar, first_bc = _index(lines, "all_reduce: in-place"), _index(lines, "broadcast: in-place")
-    ar_rows = [i for i, line in enumerate(lines) if line.strip().startswith(("8 ", "16 "))]
-    assert first_ar < ar_rows[0] < first_bc  # all_reduce's note before its rows, not broadcast's
+    ar_note, bc_note = _index(lines, "all_reduce: a caveat"), _index(lines, "broadcast: a caveat")
+    ar_end, bc_start = _index(lines, "concluded: all_reduce"), _index(lines, "# Collective test: broadcast")
+    ar_rows = [i for i, line in enumerate(lines[:bc_start]) if line.strip().startswith(("8 ", "16 "))]
+    assert len(ar_rows) == 2 and ar_rows[-1] < ar_end < ar_note < bc_start < bc_note  # each after its own table's footer
+    assert lines[ar_note - 1] == "# Collective test concluded: all_reduce"
     assert not any("old note" in line for line in lines)
+
+
+def test_live_collective_notes_wait_for_their_tables_footer():
+    out = io.StringIO()
+    printer = TablePrinter(out=out)
+    events = [HEADER, Note("all_reduce: sent before its rows", "all_reduce"), Rows(tuple(_coll("all_reduce", 8))),
+              Note("all_reduce: sent among its rows", "all_reduce"), Rows(tuple(_coll("all_reduce", 16))),
+              Note("stream: a stream note", "stream"), Rows(tuple(_stream()))]
+    for e in events:
+        printer.on_event(e)
+    printer.finish(Run("suite"), [])
+    lines = out.getvalue().splitlines()
+    end = _index(lines, "concluded: all_reduce")
+    assert lines[end + 1:end + 3] == ["# all_reduce: sent before its rows", "# all_reduce: sent among its rows"]
+    # other families keep their notes under their header
+    assert _index(lines, "array_size") < _index(lines, "a stream note") < _index(lines, "Copy")
 
 
 @pytest.mark.parametrize("consumer", [lambda: RunBuilder("x", []), lambda: TablePrinter(out=io.StringIO())])
@@ -175,3 +165,78 @@ def test_tables_take_rows_without_their_params(family):
             assert lines
             r = renderer_for(bench)  # and live: header, rows, footer as they arrive
             assert isinstance(r.header(run) + r.rows(ms) + r.footer(run, ms), list)
+
+
+BUSY = DATA / "golden" / "busy-2core-run-suite.jsonl"
+
+
+def _busy_run():
+    from clusterbench.ingest import parse_text
+
+    (imported,) = parse_text(BUSY.read_text(), name=BUSY.name)
+    return imported.run, imported.measurements
+
+
+def _by_table(ms: list[Measurement]) -> list[list[Measurement]]:
+    out: dict[str, list[Measurement]] = {}
+    for m in ms:
+        out.setdefault(m.benchmark, []).append(m)
+    return list(out.values())
+
+
+def test_a_busy_node_s_run_prints_one_warning_block():
+    # the rows of a `clusterbench run` on a busy 2-core node, as its ranks sent them, table after
+    # table: before, 13 `# warning:` lines, one or two after each table with the same advice
+    run, ms = _busy_run()
+    live = io.StringIO()
+    printer = TablePrinter(out=live)
+    printer.on_event(HEADER)
+    for table in _by_table(ms):
+        printer.on_event(Rows(table))
+    printer.finish(run, ms)
+    lines = live.getvalue().splitlines()
+    warned = [i for i, line in enumerate(lines) if line.startswith("# warning:")]
+    assert len(warned) == 1
+    block = lines[warned[0]:]
+    block = block[:next((k for k, line in enumerate(block[1:], 1) if not line.startswith("#  ")), len(block))]
+    assert sum("what to do:" in line for line in block) == 1
+    # after every table: the last table (gemm) ends before it
+    assert warned[0] > _index(lines, "bf16")
+    # results show prints the same block from the warnings stored with the run (as a run made
+    # now stores them: this one was stored before they had a severity and row names)
+    from clusterbench.judge import noise
+
+    noise.annotate(run, ms)
+    shown = render_run(run, ms)
+    start = next(i for i, line in enumerate(shown) if line.startswith("# warning:"))
+    assert shown[start:start + len(block)] == block
+
+
+def test_a_repeat_prints_no_block_per_run_and_then_the_runs_summary():
+    from clusterbench.report.terminal import repeat_lines
+
+    run, ms = _busy_run()
+    live = io.StringIO()
+    printer = TablePrinter(out=live, noise_block=False)
+    printer.on_event(HEADER)
+    printer.on_event(Rows(ms))
+    printer.finish(run, ms)
+    assert "# warning:" not in live.getvalue()
+    # five runs of the same rows, their busbw scaled: mean ± σ and min..max per headline row
+    runs = []
+    for i, factor in enumerate((1.0, 1.1, 0.9, 1.2, 0.8), 1):
+        again = Run(benchmark="suite", hosts=["vm"], tags={"repeat_group": "g1", "repeat": str(i)})
+        again.id, again.started_at = i, f"2026-12-01T00:0{i}:00.000Z"
+        runs.append((again, [Measurement(m.benchmark, m.metric, m.value * factor, m.unit, m.params)
+                             for m in ms]))
+    lines = repeat_lines(runs)
+    assert lines[0] == "# 5 runs (1, 2, 3, 4, 5; repeat_group=g1): each headline row across them"
+    assert lines[1].split() == ["#", "row", "mean", "±", "σ", "min..max", "CV", "runs"]
+    row = next(line for line in lines if "all_reduce" in line and "busbw" in line)
+    busbw = [m for m in ms if m.benchmark == "all_reduce" and m.metric == "busbw" and "bytes" in m.params]
+    first = next(m.value for m in busbw if m.params["bytes"] == max(x.params["bytes"] for x in busbw))
+    assert f"{first * 0.8:.4g}..{first * 1.2:.4g}" in row and row.rstrip().endswith(" 5")
+    assert " ± " in row and "15.8%" in row   # sd of 1, 1.1, 0.9, 1.2, 0.8 is 0.158
+    # every headline row is there: each op, stream's kernels, gemm's dtypes
+    assert {line.split()[0] for line in lines[2:]} >= {"all_reduce", "alltoall", "stream", "gemm"}
+    assert repeat_lines(runs[:1]) == []

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from pg_fixtures import SECRET
 
 from clusterbench.errors import UsageError
 from clusterbench.store import describe
@@ -17,8 +18,6 @@ from clusterbench.store.location import (
     redact,
     strip_password,
 )
-
-SECRET = "Zq7secretPW"
 
 
 @pytest.mark.parametrize("url", [
@@ -127,3 +126,19 @@ def test_a_database_in_memory_is_refused(monkeypatch):
     with pytest.raises(UsageError, match="in memory"):
         parse(None)
     assert parse("./:memory:").path == Path("./:memory:")   # a file of that name is a file
+
+
+def test_a_missing_directory_is_found_except_for_the_default_database(tmp_path, monkeypatch):
+    from clusterbench.store.location import default_db_path, missing_directory
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    typo = tmp_path / "no" / "dir" / "x.db"
+    assert missing_directory(parse(str(typo))) == typo.parent
+    assert missing_directory(parse(f"sqlite://{typo}")) == typo.parent
+    assert missing_directory(parse(str(tmp_path / "x.db"))) is None        # its directory is there
+    assert missing_directory(parse(None)) is None                           # the default: made
+    assert missing_directory(parse(str(default_db_path()))) is None         # named, still the default
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert missing_directory(parse(str(blocker / "x.db"))) is None   # there, not a directory: open says so
+    assert missing_directory(parse("postgresql://cb@db1/cb")) is None

@@ -4,29 +4,14 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from pathlib import Path
 
 import pytest
+from store_raw import _ms, _runs
 
 from clusterbench.errors import StoreError
-from clusterbench.records import Measurement, Run
+from clusterbench.records import Run
 from clusterbench.store import Store
 from clusterbench.store import sqlite as sqlite_backend
-
-
-def _ms(n: int) -> list[Measurement]:
-    return [Measurement("all_reduce", "busbw", float(i), "GB/s", {"bytes": 8 << i}) for i in range(n)]
-
-
-def _runs(db: Path) -> list[tuple[int, int]]:
-    """(run id, measurements stored) of every run, read outside clusterbench."""
-    conn = sqlite3.connect(db)
-    try:
-        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        return conn.execute("SELECT r.id, coalesce((SELECT sum(count) FROM measurement_packs p"
-                            " WHERE p.run_id = r.id), 0) FROM runs r ORDER BY r.id").fetchall()
-    finally:
-        conn.close()
 
 
 @pytest.fixture
@@ -87,3 +72,15 @@ def test_a_lock_held_past_the_wait_is_one_line_naming_why(tmp_path, short_busy_t
     assert "\n" not in str(e.value)
     assert "another process held the write lock" in str(e.value), e.value
     assert _runs(db) == []
+
+
+def test_a_writer_makes_no_directory_but_the_default_databases(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("CLUSTERBENCH_DB", raising=False)
+    typo = tmp_path / "no" / "dir" / "x.db"
+    with pytest.raises(StoreError, match=r"the directory of database .*x\.db does not exist"):
+        Store.open(typo)
+    assert not (tmp_path / "no").exists()
+    with Store.open() as store:   # the default: its directory is made on the first run
+        assert store.path == tmp_path / "xdg" / "clusterbench" / "results.db"
+    assert store.path.is_file()

@@ -28,6 +28,10 @@ def test_quick_cpu_run_compares_every_section_it_can(tmp_path):
     # no GPU: the host<->device rows say so instead of a number, and the graph rows too
     assert all(r["clusterbench"] is None and "no GPU" in r["extra"] for (s, _), r in rows.items() if s == "transfer")
     assert rows[("coll", "all_reduce 8 time, graph")]["ratio"] is None
+    # the library engine's rows: on a GPU beside the same bare loop; here they say why not
+    assert all(r["ratio"] is None and "--engine nccl needs a GPU" in r["extra"]
+               for (s, what), r in rows.items() if s == "coll" and what.endswith("engine nccl"))
+    assert ("coll", "all_gather 1M time, engine nccl") in rows
     assert got["environment"]["device"] == "cpu"
 
 

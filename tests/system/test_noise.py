@@ -19,6 +19,14 @@ from clusterbench.runner import run_job
 from clusterbench.store import Store
 
 
+def _block(lines: list[str]) -> list[str]:
+    """The noise block of a run's lines: its ``# warning:`` line and the indented ones below."""
+    start = next(i for i, line in enumerate(lines) if line.startswith("# warning:"))
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("#  ")), len(lines))
+    assert not any(line.startswith("# warning:") for line in lines[end:])
+    return lines[start:end]
+
+
 def test_warnings_print_live_are_stored_and_shown_again(tmp_path):
     db = str(tmp_path / "r.db")
     cfg = StreamConfig(sizes=(4096,), numtimes=12, kernels=("Copy",), backend=node_doubles.SlowStart)
@@ -27,14 +35,15 @@ def test_warnings_print_live_are_stored_and_shown_again(tmp_path):
                      "stream", ["clusterbench", "stream"], TablePrinter(out=live), db=db,
                      announce=lambda _: None, judge=noise.annotate)
     assert result.exit_code == 0
-    live_lines = [line for line in live.getvalue().splitlines() if line.startswith("# warning:")]
-    assert any("first iteration of the row is much slower" in line for line in live_lines)
+    live_lines = _block(live.getvalue().splitlines())
+    assert live_lines[0].startswith("# warning: noise inside this run")
+    assert any("have a first iteration much slower than the rest: stream 1" in line for line in live_lines)
     with Store.open(db) as store:
         run = store.get_run(result.run.id)
         shown = render_run(run, store.measurements(run.id))
     assert [w["kind"] for w in run.meta["noise"]] == [noise.FIRST, noise.SPREAD]
-    assert [line for line in shown if line.startswith("# warning:")] == live_lines
-    # after the table: the last row of the table comes before the first warning
+    assert _block(shown) == live_lines   # one block, the same from the stored run
+    # after the table: the last row of the table comes before the block
     first_warning = shown.index(live_lines[0])
     assert "Copy" in shown[first_warning - 1]
     # and for scripts: the same warnings as `warning` lines after the run line, live and again
@@ -45,7 +54,8 @@ def test_warnings_print_live_are_stored_and_shown_again(tmp_path):
     lines = [json.loads(line) for line in printed.getvalue().splitlines()]
     kinds = [x["kind"] for x in lines]
     assert kinds.index("run") < kinds.index("warning")
-    assert [x["text"] for x in lines if x["kind"] == "warning"] == [w[len("# warning: "):] for w in live_lines]
+    # each benchmark's warning of each kind, as stored (the block above says them together)
+    assert [x["text"] for x in lines if x["kind"] == "warning"] == [w["text"] for w in run.meta["noise"]]
     assert [x for x in run_objects(run, store_ms) if x["kind"] == "warning"] == \
         [x for x in lines if x["kind"] == "warning"]
     check_lines(printed.getvalue())

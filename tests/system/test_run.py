@@ -9,20 +9,15 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch.distributed as dist
-from paths import ROOT, TESTS
+from paths import SRC, TESTS
+from rankfns import SUITE_META, step_ok, step_skips
 
 from clusterbench.bench import suite
 from clusterbench.bench.suite import SuiteEntry
 from clusterbench.cli import main
-from clusterbench.records import COMPLETE, Measurement
+from clusterbench.families.collectives.spec import OPS
+from clusterbench.records import COMPLETE
 from clusterbench.store import Store
-
-SRC = ROOT / "src"
-
-
-
-
 
 _SUITE = """
 import sys
@@ -43,20 +38,6 @@ def _suite_run(step: str, db: Path, *extra: str) -> subprocess.CompletedProcess:
                           start_new_session=True, env={**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{TESTS / 'helpers'}"})
 
 
-SUITE_META = "suite"   # run.meta key of the steps (suite.SUITE_META)
-
-
-def step_ok(ctx, config):
-    dist.barrier()
-    ctx.record([Measurement("selftest", "value", 1.0, "", {"step": "ok"})])
-    ctx.progress()
-
-
-def step_skips(ctx, config):
-    ctx.record([Measurement("selftest", "value", 2.0, "", {"step": "skips"})])
-    ctx.note("skipped tf32 on cpu: tf32 is a GPU tensor-core mode", "selftest")
-
-
 def test_run_stores_one_run_with_every_collective(tmp_path):
     db = str(tmp_path / "suite.db")
     proc = subprocess.run([sys.executable, "-m", "clusterbench", "run", "--db", db], capture_output=True,
@@ -67,10 +48,9 @@ def test_run_stores_one_run_with_every_collective(tmp_path):
         (run,) = store.list_runs()
         ms = store.measurements(run.id)
     assert run.status == COMPLETE and run.benchmark == "suite" and run.ranks == 2
-    collectives = {"all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv"}
-    assert collectives <= {m.benchmark for m in ms}  # other suite steps may add their own benchmarks
-    assert all(m.value == 0 for m in ms if m.benchmark in collectives and m.metric in ("wrong", "out_of_bounds"))
-    assert proc.stdout.count("# Out of bounds values : 0 OK") == 7
+    assert set(OPS) <= {m.benchmark for m in ms}  # other suite steps may add their own benchmarks
+    assert all(m.value == 0 for m in ms if m.benchmark in OPS and m.metric in ("wrong", "out_of_bounds"))
+    assert proc.stdout.count("# Out of bounds values : 0 OK") == len(OPS)
 
 
 @pytest.mark.parametrize("step, code, status", [("step_killed", 1, "incomplete"),
@@ -116,3 +96,61 @@ def test_run_json_carries_the_suite_steps(tmp_path, capsys, monkeypatch):
     run = next(line for line in lines if line["kind"] == "run")
     assert [s["status"] for s in run["meta"][SUITE_META]] == ["done", "done"]
     assert any(n["benchmark"] == SUITE_META for n in run["meta"]["notes"])
+
+
+# -- warnings on a busy node ----------------------------------------------------------------------
+
+def _busy_hogs(n: int) -> list[subprocess.Popen]:
+    """``n`` processes that spin on the CPUs until killed (a node that other jobs share)."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL,
+                             start_new_session=True) for _ in range(n)]
+
+
+def _cli_child(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "clusterbench", *argv], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                          env={**os.environ, "PYTHONPATH": str(SRC)})
+
+
+@pytest.fixture
+def busy_node():
+    hogs = _busy_hogs(max(2, os.cpu_count() or 2))
+    try:
+        yield hogs
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait(timeout=30)
+
+
+def test_a_run_on_a_busy_node_prints_one_warning_block(tmp_path, busy_node):
+    # before: 13 warnings on a busy 2-core node, two long lines per op with the same advice
+    done = _cli_child("run", "--no-preflight", "--telemetry-interval", "0", "--db", str(tmp_path / "r.db"))
+    assert done.returncode == 0, done.stdout[-3000:]
+    lines = done.stdout.splitlines()
+    assert sum(line.startswith("# warning:") for line in lines) <= 1, done.stdout
+    with Store.open(tmp_path / "r.db") as store:
+        (run,) = store.list_runs()
+    if run.meta.get("noise"):   # noisy it was (the hogs make it so nearly always): said once
+        assert sum("what to do:" in line for line in lines) == 1
+        assert len(run.meta["noise"]) > 1   # per table and kind, stored as before
+
+
+def test_repeat_5_ends_with_each_headline_row_across_the_runs(tmp_path, busy_node):
+    db = str(tmp_path / "r.db")
+    done = _cli_child("coll", "all_reduce", "-e", "4K", "-f", "8", "-n", "5", "--repeat", "5",
+                      "--telemetry-interval", "0", "--db", db)
+    assert done.returncode == 0, done.stdout[-3000:]
+    lines = done.stdout.splitlines()
+    assert sum(line.startswith("# warning:") for line in lines) <= 1   # one block for the five runs
+    assert not any("--repeat" in line for line in lines if line.startswith("#  "))   # inside --repeat
+    with Store.open(db) as store:
+        ids = [r.id for r in store.list_runs(oldest_first=True)]
+    head = next(i for i, line in enumerate(lines) if line.startswith("# 5 runs ("))
+    assert lines[head].startswith(f"# 5 runs ({', '.join(map(str, ids))}; repeat_group=")
+    assert lines[head + 1].split() == ["#", "row", "mean", "±", "σ", "min..max", "CV", "runs"]
+    rows = lines[head + 2:]   # the last thing printed: the largest size is the headline row
+    assert [row.split()[5] for row in rows] == ["in", "out"]   # one per placement
+    for row in rows:
+        assert row.startswith("  all_reduce 4K ") and " busbw " in row and row.split()[-1] == "5"
+        assert " ± " in row and " GB/s " in row and ".." in row

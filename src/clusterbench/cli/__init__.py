@@ -48,15 +48,112 @@ def _modules() -> dict[str, str]:
     return {_command_name(i.name): f"{commands.__name__}.{i.name}" for i in pkgutil.iter_modules(commands.__path__)}
 
 
+# ``clusterbench --help`` lists the commands by workflow, as ``git help`` does, one line each,
+# after a "start here" for each of the three things people come to do. A command in no group
+# shows under "Other" with its own first sentence (tests/cli/test_cli.py fails on one).
+WORKFLOWS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("Measure (on this node; every run stored with its environment)", (
+        ("run", "Collectives, stream and GEMM on this node: the default suite"),
+        ("coll", "Collectives swept over sizes, as nccl-tests (algbw, busbw)"),
+        ("stream", "Memory bandwidth: BabelStream's kernels"),
+        ("gemm", "GEMM throughput per dtype (TFLOP/s)"),
+        ("transfer", "Copies: host<->device, device<->device, all-to-all"),
+        ("net", "TCP bandwidth and latency between hosts"),
+        ("train", "Training throughput (FSDP2 on a synthetic transformer)"),
+        ("ddp-comm", "Gradient sync of DistributedDataParallel"),
+        ("infer-tp", "Tensor-parallel inference throughput (a toy model)"),
+        ("preflight", "Fast health checks: GPUs, PCIe links, ECC, kernel log"),
+        ("env", "This host's inventory, and what differs between two runs"),
+    )),
+    ("Judge (stored runs: against a profile, each other, their past)", (
+        ("validate", "Judge runs against a pass/fail profile (exit 1: fail)"),
+        ("compare", "A vs B, row by row (Welch's t-test)"),
+        ("report", "An HTML page and a Markdown summary, verdict first"),
+        ("trend", "Each host's history, and where it stepped"),
+        ("baseline", "A profile from known-good runs"),
+        ("scaling", "Throughput and efficiency across node counts"),
+        ("theory", "The optimal all_reduce bandwidth of n nodes on a link"),
+    )),
+    ("Fleet (many nodes: launch, qualify, find the bad one, watch)", (
+        ("qualify", "A profile's whole suite, validated, with report and JUnit"),
+        ("launch", "A command across nodes: slurm, mpi, torchrun, k8s, dstack"),
+        ("sweep", "Find the bad node: each node alone and in pairs"),
+        ("serve-metrics", "/metrics for Prometheus, read from the database"),
+    )),
+    ("Results (the database: import, list, show, export)", (
+        ("import", "The logs of nccl-tests, TransferBench, BabelStream and more"),
+        ("results", "Stored runs: list, show, export, delete, tag, copy"),
+        ("export", "Stored results for other systems (OpenMetrics)"),
+    )),
+)
+
+
+# What to type first for each workflow: lines short enough for an 80-column terminal.
+START_HERE: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("qualify a new node", ("clusterbench preflight && clusterbench qualify --profile amd-mi300x-oem",)),
+    ("find a slow node", ("clusterbench sweep --hosts 'gpu[01-16]'      (each node alone, then pairs)",
+                          "clusterbench trend --since 30d               (each node's history)")),
+    ("A/B two setups", ("clusterbench run --repeat 5 --tag env=a      (on setup A; on B: --tag env=b)",
+                        "clusterbench compare env=a env=b",
+                        "clusterbench report env=a env=b -o ab.html   (verdict, plots, what differs)")),
+)
+
+
 class _Group(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(self.commands) | set(_MODULES))
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Usage and what the tool is, where to start, the commands by workflow, then options."""
+        self.format_usage(ctx, formatter)
+        self.format_help_text(ctx, formatter)
+        with formatter.section("Start here"):
+            for what, lines in START_HERE:
+                formatter.write_text(f"{what}:")
+                with formatter.indentation():
+                    for line in lines:   # commands are not re-wrapped: they are typed as shown
+                        formatter.write(f"{'':>{formatter.current_indent}}{line}\n")
+        self.format_commands(ctx, formatter)
+        click.Command.format_options(self, ctx, formatter)
+        formatter.write_paragraph()
+        formatter.write_text("'clusterbench COMMAND --help' tells more about each; README.md and docs/ "
+                             "show examples.")
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands by workflow, one line each; any other under "Other" with the first
+        sentence of its help (its module imported for it)."""
+        known = set(self.list_commands(ctx))
+        listed: set[str] = set()
+        width = max(len(name) for name in known)   # one column for every section
+        for title, rows in WORKFLOWS:
+            listed.update(name for name, _ in rows)
+            shown = [(name.ljust(width), line) for name, line in rows if name in known]
+            if shown:
+                with formatter.section(title):
+                    formatter.write_dl(shown)
+        rest = []
+        for name in sorted(known - listed):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rest.append((name.ljust(width), cmd.get_short_help_str(formatter.width)))
+        if rest:
+            with formatter.section("Other"):
+                formatter.write_dl(rest)
 
     def get_command(self, ctx: click.Context | None, cmd_name: str) -> click.Command | None:  # type: ignore[override]
         if cmd_name not in self.commands and cmd_name in _MODULES:
             for cmd in importlib.import_module(_MODULES[cmd_name]).commands:
                 self.add_command(cmd)
         return self.commands.get(cmd_name)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        # click suggests among the commands loaded so far, which here (each imported when it
+        # runs) is none: suggest among all of them, in click's words ("Did you mean 'coll'?")
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as e:
+            raise click.exceptions.NoSuchCommand(e.command_name, possibilities=self.list_commands(ctx),
+                                                 ctx=ctx) from None
 
     def invoke(self, ctx: click.Context) -> object:
         # Before click sees it: click would turn the interrupt into "Aborted!" after an empty line

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from clusterbench.bench.devices import omp_num_threads
 from clusterbench.cli.options import RunOutput, command_line
 from clusterbench.judge import noise
 from clusterbench.output import OUTPUT_FAILED
+from clusterbench.printable import printable
 from clusterbench.ranks.driver import Job
 from clusterbench.records import Event, Measurement, Note, Run
 from clusterbench.report.jsonl import JsonPrinter
 from clusterbench.report.progress import Progress, RowProgress, wanted
-from clusterbench.report.terminal import TablePrinter
+from clusterbench.report.terminal import TablePrinter, repeat_lines
 from clusterbench.runner import Printer, new_group_id, run_job
 
 # What a command says at the end of its table from the run as stored; None: nothing.
@@ -48,21 +50,35 @@ def run_benchmark_command(job: Job, benchmark: str, out: RunOutput,
     run record, which holds what it would say).
     """
     omp_num_threads()   # a thread count past its bound is refused here, not in every rank
-    group = new_group_id() if out.repeat > 1 else None
+    repeating = out.repeat > 1
+    group = new_group_id() if repeating else None
     worst = 0
+    done: list[tuple[Run, list[Measurement]]] = []
     for i in range(out.repeat):
         run_tags = dict(out.tags or {})
         if group:
             run_tags.update(repeat_group=group, repeat=str(i + 1))
-        printer: Printer = JsonPrinter() if out.as_json else TablePrinter()
+        # a --repeat says its runs' noise once, after the last of them
+        printer: Printer = JsonPrinter() if out.as_json else TablePrinter(noise_block=not repeating)
         if closing is not None and not out.as_json:
             printer = _ClosingPrinter(printer, closing)
         with Progress(wanted(out.quiet)) as progress:
-            shown = RowProgress(printer, progress, f"run {i + 1} of {out.repeat}: " if out.repeat > 1 else "")
+            shown = RowProgress(printer, progress, f"run {i + 1} of {out.repeat}: " if repeating else "")
             result = run_job(job, benchmark, command_line(), shown, db=out.db,
-                             tags=run_tags, meta=meta, judge=noise.annotate,
+                             tags=run_tags, meta=meta, judge=partial(noise.annotate, repeating=repeating),
                              announce=(lambda _text: None) if out.quiet else None)
+        if result.run is not None:   # rank 0: the run as stored
+            done.append((result.run, result.measurements))
         worst = max(worst, result.exit_code)
         if result.exit_code not in (0, 1, OUTPUT_FAILED):  # a signal or an error: no more repetitions
             break
+    if repeating and not out.as_json and done:
+        _print_lines(noise.summary_lines([w for run, _ in done for w in noise.stored(run)],
+                                         sum(noise.checked_rows(ms) for _, ms in done), len(done), repeating=True)
+                     + repeat_lines(done))
     return worst
+
+
+def _print_lines(lines: list[str]) -> None:
+    for line in lines:
+        print(printable(line))

@@ -76,12 +76,22 @@ def refuse_together(*names: str) -> None:
 class DatabaseParam(click.ParamType):
     """``--db``: an SQLite file path, ``sqlite:///PATH`` or ``postgresql://USER@HOST:PORT/DB``.
     A URL of any other scheme is refused here, before anything runs, instead of becoming a
-    directory named ``mysql:``; the value itself goes on as given."""
+    directory named ``mysql:``; the value itself goes on as given. ``writes``: the command may
+    create the database, so an SQLite file whose directory does not exist is refused here too
+    (a command that only reads says there is no database there)."""
 
     name = "path|url"
 
+    def __init__(self, writes: bool = False) -> None:
+        self.writes = writes
+
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
-        from clusterbench.store.location import SQLITE, parse
+        from clusterbench.store.location import (
+            SQLITE,
+            missing_directory,
+            missing_directory_text,
+            parse,
+        )
 
         value = os.fspath(value)
         if value == "":
@@ -94,6 +104,9 @@ class DatabaseParam(click.ParamType):
             self.fail(str(e), param, ctx)
         if where.kind != SQLITE or where.path is None:
             return value
+        missing = missing_directory(where) if self.writes else None
+        if missing is not None:   # here, before any rank starts, on every rank alike
+            self.fail(missing_directory_text(where, missing), param, ctx)
         try:
             mode = where.path.stat().st_mode
         except (FileNotFoundError, NotADirectoryError):  # a new database; a bad parent says so on open
@@ -126,10 +139,17 @@ db_passfile_option = click.option(
     "--db-passfile", type=click.Path(exists=True, dir_okay=False), expose_value=False,
     callback=_use_passfile, metavar="FILE",
     help="PostgreSQL password file (libpq's PGPASSFILE format: host:port:db:user:password, mode 600).")
+DB_HELP = ("Results database: a file path (default ~/.local/share/clusterbench/results.db) "
+           "or postgresql://USER@HOST:PORT/DBNAME; env CLUSTERBENCH_DB.")
 db_option = _compose(
-    click.option("--db", "db", type=DatabaseParam(), envvar="CLUSTERBENCH_DB", default=None,
-                 help="Results database: a file path (default ~/.local/share/clusterbench/results.db) "
-                      "or postgresql://USER@HOST:PORT/DBNAME; env CLUSTERBENCH_DB."),
+    click.option("--db", "db", type=DatabaseParam(), envvar="CLUSTERBENCH_DB", default=None, help=DB_HELP),
+    db_passfile_option,
+)
+# --db of a command that stores runs (and may create the database): a file in a directory that
+# does not exist is a typo, refused before anything runs
+writer_db_option = _compose(
+    click.option("--db", "db", type=DatabaseParam(writes=True), envvar="CLUSTERBENCH_DB", default=None,
+                 help=DB_HELP + " A new file's directory must exist (but the default's)."),
     db_passfile_option,
 )
 
@@ -218,7 +238,7 @@ def run_output(f: F) -> F:
                 quiet: bool, **kwargs: Any) -> Any:
         return f(*args, out=RunOutput(as_json, db, parse_tags(tags), repeat, quiet), **kwargs)
 
-    return _compose(json_option(RUN_LINES), db_option, tag_option, repeat_option, quiet_option)(command)  # type: ignore[return-value]
+    return _compose(json_option(RUN_LINES), writer_db_option, tag_option, repeat_option, quiet_option)(command)  # type: ignore[return-value]
 
 
 _RANK_OPTIONS = (

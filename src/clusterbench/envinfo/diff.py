@@ -16,20 +16,24 @@ from typing import Any
 # List items are keyed by their natural id (by the list's name), so reordering is no difference;
 # GPUs by index, since eight GPUs share one name.
 _ITEM_KEYS = {"gpus": "index", "amdgpu": "card", "pcie": "bdf", "nics": "name", "rdma": "name",
-              "ports": "port", "gids": "index", "numa_nodes": "node"}
+              "ports": "port", "gids": "index", "numa_nodes": "node", "ranks": "rank"}
 # Per-host identity: always differs between hosts, so only shown with show_identity=True.
 IDENTITY = re.compile(
     r"(^host$|\.uuid$|\.serial|\.serial_number$|\.unique_id$|\.address$|node_guid$|\.gid$|"
-    r"^virtualization\.container_evidence|\.lid$)"
+    r"^virtualization\.container_evidence|\.lid$|"
+    # a cgroup's path names the container or job (docker-<id>.scope, job_1234), not its limits
+    r"^cgroup\.path$|^cgroup\.\w+_at$)"
 )
 # Readings, not configuration.
-VOLATILE = re.compile(r"(^collected_at$|^gpu_library_errors\.|\.carrier$)")
+VOLATILE = re.compile(r"(^collected_at$|^gpu_library_errors\.|\.carrier$|^memory\.hugepages_free$)")
 
 CATEGORIES = (
     ("versions", "versions"), ("drivers", "versions"), ("env", "environment"),
     ("gpus", "gpus"), ("amdgpu", "gpus"), ("pcie", "pcie"), ("nics", "network"),
     ("rdma", "network"), ("cpu", "host"), ("memory", "host"), ("os", "host"),
     ("virtualization", "host"),
+    # what this process was given of the host: a container's or a job's limits, its CPUs
+    ("cgroup", "context"), ("process", "context"), ("netns", "context"), ("ranks", "context"),
 )
 
 

@@ -1,4 +1,6 @@
-"""What this host is: OS, container or VM, CPUs and NUMA, memory, GPUs, versions, PCIe, NICs, RDMA.
+"""What this host is: OS, container or VM, CPUs and NUMA, memory, GPUs, versions, PCIe, NICs, RDMA,
+and what this process was given of it (cgroup limits, CPU affinity, resource limits, network
+namespace: ``context.py``).
 
 ``collect()`` reads files and asks the vendor libraries; it starts no subprocess, so it costs
 tens of milliseconds and runs with every benchmark (``cached()`` once per process). Host files
@@ -17,12 +19,12 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from clusterbench.envinfo import gpulib, sysfs, torchcheck
+from clusterbench.envinfo import context, ethtool, gpulib, sysfs, torchcheck
 from clusterbench.envinfo.software import comm_env, software_versions
 from clusterbench.envinfo.sysfs import read_text
 from clusterbench.records import utc_now
 
-SCHEMA = 1
+SCHEMA = 2   # 2: cgroup, process, netns, NIC kinds, /dev/shm and huge pages
 # Kernel modules whose loaded version matters for GPU and network performance.
 DRIVER_MODULES = ("nvidia", "amdgpu", "mlx5_core", "ib_core", "nvidia_peermem", "efa", "bnxt_en", "ionic")
 _CONTAINER_WORDS = ("docker", "kubepods", "containerd", "libpod", "lxc", "crio")
@@ -165,10 +167,8 @@ def cpu_info(root: Path) -> dict[str, Any]:
 
 def memory_info(root: Path) -> dict[str, Any]:
     text = read_text(root / "proc/meminfo")
-    return {"total_bytes": _meminfo_bytes(text, "MemTotal"),
-            "hugepages_total": (lambda m: int(m.group(1)) if m else None)(
-                re.search(r"HugePages_Total:\s+(\d+)", text or "")),
-            "swap_bytes": _meminfo_bytes(text, "SwapTotal")}
+    return {"total_bytes": _meminfo_bytes(text, "MemTotal"), "swap_bytes": _meminfo_bytes(text, "SwapTotal"),
+            **context.hugepages(root), "shm_bytes": context.shm_bytes(root)}
 
 
 def driver_versions(root: Path) -> dict[str, str]:
@@ -284,6 +284,9 @@ def collect(root: Path | str = "/", use_libraries: bool | None = None,
         "collected_at": utc_now(),
         "os": os_info(root),
         "virtualization": virtualization(root, environ),
+        "cgroup": context.cgroup(root),
+        "process": context.process(root),
+        "netns": context.netns(root),
         "cpu": cpu_info(root),
         "memory": memory_info(root),
         "gpus": found,
@@ -296,7 +299,8 @@ def collect(root: Path | str = "/", use_libraries: bool | None = None,
         "versions": versions,
         "drivers": driver_versions(root),
         "pcie": sysfs.pci_devices(root),
-        "nics": sysfs.nics(root),
+        # the driver of a virtual interface only from this namespace's kernel, never for a fake tree
+        "nics": sysfs.nics(root, ethtool.driver if str(root) == "/" else None),
         "rdma": sysfs.rdma_devices(root),
         "env": comm_env(environ),
     }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -206,9 +207,79 @@ def link_downgrade(link: dict[str, Any]) -> list[str]:
 
 # -- network interfaces -------------------------------------------------------------------
 
-def nics(root: Path | str = "/") -> list[dict[str, Any]]:
-    """Network interfaces (loopback excluded): speed (Mb/s), MTU, state, driver, PCI address."""
+# Paravirtual NICs: what a VM's guest sees of its host's network (a vNIC), though on a PCI bus.
+PARAVIRTUAL_DRIVERS = ("virtio_net", "vmxnet3", "hv_netvsc", "xen-netfront")
+# uevent DEVTYPE of virtual interfaces that set one, and the kind each is.
+DEVTYPES = {"bond": "bond", "bridge": "bridge", "vlan": "vlan", "vxlan": "vxlan", "geneve": "geneve",
+            "wireguard": "wireguard", "macsec": "macsec", "team": "team", "wlan": "wlan"}
+# The driver of a virtual interface (``ethtool -i``: sysfs has none for it) and its kind.
+VIRTUAL_DRIVERS = {"veth": "veth", "macvlan": "macvlan", "macvtap": "macvtap", "ipvlan": "ipvlan",
+                   "ipvtap": "ipvtap", "bridge": "bridge", "bonding": "bond", "team": "team",
+                   "802.1Q VLAN Support": "vlan", "vxlan": "vxlan", "geneve": "geneve", "tun": "tun",
+                   "dummy": "dummy", "wireguard": "wireguard", "vrf": "vrf", "openvswitch": "openvswitch",
+                   "ifb": "ifb", "nlmon": "nlmon", "ipip": "tunnel", "gre": "tunnel", "sit": "tunnel"}
+ARPHRD_LOOPBACK = 772
+
+
+def nic_kind(d: Path, name: str, driver: str | None) -> str:
+    """What carries an interface's traffic: ``physical`` (a NIC on a bus), ``sriov-vf`` (an
+    SR-IOV virtual function: ``device/physfn`` names its PF), ``vnic`` (a VM's paravirtual NIC),
+    ``bond``, ``bridge``, ``vlan``, ``veth``, ``macvlan``, ``ipvlan``, ... (virtual, by their
+    sysfs directories, uevent ``DEVTYPE`` or driver), ``loopback``; ``virtual`` where nothing
+    says which (a veth and a macvlan whose lower device is in another namespace look alike in
+    sysfs: only the driver tells them apart)."""
+    if name == "lo" or read_int(d / "type") == ARPHRD_LOOPBACK:
+        return "loopback"
+    if is_dir(d / "bonding"):
+        return "bond"
+    if is_dir(d / "bridge"):
+        return "bridge"
+    if os.path.lexists(d / "device"):
+        if os.path.lexists(d / "device" / "physfn"):
+            return "sriov-vf"
+        return "vnic" if driver in PARAVIRTUAL_DRIVERS else "physical"
+    m = re.search(r"^DEVTYPE=(\S+)", read_text(d / "uevent") or "", re.M)
+    if m and m.group(1) in DEVTYPES:
+        return DEVTYPES[m.group(1)]
+    return VIRTUAL_DRIVERS.get(driver or "", "virtual")
+
+
+def default_route_interfaces(root: Path | str = "/") -> set[str]:
+    """Interfaces that hold a default route (IPv4 ``/proc/net/route``, IPv6 ``ipv6_route``):
+    those carrying the traffic to other networks. ``/proc/net`` is this process's namespace's."""
+    base = Path(root) / "proc/net"
+    out = set()
+    for line in (read_text(base / "route") or "").splitlines()[1:]:
+        f = line.split()
+        if len(f) >= 8 and f[1] == "00000000" and f[7] == "00000000":
+            out.add(f[0])
+    for line in (read_text(base / "ipv6_route") or "").splitlines():
+        f = line.split()
+        if len(f) >= 10 and set(f[0]) == {"0"} and f[1] == "00" and f[9] != "lo":
+            out.add(f[9])
+    return out
+
+
+def rdma_of_netdevs(root: Path | str = "/") -> dict[str, list[str]]:
+    """Network interface -> the RDMA devices on it (``/sys/class/infiniband/*/device/net``)."""
+    base = Path(root) / "sys/class/infiniband"
+    out: dict[str, list[str]] = {}
+    for ib in listdir(base):
+        for netdev in listdir(base / ib / "device" / "net"):
+            out.setdefault(netdev, []).append(ib)
+    return out
+
+
+def nics(root: Path | str = "/", driver_of: Callable[[str, int | None], str | None] | None = None
+         ) -> list[dict[str, Any]]:
+    """Network interfaces (loopback excluded): kind (``nic_kind``), speed (Mb/s), MTU, state,
+    driver, PCI address, the PF of an SR-IOV VF and the VFs a PF has, the bond or bridge it is
+    a port of, its RDMA devices, and whether it holds a default route. ``driver_of(name,
+    ifindex)`` names the driver of an interface sysfs gives none (the ethtool ioctl, for this
+    host's namespace only)."""
     base = Path(root) / "sys/class/net"
+    routes = default_route_interfaces(root)
+    rdma = rdma_of_netdevs(root)
     out = []
     for name in listdir(base):
         d = base / name
@@ -220,18 +291,37 @@ def nics(root: Path | str = "/") -> list[dict[str, Any]]:
         # unsigned by some drivers) or any other value past an int's range is no speed either
         speed = read_int(d / "speed")
         has_device = os.path.lexists(d / "device")
+        driver = _link_name(d / "device" / "driver") if has_device else None
+        if driver is None and driver_of is not None:
+            driver = driver_of(name, read_int(d / "ifindex"))
+        physfn = d / "device" / "physfn"
+        is_vf = has_device and os.path.lexists(physfn)
+        vfs = read_int(d / "device" / "sriov_numvfs") if has_device and not is_vf else None
         out.append({
             "name": name,
+            "kind": nic_kind(d, name, driver),
             "speed_mbps": speed if speed is not None and 0 < speed < 2**31 else None,
             "mtu": read_int(d / "mtu"),
             "operstate": read_text(d / "operstate"),
             "carrier": read_int(d / "carrier"),
             "address": read_text(d / "address"),
-            "driver": _link_name(d / "device" / "driver") if has_device else None,
+            "driver": driver,
             "pci": _pci_of(d / "device") if has_device else None,
             "virtual": not has_device,
+            "pf": _pf(physfn) if is_vf else None,
+            "sriov_vfs": vfs or None,
+            "master": _link_name(d / "master") if os.path.lexists(d / "master") else None,
+            "rdma": rdma.get(name, []),
+            "default_route": name in routes,
         })
     return out
+
+
+def _pf(physfn: Path) -> str | None:
+    """An SR-IOV VF's physical function: its PCI address, with its interface where this
+    namespace shows it (a pod does not: the PF's interface is in the host's namespace)."""
+    pci, names = _link_name(physfn), ",".join(listdir(physfn / "net"))
+    return f"{pci} ({names})" if pci and names else pci
 
 
 def _pci_of(device_link: Path) -> str | None:

@@ -74,7 +74,9 @@ class Metric:
 
 
 class Renderer(Protocol):
-    """Lines of a terminal table from records, the same live and for a stored run."""
+    """Lines of a terminal table from records, the same live and for a stored run. A renderer
+    whose class sets ``notes_after_table = True`` gets its benchmark's notes after its footer
+    instead of after its header (report/terminal.py)."""
 
     def header(self, run: Run) -> list[str]: ...
 
@@ -225,7 +227,8 @@ def fmt_value(v: float) -> str:
 
 
 def run_header_lines(run: Run) -> list[str]:
-    lines = [f"# {run.benchmark}: {run.ranks} rank(s) on {len(run.hosts)} host(s)"]
+    ranks = "?" if run.ranks is None else run.ranks
+    lines = [f"# {run.benchmark}: {ranks} rank(s) on {len(run.hosts)} host(s)"]
     for i, dev in enumerate(run.devices):
         hosts = run.meta.get("rank_hosts") or run.hosts
         host = hosts[i] if i < len(hosts) else "?"

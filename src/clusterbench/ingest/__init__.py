@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from clusterbench.ingest.collectives import RunRefused
 from clusterbench.ingest.common import (
     BOM,
     IMPORT_BENCHMARK,
@@ -166,6 +167,8 @@ def iter_runs(lines: Iterable[str], tool: str | None = None, name: str = "", job
         for run in runs:
             count += 1
             yield run.value if isinstance(run, Prepared) else each(run)
+    except RunRefused as e:   # one run's evidence disagrees about its op: say which run of the file
+        raise LogFormatError(f"run {count + 1}: {e}") from None
     except RecursionError:   # JSON nested thousands deep: Python's parser gives up, so do we
         raise LogFormatError(f"{found} data nested more than {sys.getrecursionlimit()} levels deep: "
                              "not a log this tool writes") from None

@@ -74,6 +74,7 @@ def parse(text: str, name: str = "", tool: str = "rocblas-bench") -> list[Import
     lines = [ln.strip() for ln in clean_lines(text_lines(text))]
     run = new_run(tool, name)
     ms: list[Measurement] = []
+    done: list[ImportedRun] = []   # one run per invocation: a command line after results starts the next
     cols: list[str] = []
     pending = ""
     # The command that made each table: the last command line before its header. A log of several
@@ -84,6 +85,9 @@ def parse(text: str, name: str = "", tool: str = "rocblas-bench") -> list[Import
         if not line:
             continue
         if _COMMAND.search(line):
+            if ms:
+                done.append(ImportedRun(run, ms))
+                run, ms, cols, pending = new_run(tool, name), [], [], ""
             command = line
         m = re.match(r"hipBLASLt version:\s*(\S+)", line)
         if m:
@@ -116,9 +120,7 @@ def parse(text: str, name: str = "", tool: str = "rocblas-bench") -> list[Import
         pending = ""
         row = dict(zip(cols, vals))
         ms.extend(_measurements(row, cols, context, name, run))
-    if not ms:
-        return []
-    return [ImportedRun(run, ms)]
+    return done + [ImportedRun(run, ms)] if ms else done
 
 
 def _measurements(row: dict[str, str], cols: list[str], text: str, name: str, run: Run) -> list[Measurement]:

@@ -138,7 +138,7 @@ def _measurement(obj: dict[str, Any], where: str) -> Measurement:
 # Run record fields and the JSON type each must have.
 _RUN_TYPES: dict[str, type | tuple[type, ...]] = {
     "benchmark": str, "source": str, "command": list, "started_at": str, "ended_at": (str, type(None)),
-    "status": str, "hosts": list, "ranks": int, "devices": list, "versions": dict, "env": dict,
+    "status": str, "hosts": list, "ranks": (int, type(None)), "devices": list, "versions": dict, "env": dict,
     "tags": dict, "errors": list, "meta": dict,
 }
 _TEXT_LISTS = ("command", "hosts", "devices", "errors")   # what reports join and print as text
@@ -164,7 +164,7 @@ def _run(obj: dict[str, Any], name: str, where: str) -> Run:
     for key in ("started_at", "ended_at"):
         if obj[key] is not None and not _iso_time(obj[key]):
             raise LogFormatError(f"{where}: run field {key!r} is {shown(obj[key])}, not an ISO 8601 time")
-    if not 0 <= obj["ranks"] <= _MAX_RANKS:
+    if obj["ranks"] is not None and not 0 <= obj["ranks"] <= _MAX_RANKS:
         raise LogFormatError(f"{where}: run field 'ranks' is out of range")
     if not isinstance(obj.get("id"), (int, type(None))):
         raise LogFormatError(f"{where}: run field 'id' is {shown(obj.get('id'))}, not a run id")

@@ -192,9 +192,21 @@ def _table_without_negatives(run: Run, pack: Pack, at: int) -> Pack:
     return Pack(TABLE, pack.count - dropped, "".join(out), pack.benchmarks)
 
 
+# A line a driver, library or launcher marks as a warning (``libibverbs: Warning: couldn't load
+# driver``, ``UCX  WARN``, ``<warn>``, ``WARNING: ... timed out, retrying``): a warning never
+# changes a run's status, whatever else its text says
+_WARNED = re.compile(r"\bwarn(?:ing)?\b|<warn>", re.IGNORECASE)
+
+
+def is_warning(line: str) -> bool:
+    """Whether ``line`` says it is a warning (``_WARNED``)."""
+    return _WARNED.search(line) is not None
+
+
 def new_run(tool: str, name: str = "") -> Run:
-    """A run record for an imported log; parsers fill hosts, devices, versions and status."""
-    run = Run(benchmark=IMPORT_BENCHMARK, source=tool, status=COMPLETE)
+    """A run record for an imported log; parsers fill hosts, devices, versions and status, and
+    the rank count where the log proves one (else it stays None: unknown, never 0)."""
+    run = Run(benchmark=IMPORT_BENCHMARK, source=tool, status=COMPLETE, ranks=None)
     run.meta["tool"] = tool
     if name:
         run.meta["file"] = name

@@ -47,7 +47,9 @@ _IPERF2 = re.compile(r"^Client connecting to .*, (TCP|UDP) port|Server Report:|\
 STAMP = (r"(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d "
          r"\d\d:\d\d:\d\d \d{4} |\d{9,11} )")
 _STAMP = re.compile(STAMP)
-SIGNATURE = re.compile(rf"^\s*{STAMP}?(?:\^C)?\[ ID\] Interval\s+Transfer\s+(?:Bitrate|Bandwidth)"
+# the client's command line quoted in the log (a shell prompt, a mail): the host it connects to
+_COMMAND = re.compile(r"\biperf3\s.*?(?:\s-c|\s--client)[ =]?(\S+)")
+SIGNATURE = re.compile(rf"^\s*{STAMP}?(?:\^C)?\[ ID\](?:\[Role\])? Interval\s+Transfer\s+(?:Bitrate|Bandwidth)"
                        rf"|^{STAMP}?Connecting to host \S+, port \d+|^{STAMP}?Server listening on \d+", re.M)
 
 
@@ -67,6 +69,9 @@ class _Run:
         self.interrupted = False
         self.notes: list[str] = []
         self.summary = False
+        self.pending: str | None = None   # a summary row whose side word has not come yet
+        self.untagged: list[str] = []      # UDP rows without one under the summary's header
+        self.summary_header = False        # the header after the '- - -' line has come
 
 
 def parse_text_output(text: str, name: str = "") -> list[ImportedRun]:
@@ -76,6 +81,7 @@ def parse_text_output(text: str, name: str = "") -> list[ImportedRun]:
     version = ""
     runs: list[_Run] = []
     cur = _Run(name)
+    later: str | None = None   # the host of a command line quoted after a run's summary
     for line in clean_lines(text_lines(text)):
         s = _STAMP.sub("", line.strip(), count=1) if line[:1].isalnum() else line.strip()
         if s.startswith("^C"):
@@ -83,6 +89,12 @@ def parse_text_output(text: str, name: str = "") -> list[ImportedRun]:
             s = s[2:].strip()
         if not s:
             continue
+        if cur.pending is not None:
+            if s in ("sender", "receiver"):   # a mail client wrapped the row's last word onto a line of its own
+                _summary_row(cur, f"{cur.pending} {s}")
+                cur.pending = None
+                continue
+            _flush(cur)
         m = re.match(r"iperf (3\.[\w.]+)", s)
         if m:
             version = m.group(1)
@@ -91,10 +103,16 @@ def parse_text_output(text: str, name: str = "") -> list[ImportedRun]:
             if cur.rows or cur.summary:
                 runs.append(cur)
                 cur = _Run(name)
+            later = None
             cur.server = s.startswith("Server")
             if not cur.server:
                 cur.remote = s.split("host", 1)[1].split(",")[0].strip()
             continue
+        command = _COMMAND.search(s)
+        if command and (cur.rows or cur.untagged or cur.pending):   # after a summary: the next run's, or (a mail) quoted after its own output
+            later = command.group(1)
+        elif command and not cur.remote:   # the command line quoted in the log (a prompt)
+            cur.remote = command.group(1)
         if s.startswith("Accepted connection from"):
             cur.server = True
             cur.remote = s.split("from", 1)[1].split(",")[0].strip()
@@ -114,6 +132,15 @@ def parse_text_output(text: str, name: str = "") -> list[ImportedRun]:
                 cur.block, cur.duration = int(m.group(3)), float(m.group(4))
             continue
         if s.startswith("[ ID]"):
+            if cur.rows or cur.untagged:   # a header after a whole summary: another invocation's output
+                _flush(cur)
+                runs.append(cur)
+                cur = _Run(name)
+                cur.remote, later = later or "", None
+                cur.summary = True   # (the '- - -' line before this header was its own)
+            # iperf3 prints the header once over the intervals, and again after the '- - -'
+            # line that opens the summary (iperf_api.c iperf_print_results)
+            cur.summary_header = cur.summary
             if "Jitter" in s or "Datagrams" in s:
                 cur.protocol = "udp"
             continue
@@ -144,18 +171,13 @@ def parse_text_output(text: str, name: str = "") -> list[ImportedRun]:
             cur.bidir = True
         if m and cur.summary:
             rest = m.group(11).strip()
-            side = "sender" if rest.endswith("sender") else "receiver" if rest.endswith("receiver") else ""
-            if not side:
-                continue   # an interval row
-            rate_step = _BIT_STEP[m.group(9)] / 8 if m.group(10) == "bits" else _BYTE_STEP[m.group(9)]
-            moved, rate = to_float(m.group(6)), to_float(m.group(8))
-            if moved is None or rate is None:   # '1.2.3', or hundreds of digits: a damaged summary
-                raise LogFormatError(f"summary row {shown(s)}: its transfer or rate is not a number")
-            # with --bidir and --get-server-output iperf3 prints the client's receiving streams
-            # ([RX-C]) after the server's report: they are the client's rows
-            owner = cur.client if cur.client is not None and m.group(3) == "C" else cur
-            owner.rows.append((m.group(1), side, moved * _BYTE_STEP[m.group(7)], rate * rate_step,
-                               rest[: -len(side)].strip(), m.group(2) or ""))
+            if not rest.endswith(("sender", "receiver")):
+                cur.pending = s   # its side on the next line (wrapped), or none (iperf 3.0 UDP)
+                continue
+            _summary_row(cur, s)
+    _flush(cur)
+    if later and not cur.remote:
+        cur.remote = later
     runs.append(cur)
     out = []
     for r in runs:
@@ -165,13 +187,60 @@ def parse_text_output(text: str, name: str = "") -> list[ImportedRun]:
     return out
 
 
+def _flush(cur: _Run) -> None:
+    """A row after a ``- - -`` line that no side word followed: an interval row (iperf3 prints
+    the line between the interval blocks of -P), or, under the summary's header, iperf 3.0's UDP
+    summary, which has none (``_untagged_summary``)."""
+    row, cur.pending = cur.pending, None
+    m = _ROW.match(row or "")
+    if m and cur.summary_header and _UDP_TAIL.match(m.group(11).strip()):
+        cur.untagged.append(row or "")
+
+
+def _summary_row(cur: _Run, s: str) -> None:
+    """One row of the final summary, ``s`` ending in its side word."""
+    m = _ROW.match(s)
+    assert m is not None
+    rest = m.group(11).strip()
+    side = "sender" if rest.endswith("sender") else "receiver"
+    rate_step = _BIT_STEP[m.group(9)] / 8 if m.group(10) == "bits" else _BYTE_STEP[m.group(9)]
+    moved, rate = to_float(m.group(6)), to_float(m.group(8))
+    if moved is None or rate is None:   # '1.2.3', or hundreds of digits: a damaged summary
+        raise LogFormatError(f"summary row {shown(s)}: its transfer or rate is not a number")
+    # with --bidir and --get-server-output iperf3 prints the client's receiving streams
+    # ([RX-C]) after the server's report: they are the client's rows
+    owner = cur.client if cur.client is not None and m.group(3) == "C" else cur
+    owner.rows.append((m.group(1), side, moved * _BYTE_STEP[m.group(7)], rate * rate_step,
+                       rest[: -len(side)].strip(), m.group(2) or ""))
+
+
+def _untagged_summary(cur: _Run) -> None:
+    """iperf 3.0's UDP summary: under the header after the ``- - -`` line, one row per stream and
+    ``[SUM]``, from 0 to the end, without ``sender``/``receiver`` (iperf_api.c iperf_print_results, 3.0.x):
+    the sender's bytes and rate with the jitter and loss its receiver measured, as -J's
+    ``end.sum``. Taken only where no row of the summary carries a side word (every later
+    iperf3 prints one)."""
+    if cur.rows or not cur.untagged or cur.protocol != "udp":
+        return
+    if all(re.match(r"^\[\s*(?:\d+|SUM)\](?:\[\w+-\w\])?\s+0\.0+-", row) for row in cur.untagged):
+        cur.run.meta["summary_without_sides"] = "iperf 3.0 UDP: the sender's bytes with the receiver's jitter and loss"
+        for row in cur.untagged:
+            _summary_row(cur, f"{row} sender")
+
+
 def _build(cur: _Run, version: str) -> ImportedRun | None:
+    _untagged_summary(cur)
     run = cur.run
     run.source = f"iperf3 {version}".strip()
     if version:
         run.versions["iperf3"] = version
-    # --bidir opens -P connections each way, and each is listed as connected
-    streams = max(len(cur.streams) // (2 if cur.bidir else 1), 1)
+    # --bidir opens -P connections each way, and each is listed as connected; the summary
+    # lists each stream of a direction once (a log that quotes only the summary)
+    ids: dict[tuple[str, str], set[str]] = {}
+    for r in cur.rows:
+        if r[0] != "SUM":
+            ids.setdefault((r[5], r[1]), set()).add(r[0])
+    streams = max(len(cur.streams) // (2 if cur.bidir else 1), *map(len, ids.values()), 1)
     rows = []
     cut = 0
     for role, side in {(r[5], r[1]) for r in cur.rows}:
@@ -217,7 +286,8 @@ def _build(cur: _Run, version: str) -> ImportedRun | None:
         if cur.protocol == "tcp" and side == "sender" and rest.split()[:1] and rest.split()[0].isdigit():
             ms.append(RETRANSMITS(NET, float(rest.split()[0]), params))
         u = _UDP_TAIL.match(rest)
-        if cur.protocol == "udp" and side == "receiver" and u:
+        # the receiver measures them; iperf 3.0's one UDP row carries the receiver's figures
+        if cur.protocol == "udp" and (side == "receiver" or "summary_without_sides" in run.meta) and u:
             ms.append(JITTER(NET, float(u.group(1)) * 1000, params))
             lost = to_float(u.group(4))
             if lost is not None:

@@ -3,7 +3,10 @@
 A file is stored whole or not at all: an error, Ctrl-C or SIGTERM roll its transaction back. A
 file already imported (same content and the same --tool, --host, --tag) is skipped. What is
 printed is the caller's (an ``ImportSink``): it is told of each run as it is stored, inside the
-file's transaction, so a log of thousands of runs is never held whole.
+file's transaction, so a log of thousands of runs is never held whole. A standard output that
+fails there (``| head -1``, ``> /dev/full``) stops the printing, never the transaction: the file
+is still committed, and the result says the output failed (exit ``OUTPUT_FAILED``, 74, which
+means the runs were stored).
 """
 
 from __future__ import annotations
@@ -77,7 +80,7 @@ class ImportResult:
     counts: dict[str, int] = field(default_factory=lambda: {s: 0 for s in RUN_STATUSES})
     failed_files: list[dict[str, str]] = field(default_factory=list)
     already_imported: list[dict[str, Any]] = field(default_factory=list)
-    output_error: str | None = None                # standard output failed: printing stopped there
+    output_error: str | None = None                # standard output failed: what the runs were not shown on
     # a stop signal came as this file's transaction committed: (file, signal); it is stored,
     # the files after it were not imported
     stopped: tuple[str, int] | None = None
@@ -85,7 +88,7 @@ class ImportResult:
     @property
     def exit_code(self) -> int:
         """2 when a file was not imported; 1 when a run is failed, incomplete or interrupted;
-        ``OUTPUT_FAILED`` when only the printing failed (every file was still imported)."""
+        ``OUTPUT_FAILED`` when only the printing failed (the runs are stored)."""
         if self.stopped is not None:
             return 128 + self.stopped[1]
         if self.failed_files:
@@ -93,32 +96,6 @@ class ImportResult:
         if self.counts[FAILED] or self.counts[INCOMPLETE] or self.counts[INTERRUPTED]:
             return 1
         return OUTPUT_FAILED if self.output_error is not None else 0
-
-
-class _GuardedSink:
-    """The caller's sink, its printing guarded (``output.OutputGuard``): a standard output that
-    fails while a file's runs are told (``import x.log | true``, ``> /dev/full``) ends the
-    printing, not the file's transaction, which was rolled back with it. The import goes on and
-    stores every file; the command then says the output failed and ends with OUTPUT_FAILED."""
-
-    def __init__(self, sink: ImportSink) -> None:
-        self.sink = sink
-        self.output = OutputGuard()
-
-    def stored(self, name: str, run: Run, item: ImportedRun) -> None:
-        self.output.show(lambda: self.sink.stored(name, run, item))
-
-    def shown(self, text: str) -> None:
-        self.output.show(lambda: self.sink.shown(text))
-
-    def not_stored(self, name: str, text: str) -> None:
-        self.output.show(lambda: self.sink.not_stored(name, text))
-
-    def already_imported(self, name: str, text: str) -> None:
-        self.output.show(lambda: self.sink.already_imported(name, text))
-
-    def failed(self, name: str, error: str) -> None:
-        self.output.show(lambda: self.sink.failed(name, error))
 
 
 def id_ranges(ids: Sequence[int]) -> str:
@@ -136,6 +113,30 @@ class _AlreadyImported(Exception):
     def __init__(self, runs: list[int]) -> None:
         super().__init__(f"already imported as run(s) {id_ranges(runs)} (same content): skipped")
         self.runs = runs
+
+
+class _GuardedSink:
+    """The caller's sink, its printing guarded: a failed standard output is remembered, and the
+    import (its transactions) goes on without it."""
+
+    def __init__(self, sink: ImportSink) -> None:
+        self.sink = sink
+        self.guard = OutputGuard()
+
+    def stored(self, name: str, run: Run, item: ImportedRun) -> None:
+        self.guard(self.sink.stored, name, run, item)
+
+    def shown(self, text: str) -> None:
+        self.guard(self.sink.shown, text)
+
+    def not_stored(self, name: str, text: str) -> None:
+        self.guard(self.sink.not_stored, name, text)
+
+    def already_imported(self, name: str, text: str) -> None:
+        self.guard(self.sink.already_imported, name, text)
+
+    def failed(self, name: str, error: str) -> None:
+        self.guard(self.sink.failed, name, error)
 
 
 def completed(run: Run, opts: ImportOptions) -> Run:
@@ -230,7 +231,7 @@ def import_files(sources: Sequence[tuple[str, str]], opts: ImportOptions, sink: 
             except ClusterbenchError:
                 if sys.exc_info()[1] is None:  # never instead of the error that ended the import
                     raise
-    result.output_error = guarded.output.error
+    result.output_error = guarded.guard.error
     return result
 
 

@@ -35,14 +35,23 @@ from clusterbench.families.collectives.spec import (
     SPECS,
     TIME,
     WRONG,
-    op_in_text,
     op_name,
 )
 from clusterbench.ingest import nccl_parallel
+from clusterbench.ingest.collectives import (
+    RANK_LIST,
+    Evidence,
+    decide_op,
+    ops_in_name,
+    rank_count,
+    ratio_interval,
+    unknown_ranks_note,
+)
 from clusterbench.ingest.common import (
     ImportedRun,
     LogFormatError,
     add_error,
+    add_warning,
     json_behind_prefixes,
     new_run,
     refuse_not_utf8,
@@ -125,14 +134,20 @@ def parse_nccl_json(text: str, name: str = "") -> list[ImportedRun]:
     run.meta["rank_hosts"] = [str(d.get("hostname", "")) for d in devices]
     run.devices = [str(d.get("device_info", "")) for d in devices]
     run.hosts = list(dict.fromkeys(run.meta["rank_hosts"]))
-    run.ranks = len(devices)
+    # config.devices lists every rank (src/util.cu): a file without it does not say how many
+    run.ranks = len(devices) or None
+    if run.ranks:
+        run.meta["ranks_from"] = [RANK_LIST]
     if "rank_hosts" in run.meta and not run.meta["rank_hosts"]:
         del run.meta["rank_hosts"]
-    op = (op_name(str(args[0])) if args else None) or op_in_text(name)
+    file_ops = ops_in_name(name)
+    named = op_name(str(args[0])) if args else None
+    op = named or (file_ops[0] if len(file_ops) == 1 else None)
     if op is None:
         raise LogFormatError("the JSON file does not say which collective it measured (no program in "
                              "'args'): name the file after the op (all_reduce.json)")
     run.meta["op"] = op
+    run.meta["op_from"] = ["printed name" if named else "file name"]
     ms: list[Measurement] = []
     for row in doc.get("results") or []:
         if not isinstance(row, dict):
@@ -168,7 +183,7 @@ def parse_nccl_json(text: str, name: str = "") -> list[ImportedRun]:
     return [ImportedRun(run, ms)]
 
 
-_RCCL_FIELD = re.compile(r'"(\w+)"\s*:\s*("[^"]*"|[^,}]*)')
+_RCCL_FIELD = re.compile(r'"([#\w]+)"\s*:\s*("[^"]*"|[^,}]*)')
 
 
 def _rccl_rows_from_json(text: str) -> list[dict[str, str]]:
@@ -178,18 +193,41 @@ def _rccl_rows_from_json(text: str) -> list[dict[str, str]]:
     return rows
 
 
-def _count(op: str, size: int, dtype: str, ranks: int) -> int:
+def _count(op: str, size: int, dtype: str, ranks: int | None) -> int | None:
     """The count column nccl-tests would print (rccl's result files leave it out): elements per rank
-    buffer, which for the gather/scatter-like ops is the printed size split over the ranks."""
+    buffer, which for the ops that split their buffer is the printed size over the ranks (unknown
+    where the rank count is)."""
     word = DTYPE_SIZES.get(dtype, 0)
     if not word:
-        return 0
-    per_rank = SPECS[op].splits_count and ranks > 0
-    return size // word // (ranks if per_rank else 1)
+        return None
+    if SPECS[op].splits_count:
+        return size // word // ranks if ranks else None
+    return size // word
 
 
-def parse_rccl_results(text: str, name: str = "", fmt: str = "csv") -> list[ImportedRun]:
-    """rccl-tests ``-Z csv|json`` files: one run per file."""
+def _field(row: dict[str, str], *keys: str) -> str:
+    return next((row[k] for k in keys if row.get(k)), "")
+
+
+def _invocations(rows: list[dict[str, str]]) -> list[list[dict[str, str]]]:
+    """The rows of each invocation: a file (or a pod's output) may hold several, one after
+    another; a new one starts where the op or the rank count changes."""
+    groups: list[list[dict[str, str]]] = []
+    last: tuple[str, ...] | None = None
+    for r in rows:
+        key = (_field(r, "collective", "name"), _field(r, "ranks", "gpus"), r.get("nodes", ""))
+        if key != last:
+            groups.append([])
+            last = key
+        groups[-1].append(r)
+    return groups
+
+
+def parse_rccl_results(text: str, name: str = "", fmt: str = "csv") -> Iterator[ImportedRun]:
+    """rccl-tests ``-Z csv|json`` files and the ``--output_format json`` lines (rccl-tests PR 93:
+    ``{"#wrong":"0","algBw":...,"busBw":...,"gpus":4,"inPlace":0,"name":"AllReduce",...}``, one
+    object per line): one run per invocation, each yielded before the next is read (a refusal
+    of one then names it by its place)."""
     if fmt == "csv":
         rows = list(csv.DictReader(io.StringIO(text.strip())))
         rows = [{(k or "").strip(): (v or "").strip() for k, v in r.items()} for r in rows]
@@ -198,34 +236,61 @@ def parse_rccl_results(text: str, name: str = "", fmt: str = "csv") -> list[Impo
     rows = [r for r in rows if r.get("size")]
     if not rows:
         raise LogFormatError("rccl-tests result file without rows")
+    for group in _invocations(rows):
+        yield _rccl_run(group, name)
+
+
+def _rccl_run(rows: list[dict[str, str]], name: str) -> ImportedRun:
     run = new_run("rccl-tests", name)
     first = rows[0]
-    op = op_name(first.get("collective") or first.get("name") or "") or op_in_text(name)
-    if op is None:
-        raise LogFormatError(f"unknown collective {first.get('collective') or first.get('name')!r} in the "
-                             "rccl-tests result file")
+    printed = _field(first, "collective", "name")
+    named = op_name(printed) if printed else None
+    if printed and named is None:
+        raise LogFormatError(f"unknown collective {printed!r} in the rccl-tests result file")
+    pairs = [(_field(r, "algbw", "algBw"), _field(r, "busbw", "busBw")) for r in rows]
+    redops = frozenset(_field(r, "redop") or "none" for r in rows)
+    evidence = Evidence(redops=redops if all(r.get("redop") for r in rows) else None, ratio=ratio_interval(pairs))
+    op, run.meta["op_from"] = decide_op(evidence, [(named, printed)] if named else [], ops_in_name(name), len(rows))
     run.meta["op"] = op
-    ranks = to_int(first.get("ranks") or first.get("gpus") or "0") or 0
+    stated = to_int(_field(first, "ranks", "gpus"))
+    found = rank_count(op, evidence, None, (RANK_LIST, stated) if stated else None)
+    ranks = found.value
+    for warning in found.warnings:
+        add_warning(run, warning)
+    if ranks is not None:
+        field = "ranks" if first.get("ranks") else "gpus"   # the file's own count, by its field's name
+        run.meta["ranks_from"] = [field if p == RANK_LIST else p for p in found.proof]
+    else:
+        add_warning(run, unknown_ranks_note(found))
     run.ranks = ranks
     if first.get("nodes"):
         run.meta["nodes"] = to_int(first["nodes"])
     cycles = {r.get("numCycle", "0") for r in rows}
     ms: list[Measurement] = []
+    placed: dict[tuple[str, str], set[str]] = {}
     for r in rows:
-        inplace = r.get("inplace", r.get("inPlace", "0"))
+        inplace = _field(r, "inplace", "inPlace") or "0"
         size = to_int(r["size"]) or 0
+        placement = "in" if inplace.strip() == "1" else "out"
+        placed.setdefault((r.get("numCycle", "0"), r["size"]), set()).add(placement)
         params: dict[str, Any] = {"bytes": size, "count": _count(op, size, r.get("type", ""), ranks),
                                   "dtype": r.get("type", ""),
                                   "redop": r.get("redop") or "none", "root": -1,
-                                  "placement": "in" if inplace.strip() == "1" else "out", "ranks": ranks}
+                                  "placement": placement, "ranks": ranks}
         if len(cycles) > 1:
             params["cycle"] = to_int(r.get("numCycle", "0"))
-        for metric, key in ((TIME, "time"), (ALGBW, "algbw"), (BUSBW, "busbw"), (WRONG, "#wrong")):
-            raw = r.get(key) or r.get({"algbw": "algBw", "busbw": "busBw", "#wrong": "wrong"}.get(key, key), "")
-            v = to_float(raw)
+        for metric, keys in ((TIME, ("time",)), (ALGBW, ("algbw", "algBw")), (BUSBW, ("busbw", "busBw")),
+                             (WRONG, ("#wrong", "wrong"))):
+            v = to_float(_field(r, *keys))
             if v is not None:
                 ms.append(metric(op, v, params))
-    return [ImportedRun(run, ms)]
+    both = {frozenset(p) for p in placed.values()}
+    if len(both) > 1:   # every size is timed in the same placements: a size short of one was cut
+        cut = [size for (_, size), p in placed.items() if len(p) < max(map(len, both))]
+        run.status = INCOMPLETE
+        add_warning(run, f"the {'sizes' if len(cut) > 1 else 'size'} {', '.join(cut)} "
+                         f"{'lack' if len(cut) > 1 else 'lacks'} a placement the other sizes have: the file is cut short")
+    return ImportedRun(run, ms)
 
 
 def _parse(lines: Iterable[str], name: str, head: str) -> Iterator[ImportedRun]:
@@ -235,7 +300,7 @@ def _parse(lines: Iterable[str], name: str, head: str) -> Iterator[ImportedRun]:
         # --tag-output, pdsh): read behind the prefixes, as saved to a file (the head decides:
         # a text log is not read whole)
         text = json_behind_prefixes(whole_text(lines), "nccl-tests JSON")
-        if '"numCycle"' in text[:4096]:
+        if '"numCycle"' in text[:4096] or '"busBw"' in text[:4096]:
             yield from parse_rccl_results(text, name, "json")
         else:
             yield from parse_nccl_json(text, name)
@@ -243,7 +308,7 @@ def _parse(lines: Iterable[str], name: str, head: str) -> Iterator[ImportedRun]:
     start = head.lstrip()[:1]
     if head.lstrip().startswith("numCycle,"):
         yield from parse_rccl_results(whole_text(lines), name, "csv")
-    elif '"numCycle"' in head[:4096]:   # -Z json: an array, or its object lines alone
+    elif '"numCycle"' in head[:4096] or '"busBw"' in head[:4096]:   # -Z json: an array, its object lines alone
         yield from parse_rccl_results(whole_text(lines), name, "json")
     elif start == "{":
         yield from parse_nccl_json(whole_text(lines), name)
@@ -255,7 +320,8 @@ def _parse(lines: Iterable[str], name: str, head: str) -> Iterator[ImportedRun]:
 
 IMPORTERS = (
     # the result files' keys early; the text's words last (other tools' logs may quote them)
-    Importer("nccl-tests", re.compile(r'^\s*numCycle,|"numCycle"\s*:|"bus_bw"\s*:|"nccl_version"\s*:', re.M),
+    Importer("nccl-tests", re.compile(r'^\s*numCycle,|"numCycle"\s*:|"bus_bw"\s*:|"nccl_version"\s*:|"busBw"\s*:',
+                                      re.M),
              _parse, order=30, aliases=("rccl-tests",), streams=True),
     Importer("nccl-tests", re.compile(r"Avg bus bandwidth|out-of-place|nThread:?\s+\d+\s+nGpus|Collective test"
                                       r"|rccl-tests|\balgbw\b.*\bbusbw\b|Test NCCL failure|Test CUDA failure"),

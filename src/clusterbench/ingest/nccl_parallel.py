@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from typing import Any, NamedTuple
 
+from clusterbench.ingest.collectives import RunRefused
 from clusterbench.ingest.common import (
     BOM,
     ImportedRun,
@@ -149,7 +150,7 @@ def parse_file(lines: Lines, name: str) -> Iterator[ImportedRun | Prepared]:
                 return
             yield from runs
             if outcome[0] == "error":
-                raise LogFormatError(outcome[1])
+                raise (RunRefused if outcome[2] else LogFormatError)(outcome[1])
             carried = outcome[1]
     finally:
         for proc, recv in workers:
@@ -182,7 +183,7 @@ def _read(parser: NcclTextParser, text: str, cleaner: TextCleaner, next_kind: st
           prepare: Callable[[ImportedRun], Any] | None = None) -> tuple[list[Any], tuple[Any, ...]]:
     """A part's runs (with ``prepare``: what it makes of each, as ``Prepared``) and how it
     ended: ("end", the state the next part starts from, or None when it starts afresh),
-    ("error", message), or ("again",): the main process must read the rest of the file as one
+    ("error", message, whether it is an RunRefused), or ("again",): the main process must read the rest of the file as one
     pass (another tool's output, a markup role open across the cut)."""
     runs: list[Any] = []
     roles = Roles()
@@ -202,7 +203,7 @@ def _read(parser: NcclTextParser, text: str, cleaner: TextCleaner, next_kind: st
     except ForeignLine:
         return [], ("again",)
     except LogFormatError as e:
-        return runs, ("error", str(e))
+        return runs, ("error", str(e), isinstance(e, RunRefused))
 
 
 def _text(f: Any, part: Part) -> str:

@@ -87,7 +87,7 @@ def layout_of(tail: tuple[str, ...], placements: tuple[str, ...] = PLACEMENTS) -
 class RowTable:
     """A run's rows with their layout: the run's records, packed for the store."""
 
-    def __init__(self, op: str, ranks: int, layout: Layout, parts: list[list], cycles: list[int],
+    def __init__(self, op: str, ranks: int | None, layout: Layout, parts: list[list], cycles: list[int],
                  footer: list[tuple[Metric, float]], error_column: bool, drop_algbw: bool = False,
                  part_cycles: list[int | None] | None = None) -> None:
         self.op, self.ranks, self.layout = op, ranks, layout
@@ -113,23 +113,25 @@ class RowTable:
         return Packs(packs)
 
 
-def _footer_pack(op: str, ranks: int, footer: list[tuple[Metric, float]]) -> Pack:
-    """The run's footer records, all with params {"ranks": n}, as a ``rows`` pack: written
-    directly (as pack_rows would) because it is done once per run of a large log."""
+def _footer_pack(op: str, ranks: int | None, footer: list[tuple[Metric, float]]) -> Pack:
+    """The run's footer records, all with params {"ranks": n} (null where the log does not prove
+    n), as a ``rows`` pack: written directly (as pack_rows would) because it is done once per
+    run of a large log."""
     metrics, values = zip(*footer)
     values = tuple(map(float, values))
     if not op.isidentifier() or not all(map(math.isfinite, values)):
         return pack_measurements([metric(op, value, {"ranks": ranks}) for metric, value in footer])
-    return Pack(ROWS, len(values), _footer_format(op, metrics) % (int(ranks), *values), (op,))
+    count = "null" if ranks is None else str(int(ranks))
+    return Pack(ROWS, len(values), _footer_format(op, metrics) % (count, *values), (op,))
 
 
 @lru_cache(maxsize=256)
 def _footer_format(op: str, metrics: tuple[Metric, ...]) -> str:
-    """The ``rows`` pack body of these footer records, with %d for the rank count and %r for
-    each value (op is an identifier: nothing in it needs quoting)."""
+    """The ``rows`` pack body of these footer records, with %s for the rank count (a JSON
+    number or null) and %r for each value (op is an identifier: nothing in it needs quoting)."""
     keys = ",".join(f'["{op}","{m.name}","{m.unit}"]' for m in metrics).replace("%", "%%")
     rows = ",".join(f"[{i},0,%r]" for i in range(len(metrics)))
-    return '{"k":[' + keys + '],"p":[{"ranks":%d}],"r":[' + rows + "]}"
+    return '{"k":[' + keys + '],"p":[{"ranks":%s}],"r":[' + rows + "]}"
 
 
 def _cycles(starts: list[int], nparts: int) -> list[int | None]:
@@ -142,7 +144,7 @@ def _cycles(starts: list[int], nparts: int) -> list[int | None]:
 
 
 @lru_cache(maxsize=4096)
-def _header(op: str, layout: Layout, shape: tuple[str, ...], error_column: bool, ranks: int,
+def _header(op: str, layout: Layout, shape: tuple[str, ...], error_column: bool, ranks: int | None,
             cycle: int | None, drop_algbw: bool = False) -> tuple[str, list[int], int]:
     """The pack header of rows of this shape, which token positions hold records, and how many."""
     cols: list[tuple[str, str, dict] | None] = []

@@ -30,13 +30,26 @@ import math
 import operator
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from clusterbench.families.base import Metric
-from clusterbench.families.collectives.spec import AVG_BUSBW, OUT_OF_BOUNDS, op_in_text
+from clusterbench.families.collectives.spec import AVG_BUSBW, DTYPE_SIZES, OUT_OF_BOUNDS
 from clusterbench.families.collectives.spec import op_name as _op_name
-from clusterbench.ingest.collectives import infer_op, ranks_from_ratio
+from clusterbench.ingest.collectives import (
+    FILE_NAME,
+    NRANKS,
+    OLD_ALGBW_OPS,
+    PRINTED,
+    RANK_LIST,
+    Evidence,
+    Ranks,
+    decide_op,
+    ops_in_name,
+    rank_count,
+    ratio_bounds,
+    unknown_ranks_note,
+)
 from clusterbench.ingest.common import (
     MAX_ERROR_LINES,
     ImportedRun,
@@ -85,7 +98,7 @@ _PROGRAM = re.compile(r"\b([a-z_]+_perf)(?:_mpi)?\b")
 _WRAPPER_OP = re.compile(r"(?:^|\s)(?:-t|--test|--collective|--coll)[ =]([A-Za-z_]+)\b")
 MAX_SWEEP_SIZES = 100_000
 CONTEXT_LINES = 3   # lines before another tool's first line handed over with it (its command line)
-OLD_ALGBW_OPS = ("all_gather", "reduce_scatter")
+_SAMPLE = 2   # the (algbw, busbw) pairs of a table's last rows (its largest) its evidence reads
 OLD_ALGBW_NOTE = ("algbw not stored: this nccl-tests (before 2020-06) printed busbw in its algbw column for "
                   "all_gather/reduce_scatter, not size/time")
 op_name = lru_cache(maxsize=1024)(_op_name)   # the same program names, run after run   # a header promising more sizes than this is not checked
@@ -109,6 +122,8 @@ class _State:
     versions: dict[str, str] = field(default_factory=dict)
     op: str | None = None
     op_hint: str | None = None   # from a command line quoted in the log (x_perf ..., -t op)
+    hint_line: str = ""          # ... that line
+    named: list[tuple[str, str]] = field(default_factory=list)   # (op, line): Collective test lines
     layout: Layout = DEFAULT_LAYOUT
     rank_lines: list[str] = field(default_factory=list)  # parsed when the run ends
     nranks: int | None = None    # NCCL INFO "nranks N"
@@ -286,7 +301,7 @@ class NcclTextParser:
             return False
         if "root" in shape and not all(map(_integer, set(roots))):
             return False
-        if st.concluded or st.avg_busbw is not None:  # rows after a footer: the next run's
+        if st.concluded or st.avg_busbw is not None or self._died_before_table():  # the next run's rows
             st = self._rows_after_footer()
         st.add_part(shape, block, nrows, blank=empty > 0)
         st.nrows += nrows
@@ -353,7 +368,7 @@ class NcclTextParser:
         if 3 <= nlead <= 5 and toks[0].isdecimal() and toks[1].isdecimal() and toks[2][:1].isalpha():
             shape = _shape(toks, nlead)
             if shape is not None:
-                if st.concluded or st.avg_busbw is not None:  # rows after a footer: the next run's
+                if st.concluded or st.avg_busbw is not None or self._died_before_table():  # the next run's
                     st = self._rows_after_footer()
                 elif st.parts and st.parts[-1][0] != shape:
                     # one table's rows all have its columns: this one lost some (cut short)
@@ -426,11 +441,21 @@ class NcclTextParser:
     def _next_run(self, keep_layout: bool = False) -> None:
         """End the current run (if it holds anything) and start the next."""
         st = self.state
-        if st.has_results or st.errors:
+        if st.has_results or st.errors and not _only_warnings(st):
             self._done.append(self._build())
             self.state = _State(self.name)
             if keep_layout:
                 self.state.layout = st.layout
+        elif st.errors:   # a library's warnings before anything of a run: the next run's, not a run
+            self.state = _State(self.name, errors=st.errors, errors_dropped=st.errors_dropped, seen=True,
+                                op_hint=st.op_hint, hint_line=st.hint_line)
+
+    def _died_before_table(self) -> bool:
+        """Whether the run so far is a command line and the tool's failure, nothing else: it died
+        before its table, so rows now are another invocation's (whose op the command does not name)."""
+        st = self.state
+        return bool(st.failures) and not st.nrows and st.op_hint is not None and not st.header \
+            and not st.rank_lines and not st.named
 
     def _rows_after_footer(self) -> _State:
         """The state rows read after a footer go to: the next run's, or this one's when it holds
@@ -507,7 +532,7 @@ class NcclTextParser:
             return
         if self.state.has_results:
             self._next_run()
-        self.state.op_hint = op
+        self.state.op_hint, self.state.hint_line = op, body
 
     def _start_or_end(self, body: str) -> None:
         m = _START.search(body)
@@ -515,10 +540,13 @@ class NcclTextParser:
             return
         if m.group(1) == "starting":
             self._next_run()
-            self.state.op = op_name(m.group(2)) or self.state.op
+        op = op_name(m.group(2))
+        if op is not None:
+            self.state.op = op
+            self.state.named.append((op, "# " + body))
+        if m.group(1) == "starting":
             self.state.seen = True
             return
-        self.state.op = op_name(m.group(2)) or self.state.op
         self.state.concluded = True  # built when the next run starts: failure lines may follow
 
     def _version_line(self, body: str) -> None:
@@ -560,12 +588,12 @@ class NcclTextParser:
             return True
         if kind == "command":
             return st.has_results
-        return st.has_results or bool(st.errors)
+        return st.has_results or bool(st.errors) and not _only_warnings(st)
 
     def finish(self) -> ImportedRun | None:
         if self._done:
             raise RuntimeError("collect the runs feed_text yields before finish")
-        if not (self.state.seen and (self.state.has_results or self.state.errors)):
+        if not (self.state.seen and (self.state.has_results or self.state.errors)) or _only_warnings(self.state):
             return None
         done = self._build()
         self.state = _State(self.name)
@@ -586,7 +614,10 @@ class NcclTextParser:
         ranks_listed = _rank_list(st.rank_lines)   # {rank: index in its columns}; columns below
         if ranks_listed:
             cols = ranks_listed.pop(-1)  # type: ignore[call-overload]
+            numbers = ranks_listed.pop(-2)  # type: ignore[call-overload]
             hosts, names, pids, devs, buses = cols
+            if numbers != list(range(len(numbers))):   # a list cut or elided: which ranks it shows
+                run.meta["rank_numbers"] = numbers
             run.meta["rank_hosts"] = hosts
             run.devices = names
             run.hosts = list(dict.fromkeys(hosts))
@@ -597,19 +628,34 @@ class NcclTextParser:
             run.meta["header"] = st.header
         listed = len(ranks_listed) if ranks_listed and list(ranks_listed) == list(range(len(ranks_listed))) \
             else None
-        stated = listed or st.nranks
+        stated = (RANK_LIST, listed) if listed else (NRANKS, st.nranks) if st.nranks else None
+        highest = max(ranks_listed) if ranks_listed else None
         groups = self._groups() if st.nrows else {}
-        op = st.op or st.op_hint or op_in_text(self.name)
-        if op is None and st.nrows:
-            op = infer_op(st.redops[0] not in ("", "none"), int(st.roots[0]), self._ratio(loose=True), stated)
-            if op:
-                run.meta["op_inferred"] = "redop/root columns and busbw/algbw"
-        if op is None and st.has_results:
-            raise LogFormatError(
-                f"a table of {st.nrows} rows does not say which collective it measured (no "
-                "'Collective test starting' line, no x_perf command line, and its columns fit several "
-                "ops): keep the command line in the log or name the file after the op (all_gather.log)")
-        ranks = self._ranks(run, op, ranks_listed, stated)
+        evidence = self._evidence() if st.nrows else Evidence()
+        listing = "\n".join(st.rank_lines)
+        if listing.count("Group ") == listing.count("Group  0"):   # no rank of a split communicator (whose
+            evidence.min_ranks = stated[1] if stated else highest + 1 if highest is not None else None   # count is its own)
+        op = self._op(run, evidence)
+        if evidence.ratio_disagrees:
+            add_warning(run, "busbw/algbw differs between rows by more than their rounding (no one bus factor fits "
+                             "them all): no rank count is read from it")
+        if op is not None and st.nrows:
+            found = rank_count(op, evidence, highest, stated)
+        else:   # no table: what the rank lines say
+            found = Ranks(stated[1], [stated[0]]) if stated else \
+                Ranks(None, at_least=highest + 1 if highest is not None else None)
+        ranks = found.value
+        for text in found.warnings:
+            add_warning(run, text)
+        if ranks is not None and found.proof:
+            run.meta["ranks_from"] = found.proof
+        elif ranks is None:
+            if found.at_least:
+                run.meta["ranks_at_least"] = found.at_least
+            if found.at_most:
+                run.meta["ranks_at_most"] = found.at_most
+            if st.nrows:
+                add_warning(run, unknown_ranks_note(found))
         if op:
             run.meta["op"] = op
         sweep = _sweep(st.header) if st.header else {}
@@ -621,7 +667,7 @@ class NcclTextParser:
             footer.append((AVG_BUSBW, st.avg_busbw))
         if op and st.oob is not None:
             footer.append((OUT_OF_BOUNDS, float(st.oob)))
-        missing = self._missing_rows(groups, sweep, ranks) if st.nrows else []
+        missing = self._missing_rows(groups, sweep, ranks or 0) if st.nrows else []
         run.status = COMPLETE
         if st.avg_busbw is None and st.has_results:
             run.status = INCOMPLETE
@@ -656,7 +702,10 @@ class NcclTextParser:
         parts, part_cycles = _split_cycles(st) if st.repeats else (st.parts, None)
         if part_cycles:
             run.meta["cycles"] = max(c for c in part_cycles if c is not None) + 1
-        table = RowTable(op or "", ranks, st.layout, parts, st.cycles, footer, self._error_column(), old_algbw,
+        error_column = self._error_column()
+        if error_column or st.layout.error:   # results show names the column as the log did
+            run.meta["error_column"] = True
+        table = RowTable(op or "", ranks, st.layout, parts, st.cycles, footer, error_column, old_algbw,
                          part_cycles)
         packs = table.packs()
         bad = table.unreadable
@@ -672,53 +721,72 @@ class NcclTextParser:
                 run.status = INCOMPLETE
         return ImportedRun(run, packs=packs, benchmark=op)
 
-    def _ratio(self, loose: bool = False) -> float | None:
-        """busbw/algbw of the last rows. Strict: the pair with the largest algbw, None below 1 GB/s
-        (two-decimal rounding); loose: the sums over rows from 0.1 GB/s, enough to tell ops whose
-        factors differ widely (all_reduce from reduce_scatter), not to count ranks."""
-        pair = self._pair(loose)
-        return pair[1] / pair[0] if pair else None
-
-    def _pair(self, loose: bool = False) -> tuple[float, float] | None:
+    def _op(self, run: Run, evidence: Evidence) -> str | None:
+        """The run's op, from what its lines name and what its table shows (``decide_op``), with
+        its provenance in run meta ``op_from``."""
         st = self.state
-        best: tuple[float, float] | None = None
-        alg_sum = bus_sum = 0.0
-        try:
-            values = list(zip(map(float, st.alg[-8:]), map(float, st.bus[-8:])))
-        except ValueError:
-            values = [(a, b) for a, b in zip(map(number, st.alg[-8:]), map(number, st.bus[-8:]))
-                      if a is not None and b is not None]
-        for a, b in values:
-            if a >= 0.1:
-                alg_sum, bus_sum = alg_sum + a, bus_sum + b
-            if a and b and (best is None or a > best[0]):
-                best = (a, b)
-        if loose:
-            return (alg_sum, bus_sum) if alg_sum else None
-        return best if best and best[0] >= 1.0 else None
+        named = list(st.named)
+        if st.op_hint is not None:
+            named.insert(0, (st.op_hint, st.hint_line))
+        file_ops = ops_in_name(self.name)
+        if st.has_results:
+            op, run.meta["op_from"] = decide_op(evidence, named, file_ops, st.nrows)
+            return op
+        # no table (a run that died first): a name if the log or the file gives one
+        ops = list(dict.fromkeys(op for op, _ in named))
+        if len(ops) == 1:
+            run.meta["op_from"] = [PRINTED]
+            return ops[0]
+        if not ops and len(file_ops) == 1:
+            run.meta["op_from"] = [FILE_NAME]
+            return file_ops[0]
+        return None
 
-    def _ranks(self, run: Run, op: str | None, listed: dict[int, tuple[str, str, int, int, str]],
-               stated: int | None) -> int:
+    def _evidence(self) -> Evidence:
+        """What the table's columns show about its op (``ingest.collectives``), read from its
+        last rows (its largest): the redop and root columns, the count against the size,
+        busbw/algbw and which placements' #wrong the tool checked. (Done once per run of a log
+        of thousands: a few C calls over the whole table, Python over two rows.)"""
         st = self.state
-        pair = self._pair() if op and st.alg else None
-        from_ratio = ranks_from_ratio(op, *pair) if op and pair else None
-        if from_ratio is None and op and pair is None and _max_number(st.alg[-8:]) >= 1.0 and _all_zero(st.bus):
-            from_ratio = 1 if stated in (None, 1) else None  # busbw 0 at GB/s of algbw: one rank
-        if from_ratio:
-            if stated is None:
-                run.meta["ranks_inferred"] = "busbw/algbw"
-            elif stated != from_ratio:
-                add_warning(run, f"the log lists {stated} ranks but busbw/algbw says {from_ratio}: "
-                                 f"stored as {from_ratio}")
-            return from_ratio
-        if stated:
-            return stated
-        if listed:
-            run.meta["ranks_at_least"] = max(r for r in listed if r >= 0) + 1
-        if st.nrows:
-            add_warning(run, "the number of ranks is unknown: the rank list is incomplete and busbw/algbw "
-                             "is too rounded (or the op's factor does not depend on it)")
-        return 0
+        ev = Evidence(old_algbw="#wrong" not in st.layout.names and not st.version)
+        shape, text, _rows = st.parts[-1]
+        sample = [toks for toks in map(str.split, text.rsplit("\n", 2)[-2:]) if toks]
+        if not sample:
+            return ev
+        ev.row = " ".join(sample[-1])
+        # (st.redops holds 'none' and st.roots -1 for rows without the column: old nccl-tests
+        # printed only the columns of the op's parameters)
+        shapes = {part[0] for part in st.parts} if len(st.parts) > 1 else {shape}
+        if len({"redop" in sh for sh in shapes}) == 1:   # every part with the column, or none
+            ev.redops = frozenset(st.redops)
+            ev.redop_column = "redop" in shape
+        if len({"root" in sh for sh in shapes}) == 1:
+            ev.roots = frozenset(map(int, set(st.roots)))
+            ev.root_column = "root" in shape
+        for toks in reversed(sample):   # the largest row with a size and a count
+            size, count, elt = int(toks[0]), int(toks[1]), DTYPE_SIZES.get(toks[2])
+            if size and count and elt:
+                k, rest = divmod(size, count * elt)
+                ev.split, ev.split_unit = (k if k >= 1 and not rest else None), elt
+                break
+        # the last two rows' pairs (both placements): the largest values, the tightest intervals
+        bounds = ratio_bounds(zip(st.alg[-_SAMPLE:], st.bus[-_SAMPLE:]))
+        if bounds is not None and bounds[0] <= bounds[1]:
+            ev.ratio = bounds
+        ev.ratio_disagrees = bounds is not None and bounds[0] > bounds[1]
+        # (two rows: the last may be a log's cut one, its in-place values N/A)
+        nlead = 3 + len(shape)
+        checked: dict[str, set[bool]] = {"out": set(), "in": set()}   # per placement: a number, or N/A
+        for i in st.layout.wrong:
+            col = st.layout.cols[i]
+            for toks in sample:
+                if col is not None and nlead + i < len(toks):
+                    checked[col[3]].add(toks[nlead + i] != "N/A")
+        if checked["in"] == {True} and st.version:   # (see ingest.collectives: 2.13.1 on)
+            ev.in_place_checked = True
+        elif checked["in"] == {False} and checked["out"] == {True}:
+            ev.in_place_checked = False
+        return ev
 
     def _groups(self) -> dict[tuple[str, str, str], list[list[int]]]:
         """Each (dtype, redop, root) table's sizes, one list per sweep (several with rccl-tests'
@@ -866,6 +934,15 @@ def _split_cycles(st: _State) -> tuple[list[list], list[int | None]]:
     return [[shape, "\n".join(lines), n] for shape, lines, n in parts], cycles
 
 
+def _only_warnings(st: _State) -> bool:
+    """Whether a state holds nothing but warning lines (``NCCL WARN`` without a failure) and
+    perhaps the command line before them: a library's warnings are never a run of their own,
+    nor change one's status; they go with the run that follows."""
+    return bool(st.errors) and not st.failures and \
+        replace(st, errors=[], errors_dropped=0, seen=False, layout=DEFAULT_LAYOUT, op_hint=None,
+                hint_line="") == _State(st.name)
+
+
 def _integer(tok: str) -> bool:
     """Whether ``int`` reads ``tok`` (a root: ``-1``, ``0``; not ``--1``)."""
     return (tok[1:] if tok[:1] == "-" else tok).isdecimal()
@@ -894,7 +971,8 @@ def _maybe_error(text: str) -> bool:
 
 def _rank_list(lines: list[str]) -> dict:
     """The rank lines as {rank: position} in rank order, plus at key -1 the columns (hosts, device
-    names, pids, device indexes, bus ids) in that order; {} without rank lines. Built with calls
+    names, pids, device indexes, bus ids) in that order and at key -2 the rank numbers of those
+    lines; {} without rank lines. Built with calls
     that loop in C: a large log has a rank list per run."""
     if not lines:
         return {}
@@ -914,6 +992,7 @@ def _rank_list(lines: list[str]) -> dict:
         ranks = [ranks[i] for i in order]
     out: dict = dict.fromkeys(ranks)
     out[-1] = cols
+    out[-2] = ranks
     return out
 
 
@@ -1003,7 +1082,7 @@ def names_op(line: str) -> bool:
     for text in clean_lines([line]):
         parser.feed(text)
     st = parser.state
-    return st.op_hint is not None and st == _State(parser.name, op_hint=st.op_hint)
+    return st.op_hint is not None and st == _State(parser.name, op_hint=st.op_hint, hint_line=st.hint_line)
 
 
 class ForeignLine(Exception):

@@ -44,6 +44,7 @@ from clusterbench.ingest.common import (
     add_error,
     add_warning,
     clean_lines,
+    is_warning,
     new_run,
     shown,
     text_lines,
@@ -75,6 +76,10 @@ _ONE_SIDED = {"mpi_put": "put", "mpi_get": "get", "mpi_accumulate": "acc", "mpi_
               "mpi_compare_and_swap": "cas", "mpi_get_accumulate": "get_acc"}
 _ONE_SIDED_KIND = {"latency": "latency", "bandwidth": "bw", "bi-directional bandwidth": "bibw"}
 _PROGRAM = re.compile(r"\b(osu_\w+)")
+# a line the program (or the loader, on its behalf) prints about itself: ``.../osu_bibw: message``
+_MESSAGE = re.compile(r"\bosu_\w+:\s")
+# buffers in a banner or note: ``--- osu_bw (D D, up to 4 MiB) ---``
+_BUFFER_NOTE = re.compile(r"\(([HDM]{1,2})\s+([HDM]{1,2})\s*[,)]")
 _BUFFER = re.compile(r"\b([HDM]{1,2})\s+([HDM]{1,2})\s*$")
 _DEVICE = re.compile(r"(?:^|\s)(?:-d|--accelerator)[ =](cuda|rocm|openacc|sycl)\b")
 _FATAL = re.compile(r"\babort|Segmentation fault|\bkilled\b|exited on signal|\bterminated\b|timed? ?out|CANCELLED",
@@ -84,30 +89,48 @@ _WARNING = re.compile(r"\bwarn(?:ing)?\b|<warn>|\bfail(?:ed|ure)?\b|\berror\b", 
 
 
 def bench_name(variant: str, title: str) -> str:
-    """The OSU program that prints this title."""
-    key = title.strip().lower()
+    """The OSU program that prints this title (osu-micro-benchmarks c/mpi/*/*.c, ``BENCHMARK``):
+    ``Non-blocking X`` is osu_iX, ``Neighborhood X`` osu_neighbor_X, ``X Persistent`` osu_X_persistent,
+    ``All-to-All Personalized Exchange`` osu_alltoall, ``Broadcast`` osu_bcast."""
+    key = " ".join(title.strip().lower().split())
     call = _ONE_SIDED.get(variant.lower())
     if call and key in _ONE_SIDED_KIND:
         return f"{OSU_PREFIX}{call}_{_ONE_SIDED_KIND[key]}"
     prefix = OSU_PREFIX + ("xccl_" if variant.upper().startswith(("NCCL", "RCCL", "XCCL")) else "")
     if key in _NAMES:
         return prefix + _NAMES[key][len(OSU_PREFIX):]
-    words = key.replace("non-blocking", "i").replace(" latency", "").replace(" bandwidth", "").split()
-    return prefix + "".join(words).replace("-", "_")
+    suffix = ""
+    if " persistent" in key:
+        key, suffix = key.replace(" persistent", ""), "_persistent"
+    if key in _NAMES:
+        return prefix + _NAMES[key][len(OSU_PREFIX):] + suffix
+    for word, stem in (("non-blocking ", "i"), ("neighborhood ", "neighbor_")):
+        if key.startswith(word):
+            key, prefix = key[len(word):], prefix + stem
+    key = key.removesuffix(" latency").removesuffix(" bandwidth").replace(" personalized exchange", "")
+    key = {"broadcast": "bcast"}.get(key, key.replace("all-to-all", "alltoall"))
+    return prefix + key.replace("-", "_").replace(" ", "_") + suffix
 
 
 class _Run:
-    def __init__(self, name: str, m: re.Match[str], env: dict[str, str], command: str) -> None:
+    def __init__(self, name: str, m: re.Match[str] | None, env: dict[str, str], command: str) -> None:
+        """``m``: the test's title; None for a table printed without one, after a command line
+        or banner naming its program (a script that kept only the first title)."""
         self.run = new_run("osu", name)
-        titled = bench_name(m.group(1), m.group(2))
         program = _PROGRAM.search(command) if command else None
+        if m is None:
+            assert program is not None
+            titled = program.group(1)
+            self.run.meta["untitled"] = "no OSU title: the test named by the line before its table"
+        else:
+            titled = bench_name(m.group(1), m.group(2))
+            self.run.meta["variant"] = m.group(1)
         # the program on the command line, when it is this test's (a title names its family)
         self.bench = program.group(1) if program and _same_test(program.group(1), titled) else titled
-        version = m.group(3) or ""
+        version = (m.group(3) or "") if m is not None else ""
         self.run.source = f"osu {version}".strip()
         if version:
             self.run.versions["osu"] = version
-        self.run.meta["variant"] = m.group(1)
         self.run.meta["benchmark"] = self.bench
         self.run.env = env
         self.params: dict[str, object] = {}
@@ -129,6 +152,7 @@ class _Run:
         self.windows: list[int] = []   # ... and the window size of each of its columns
         self.graphs = False   # -G tty: the graphs after the table have begun
         self.varied = False   # osu_mbw_mr -v
+        self.done = False     # a command line after its rows: the next table is another test's
 
     def header(self, line: str) -> None:
         cols = []
@@ -231,7 +255,9 @@ class _Run:
         """A launcher's or MPI library's line inside the test's output."""
         if _NOISE.search(line):
             return
-        if _FATAL.search(line):
+        # a line that says it is a warning is one, whatever it is about ('WARNING: ... timed
+        # out, retrying'): a library's or launcher's warning never changes a run's status
+        if _FATAL.search(line) and not is_warning(line):
             self.fatal = True
             add_error(self.run, line)
         elif _WARNING.search(line):
@@ -244,8 +270,9 @@ def _same_test(program: str, titled: str) -> bool:
 
 
 def _buffers_of_command(command: str) -> dict[str, str]:
-    """``buffers`` from the command line: ``osu_bw -d cuda D H`` -> ``D H``; ``-d`` alone: ``D D``."""
-    m = _BUFFER.search(command)
+    """``buffers`` from the command line: ``osu_bw -d cuda D H`` -> ``D H``; ``-d`` alone: ``D D``;
+    a script's banner ``--- osu_bw (D D) ---``."""
+    m = _BUFFER.search(command) or _BUFFER_NOTE.search(command)
     if m and (_DEVICE.search(command) or m.group(1) != m.group(2) or m.group(1) in ("D", "M")):
         return {"buffers": f"{m.group(1)} {m.group(2)}"}
     if _DEVICE.search(command):
@@ -279,8 +306,11 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
                 cur.fatal = cur.failed = True
                 add_error(cur.run, s)
             continue
-        if OSU_PREFIX in s and not s.startswith("#"):
+        if OSU_PREFIX in s and not s.startswith("#") and not _MESSAGE.search(s):
+            # the launch command (or a script's banner naming the test) of the test that follows
             command = s.lstrip("$> ")
+            if cur is not None and cur.rows:
+                cur.done = True   # the next table is another invocation's, titled or not
             continue
         if cur is None:
             continue
@@ -290,7 +320,14 @@ def parse(text: str, name: str = "") -> list[ImportedRun]:
         if s.startswith("#"):
             body = s.lstrip("#").strip()
             dtype = _DATATYPE.match(body)
-            if body.startswith("Size"):
+            if body.startswith("Size") and cur.done and command:
+                # a table without its title after another test's command or banner: its own run
+                # (never the rows of the test before it), named by that line's program
+                cur = _Run(name, None, env, command)
+                runs.append(cur)
+                env, command = {}, ""
+                cur.header(body)
+            elif body.startswith("Size"):
                 cur.header(body)
             elif body in _MATRICES:
                 cur.start_matrix(_MATRICES[body])

@@ -38,6 +38,7 @@ from clusterbench.ingest.common import (
     add_error,
     add_warning,
     clean_lines,
+    is_warning,
     new_run,
     shown,
     text_lines,
@@ -304,7 +305,10 @@ def parse_text(text: str, name: str = "") -> list[ImportedRun]:
         elif ":" in s and not s.startswith(("local address", "remote address", "*")):
             cur.setting(s)
         if re.search(r"\b(error|failed|Couldn't|Unable)\b", s, re.IGNORECASE) and "Data ex. method" not in s:
-            add_error(cur.run, s)
+            if is_warning(s):   # 'libibverbs: Warning: couldn't load driver ...': a warning, not a failure
+                add_warning(cur.run, s)
+            else:
+                add_error(cur.run, s)
     out = []
     for r in runs:
         if not r.ms:

@@ -47,6 +47,16 @@ _SCALING_COL = re.compile(r"\b(CPU|GPU)\s*(\d+)")
 _HEALTHCHECK = re.compile(r"^Testing (?:HBM performance|unidirectional|bidirectional host|all-to-all XGMI)")
 _SCHMOO = re.compile(r"^#CUs\s*\|")
 _AVERAGE_LABEL = re.compile(r"([A-Z])[A-Z]*->([A-Z])[A-Z]*")
+# TransferBench 1.0x (rccl tools/TransferBench): the test line gives each Transfer's bytes, the
+# Transfer cell its memory, executor and sub-executors ('G00 -> [GPU 00:004] -> G01')
+_OLD_TEST = re.compile(r"^Test (\d+):\s*\[(\d+) bytes\]$")
+_OLD_TRANSFER = re.compile(r"Transfer\s+(\d+):\s*(\S+)\s*->\s*\[(\w+)\s+(\d+):(\d+)\]\s*->\s*(\S+)")
+_MEMORY = re.compile(r"([A-Z])0*(\d)")
+
+
+def _memory(cell: str) -> str:
+    """A memory location as newer TransferBench writes it: ``G00`` -> ``G0``, ``G00G01`` -> ``G0G1``."""
+    return _MEMORY.sub(r"\1\2", cell)
 
 
 def _loc(kind: str, index: str) -> str:
@@ -134,6 +144,11 @@ class _Parser:
                      stat=stat, timing=timing)
         elif s.startswith("Test ") and s.rstrip(":").split()[-1].isdecimal():
             self.test = {"index": int(s.rstrip(":").split()[-1]), "comment": self.comment}
+            self.comment = ""
+        elif _OLD_TEST.match(s):   # v1.0x: 'Test 1: [1073741824 bytes]', the bytes of each Transfer
+            m = _OLD_TEST.match(s)
+            assert m is not None
+            self.test = {"index": int(m.group(1)), "comment": self.comment, "bytes": int(m.group(2)), "moved": 0}
             self.comment = ""
         elif s.startswith("##"):
             self.comment = s.lstrip("#").strip()
@@ -235,6 +250,9 @@ class _Parser:
             return
         if not head.startswith(("Executor", "Transfer", "Aggregate")) or len(cells) < 4:
             return   # StandardDev (a spread), "# Iters Run"
+        if "bytes" in self.test and (head.startswith("Aggregate") or "->" in head):
+            self._old_config_line(s, head, bw, time_us)
+            return
         nbytes = cells[3]
         # the byte count identifies the row: a row without one would be stored as another row
         nbytes_i = to_int(_first(nbytes))
@@ -280,6 +298,34 @@ class _Parser:
             self.add(bw, stat="aggregate", timing="cpu", **base)
             self._time(time_us, stat="aggregate", timing="cpu", **base)
 
+    def _old_config_line(self, s: str, head: str, bw: float | None, time_us: float | None) -> None:
+        """A row of TransferBench 1.0x's table: ``Transfer 01: G00 -> [GPU 00:004] -> G01 | 8.413
+        GB/s | 127.626 ms | LOCAL-PCIE-2`` (source, executor with its sub-executor count,
+        destination in the first cell, the link path last; the bytes are the ``Test`` line's),
+        and ``Aggregate Bandwidth (CPU timed) | 33.518 GB/s | 128.139 ms | Overhead: 0.397 ms``,
+        whose bytes are all the test's Transfers' (its rate is their sum over the CPU time)."""
+        base: dict[str, object] = {"test": self.kind, "test_index": self.test.get("index")}
+        if self.test.get("comment"):
+            base["name"] = self.test["comment"]
+        if head.startswith("Aggregate"):
+            self.transfer = None
+            p = dict(base, bytes=self.test["moved"], stat="aggregate", timing="cpu")
+            self.add(bw, **p)
+            self._time(time_us, **p)
+            return
+        m = _OLD_TRANSFER.fullmatch(head)
+        if m is None:
+            raise self._refused(s, head, "is not 'Transfer N: SRC -> [EXECUTOR N:CUS] -> DST'", "transfer cell")
+        index, src, kind, exe, subs, dst = m.groups()
+        nbytes = int(self.test["bytes"])  # type: ignore[call-overload]
+        self.test["moved"] = int(self.test["moved"]) + nbytes  # type: ignore[call-overload]
+        method = _EXECUTOR.get(kind, kind)
+        p = dict(base, bytes=nbytes, src=_memory(src), dst=_memory(dst), method=method, transfer=int(index),
+                 subexecutors=int(subs), stat="transfer")
+        self.add(bw, **p)
+        self._time(time_us, **p)
+        self.transfer = {k: v for k, v in p.items() if k != "stat"}
+
     def _refused(self, line: str, cell: str, problem: str, what: str) -> LogFormatError:
         """The error for a cell that no TransferBench prints, with the log line it is on."""
         at = self.text.find(line)
@@ -295,21 +341,31 @@ class _Parser:
 
 
 def parse(text: str, name: str = "") -> list[ImportedRun]:
-    p = _Parser(name, text)
+    """One run per TransferBench invocation: its banner (``TransferBench v1.67``, ``Run
+    configuration (TransferBench v1.02)``) after results starts the next."""
+    parsers = [_Parser(name, text)]
     for line in clean_lines(text_lines(text)):
+        p = parsers[-1]
+        if p.ms and _VERSION.search(line):
+            p = _Parser(name, text)
+            parsers.append(p)
         if line.lstrip().startswith(("[ERROR]", "ERROR", "Error")):
             add_error(p.run, line)
         p.line(line)
-    if p.refused_preset and not p.ms:
-        raise LogFormatError(f"TransferBench {p.refused_preset} output is not a bandwidth table clusterbench "
+    out: list[ImportedRun] = []
+    refused = sorted({p.refused_preset for p in parsers if p.refused_preset})
+    for p in parsers:
+        if not p.ms:
+            continue
+        for preset in refused:
+            add_warning(p.run, f"TransferBench {preset} output in this log is not stored")
+        if p.run.errors:
+            p.run.status = INCOMPLETE
+        out.append(ImportedRun(p.run, p.ms))
+    if refused and not out:
+        raise LogFormatError(f"TransferBench {refused[0]} output is not a bandwidth table clusterbench "
                              "reads: not imported")
-    if p.refused_preset:
-        add_warning(p.run, f"TransferBench {p.refused_preset} output in this log is not stored")
-    if not p.ms:
-        return []
-    if p.run.errors:
-        p.run.status = INCOMPLETE
-    return [ImportedRun(p.run, p.ms)]
+    return out
 
 
 IMPORTERS = (

@@ -38,12 +38,40 @@ class Degraded:
                 "median": o.median, "z": o.z, "rel_dev": o.rel_dev}
 
 
+@dataclass(frozen=True)
+class Scan:
+    """What the search for degraded hosts and devices found, and what it could look at: a row
+    measured on fewer than ``MIN_IDENTITIES`` hosts or devices cannot be judged, so "none found"
+    over no judged row would claim a check that never ran."""
+
+    found: list[Degraded]
+    judged: int        # rows (benchmark, metric, params) ranked, once per identity (host, device) ranked by
+    most: int          # the most identities any judged-metric row had (0: none had one)
+
+    @property
+    def skipped(self) -> bool:
+        return self.judged == 0
+
+    def skip_reason(self) -> str:
+        return (f"no row was measured on {MIN_IDENTITIES} or more hosts or devices (at most {self.most} "
+                "here): with fewer there is no majority to tell which one is off")
+
+
+MIN_IDENTITIES = 3
+
+
 def find_degraded(rows: list[Row], threshold: float = 3.5, min_rel_dev: float = 0.05) -> list[Degraded]:
+    return scan_degraded(rows, threshold, min_rel_dev).found
+
+
+def scan_degraded(rows: list[Row], threshold: float = 3.5, min_rel_dev: float = 0.05) -> Scan:
+    """``find_degraded`` with what it could judge (``Scan``)."""
     groups: dict[tuple, list[Row]] = {}
     for r in rows:
         if is_judged(r.m.benchmark, r.m.metric) and not describes_spread(r.m):
             groups.setdefault(group_key(r), []).append(r)
     found = []
+    judged = most = 0
     for (bench, metric, params_json), grp in groups.items():
         # one unit for all hosts (a host imported in MB/s is not 1000x faster); units that do not
         # convert into each other cannot be ranked at all
@@ -58,11 +86,13 @@ def find_degraded(rows: list[Row], threshold: float = 3.5, min_rel_dev: float = 
                 k = identity(r)
                 if k is not None:
                     per.setdefault(k, []).append(value)
-            if len(per) < 3:
+            most = max(most, len(per))
+            if len(per) < MIN_IDENTITIES:
                 continue
+            judged += 1
             values = {k: median(v) for k, v in per.items()}
             hib = higher_is_better(bench, metric, unit)
             for o in flag_outliers(values, threshold=threshold, higher_is_better=hib, min_rel_dev=min_rel_dev):
                 found.append(Degraded(bench, metric, json.loads(params_json), unit, by, o))
     found.sort(key=lambda d: -abs(d.outlier.z))
-    return found
+    return Scan(found, judged, most)

@@ -22,10 +22,11 @@ from clusterbench.judge.compare import (
     SAME,
     WORSE,
     Comparison,
+    change_text_pct,
     compare,
     family_size,
 )
-from clusterbench.judge.degraded import Degraded, find_degraded
+from clusterbench.judge.degraded import Degraded, Scan, scan_degraded
 from clusterbench.judge.efficiency import (
     DevicePercent,
     device_percent_of_peak,
@@ -35,6 +36,7 @@ from clusterbench.judge.efficiency import (
 from clusterbench.judge.history import Series, build_series, detect, run_time
 from clusterbench.judge.profiles import Profile
 from clusterbench.judge.select import Row, rows_of
+from clusterbench.judge.text import failure_text, fmt, params_text, varying_keys
 from clusterbench.judge.theory import Efficiency, link_speed_for
 from clusterbench.judge.validate import Outcome, evaluate
 from clusterbench.records import COMPLETE, Measurement, Run, TelemetrySample
@@ -81,6 +83,9 @@ class Verdict:
 
     status: str
     reasons: list[str]
+    # what failed, one phrase each: every failed or erroneous criterion with its margin, then
+    # the rows a comparison found worse (the first ``WORSE_NAMED``) and the runs not complete
+    failures: list[str] = field(default_factory=list)
 
     @property
     def line(self) -> str:
@@ -95,12 +100,14 @@ class Findings:
     comparisons: list[Comparison] = field(default_factory=list)
     compare_error: str = ""
     degraded: list[Degraded] = field(default_factory=list)
+    degraded_scan: Scan | None = None   # what the degraded search could judge (None: not run)
     efficiencies: list[tuple[int, Efficiency]] = field(default_factory=list)  # (run id, eff)
     device_percents: list[tuple[int, DevicePercent]] = field(default_factory=list)
     theory: dict[tuple[str, str], float] = field(default_factory=dict)  # (benchmark, metric) -> GB/s
     link: str | None = None
     history: list[Series] = field(default_factory=list)  # headline per host over time, with changes
     warnings: list[tuple[int, noise.NoiseWarning]] = field(default_factory=list)  # (run id, warning)
+    noise_rows: int = 0   # rows with per-iteration statistics, the only ones the noise check can read
     env_diffs: list[EnvDiff] = field(default_factory=list)
     # how the A/B rows' p-values were adjusted: the same judge as ``compare``, so that the
     # report's verdict and ``compare``'s table agree row for row at the same setting
@@ -139,6 +146,7 @@ class Findings:
 
     def verdict(self) -> Verdict:
         reasons: list[str] = []
+        failures = [failure_text(o) for o in self.outcomes if o.status in ("fail", "error")]
         status = PASS
         bad_runs = [run for g in self.groups for run, _ in g.runs if run.status != COMPLETE]
         if self.outcomes:
@@ -154,12 +162,18 @@ class Findings:
         if self.degraded:
             reasons.append(f"{len(self.degraded)} degraded host/device row(s)")
             status = FAIL
+            failures += [degraded_text(d) for d in self.degraded[:WORSE_NAMED]]
         if self.comparisons:
             counts = self.comparison_counts()
             reasons.append(f"comparison {self.groups[0].label} vs {self.groups[1].label}: "
                            + self.comparison_text())
             if counts[WORSE] and status == PASS:
                 status = REGRESSION
+            worse = [c for c in self.shown_comparisons if c.status == WORSE]
+            keys = varying_keys([c.params for c in self.comparisons])
+            failures += [worse_text(c, keys) for c in worse[:WORSE_NAMED]]
+            if len(worse) > WORSE_NAMED:
+                failures.append(f"{len(worse) - WORSE_NAMED} more worse row(s) in the comparison's table")
             if (counts[NOISY] or counts[INSUFFICIENT]) and status == PASS:
                 status = NOISY_VERDICT
             untested = [c for c in self.shown_comparisons if c.status == INSUFFICIENT]
@@ -175,10 +189,32 @@ class Findings:
         elif self.compare_error:
             reasons.append(f"comparison: {self.compare_error}")
         if self.warnings:
-            reasons.append(f"{len(self.warnings)} noise warning(s) inside runs")
-            if status == PASS:
+            # A validation that passed stays PASS: noise makes a value worse far more often than
+            # better (other load slows a run), so a pass despite it is a pass, and qualify's
+            # exit code says so too. Where nothing was judged against a bound, noise is the verdict.
+            judged = any(o.status in ("pass", "fail") for o in self.outcomes)
+            reasons.append(f"{len(self.warnings)} noise warning(s) inside runs"
+                           + (": passed all the same" if judged and status == PASS else ""))
+            if status == PASS and not judged:
                 status = NOISY_VERDICT
-        return Verdict(status, reasons)
+        return Verdict(status, reasons, failures)
+
+
+WORSE_NAMED = 10   # rows of a comparison (or degraded rows) a verdict names; its table has them all
+
+
+def worse_text(c: Comparison, keys: set[str]) -> str:
+    """A row a comparison found worse, in one phrase: what it is (``keys``: the params that tell
+    the rows apart) and by how much B is off A."""
+    shown = params_text(c.params, keys) if keys else "-"
+    what = " ".join(x for x in (c.benchmark, c.metric, shown) if x != "-")
+    return f"{what}: {change_text_pct(c.a.mean, c.b.mean)} (B vs A)"
+
+
+def degraded_text(d: Degraded) -> str:
+    o = d.outlier
+    off = change_text_pct(o.median, o.value) if o.median else "from 0"
+    return f"{d.by} {o.key}: {d.benchmark} {d.metric} {fmt(o.value, d.unit)}, {off} off the median"
 
 
 def _fewest(rows: list[Comparison]) -> str:
@@ -237,12 +273,15 @@ def gather(groups: list[Group], *, profile: Profile | None = None, link: str | N
             f.comparisons = compare(groups[0].rows, groups[1].rows, adjust_by=adjust)
         except UsageError as e:
             f.compare_error = str(e)
-    f.degraded = find_degraded(rows)
+    f.degraded_scan = scan_degraded(rows)
+    f.degraded = f.degraded_scan.found
     f.history = history_of(groups)
     f.env_diffs = _environment_diffs(groups)
     for g in groups:
         for run, ms in g.runs:
-            f.warnings += [(run.id, w) for w in noise.check(ms)]
+            # a run of a --repeat is not told to be repeated
+            f.warnings += [(run.id, w) for w in noise.check(ms, repeating="repeat_group" in run.tags)]
+            f.noise_rows += len(noise.row_stats(ms))
             f.efficiencies += [(run.id, e) for e in run_link_efficiency(run, ms, link, nodes)]
             f.device_percents += [(run.id, d) for d in device_percent_of_peak(run, ms)]
             rate = link_speed_for(run.tags, link)

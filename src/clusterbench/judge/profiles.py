@@ -44,6 +44,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from clusterbench.choices import GPU_VENDORS
 from clusterbench.errors import UsageError
 from clusterbench.families import FAMILIES, by_command, family_of, metric_of
 from clusterbench.families.base import Family
@@ -55,7 +56,7 @@ from clusterbench.units import format_plain, parse_size, unit_scale
 
 OPERATORS = (">=", ">", "<=", "<", "range")
 AGGREGATES = ("all", "min", "max", "mean", "median")
-_PROFILE_KEYS = {"name", "description", "source", "notes", "criteria", "suite"}
+_PROFILE_KEYS = {"name", "description", "source", "notes", "criteria", "suite", "vendor"}
 _STEP_KEYS = {"name", "command"}
 # Options qualify sets on every step itself: where runs are stored and how output is printed.
 RESERVED_STEP_OPTIONS = ("--db", "--db-passfile", "--json", "--repeat")
@@ -137,6 +138,7 @@ class Profile:
     path: str = ""
     suite: tuple[SuiteStep, ...] = ()
     notes: str = ""
+    vendor: str | None = None   # the GPUs it is for (GPU_VENDORS): what a launcher's pods need
 
 
 def _number(where: str, key: str, v: Any) -> float:
@@ -525,9 +527,13 @@ def parse_profile(data: Any, origin: str = "<profile>") -> Profile:
     lines = getattr(data, "key_lines", {})
     text = {k: _text(f"profile {origin}, line {lines.get(k, '?')}", k, data.get(k))
             for k in ("name", "description", "source", "notes")}
+    vendor = data.get("vendor")
+    if vendor is not None and vendor not in GPU_VENDORS:
+        raise UsageError(f"profile {origin}, line {lines.get('vendor', '?')}: vendor {vendor!r}: expected "
+                         f"{' or '.join(GPU_VENDORS)}")
     return Profile(name=text["name"] or Path(origin).stem, criteria=criteria,
                    description=text["description"], source=text["source"], notes=text["notes"],
-                   path=origin, suite=parse_suite(data.get("suite"), origin))
+                   path=origin, suite=parse_suite(data.get("suite"), origin), vendor=vendor)
 
 
 # Built-in profiles ship as package data next to the code.
@@ -616,6 +622,8 @@ def dump_profile(profile: Profile) -> str:
         out["source"] = profile.source
     if profile.notes:
         out["notes"] = profile.notes
+    if profile.vendor:
+        out["vendor"] = profile.vendor
     if profile.suite:
         out["suite"] = [{"name": st.name, "command": list(st.command)} for st in profile.suite]
     crits = []

@@ -89,7 +89,7 @@ def node_count(run: Run, by: str) -> int:
     an imported log without host lines) or its ranks (``--by ranks``). A run that records neither
     is refused: counted as 1 node it was averaged into the baseline and skewed every speedup."""
     if by == "ranks":
-        if run.ranks < 1:
+        if run.ranks is None or run.ranks < 1:
             raise UsageError(f"run {run.id} records no rank count: cannot place it in a scaling table")
         return run.ranks
     if run.hosts:
@@ -104,7 +104,7 @@ def point_for(group: str, run: Run, measurements: list[Measurement], metric: str
     value = overall_value(measurements, metric)
     if value is None:
         return None
-    return Point(group, node_count(run, by), run.ranks, value, run.id)
+    return Point(group, node_count(run, by), run.ranks or 0, value, run.id)
 
 
 def _cell(exact: Decimal | None, value: float, width: int) -> str:

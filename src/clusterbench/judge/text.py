@@ -32,15 +32,30 @@ def fmt(v: float | None, unit: str = "") -> str:
     return f"{s} {unit}".rstrip()
 
 
+def margin_text(o: Outcome) -> str:
+    """``-0.051 GB/s (-0.1%)``: how far inside (+) or outside (-) its bound a criterion's value is,
+    in the measured rows' unit, named: it need not be the threshold's (MB/s rows, a GB/s bound)."""
+    if o.margin is None:
+        return "-"
+    return f"{o.margin:+.4g} {o.unit}".rstrip() + (
+        f" ({compact(o.margin_pct, 1, True)}%)" if o.margin_pct is not None else "")
+
+
+def failure_text(o: Outcome) -> str:
+    """A failed or erroneous criterion in one phrase, for a verdict: its name, what was measured
+    against what it needed, and the margin; an error says why instead."""
+    if o.measured is None:
+        return f"{o.criterion.name}: {o.status}" + (f": {o.detail}" if o.detail else "")
+    return f"{o.criterion.name}: {fmt(o.measured, o.unit)}, needs {o.threshold}: {margin_text(o)}"
+
+
 def outcome_lines(outcomes: list[Outcome]) -> list[str]:
     width = min(60, max((len(o.criterion.name) for o in outcomes), default=10))
     lines = [f"{'status':<8} {'criterion':<{width}} {'measured':>16}  {'threshold':<22} {'margin':>26}  detail"]
     counts: dict[str, int] = {}
     for o in outcomes:
         counts[o.status] = counts.get(o.status, 0) + 1
-        # in the measured rows' unit, named: it need not be the threshold's (MB/s rows, a GB/s bound)
-        margin = "-" if o.margin is None else f"{o.margin:+.4g} {o.unit}".rstrip() + (
-            f" ({compact(o.margin_pct, 1, True)}%)" if o.margin_pct is not None else "")
+        margin = margin_text(o)
         name = o.criterion.name if len(o.criterion.name) <= width else o.criterion.name[:width - 3] + "..."
         lines.append(f"{o.status.upper():<8} {name:<{width}} {fmt(o.measured, o.unit):>16}  "
                      f"{o.threshold:<22} {margin:>26}  {o.detail}")

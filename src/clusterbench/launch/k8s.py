@@ -2,9 +2,17 @@
 MPIJob (Launcher + Worker) variant, with GPU resources, a memory-backed /dev/shm, and optional
 Multus secondary networks (``k8s.v1.cni.cncf.io/networks``) as the OpenShift RDMA study used.
 
-The container runs the clusterbench command as an argument list. Where clusterbench is installed
-in the pod first, a fixed ``sh -c`` script does it and every user value reaches that shell as a
-positional argument (``"$1"``, ``"$@"``), never as script text. The manifest is produced by a
+The GPU vendor (``nvidia`` or ``amd``) decides the GPU resource, the default image and, on AMD,
+the device mounts and groups the ROCm runtime needs: ``amd.com/gpu``, a ROCm PyTorch image,
+``/dev/kfd`` and ``/dev/dri`` from the node (hostPath) and the supplemental groups that own them
+(video and render), as AMD documents for containers (``--device /dev/kfd --device /dev/dri
+--group-add video --group-add render``).
+
+The container runs the clusterbench command as an argument list, with the clusterbench its image
+holds: nothing is installed from a public index at pod start unless asked (an air-gapped cluster
+cannot reach one). Where clusterbench is installed in the pod first (a wheel, or a requirement
+from a given index), a fixed ``sh -c`` script does it and every user value reaches that shell as
+a positional argument (``"$1"``, ``"$@"``), never as script text. The manifest is produced by a
 YAML dumper, so a value cannot change its structure.
 
 Results come home two ways: the team database URL from a Kubernetes Secret
@@ -56,11 +64,34 @@ MAX_INDEXED_PARALLELISM = 100_000   # Kubernetes' limit on an Indexed Job's para
 DEFAULT_SECRET_KEY = "url"
 # Same version as the launching clusterbench, so the pods print the JSON lines this one imports.
 DEFAULT_INSTALL = f"clusterbench=={__version__}"
-# Public images with PyTorch (and so torchrun); clusterbench is pip-installed on top.
-DEFAULT_IMAGES = {"amd.com/gpu": "rocm/pytorch:latest"}
-DEFAULT_IMAGE = "pytorch/pytorch:latest"
-# The fixed installer: the requirement is $1, the command the rest; no user text is script text.
+# The fixed installers: the wheel or requirement is $1 (with an index: the index $1, the
+# requirement $2), the command the rest; no user text is script text.
 INSTALL_SCRIPT = 'pip install --quiet --no-cache-dir "$1" && shift && exec "$@"'
+INDEX_INSTALL_SCRIPT = 'pip install --quiet --no-cache-dir --index-url "$1" "$2" && shift 2 && exec "$@"'
+# The groups of the AMD device files on Debian and Ubuntu nodes, as ROCm's Ubuntu images create
+# them (video 44; render 109, which other distributions number otherwise: --supplemental-groups)
+VIDEO_GID, RENDER_GID = 44, 109
+
+
+@dataclass(frozen=True)
+class Vendor:
+    """What a GPU vendor's pods need: the device plugin's resource, a public PyTorch image for
+    it (torchrun inside), host devices to mount (volume name, path, hostPath type) and the
+    groups that may open them."""
+
+    name: str
+    gpu_resource: str
+    image: str
+    devices: tuple[tuple[str, str, str], ...] = ()
+    groups: tuple[int, ...] = ()
+
+
+VENDORS = {   # every vendor of GPU_VENDORS
+    "nvidia": Vendor("nvidia", "nvidia.com/gpu", "pytorch/pytorch:latest"),
+    # ROCm's runtime opens /dev/kfd (compute) and /dev/dri/renderD* (one per GPU)
+    "amd": Vendor("amd", "amd.com/gpu", "rocm/pytorch:latest",
+                  (("kfd", "/dev/kfd", "CharDevice"), ("dri", "/dev/dri", "Directory")), (VIDEO_GID, RENDER_GID)),
+}
 
 
 def check_image(image: str) -> str:
@@ -70,17 +101,59 @@ def check_image(image: str) -> str:
     return image
 
 
-def check_install(spec: str) -> str:
+def check_install(spec: str, what: str = "--install") -> str:
     """A pip requirement or URL: any text but control characters, and no leading '-' (an option)."""
-    check_text(spec, "--install")
+    check_text(spec, what)
     if not spec.strip() or spec.lstrip().startswith("-"):
-        raise UsageError(f"invalid --install {spec!r}: expected a pip requirement or URL, "
+        raise UsageError(f"invalid {what} {spec!r}: expected a pip requirement or URL, "
                          "e.g. clusterbench==0.1.0 or https://host/clusterbench-0.1.0-py3-none-any.whl")
     return spec
 
 
-def default_image(gpu_resource: str) -> str:
-    return DEFAULT_IMAGES.get(gpu_resource, DEFAULT_IMAGE)
+@dataclass(frozen=True)
+class InstallFrom:
+    """``--install-from``: a wheel (a path as the pod sees it, or a URL) pip installs, or a
+    package index pip installs this clusterbench's version from (a mirror inside the cluster)."""
+
+    wheel: str | None = None
+    index_url: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> InstallFrom:
+        check_install(text, "--install-from")
+        from urllib.parse import urlsplit
+
+        if text.endswith(".whl"):
+            return cls(wheel=text)
+        parts = urlsplit(text)
+        if parts.scheme in ("http", "https", "file") and (parts.netloc or parts.scheme == "file") \
+                and not re.search(r"\s", text):
+            return cls(index_url=text)
+        raise UsageError(f"invalid --install-from {text!r}: expected a wheel (a .whl path in the pod, or "
+                         "its URL) or a package index URL (https://pypi.example.org/simple)")
+
+    def command(self, command: list[str]) -> list[str]:
+        if self.wheel is not None:
+            return ["sh", "-c", INSTALL_SCRIPT, "clusterbench-install", self.wheel, *command]
+        return ["sh", "-c", INDEX_INSTALL_SCRIPT, "clusterbench-install", str(self.index_url), DEFAULT_INSTALL,
+                *command]
+
+
+def choose_vendor(given: str | None, profile: tuple[str, str] | None = None,
+                  gpu_resource: str | None = None) -> str:
+    """The GPU vendor of the pods: ``--vendor``, else the one the command's profile is for
+    (``(profile name, vendor)``; a profile for AMD hardware implies AMD), else the one whose
+    resource ``--gpu-resource`` names, else NVIDIA. ``--vendor`` against its profile is an error."""
+    if given is not None and given not in VENDORS:
+        raise UsageError(f"invalid --vendor {given!r}: expected {' or '.join(VENDORS)}")
+    if given is not None and profile is not None and profile[1] != given:
+        raise UsageError(f"--vendor {given}, but profile {profile[0]} is for {profile[1]} GPUs: give the "
+                         "vendor of the nodes the profile describes, or leave --vendor out")
+    if given is not None:
+        return given
+    if profile is not None:
+        return profile[1]
+    return next((v.name for v in VENDORS.values() if v.gpu_resource == gpu_resource), "nvidia")
 
 
 @dataclass(frozen=True)
@@ -107,18 +180,37 @@ class K8sOptions:
     name: str = "clusterbench"
     namespace: str | None = None
     image: str | None = None                 # None: a public PyTorch image for the GPU vendor
-    gpu_resource: str = "nvidia.com/gpu"     # amd.com/gpu on AMD
+    gpu_resource: str | None = None          # None: the vendor's (nvidia.com/gpu, amd.com/gpu)
     shm_size: str = "16Gi"
     networks: tuple[str, ...] = ()           # Multus NetworkAttachmentDefinitions
     cpu: str | None = None
     memory: str | None = None
     extra_resources: dict[str, str] = field(default_factory=dict)   # e.g. rdma/roce_gdr: "1"
-    install: str | None = DEFAULT_INSTALL    # pip-installed in the pod first; None: in the image
+    install: str | None = None               # a requirement pip-installs in the pod first; None: in the image
+    install_from: InstallFrom | None = None  # or a wheel or an index to install from
     db_secret: SecretRef | None = None       # CLUSTERBENCH_DB from this Secret key
+    vendor: str | None = None                # None: the one --gpu-resource names, else nvidia
+    supplemental_groups: tuple[int, ...] | None = None   # None: the vendor's (AMD: video, render)
+
+    @property
+    def gpu_vendor(self) -> Vendor:
+        return VENDORS[choose_vendor(self.vendor, gpu_resource=self.gpu_resource)]
+
+    @property
+    def gpu(self) -> str:
+        return self.gpu_resource or self.gpu_vendor.gpu_resource
 
     @property
     def image_ref(self) -> str:
-        return self.image or default_image(self.gpu_resource)
+        return self.image or self.gpu_vendor.image
+
+    @property
+    def groups(self) -> tuple[int, ...]:
+        return self.gpu_vendor.groups if self.supplemental_groups is None else self.supplemental_groups
+
+    @property
+    def installs(self) -> bool:
+        return self.install is not None or self.install_from is not None
 
     def check(self) -> None:
         if not _DNS1123.fullmatch(self.name) or len(self.name) > 63:
@@ -135,7 +227,13 @@ class K8sOptions:
             if not re.fullmatch(r"^[a-z0-9]([-a-z0-9./]*[a-z0-9])?$", n):
                 raise UsageError(f"invalid --network {n!r}: a NetworkAttachmentDefinition name")
         check_image(self.image if self.image is not None else self.image_ref)   # '' is no image
-        for what, r in (("--gpu-resource", self.gpu_resource), *(("--resource", n) for n in self.extra_resources)):
+        choose_vendor(self.vendor)
+        if self.install is not None and self.install_from is not None:
+            raise UsageError("--install and --install-from both say what to install: give one")
+        for gid in self.groups:
+            if isinstance(gid, bool) or not isinstance(gid, int) or not 0 <= gid <= 2**31 - 1:
+                raise UsageError(f"invalid --supplemental-groups GID {gid!r}: a group id from 0 to 2147483647")
+        for what, r in (("--gpu-resource", self.gpu), *(("--resource", n) for n in self.extra_resources)):
             if not _RESOURCE.fullmatch(r):
                 raise UsageError(f"invalid {what} {r!r}: a resource name such as nvidia.com/gpu")
         for r, count in self.extra_resources.items():
@@ -204,24 +302,28 @@ def _env(spec: Spec, opts: K8sOptions, own: tuple[str, ...] = ()) -> list[dict[s
     return env
 
 
-def _installing(command: list[str], install: str | None) -> list[str]:
-    """``command``, preceded by pip-installing ``install`` when given."""
-    if install is None:
+def _installing(command: list[str], opts: K8sOptions) -> list[str]:
+    """``command``, preceded by installing clusterbench when asked (``--install``,
+    ``--install-from``); as it is by default, for the clusterbench of the image."""
+    if opts.install_from is not None:
+        return opts.install_from.command(command)
+    if opts.install is None:
         return list(command)
-    return ["sh", "-c", INSTALL_SCRIPT, "clusterbench-install", install, *command]
+    return ["sh", "-c", INSTALL_SCRIPT, "clusterbench-install", opts.install, *command]
 
 
 def _container(spec: Spec, opts: K8sOptions, name: str, command: list[str], gpus: int,
                own_env: tuple[str, ...] = ()) -> dict[str, Any]:
-    if gpus and opts.gpu_resource in opts.extra_resources:
+    gpu = opts.gpu
+    if gpus and gpu in opts.extra_resources:
         # one of the two counts would silently replace the other in limits and requests
-        raise UsageError(f"--resource {opts.gpu_resource}={opts.extra_resources[opts.gpu_resource]} and "
+        raise UsageError(f"--resource {gpu}={opts.extra_resources[gpu]} and "
                          f"--gpus-per-node {gpus} both set the GPU count: give --gpus-per-node only")
     limits: dict[str, str] = dict(opts.extra_resources)
     requests: dict[str, str] = dict(opts.extra_resources)
     if gpus:
-        limits[opts.gpu_resource] = str(gpus)
-        requests[opts.gpu_resource] = str(gpus)
+        limits[gpu] = str(gpus)
+        requests[gpu] = str(gpus)
     if opts.cpu:
         requests["cpu"] = opts.cpu
     if opts.memory:
@@ -231,18 +333,25 @@ def _container(spec: Spec, opts: K8sOptions, name: str, command: list[str], gpus
         # variables (the database Secret's URL) when the kubelet starts it
         "name": name, "image": opts.image_ref, "command": [k8s_literal(w) for w in command],
         "env": _env(spec, opts, own_env),
-        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"},
+                         *({"name": v, "mountPath": path} for v, path, _ in (opts.gpu_vendor.devices if gpus else ()))],
     }
     if limits or requests:
         c["resources"] = {k: v for k, v in (("limits", limits), ("requests", requests)) if v}
     return c
 
 
-def _pod(spec: Spec, opts: K8sOptions, container: dict[str, Any]) -> dict[str, Any]:
+def _pod(spec: Spec, opts: K8sOptions, container: dict[str, Any], gpus: int = 0) -> dict[str, Any]:
+    """A pod template of ``container``; one given GPUs gets the vendor's device files from the
+    node, and the groups that may open them."""
+    devices = opts.gpu_vendor.devices if gpus else ()
     template: dict[str, Any] = {"spec": {
         "containers": [container],
-        "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": opts.shm_size}}],
+        "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": opts.shm_size}},
+                    *({"name": v, "hostPath": {"path": path, "type": kind}} for v, path, kind in devices)],
     }}
+    if gpus and opts.groups:
+        template["spec"]["securityContext"] = {"supplementalGroups": list(opts.groups)}
     if opts.networks:
         template["metadata"] = {"annotations": {"k8s.v1.cni.cncf.io/networks": ",".join(opts.networks)}}
     return template
@@ -261,12 +370,12 @@ def pytorchjob(spec: Spec, opts: K8sOptions) -> dict[str, Any]:
     check_counts(spec)
     check_job_name(opts.name, spec.nodes - 1)
     cmd = _installing(["torchrun", f"--nnodes={spec.nodes}", f"--nproc_per_node={spec.procs_per_node}",
-                       "-m", "clusterbench", *spec.command], opts.install)
+                       "-m", "clusterbench", *spec.command], opts)
     gpus = spec.gpus_per_node
 
     def replica(n: int) -> dict[str, Any]:
         return {"replicas": n, "restartPolicy": "Never",
-                "template": _pod(spec, opts, _container(spec, opts, "pytorch", cmd, gpus))}
+                "template": _pod(spec, opts, _container(spec, opts, "pytorch", cmd, gpus), gpus)}
 
     replicas = {"Master": replica(1)}  # each replica builds its own lists: no YAML anchors
     if spec.nodes > 1:
@@ -285,7 +394,7 @@ def mpijob(spec: Spec, opts: K8sOptions) -> dict[str, Any]:
     if opts.image is None:
         raise UsageError("--kind mpijob needs --image: an image with Open MPI, sshd, PyTorch and "
                          "clusterbench (see docs/multi-node.md)")
-    if opts.install is not None:
+    if opts.installs:
         raise UsageError("--install does not apply to --kind mpijob, which runs the clusterbench "
                          "of its image (see docs/multi-node.md)")
     opts.check()
@@ -300,7 +409,7 @@ def mpijob(spec: Spec, opts: K8sOptions) -> dict[str, Any]:
     launcher = _pod(spec, opts, _container(spec, opts, "launcher", mpirun, 0))
     launcher["spec"]["containers"][0].pop("resources", None)
     worker = _pod(spec, opts, _container(spec, opts, "worker", ["/usr/sbin/sshd", "-De"],
-                                         spec.gpus_per_node))
+                                         spec.gpus_per_node), spec.gpus_per_node)
     return {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": _meta(opts),
             "spec": {"slotsPerWorker": spec.procs_per_node,
                      "runPolicy": {"cleanPodPolicy": "Running"},
@@ -327,10 +436,10 @@ def cronjob(spec: Spec, opts: K8sOptions, schedule: str, time_zone: str | None =
     if len(opts.name) > 52:   # its Jobs are named NAME-<11 digits>
         raise UsageError(f"invalid --name {opts.name!r} for --schedule: a CronJob's name has at most 52 characters")
     schedule = check_schedule(schedule)
-    command = _installing(["clusterbench", *spec.command], opts.install)
+    command = _installing(["clusterbench", *spec.command], opts)
     container = _container(spec, opts, "clusterbench", command, spec.gpus_per_node, own_env=(NODE_ENV,))
     container["env"].append({"name": NODE_ENV, "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}})
-    pod = _pod(spec, opts, container)
+    pod = _pod(spec, opts, container, spec.gpus_per_node)
     labels = {"app.kubernetes.io/name": "clusterbench", CRONJOB_LABEL: opts.name}
     pod.setdefault("metadata", {})["labels"] = labels
     pod["spec"]["restartPolicy"] = "Never"

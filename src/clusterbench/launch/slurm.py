@@ -137,18 +137,47 @@ def sbatch_script(spec: Spec, opts: SlurmOptions) -> str:
     lines += [f"#SBATCH {x}" for x in opts.extra]
     lines += ["", "set -euo pipefail", "# Communication settings passed with --env"]
     lines += [f"export {k}={shlex.quote(v)}" for k, v in spec.env.items()]
-    lines += [
-        "# Rank 0's host is the rendezvous address unless MASTER_ADDR is given",
-        'if [ -z "${MASTER_ADDR:-}" ]; then',
-        '  MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
-        "fi",
-        "export MASTER_ADDR",
-        "",
+    lines += [*MASTER_ADDR_LINES, "",
         " ".join(["srun", "--kill-on-bad-exit=1", f"--ntasks-per-node={spec.procs_per_node}",
                   *[shlex.quote(w) for w in spec.argv()]]),
         "",
     ]
     return "\n".join(lines)
+
+
+# The rendezvous address, found and checked in the first seconds of the job, before srun starts
+# a rank: a name no lookup finds left every rank waiting for a store that never answered, until
+# --wait-timeout cancelled the job. A MASTER_ADDR given (--env) must resolve; else it is the
+# job's first node (where this script and rank 0 run), by the address a lookup gives for its
+# name, or, where the name is in no lookup or names only a loopback address (Debian's /etc/hosts
+# maps a host's own name to 127.0.1.1) and other nodes take part, the first address this node has.
+MASTER_ADDR_LINES = (
+    "# The rendezvous address: MASTER_ADDR if given, else the job's first node (rank 0's, this one);",
+    "# resolved and checked before any rank starts",
+    'if [ -n "${MASTER_ADDR:-}" ]; then',
+    '  if [ -z "$(getent hosts "$MASTER_ADDR" | head -n 1)" ]; then',
+    '    echo "clusterbench: error: MASTER_ADDR $MASTER_ADDR does not resolve on ${SLURMD_NODENAME:-$(hostname)}'
+    ' (getent hosts found no address): give an address the nodes reach, --env MASTER_ADDR=IP" >&2',
+    "    exit 2",
+    "  fi",
+    "else",
+    # (set -e ends the script at an assignment whose pipeline failed: a name getent cannot find)
+    '  master=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1) || true',
+    '  found=$(getent hosts "$master" | awk \'{print $1; exit}\') || true',
+    '  MASTER_ADDR=$found',
+    '  unreachable() { [ -z "$MASTER_ADDR" ] || { [ "${SLURM_JOB_NUM_NODES:-1}" -gt 1 ] \\',
+    '    && case "$MASTER_ADDR" in 127.*|::1) true ;; *) false ;; esac; }; }',
+    '  if unreachable && [ "$master" = "${SLURMD_NODENAME:-}" ]; then',
+    '    MASTER_ADDR=$(hostname -I 2>/dev/null | awk \'{print $1}\') || true',
+    "  fi",
+    "  if unreachable; then",
+    '    echo "clusterbench: error: MASTER_ADDR: node $master, the job\'s first, has no address the other nodes'
+    ' reach (getent hosts on ${SLURMD_NODENAME:-$(hostname)}: ${found:-none}): give one, --env MASTER_ADDR=IP" >&2',
+    "    exit 2",
+    "  fi",
+    "fi",
+    "export MASTER_ADDR",
+)
 
 
 def _need(tool: str) -> str:
@@ -186,6 +215,7 @@ class JobInfo:
     reason: str = ""                # why it waits (Priority, Resources, ...)
     queued_s: float | None = None   # StartTime - SubmitTime once it started, else time since submit
     run_s: float | None = None      # RunTime
+    stderr: str = ""                # StdErr: the file the job's standard error went to
 
     @property
     def done(self) -> bool:
@@ -244,7 +274,27 @@ def parse_job(text: str, now: float | None = None) -> JobInfo:
         elif start is not None:
             queued = start - submit
     run_s = _slurm_seconds(fields.get("RunTime", "")) if state != "PENDING" else None
-    return JobInfo(state, fields.get("ExitCode", ""), fields.get("Reason", ""), queued, run_s)
+    return JobInfo(state, fields.get("ExitCode", ""), fields.get("Reason", ""), queued, run_s,
+                   fields.get("StdErr", ""))
+
+
+ERROR_PREFIX = "clusterbench: error: "
+_TAIL_BYTES = 1 << 16
+
+
+def job_error(info: JobInfo) -> str | None:
+    """The last ``clusterbench: error:`` line the job wrote to its standard error (the batch
+    script's own checks, a rank's one line), without the prefix; None when there is none or the
+    file cannot be read here (an output directory only the nodes see)."""
+    try:
+        with open(info.stderr, "rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - _TAIL_BYTES))
+            tail = f.read().decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return None
+    lines = [line[len(ERROR_PREFIX):].strip() for line in tail.splitlines() if line.startswith(ERROR_PREFIX)]
+    return (lines[-1] or None) if lines else None
 
 
 def job_info(job: str) -> JobInfo:

@@ -102,6 +102,7 @@ class RankContext:
     progress_fn: Callable[[int], None] | None = None
     hosts: list[str] = field(default_factory=list)
     device_names: list[str] = field(default_factory=list)
+    store: Any = None  # the rendezvous store the process group was made from (shared ids: --engine nccl)
     _steps: int = 0
     _benchmark: str | None = None  # of the last rows sent: where a note without one belongs
 
@@ -189,9 +190,10 @@ _groups = 0
 def _job_store(env: RankEnv, timeout: timedelta) -> Any:
     import torch.distributed as dist
 
-    global _groups
+    global _groups, _join_started
     wait_s = timeout.total_seconds()
-    deadline = time.monotonic() + wait_s
+    _join_started = time.monotonic()
+    deadline = _join_started + wait_s
     key = (env.master_addr, env.master_port)
     if key not in _stores:
         _check_resolves(env.master_addr, 0.8 * wait_s)   # before the watchdog's --timeout
@@ -218,6 +220,13 @@ def group_prefix() -> str:
 JOIN_NOTICE_S = 15.0
 
 _joining: str | None = None
+_join_started: float | None = None
+
+
+def join_started() -> float | None:
+    """When this process last began to gather a group (its --timeout for the join counts from
+    then); None before its first: until then the rank is starting (importing PyTorch), alone."""
+    return _join_started
 
 
 def joining() -> str | None:
@@ -400,7 +409,7 @@ def setup(env: RankEnv, options: RankOptions) -> RankContext:
     store = _job_store(env, timeout)
     dist.init_process_group(backend=backend, store=store, rank=env.rank,
                             world_size=env.world_size, timeout=timeout, **bound)
-    ctx = RankContext(env=env, device=device, backend=backend, options=options)
+    ctx = RankContext(env=env, device=device, backend=backend, options=options, store=store)
     gathered: list[Any] = [None] * env.world_size
     dist.all_gather_object(gathered, (host, name, ident))
     if device_type == "cuda":

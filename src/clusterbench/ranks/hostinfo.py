@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clusterbench.envinfo import inventory
+from clusterbench.envinfo import context, inventory
 from clusterbench.ranks.context import RankContext
 from clusterbench.telemetry.sampler import Sampler, summarize
 
@@ -32,16 +32,27 @@ def _gather(ctx: RankContext, obj: Any) -> list[Any]:
 
 
 def record_inventory(ctx: RankContext) -> None:
-    """Gather each host's inventory to rank 0 and emit it as ``meta["inventory"]``."""
-    mine = None
+    """Gather each host's inventory to rank 0 and emit it as ``meta["inventory"]``, with the
+    CPUs each rank of that host may run on (``ranks``: its affinity as it got it from
+    ``taskset``, a launcher's binding or a container's cpuset, asked in the rank itself)."""
+    inv = None
     if ctx.env.local_rank == 0:
         try:
-            mine = (_host(ctx), inventory.cached())
+            inv = inventory.cached()
         except Exception as e:  # noqa: BLE001 - a broken reader must not cost the benchmark
-            mine = (_host(ctx), {"error": f"{type(e).__name__}: {e}"})
+            inv = {"error": f"{type(e).__name__}: {e}"}
+    mine = (_host(ctx), inv, {"rank": ctx.rank, "local_rank": ctx.env.local_rank, "cpus": context.affinity()})
     gathered = _gather(ctx, mine)
-    if ctx.is_root:
-        ctx.meta({"inventory": {h: inv for h, inv in (g for g in gathered if g)}})
+    if not ctx.is_root:
+        return
+    found: dict[str, Any] = {}
+    for host, got, _ in gathered:
+        if got is not None:
+            found[host] = dict(got)   # a copy: the cached inventory is this process's, unchanged
+    for host, _, rank in sorted(gathered, key=lambda g: g[2]["rank"]):
+        if host in found:
+            found[host].setdefault("ranks", []).append(rank)
+    ctx.meta({"inventory": found})
 
 
 def _interval(ctx: RankContext) -> float:

@@ -31,14 +31,17 @@ class _Watchdog:
     PyTorch's C++ for a peer (a rendezvous, a collective), Python runs no signal handler until
     that wait ends, which may be never. The signal's number still arrives on the wakeup pipe."""
 
-    GRACE = 3.0   # seconds the main thread has to take a signal itself
+    GRACE = 3.0   # seconds the main thread has to take a signal itself, or end its own wait
     SHORT_GRACE = 0.4   # ... when it waits on a peer that is gone: it cannot take it
+    # A rank's own start (imports, its device) involves no peer, so --timeout does not count it:
+    # under load importing PyTorch alone can take longer than a short --timeout. Bounded apart.
+    STARTUP_S = 600.0
 
     def __init__(self, timeout: float, env: RankEnv, on_abort: OnAbort) -> None:
         self.timeout = timeout
         self.env = env
         self.on_abort = on_abort
-        self.last = time.monotonic()
+        self.last = self.born = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True, name="clusterbench-watchdog")
         self._wake_r, self._wake_w = socket.socketpair()
@@ -76,11 +79,21 @@ class _Watchdog:
             if signum is not None and stopped_by() is None and time.monotonic() - since > self._grace():
                 self._end(f"rank {self.env.rank} on {self.env.host}: {describe(signum)} while it waited for "
                           "a peer rank", 128 + signum, signum)
-            if time.monotonic() - self.last > self.timeout:
-                waiting = ctxmod.joining()   # still gathering the group: say for whom, not "no progress"
-                why = (f"{waiting} within {self.timeout:g} s (--timeout)" if waiting else
-                       f"no progress for {self.timeout:g} s (a peer rank hung or died; --timeout)")
-                self._end(f"rank {self.env.rank} on {self.env.host}: {why}", 1, None)
+            now, started = time.monotonic(), ctxmod.join_started()
+            if started is None:
+                limit = max(self.timeout, self.STARTUP_S)
+                if now - self.born > limit:
+                    self._end(f"rank {self.env.rank} on {self.env.host}: did not start within {limit:g} s "
+                              "(importing PyTorch, opening its device)", 1, None)
+                continue
+            idle = now - max(self.last, started)
+            waiting = ctxmod.joining()   # still gathering the group: say for whom, not "no progress"
+            if waiting and idle > self.timeout + self.GRACE:   # the wait ends itself at --timeout
+                self._end(f"rank {self.env.rank} on {self.env.host}: {waiting} within {self.timeout:g} s "
+                          "(--timeout)", 1, None)
+            elif not waiting and idle > self.timeout:
+                self._end(f"rank {self.env.rank} on {self.env.host}: no progress for {self.timeout:g} s "
+                          "(a peer rank hung or died; --timeout)", 1, None)
 
     def _grace(self) -> float:
         """How long the main thread has to take a signal itself: not ``GRACE`` on rank 0 when a
@@ -98,10 +111,11 @@ class _Watchdog:
             msg = (f"{gone_words(lost)}; {stopped_after(self.env, signum)} (it waited for that rank)"
                    if signum is not None else f"{gone_words(lost)}; {msg}")
             signum = None
+        # the reason first, then what rank 0 stored (on_abort says it), as a run that ends itself
+        print(f"clusterbench: error: {printable(msg)}", file=sys.stderr, flush=True)
         try:
             self.on_abort(msg, signum)
         finally:
-            print(f"clusterbench: error: {printable(msg)}", file=sys.stderr, flush=True)
             os._exit(code)
 
 

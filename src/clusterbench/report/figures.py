@@ -188,18 +188,38 @@ def _history(f: Findings) -> list[FigureEntry]:
     for s in f.history:
         rows.setdefault((s.benchmark, s.metric, s.label), []).append(s)
     ranked = sorted(rows.items(), key=lambda kv: -sum(len(s.changes) for s in kv[1]))
+    # With groups to compare (A/B), each host's points are drawn per group, a colour each and the
+    # 95% confidence band of the group's mean across its span: one line through both groups
+    # would read as one setup that changed over time.
+    group_of: dict[int | None, int] = {}
+    for gi, g in enumerate(f.groups if len(f.groups) > 1 else []):
+        for run, _ in g.runs:
+            group_of.setdefault(run.id, gi)   # a run two selectors pick is drawn with the first
     out = []
     for (_, metric, label), series in ranked[:HISTORY_FIGURES]:
         shown = sorted(series, key=_worst_first)[:HISTORY_LINES]
         times = [[parse_time(p.started_at) for p in s.points] for s in shown]
         dated = all(t is not None for ts in times for t in ts)
-        lines, marks = [], []
+        lines: list[plots.HistoryLine] = []
+        marks = []
         for s, ts in zip(shown, times):
             xs = ts if dated else list(range(len(s.points)))
-            lines.append((s.entity, xs, [p.value for p in s.points]))
             marks += [(xs[c.index], s.points[c.index].value, s.kind(c)) for c in s.changes]
+            if not group_of:
+                lines.append(plots.HistoryLine(s.entity, xs, [p.value for p in s.points]))
+                continue
+            for gi, g in enumerate(f.groups):
+                mine = [k for k, p in enumerate(s.points) if group_of.get(p.run) == gi]
+                if mine:
+                    lines.append(plots.HistoryLine(f"{g.label} on {s.entity}", [xs[k] for k in mine],
+                                                   [s.points[k].value for k in mine], color=gi, band=True))
         title = f"{label} {metric} over time"
-        out.append(FigureEntry("history", _slug(f"history-{label}-{metric}"), title,
+        caption = title
+        if group_of:
+            title += ": " + " vs ".join(g.label for g in f.groups)
+            caption = (f"{title} (a colour per group; dashed: the group's mean, shaded: its 95% "
+                       "confidence interval)")
+        out.append(FigureEntry("history", _slug(f"history-{label}-{metric}"), caption,
                                partial(plots.history, title, f"{metric} ({series[0].unit})", lines, marks)))
     return out
 

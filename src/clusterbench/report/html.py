@@ -36,6 +36,7 @@ from clusterbench.judge.stats import Summary
 from clusterbench.judge.text import (
     adjust_note,
     fmt,
+    margin_text,
     p_text,
     params_text,
     shows_adjusted,
@@ -49,25 +50,37 @@ from clusterbench.report.terminal import run_remarks
 from clusterbench.store.selectors import tag_term
 from clusterbench.units import compact, format_size
 
-# overflow-wrap:anywhere: text from a log with no space in it (a host name, an error thousands of
-# characters long) would otherwise widen its table, and the page, far past the window; numbers stay whole.
+# Column widths come from their content: a word or a number is never broken (a cell whose text
+# is split inside "PASS" or "+42.9%" cannot be read), numbers and statuses do not wrap at all,
+# text wraps at its spaces. Only a cell holding a token longer than LONG_TOKEN (a host name or an
+# error of thousands of characters from a log) may break anywhere: whole, it would widen its table,
+# and the page, far past the window. Print: A4 landscape, the same rules, rows kept whole.
+LONG_TOKEN = 48
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1200px;overflow-wrap:anywhere}
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1800px;overflow-wrap:break-word}
 h1{font-size:22px}h3{font-size:15px}h2{font-size:18px;border-bottom:1px solid #ddd;padding-bottom:4px;margin-top:28px}
+p{max-width:1100px}
 table{border-collapse:collapse;margin:8px 0;font-size:13px}th,td{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top}
-th{background:#f3f3f3}td.n{text-align:right;font-variant-numeric:tabular-nums;overflow-wrap:normal}
+th{background:#f3f3f3}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.w,span.w{white-space:nowrap}td.brk{overflow-wrap:anywhere}
 .pass{color:#2e7d32;font-weight:600}.fail,.worse,.error{color:#c62828;font-weight:600}.better{color:#1565c0;font-weight:600}
 .skipped,.noisy,.insufficient{color:#777}.same{color:#444}
 figure{margin:12px 0}figcaption{font-size:12px;color:#555}img{max-width:100%;border:1px solid #eee}
 .small{font-size:12px;color:#555}
 .verdict{padding:10px 14px;border-radius:6px;margin:12px 0;border:1px solid #ccc;background:#fafafa}
 .verdict .word{font-size:26px;font-weight:700;margin-right:12px}
-.verdict ul{margin:6px 0 0 0;padding-left:20px}
+.verdict ul,.verdict ol{margin:6px 0 0 0;padding-left:20px}.verdict p{margin:8px 0 0 0;font-weight:600}
 .v-pass{border-color:#2e7d32;background:#edf7ee}.v-pass .word{color:#2e7d32}
 .v-fail,.v-regression{border-color:#c62828;background:#fdecea}.v-fail .word,.v-regression .word{color:#c62828}
 .v-noisy{border-color:#b26a00;background:#fff6e5}.v-noisy .word{color:#b26a00}
-nav.toc{font-size:13px;columns:2;margin:8px 0 0 0}nav.toc ul{margin:0}
+nav.toc{font-size:13px;columns:3;margin:8px 0 0 0}nav.toc ul{margin:0}
 details{margin:8px 0}summary{cursor:pointer;color:#333}
+@page{size:A4 landscape;margin:12mm}
+@media print{body{margin:0;max-width:none;font-size:12px}table{font-size:10px}th,td{padding:2px 4px}
+nav.toc{display:none}h2{break-after:avoid;margin-top:16px}h3{break-after:avoid}
+tr,figure,.verdict{break-inside:avoid}thead{display:table-header-group}
+img{max-height:170mm}a{color:inherit;text-decoration:none}
+.verdict,th{-webkit-print-color-adjust:exact;print-color-adjust:exact}}
 """
 
 
@@ -83,18 +96,55 @@ def _num(v: float) -> str:
     return compact(v) if math.isfinite(v) else "-"
 
 
+def _long_token(text: str) -> bool:
+    return any(len(token) > LONG_TOKEN for token in text.split())
+
+
+# Where a browser breaks a line inside a word that has no space: after a hyphen or a dash
+# between two characters (SMC-SC-DC19-06, env=pinned-1cpu); not at a slash (GB/s), nor before
+# a leading minus (-0.051).
+_BREAKS_INSIDE = re.compile(r"\S[-\u2010-\u2014]\S")
+_TOKENS = re.compile(r"(\s+)")
+
+
+def _cell_html(text: str) -> str:
+    """A cell's text, escaped, its words that a browser would break inside (at a hyphen) each
+    kept on one line; the text between them still wraps at its spaces."""
+    if not _BREAKS_INSIDE.search(text):
+        return esc(text)
+    parts = []
+    for part in _TOKENS.split(text):
+        if part and not part.isspace() and _BREAKS_INSIDE.search(part):
+            parts.append(f"<span class=w>{esc(part)}</span>")
+        else:
+            parts.append(esc(part))
+    return "".join(parts)
+
+
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]], numeric: set[int] | None = None,
-          classes: Sequence[str | None] | None = None) -> str:
-    numeric = numeric or set()
-    out = ["<table><thead><tr>", *(f"<th>{esc(h)}</th>" for h in headers), "</tr></thead><tbody>"]
+          classes: Sequence[str | None] | None = None, whole: set[int] | None = None) -> str:
+    """A table; ``numeric`` columns are right-aligned and never wrap, ``whole`` ones (a date, a
+    size with its unit, a status) never wrap either; ``classes`` colour each row's first cell
+    (its status), which never wraps."""
+    numeric, whole = numeric or set(), whole or set()
+    out = ["<table><thead><tr>", *(f"<th>{_cell_html(h)}</th>" for h in headers), "</tr></thead><tbody>"]
     for i, row in enumerate(rows):
         cls = classes[i] if classes and i < len(classes) else None
         out.append("<tr>")
         for j, cell in enumerate(row):
-            attrs = ' class="n"' if j in numeric else ""
+            text = str(cell)
+            names = ["n"] if j in numeric else ["w"] if j in whole else []
             if j == 0 and cls:
-                attrs = f' class="{esc(cls)}"'
-            out.append(f"<td{attrs}>{esc(cell)}</td>")
+                names = [esc(cls), "w"]
+            if _long_token(text):   # whole, it would widen the page: it alone may break anywhere
+                names = [n for n in names if n not in ("n", "w")] + ["brk"]
+                body = esc(text)
+            elif names:             # the cell does not wrap at all
+                body = esc(text)
+            else:
+                body = _cell_html(text)
+            attrs = f' class="{" ".join(names)}"' if names else ""
+            out.append(f"<td{attrs}>{body}</td>")
         out.append("</tr>")
     out.append("</tbody></table>")
     return "".join(out)
@@ -105,12 +155,12 @@ def _runs_section(f: Findings) -> str:
     for g in f.groups:
         for run, ms in g.runs:
             rows.append([run.id, g.label, run.benchmark + (f" ({run.source})" if run.source else ""),
-                         run.status, run.started_at, ", ".join(run.hosts) or "-", run.ranks,
+                         run.status, run.started_at, ", ".join(run.hosts) or "-", "?" if run.ranks is None else run.ranks,
                          ", ".join(dict.fromkeys(run.devices)) or "-",
                          ", ".join(tag_term(k, v) for k, v in run.tags.items()) or "-",
                          ", ".join(f"{k} {v}" for k, v in list(run.versions.items())[:6]) or "-", len(ms)])
     body = table(["run", "group", "benchmark", "status", "started (UTC)", "hosts", "ranks", "devices",
-                  "tags", "versions", "measurements"], rows, {0, 6, 10})
+                  "tags", "versions", "measurements"], rows, {0, 6, 10}, whole={3, 4})
     errors = [(run.id, e) for g in f.groups for run, _ in g.runs for e in run.errors[:5]]
     if errors:
         body += "<p>Errors recorded with the runs:</p>" + table(["run", "error"], errors)
@@ -121,10 +171,17 @@ def _runs_section(f: Findings) -> str:
 
 
 def _verdict(f: Findings) -> str:
+    """The verdict's word, the counts behind it, and what failed: every failed criterion with
+    its margin (the rows a comparison found worse, the degraded ones), so that the reader of the
+    first lines knows what to look at without reading the tables."""
     v = f.verdict()
     items = "".join(f"<li>{esc(r)}</li>" for r in v.reasons) or "<li>nothing to judge</li>"
+    failed = ""
+    if v.failures:
+        failed = ("<p>What failed:</p><ol class=failures>"
+                  + "".join(f"<li>{esc(x)}</li>" for x in v.failures) + "</ol>")
     return (f'<div class="verdict v-{esc(v.status.lower())}" id="verdict"><span class="word">'
-            f"{esc(v.status)}</span><ul>{items}</ul></div>")
+            f"{esc(v.status)}</span><ul>{items}</ul>{failed}</div>")
 
 
 def _summary(f: Findings) -> str:
@@ -138,12 +195,33 @@ def _summary(f: Findings) -> str:
     if f.comparisons:
         items.append(f"<li>Comparison {esc(f.groups[0].label)} vs {esc(f.groups[1].label)}: "
                      f"{esc(f.comparison_text())}</li>")
-    items.append(f"<li>Degraded hosts/devices: {len(f.degraded) or 'none found'}</li>")
-    items.append(f"<li>Noise warnings inside runs: {len(f.warnings) or 'none'}</li>")
+    items.append(f"<li>Degraded hosts/devices: {esc(degraded_summary(f))}</li>")
+    items.append(f"<li>Noise inside runs: {esc(noise_summary(f))}</li>")
     best = _best_efficiency(f)
     if best:
         items.append(f"<li>Collective efficiency vs theory (largest message): {esc(best)}</li>")
     return "<ul>" + "".join(items) + "</ul>"
+
+
+def degraded_summary(f: Findings) -> str:
+    """What the search for degraded hosts and devices came to; "skipped" where no row had enough
+    hosts or devices to rank (none found there would claim a check that never ran)."""
+    if f.degraded:
+        return f"{len(f.degraded)} row(s) off the others"
+    scan = f.degraded_scan
+    if scan is None or scan.skipped:
+        return "skipped: " + (scan.skip_reason() if scan else "not run")
+    return f"none found ({scan.judged} row(s) compared across hosts or devices)"
+
+
+def noise_summary(f: Findings) -> str:
+    """What the noise check came to; "skipped" where no row has per-iteration statistics."""
+    if f.warnings:
+        return f"{len(f.warnings)} warning(s), {sum(w.rows for _, w in f.warnings)} row(s)"
+    if not f.noise_rows:
+        return ("skipped: no row has per-iteration statistics (min, max, spread), which the check "
+                "reads; imported logs without them have none")
+    return f"none ({f.noise_rows} row(s) with per-iteration statistics checked)"
 
 
 def _best_efficiency(f: Findings) -> str:
@@ -159,11 +237,11 @@ def _validation(f: Findings) -> str:
     if not f.outcomes:
         return ""
     rows = [[o.status.upper(), o.criterion.name, o.criterion.source, fmt(o.measured, o.unit), o.threshold,
-             "-" if o.margin_pct is None else f"{compact(o.margin_pct, 1, True)}%", o.detail] for o in f.outcomes]
+             margin_text(o), o.detail] for o in f.outcomes]
     src = f"<p class=small>{esc(f.profile.description)}</p>" if f.profile.description else ""
     return (src
             + table(["status", "criterion", "source", "measured", "threshold", "margin", "detail"], rows,
-                    {3}, [o.status for o in f.outcomes]))
+                    {3, 5}, [o.status for o in f.outcomes], whole={4}))
 
 
 def _comparison_rows(f: Findings, comparisons: Sequence[Comparison]) -> tuple[list[list[object]], list[str]]:
@@ -191,7 +269,7 @@ def _mean_sd(s: Summary) -> str:
 
 _COMPARISON_HEADERS = ["status", "benchmark", "metric", "params", "n A/B", "A mean ± sd", "B mean ± sd",
                        "delta", "95% CI of B-A", "p", "verdict"]
-_NUMERIC = {5, 6, 7, 9}
+_NUMERIC = {4, 5, 6, 7, 8, 9}
 
 
 def _comparison_table(f: Findings, comparisons: Sequence[Comparison]) -> str:
@@ -204,7 +282,8 @@ def _comparison_table(f: Findings, comparisons: Sequence[Comparison]) -> str:
 
 
 def _comparison(f: Findings) -> str:
-    """Rows that changed or cannot be called first; unchanged rows and folded ones collapsed."""
+    """Rows that changed first, then those that cannot be called, the unchanged ones and the
+    folded ones, each under its heading."""
     if f.compare_error:
         return f"<p>{esc(f.compare_error)}</p>"
     if not f.comparisons:
@@ -216,20 +295,21 @@ def _comparison(f: Findings) -> str:
             "mean and 95% confidence interval per size."
             + (f" {esc(adjust_note(f.adjust, family_size(f.comparisons)))}." if shows_adjusted(f.adjust) else "")
             + f"</p><p>{esc(f.comparison_text())}.</p>")
+    # Every row is on the page, none in a collapsed section: a folded row is missed by the reader,
+    # by a search in the page and by a printout alike.
     if changed:
-        body += _comparison_table(f, changed)
+        body += f"<h3>{len(changed)} row(s) changed, worse first</h3>" + _comparison_table(f, changed)
     for status, what in ((NOISY, "too noisy to call (CV above 10%)"),
                          (INSUFFICIENT, "with too few runs to test (fewer than 2 per side)"),
                          (SAME, "with no significant difference")):
         rest = [c for c in shown if c.status == status]
         if rest:
-            body += (f"<details><summary>{len(rest)} row(s) {esc(what)}</summary>"
-                     f"{_comparison_table(f, rest)}</details>")
+            body += f"<h3>{len(rest)} row(s) {esc(what)}</h3>{_comparison_table(f, rest)}"
     if folded:
         what = ", ".join(dict.fromkeys(c.metric for c in folded))
-        body += (f"<details><summary>{len(folded)} redundant row(s) folded away ({esc(what)}: the same "
-                 f"as a row shown, or zero everywhere)</summary>"
-                 f"{_comparison_table(f, folded)}</details>")
+        body += (f"<h3>{len(folded)} redundant row(s) folded away ({esc(what)}: the same "
+                 f"as a row shown, or zero everywhere; not counted)</h3>"
+                 f"{_comparison_table(f, folded)}")
     return body
 
 
@@ -238,10 +318,10 @@ def _noise(f: Findings) -> str:
         return ""
     group_of = {run.id: g.label for g in f.groups for run, _ in g.runs}
     rows = [[rid, group_of.get(rid, ""), w.benchmark, w.kind, f"{w.rows} of {w.checked}", w.worst,
-             w.text.rsplit("): ", 1)[-1]] for rid, w in f.warnings]
+             w.advice] for rid, w in f.warnings]
     return ("<p class=small>Rows whose iterations spread far or whose first iteration was slow "
             "(thresholds in docs/metrics.md, after hyperfine's warnings).</p>"
-            + table(["run", "group", "benchmark", "kind", "rows", "worst", "what to do"], rows))
+            + table(["run", "group", "benchmark", "kind", "rows", "worst", "what to do"], rows, {0}, whole={4}))
 
 
 def _environment(f: Findings) -> str:
@@ -250,7 +330,9 @@ def _environment(f: Findings) -> str:
         if not d.differences:
             parts.append(f"<p>No differences between {esc(d.a)} and {esc(d.b)}.</p>")
             continue
-        rows = [[x.category, x.key, _env_value(x.a), _env_value(x.b)] for x in d.differences[:300]]
+        # the execution context first (cgroup limits, CPUs, namespace): a container against bare metal
+        shown = sorted(d.differences, key=lambda x: x.category != "context")[:300]
+        rows = [[x.category, x.key, _env_value(x.a), _env_value(x.b)] for x in shown]
         more = (f"<p class=small>{len(d.differences) - 300} more not shown (clusterbench env diff).</p>"
                 if len(d.differences) > 300 else "")
         parts.append(f"<p>{len(d.differences)} difference(s), A = {esc(d.a)}, B = {esc(d.b)} "
@@ -265,7 +347,10 @@ def _env_value(v: object) -> str:
 
 def _degraded(f: Findings) -> str:
     if not f.degraded:
-        return ("<p>No outliers (modified z-score, Iglewicz &amp; "
+        scan = f.degraded_scan
+        if scan is None or scan.skipped:
+            return f"<p>Skipped: {esc(scan.skip_reason() if scan else 'not run')}.</p>"
+        return (f"<p>No outliers among {scan.judged} row(s) compared (modified z-score, Iglewicz &amp; "
                 "Hoaglin, |z| &gt; 3.5 and more than 5% off the median).</p>")
     rows = [[d.by, d.outlier.key, d.benchmark, d.metric, params_text(d.params), fmt(d.outlier.value, d.unit),
              fmt(d.outlier.median, d.unit),
@@ -285,7 +370,7 @@ def _history(f: Findings, entries: Sequence[FigureEntry], images: dict[str, str]
              f"{c.confidence * 100:.1f}%"]
             for s in f.history for c in s.changes]
     found = (table(["host", "row", "metric", "change", "run", "date", "before", "after", "by", "confidence"],
-                   rows, {6, 7, 8, 9}, ["fail" if r[3] == "regression" else "pass" for r in rows])
+                   rows, {4, 6, 7, 8, 9}, ["fail" if r[3] == "regression" else "pass" for r in rows], whole={5})
              if rows else "<p>No change of level in any series (Mann-Whitney scan, docs/judge.md).</p>")
     # "No change" from a series that could not show one is not evidence of stability: say which.
     notes = [text for s in f.history for _, text in series_notes(s)]
@@ -319,12 +404,13 @@ def _efficiency(f: Findings) -> str:
         parts.append("<h3>Collectives vs theory</h3><p class=small>Optimal algbw over the inter-node link: "
                      "B&middot;n/(2(n-1)) for all_reduce (n nodes), link speed / bus factor otherwise.</p>"
                      + table(["run", "benchmark", "placement", "size", "nodes", "algbw GB/s",
-                              "optimal GB/s", "efficiency"], rows[:300], {0, 4, 5, 6, 7}) + more)
+                              "optimal GB/s", "efficiency"], rows[:300], {0, 4, 5, 6, 7}, whole={3}) + more)
     if f.device_percents:
         rows = [[rid, d.benchmark, d.device_name, d.label(), fmt(d.value, d.unit), fmt(d.peak, d.unit),
                  d.percent_text()] for rid, d in f.device_percents[:100]]
         parts.append("<h3>Devices vs datasheet peak</h3>"
-                     + table(["run", "benchmark", "device", "row", "measured", "peak", "% of peak"], rows, {4, 5, 6}))
+                     + table(["run", "benchmark", "device", "row", "measured", "peak", "% of peak"], rows,
+                             {0, 4, 5, 6}))
     return "".join(parts)
 
 
@@ -361,7 +447,7 @@ def _size_tables(f: Findings, family: Family) -> str:
         name = headline.name
         headers = ["size"] + [f"{label} {pl}-place {name}" if pl else f"{label} {name}" for label, pl in cols]
         parts.append(f"<h3>{esc(bench)} {esc(name)} ({esc(headline.unit)})</h3>"
-                     + table(headers, rows, set(range(1, len(headers)))))
+                     + table(headers, rows, set(range(1, len(headers))), whole={0}))
     return "".join(parts)
 
 
@@ -378,7 +464,7 @@ def _family_table(f: Findings, family: Family) -> str:
             for label, r in found]
     shown = rows[:300]
     more = f"<p class=small>{len(rows) - 300} more rows not shown.</p>" if len(rows) > 300 else ""
-    body = table(["run", "group", "metric", *keys, "value"], shown, {len(keys) + 3}) + more
+    body = table(["run", "group", "metric", *keys, "value"], shown, {0, len(keys) + 3}) + more
     if len(rows) > 30:
         return f"<details><summary>{len(rows)} {esc(headline.name)} rows</summary>{body}</details>"
     return body
@@ -396,7 +482,7 @@ def _other_tables(f: Findings) -> str:
     keys = varying_keys([r.m.params for r in rows])
     body = [[r.run.id, r.m.benchmark, r.m.metric, params_text(r.m.params, keys), fmt(r.m.value, r.m.unit)]
             for r in rows[:300]]
-    return table(["run", "benchmark", "metric", "params", "value"], body, {4})
+    return table(["run", "benchmark", "metric", "params", "value"], body, {0, 4})
 
 
 def _figures(entries: Sequence[FigureEntry], images: dict[str, str], section: str) -> str:
@@ -415,6 +501,10 @@ def _slug(text: str) -> str:
 def render_html(f: Findings, entries: Sequence[FigureEntry], images: dict[str, str], title: str) -> str:
     """The page; ``images`` maps figure slugs to data URIs."""
     sections: list[tuple[str, str]] = [("Summary", _summary(f))]
+    # an A/B report says first what differs between the groups' setups, then what that cost
+    ab = bool(f.comparisons or f.compare_error)
+    if ab:
+        sections.append(("What differs between the groups", _environment(f)))
     if f.comparisons or f.compare_error:
         head = (f"Comparison: A = {f.groups[0].label}, B = {f.groups[1].label}" if f.comparisons
                 else "Comparison")
@@ -425,7 +515,8 @@ def render_html(f: Findings, entries: Sequence[FigureEntry], images: dict[str, s
     sections.append(("Degraded hosts and devices", _degraded(f)))
     sections.append(("History", _history(f, entries, images)))
     sections.append(("Noise inside runs", _noise(f)))
-    sections.append(("Environment differences", _environment(f)))
+    if not ab:
+        sections.append(("Environment differences", _environment(f)))
     sections.append(("Efficiency", _efficiency(f)))
     for family in _tabled:
         tables = _size_tables(f, family) if family.figure and family.figure.kind == "size_curve" \

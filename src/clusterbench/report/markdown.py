@@ -46,8 +46,10 @@ def render_markdown(f: Findings, title: str) -> str:
     v = f.verdict()
     lines = [f"# {_cell(title)}", "", f"**{v.status}**", ""]
     lines += [f"- {_cell(r)}" for r in v.reasons] + ([""] if v.reasons else [])
+    if v.failures:   # what failed, as the page's verdict says it
+        lines += ["What failed:", ""] + [f"{i}. {_cell(x)}" for i, x in enumerate(v.failures, 1)] + [""]
     runs = [[run.id, g.label, run.benchmark + (f" ({run.source})" if run.source else ""), run.status,
-             ", ".join(run.hosts) or "-", run.ranks, ", ".join(dict.fromkeys(run.devices)) or "-",
+             ", ".join(run.hosts) or "-", "?" if run.ranks is None else run.ranks, ", ".join(dict.fromkeys(run.devices)) or "-",
              ", ".join(tag_term(k, v) for k, v in run.tags.items()) or "-"]
             for g in f.groups for run, _ in g.runs]
     lines += ["## Runs", ""] + _table(["run", "group", "benchmark", "status", "hosts", "ranks", "devices", "tags"], runs)
@@ -93,8 +95,12 @@ def render_markdown(f: Findings, title: str) -> str:
                           fmt(d.outlier.value, d.unit), fmt(d.outlier.median, d.unit),
                           change_text_pct(d.outlier.median, d.outlier.value) if d.outlier.median else "from 0"]
                          for d in f.degraded[:30]])
+    elif f.degraded_scan is None or f.degraded_scan.skipped:
+        why = f.degraded_scan.skip_reason() if f.degraded_scan else "not run"
+        lines += [f"Skipped: {_cell(why)}.", ""]
     else:
-        lines += ["None found (modified z-score > 3.5 and > 5% off the median).", ""]
+        lines += [f"None found among {f.degraded_scan.judged} row(s) compared (modified z-score > 3.5 and "
+                  "> 5% off the median).", ""]
     if f.warnings:
         lines += ["## Noise inside runs", ""]
         lines += _table(["run", "benchmark", "kind", "rows", "worst"],

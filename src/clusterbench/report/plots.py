@@ -264,14 +264,24 @@ def matrix(rows: Sequence[Measurement], title: str, unit: str) -> Figure:
     srcs = sorted({s for s, _ in cells}, key=_endpoint_order)
     dsts = sorted({d for _, d in cells}, key=_endpoint_order)
     data = [[_mean_sd(cells[(s, d)])[0] if (s, d) in cells else float("nan") for d in dsts] for s in srcs]
-    fig, ax = plt.subplots(figsize=(_inches(len(dsts), 0.75), _inches(len(srcs), 0.55)))
-    finite = [v for row in data for v in row if v == v]
-    # Local copies (src == dst) can be 30x faster than links and would flatten the colour scale:
-    # scale on the off-diagonal pairs and let the diagonal saturate (its number is still printed
-    # where the cells are numbered).
-    off = [data[i][j] for i, s in enumerate(srcs) for j, d in enumerate(dsts) if s != d and data[i][j] == data[i][j]]
-    lo, hi = (min(off), max(off)) if off and max(finite) > 3 * max(off) else (min(finite or [0]), max(finite or [1]))
-    im = ax.imshow(data, cmap="viridis", aspect="auto", vmin=lo, vmax=hi)
+    local = local_cells(srcs, dsts, data)
+    # a second colour bar takes an inch of its own
+    fig, ax = plt.subplots(figsize=(_inches(len(dsts), 0.75) + (1.0 if local else 0.0), _inches(len(srcs), 0.55)))
+    # Local copies (src == dst) can be 30x faster than the links and would flatten their colour
+    # scale into one colour: those cells get a second scale (and colour bar) of their own.
+    links = [[math.nan if (i, j) in local else v for j, v in enumerate(row)] for i, row in enumerate(data)]
+    on_links = [v for row in links for v in row if v == v]
+    lo, hi = (min(on_links), max(on_links)) if on_links else (0.0, 1.0)
+    im = ax.imshow(links, cmap="viridis", aspect="auto", vmin=lo, vmax=hi)
+    scales = {False: (lo, hi)}
+    local_im = None
+    if local:
+        values = [data[i][j] for i, j in local]
+        scales[True] = (min(values), max(values))
+        only_local = [[data[i][j] if (i, j) in local else math.nan for j in range(len(dsts))]
+                      for i in range(len(srcs))]
+        local_im = ax.imshow(only_local, cmap="Oranges", aspect="auto", vmin=scales[True][0] * 0.9,
+                             vmax=scales[True][1])
     ax.set_xticks(range(len(dsts)), [_text(d) for d in dsts], rotation=45, ha="right", fontsize=_tick_size(dsts))
     ax.set_yticks(range(len(srcs)), [_text(s) for s in srcs], fontsize=_tick_size(srcs))
     ax.set_xlabel("destination")
@@ -280,13 +290,33 @@ def matrix(rows: Sequence[Measurement], title: str, unit: str) -> Figure:
     for i, row in enumerate(data if numbers else []):
         for j, v in enumerate(row):
             if v == v:
-                frac = (v - lo) / (hi - lo) if hi > lo else 1.0
-                ax.text(j, i, _cell_text(v), ha="center", va="center",
-                        fontsize=6, color="white" if frac < 0.6 else "black")
-    fig.colorbar(im, ax=ax, label=_text(unit))
+                a, b = scales[(i, j) in local]
+                frac = (v - a) / (b - a) if b > a else 1.0
+                dark = frac < 0.6 if (i, j) not in local else frac > 0.6   # viridis is dark low, Oranges high
+                ax.text(j, i, _cell_text(v), ha="center", va="center", fontsize=6,
+                        color="white" if dark else "black")
+    # each colour bar takes its room from the axes' side: the last one drawn sits next to them
+    if local_im is not None:
+        fig.colorbar(local_im, ax=ax, label=f"{_text(unit)} (local copy, src = dst)")
+    fig.colorbar(im, ax=ax, label=_text(unit) + (" (links)" if local else ""))
     ax.set_title(printable(title) if numbers else f"{printable(title)} ({len(srcs)} x {len(dsts)}, colour only)")
     _layout(fig)
     return fig
+
+
+LOCAL_FACTOR = 3.0   # a src == dst cell this many times the fastest link is a local copy
+
+
+def local_cells(srcs: Sequence[str], dsts: Sequence[str], data: Sequence[Sequence[float]]) -> set[tuple[int, int]]:
+    """The (row, column) cells of local copies: on the diagonal (src == dst) and more than
+    ``LOCAL_FACTOR`` times the fastest other pair. A diagonal as fast as the links (a CPU copying
+    to its own memory) stays on the links' scale; with no other pair there is nothing to flatten."""
+    off = [v for i, s in enumerate(srcs) for j, d in enumerate(dsts) if s != d and (v := data[i][j]) == v]
+    if not off:
+        return set()
+    top = max(off)
+    return {(i, j) for i, s in enumerate(srcs) for j, d in enumerate(dsts)
+            if s == d and (v := data[i][j]) == v and v > LOCAL_FACTOR * top}
 
 
 def _tick_size(names: Sequence[str]) -> float:
@@ -364,13 +394,51 @@ def _bars(ax, series: Sequence[Series], label_of: Callable[[Measurement], str]) 
     ax.grid(True, axis="y", alpha=0.3)
 
 
-def history(title: str, ylabel: str, lines: Sequence[tuple[str, Sequence[object], Sequence[float]]],
+@dataclass(frozen=True)
+class HistoryLine:
+    """One line of a history figure: a host's (or a group's on a host) values in time order."""
+
+    label: str
+    xs: Sequence[object]            # times (datetime) or run positions
+    ys: Sequence[float]
+    color: int | None = None        # index into the colour cycle (one per group); None: the next
+    band: bool = False              # draw the 95% confidence band of the line's mean across its span
+
+
+def mean_band(values: Sequence[float]) -> tuple[float, float, float] | None:
+    """(mean, low, high): the 95% confidence interval of the values' mean (Student's t, n-1
+    degrees of freedom), as a size curve's band; None for fewer than two finite values."""
+    finite = [v for v in values if math.isfinite(v)]
+    if len(finite) < 2:
+        return None
+    s = summarize(finite)
+    half = t_ppf(0.975, s.n - 1) * s.sem
+    return drawable(s.mean), drawable(s.mean - half), drawable(s.mean + half)
+
+
+def history(title: str, ylabel: str, lines: Sequence[HistoryLine],
             marks: Sequence[tuple[object, float, str]] = ()) -> Figure:
-    """A metric across runs in time order, one line per host (or GPU); ``marks`` are changes
-    found in a line: (x, y, label), drawn as a red (regression) or green (improvement) marker."""
+    """A metric across runs in time order, one line per host (or GPU), or per group and host;
+    a line with ``band`` gets its mean and 95% confidence band drawn across its span, so two
+    groups' levels stand apart with their uncertainty; ``marks`` are changes found in a line:
+    (x, y, label), drawn as a red (regression) or green (improvement) marker."""
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    for label, xs, ys in lines:
-        ax.plot(list(xs), [drawable(y) for y in ys], marker="o", markersize=3, linewidth=1.2, label=_text(label))
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for line in lines:
+        xs, ys = list(line.xs), [drawable(y) for y in line.ys]
+        color = palette[line.color % len(palette)] if line.color is not None else None
+        band = mean_band(line.ys) if line.band else None
+        label = _text(line.label) + (f", n={len(ys)}" if line.band else "")
+        (drawn,) = ax.plot(xs, ys, marker="o", markersize=3, linewidth=1.2, color=color, label=label)
+        if band is not None and len(xs) > 0:
+            mean, lo, hi = band
+            span = [min(xs), max(xs)]
+            if span[0] == span[1]:   # a span of one instant has no width: an error bar shows it
+                ax.errorbar(span[:1], [mean], yerr=[[mean - lo], [hi - mean]], color=drawn.get_color(),
+                            capsize=3, linewidth=1)
+            else:
+                ax.fill_between(span, [lo, lo], [hi, hi], color=drawn.get_color(), alpha=0.15, linewidth=0)
+                ax.plot(span, [mean, mean], color=drawn.get_color(), linestyle="--", linewidth=1)
     for x, y, kind in marks:
         ax.plot([x], [drawable(y)], marker="v" if kind == "regression" else "^", markersize=10,
                 color=FAIL_COLOR if kind == "regression" else PASS_COLOR, linestyle="none")

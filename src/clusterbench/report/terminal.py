@@ -4,13 +4,19 @@ benchmark no family owns gets a generic one.
 A renderer turns a run's header and measurements into lines, so the same code prints rows live
 while a benchmark runs and re-prints a stored run (``clusterbench results show``). A note prints
 inside the table of its benchmark, after the header (live: when it arrives, or once its table
-starts). Below the tables come the judgements made at read time (efficiency against the run's
+starts), or after the table's footer where the family's renderer says ``notes_after_table``
+(nccl-tests' table: its parsers read every line after the column header as a row). Below the tables come the judgements made at read time (efficiency against the run's
 link speed). Every line is escaped (``printable``) on its way out: a tag, note, host or device
 name holding control characters prints them as escapes, never as terminal commands.
+
+Noise warnings (``judge.noise``) print as one block after the tables of a run, not one per
+table: a busy node flagged every table, with the same advice each time. A ``--repeat`` prints
+one block for all its runs, and then each headline row across the runs (``repeat_lines``).
 """
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Iterable
 from typing import IO
@@ -18,6 +24,9 @@ from typing import IO
 from clusterbench.families import Renderer, renderer_for, run_header_lines
 from clusterbench.judge import noise
 from clusterbench.judge.efficiency import efficiency_lines
+from clusterbench.judge.history import build_series
+from clusterbench.judge.stats import summarize
+from clusterbench.judge.text import fmt
 from clusterbench.printable import printable
 from clusterbench.records import (
     WARNINGS,
@@ -31,6 +40,7 @@ from clusterbench.records import (
     Run,
     Telemetry,
 )
+from clusterbench.units import compact
 
 
 def stored_notes(run: Run) -> dict[str, list[str]]:
@@ -55,8 +65,8 @@ def _note_lines(texts: Iterable[str]) -> list[str]:
     return [f"# {t}" for t in texts]
 
 
-def _warning_lines(warnings: Iterable[noise.NoiseWarning], benchmark: str) -> list[str]:
-    return [w.line() for w in warnings if w.benchmark == benchmark]
+def _after_table(r: Renderer) -> bool:
+    return bool(getattr(r, "notes_after_table", False))
 
 
 def render_run(run: Run, measurements: list[Measurement]) -> list[str]:
@@ -69,25 +79,74 @@ def render_run(run: Run, measurements: list[Measurement]) -> list[str]:
     homeless = [t for bench, texts in notes.items() if bench not in groups for t in texts]
     if not groups:
         return [printable(t) for t in run_header_lines(run) + ["# no measurements"] + _note_lines(homeless)]
-    warnings = noise.stored(run)  # as said when the run was made; none for older runs
     lines: list[str] = []
     for bench, ms in groups.items():
         r = renderer_for(bench)
-        lines += r.header(run) + _note_lines(notes.get(bench, ())) + r.rows(ms) + r.footer(run, ms)
-        lines += _warning_lines(warnings, bench)
+        own = _note_lines(notes.get(bench, ()))
+        if _after_table(r):
+            lines += r.header(run) + r.rows(ms) + r.footer(run, ms) + own
+        else:
+            lines += r.header(run) + own + r.rows(ms) + r.footer(run, ms)
+    # as said when the run was made (none for older runs): one block after the tables
+    lines += noise.summary_lines(noise.stored(run), noise.checked_rows(measurements),
+                                 repeating="repeat_group" in run.tags)
     return [printable(t) for t in lines + _note_lines(homeless) + efficiency_lines(run, measurements)]
+
+
+def _figure(v: float) -> str:
+    """Four significant digits, as hyperfine prints its figures; whole from 1000 (no exponent)."""
+    if not math.isfinite(v) or abs(v) >= 1e15:
+        return fmt(v)
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+
+
+def repeat_lines(runs: list[tuple[Run, list[Measurement]]]) -> list[str]:
+    """After the last run of a ``--repeat``, as hyperfine ends: each headline row (the largest
+    size of a sweep, per host) across the runs: mean ± σ, min..max and how many runs; [] for
+    fewer than two runs."""
+    if len(runs) < 2:
+        return []
+    series = build_series(runs)
+    if not series:
+        return []
+    rows = []
+    for s in series:
+        values = [p.value for p in s.points]
+        if not values:
+            continue
+        sm = summarize(values)
+        spread = sm.n > 1 and math.isfinite(sm.sd)
+        sd = f"± {sm.sd:.2g}" if spread else "± -"   # two digits, as hyperfine's σ
+        cv = f"{compact(sm.sd / abs(sm.mean) * 100, 1)}%" if spread and sm.mean else "-"
+        rows.append((f"{s.label} {s.metric}" + (f" on {s.entity}" if len({x.entity for x in series}) > 1 else ""),
+                     f"{_figure(sm.mean)} {sd} {s.unit}".rstrip(), f"{_figure(min(values))}..{_figure(max(values))}",
+                     cv, str(sm.n)))
+    heads = ("row", "mean ± σ", "min..max", "CV", "runs")
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
+    ids = [run.id for run, _ in runs]
+    group = runs[0][0].tags.get("repeat_group")
+    out = [f"# {len(runs)} runs ({', '.join(map(str, ids))}" + (f"; repeat_group={group}" if group else "")
+           + "): each headline row across them"]
+    out.append("# " + "  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(heads, widths))))
+    for r in rows:
+        out.append("  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+    return [printable(t) for t in out]
 
 
 class TablePrinter:
     """Prints a run as it happens: header at the start, rows as they arrive, footer at the end."""
 
-    def __init__(self, out: IO[str] | None = None) -> None:
+    def __init__(self, out: IO[str] | None = None, noise_block: bool = True) -> None:
+        """``noise_block``: print the run's noise warnings after its tables (a ``--repeat``
+        prints one block for all its runs itself)."""
         self.out = out
+        self.noise_block = noise_block
+        self.warnings: list[noise.NoiseWarning] = []   # each closed table's, in order
         self._run = Run(benchmark="")
         self._renderers: dict[str, Renderer] = {}
         self._seen: dict[str, list[Measurement]] = {}
         self._closed: set[str] = set()
-        self._pending: dict[str, list[str]] = {}  # notes of tables not started yet
+        self._pending: dict[str, list[str]] = {}  # notes of tables not started (or not ended) yet
 
     def _write(self, lines: Iterable[str]) -> None:
         out = self.out or sys.stdout
@@ -107,7 +166,8 @@ class TablePrinter:
             case Rows():
                 self._rows(event.measurements)
             case Note():
-                if event.benchmark and event.benchmark not in self._renderers:
+                r = self._renderers.get(event.benchmark or "")
+                if event.benchmark and (r is None or (_after_table(r) and event.benchmark not in self._closed)):
                     self._pending.setdefault(event.benchmark, []).append(event.text)
                 else:  # its table is open (or it has none): here, as it arrives
                     self._write([f"# {event.text}"])
@@ -128,7 +188,8 @@ class TablePrinter:
                 self._renderers[bench] = renderer_for(bench)
                 self._run.benchmark = bench
                 self._write(self._renderers[bench].header(self._run))
-                self._write(_note_lines(self._pending.pop(bench, ())))
+                if not _after_table(self._renderers[bench]):
+                    self._write(_note_lines(self._pending.pop(bench, ())))
             self._seen.setdefault(bench, []).extend(ms)
             self._write(self._renderers[bench].rows(ms))
 
@@ -138,10 +199,14 @@ class TablePrinter:
                 self._closed.add(bench)
                 seen = self._seen.get(bench, [])
                 self._write(r.footer(run or self._run, seen))
-                self._write(_warning_lines(noise.check(seen), bench))
+                if _after_table(r):
+                    self._write(_note_lines(self._pending.pop(bench, ())))
+                self.warnings += noise.check(seen)
 
     def finish(self, run: Run, measurements: list[Measurement]) -> None:
         self._close_tables(run)
+        if self.noise_block:
+            self._write(noise.summary_lines(self.warnings, noise.checked_rows(measurements)))
         self._write(_note_lines(t for texts in self._pending.values() for t in texts))
         self._pending.clear()
         self._write(efficiency_lines(run, measurements))

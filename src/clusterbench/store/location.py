@@ -8,6 +8,7 @@ other scheme is refused. Everything else is an SQLite file path.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from dataclasses import dataclass
@@ -44,6 +45,31 @@ class Location:
 def default_db_path() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return Path(base) / "clusterbench" / "results.db"
+
+
+def missing_directory(where: Location) -> Path | None:
+    """The directory of an SQLite database that does not exist, and that a writer must not make:
+    a mistyped ``--db /nonexistent/dir/x.db`` would otherwise leave directories behind. Only the
+    default database's directory is made (the first run on a machine), whether the default comes
+    by itself or is named (launchers hand it to their ranks as ``--db``). None when there is
+    nothing missing, or nothing to check (PostgreSQL, ``:memory:``)."""
+    if where.kind != SQLITE or where.path is None or str(where.path) == ":memory:":
+        return None
+    parent = where.path.parent
+    if os.path.isdir(parent) or os.path.abspath(where.path) == os.path.abspath(default_db_path()):
+        return None
+    return parent if not os.path.lexists(parent) else None   # a file there says so when opened
+
+
+def missing_directory_text(where: Location, directory: Path) -> str:
+    shown = os.fsencode(directory).decode("utf-8", "backslashreplace")
+    try:
+        os.stat(directory)
+    except OSError as e:
+        if e.errno == errno.ENAMETOOLONG:   # no directory could be made there: say why
+            return f"database {where.display}: {e.strerror}"
+    return (f"the directory of database {where.display} does not exist ({shown}): create it first, "
+            "or check the path (only the default database's directory is created)")
 
 
 def parse(value: str | os.PathLike[str] | None) -> Location:

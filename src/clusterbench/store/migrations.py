@@ -11,6 +11,7 @@ of the backend, for data changes that SQL cannot express the same way on both.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -102,6 +103,30 @@ def _widen_ranks(db: Backend) -> None:
     is 32 bits (SQLite's already holds 64), so a run SQLite stored could not be copied there."""
     if db.kind != "sqlite":
         db.execute("ALTER TABLE runs ALTER COLUMN ranks TYPE BIGINT")
+
+
+_RANKS_NOT_NULL = re.compile(r"\branks(\s+)INTEGER\s+NOT\s+NULL", re.IGNORECASE)
+
+
+def _ranks_nullable(db: Backend) -> None:
+    """``runs.ranks`` may be NULL: an imported log that does not prove its rank count stores
+    none rather than 0 (docs/import.md). PostgreSQL drops the constraint; SQLite's table SQL is
+    edited in place, as ``_allow_interrupted`` does (dropping a NOT NULL is one of the changes
+    SQLite's ALTER TABLE documentation allows that way: nothing stored becomes invalid)."""
+    if db.kind != "sqlite":
+        db.execute("ALTER TABLE runs ALTER COLUMN ranks DROP NOT NULL")
+        return
+    (sql,) = db.execute("SELECT sql FROM sqlite_master WHERE type='table' AND name='runs'").fetchone()
+    if not _RANKS_NOT_NULL.search(sql):
+        return   # already nullable
+    (version,) = db.execute("PRAGMA schema_version").fetchone()
+    db.execute("PRAGMA writable_schema = ON")
+    try:
+        db.execute("UPDATE sqlite_master SET sql=? WHERE type='table' AND name='runs'",
+                   (_RANKS_NOT_NULL.sub(r"ranks\1INTEGER", sql, count=1),))
+        db.execute(f"PRAGMA schema_version = {int(version) + 1}")
+    finally:
+        db.execute("PRAGMA writable_schema = OFF")
 
 
 MIGRATIONS: list[Migration] = [
@@ -205,4 +230,6 @@ MIGRATIONS: list[Migration] = [
         CREATE INDEX imported_files_digest ON imported_files(digest);
         """,)),
     Migration("0009_runs_ranks_bigint", (_widen_ranks,)),
+    # An imported run whose log does not prove its rank count stores NULL, not 0.
+    Migration("0010_runs_ranks_nullable", (_ranks_nullable,)),
 ]

@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 from clusterbench.errors import CommittedWhenInterrupted, StoreError
 from clusterbench.store import fstype
+from clusterbench.store import location as loc
 from clusterbench.store.backend import Backend, DbRow
 from clusterbench.store.location import EXAMPLE_URL, SQLITE, Location
 from clusterbench.store.migrations import MIGRATIONS
@@ -115,8 +116,11 @@ class SqliteBackend(Backend):
         path = location.path or Path(location.display)
         memory = str(path) == ":memory:"
         if not memory:
+            missing = loc.missing_directory(location)
+            if missing is not None:
+                raise StoreError(loc.missing_directory_text(location, missing))
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
+                path.parent.mkdir(parents=True, exist_ok=True)   # the default database's
             except OSError as e:
                 raise StoreError(f"cannot create database directory {path.parent}: {e.strerror or e}") from None
             if path.exists() and path.is_dir():

@@ -3,26 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from paths import TESTS
+from bench_cli import SMALL, cli
+from host_doubles import DATA
 
 from clusterbench.cli import main
 from clusterbench.envinfo import torchcheck
 from clusterbench.errors import UsageError
 from clusterbench.launch import torchrun as tr
 from clusterbench.launch.common import Spec
-
-SMALL = ["-b", "8", "-e", "256", "-f", "4", "-n", "2", "-w", "1"]
-
-
-def cli(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
-
-
-DATA = TESTS / "data" / "sysfs"
-
 
 H100, MI300X, BROKEN = DATA / "h100-node", DATA / "mi300x-node", DATA / "broken-node"
 
@@ -75,6 +63,10 @@ def test_torchrun_c10d_and_static():
     (["coll", "all_reduce", "-o", "xor"], "unknown reduction op 'xor'"),
     (["coll", "all_reduce", "-a", "9"], "invalid average (-a) 9"),
     (["coll", "all_reduce", "--np", "0"], "--np must be at least 1"),
+    (["coll", "all_reduce", "--engine", "mpi"], "Invalid value for '--engine': 'mpi' is not one of 'torch', 'nccl'"),
+    (["coll", "all_reduce", "--engine", "nccl", "--device", "cpu"],
+     "--engine nccl calls the NCCL/RCCL library on GPU ranks; these ranks run on cpu (--device cpu): "
+     "use --engine torch"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, db, args, words):
     code, out, err = cli(capsys, *args, "--db", db)
@@ -142,3 +134,15 @@ def test_every_command_refuses_a_tag_key_with_two_values(argv, tmp_path, capsys)
     err = capsys.readouterr().err
     assert "given twice with different values" in err and "Traceback" not in err
     assert not (tmp_path / "t.db").exists()   # refused before anything ran or was opened
+
+
+def test_the_engine_is_checked_with_the_rest_of_a_parsed_line():
+    """A sweep's test or a qualify step checks a coll line as the command does (cli/argv_check.py)."""
+    from clusterbench.cli.commands import coll
+
+    params = {"op": "all", "minbytes": "8", "maxbytes": "1M", "stepfactor": None, "stepbytes": None, "iters": 20,
+              "warmup_iters": 5, "check": 1, "datatype": "uint32,uint64", "redop": "sum", "root": 0, "average": 1,
+              "cycles": 1, "graph": 0, "engine": "nccl"}
+    coll.check_params(params)
+    with pytest.raises(UsageError, match="unknown engine 'gloo'"):
+        coll.check_params({**params, "engine": "gloo"})

@@ -9,6 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+from host_doubles import _fake_sys
 from judge_helpers import cli, run_cli
 from k8s_schemas import (
     DSTACK_SCHEMA,
@@ -18,6 +19,8 @@ from k8s_schemas import (
     pytorchjob_schema,
     strict,
 )
+from launch_rows import TAIL, _master
+from stored_runs import cli_store_cli
 
 from clusterbench.cli import main
 from clusterbench.errors import UsageError
@@ -31,7 +34,6 @@ def _cb(*args):
     import contextlib
     import io
 
-    from clusterbench.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     code = 0
@@ -43,42 +45,11 @@ def _cb(*args):
     return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
 
 
-def _fake_sys(root: Path, ib: dict[str, dict], nets: dict[str, str]) -> Path:
-    for name, state in nets.items():
-        (root / "class/net" / name).mkdir(parents=True)
-        (root / "class/net" / name / "operstate").write_text(state + "\n")
-    for dev, info in ib.items():
-        port = root / "class/infiniband" / dev / "ports" / "1"
-        (port / "gids").mkdir(parents=True)
-        (port / "gid_attrs/types").mkdir(parents=True)
-        (port / "state").write_text(info.get("state", "4: ACTIVE") + "\n")
-        (port / "link_layer").write_text(info.get("link", "Ethernet") + "\n")
-        for i, (gid, typ) in enumerate(info.get("gids", [])):
-            (port / "gids" / str(i)).write_text(gid + "\n")
-            (port / "gid_attrs/types" / str(i)).write_text(typ + "\n")
-    (root / "class/infiniband").mkdir(parents=True, exist_ok=True)
-    return root
-
-
-def _master(doc: dict) -> dict:
-    return doc["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
-
-
-TAIL = ["--", "coll", "all_reduce"]
-
-
 def _refused(*argv: str) -> str:
     code, out, err = run_cli(*argv)
     assert code == 2 and out == "" and err.startswith("clusterbench: error: ") and err.count("\n") == 1, \
         (code, out, err)
     return err
-
-
-def cli_store_cli(capsys, *argv):
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
 
 
 def test_malformed_hostfile_cli_is_one_line(tmp_path):
@@ -367,3 +338,72 @@ def test_launched_ranks_get_the_database_without_its_password(capsys, tmp_path, 
     rc, line, err = cli_store_cli(capsys, "launch", "mpi", "--hostfile", "hosts", "--print", "--db", "rel.db",
                         "--", "coll", "all_reduce")
     assert rc == 0 and f"--db {tmp_path / 'rel.db'}" in line, err
+
+
+AMD_EXAMPLE = ("launch", "k8s", "--schedule", "0 3 * * *", "--nodes", "16", "--gpus-per-node", "8",
+               "--db-secret", "cb-db", "--", "qualify", "--profile", "amd-mi300x-oem")
+
+
+def test_the_amd_kubernetes_example_makes_a_pod_amd_nodes_can_run():
+    """Before: nvidia.com/gpu, pytorch/pytorch:latest (CUDA) and pip install from PyPI at start."""
+    from clusterbench import __version__
+
+    r = _cb(*AMD_EXAMPLE)
+    assert r.returncode == 0, r.stderr
+    doc = yaml.safe_load(r.stdout)
+    check_cronjob(doc)
+    pod = doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    assert c["resources"]["limits"] == {"amd.com/gpu": "8"} and c["image"] == "rocm/pytorch:latest"
+    assert {m["mountPath"] for m in c["volumeMounts"]} == {"/dev/shm", "/dev/kfd", "/dev/dri"}
+    assert {v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v} == {"/dev/kfd", "/dev/dri"}
+    assert pod["securityContext"]["supplementalGroups"] == [44, 109]
+    assert c["command"] == ["clusterbench", "qualify", "--json", "--profile", "amd-mi300x-oem"]
+    assert "pip" not in r.stdout
+    # and it says that the image must bring clusterbench
+    assert r.stderr == (f"# the pods run the clusterbench of image rocm/pytorch:latest and install nothing at start: "
+                        f"give an image that has clusterbench {__version__} (--image, docs/multi-node.md) or "
+                        "--install-from WHEEL|INDEX_URL\n")
+
+
+def test_vendor_option_and_profile():
+    r = _cb("launch", "k8s", "--vendor", "amd", "--gpus-per-node", "1", "--", "coll", "all_reduce")
+    assert r.returncode == 0 and _master(yaml.safe_load(r.stdout))["resources"]["limits"] == {"amd.com/gpu": "1"}
+    r = _cb("launch", "k8s", "--gpus-per-node", "1", "--", "qualify", "--profile", "cpu-smoke")   # no vendor: nvidia
+    assert r.returncode == 0 and _master(yaml.safe_load(r.stdout))["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    r = _cb("launch", "k8s", "--vendor", "nvidia", "--", "qualify", "--profile", "amd-mi300x-oem")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "profile amd-mi300x-oem is for amd GPUs" in r.stderr
+    r = _cb("launch", "k8s", "--vendor", "intel", "--", "net")
+    assert r.returncode == 2 and "--vendor" in r.stderr
+
+
+def test_install_from_a_wheel_or_an_index_and_groups():
+    wheel = "/mnt/wheels/clusterbench-0.1.0-py3-none-any.whl"
+    r = _cb("launch", "k8s", "--install-from", wheel, "--", "net")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    # (the kubelet reduces the scripts' $$ to $)
+    assert _master(yaml.safe_load(r.stdout))["command"][:6] == ["sh", "-c", k8s.k8s_literal(k8s.INSTALL_SCRIPT),
+                                                              "clusterbench-install", wheel, "torchrun"]
+    r = _cb("launch", "k8s", "--install-from", "https://pypi.mirror.internal/simple", "--", "net")
+    assert _master(yaml.safe_load(r.stdout))["command"][:7] == [
+        "sh", "-c", k8s.k8s_literal(k8s.INDEX_INSTALL_SCRIPT), "clusterbench-install", "https://pypi.mirror.internal/simple",
+        k8s.DEFAULT_INSTALL, "torchrun"]
+    r = _cb("launch", "k8s", "--vendor", "amd", "--gpus-per-node", "8", "--supplemental-groups", "44,992", "--", "net")
+    pod = yaml.safe_load(r.stdout)["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    assert pod["securityContext"] == {"supplementalGroups": [44, 992]}
+    r = _cb("launch", "k8s", "--vendor", "amd", "--gpus-per-node", "8", "--supplemental-groups", "none", "--", "net")
+    assert "securityContext" not in yaml.safe_load(r.stdout)["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    for args, word in ((["--install-from", "clusterbench"], "invalid --install-from"),
+                       (["--install-from", wheel, "--install", "clusterbench"], "give one"),
+                       (["--install-from", wheel, "--no-install"], "give one"),
+                       (["--supplemental-groups", "video"], "invalid --supplemental-groups"),
+                       (["--kind", "mpijob", "--image", "x/y:1", "--install-from", wheel], "does not apply")):
+        r = _cb("launch", "k8s", *args, "--", "net")
+        assert r.returncode == 2 and word in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
+
+
+def test_an_image_of_ones_own_is_said_to_be_run_as_it_is():
+    r = _cb("launch", "k8s", "--image", "registry.example/cb:0.1", "--", "net")
+    assert r.returncode == 0
+    assert r.stderr == "# the pods run the clusterbench of image registry.example/cb:0.1; nothing is installed at start\n"
+    assert _master(yaml.safe_load(r.stdout))["command"][0] == "torchrun"

@@ -4,37 +4,16 @@ from __future__ import annotations
 
 import re
 
+import pytest
+from bench_tables import _row, _run
+from paths import DATA as ALL_DATA
+from stored_runs import EXTREMES, WALL
+
 from clusterbench.families.collectives.table import CollTable, format_time
 from clusterbench.records import Measurement, Run
 
 COLUMNS = ["size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
            "busbw", "#wrong"]
-
-
-def _row(op, nbytes, count, placement, t, alg, bus, wrong=None, dtype="float", redop="sum", root=-1):
-    p = {"bytes": nbytes, "count": count, "dtype": dtype, "redop": redop, "root": root,
-         "placement": placement, "ranks": 4}
-    ms = [Measurement(op, "time_us", t, "us", p), Measurement(op, "algbw", alg, "GB/s", p),
-          Measurement(op, "busbw", bus, "GB/s", p)]
-    if wrong is not None:
-        ms.append(Measurement(op, "wrong", float(wrong), "", p))
-    return ms
-
-
-def _run():
-    return Run(benchmark="coll", ranks=2, hosts=["nodeA"], devices=["GPU A", "GPU B"],
-               meta={"rank_hosts": ["nodeA", "nodeA"], "rank_pids": [101, 102],
-                     "rank_device_index": [0, 1], "rank_bus_id": ["0x1b", "0x2c"],
-                     "coll_sweep.all_gather": {"minbytes": 8, "maxbytes": 1024, "step": 2,
-                                               "step_kind": "factor", "warmup_iters": 5, "iters": 20,
-                                               "validation": 1}})
-
-
-EXTREMES = [1.7e308, 1e-300, 5e-324, -0.0, 0.0, 123456789012345678.0, 12.5, 3.25, -7.5, 1e15, -1.7e308]
-
-
-# a run of digits no column holds: what an unbounded fixed-point format prints for 1.7e308
-WALL = re.compile(r"\d[\d,]{24,}")
 
 
 def test_rows_split_into_the_nccl_tests_columns():
@@ -109,3 +88,212 @@ def test_collectives_footer_of_counts_past_the_float_limit():
     assert footer[0] == "# Out of bounds values : inf FAILED"
     ms = [m for m in ms if m.metric == "busbw"]
     assert CollTable("all_reduce").footer(Run("coll"), ms)[1] == "# Avg bus bandwidth    : 1.7e+308 "
+
+
+# -- what the parsers of nccl-tests output rely on -------------------------------------------------
+# The scripts operators run on nccl-tests logs (AWS's nccl_to_csv.py: a regular expression per
+# row; SuperBench's nccl-bw parser: the lines between the last line naming out-of-place and the
+# last "Out of bounds values", split on spaces, read by column index) rely on the facts below.
+# They hold for real nccl-tests logs (checked first) and must hold for clusterbench's tables of
+# every op, whichever engine measured it. benchmarks/nccl_parsers.py runs the two parsers
+# themselves on clusterbench's tables.
+
+DATA = ALL_DATA / "nccl-tests"
+REAL_LOGS = ["a3mega-h100-2node-all_reduce.txt", "coreweave-gb200-20racks-1440ranks-rank-list-truncated-to-last.txt",
+             "coreweave-gb200-nvl72-72ranks-rank-list-truncated-to-last.txt",
+             "gke-kubectl-exec-run_nccl_tests-allgather-op-only-in-command.txt",
+             "issue287-5090-1gpu-busbw-zero-overflowing-algbw.txt", "rtx3090-2node-inc-wrong-exponent-oob-108-failed.txt"]
+NUMBER = re.compile(r"^-?\d+(\.\d+)?(e[+-]?\d+)?$")
+OOB = re.compile(r"^# Out of bounds values : \d+ (OK|FAILED)$")        # "# %-20s : %d %s"
+AVG = re.compile(r"^# Avg bus bandwidth    : \S+ ?(OK|FAILED)?$")     # "# %-20s : %g %s"
+
+
+def table_facts(text: str) -> list[str]:
+    """What breaks a parser in one table's text (empty: nothing). Returns the problems found."""
+    lines = [line.rstrip("\n") for line in text.splitlines()]
+    problems = []
+    placed = [i for i, line in enumerate(lines) if "out-of-place" in line]
+    if len(placed) != 1:
+        problems.append(f"{len(placed)} lines name out-of-place (the column header alone may)")
+        return problems
+    names = lines[placed[0] + 1].lstrip("#").split()
+    if names != COLUMNS:
+        problems.append(f"column names {names}")
+    start = placed[0] + 3 if "(B)" in lines[placed[0] + 2] else placed[0] + 2
+    end = next((i for i, line in enumerate(lines) if line.startswith("# Out of bounds values")), None)
+    if end is None:
+        return [*problems, "no '# Out of bounds values' line"]
+    rows = lines[start:end]
+    if not rows:
+        problems.append("no rows")
+    for line in rows:
+        if line.lstrip().startswith("#") or not line.strip():
+            problems.append(f"a line inside the table that is no row: {line!r}")
+            continue
+        f = line.split()
+        if len(f) != 13:
+            problems.append(f"{len(f)} columns: {line!r}")
+            continue
+        numbers = [f[0], f[1], f[4], *f[5:8], *f[9:12]]
+        if not all(NUMBER.match(x) for x in numbers):
+            problems.append(f"a number column without a number: {line!r}")
+        if not all(NUMBER.match(x) or x == "N/A" for x in (f[8], f[12])):
+            problems.append(f"#wrong neither a count nor N/A: {line!r}")
+    if not OOB.match(lines[end]):
+        problems.append(f"out-of-bounds footer {lines[end]!r}")
+    if end + 1 >= len(lines) or not AVG.match(lines[end + 1]):
+        problems.append("no '# Avg bus bandwidth    : X' line after it")
+    after = [line for line in lines[end + 1:] if "out-of-place" in line or "Out of bounds values" in line]
+    if after:
+        problems.append(f"after the footer, a line SuperBench takes for a table boundary: {after[0]!r}")
+    return problems
+
+
+@pytest.mark.parametrize("name", REAL_LOGS)
+def test_real_nccl_tests_logs_have_the_facts_parsers_rely_on(name):
+    text = (DATA / name).read_text()
+    assert table_facts(text) == []
+
+
+def test_the_facts_catch_what_broke_the_parsers():
+    """clusterbench's all_reduce table before both placements were measured: N/A out of place and
+    a note naming out-of-place between the column header and the rows."""
+    good = (DATA / REAL_LOGS[0]).read_text().splitlines()
+    at = next(i for i, line in enumerate(good) if "(elements)" in line) + 1
+    noted = good[:at] + ["# all_reduce: PyTorch offers only an in-place all_reduce; out-of-place columns are N/A"]
+    assert "lines name out-of-place" in table_facts("\n".join(noted + good[at:]))[0]
+    cut = good[at].split()
+    na = "  ".join(cut[:5] + ["N/A"] * 4 + cut[9:])
+    assert any("without a number" in p for p in table_facts("\n".join(good[:at] + [na] + good[at + 1:])))
+    assert any("no row" in p for p in table_facts("\n".join(good[:at] + ["# a note"] + good[at:])))
+
+
+ENGINES = ["torch", "nccl"]
+
+
+@pytest.fixture(scope="module")
+def printed_tables():
+    """Every op on one in-process rank, through each engine (the NCCL library a stand-in that
+    checks each call and carries it out on host memory), as printed live and by results show."""
+    import io
+
+    import torch
+    import torch.distributed as dist
+    from fake_nccl import COMM, STREAM, FakeNccl
+
+    from clusterbench.bench.collectives import direct, nccl, rank
+    from clusterbench.bench.collectives.config import coll_config
+    from clusterbench.families.collectives.spec import OPS
+    from clusterbench.ranks.context import RankContext, RankOptions
+    from clusterbench.ranks.env import RankEnv
+    from clusterbench.records import Header, Meta, Note, Rows
+    from clusterbench.report.terminal import TablePrinter, render_run
+
+    out: dict[tuple[str, str], tuple[str, str]] = {}
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        for engine_name in ENGINES:
+            for op in OPS:
+                if engine_name == "torch" and op == "sendrecv":
+                    continue   # gloo has no send to itself; two ranks: tests/system/test_coll.py
+                events: list = []
+                ctx = RankContext(env=RankEnv(0, 1, 0, 1, "127.0.0.1", 0, "local", "h"),
+                                  device=torch.device("cpu"), backend="gloo", options=RankOptions(device="cpu"),
+                                  emit_fn=events.append)
+                if engine_name == "nccl":
+                    lib = nccl.Nccl(FakeNccl(), "/opt/nccl/lib/libnccl.so.2")
+                    lib.lib.made.add(COMM)
+                    engine = direct.DirectEngine(lib, COMM, None, STREAM)
+                else:
+                    engine = None
+                config = coll_config(op, minbytes="8", maxbytes="4K", stepfactor=8, iters=2, warmup_iters=1,
+                                     datatype="float,uint32", root=0, engine=engine_name)
+                rank.run_op(ctx, config, op, engine)
+                live = io.StringIO()
+                printer = TablePrinter(out=live)
+                printer.on_event(Header(ranks=1, hosts=["h"], devices=["cpu"], device_type="cpu", backend="gloo",
+                                        launcher="local"))
+                for e in events:
+                    printer.on_event(e)
+                run = Run("coll", ranks=1, hosts=["h"], devices=["cpu"])
+                for e in events:
+                    if isinstance(e, Meta):
+                        run.meta.update(e.data)
+                run.meta["notes"] = [e.to_stored() for e in events if isinstance(e, Note)]
+                ms = [m for e in events if isinstance(e, Rows) for m in e.measurements]
+                printer.finish(run, ms)
+                out[(engine_name, op)] = live.getvalue(), "\n".join(render_run(run, ms))
+    finally:
+        dist.destroy_process_group()
+    return out
+
+
+def _without_noise_block(text: str) -> list[str]:
+    """The lines of a printed run without its noise block (judge.noise.summary_lines: a
+    ``# warning:`` line and the indented ``#   `` lines under it), which a busy machine adds."""
+    out: list[str] = []
+    inside = False
+    for line in text.splitlines():
+        inside = line.startswith("# warning:") or (inside and line.startswith("#   "))
+        if not inside:
+            out.append(line)
+    return out
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_ops_table_has_the_facts_live_and_stored(printed_tables, engine):
+    from clusterbench.families.collectives.spec import OPS
+
+    for op in OPS:
+        if (engine, op) not in printed_tables:
+            continue
+        live, stored = printed_tables[(engine, op)]
+        assert table_facts(live) == [], (op, live)
+        assert table_facts(stored) == [], (op, stored)
+        # (the noise warnings a stored run keeps are the run builder's, not made here)
+        assert _without_noise_block(live) == stored.splitlines()
+        # N/A only where nccl-tests prints it: the #wrong of the placements it leaves unchecked
+        na = [(line.split().index("N/A"), line.split().count("N/A")) for line in live.splitlines()
+              if "N/A" in line and not line.startswith("#")]
+        assert all(where == (12, 1) for where in na), (op, na)
+        assert bool(na) == (op in ("alltoall", "sendrecv")), op
+    assert len([k for k in printed_tables if k[0] == engine]) >= len(OPS) - 1
+
+
+def test_the_header_names_the_engine_and_the_torch_caveat_follows_the_table(printed_tables):
+    live, _ = printed_tables[("torch", "all_reduce")]
+    lines = live.splitlines()
+    assert lines[2] == "# Engine: torch (torch.distributed, gloo backend)"
+    end = lines.index("# Collective test concluded: all_reduce")
+    assert lines[end + 1].startswith("# all_reduce: skipped uint32 sum: the gloo backend cannot run it (")
+    assert lines[end + 2].startswith("# all_reduce (engine torch): torch.distributed has only an in-place "
+                                     "all_reduce; out of place, the input is copied into the output buffer")
+    nccl_lines = printed_tables[("nccl", "all_reduce")][0].splitlines()
+    assert nccl_lines[2] == "# Engine: nccl (NCCL 2.30.7 called directly, /opt/nccl/lib/libnccl.so.2)"
+    assert nccl_lines[nccl_lines.index("# Collective test concluded: all_reduce") + 1:] == []
+    assert any(" uint32 " in line for line in nccl_lines)   # the library has the type gloo lacks
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_printed_tables_import_back_as_the_rows_they_print(printed_tables, engine):
+    from clusterbench.families.collectives.spec import OPS
+    from clusterbench.ingest import parse_text
+
+    for op in OPS:
+        if (engine, op) not in printed_tables:
+            continue
+        live, _ = printed_tables[(engine, op)]
+        (imported,) = parse_text(live, name=f"{op}.log")
+        got = {(m.params["bytes"], m.params["dtype"], m.params["placement"], m.metric): m.value
+               for m in imported.measurements if "placement" in m.params}
+        printed = {}
+        for line in live.splitlines():
+            f = line.split()
+            if line.startswith("#") or len(f) != 13:
+                continue
+            for place, cols in (("out", f[5:9]), ("in", f[9:13])):
+                for metric, cell in zip(("time_us", "algbw", "busbw", "wrong"), cols):
+                    if cell != "N/A":
+                        printed[(int(f[0]), f[2], place, metric)] = float(cell)
+        assert got == printed, op
+        assert {p for _, _, p, _ in got} == {"out", "in"}

@@ -16,6 +16,10 @@ from clusterbench.families.collectives.spec import (
 )
 from clusterbench.units import parse_size
 
+# torch: torch.distributed (gloo, or NCCL/RCCL under PyTorch's process group); nccl: the NCCL/RCCL
+# library torch loaded, called directly as nccl-tests calls it (bench/collectives/direct.py)
+ENGINES = ("torch", "nccl")
+
 MAX_ROWS = 10_000  # a sweep longer than this is a typo (e.g. -i 1 up to 1G), not a benchmark
 
 
@@ -35,6 +39,7 @@ class CollConfig:
     average: int = 1        # 0 rank 0, 1 mean, 2 min, 3 max over ranks
     cycles: int = 1         # -N: run the whole sweep this many times
     graph: int = 0          # -G: replay a CUDA/HIP graph of the iters loop this many times (0: no graph)
+    engine: str = "torch"   # ENGINES
 
     def sizes(self) -> list[int]:
         return sweep_sizes(self.minbytes, self.maxbytes, self.stepfactor, self.stepbytes)
@@ -65,7 +70,8 @@ def parse_redops(text: str) -> tuple[str, ...]:
 def coll_config(op: str, *, minbytes: str | int = 8, maxbytes: str | int = "32M",
                  stepfactor: int | None = None, stepbytes: str | int | None = None, iters: int = 20,
                  warmup_iters: int = 5, check: int = 1, datatype: str = "float", redop: str = "sum",
-                 root: int = 0, average: int = 1, cycles: int = 1, graph: int = 0) -> CollConfig:
+                 root: int = 0, average: int = 1, cycles: int = 1, graph: int = 0,
+                 engine: str = "torch") -> CollConfig:
     """Validate user input into a ``CollConfig``; every problem is a one-line ``UsageError``."""
     lo = parse_size(minbytes, "minbytes (-b)")
     hi = parse_size(maxbytes, "maxbytes (-e)")
@@ -90,10 +96,13 @@ def coll_config(op: str, *, minbytes: str | int = 8, maxbytes: str | int = "32M"
                              ("cudagraph (-G)", graph, 0)):
         if value < low:
             raise UsageError(f"invalid {name} {value}: must be at least {low}")
+    if engine not in ENGINES:
+        raise UsageError(f"unknown engine {engine!r}: expected {' or '.join(ENGINES)}")
     if average not in (0, 1, 2, 3):
         raise UsageError(f"invalid average (-a) {average}: expected 0 (rank 0), 1 (avg), 2 (min) or 3 (max)")
     return CollConfig(
         ops=parse_ops(op), dtypes=parse_dtypes(datatype), redops=parse_redops(redop),
         minbytes=lo, maxbytes=hi, stepfactor=factor, stepbytes=step, iters=iters,
         warmup_iters=warmup_iters, check=check, root=root, average=average, cycles=cycles, graph=graph,
+        engine=engine,
     )

@@ -49,17 +49,17 @@ AVERAGE_NAMES = {0: "rank0", 1: "avg", 2: "min", 3: "max"}
 
 
 def time_iters(ctx: RankContext, issues: list[Callable[[], Any]], iters: int,
-               per_op: list[float] | None = None) -> float:
+               per_op: list[float] | None = None, ordered: bool | None = None) -> float:
     """Seconds per op on this rank: ``iters`` ops, iteration ``i`` through ``issues[i %
     len(issues)]`` (the shifted buffers). On NCCL/RCCL they are issued back-to-back onto the
     rank's stream, which runs them one after another, with one wait and one device synchronize,
     as nccl-tests does. gloo runs async ops on several threads at once, which would time two
     ops in flight as one; there each op is waited for before the next is issued, as a stream
     would run them (and as a blocking ``dist.all_reduce`` loop does); there ``per_op`` gets each
-    op's seconds."""
+    op's seconds. ``ordered``: the engine's (default: NCCL/RCCL's process group is)."""
     ctx.barrier()
     t0 = time.perf_counter()
-    run_iters(issues, iters, ordered=ctx.backend == "nccl", per_op=per_op)
+    run_iters(issues, iters, ordered=ctx.backend == "nccl" if ordered is None else ordered, per_op=per_op)
     ctx.synchronize()
     return (time.perf_counter() - t0) / iters
 
@@ -89,20 +89,23 @@ def slowest_per_iteration(ctx: RankContext, seconds: list[float]) -> list[float]
     return t.tolist()
 
 
-def capture(ctx: RankContext, issues: list[Callable[[], Any]], iters: int) -> Any:
-    """The ``iters`` ops captured in one CUDA/HIP graph (nccl-tests' ``-G``), not yet run."""
+def capture(ctx: RankContext, issues: list[Callable[[], Any]], iters: int, engine: Any = None) -> Any:
+    """The ``iters`` ops captured in one CUDA/HIP graph (nccl-tests' ``-G``), not yet run; on
+    the engine's stream where it has one (its calls are bound to it)."""
     import torch
 
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    stream = getattr(engine, "stream", None)
+    with torch.cuda.graph(graph, stream=stream):
         pending = [issues[i % len(issues)]() for i in range(iters)]
-        calls.finish(pending, ordered=ctx.backend == "nccl")  # joins the capture stream
+        calls.finish(pending, ordered=engine.ordered if engine else ctx.backend == "nccl")  # joins the capture
     return graph
 
 
-def time_graph(ctx: RankContext, issues: list[Callable[[], Any]], iters: int, launches: int) -> float:
+def time_graph(ctx: RankContext, issues: list[Callable[[], Any]], iters: int, launches: int,
+               engine: Any = None) -> float:
     """Seconds per op: the graph of ``iters`` ops replayed ``launches`` times, one synchronize."""
-    graph = capture(ctx, issues, iters)
+    graph = capture(ctx, issues, iters, engine)
     ctx.synchronize()
     ctx.barrier()
     t0 = time.perf_counter()
@@ -152,14 +155,16 @@ def _all_ok(ctx: RankContext, ok: bool) -> bool:
 class Sweep:
     """One op x dtype x reduction on this rank: buffers allocated once at the largest size."""
 
-    def __init__(self, ctx: RankContext, config: CollConfig, op: str, dtype: str, redop: str) -> None:
+    def __init__(self, ctx: RankContext, config: CollConfig, op: str, dtype: str, redop: str,
+                 engine: Any = None) -> None:
         self.ctx, self.config, self.op, self.dtype, self.redop = ctx, config, op, dtype, redop
+        self.engine = engine or calls.TorchEngine(ctx.backend)
         self.spec = SPECS[op]
         self.n = ctx.world_size
         self.root = config.root if self.spec.has_root else -1
         self.send_buf = self.recv_buf = None
         self.per_max = 0
-        self.notes: list[str] = []  # placements the backend cannot run, said before the op's rows
+        self.refused: dict[str, str] = {}  # placement -> why the engine cannot run it
 
     def allocate(self, per_max: int) -> None:
         import torch
@@ -173,9 +178,9 @@ class Sweep:
     def bind(self, placement: str, per: int, step: int = 0) -> calls.Bound:
         """The row's call on the buffers shifted by ``step`` row-sized windows."""
         send, recv = calls.buffer_elements(self.op, per, self.n)
-        return calls.bind(self.op, placement, calls.shifted(self.send_buf, send, step),
-                          calls.shifted(self.recv_buf, recv, step), per, self.ctx.rank, self.n,
-                          max(self.root, 0), self.redop, self.dtype, async_op=self.ctx.backend != "nccl")
+        return self.engine.bind(self.op, placement, calls.shifted(self.send_buf, send, step),
+                                calls.shifted(self.recv_buf, recv, step), per, self.ctx.rank, self.n,
+                                max(self.root, 0), self.redop, self.dtype)
 
     def shifted_calls(self, placement: str, per: int) -> list[Callable[[], Any]]:
         """One bound call per buffer offset the timed loop visits (bound before timing)."""
@@ -199,8 +204,8 @@ class Sweep:
                                 self.dtype, self.redop)
 
     def probe(self) -> list[str]:
-        """The placements this backend can run for this dtype and reduction, tried for real
-        (one element per rank); every rank agrees, rank 0 says why one is skipped."""
+        """The placements this engine can run for this dtype and reduction, tried for real
+        (one element per rank); every rank agrees. Why one cannot run: ``refused``."""
         usable = []
         self.allocate(1)
         for placement in placements(self.op):
@@ -210,8 +215,8 @@ class Sweep:
                 self.fill(b, 1)
                 b.run()
                 self.ctx.synchronize()
-                if self.config.graph:  # the backend must also run it inside a CUDA/HIP graph
-                    capture(self.ctx, [b.issue], 1).replay()
+                if self.config.graph:  # the engine must also run it inside a CUDA/HIP graph
+                    capture(self.ctx, [b.issue], 1, self.engine).replay()
                     self.ctx.synchronize()
             except Exception as e:  # noqa: BLE001 - the backend's refusal is the reason we report
                 lines = str(e).strip().splitlines()
@@ -219,17 +224,14 @@ class Sweep:
             if _all_ok(self.ctx, not reason):
                 usable.append(placement)
             else:
-                where = "out-of-place" if placement == "out" else "in-place"
-                graph = " in a graph (-G)" if self.config.graph else ""
-                self.notes.append(f"{self.op} {self.dtype} {self.redop} {where}: skipped, the {self.ctx.backend}"
-                                  f" backend cannot run it{graph} ({reason or 'failed on another rank'})")
+                self.refused[placement] = reason or "failed on another rank"
         return usable
 
     def warm_up(self, places: list[str], pers: list[int]) -> None:
         for per in (max(pers), min(pers)):  # nccl-tests warms up at the largest, then smallest size
             issues = self.shifted_calls(places[0], per)
             pending = [issues[i % len(issues)]() for i in range(self.config.warmup_iters)]
-            calls.finish(pending, ordered=self.ctx.backend == "nccl")
+            calls.finish(pending, ordered=self.engine.ordered)
             self.ctx.synchronize()
 
     def row(self, size: int, per: int, places: list[str], cycle: int) -> tuple[list[Measurement], list[float], int]:
@@ -249,8 +251,8 @@ class Sweep:
             ctx.synchronize()
             issues = self.shifted_calls(placement, per)
             per_op: list[float] = []
-            mine = time_graph(ctx, issues, cfg.iters, cfg.graph) if cfg.graph else \
-                time_iters(ctx, issues, cfg.iters, per_op)
+            mine = time_graph(ctx, issues, cfg.iters, cfg.graph, self.engine) if cfg.graph else \
+                time_iters(ctx, issues, cfg.iters, per_op, self.engine.ordered)
             seconds = combine(ctx, mine, cfg.average)
             spread = iteration_stats(slowest_per_iteration(ctx, per_op)) if len(per_op) > 1 else {}
             wrong = None
@@ -281,14 +283,15 @@ class Sweep:
         return out, bws, bad
 
 
-def sweep_header(config: CollConfig) -> dict[str, Any]:
-    """What nccl-tests prints in its first line, kept in the run's meta for the table header."""
+def sweep_header(config: CollConfig, engine: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What nccl-tests prints in its first line, kept in the run's meta for the table header,
+    and the engine that measured the op (``engine``: torch or nccl, and its backend or library)."""
     factor = config.stepfactor > 1
     return {"nthread": 1, "ngpus": 1, "minbytes": config.minbytes, "maxbytes": config.maxbytes,
             "step": config.stepfactor if factor else config.stepbytes,
             "step_kind": "factor" if factor else "bytes", "warmup_iters": config.warmup_iters,
             "iters": config.iters, "agg_iters": 1, "validation": config.check, "graph": config.graph,
-            "average": AVERAGE_NAMES[config.average]}
+            "average": AVERAGE_NAMES[config.average], **(engine or {"engine": config.engine})}
 
 
 def _identity(ctx: RankContext) -> dict[str, Any]:
@@ -368,25 +371,51 @@ def _usable_memory(ctx: RankContext) -> int:
     return int(least.item())
 
 
-def run_op(ctx: RankContext, config: CollConfig, op: str) -> None:
+def _refusals(op: str, refused: dict[tuple[str, str], dict[str, str]], engine: Any, graph: bool) -> list[str]:
+    """One line per reason: the types and reductions the engine cannot run, and where."""
+    by_reason: dict[str, list[str]] = {}
+    for (dtype, redop), places in refused.items():
+        combo = f"{dtype} {redop}" if redop != "none" else dtype
+        if len(places) == len(placements(op)) and len(set(places.values())) == 1:  # both, one reason
+            by_reason.setdefault(next(iter(places.values())), []).append(combo)
+            continue
+        for placement, reason in places.items():
+            where = "out of place" if placement == "out" else "in place"
+            by_reason.setdefault(reason, []).append(f"{combo} {where}")
+    inside = " in a graph (-G)" if graph else ""
+    # "out of place", not nccl-tests' hyphenated column name: SuperBench's parser takes the
+    # last line naming "out-of-place" as the column header, so no note may name it
+    return [f"{op}: skipped {', '.join(dict.fromkeys(what))}: {engine.cannot()} cannot run it{inside} ({reason})"
+            + ("" if all(len(p) == len(placements(op)) for p in refused.values()) else
+               "; a row is measured in both placements or not at all")
+            for reason, what in by_reason.items()]
+
+
+def run_op(ctx: RankContext, config: CollConfig, op: str, engine: Any = None) -> None:
+    engine = engine or calls.TorchEngine(ctx.backend)
     spec = SPECS[op]
     n = ctx.world_size
-    ctx.meta({f"coll_sweep.{op}": sweep_header(config)})
-    # Every note of an op is known before its first row: which placements the backend runs
-    # (tried with one element per rank) and which sizes are skipped. Said before the rows, they
-    # print under the op's table header live, where results show prints them too.
+    ctx.meta({f"coll_sweep.{op}": sweep_header(config, engine.describe())})
+    # Every note of an op is known before its first row: which types and reductions the engine
+    # runs (tried with one element per rank), which sizes are skipped and how the engine measured
+    # the op. The tables print them after the op's table (live and in results show), never
+    # between its column header and its rows, where nccl-tests' parsers read rows.
     notes: list[str] = []
-    if not spec.out_of_place:
-        notes.append(f"{op}: PyTorch offers only an in-place {op}; out-of-place columns are N/A")
     combos = [(d, r) for d in config.dtypes for r in (config.redops if spec.reduces else ("none",))]
     sizes = config.sizes()
     memory = _usable_memory(ctx)
     usable: dict[tuple[str, str], list[str]] = {}
+    refused: dict[tuple[str, str], dict[str, str]] = {}
     planned: dict[tuple[str, str], list[tuple[int, int]]] = {}
     for dtype, redop in combos:
-        probe = Sweep(ctx, config, op, dtype, redop)
-        usable[(dtype, redop)] = probe.probe()
-        notes += probe.notes
+        probe = Sweep(ctx, config, op, dtype, redop, engine)
+        # a row holds both placements, as nccl-tests prints it: a combination the engine cannot
+        # run in one of them is skipped whole (said once per reason), never half printed
+        places = probe.probe()
+        if probe.refused:
+            refused[(dtype, redop)] = probe.refused
+            places = []
+        usable[(dtype, redop)] = places
         pers = [row_counts(op, s, dtype, n).param for s in sizes]
         runnable = [(s, p) for s, p in zip(sizes, pers) if p > 0]
         if len(runnable) < len(sizes):
@@ -399,6 +428,10 @@ def run_op(ctx: RankContext, config: CollConfig, op: str) -> None:
             notes.append(f"{op} {dtype}: size(s) {', '.join(big)} B skipped: their buffers need more "
                          f"than the {memory} B of memory free per rank")
         planned[(dtype, redop)] = fits
+    notes += _refusals(op, refused, engine, bool(config.graph))
+    caveat = engine.caveat(op)
+    if caveat and any(usable.values()):
+        notes.append(caveat)
     for text in dict.fromkeys(notes):
         ctx.note(text, op)
     records: list[Measurement] = []
@@ -410,7 +443,7 @@ def run_op(ctx: RankContext, config: CollConfig, op: str) -> None:
         places, runnable = usable[(dtype, redop)], planned[(dtype, redop)]
         if not places or not runnable:
             continue
-        sweep = Sweep(ctx, config, op, dtype, redop)
+        sweep = Sweep(ctx, config, op, dtype, redop, engine)
         sweep.allocate(max(p for _, p in runnable))
         sweep.warm_up(places, [p for _, p in runnable])
         for cycle in range(config.cycles):
@@ -430,11 +463,28 @@ def run_op(ctx: RankContext, config: CollConfig, op: str) -> None:
                  "#wrong > 0): data corruption")
 
 
+def open_engine(ctx: RankContext, config: CollConfig) -> Any:
+    """The engine ``--engine`` names, ready on this rank."""
+    if config.engine == "nccl":
+        from clusterbench.bench.collectives import direct
+
+        return direct.open_engine(ctx)
+    return calls.TorchEngine(ctx.backend)
+
+
 def main(ctx: RankContext, config: CollConfig) -> None:
     if config.graph and ctx.device_type != "cuda":
         raise UsageError(f"-G/--cudagraph {config.graph} captures CUDA/HIP graphs and needs GPU ranks")
     if config.root >= ctx.world_size and any(SPECS[op].has_root for op in config.ops):
         raise UsageError(f"--root {config.root} is not a rank: there are {ctx.world_size} ranks")
     ctx.meta(_identity(ctx))
-    for op in config.ops:
-        run_op(ctx, config, op)
+    engine = open_engine(ctx, config)
+    try:
+        ctx.meta({"coll_engine": engine.describe()})
+        with engine.active():
+            for op in config.ops:
+                run_op(ctx, config, op, engine)
+    except BaseException:
+        engine.close(abort=True)   # a peer may be gone: a graceful destroy would wait for it
+        raise
+    engine.close()

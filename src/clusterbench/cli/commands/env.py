@@ -11,6 +11,7 @@ import click
 from clusterbench.cli.options import db_option, json_option, since_option
 from clusterbench.envinfo import diff as envdiff
 from clusterbench.envinfo import inventory
+from clusterbench.envinfo.context import cpu_count
 from clusterbench.errors import UsageError
 from clusterbench.judge.environments import NoHosts, environment_diffs, stored_environments
 from clusterbench.printable import printable
@@ -53,6 +54,76 @@ def _ds(value: Any) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
+def _bytes(n: Any) -> str:
+    """A size in the largest binary unit that keeps it readable: 64 KiB, 16 GiB, 2 MiB."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        return str(n) if isinstance(n, str) and n else "?"
+    for unit, name in ((1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+        if n >= unit:
+            return f"{n / unit:.1f}".rstrip("0").rstrip(".") + f" {name}"
+    return f"{n} B"
+
+
+def _cpus_of(cpu_max: Any) -> str:
+    """``"50000 100000"`` -> ``" (0.5 CPU)"``: what a cgroup's quota allows."""
+    words = cpu_max.split() if isinstance(cpu_max, str) else []
+    if len(words) == 2 and words[0].isdigit() and words[1].isdigit() and int(words[1]):
+        return f" ({round(int(words[0]) / int(words[1]), 3):g} CPU)"
+    return " (no limit)" if words[:1] == ["max"] else ""
+
+
+def _limit(r: Any, size: bool = False) -> str:
+    r = _d(r)
+    soft, hard = (_bytes(v) if size and isinstance(v, int) else _q(v) for v in (r.get("soft"), r.get("hard")))
+    return f"{soft}" if soft == hard else f"{soft} (hard {hard})"
+
+
+def context_lines(inv: dict[str, Any]) -> list[str]:
+    """The execution context: cgroup limits, the CPUs and limits the process and each rank got,
+    /dev/shm, huge pages, the network namespace."""
+    cg, proc, ns, mem = _d(inv.get("cgroup")), _d(inv.get("process")), _d(inv.get("netns")), _d(inv.get("memory"))
+    lines = []
+    if cg.get("mode") or ns.get("inode") is not None:   # (an inventory stored before these existed: none)
+        mode = cg.get("mode")
+        parts = [f"cgroup {mode or '?'}" + (f" {cg['path']}" if cg.get("path") else "")]
+        if mode:
+            parts.append(f"cpu.max {_q(cg.get('cpu_max'))}{_cpus_of(cg.get('cpu_max'))}")
+            memory = cg.get("memory_max")
+            parts.append(f"memory.max {memory if memory == 'max' else _bytes(memory)}")
+            parts.append(f"cpuset {_q(cg.get('cpuset_cpus'))} (mems {_q(cg.get('cpuset_mems'))})")
+        if ns:
+            same = {True: ", as PID 1's", False: ", not PID 1's"}.get(ns.get("same_as_pid1"), "")
+            parts.append(f"netns {_q(ns.get('inode'))}{same}")
+        lines.append("context   " + "; ".join(parts))
+    if proc.get("cpus_allowed") or proc.get("rlimits") or mem.get("shm_bytes") is not None:
+        limits = _d(proc.get("rlimits"))
+        parts = [f"CPUs {_q(proc.get('cpus_allowed'))}" + (f" ({n})" if (n := cpu_count(proc.get("cpus_allowed"))) else "")]
+        parts += [f"{k} {_limit(limits[k], k == 'memlock')}" for k in ("memlock", "nofile") if k in limits]
+        parts.append(f"/dev/shm {_bytes(mem.get('shm_bytes'))}")
+        pages = f"{_q(mem.get('hugepages_total'))} x {_bytes(mem.get('hugepage_size_bytes'))}"
+        parts.append(f"huge pages {pages}, THP {_q(mem.get('thp_enabled'))}")
+        lines.append("process   " + "; ".join(parts))
+    ranks = _ds(inv.get("ranks"))
+    if ranks:
+        lines.append("ranks     " + "; ".join(f"{_q(r.get('rank'))}: CPUs {_q(r.get('cpus'))}" for r in ranks))
+    return lines
+
+
+def _nic(n: dict[str, Any]) -> str:
+    mbps = n.get("speed_mbps")
+    speed = f"{mbps / 1000:g} Gb/s" if isinstance(mbps, (int, float)) and not isinstance(mbps, bool) and mbps \
+        else "speed ?"
+    kind = n.get("kind") or ("virtual" if n.get("virtual") else "?")
+    if n.get("pf"):
+        kind += f" of PF {n['pf']}"
+    extra = "".join((f", port of {n['master']}" if n.get("master") else "",
+                     f", rdma {','.join(map(str, n['rdma']))}" if isinstance(n.get("rdma"), list) and n["rdma"] else "",
+                     f", {n['sriov_vfs']} VFs" if n.get("sriov_vfs") else "",
+                     ", default route" if n.get("default_route") is True else ""))
+    return (f"nic       {n.get('name')}: {kind}, {_q(n.get('operstate'))}, {speed}, MTU {_q(n.get('mtu'))}, "
+            f"driver {n.get('driver') or ('virtual' if n.get('virtual') else '?')}, pci {n.get('pci') or '-'}{extra}")
+
+
 def inventory_lines(inv: dict[str, Any]) -> list[str]:
     v = _d(inv.get("virtualization"))
     cpu, mem, os_ = _d(inv.get("cpu")), _d(inv.get("memory")), _d(inv.get("os"))
@@ -67,6 +138,7 @@ def inventory_lines(inv: dict[str, Any]) -> list[str]:
         f"memory    {_size(mem.get('total_bytes'))}; NUMA nodes: "
         + (", ".join(f"{_q(n.get('node'))} (cpus {_cpus(n.get('cpus'))}, {_size(n.get('memory_bytes'))})"
                      for n in _ds(cpu.get("numa_nodes"))) or "?"),
+        *context_lines(inv),
         "versions  " + ", ".join(f"{k} {val}" for k, val in _d(inv.get("versions")).items()),
     ]
     if _d(inv.get("drivers")):
@@ -90,11 +162,7 @@ def inventory_lines(inv: dict[str, Any]) -> list[str]:
                          f"{_q(link.get('current_speed_gts'))}/{_q(link.get('max_speed_gts'))} GT/s, "
                          f"numa {_q(d.get('numa_node'))}")
     for n in _ds(inv.get("nics")):
-        mbps = n.get("speed_mbps")
-        speed = f"{mbps / 1000:g} Gb/s" if isinstance(mbps, (int, float)) and not isinstance(mbps, bool) and mbps \
-            else "speed ?"
-        lines.append(f"nic       {n.get('name')}: {_q(n.get('operstate'))}, {speed}, MTU {_q(n.get('mtu'))}, "
-                     f"driver {n.get('driver') or ('virtual' if n.get('virtual') else '?')}, pci {n.get('pci') or '-'}")
+        lines.append(_nic(n))
     for r in _ds(inv.get("rdma")):
         for p in _ds(r.get("ports")):
             gids = ", ".join(f"{g.get('index')}={g.get('type') or '?'}({g.get('netdev') or '-'})" for g in _ds(p.get("gids")))
@@ -110,9 +178,11 @@ def inventory_lines(inv: dict[str, Any]) -> list[str]:
 @click.option("--root", default="/", hidden=True, help="Read host files under this root (tests).")
 @click.pass_context
 def env(ctx: click.Context, as_json: bool, root: str) -> None:
-    """This host's inventory: OS, container/VM, CPUs and NUMA, memory, GPUs, versions, partition
-    modes, PCIe links, NICs, RDMA ports and the NCCL/RCCL/UCX environment. The same inventory is
-    stored with every run (see `clusterbench env diff`)."""
+    """This host's inventory: OS, container/VM, cgroup limits, CPU affinity, memlock and other
+    limits, /dev/shm, huge pages, network namespace, CPUs and NUMA, memory, GPUs, versions,
+    partition modes, PCIe links, NICs (physical, SR-IOV VF, veth, bond, ...), RDMA ports and the
+    NCCL/RCCL/UCX environment. The same inventory is stored with every run (see `clusterbench env
+    diff`)."""
     if ctx.invoked_subcommand:
         if as_json:  # it would say nothing about the subcommand's output
             raise UsageError(f"--json goes after the subcommand: clusterbench env {ctx.invoked_subcommand} --json")

@@ -9,11 +9,11 @@ import click
 from clusterbench.cli.bounds import Count
 from clusterbench.cli.options import (
     command_line,
-    db_option,
     fs_text,
     json_option,
     parse_tags,
     tag_option,
+    writer_db_option,
 )
 from clusterbench.errors import Stopped
 from clusterbench.ingest import TOOLS, ImportedRun
@@ -107,7 +107,7 @@ class _Printer:
 @click.option("--jobs", "-j", type=Count(1, 64), default=None, metavar="N",
               help="Processes that parse a large nccl-tests text log (one file of 24 MB or more) at once "
                    "(default: 2 where the machine has 2 or more CPUs; the runs are the same with any N).")
-@db_option
+@writer_db_option
 def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], host: str | None,
                as_json: bool, dry_run: bool, jobs: int | None, db: str | None) -> int:
     """Import nccl-tests/rccl-tests, TransferBench, BabelStream, rocblas-bench, hipblaslt-bench,
@@ -130,11 +130,11 @@ def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], 
     failed = result.failed_files
     if failed and len(paths) > 1:
         print(f"clusterbench: error: {len(failed)} of {len(paths)} files not imported", file=sys.stderr)
-    if result.output_error is not None:   # said once the transactions' outcome is known
-        print(printable(f"clusterbench: error: {result.output_error}; "
-                        + ("nothing was stored (--dry-run)" if dry_run else "the runs imported are stored")), file=sys.stderr)
     code = result.exit_code
-    if as_json:
+    if result.output_error is not None:   # said once the transactions' outcome is known
+        stored = "nothing is stored (--dry-run)" if dry_run else "every run imported is stored"
+        print(printable(f"clusterbench: error: {result.output_error}; {stored}"), file=sys.stderr)
+    elif as_json:
         emit(summary_line("import", files=len(paths), stored=not dry_run, runs=result.runs, counts=result.counts,
                           failed_files=failed, already_imported=result.already_imported, exit_code=code))
     if result.stopped is not None:   # the signal came as a file committed: what is stored, then the exit

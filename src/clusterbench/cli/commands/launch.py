@@ -13,6 +13,8 @@ from typing import Any
 
 import click
 
+from clusterbench import __version__
+from clusterbench.choices import GPU_VENDORS
 from clusterbench.cli.argv_check import check_argv
 from clusterbench.cli.bounds import (
     MAX_GPUS_PER_NODE,
@@ -198,7 +200,9 @@ def slurm_cmd(partition, time_limit, job_name, account, output, exclusive, nodel
         return
     with Progress(wanted(quiet), f"Slurm job {job}: submitted") as shown:
         info = slurm.wait(job, wait_timeout, on_state=lambda i: shown.update(f"Slurm job {job}: {i.describe()}"))
-    return _show_launched(db_path, launch_id, info.ended(job), as_json, quiet)
+    what = info.ended(job)
+    said = slurm.job_error(info) if info.state != "COMPLETED" else None
+    return _show_launched(db_path, launch_id, f"{what}, saying: {said}" if said else what, as_json, quiet)
 
 
 def _show_launched(db: str | None, launch_id: str, what: str, as_json: bool, quiet: bool = False) -> int:
@@ -360,6 +364,34 @@ def _install(install: str | None, no_install: bool) -> str | None:
     return install or k8s.DEFAULT_INSTALL
 
 
+def _profile_vendor(words: list[str]) -> tuple[str, str] | None:
+    """``(name, vendor)`` of the profile the command names (``qualify --profile amd-mi300x-oem``)
+    when it says which GPUs it is for; None otherwise, or for a file only the pods have."""
+    from clusterbench.cli.argv_check import parsed_command
+    from clusterbench.judge.profiles import load_profile
+
+    _cmd, params = parsed_command(words)
+    name = params.get("profile_name")
+    if not isinstance(name, str):
+        return None
+    try:
+        profile = load_profile(name)
+    except UsageError:   # a path in the image or a mounted volume: the pod reads it
+        return None
+    return (profile.name, profile.vendor) if profile.vendor else None
+
+
+def _groups(text: str | None) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    if text.strip() in ("", "none"):
+        return ()
+    words = [w.strip() for w in text.split(",")]
+    if not all(re.fullmatch(r"[0-9]{1,10}", w) for w in words):
+        raise UsageError(f"invalid --supplemental-groups {text!r}: expected group ids, e.g. 44,109, or none")
+    return tuple(int(w) for w in words)
+
+
 _HOME_HELP = ("Results come home as JSON lines in the log (the command gets --json: "
               "`kubectl logs POD | clusterbench import -`) and, with --db-secret, in the team database.")
 
@@ -369,17 +401,31 @@ _HOME_HELP = ("Results come home as JSON lines in the log (the command gets --js
 @click.option("--kind", type=click.Choice(["pytorchjob", "mpijob"]), default="pytorchjob", show_default=True)
 @click.option("--name", default="clusterbench", show_default=True)
 @click.option("--namespace", default=None)
+@click.option("--vendor", type=click.Choice(GPU_VENDORS), default=None,
+              help="The nodes' GPU vendor: GPU resource, default image and, for amd, the /dev/kfd and /dev/dri "
+                   "mounts and video/render groups (default: what the command's --profile is for, else the "
+                   "vendor --gpu-resource names, else nvidia).")
 @click.option("--image", default=None,
-              help=f"Container image (default {k8s.DEFAULT_IMAGE}, {k8s.DEFAULT_IMAGES['amd.com/gpu']} with "
-                   "--gpu-resource amd.com/gpu; --kind mpijob needs one with Open MPI, sshd and clusterbench).")
+              help=f"Container image with clusterbench (default {k8s.VENDORS['nvidia'].image}, "
+                   f"{k8s.VENDORS['amd'].image} for amd: public PyTorch images, without clusterbench unless "
+                   "--install-from; --kind mpijob needs one with Open MPI, sshd and clusterbench).")
+@click.option("--install-from", default=None, metavar="WHEEL|INDEX_URL",
+              help="Install clusterbench in the pod before the run: a wheel (a .whl path in the pod, or its "
+                   f"URL), or {k8s.DEFAULT_INSTALL} from this package index. Default: nothing is installed, "
+                   "the image must have clusterbench.")
 @click.option("--install", default=None, metavar="REQUIREMENT",
-              help=f"pip-install this in the pod before the run (default {k8s.DEFAULT_INSTALL}; a wheel "
-                   "or git URL works too).")
-@click.option("--no-install", is_flag=True, help="The image has clusterbench: install nothing.")
+              help="pip-install this requirement in the pod before the run, from the index pip is set up "
+                   "with in the image (e.g. a git+https:// URL).")
+@click.option("--no-install", is_flag=True, help="Install nothing: the image has clusterbench (the default).")
 @click.option("--db-secret", default=None, metavar="NAME[:KEY]",
               help=f"Set {k8s.DB_ENV} in the pods from this Secret's key (default key "
                    f"{k8s.DEFAULT_SECRET_KEY}): the ranks store into the team database.")
-@click.option("--gpu-resource", default="nvidia.com/gpu", show_default=True, help="amd.com/gpu on AMD.")
+@click.option("--gpu-resource", default=None,
+              help="The GPU resource to request (default: the vendor's, nvidia.com/gpu or amd.com/gpu).")
+@click.option("--supplemental-groups", default=None, metavar="GID,...",
+              help=f"Groups of the GPU pods' processes (default for amd: {k8s.VIDEO_GID},{k8s.RENDER_GID}, video "
+                   "and render as ROCm's Ubuntu images number them: give the GIDs of /dev/kfd and "
+                   "/dev/dri/renderD* on the nodes; none for no groups).")
 @click.option("--shm-size", default="16Gi", show_default=True, help="Memory-backed /dev/shm size.")
 @click.option("--network", "networks", multiple=True,
               help="Multus NetworkAttachmentDefinition for a secondary network (repeatable).")
@@ -392,30 +438,43 @@ _HOME_HELP = ("Results come home as JSON lines in the log (the command gets --js
 @click.option("--service-account", default=None, metavar="NAME",
               help="With --schedule: the pods' ServiceAccount (one allowed to patch Nodes, for --on-fail taint --apply).")
 @click.option("--apply", "do_apply", is_flag=True, help="kubectl apply the manifest.")
-def k8s_cmd(kind, name, namespace, image, install, no_install, db_secret, gpu_resource, shm_size,
-            networks, resources, schedule, time_zone, service_account, do_apply, **kw) -> None:
+def k8s_cmd(kind, name, namespace, vendor, image, install_from, install, no_install, db_secret, gpu_resource,
+            supplemental_groups, shm_size, networks, resources, schedule, time_zone, service_account, do_apply,
+            **kw) -> None:
     """Kubeflow PyTorchJob (Master + Workers running torchrun) or MPIJob manifest; with
-    --schedule, a CronJob running the command on each node (e.g. a nightly qualify)."""
+    --schedule, a CronJob running the command on each node (e.g. a nightly qualify). The pods
+    run the clusterbench of their image unless --install-from says where to get it."""
     _check_options()
     refuse_together("do_apply", "print_only")
+    refuse_together("install", "install_from", "no_install")
     if (time_zone or service_account) and not schedule:
         raise UsageError("--time-zone and --service-account need --schedule")
     if schedule and kind != "pytorchjob":
         raise UsageError("--schedule makes a CronJob of single-node pods; it does not combine with --kind mpijob")
     spec = _spec(kw, json_lines=True)
-    if kind == "mpijob" and install is not None:
+    if kind == "mpijob" and (install is not None or install_from is not None):
         raise UsageError("--install does not apply to --kind mpijob, which runs the clusterbench of "
                          "its image (see docs/multi-node.md)")
     opts = k8s.K8sOptions(name=name, namespace=namespace, image=image, gpu_resource=gpu_resource,
                           shm_size=shm_size, networks=tuple(networks),
                           extra_resources=dict(parse_env_like(resources)),
-                          install=None if kind == "mpijob" else _install(install, no_install),
-                          db_secret=k8s.SecretRef.parse(db_secret) if db_secret else None)
+                          install=None if kind == "mpijob" else install,
+                          install_from=k8s.InstallFrom.parse(install_from) if install_from else None,
+                          db_secret=k8s.SecretRef.parse(db_secret) if db_secret else None,
+                          vendor=k8s.choose_vendor(vendor, _profile_vendor(spec.command), gpu_resource),
+                          supplemental_groups=_groups(supplemental_groups))
     if schedule:
         doc = k8s.cronjob(spec, opts, schedule, time_zone, service_account)
     else:
         doc = k8s.pytorchjob(spec, opts) if kind == "pytorchjob" else k8s.mpijob(spec, opts)
     text = k8s.dump(doc)
+    if not opts.installs and kind == "pytorchjob":   # (an MPIJob's image is always the user's)
+        if image is None:   # a public PyTorch image: without clusterbench, the pods would fail
+            click.echo(f"# the pods run the clusterbench of image {opts.image_ref} and install nothing at start: "
+                       f"give an image that has clusterbench {__version__} (--image, docs/multi-node.md) or "
+                       "--install-from WHEEL|INDEX_URL", err=True)
+        else:
+            click.echo(f"# the pods run the clusterbench of image {image}; nothing is installed at start", err=True)
     if do_apply and not kw["print_only"]:
         click.echo(k8s.apply(text))
         return

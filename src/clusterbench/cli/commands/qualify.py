@@ -22,7 +22,13 @@ import click
 
 from clusterbench.cli.argv_check import check_argv
 from clusterbench.cli.fleet import OnFail, junit_option, node_name, on_fail_options, take_out
-from clusterbench.cli.options import db_option, json_option, parse_tags, shown_argv, tag_option
+from clusterbench.cli.options import (
+    json_option,
+    parse_tags,
+    shown_argv,
+    tag_option,
+    writer_db_option,
+)
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.judge.blame import node_findings, passing_nodes
 from clusterbench.judge.profiles import Profile, SuiteStep, builtin_profiles, load_profile
@@ -166,7 +172,7 @@ def _report_path(out: Path) -> Path:
               help="HTML report to write (default qualify-PROFILE-ID.html); NAME.md and plots go next to it.")
 @click.option("--launch", "launch_text", default=None, metavar="'ENGINE OPTIONS'",
               help="Run each step through `clusterbench launch`, e.g. 'slurm --nodes 4 --gpus-per-node 8 "
-                   "--submit' (engines: slurm, mpi, torchrun).")
+                   f"--submit' (engines: {', '.join(LAUNCH_ENGINES)}).")
 @click.option("--node", default=None, envvar="CLUSTERBENCH_NODE", metavar="NAME",
               help="This node's name in the scheduler (tags the runs; --on-fail acts on it; default: "
                    "the host name; env CLUSTERBENCH_NODE).")
@@ -176,7 +182,7 @@ def _report_path(out: Path) -> Path:
 @on_fail_options
 @json_option("a `step` line per suite step, a `criterion` line per criterion, `drain` lines with "
              "--on-fail, then a `summary`")
-@db_option
+@writer_db_option
 @tag_option
 def qualify(profile_name: str, output: str | None, launch_text: str | None, node: str | None,
             no_preflight: bool, dry_run: bool, junit: str | None, on_fail: OnFail, as_json: bool,

@@ -53,6 +53,8 @@ def report(selectors: tuple[str, ...], output: str, profile_name: str | None, li
     else:
         # a tag in a selector and the -o path are the user's text: escape codes show as text
         print(printable(verdict.line))
+        for failed in verdict.failures:
+            print(printable(f"  failed: {failed}"))
         print(printable(f"wrote {done.html} ({done.figures} figure(s)), {done.markdown}, "
                         f"{len(done.plots)} plot file(s) in {done.plot_dir}"))
 

@@ -93,7 +93,8 @@ def list_cmd(as_json: bool, db: str | None, limit: int, benchmark: str | None, s
         hosts = hosts if len(hosts) <= 24 else hosts[:21] + "..."
         tags = ",".join(tag_term(k, v) for k, v in r.tags.items())   # itself a selector
         what = measured_text(item.benchmarks, tool_of(r))
-        print(printable(f"{r.id:>5}  {r.started_at:<24} {what:<{_MEASURED_WIDTH}} {r.status:<10} {r.ranks:>5} "
+        ranks = "?" if r.ranks is None else r.ranks   # an import that does not prove its rank count
+        print(printable(f"{r.id:>5}  {r.started_at:<24} {what:<{_MEASURED_WIDTH}} {r.status:<10} {ranks:>5} "
                         f"{item.measurements:>6}  {hosts:<24} {tags}"))
 
 
@@ -190,7 +191,7 @@ def tag_cmd(selector: str, tags: tuple[str, ...], since: str | None, db: str | N
 @click.option("--from", "source", type=DatabaseParam(), required=True, metavar="PATH|URL",
               help="Database to copy from: an SQLite file or postgresql://... (must exist; only read, never "
                    "migrated or written).")
-@click.option("--to", "dest", type=DatabaseParam(), required=True, metavar="PATH|URL",
+@click.option("--to", "dest", type=DatabaseParam(writes=True), required=True, metavar="PATH|URL",
               envvar="CLUSTERBENCH_DB",
               help="Database to copy into (created and migrated as needed; env CLUSTERBENCH_DB).")
 @db_passfile_option

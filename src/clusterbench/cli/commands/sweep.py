@@ -19,12 +19,12 @@ from clusterbench.cli.bounds import (
 from clusterbench.cli.fleet import OnFail, junit_option, on_fail_options, take_out
 from clusterbench.cli.options import (
     command_line,
-    db_option,
     json_option,
     parse_tags,
     quiet_option,
     refuse_together,
     tag_option,
+    writer_db_option,
 )
 from clusterbench.errors import UsageError
 from clusterbench.families import FAMILIES, by_command
@@ -95,7 +95,7 @@ DEFAULT_COMMAND = ("coll", "all_reduce", "-b", "32M", "-e", "32M", "--device", "
 @on_fail_options
 @json_option("the sweep's `measurement` lines and `run` record, a `host` line per node (ok or "
              "suspect, with its scores and evidence), then a `summary`")
-@db_option
+@writer_db_option
 @tag_option
 @quiet_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)

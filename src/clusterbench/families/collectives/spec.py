@@ -28,18 +28,23 @@ DTYPES: dict[str, tuple[str, int]] = {
     "int8": ("int8", 1),
     "uint8": ("uint8", 1),
     "int32": ("int32", 4),
+    "uint32": ("uint32", 4),
     "int64": ("int64", 8),
+    "uint64": ("uint64", 8),
     "half": ("float16", 2),
     "float": ("float32", 4),
     "double": ("float64", 8),
     "bfloat16": ("bfloat16", 2),
 }
-# Bytes per element of every type a nccl-tests or rccl-tests result names: the types above and
-# those only the tools run (unsigned 32/64-bit, rccl-tests' fp8).
-DTYPE_SIZES: dict[str, int] = {**{name: size for name, (_, size) in DTYPES.items()},
-                               "uint32": 4, "uint64": 8, "fp8_e4m3": 1, "fp8_e5m2": 1}
 DTYPE_ALIASES = {"char": "int8", "int": "int32", "float16": "half", "fp16": "half", "float32": "float",
                  "fp32": "float", "float64": "double", "fp64": "double", "bf16": "bfloat16"}
+# Bytes per element of every type a nccl-tests or rccl-tests result names (src/common.cu
+# test_typenames): the types above, the old names char/int, those only the tools run (unsigned
+# 32/64-bit, nccl-tests' f8e4m3/f8e5m2, rccl-tests' fp8_e4m3/fp8_e5m2). An import reads a
+# table's count column against it.
+DTYPE_SIZES: dict[str, int] = {**{name: size for name, (_, size) in DTYPES.items()},
+                               **{alias: DTYPES[name][1] for alias, name in DTYPE_ALIASES.items()},
+                               "uint32": 4, "uint64": 8, "f8e4m3": 1, "f8e5m2": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
 
 # Reduction operators in nccl-tests' order for ``-o all``.
 REDOPS = ("sum", "prod", "max", "min", "avg")
@@ -105,14 +110,12 @@ class OpSpec:
     counts: Callable[[int, int, int], Counts] | None = None
     reduces: bool = False                     # takes a reduction operator (-o)
     has_root: bool = False                    # takes a root (-r)
-    # PyTorch offers only an in-place form (``dist.all_reduce(t)``): there is no out-of-place
-    # call to time, so those columns print N/A rather than a copy-inflated number.
-    out_of_place: bool = True
     # nccl-tests does not check in-place alltoall and sendrecv (#wrong prints N/A).
     in_place_checked: bool = True
     aliases: tuple[str, ...] = ()             # other spellings: program names, rccl-tests CSV names
     # gather-type: each rank's count is the row's count split over the ranks (nccl-tests' count
-    # column is that share), trimmed to whole ``ALIGN`` units where clusterbench runs the op
+    # column is that share: size = count x element size x ranks, where the other ops print size =
+    # count x element size), trimmed to whole ``ALIGN`` units where clusterbench runs the op
     splits_count: bool = False
 
     @property
@@ -122,17 +125,20 @@ class OpSpec:
 
 # Every collective nccl-tests measures, in nccl-tests' order; the runnable ones first.
 TABLE: tuple[OpSpec, ...] = (
-    OpSpec("all_reduce", _factor_allreduce, _same, reduces=True, out_of_place=False, aliases=("allreduce",)),
+    OpSpec("all_reduce", _factor_allreduce, _same, reduces=True, aliases=("allreduce",)),
     OpSpec("all_gather", _factor_gather, _gather, splits_count=True, aliases=("allgather",)),
     OpSpec("reduce_scatter", _factor_gather, _scatter, reduces=True, splits_count=True, aliases=("reducescatter",)),
-    OpSpec("broadcast", _factor_one, _same, has_root=True, out_of_place=False, aliases=("bcast",)),
-    OpSpec("reduce", _factor_one, _same, reduces=True, has_root=True, out_of_place=False),
+    OpSpec("broadcast", _factor_one, _same, has_root=True, aliases=("bcast",)),
+    OpSpec("reduce", _factor_one, _same, reduces=True, has_root=True),
     OpSpec("alltoall", _factor_gather, _alltoall, in_place_checked=False, splits_count=True, aliases=("all_to_all",)),
     OpSpec("sendrecv", _factor_one, _same, in_place_checked=False, aliases=("send_recv",)),
-    OpSpec("gather", _factor_gather, splits_count=True),
-    OpSpec("scatter", _factor_gather, splits_count=True),
-    OpSpec("hypercube", _factor_gather),
-    OpSpec("alltoallv", _factor_gather),
+    OpSpec("gather", _factor_gather, has_root=True, splits_count=True),
+    OpSpec("scatter", _factor_gather, has_root=True, splits_count=True),
+    # hypercube_perf's algbw is count x (n-1) elements per time, not size/time, and its busbw
+    # equals it (src/hypercube.cu, HyperCubeGetBw: factor 1)
+    OpSpec("hypercube", _factor_one, splits_count=True),
+    # rccl-tests only; like alltoall, its in-place run is not checked (src/alltoallv.cu)
+    OpSpec("alltoallv", _factor_gather, in_place_checked=False, splits_count=True),
 )
 SPECS: dict[str, OpSpec] = {op.name: op for op in TABLE}
 OPS = tuple(op.name for op in TABLE if op.runnable)      # what clusterbench measures
@@ -142,6 +148,7 @@ ALL_OPS = tuple(SPECS)                                   # and what it imports
 # ``allgather.log`` is all_gather, not gather.
 _KEYS = sorted(((key.replace("_", "").replace("-", ""), op.name) for op in TABLE
                 for key in (op.name, *op.aliases)), key=lambda kv: -len(kv[0]))
+OP_SPELLINGS: tuple[tuple[str, str], ...] = tuple(_KEYS)   # (spelling, op), longest first
 
 
 def op_name(text: str) -> str | None:
@@ -241,9 +248,13 @@ def optimal_algbw(op: str, link_bytes_per_s: float, nodes: int) -> float | None:
     return link_bytes_per_s / spec.busbw_factor(nodes) / 1e9
 
 
+PLACEMENTS = ("out", "in")   # nccl-tests' order: out-of-place (separate buffers), then in-place
+
+
 def placements(op: str) -> tuple[str, ...]:
-    """Placements timed for ``op``: ``out`` (separate buffers) and ``in`` (one buffer)."""
-    return ("out", "in") if SPECS[op].out_of_place else ("in",)
+    """Placements timed for ``op``: ``out`` (separate send and receive buffers) and ``in`` (the
+    send buffer inside the receive buffer), both for every op, as nccl-tests times them."""
+    return PLACEMENTS
 
 
 def sweep_sizes(minbytes: int, maxbytes: int, stepfactor: int, stepbytes: int) -> list[int]:
