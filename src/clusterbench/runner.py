@@ -19,9 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from clusterbench.output import OUTPUT_FAILED, discard_stdout, stdout_name, why
+from clusterbench.output import OUTPUT_FAILED, OutputGuard
 from clusterbench.printable import printable
 from clusterbench.ranks.driver import Job, JobOutcome, execute
+from clusterbench.ranks.env import detect
 from clusterbench.ranks.signals import held, stop_on_signals, stopped_by
 from clusterbench.records import (
     COMPLETE,
@@ -42,6 +43,7 @@ from clusterbench.records import (
     utc_now,
 )
 from clusterbench.store import Store, describe
+from clusterbench.store.runs import check_writable
 
 
 class Printer(Protocol):
@@ -127,20 +129,20 @@ class _GuardedPrinter:
 
     def __init__(self, printer: Printer) -> None:
         self.printer = printer
-        self.error: str | None = None
-        self.internal = False   # the printer itself failed, not the output: exit 1, not 74
+        self.output = OutputGuard()
+        self.internal: str | None = None   # the printer itself failed, not the output: exit 1, not 74
+
+    @property
+    def error(self) -> str | None:
+        return self.internal or self.output.error
 
     def _guard(self, show: Callable[[], None]) -> None:
-        if self.error is not None:
+        if self.internal is not None:
             return
         try:
-            show()
-        except OSError as e:
-            self.error = f"cannot write to {stdout_name()}: {why(e)}"
-            discard_stdout()
+            self.output(show)
         except Exception as e:  # noqa: BLE001 - a row the printer cannot show must not lose the run
-            self.error = f"internal error while printing: {type(e).__name__}: {e}"
-            self.internal = True
+            self.internal = f"internal error while printing: {type(e).__name__}: {e}"
 
     def on_event(self, event: Event) -> None:
         self._guard(lambda: self.printer.on_event(event))
@@ -172,8 +174,14 @@ def _run_job(job: Job, benchmark: str, command: list[str], printer: Printer,
              db: str | os.PathLike[str] | None, tags: dict[str, str] | None, meta: dict[str, Any] | None,
              announce: Callable[[str], None] | None,
              judge: Callable[[Run, list[Measurement]], None] | None) -> JobResult:
-    # Open the store first: a bad --db, or one a newer clusterbench wrote, fails before any rank starts.
-    Store.open(db).close()
+    # Open the store first: a bad --db, one a newer clusterbench wrote, or one that cannot take a
+    # write (immutable, a full disk) fails before any rank starts. Only the rank that stores
+    # writes the probe: under a launcher hundreds of ranks would queue for the write lock.
+    launched = detect()
+    if launched is None or launched.rank == 0:
+        check_writable(db)
+    else:
+        Store.open(db).close()
     builder = RunBuilder(benchmark, command, tags)
     if meta:
         builder.run.meta.update(meta)

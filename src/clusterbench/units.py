@@ -10,7 +10,8 @@ from decimal import ROUND_HALF_UP, Decimal
 from clusterbench.errors import UsageError
 
 _BINARY = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
+# [0-9], not \d: ASCII digits only, as in every count (``whole_number``); ``٣`` or ``９`` is no size
+_SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
 
 
 # More digits than any size means: a typo or a pasted blob, refused before it becomes a number
@@ -61,7 +62,7 @@ _MAX_WHOLE_DIGITS = 4000
 _SHOWN_BITS = 100
 
 
-def _shown(value: object) -> str:
+def shown_value(value: object) -> str:
     """``value`` as an error line quotes it: at most 32 characters of text, a huge int by its size."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > _SHOWN_BITS:
         return f"(a number of {value.bit_length()} bits)"
@@ -91,16 +92,16 @@ def whole_number(value: object, *, what: str, minimum: int = 0, maximum: int = 2
     elif isinstance(value, str):
         text = value.strip(_ASCII_SPACE)
         if len(text) > _MAX_WHOLE_DIGITS and text.isascii() and text.isdigit():
-            raise UsageError(f"invalid {what} {_shown(value)}: more than {_MAX_WHOLE_DIGITS} digits")
+            raise UsageError(f"invalid {what} {shown_value(value)}: more than {_MAX_WHOLE_DIGITS} digits")
         number = int(text) if text and text.isascii() and text.isdigit() else None
     else:
         number = None
     if number is None:
-        raise UsageError(f"invalid {what} {_shown(value)}: expected a whole number from {minimum} to {maximum}")
+        raise UsageError(f"invalid {what} {shown_value(value)}: expected a whole number from {minimum} to {maximum}")
     if number > maximum and clamp:
         return maximum
     if not minimum <= number <= maximum:
-        raise UsageError(f"invalid {what} {_shown(value)}: expected a whole number from {minimum} to {maximum}")
+        raise UsageError(f"invalid {what} {shown_value(value)}: expected a whole number from {minimum} to {maximum}")
     return number
 
 
@@ -245,7 +246,7 @@ def convert(value: float, from_unit: str, to_unit: str) -> float:
     return value * a[1] / b[1]
 
 
-_RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z/]+)\s*$", re.IGNORECASE)
+_RATE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-z/]+)\s*$", re.IGNORECASE)
 
 
 def parse_rate(text: str) -> float:

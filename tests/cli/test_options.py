@@ -27,6 +27,34 @@ def test_parse_tags_keeps_what_selectors_can_quote():
         "k": "v", "team": "a,b", "bench:x": "1", "a": "b=c", "q": '"x"', "k2": "v" * MAX_TAG_VALUE}
 
 
+def test_the_command_line_a_run_records_holds_no_password(monkeypatch):
+    # what `--json` prints as the run's command and what qualify shows of its steps: the
+    # database URL without its password, wherever it stands in the line
+    from clusterbench.cli.options import command_line, shown_argv
+
+    monkeypatch.setattr("sys.argv", ["clusterbench", "stream", "--db", "postgresql://cb:PW-1@h:5432/cb",
+                                     "--tag", "x=1", "--db=postgres://u:PW-2@h/d?password=PW-3"])
+    line = command_line()
+    assert line == ["clusterbench", "stream", "--db", "postgresql://cb@h:5432/cb", "--tag", "x=1",
+                    "--db=postgres://u@h/d"]
+    assert shown_argv(["x", "postgresql://a:PW-4@h/d"]) == ["x", "postgresql://a@h/d"]
+
+
+@pytest.mark.parametrize("argv", [["import", "nccl-tests/a3mega-h100-2node-all_reduce.txt"],
+                                  ["results", "tag", "1", "k=v"], ["results", "delete", "1"],
+                                  ["stream", "--device", "cpu", "-n", "2"]])
+def test_every_command_refuses_a_database_in_memory(capsys, argv):
+    from judge_helpers import cli
+    from paths import DATA
+
+    if argv[0] == "import":
+        argv = ["import", str(DATA / argv[1])]
+    rc, out, err = cli(capsys, *argv, "--db", ":memory:")
+    assert rc == 2
+    assert "a database in memory keeps nothing after the command" in err
+    assert "stored" not in out + err and len(err.strip().splitlines()) == 1
+
+
 def test_a_db_whose_directory_does_not_exist_is_refused_while_parsing(tmp_path):
     import click
 

@@ -73,3 +73,24 @@ def test_torch_build_of_this_process():
     build = torchcheck.torch_build()
     assert build.version and build.kind in ("cuda", "rocm", "cpu")
     assert torchcheck.TorchBuild.from_dict(build.to_dict()) == build
+
+
+def test_a_torch_that_fails_to_load_is_not_called_missing():
+    from clusterbench.envinfo.torchcheck import torch_unusable
+
+    loading = ImportError("libtorch_cpu.so: failed to map segment from shared object")
+    assert torch_unusable(loading).startswith("PyTorch is installed but failed to load (ImportError: libtorch_cpu.so")
+    assert torch_unusable(OSError("libcudart.so.12: cannot open shared object file")).startswith(
+        "PyTorch is installed but failed to load (OSError:")
+    # a dependency of torch that is missing is a torch that fails to load, not a missing torch
+    assert "failed to load" in torch_unusable(ModuleNotFoundError("No module named 'sympy'", name="sympy"))
+    assert len(torch_unusable(ImportError("x" * 5000))) < 500
+
+
+def test_a_missing_torch_is_called_missing(monkeypatch):
+    import importlib.util
+
+    from clusterbench.envinfo.torchcheck import TORCH_MISSING, torch_unusable
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    assert torch_unusable(ModuleNotFoundError("No module named 'torch'", name="torch")) == TORCH_MISSING

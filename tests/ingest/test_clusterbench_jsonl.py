@@ -9,6 +9,8 @@ import re
 import pytest
 
 from clusterbench.ingest import clusterbench_jsonl as cj
+from clusterbench.ingest import parse_text
+from clusterbench.ingest.clusterbench_jsonl import parse
 from clusterbench.ingest.common import LogFormatError
 
 RUN = {"kind": "run", "id": 1, "benchmark": "coll", "source": "clusterbench", "command": ["clusterbench"],
@@ -107,3 +109,38 @@ def test_a_run_of_its_own_format_is_packed_as_the_store_keeps_it():
     packs = run.store_rows().packs
     assert [p.format for p in packs] == ["rows"] and run.benchmarks() == ["all_reduce"] and len(run) == 2
     assert [m.value for m in run.measurements] == [1.0, 2.0]
+
+
+
+STREAM_RUN = {"kind": "run", "id": 1, "benchmark": "stream", "source": "clusterbench 0.1", "command": ["clusterbench"],
+       "started_at": "2026-12-01T00:00:00.000Z", "ended_at": None, "status": "complete", "hosts": ["h"],
+       "ranks": 1, "devices": [], "versions": {}, "env": {}, "tags": {}, "errors": [], "meta": {}}
+MEASUREMENT = '{"kind": "measurement", "run": 1, "benchmark": "stream", "metric": "bandwidth", %s, "unit": "GB/s", "params": {}}'
+
+
+@pytest.mark.parametrize("line", [
+    MEASUREMENT % '"value": 5, "value": 500',                      # the fault suite's case
+    MEASUREMENT.replace('"params": {}', '"params": {"bytes": 8, "bytes": 16}') % '"value": 5',
+    json.dumps(STREAM_RUN).replace('"status": "complete"', '"status": "failed", "status": "complete"'),
+])
+def test_a_key_given_twice_is_refused_not_the_last_one_kept(line):
+    # json.loads keeps the last of two equal keys without a word: a value of 500 stored where the
+    # line said 5 as well
+    text = "\n".join([MEASUREMENT % '"value": 1', line, json.dumps(STREAM_RUN)]) + "\n"
+    with pytest.raises(LogFormatError, match=r"line 2: key '(value|bytes|status)' given twice in one JSON object"):
+        parse(text, "x.jsonl")
+
+
+def test_the_same_lines_without_a_key_twice_import():
+    text = "\n".join([MEASUREMENT % '"value": 5', json.dumps(STREAM_RUN)]) + "\n"
+    (item,) = parse(text, "x.jsonl")
+    assert [m.value for m in item.measurements] == [5]
+
+
+def test_a_tools_own_json_with_a_key_twice_is_read_as_the_tool_writes_it():
+    # iperf3 3.12 writes "sock_bufsize" twice in test_start: a real log, not a line edited by hand
+    from paths import DATA
+
+    text = (DATA / "iperf3" / "v3.12-bidir-loopback-json.json").read_text()
+    assert text.count('"sock_bufsize"') >= 2
+    assert parse_text(text, "iperf3", "iperf3.json")

@@ -21,6 +21,8 @@ from clusterbench.errors import ClusterbenchError
 from clusterbench.families.collectives.spec import SPECS
 from clusterbench.ingest import detect_tool, iter_runs, parse_text
 from clusterbench.ingest.common import text_lines
+from clusterbench.records import WARNINGS
+from clusterbench.store import Store
 
 DATA_import_nccl = TESTS / "data" / "nccl-tests"
 
@@ -709,6 +711,46 @@ def test_an_nccl_row_missing_its_last_columns_is_not_read_right_aligned(cut, whe
     assert not [m for m in r.measurements if m.params.get("bytes") == int(toks[0])]
     assert r.run.status == "incomplete"
     assert any("columns are not the table's" in w and toks[0] in w for w in r.run.meta["warnings"])
+
+
+ROW_8M = "     8388608       2097152     float     sum      -1    571.9   14.67   27.50"
+
+
+@pytest.mark.parametrize("cell", ["4x4.41", "44.41.7", "14.6\ufffd", ".", "1e+x"])
+def test_a_cell_that_is_no_number_is_counted_truly_and_the_run_not_complete(db, cell):
+    # 4x4.41, 44.41.7 or bytes that were not UTF-8 (read as U+FFFD) in one cell: the value was
+    # left out of the store while the run stayed complete and its count said 250 (248 stored)
+    text = A3MEGA.read_text()
+    assert ROW_8M in text
+    (clean,) = parse_text(text, "nccl-tests", "a.txt")
+    (run,) = parse_text(text.replace(ROW_8M, ROW_8M.replace("14.67", cell)), "nccl-tests", "a.txt")
+    assert len(run) == len(clean) - 1 == len(list(run.measurements))
+    assert run.run.status == "incomplete" and clean.run.status == "complete"
+    assert run.run.meta["values_not_read"] == 1
+    (warning,) = [w for w in run.run.meta[WARNINGS] if "no number" in w]
+    assert warning.startswith(f"a value that is no number, not stored: {cell!r} in the row '8388608")
+    with Store.open(db) as s:   # what the import said is what the store holds
+        rid = s.save_run_rows(run.run, run.store_rows())
+        assert s.measurement_counts([rid])[rid] == len(run) == len(s.measurements(rid))
+
+
+def test_clean_tables_are_counted_without_reading_each_cell(monkeypatch):
+    # the fast count (no cell read) is exact on every real log: it agrees with reading each cell
+    from clusterbench.ingest import nccl_rows
+
+    def counts() -> dict[str, list[int]]:
+        found = {}
+        for p in sorted((TESTS / "data" / "nccl-tests").glob("*")):
+            try:
+                found[p.name] = [len(r) for r in parse_text(p.read_text(errors="replace"), "nccl-tests", p.name)]
+            except ClusterbenchError:   # the logs that are refused as a whole
+                continue
+        return found
+
+    fast = counts()
+    monkeypatch.setattr(nccl_rows, "_only_numbers", lambda *a: False)
+    slow = counts()
+    assert fast == slow and len(fast) > 20
 
 
 # -- a library's warnings ----------------------------------------------------------------------

@@ -117,6 +117,17 @@ def test_ranks_on_other_hosts_get_no_password(tmp_path, monkeypatch):
     assert for_other_hosts(None) is None
 
 
+def test_a_database_in_memory_is_refused(monkeypatch):
+    # SQLite's ":memory:" stored a run that was gone when the command ended ("run 1 (complete)
+    # stored"): whichever way it is named, it is refused before anything runs
+    with pytest.raises(UsageError, match="a database in memory keeps nothing after the command"):
+        parse(":memory:")
+    monkeypatch.setenv("CLUSTERBENCH_DB", ":memory:")
+    with pytest.raises(UsageError, match="in memory"):
+        parse(None)
+    assert parse("./:memory:").path == Path("./:memory:")   # a file of that name is a file
+
+
 def test_a_missing_directory_is_found_except_for_the_default_database(tmp_path, monkeypatch):
     from clusterbench.store.location import default_db_path, missing_directory
 

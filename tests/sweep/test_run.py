@@ -115,3 +115,25 @@ def test_matching_names_warn_nothing(monkeypatch):
     assert a.warnings == [] and set(a.send_scores) == set(HOSTS)
     run, _ms = to_run(results, a, ["net"], "bandwidth", ["clusterbench", "sweep"], "2024-01-01T00:00:00Z", {}, None)
     assert "warnings" not in run.meta
+
+
+def test_rounds_stop_once_no_subset_could_reach_its_hosts(monkeypatch):
+    # every host unreachable (the agent exits 255): --rounds 1000 launched 1000 rounds of the same
+    # failures; the first round that reached no host is the last one
+    launches: list[tuple[str, ...]] = []
+
+    def unreachable(hosts, *_a, **_k):  # type: ignore[no-untyped-def]
+        launches.append(tuple(hosts))
+        return types.SimpleNamespace(stdout="", ok=False, hosts=list(hosts), returncodes=dict.fromkeys(hosts, 255),
+                                     stderr={h: ["ssh: connect to host: No route to host"] for h in hosts},
+                                     timed_out=False, killed=[])
+    monkeypatch.setattr(sweep_run.tr, "run_torchrun_on_hosts", unreachable)
+    cfg = SweepConfig(hosts=["a", "b"], command=["net"], metric="latency_us", agent=["ssh"])
+    notes: list[str] = []
+    results = run_sweep(cfg, [("single", ("a",)), ("single", ("b",)), ("pair", ("a", "b"))], rounds=1000,
+                        on_note=notes.append)
+    assert len(launches) == 3
+    assert [r.error for r in results] == ["host a is unreachable: ssh: connect to host: No route to host",
+                                          "host b is unreachable: ssh: connect to host: No route to host",
+                                          "host a is unreachable: ssh: connect to host: No route to host"]
+    assert notes == ["no subset could reach its hosts in round 1 of 1000: the other rounds were not run"]

@@ -434,6 +434,61 @@ def test_opening_on_a_full_disk_says_so(tiny_fs):
     assert _healthy(db) == []
 
 
+def _wal_left_behind(db: Path) -> None:
+    """A process killed with the database open leaves its -wal and -shm files behind (SQLite
+    removes them only when the last connection closes)."""
+    code = ("import os, signal, sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+            "c.execute('SELECT count(*) FROM runs').fetchone(); os.kill(os.getpid(), signal.SIGKILL)")
+    subprocess.run([sys.executable, "-c", code, str(db)], timeout=60)
+    assert Path(f"{db}-wal").exists() and Path(f"{db}-shm").exists()
+
+
+def test_a_full_disk_with_a_wal_left_behind_is_refused_before_any_rank(tiny_fs):
+    # Opening succeeds there (the WAL files exist: nothing to create), so the full disk was found
+    # only when the run was stored, after every row was measured: the probe write at open finds it
+    db = tiny_fs / "results.db"
+    Store.open(str(db)).close()
+    _wal_left_behind(db)
+    _fill(tiny_fs, 0)
+    p = _fault_disk_cb("coll", "all_reduce", "-b", "8", "-e", "64", "--np", "2", "--device", "cpu", "--db", str(db))
+    assert p.returncode == 2 and p.stdout == "", p.stderr   # no row measured, none printed
+    assert p.stderr.startswith(f"clusterbench: error: cannot write to results database {db}: no space left on the "
+                               f"file system holding it: 0 bytes free in {tiny_fs}"), p.stderr
+    assert p.stderr.count("\n") == 1
+    (tiny_fs / "filler").unlink()
+    assert _healthy(db) == []
+
+
+def _immutable(path: Path) -> None:
+    """``chattr +i path``, or the test skipped with the reason (not root, a file system without
+    the attribute: tmpfs, overlay)."""
+    if os.geteuid() != 0:
+        pytest.skip("chattr +i needs root")
+    r = subprocess.run(["chattr", "+i", str(path)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"chattr +i is not possible here: {r.stderr.strip()}")
+
+
+def test_an_immutable_database_is_refused_before_any_rank(tmp_path):
+    # chattr +i: the file opens (read-only, silently) and was found only when the run was stored
+    db = tmp_path / "results.db"
+    with Store.open(str(db)) as s:
+        s.save_run(Run("stream", hosts=["h"]), [Measurement("stream", "bandwidth", 1.0, "GB/s", {})])
+    _immutable(db)
+    try:
+        p = _fault_disk_cb("coll", "all_reduce", "-b", "8", "-e", "64", "--np", "2", "--device", "cpu",
+                           "--db", str(db))
+        listed = _fault_disk_cb("results", "list", "--db", str(db))
+    finally:
+        subprocess.run(["chattr", "-i", str(db)], check=True)
+    assert p.returncode == 2 and p.stdout == "", p.stderr
+    assert p.stderr.startswith(f"clusterbench: error: cannot write to results database {db}: the file cannot "
+                               "be written (attempt to write a readonly database): it is read-only or immutable"), p.stderr
+    assert p.stderr.count("\n") == 1
+    assert listed.returncode == 0 and "stream" in listed.stdout, listed.stderr   # reading still works
+    assert [r[:2] for r in _healthy(db)] == [(1, "complete")]
+
+
 def test_a_run_stored_onto_a_full_disk(tiny_fs):
     """A measuring command whose run no longer fits: one line saying so and where, nothing half
     stored, and the database as it was."""

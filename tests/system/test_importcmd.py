@@ -48,6 +48,7 @@ from system_cli import (
     cli,
 )
 
+from clusterbench.output import OUTPUT_FAILED
 from clusterbench.records import Measurement, Run, TelemetrySample
 from clusterbench.store import Store, warn
 
@@ -952,6 +953,68 @@ def test_import_refuses_a_newer_database(tmp_path):
     assert p.returncode == 2 and "newer clusterbench" in p.stderr and p.stdout == ""
 
 
+@pytest.mark.parametrize("as_json", [False, True])
+@pytest.mark.parametrize("output", ["closed pipe", "head -1", "/dev/full"])
+def test_an_output_that_fails_stores_the_file_then_exits_74(tmp_path, big_log, output, as_json):
+    # `import x.log | true` and `> /dev/full` rolled the file's transaction back with the output:
+    # exit 74, yet nothing stored. The output failing ends the printing; every file is stored,
+    # and the exit code and its one line come once the transaction has committed.
+    db = tmp_path / "r.db"
+    argv = [sys.executable, "-m", "clusterbench", "import", str(big_log), str(NCCL_LOG), "--db", str(db),
+            *(["--json"] if as_json else [])]
+    if output == "closed pipe":
+        read, write = os.pipe()
+        os.close(read)   # the reader is gone before the first line, as `| true`
+        try:
+            p = subprocess.run(argv, stdout=write, stderr=subprocess.PIPE, text=True, timeout=300)
+        finally:
+            os.close(write)
+        why = "standard output (a pipe): its reader closed it (broken pipe)"
+    elif output == "head -1":   # the reader takes the first line and goes (issue 31: 4 stored of 12)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert proc.stdout is not None and proc.stdout.readline()
+        proc.stdout.close()
+        err = proc.communicate(timeout=300)[1]
+        p = subprocess.CompletedProcess(argv, proc.returncode, "", err)
+        why = "standard output (a pipe): its reader closed it (broken pipe)"
+    else:
+        with open("/dev/full", "w") as full:
+            p = subprocess.run(argv, stdout=full, stderr=subprocess.PIPE, text=True, timeout=300)
+        why = "standard output (/dev/full): No space left on device"
+    assert p.returncode == OUTPUT_FAILED, p.stderr
+    assert p.stderr.splitlines() == [f"clusterbench: error: cannot write to {why}; every run imported is stored"]
+    runs = _fault_import_runs(str(db))
+    assert len(runs) == RUNS + 1 and {r.status for r in runs} == {"complete"}
+    again = subprocess.run(argv[:-1] if as_json else argv, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and again.stdout.count("already imported") == 2, again.stderr
+
+
+def test_a_signal_at_the_commit_of_a_file_says_it_is_stored(tmp_path):
+    # Ctrl-C as a file's transaction committed: "run(s) 1-3000 ... were not stored", yet all of
+    # them were. Said once the outcome is known: the file is stored, the files after it are not.
+    from commit_window import commit_held, rollback_journal
+
+    log = tmp_path / "30-runs.log"
+    log.write_text(SMALL_LOG.read_text() * 30)
+    db = tmp_path / "r.db"
+    Store.open(db).close()
+    rollback_journal(db)
+    with commit_held(db) as held:
+        p = subprocess.Popen([sys.executable, "-m", "clusterbench", "import", str(log), str(NCCL_LOG), "--db", str(db)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        held.wait_for_commit(p)
+        p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 130, err
+    assert err == (f"clusterbench: error: interrupted by SIGINT (Ctrl-C) as {log} was stored: run(s) 1-30 are stored; "
+                   "1 file(s) after it were not imported\n")
+    assert out.count(": run ") == 30
+    assert len(_fault_import_runs(str(db))) == 30
+    again = subprocess.run([sys.executable, "-m", "clusterbench", "import", str(log), str(NCCL_LOG), "--db", str(db)],
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert f"{log}: already imported as run(s) 1-30 (same content): skipped" in again.stdout
+    assert len(_fault_import_runs(str(db))) == 31
 def _stored_runs(db: Path) -> int:
     conn = sqlite3.connect(db)
     try:

@@ -145,3 +145,34 @@ def test_fresh_venv_without_torch(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     _analysis_session(work, _runner([str(venv / "bin" / "clusterbench")], work, env))
+
+
+def _under_address_limit(limit: int, *argv: str) -> subprocess.CompletedProcess:
+    import resource
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return subprocess.run([sys.executable, *argv], capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL, preexec_fn=limited)
+
+
+def test_a_torch_that_cannot_load_under_ulimit_v_says_so(tmp_path):
+    # Under `ulimit -v` torch's shared libraries cannot be mapped: the message said PyTorch "is
+    # not installed" and sent the user to install it. The limit is one at which this machine's
+    # Python and clusterbench start but torch does not load.
+    for limit_mb in (800, 1200, 1600, 2000, 2600):
+        limit = limit_mb << 20
+        torch_loads = _under_address_limit(limit, "-c", "import torch").returncode == 0
+        cli_starts = _under_address_limit(limit, "-m", "clusterbench", "--version").returncode == 0
+        if cli_starts and not torch_loads:
+            break
+        if torch_loads:
+            pytest.skip(f"torch loads under {limit_mb} MiB of address space, the CLI not below it")
+    else:
+        pytest.skip("no address-space limit found under which the CLI starts and torch does not load")
+    r = _under_address_limit(limit, "-m", "clusterbench", "stream", "--device", "cpu", "-n", "2",
+                             "--db", str(tmp_path / "r.db"))
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("clusterbench: error: PyTorch is installed but failed to load ("), r.stderr
+    assert "ulimit -v" in r.stderr and "not installed" not in r.stderr and r.stderr.count("\n") == 1

@@ -171,41 +171,65 @@ def test_rank_0_output_arrives_whichever_host_the_rendezvous_makes_rank_0(clean,
     assert [m["status"] for m in lines if m["kind"] == "run"] == ["complete"]
 
 
+def _pids(namespace: str) -> list[int]:
+    """The processes that run in a host's network namespace."""
+    return [int(p) for p in subprocess.run([IP, "netns", "pids", namespace], capture_output=True, text=True,
+                                           timeout=10).stdout.split()]
+
+
 @pytest.mark.root
 @pytest.mark.slow
-def test_node_dying_mid_run_ends_the_run_incomplete(clean, tmp_path):
+@pytest.mark.parametrize("how", ["killed", "cut-off"])
+def test_node_dying_mid_run_ends_the_run_incomplete(clean, tmp_path, how):
+    """Every process of host 1 is killed mid-run ("killed": its sockets reset, rank 0's
+    collective fails at once), or its link goes down first ("cut-off": nothing reaches rank 0,
+    whose collective never returns until the launcher's SIGTERM, then SIGKILL 3 s later). Either
+    way the rows rank 0 printed are stored, the run is incomplete and names the host that went,
+    not "interrupted by SIGTERM"."""
     db = str(tmp_path / "dies.db")
     argv = [sys.executable, "-m", "clusterbench", "launch", "torchrun", "--hosts",
             ",".join(clean.hosts[:2]), "--agent", clean.agent, *GLOO, "--join-timeout", "60",
             "--wall-timeout", "150", "--", "coll", "all_reduce", "-b", "1K", "-e", "64M", "-n", "5",
-            "--device", "cpu", "--timeout", "30", "--db", db]
+            "--device", "cpu", "--timeout", "60", "--db", db]
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         t0 = time.monotonic()
-        first = ""
+        printed = []
         while time.monotonic() - t0 < 90:
-            first = p.stdout.readline()   # the table prints each size's row as it finishes
-            if not first or (first.strip()[:1].isdigit() and not first.startswith("#")):
+            line = p.stdout.readline()   # the table prints each size's row as it finishes
+            if not line or (line.strip()[:1].isdigit() and not line.startswith("#")):
+                printed.append(line)
                 break
-        assert first.strip()[:1].isdigit(), "no row arrived before the kill"
-        pids = subprocess.run([IP, "netns", "pids", clean.namespaces[1]], capture_output=True,
-                              text=True, timeout=10).stdout.split()
-        for pid in pids:   # the node dies: every process on it, at once
+        assert printed and printed[0].strip()[:1].isdigit(), "no row arrived before the kill"
+        if how == "cut-off":
+            clean.link(1, False)
+        for pid in _pids(clean.namespaces[1]):   # the node dies: every process on it, at once
             try:
-                os.kill(int(pid), signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         out, err = p.communicate(timeout=140)   # a bound only: --wall-timeout would say so itself
+        # The launcher has told host 0 to stop (SIGTERM), and host 0's torchrun gives rank 0 its
+        # shutdown time to store the run: the command ends first, as with ssh to a real host.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and _pids(clean.namespaces[0]):
+            time.sleep(0.2)
+        assert not _pids(clean.namespaces[0]), "rank 0 still runs 60 s after the launcher ended"
     finally:
         if p.poll() is None:
             p.kill()
             p.communicate()
     assert p.returncode != 0
-    assert err.strip().splitlines()[-1].startswith("clusterbench: error: host ")
+    assert err.strip().splitlines()[-1].startswith(f"clusterbench: error: host {clean.hosts[1]} "), err[-2000:]
     with Store.open(db) as store:
         (run,) = store.list_runs()
-        assert run.status == "incomplete" and run.errors
-        assert store.measurements(run.id)   # the rows that finished are kept
+        assert run.status == "incomplete", (run.status, run.errors)
+        # node1: the name the agent gives host 1 (CLUSTERBENCH_HOSTNAME), rank 1: c10d's order
+        assert run.errors[0].startswith("rank 1 on node1 ended during the run"), run.errors
+        assert not any("interrupted" in e for e in run.errors), run.errors
+        rows = store.measurements(run.id)
+        assert rows   # the rows that finished are kept, the one printed first among them
+        assert int(printed[0].split()[0]) in {m.params.get("bytes") for m in rows}, (printed, rows[:3])
 
 
 @pytest.mark.root

@@ -184,3 +184,55 @@ def test_copy_out_of_postgresql_stops_whole_when_the_source_goes(server, dbname,
     with Store.open(dest) as d:
         assert len(d.list_runs()) == 1 and len(d.measurements(1)) == 10
     assert copy_databases(url, dest).copied == 2
+
+
+def test_a_password_in_the_database_url_reaches_no_output(server, dbname, tmp_path):
+    # The stored command line was redacted, but what was printed was not: the `run` line's
+    # command of --json, qualify's `step` lines and its JUnit <system-out>. The test server
+    # trusts the postgres role, so any password reaches it and the commands run. (As a child:
+    # the command line recorded is the process's own.)
+    import json
+    import os
+    import subprocess
+    import sys
+
+    def child(*argv: object, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "clusterbench", *map(str, argv)], capture_output=True,
+                              text=True, timeout=300, cwd=tmp_path, env={**os.environ, **(env or {})})
+
+    secret = "Sekr3t-" + dbname
+    url = f"postgresql://postgres:{secret}@{server.listen}:{server.port}/{dbname}"
+    shown = f"postgresql://postgres@{server.listen}:{server.port}/{dbname}"
+    r = child("stream", "--device", "cpu", "-s", "1K", "-n", "2", "--json", "--db", url)
+    assert r.returncode == 0, r.stderr
+    assert secret not in r.stdout + r.stderr
+    (run_line,) = [d for d in map(json.loads, r.stdout.splitlines()) if d["kind"] == "run"]
+    assert run_line["command"][-2:] == ["--db", shown]
+
+    profile = tmp_path / "p.yaml"
+    profile.write_text(json.dumps({"name": "t", "suite": [{"name": "s", "command": [
+        "stream", "--device", "cpu", "-s", "1K", "-n", "2"]}], "criteria": [
+        {"name": "c", "benchmark": "stream", "metric": "bandwidth", "op": ">=", "value": 0.001}]}))
+    junit = tmp_path / "q.xml"
+    r = child("qualify", "--profile", profile, "--no-preflight", "--json", "--junit", junit, "-o", tmp_path / "q.html",
+              env={"CLUSTERBENCH_DB": url})
+    assert r.returncode == 0, r.stderr
+    assert secret not in r.stdout + r.stderr
+    assert secret not in junit.read_text()
+    assert shown in junit.read_text()
+    steps = [d for d in map(json.loads, r.stdout.splitlines()) if d["kind"] == "step"]
+    assert steps and all(shown in s["argv"] and secret not in " ".join(s["argv"]) for s in steps)
+    with Store.open(url) as s:
+        assert all(secret not in " ".join(run.command) for run in s.list_runs())
+
+
+def test_a_database_that_takes_no_write_is_refused_when_opened_to_write(server, dbname):
+    # a read-only server database (default_transaction_read_only, as on a hot standby) opens;
+    # the write probe finds it before a command measures what it would store there
+    from clusterbench.store.runs import check_writable
+
+    url = server.url(dbname)
+    Store.open(url).close()   # migrated while it still takes writes
+    server.sql(f"ALTER DATABASE {dbname} SET default_transaction_read_only = on")
+    with pytest.raises(StoreError, match="cannot write to results database .*read-only transaction"):
+        check_writable(url)

@@ -14,6 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from json_cases import TINY_COLL
 from json_schema import check_lines
@@ -547,3 +548,64 @@ def test_tag_order_does_not_follow_the_collation(capsys, tmp_path, pg_server):
         assert "# tags: B=1, Z=3, _x=1, a=2, é=1" in out
     finally:
         pg_server.drop_db(name)
+
+
+def _many_runs(db: Path, n: int) -> None:
+    with Store.open(db) as s, s.transaction():
+        for _ in range(n):
+            s.save_run(Run("stream", hosts=["h"]), [Measurement("stream", "bandwidth", 1.0, "GB/s", {})])
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("argv", [["delete", "1..3000"], ["tag", "1..3000", "k=v"]])
+def test_a_signal_at_the_commit_says_what_the_database_holds(tmp_path, argv, sig):
+    # Ctrl-C as `results delete 1..9000` committed: "interrupted", exit 130, no line printed,
+    # yet every run was deleted. The command now says what the database holds.
+    from commit_window import commit_held, rollback_journal
+
+    db = tmp_path / "r.db"
+    _many_runs(db, 3000)
+    rollback_journal(db)
+    with commit_held(db) as held:
+        p = subprocess.Popen([sys.executable, "-m", "clusterbench", "results", *argv, "--db", str(db)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        held.wait_for_commit(p)
+        p.send_signal(sig)
+    out, err = p.communicate(timeout=120)
+    what = "deleted" if argv[0] == "delete" else "tagged"
+    assert p.returncode == 128 + sig, err
+    words = "SIGINT (Ctrl-C)" if sig == signal.SIGINT else "SIGTERM"
+    assert err == f"clusterbench: error: interrupted by {words} as the change committed: 3000 run(s) {what}\n"
+    assert out.splitlines() == [f"{what} run {i}" for i in range(1, 3001)]
+    with Store.open(db) as s:
+        runs = s.list_runs(limit=5000)
+        assert (runs == []) if what == "deleted" else (len(runs) == 3000 and all(r.tags == {"k": "v"} for r in runs))
+
+
+@pytest.mark.parametrize("argv", [["delete", "1..50"], ["tag", "1..50", "k=v"]])
+def test_a_signal_before_the_commit_says_nothing_changed(tmp_path, argv):
+    # the signal comes while the command waits for the write lock another process holds: the
+    # change never happens, and the command says so
+    from process_helpers import wait_until
+
+    db = tmp_path / "r.db"
+    _many_runs(db, 50)
+    writer = sqlite3.connect(db, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        p = subprocess.Popen([sys.executable, "-m", "clusterbench", "results", *argv, "--db", str(db)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_until(lambda: p.poll() is not None or any(f.path == str(db) for f in psutil.Process(p.pid).open_files()),
+                   120, "the command opened the database")
+        p.send_signal(signal.SIGINT)
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    out, err = p.communicate(timeout=120)
+    what = "deleted" if argv[0] == "delete" else "tagged"
+    assert p.returncode == 130, err
+    assert err == f"clusterbench: error: interrupted by SIGINT (Ctrl-C): nothing {what} (the change was rolled back)\n"
+    assert out == ""
+    with Store.open(db) as s:
+        runs = s.list_runs(limit=100)
+        assert len(runs) == 50 and all(not r.tags for r in runs)

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 
+import pytest
 from fleet_metrics import _request
 from stored_runs import _source
 
@@ -32,3 +33,34 @@ def test_serve_metrics_stops_on_a_signal_in_one_line(tmp_path):
             p.wait(10)
         if p.stderr:
             p.stderr.close()
+
+
+def test_the_address_it_prints_for_ipv6_is_a_url_that_reaches_it(tmp_path):
+    # `--addr ::1` printed http://::1:P/metrics, which no client reads as a host and a port
+    import urllib.request
+
+    from process_helpers import free_port
+
+    try:
+        port = free_port("::1")
+    except OSError as e:
+        pytest.skip(f"no IPv6 loopback here: {e}")
+    db = _source(tmp_path / "r.db", runs=1)
+    p = subprocess.Popen([sys.executable, "-m", "clusterbench", "serve-metrics", "--addr", "::1", "--port", str(port),
+                          "--db", db], stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stderr.readline() if p.stderr else ""
+        assert line == f"# serve-metrics: http://[::1]:{port}/metrics (Ctrl-C to stop)\n", line
+        url = line.split()[2]
+        with urllib.request.urlopen(url, timeout=20) as r:
+            assert r.status == 200 and b"clusterbench_" in r.read()
+    finally:
+        p.send_signal(signal.SIGINT)
+        try:
+            p.wait(20)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait(10)
+            if p.stderr:
+                p.stderr.close()

@@ -16,6 +16,7 @@ from clusterbench.envinfo import sysfs
 from clusterbench.envinfo.software import usable_cores
 from clusterbench.errors import UsageError
 from clusterbench.ranks.context import RankContext, local_device_count, resolve_device_type
+from clusterbench.units import whole_number
 
 # An index longer than this is no device any host has; int() would refuse past 4,300 digits.
 _MAX_INDEX_DIGITS = 9
@@ -93,14 +94,27 @@ def measures(ctx: RankContext, dev: Any) -> bool:
     return dev.type == "cuda" or ctx.rank == 0
 
 
+# Threads one CPU rank runs with at most: past the hardware threads of any host, short of what
+# PyTorch keeps in a C int (OMP_NUM_THREADS=99999999999999999999 failed every rank's run)
+MAX_THREADS = 4096
+
+
+def omp_num_threads() -> int | None:
+    """OMP_NUM_THREADS as a thread count (``units.whole_number``: ASCII digits, 0 read as 1,
+    at most ``MAX_THREADS``), or None when it is unset or not one number (OpenMP's ``4,2`` for
+    nested levels: every usable core is used then). A number past the bound is a usage error,
+    which benchmark commands raise before any rank starts."""
+    text = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if not (text.isascii() and text.isdigit()):
+        return None
+    return max(1, whole_number(text, what="OMP_NUM_THREADS", maximum=MAX_THREADS))
+
+
 def cpu_threads() -> int:
     """Use every core the process may run on (affinity), unless OMP_NUM_THREADS says otherwise."""
     import torch
 
-    if os.environ.get("OMP_NUM_THREADS", "").isdigit():
-        n = int(os.environ["OMP_NUM_THREADS"])
-    else:
-        n = usable_cores()
+    n = omp_num_threads() or usable_cores()
     torch.set_num_threads(max(1, n))
     return torch.get_num_threads()
 

@@ -23,7 +23,7 @@ from types import FrameType
 import click
 
 from clusterbench import __version__
-from clusterbench.errors import ClusterbenchError
+from clusterbench.errors import ClusterbenchError, CommittedWhenInterrupted
 from clusterbench.output import OUTPUT_FAILED, discard_stdout, standard_streams, stdout_name, why
 from clusterbench.printable import printable
 from clusterbench.ranks.signals import Interrupted
@@ -162,6 +162,10 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except Interrupted as e:
             raise _Stopped(e) from None
+        except CommittedWhenInterrupted as e:   # a command that does not say more about its change
+            stop = _Stopped(Interrupted(e.signum))
+            stop.args = (f"{stop} as a change was committed: it is in the database",)
+            raise stop from None
         except KeyboardInterrupt:
             raise _Stopped(Interrupted(signal.SIGINT)) from None
 
@@ -289,10 +293,10 @@ def _main(argv: list[str] | None) -> None:
             # open() and os.stat() refuse a NUL in a file name (a shell cannot pass one, a
             # caller in-process or a file's text can): bad input, whichever option it came in
             _fail("a file name holds a NUL character (\\x00), which no file system allows", 2)
-        if isinstance(e, ModuleNotFoundError) and (e.name or "").split(".")[0] == "torch":
-            # an analysis-only install (no torch) asked for a benchmark
-            from clusterbench.envinfo.torchcheck import TORCH_MISSING
+        if isinstance(e, ImportError) and (e.name or "").split(".")[0] == "torch":
+            # an analysis-only install (no torch) asked for a benchmark, or torch failed to load
+            from clusterbench.envinfo.torchcheck import torch_unusable
 
-            _fail(TORCH_MISSING, 2)
+            _fail(torch_unusable(e), 2)
         _fail(f"internal error: {type(e).__name__}: {e} (set CLUSTERBENCH_DEBUG=1 for details)", 1)
     sys.exit(rc if isinstance(rc, int) else 0)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from clusterbench.bench.devices import omp_num_threads
 from clusterbench.cli.options import RunOutput, command_line
 from clusterbench.judge import noise
 from clusterbench.output import OUTPUT_FAILED
@@ -53,6 +54,7 @@ def run_benchmark_command(job: Job, benchmark: str, out: RunOutput,
     ``closing``: a note the table shows last, made from each stored run (JSON lines carry the
     run record, which holds what it would say).
     """
+    omp_num_threads()   # a thread count past its bound is refused here, not in every rank
     repeating = out.repeat > 1
     group = new_group_id() if repeating else None
     worst = 0

@@ -8,13 +8,13 @@ import functools
 import os
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import click
 
-from clusterbench.cli.bounds import NON_NEGATIVE, FiniteFloat
+from clusterbench.cli.bounds import MAX_PROCS_PER_NODE, MAX_REPEAT, NON_NEGATIVE, Count, FiniteFloat
 from clusterbench.errors import UsageError
 from clusterbench.printable import not_utf8, printable
 from clusterbench.ranks.context import RankOptions
@@ -218,7 +218,7 @@ quiet_option = click.option("--quiet", "-q", "quiet", is_flag=True,
                             help="No progress on stderr (shown only when stderr is a terminal), no line "
                                  "saying how long a run of over a minute will take, and no "
                                  "'# run N stored' line; errors still print.")
-repeat_option = click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
+repeat_option = click.option("--repeat", type=Count(1, MAX_REPEAT), default=1, show_default=True,
                              help="Run the benchmark N times; each repetition is stored as its own run in one group.")
 
 @dataclass(frozen=True)
@@ -243,7 +243,7 @@ def run_output(f: F) -> F:
 
 
 _RANK_OPTIONS = (
-    click.option("--np", "np", type=int, default=None,
+    click.option("--np", "np", type=Count(0, MAX_PROCS_PER_NODE), default=None,
                  help="Ranks to start on this host (default: one per visible GPU, or 2 CPU ranks). Ignored under torchrun/srun/mpirun."),
     click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
                  help="Device type; cuda also means ROCm GPUs."),
@@ -293,9 +293,20 @@ def fs_text(arg: str) -> str:
 
 
 def command_line() -> list[str]:
+    """This process's command line as a run records it and every output shows it (the ``run``
+    line of ``--json``, the stored run): text, with the password of any database URL in it
+    stripped (``store.location.redact``, the one redaction)."""
     return list(_command_line(tuple(sys.argv[1:])))
+
+
+def shown_argv(words: Sequence[str]) -> list[str]:
+    """A command line as printed or written for people and tools to read (qualify's steps, its
+    JUnit file, a dry run): every word as ``command_line`` records it, no password in it."""
+    from clusterbench.store.location import redact
+
+    return [redact(fs_text(w)) for w in words]
 
 
 @functools.lru_cache(maxsize=4)   # asked for once per run of an import of thousands
 def _command_line(args: tuple[str, ...]) -> tuple[str, ...]:
-    return ("clusterbench", *map(fs_text, args))
+    return ("clusterbench", *shown_argv(args))

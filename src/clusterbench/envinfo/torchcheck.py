@@ -14,6 +14,7 @@ are class 0x0380 (MI100/MI200) or 0x1200 (MI300 and later).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import warnings
@@ -32,6 +33,26 @@ INSTALL_HINT = 'README "Install"'
 TORCH_MISSING = ("this command runs benchmarks and needs PyTorch, which is not installed (an "
                  "analysis-only install): pip install 'clusterbench[torch]' on NVIDIA, or the ROCm or "
                  f"CPU wheel of torch as in {INSTALL_HINT}")
+
+
+
+
+def torch_unusable(error: BaseException) -> str:
+    """Why ``import torch`` failed, for the one line a benchmark command ends with: not installed
+    (an analysis-only install), or installed but failing to load (under ``ulimit -v`` its shared
+    libraries cannot be mapped; a CUDA library missing): saying "not installed" there sends the
+    user to install what is already installed."""
+    if isinstance(error, ModuleNotFoundError) and (error.name or "").split(".")[0] == "torch":
+        try:
+            installed = importlib.util.find_spec("torch") is not None
+        except (ImportError, ValueError):
+            installed = False
+        if not installed:
+            return TORCH_MISSING
+    text = " ".join(str(error).split())
+    why = f"{type(error).__name__}: {text[:300]}{'...' if len(text) > 300 else ''}"
+    return (f"PyTorch is installed but failed to load ({why}): a memory limit (ulimit -v), or a library "
+            "of its install missing or broken; python -c 'import torch' shows the whole error")
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,25 @@ from clusterbench.store.packs import ROWS, Pack, Packs
 TOOL = "clusterbench-jsonl"
 MEASUREMENT_FIELDS = ("run", "benchmark", "metric", "value", "unit", "params")
 _MAX_TRIES = 4                # '{' positions tried per line: a prefix rarely has more than one
-_DECODER = json.JSONDecoder()
+
+
+class _DuplicateKey(Exception):
+    """A line's object gives one key twice (``"value": 5, "value": 500``)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        raise _DuplicateKey(next(k for k, _ in pairs if k in seen or seen.add(k)))   # type: ignore[func-returns-value]
+    return obj
+
+
+# clusterbench writes each key once: one given twice (json.loads keeps the last silently) is a
+# line edited or joined by hand, whose value cannot be known, so it is refused, as a profile's
+# key given twice is. (Tools' own JSON is read as they write it: iperf3 3.12 gives
+# "sock_bufsize" twice in test_start.)
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
 _MAX_RANKS = 2**63 - 1        # the largest integer the stores hold
 # times as kubectl --timestamps and log collectors write them (ISO 8601, syslog's "Jan  2
 # 03:04:05", a bare time of day), bracketed or not
@@ -284,9 +302,10 @@ class _ValidTexts:
         if len(self.known) + len(new) > self.LIMIT:
             self.known.clear()
         try:
-            docs = json.loads("[" + ",".join(new) + "]")
+            # a key given twice makes its text bad: its line is read again, and refused, as any line
+            docs = json.loads("[" + ",".join(new) + "]", object_pairs_hook=_unique_keys)
             ok = len(docs) == len(new) and all(isinstance(d, dict) for d in docs)
-        except (ValueError, RecursionError):
+        except (ValueError, RecursionError, _DuplicateKey):
             ok = False
         if ok:
             self.known.update(zip(new, docs))
@@ -303,8 +322,8 @@ class _ValidTexts:
 
 def _one_object(text: str) -> dict[str, Any] | None:
     try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError):
+        doc = json.loads(text, object_pairs_hook=_unique_keys)
+    except (ValueError, RecursionError, _DuplicateKey):
         return None
     return doc if isinstance(doc, dict) else None
 
@@ -440,7 +459,10 @@ def iter_parse(lines: Iterable[str], name: str = "") -> Iterator[ImportedRun]:
     def general(n: int, line: str) -> tuple[_Key, _Read, str] | dict[str, Any] | None:
         """A line read as any line is: a measurement's (key, record, canonical params), a run
         line's object (with its origin), or None."""
-        found = _object_in(line) if "{" in line else None
+        try:
+            found = _object_in(line) if "{" in line else None
+        except _DuplicateKey as e:   # "value": 5, "value": 500: which one was meant cannot be known
+            raise LogFormatError(f"line {n}: key {shown(e.args[0])} given twice in one JSON object") from None
         if found is None:
             return None
         obj, origin = found

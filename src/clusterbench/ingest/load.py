@@ -12,6 +12,7 @@ means the runs were stored).
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
@@ -80,11 +81,16 @@ class ImportResult:
     failed_files: list[dict[str, str]] = field(default_factory=list)
     already_imported: list[dict[str, Any]] = field(default_factory=list)
     output_error: str | None = None                # standard output failed: what the runs were not shown on
+    # a stop signal came as this file's transaction committed: (file, signal); it is stored,
+    # the files after it were not imported
+    stopped: tuple[str, int] | None = None
 
     @property
     def exit_code(self) -> int:
         """2 when a file was not imported; 1 when a run is failed, incomplete or interrupted;
         ``OUTPUT_FAILED`` when only the printing failed (the runs are stored)."""
+        if self.stopped is not None:
+            return 128 + self.stopped[1]
         if self.failed_files:
             return 2
         if self.counts[FAILED] or self.counts[INCOMPLETE] or self.counts[INTERRUPTED]:
@@ -167,6 +173,7 @@ def import_files(sources: Sequence[tuple[str, str]], opts: ImportOptions, sink: 
         for path, name in sources:
             stored: list[int] = []
             counted: dict[str, int] = {}
+            commits = store.db.commits if store is not None else 0
             once = read_once(path)
             source, spooled = path, None
             try:
@@ -201,15 +208,22 @@ def import_files(sources: Sequence[tuple[str, str]], opts: ImportOptions, sink: 
                 result.failed_files.append({"file": name, "error": str(e)})
                 sink.failed(name, str(e))
                 continue
-            except BaseException:   # a signal (Ctrl-C, SIGTERM): the file's transaction rolled back
+            except KeyboardInterrupt as e:   # a signal (Ctrl-C, SIGTERM, SIGHUP)
+                if store is None or store.db.commits == commits:   # the file's transaction rolled back
+                    _not_stored(sink, name, stored)
+                    raise
+                # it came as the file's transaction committed: the file is stored, as it was told;
+                # the files after it are not imported
+                result.stopped = (name, int(getattr(e, "signum", signal.SIGINT)))
+            except BaseException:   # the file's transaction rolled back
                 _not_stored(sink, name, stored)
                 raise
             finally:
                 if spooled is not None:
                     os.unlink(spooled)
-            result.runs += stored
-            for status, n in counted.items():
-                result.counts[status] += n
+            _count(result, stored, counted)
+            if result.stopped is not None:
+                break
     finally:
         if store is not None:
             try:
@@ -219,6 +233,13 @@ def import_files(sources: Sequence[tuple[str, str]], opts: ImportOptions, sink: 
                     raise
     result.output_error = guarded.guard.error
     return result
+
+
+def _count(result: ImportResult, stored: list[int], counted: dict[str, int]) -> None:
+    """A file's runs, stored, added to what the import did."""
+    result.runs += stored
+    for status, n in counted.items():
+        result.counts[status] += n
 
 
 def _not_stored(sink: ImportSink, name: str, stored: list[int], why: str = ROLLED_BACK) -> None:

@@ -49,6 +49,7 @@ from clusterbench.ingest.nccl_tests import (
     parse_chunks,
     parse_lines,
 )
+from clusterbench.ranks.signals import die_with_parent, parent_gone
 
 PART_BYTES = 4 << 20    # parts of about this size
 MIN_BYTES = 24 << 20    # smaller files are read by one process: starting workers would cost more
@@ -135,7 +136,7 @@ def parse_file(lines: Lines, name: str) -> Iterator[ImportedRun | Prepared]:
         for j in range(jobs):
             recv, send = ctx.Pipe(duplex=False)
             proc = ctx.Process(target=_work, args=(path, cut[j::jobs], name, lines.foreign, cleaner, send,
-                                                   lines.prepare), daemon=True)
+                                                   lines.prepare, os.getpid()), daemon=True)
             proc.start()
             send.close()
             workers.append((proc, recv))
@@ -238,10 +239,14 @@ def _rest(path: str, start: int, name: str, foreign: re.Pattern[str] | None, cle
 
 
 def _work(path: str, mine: list[Part], name: str, foreign: re.Pattern[str] | None, cleaner: TextCleaner,
-          conn: Connection, prepare: Callable[[ImportedRun], Any] | None = None) -> None:
+          conn: Connection, prepare: Callable[[ImportedRun], Any] | None = None, parent: int | None = None) -> None:
     """A worker process: each of its parts read whole, then sent (while the main process takes
     the other worker's part, this one reads its next). With ``prepare``, only what it makes of
-    each run is sent (the records of a run are most of what a pickle of it holds)."""
+    each run is sent (the records of a run are most of what a pickle of it holds). It dies with
+    ``parent``, the import: a SIGKILL of the command (no handler runs, nothing joins the workers)
+    left them parsing under init, holding the log open, for as long as their parts took."""
+    if parent is not None:
+        die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_DFL)    # Ctrl-C or SIGTERM ends it quietly; the main
     signal.signal(signal.SIGTERM, signal.SIG_DFL)   # process says what happened
     # A part's runs are held until sent: the collector would walk them again and again for the
@@ -251,6 +256,8 @@ def _work(path: str, mine: list[Part], name: str, foreign: re.Pattern[str] | Non
     try:
         with open(path, "rb") as f:
             for part in mine:
+                if parent is not None and parent_gone(parent):   # (where the kernel was not asked)
+                    return
                 try:
                     runs, end = _read(NcclTextParser(name, foreign), _text(f, part), cleaner, part.next_kind,
                                       prepare)

@@ -707,7 +707,19 @@ class NcclTextParser:
             run.meta["error_column"] = True
         table = RowTable(op or "", ranks, st.layout, parts, st.cycles, footer, error_column, old_algbw,
                          part_cycles)
-        return ImportedRun(run, packs=table.packs(), benchmark=op)
+        packs = table.packs()
+        bad = table.unreadable
+        if bad.count:
+            # a cell no number is read from (4x4.41, 44.41.7, bytes that were not UTF-8) is not
+            # stored, nor counted: the run says so, and is not complete without it
+            for cell, row in bad.first:
+                add_warning(run, f"a value that is no number, not stored: {shown(cell)} in the row {shown(row)}")
+            if bad.count > len(bad.first):
+                add_warning(run, f"{bad.count - len(bad.first)} more such value(s) not stored")
+            run.meta["values_not_read"] = bad.count
+            if run.status == COMPLETE:
+                run.status = INCOMPLETE
+        return ImportedRun(run, packs=packs, benchmark=op)
 
     def _op(self, run: Run, evidence: Evidence) -> str | None:
         """The run's op, from what its lines name and what its table shows (``decide_op``), with

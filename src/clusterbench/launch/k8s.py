@@ -26,6 +26,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import yaml
@@ -33,11 +34,25 @@ import yaml
 from clusterbench import __version__
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.launch.common import Spec, check_text
+from clusterbench.units import shown_value
 
 _DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _SECRET_KEY = re.compile(r"[-._a-zA-Z0-9]+")
 _QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m)?$")
+# What the API server keeps a quantity in: a 64-bit integer (of bytes, or of cores)
+MAX_QUANTITY = 2**63 - 1
+_SCALE = {"": 1, "m": Decimal("0.001"), "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
+          "E": 10**18, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+
+
+def _quantity(text: str) -> Decimal:
+    """A quantity ``_QUANTITY`` matched, as the number it means (``16Gi``: 17179869184)."""
+    suffix = text.lstrip("0123456789.")
+    number = text[:len(text) - len(suffix)]
+    if len(number.partition(".")[0].lstrip("0")) > 40:   # far past MAX_QUANTITY: no huge Decimal made
+        return Decimal(MAX_QUANTITY) + 1
+    return Decimal(number) * _SCALE[suffix]
 # An image reference: [registry[:port]/]path[:tag][@digest]; no white space or quotes.
 _IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+\-]*")
 # An extended resource name: [domain/]name, e.g. nvidia.com/gpu, rdma/roce_gdr.
@@ -204,7 +219,10 @@ class K8sOptions:
             raise UsageError(f"invalid --namespace {self.namespace!r}")
         for what, q in (("--shm-size", self.shm_size), ("--cpu", self.cpu), ("--memory", self.memory)):
             if q is not None and not _QUANTITY.fullmatch(q):
-                raise UsageError(f"invalid {what} {q!r}: expected a Kubernetes quantity such as 16Gi")
+                raise UsageError(f"invalid {what} {shown_value(q)}: expected a Kubernetes quantity such as 16Gi")
+            if q is not None and _quantity(q) > MAX_QUANTITY:
+                raise UsageError(f"invalid {what} {shown_value(q)}: more than a Kubernetes quantity holds "
+                                 f"(at most {MAX_QUANTITY:,} units)")
         for n in self.networks:
             if not re.fullmatch(r"^[a-z0-9]([-a-z0-9./]*[a-z0-9])?$", n):
                 raise UsageError(f"invalid --network {n!r}: a NetworkAttachmentDefinition name")

@@ -218,6 +218,10 @@ def _last_error(lines: list[str]) -> str:
     return lines[-1].strip()[:240] if lines else "no output"
 
 
+# ssh and our agents exit 255 when the host cannot be reached
+UNREACHABLE = 255
+
+
 def diagnose(result: HostsResult, endpoint: str, join_timeout: float) -> str | None:
     """One line naming the host at fault, or None when every host succeeded."""
     if result.ok:
@@ -230,8 +234,8 @@ def diagnose(result: HostsResult, endpoint: str, join_timeout: float) -> str | N
             return (f"rendezvous at {endpoint} timed out after {join_timeout:g} s: "
                     f"{', '.join(missing)} never joined (joined: {', '.join(waited)})")
         return f"rendezvous at {endpoint} timed out after {join_timeout:g} s on every host"
-    early = [h for h in result.hosts if result.returncodes[h] == 255]
-    if early:  # ssh and our agents exit 255 when the host cannot be reached
+    early = [h for h in result.hosts if result.returncodes[h] == UNREACHABLE]
+    if early:
         h = early[0]
         return f"host {h} is unreachable: {_last_error(result.stderr[h])}"
     died = [h for h in result.hosts if (result.returncodes[h] or 0) < 0]

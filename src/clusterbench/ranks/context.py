@@ -21,6 +21,7 @@ from clusterbench.envinfo import torchcheck
 from clusterbench.envinfo.software import cpu_model
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.printable import printable
+from clusterbench.ranks import peers
 from clusterbench.ranks.env import RankEnv
 from clusterbench.ranks.plan import Plan
 from clusterbench.records import (
@@ -44,11 +45,12 @@ class RankOptions:
 
 
 def require_torch() -> None:
-    """Benchmarks need PyTorch; an analysis-only install (no torch) says how to add it."""
+    """Benchmarks need PyTorch; an analysis-only install (no torch) says how to add it, and a
+    torch that is installed but does not load says why."""
     try:
         import torch  # noqa: F401
-    except ImportError:
-        raise UsageError(torchcheck.TORCH_MISSING) from None
+    except (ImportError, OSError) as e:   # OSError: a shared library that cannot be loaded
+        raise UsageError(torchcheck.torch_unusable(e)) from None
 
 
 def resolve_device_type(option: str) -> str:
@@ -210,9 +212,14 @@ def _job_store(env: RankEnv, timeout: timedelta) -> Any:
         _stores[key] = dist.TCPStore(env.master_addr, env.master_port, env.world_size,
                                      is_master=master, timeout=timeout, wait_for_workers=False)
     _groups += 1
-    store = dist.PrefixStore(f"clusterbench/{_groups}", _stores[key])
+    store = dist.PrefixStore(group_prefix(), _stores[key])
     _wait_for_peers(store, env, deadline, wait_s)
     return store
+
+
+def group_prefix() -> str:
+    """The store's key prefix of the process group this process joined last."""
+    return f"clusterbench/{_groups}"
 
 
 # A rank still waiting for its peers after this long says so, once, on standard error, and waits
@@ -416,11 +423,14 @@ def setup(env: RankEnv, options: RankOptions) -> RankContext:
         check_distinct_gpus([(g[0], g[2]) for g in gathered])
     ctx.hosts = [g[0] for g in gathered]
     ctx.device_names = [g[1] for g in gathered]
+    if store is not None and env.launcher != "local" and env.world_size > 1:   # who went, should a peer go
+        peers.watch(env.master_addr, env.master_port, env.world_size, env.rank, ctx.hosts, group_prefix())
     return ctx
 
 
 def teardown() -> None:
     import torch.distributed as dist
 
+    peers.done()
     if dist.is_initialized():
         dist.destroy_process_group()

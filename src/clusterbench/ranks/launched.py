@@ -15,6 +15,7 @@ import time
 from clusterbench.errors import UsageError
 from clusterbench.printable import printable
 from clusterbench.ranks import context as ctxmod
+from clusterbench.ranks import peers
 from clusterbench.ranks.env import RankEnv
 from clusterbench.ranks.job import Job, JobOutcome, OnAbort, Sink, describe_exception, run_rank
 from clusterbench.ranks.signals import STOP_SIGNALS, Interrupted, describe, stopped_by
@@ -31,6 +32,7 @@ class _Watchdog:
     that wait ends, which may be never. The signal's number still arrives on the wakeup pipe."""
 
     GRACE = 3.0   # seconds the main thread has to take a signal itself, or end its own wait
+    SHORT_GRACE = 0.4   # ... when it waits on a peer that is gone: it cannot take it
     # A rank's own start (imports, its device) involves no peer, so --timeout does not count it:
     # under load importing PyTorch alone can take longer than a short --timeout. Bounded apart.
     STARTUP_S = 600.0
@@ -74,7 +76,7 @@ class _Watchdog:
         while not self._stop.wait(0.5):
             if signum is None and (signum := self._signal()) is not None:
                 since = time.monotonic()
-            if signum is not None and stopped_by() is None and time.monotonic() - since > self.GRACE:
+            if signum is not None and stopped_by() is None and time.monotonic() - since > self._grace():
                 self._end(f"rank {self.env.rank} on {self.env.host}: {describe(signum)} while it waited for "
                           "a peer rank", 128 + signum, signum)
             now, started = time.monotonic(), ctxmod.join_started()
@@ -93,9 +95,22 @@ class _Watchdog:
                 self._end(f"rank {self.env.rank} on {self.env.host}: no progress for {self.timeout:g} s "
                           "(a peer rank hung or died; --timeout)", 1, None)
 
+    def _grace(self) -> float:
+        """How long the main thread has to take a signal itself: not ``GRACE`` on rank 0 when a
+        peer is already gone (it waits on that peer, and the launcher that sent the signal kills
+        the group a few seconds after: torchrun's hosts 3 s, ranks/peers.py)."""
+        if self.env.rank == 0 and peers.gone(wait=False):
+            return self.SHORT_GRACE
+        return self.GRACE
+
     def _end(self, msg: str, code: int, signum: int | None) -> None:
         if self._stop.is_set():
             return
+        lost = peers.gone() if self.env.rank == 0 else []
+        if lost:   # the wait or the signal came of a peer that went: the run is incomplete, not stopped
+            msg = (f"{gone_words(lost)}; {stopped_after(self.env, signum)} (it waited for that rank)"
+                   if signum is not None else f"{gone_words(lost)}; {msg}")
+            signum = None
         # the reason first, then what rank 0 stored (on_abort says it), as a run that ends itself
         print(f"clusterbench: error: {printable(msg)}", file=sys.stderr, flush=True)
         try:
@@ -117,12 +132,30 @@ def run_launched(env: RankEnv, job: Job, sink: Sink, on_abort: OnAbort) -> JobOu
     except UsageError:
         raise
     except Interrupted as e:  # this process was told to stop: the rows so far are kept
+        lost = peers.gone() if role == "root" else []
+        if lost:   # torchrun's agent stops the group when a host dies: that host ended the run
+            return JobOutcome(role, INCOMPLETE, [gone_words(lost), stopped_after(env, e.signum)],
+                              exit_code=e.exit_code)
         return JobOutcome(role, INTERRUPTED, [f"rank {env.rank} on {env.host}: {e.reason}"], exit_code=e.exit_code)
     except BaseException as e:  # noqa: BLE001 - a peer's death surfaces here as a comm error
         msg, code = describe_exception(e)
+        lost = peers.gone() if role == "root" else []
         return JobOutcome(role, INCOMPLETE if role == "root" else FAILED,
-                       [f"rank {env.rank} on {env.host}: {msg}"], exit_code=code)
+                          [*([gone_words(lost)] if lost else []), f"rank {env.rank} on {env.host}: {msg}"],
+                          exit_code=code)
     finally:
         watchdog.stop()
+        peers.forget()
     return JobOutcome(role, COMPLETE)
 
+
+def gone_words(lost: list[str]) -> str:
+    """The error line that names the peers whose process ended during the run."""
+    return (f"{', '.join(lost)} ended during the run (its process, or its host, is gone: it stopped "
+            "answering and never finished)")
+
+
+def stopped_after(env: RankEnv, signum: int) -> str:
+    """The error line of rank 0 stopped by a signal after a peer went: the signal ended a run that
+    was already incomplete (torchrun's agent, or the launcher, stops the group when a host dies)."""
+    return f"rank {env.rank} on {env.host}: stopped by {signal.Signals(signum).name} after that"

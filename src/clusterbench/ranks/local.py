@@ -24,7 +24,7 @@ from typing import Any
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.ranks.env import RankEnv
 from clusterbench.ranks.job import Job, JobOutcome, Sink, describe_exception, run_rank, short
-from clusterbench.ranks.signals import Interrupted, held, stopped_by
+from clusterbench.ranks.signals import Interrupted, die_with_parent, held, stopped_by
 from clusterbench.records import COMPLETE, INCOMPLETE, INTERRUPTED
 
 
@@ -105,8 +105,6 @@ def _stdout_to_stderr() -> None:
         os.dup2(2, 1)
 
 
-_PR_SET_PDEATHSIG = 1
-
 
 def _die_with_the_command() -> None:
     """Make the kernel end this rank when the command is gone, even where its companion thread
@@ -116,11 +114,7 @@ def _die_with_the_command() -> None:
     would keep the server (and so a stuck rank) alive forever after a SIGKILL of the command:
     the rank closes its copy (it starts no processes from that server)."""
     _close_forkserver_alive_fd()
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    die_with_parent(os.getppid())
 
 
 def _close_forkserver_alive_fd() -> bool:

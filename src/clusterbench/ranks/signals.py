@@ -14,6 +14,8 @@ Exit codes follow the shell's convention: 128 + the signal number, 130 for SIGIN
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import sys
 import threading
@@ -112,4 +114,28 @@ def held() -> Iterator[None]:
         _state.holding -= 1
 
 
-__all__ = ["STOP_SIGNALS", "Interrupted", "describe", "held", "stop_on_signals", "stopped_by"]
+_PR_SET_PDEATHSIG = 1   # linux/prctl.h
+
+
+def die_with_parent(parent: int) -> None:
+    """In a child process: ask the kernel for SIGKILL when the process that started it (pid
+    ``parent``) is gone (Linux ``PR_SET_PDEATHSIG``), so a SIGKILL of the command, which no
+    handler sees, leaves no child running under init. A parent already gone before the request
+    ends the child at once."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def parent_gone(parent: int) -> bool:
+    """Whether the process that started this one has exited (where the kernel cannot be asked
+    to end this one with it: every loop of a child polls it)."""
+    return os.getppid() != parent
+
+
+__all__ = ["STOP_SIGNALS", "Interrupted", "describe", "die_with_parent", "held", "parent_gone", "stop_on_signals",
+           "stopped_by"]

@@ -29,6 +29,9 @@ class Backend(ABC):
 
     def __init__(self, location: Location) -> None:
         self.location = location
+        # write transactions this connection committed: what a command stopped by a signal
+        # reads to say whether its change is in the database (store/runs.py)
+        self.commits = 0
 
     @abstractmethod
     def execute(self, sql: str, args: Sequence[Any] = ()) -> Any:
@@ -76,6 +79,14 @@ class Backend(ABC):
     @abstractmethod
     def relax_durability(self) -> None:
         """Commits still atomic, but not waiting for the disk (bulk imports)."""
+
+    def probe_write(self) -> None:
+        """Write and commit a transaction that changes nothing the store reads: where this
+        database cannot take a write (a read-only server or file, a disk with no room for the
+        journal), the driver's error is raised now, before a command measures what it would
+        store. A statement that writes no row still needs write access to the tables."""
+        with self.write():
+            self.execute("UPDATE schema_migrations SET name = name WHERE 1 = 0")
 
     def describe(self, error: BaseException) -> str:
         """One line for a driver error."""

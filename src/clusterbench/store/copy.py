@@ -122,6 +122,7 @@ def _copy(source: Store, dest: _Dest, on_run: Callable[[CopiedRun], None] | None
     # uids after the runs: a run stored in the source meanwhile is left for the next copy,
     # and every run listed has its uid here (unless deleted meanwhile: then it is not copied)
     uid_of = {rid: uid for uid, rid in source.uids().items()}
+    not_text = source.non_text_tags()
     for run in runs:
         source_id = int(run.id or 0)
         uid = uid_of.get(source_id)
@@ -135,6 +136,13 @@ def _copy(source: Store, dest: _Dest, on_run: Callable[[CopiedRun], None] | None
             store = dest.store()   # made now, when a new file: the run to write in it reads
             found = dest.present.get(uid)
         if found is None:
+            if source_id in not_text:
+                # its escaped form is how it is shown, not what is stored: copied, it would change
+                key, value = not_text[source_id]
+                raise UsageError(f"run {source_id} of {source.where} is not copied: its tag {key!r} holds "
+                                 f"{_stored(value)}, not text (put in by hand?): give it a "
+                                 f"text value with clusterbench results tag {source_id} {key}=VALUE --db "
+                                 f"{source.where}")
             try:
                 new_id = store.add_copied_run(run, uid, packs, telemetry, imported_from)
             except UsageError as e:   # a run an older clusterbench stored (a tag with a NUL)
@@ -148,6 +156,14 @@ def _copy(source: Store, dest: _Dest, on_run: Callable[[CopiedRun], None] | None
         if on_run:
             on_run(item)
     return summary
+
+
+def _stored(value: object) -> str:
+    """A value that is not text, as SQL writes it: bytes as ``x'ff00'``, a number as it is."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+        return f"the bytes x'{data[:32].hex()}'" + ("..." if len(data) > 32 else "")
+    return f"the {type(value).__name__} {value!r}"
 
 
 def same_database(a: str | os.PathLike[str] | None, b: str | os.PathLike[str] | None) -> bool:

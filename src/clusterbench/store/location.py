@@ -23,6 +23,7 @@ POSTGRESQL = "postgresql"
 PG_SCHEMES = ("postgresql", "postgres")
 SCHEMES = (*PG_SCHEMES, "sqlite")
 EXAMPLE_URL = "postgresql://USER@HOST:5432/DBNAME"
+MEMORY = ":memory:"
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 # A URL inside free text (a command word, a JSON document): a whole JSON string (a password may
@@ -83,6 +84,11 @@ def parse(value: str | os.PathLike[str] | None) -> Location:
         value = value or default_db_path()
     if value == "":
         raise UsageError("the database path is empty: give a file path or a database URL")
+    if value == MEMORY:
+        # SQLite's name for a database that lives in this process only: a run "stored" there is
+        # gone when the command ends, and a listing of it is always empty
+        raise UsageError(f"database {MEMORY}: a database in memory keeps nothing after the command; "
+                         "give a file path or a database URL")
     if isinstance(value, os.PathLike):
         return _sqlite(Path(value))
     m = _SCHEME.match(value)

@@ -168,6 +168,7 @@ class PostgresBackend(Backend):
                 self._reconnect()
             with self.conn.transaction():
                 yield
+            self.commits += 1
         finally:
             self._writing -= 1
 

@@ -53,6 +53,19 @@ _JSON_KINDS = {dict: "object", list: "list", str: "string", int: "number", float
                type(None): "null"}
 
 
+def read_text(value: Any) -> str:
+    """A text column as stored. SQLite keeps any type in any column: a value put in by hand as
+    bytes (``x'ff00'``) or a number is shown as text, its bytes that are not UTF-8 and a NUL
+    escaped (``\\xff\\x00``), never handed on as bytes (every printer and report expects
+    text). ``results copy`` refuses such a value instead (``Store.non_text_tags``): the escape
+    is how it is shown, not what is stored."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", "backslashreplace").replace("\x00", "\\x00")
+    return "" if value is None else str(value)
+
+
 def read_field(where: str, run_id: int, name: str, text: Any) -> Any:
     """A run's JSON column as stored, in the database ``where`` names. A database may come from
     anywhere (``results copy --from``): a column this clusterbench never wrote is a StoreError

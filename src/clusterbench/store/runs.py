@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
+from clusterbench.errors import CommittedWhenInterrupted
 from clusterbench.records import Measurement, Run
 from clusterbench.store import Store
 
@@ -108,24 +110,49 @@ def _read(store: Store, ids: list[int], chunk: int) -> Iterator[tuple[Run, list[
 def delete_runs(db: Db, selectors: Iterable[str], since: str | None = None) -> list[int]:
     """Delete every run the selectors pick (all of them, or none); their ids. A missing SQLite
     file is an error: a mistyped --db is no new, empty database."""
-    with Store.open(db, create=False) as store:
-        run_ids = store.select_ids(selectors, since)
+    with _changing(db) as (store, run_ids):
+        run_ids += store.select_ids(selectors, since)
         store.delete_runs(run_ids)
     return run_ids
 
 
 def tag_runs(db: Db, selectors: Iterable[str], tags: dict[str, str], since: str | None = None) -> list[int]:
     """Add or change ``tags`` on every run the selectors pick (all of them, or none); their ids."""
-    with Store.open(db, create=False) as store:
-        run_ids = store.select_ids(selectors, since)
+    with _changing(db) as (store, run_ids):
+        run_ids += store.select_ids(selectors, since)
         store.tag_runs(run_ids, tags)
     return run_ids
 
 
+@contextmanager
+def _changing(db: Db) -> Iterator[tuple[Store, list[int]]]:
+    """The store opened to change existing runs (the block fills in their ids), closed at the
+    end. A stop signal that comes once the change has committed (as the commit ran, or while
+    the store closed) is raised as ``CommittedWhenInterrupted`` naming those runs: the command
+    then says what the database holds instead of "interrupted" alone."""
+    store = Store.open(db, create=False)
+    commits = store.db.commits
+    run_ids: list[int] = []
+    try:
+        try:
+            yield store, run_ids
+        finally:
+            store.close()
+    except KeyboardInterrupt as e:
+        if store.db.commits == commits:
+            raise
+        told = e if isinstance(e, CommittedWhenInterrupted) else CommittedWhenInterrupted(e)
+        told.done = list(run_ids)
+        raise told from None
+
+
 def check_writable(db: Db) -> None:
-    """Open the database to write (creating and migrating it) and close it again: a database
-    this version cannot write fails before a command starts work that would be stored there."""
-    Store.open(db).close()
+    """Open the database to write (creating and migrating it), write a transaction that changes
+    nothing (``Store.check_writable``) and close it again: a database this version cannot write,
+    or that cannot take a write now (immutable, a full disk), fails before a command starts work
+    that would be stored there."""
+    with Store.open(db) as store:
+        store.check_writable()
 
 
 def save_run(db: Db, run: Run, measurements: Iterable[Measurement]) -> int:

@@ -39,8 +39,9 @@ BENCH_PREFIX = "bench:"
 TERMS = 'a run id (12), a range (3..7 or 3-7), last, last~N, KEY=VALUE ("KEY"="VALUE" quoted) or bench:NAME'
 GRAMMAR = f"{TERMS}, joined by commas"
 
-_RANGE = re.compile(r"^(\d+)\s*(?:\.\.|-)\s*(\d+)$")
-_LAST = re.compile(r"^last(?:~(\d+))?$")
+# [0-9], not \d: a run id is ASCII digits (``whole_number``'s rule), never ``９`` or ``٣``
+_RANGE = re.compile(r"^([0-9]+)\s*(?:\.\.|-)\s*([0-9]+)$")
+_LAST = re.compile(r"^last(?:~([0-9]+))?$")
 
 
 @dataclass(frozen=True)
@@ -203,7 +204,7 @@ def parse_selector(text: str) -> Selector:
             if tags.get(key, value) != value:   # a run has one value per key: nothing would match
                 raise UsageError(f"invalid selector {text!r}: tag {key!r} given twice with different values")
             tags[key] = value
-        elif term.isdecimal():  # not isdigit(): "²" is a digit that int() refuses
+        elif term.isascii() and term.isdecimal():  # ASCII: int() also takes "９" and "٣"
             ids.append(_run_id(term, text))
         elif m := _RANGE.match(term):
             lo, hi = _run_id(m.group(1), text), _run_id(m.group(2), text)
@@ -223,7 +224,7 @@ def parse_selector(text: str) -> Selector:
     return Selector(text.strip(), tuple(ids), tuple(ranges), last, tags, tuple(benches))
 
 
-_AGO = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|min|h|d|w)$", re.IGNORECASE)
+_AGO = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*(s|m|min|h|d|w)$", re.IGNORECASE)
 _SECONDS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from clusterbench.errors import StoreError
+from clusterbench.errors import CommittedWhenInterrupted, StoreError
 from clusterbench.store import fstype
 from clusterbench.store import location as loc
 from clusterbench.store.backend import Backend, DbRow
@@ -239,21 +239,37 @@ class SqliteBackend(Backend):
     def write(self) -> Iterator[None]:
         self._begin_write()
         self._reserved.clear()
+        committing = False
         try:
             yield
+            committing = True
             self.conn.execute("COMMIT")
+            self.commits += 1
+        except KeyboardInterrupt as e:
+            # Python raises a signal's exception only between two steps of Python code, never
+            # inside the C call: after COMMIT began, no transaction left means it committed
+            if committing and not self.conn.in_transaction:
+                if not isinstance(e, CommittedWhenInterrupted):   # (not counted yet)
+                    self.commits += 1
+                raise CommittedWhenInterrupted(e) from None
+            self._write_failed = True
+            self._roll_back()
+            raise
         except BaseException:
             self._write_failed = True
             # SQLite has already rolled back on some errors (a full disk): rolling back again
             # would replace the real error with "no transaction is active". A rollback that
             # fails itself (an I/O error) must not hide the error that made it necessary either:
             # the journal undoes the transaction when the database is next opened.
-            if self.conn.in_transaction:
-                try:
-                    self.conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
+            self._roll_back()
             raise
+
+    def _roll_back(self) -> None:
+        if self.conn.in_transaction:
+            try:
+                self.conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
 
     def _begin_write(self) -> None:
         """BEGIN IMMEDIATE: the write lock is taken now, so a transaction never fails half-way on
@@ -319,10 +335,28 @@ class SqliteBackend(Backend):
         # In WAL mode a commit then no longer waits for fsync; each run is still atomic.
         self.conn.execute("PRAGMA synchronous = NORMAL")
 
+    def probe_write(self) -> None:
+        # SQLite writes nothing for an UPDATE of no row; setting user_version (no clusterbench
+        # reader uses it) to its own value writes the header page: a frame appended to the WAL
+        # (or the rollback journal) and committed, which a file that is immutable or read-only
+        # refuses, and a full disk has no room for even when a WAL file was left behind
+        with self.write():
+            (version,) = self.conn.execute("PRAGMA user_version").fetchone()
+            self.conn.execute(f"PRAGMA user_version = {int(version)}")
+
     def describe(self, error: BaseException) -> str:
         text = super().describe(error)
-        if _full(error, self.location.path):
-            return f"no space left on the file system holding it{_free_space(self.location.path)} ({text})"
+        path = self.location.path
+        if _full(error, path):
+            return f"no space left on the file system holding it{_free_space(path)} ({text})"
+        if "readonly" in text and path is not None:
+            if _read_only(path):
+                return (f"{path.parent} is on a read-only file system ({text}); commands that only read "
+                        "(results, report, compare, validate) still open it")
+            if path.exists() and not os.access(path, os.W_OK):
+                # as root only an immutable file (chattr +i) refuses this process a write
+                return (f"the file cannot be written ({text}): it is read-only or immutable "
+                        "(lsattr shows an 'i'); commands that only read still open it")
         return text
 
     def _abandoned(self) -> bool:

@@ -39,6 +39,7 @@ from clusterbench.store.run_columns import (
     RUN_WRITE_COLS,
     UID_COLS,
     read_field,
+    read_text,
     run_values,
     uid_of_row,
 )
@@ -180,6 +181,15 @@ class Store:
         except StoreError:
             if exc is None:  # closing must not hide the error that ended the block
                 raise
+
+    def check_writable(self) -> None:
+        """A StoreError now where this database cannot take a write (an immutable or read-only
+        file, a full disk that still holds a WAL file, a read-only server): opening it succeeds
+        there, and the run a command measured would be lost when it is stored."""
+        try:
+            self.db.probe_write()
+        except self.db.errors as e:
+            raise StoreError(f"cannot write to results database {self.where}: {self.db.describe(e)}") from None
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -417,13 +427,15 @@ class Store:
             for rid, key, value in self._query(
                     f"SELECT run_id, key, value FROM run_tags WHERE run_id IN ({','.join('?' * len(chunk))})",
                     chunk):
-                tags[rid][key] = value
+                tags[rid][read_text(key)] = read_text(value)
         # keys in code point order, sorted here: ORDER BY would follow the database's collation,
         # which on PostgreSQL is its locale's ("_x, a, B" in en_US, "B, _x, a" in C and SQLite)
         tags = {rid: dict(sorted(found.items())) for rid, found in tags.items()}
         return [
-            Run(id=rid, benchmark=benchmark, source=source, command=self._field(rid, "command", command),
-                started_at=started, ended_at=ended, status=status, hosts=self._field(rid, "hosts", hosts),
+            Run(id=rid, benchmark=read_text(benchmark), source=read_text(source),
+                command=self._field(rid, "command", command), started_at=read_text(started),
+                ended_at=None if ended is None else read_text(ended), status=read_text(status),
+                hosts=self._field(rid, "hosts", hosts),
                 ranks=ranks, devices=self._field(rid, "devices", devices),
                 versions=self._field(rid, "versions", versions), env=self._field(rid, "env", env),
                 errors=self._field(rid, "errors", errors), meta=self._field(rid, "meta", meta), tags=tags[rid])
@@ -433,6 +445,18 @@ class Store:
 
     def _field(self, run_id: int, name: str, text: Any) -> Any:
         return read_field(self.where, run_id, name, text)
+
+    def non_text_tags(self) -> dict[int, tuple[str, Any]]:
+        """Per run, a tag whose key or value is stored as something other than text (SQLite
+        keeps any type in any column: ``x'ff00'`` put in by hand), as stored; runs read show
+        it escaped (``read_text``). A PostgreSQL text column holds only text."""
+        if self.db.kind != "sqlite":
+            return {}
+        found: dict[int, tuple[str, Any]] = {}
+        for rid, key, value in self._query("SELECT run_id, key, value FROM run_tags "
+                                           "WHERE typeof(key) != 'text' OR typeof(value) != 'text'"):
+            found.setdefault(int(rid), (read_text(key), value))
+        return found
 
     def get_run(self, run_id: int) -> Run:
         if not 0 <= run_id <= MAX_RUN_ID:

@@ -57,6 +57,8 @@ class SubsetResult:
     directions: dict[tuple[str, str], float] = field(default_factory=dict)
     # the host names the records gave that are no host of the subset (or more than one)
     unmatched: tuple[str, ...] = ()
+    # hosts the agent could not reach (exit 255): another round cannot reach them either
+    unreachable: tuple[str, ...] = ()
 
 
 @dataclass

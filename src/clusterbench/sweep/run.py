@@ -57,7 +57,8 @@ def run_subset(cfg: SweepConfig, hosts: Sequence[str], stage: str, index: int) -
     records = parse_records(result.stdout)
     picked = pick_value(records, cfg.metric)
     if problem is not None:
-        return SubsetResult(tuple(hosts), stage, None, error=problem)
+        return SubsetResult(tuple(hosts), stage, None, error=problem,
+                            unreachable=tuple(h for h in result.hosts if result.returncodes[h] == tr.UNREACHABLE))
     if picked is None:
         return SubsetResult(tuple(hosts), stage, None,
                             error=f"no {cfg.metric!r} record in the output of rank 0")
@@ -82,22 +83,33 @@ def _better(kept: SubsetResult | None, new: SubsetResult, higher_is_better: bool
 def run_sweep(cfg: SweepConfig, subsets: Sequence[tuple[str, tuple[str, ...]]],
               on_result: Callable[[SubsetResult], None] | None = None, *, rounds: int = 1,
               higher_is_better: bool = True,
-              on_start: Callable[[int, str, tuple[str, ...]], None] | None = None) -> list[SubsetResult]:
+              on_start: Callable[[int, str, tuple[str, ...]], None] | None = None,
+              on_note: Callable[[str], None] | None = None) -> list[SubsetResult]:
     """Run every subset ``rounds`` times, in reverse order on odd rounds, and keep each subset's
     best result: a transient (a busy host, the first launch after boot) costs a subset one round,
     not its score, while a degraded node is slow in every round. ``on_start(k, stage, hosts)``
-    is told before the k-th launch (from 1), ``on_result`` after it."""
+    is told before the k-th launch (from 1), ``on_result`` after it. A round in which every
+    subset failed with a host the agent could not reach is the last (``on_note`` says so)."""
     cfg = dataclasses.replace(cfg, higher_is_better=higher_is_better)
     best: dict[int, SubsetResult] = {}
     for rnd in range(rounds):
         order = list(enumerate(subsets))
         if rnd % 2:
             order.reverse()
+        cut_off = True   # every subset so far failed with a host the agent could not reach
         for k, (i, (stage, hosts)) in enumerate(order, 1):
             if on_start is not None:
                 on_start(rnd * len(subsets) + k, stage, hosts)
             r = run_subset(cfg, hosts, stage, rnd * len(subsets) + i)
             best[i] = _better(best.get(i), r, higher_is_better)
+            cut_off = cut_off and r.value is None and bool(r.unreachable)
             if on_result is not None:
                 on_result(r)
+        if cut_off and rnd + 1 < rounds:
+            # no subset reached all its hosts: another round only repeats the agent's failures,
+            # for as many rounds as --rounds says, and ranks nothing
+            if on_note is not None:
+                on_note(f"no subset could reach its hosts in round {rnd + 1} of {rounds}: "
+                        "the other rounds were not run")
+            break
     return [best[i] for i in range(len(subsets))]

@@ -7,7 +7,7 @@ from work_helpers import _check, cli, json_rows, stored
 
 @pytest.mark.parametrize("args,message", [
     (["--hidden", "63", "--np", "2"], "not divisible by the 2 ranks"),
-    (["--layers", "0"], "Invalid value for '--layers': 0 is not in the range x>=1"),
+    (["--layers", "0"], "Invalid value for '--layers': '0' is not a whole number from 1 to 2,147,483,647"),
     (["--hidden", "-4"], "Invalid value for '--hidden'"),
     (["--dtype", "bf16"], "needs a GPU"),
     (["--hidden", "65536", "--np", "2", "--batch-sizes", "8"], "does not fit"),

@@ -195,3 +195,17 @@ def test_a_gpu_profile_on_a_node_without_a_gpu_is_refused_before_its_suite(capsy
     # the dry run only prints the steps, and the smoke test is for any CPU
     assert cli(capsys, "qualify", "--profile", name, "--dry-run", "--db", db)[0] == 0
 
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_dry_run_never_shows_the_database_password(capsys, monkeypatch, as_json):
+    # the password of CLUSTERBENCH_DB (given to every step as --db) is never printed: a dry run
+    # shows the steps' command lines as they would run, the URL without its password
+    url = "postgresql://cb:Sekr3t-pw@127.0.0.1:1/cb"
+    monkeypatch.setenv("CLUSTERBENCH_DB", url)
+    rc, out, err = cli(capsys, "qualify", "--profile", "cpu-smoke", "--dry-run", *(["--json"] if as_json else []))
+    assert rc == 0, err
+    assert "Sekr3t" not in out + err
+    assert "postgresql://cb@127.0.0.1:1/cb" in out
+    if as_json:
+        steps = [json.loads(line) for line in out.splitlines()]
+        assert steps and all("postgresql://cb@127.0.0.1:1/cb" in s["argv"] for s in steps)

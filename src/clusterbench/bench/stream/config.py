@@ -9,7 +9,7 @@ from clusterbench.bench.stream.main import StreamConfig
 from clusterbench.choices import parse_choices
 from clusterbench.errors import UsageError
 from clusterbench.families.stream import spec
-from clusterbench.units import parse_size
+from clusterbench.units import parse_size, whole_number_or_none
 
 
 def parse_sweep(text: str) -> list[int]:
@@ -18,7 +18,7 @@ def parse_sweep(text: str) -> list[int]:
     if len(parts) not in (2, 3):
         raise UsageError(f"invalid --sizes {text!r}: expected START:END[:FACTOR], e.g. 1M:8G")
     start, end = parse_size(parts[0], "--sizes start"), parse_size(parts[1], "--sizes end")
-    factor = int(parts[2]) if len(parts) == 3 and parts[2].isdigit() else (2 if len(parts) == 2 else 0)
+    factor = whole_number_or_none(parts[2]) or 0 if len(parts) == 3 else 2
     if start <= 0 or end < start:
         raise UsageError(f"invalid --sizes {text!r}: need 0 < START <= END")
     if factor < 2:

@@ -11,6 +11,7 @@ from clusterbench.bench import devices as devs
 from clusterbench.bench.collectives import rank
 from clusterbench.bench.collectives.config import ENGINES, CollConfig, coll_config
 from clusterbench.cli.bench import run_benchmark_command
+from clusterbench.cli.bounds import MAX_CYCLES, MAX_INT32, MAX_INT64, MAX_ITERATIONS, Count
 from clusterbench.cli.options import RunOutput, rank_options, run_output
 from clusterbench.errors import UsageError
 from clusterbench.families.collectives.spec import DTYPES, OPS, REDOPS
@@ -24,24 +25,24 @@ from clusterbench.ranks.env import detect
 @click.option("-b", "--minbytes", default="8", show_default=True,
               help="Smallest size in bytes (K/M/G suffixes are binary, as nccl-tests).")
 @click.option("-e", "--maxbytes", default="32M", show_default=True, help="Largest size in bytes.")
-@click.option("-f", "--stepfactor", type=int, default=None,
+@click.option("-f", "--stepfactor", type=Count(0, MAX_INT64), default=None,
               help="Multiply the size by this factor each step [default: 2; 1 with -i].")
 @click.option("-i", "--stepbytes", default=None, help="Add this many bytes each step (when -f is 1).")
-@click.option("-n", "--iters", type=int, default=20, show_default=True, help="Timed iterations per size.")
-@click.option("-w", "--warmup_iters", "warmup_iters", type=int, default=5, show_default=True,
+@click.option("-n", "--iters", type=Count(0, MAX_ITERATIONS), default=20, show_default=True, help="Timed iterations per size.")
+@click.option("-w", "--warmup_iters", "warmup_iters", type=Count(0, MAX_ITERATIONS), default=5, show_default=True,
               help="Warm-up iterations at the largest and the smallest size.")
-@click.option("-c", "--check", type=int, default=1, show_default=True,
+@click.option("-c", "--check", type=Count(0, MAX_ITERATIONS), default=1, show_default=True,
               help="Check iterations per result; 0 disables the correctness check (#wrong N/A).")
 @click.option("-d", "--datatype", default="float", show_default=True,
               help=f"{', '.join(DTYPES)}, or all (comma lists work too).")
 @click.option("-o", "--op", "redop", default="sum", show_default=True,
               help=f"Reduction: {', '.join(REDOPS)}, or all.")
-@click.option("-r", "--root", type=int, default=0, show_default=True, help="Root rank of broadcast and reduce.")
-@click.option("-a", "--average", type=int, default=1, show_default=True,
+@click.option("-r", "--root", type=Count(0, MAX_INT32), default=0, show_default=True, help="Root rank of broadcast and reduce.")
+@click.option("-a", "--average", type=Count(high=None), default=1, show_default=True,
               help="Time reported across ranks: 0 rank 0, 1 average, 2 minimum, 3 maximum.")
-@click.option("-N", "--run_cycles", "cycles", type=int, default=1, show_default=True,
+@click.option("-N", "--run_cycles", "cycles", type=Count(0, MAX_CYCLES), default=1, show_default=True,
               help="Run the whole sweep this many times.")
-@click.option("-G", "--cudagraph", "graph", type=int, default=0, show_default=True,
+@click.option("-G", "--cudagraph", "graph", type=Count(0, MAX_ITERATIONS), default=0, show_default=True,
               help="Capture the -n iterations in a CUDA/HIP graph and replay it this many times "
                    "(no Python dispatch per op; GPU ranks only); 0 issues ops one by one.")
 @click.option("--engine", type=click.Choice(ENGINES), default="torch", show_default=True,

@@ -16,7 +16,7 @@ from clusterbench.bench.workloads.ddp_comm import (
     ddp_comm_options,
 )
 from clusterbench.cli.bench import run_benchmark_command
-from clusterbench.cli.bounds import POSITIVE
+from clusterbench.cli.bounds import MAX_INT32, MAX_ITERATIONS, POSITIVE, Count
 from clusterbench.cli.options import RunOutput, rank_options, run_output
 from clusterbench.ranks.context import RankOptions
 from clusterbench.ranks.driver import Job, planned_world_size
@@ -24,14 +24,14 @@ from clusterbench.units import format_size, parse_rate
 
 
 @click.command("ddp-comm")
-@click.option("--layers", type=int, default=16, show_default=True, help="Dummy layers.")
+@click.option("--layers", type=Count(0, MAX_INT32), default=16, show_default=True, help="Dummy layers.")
 @click.option("--size", default=format_size(DEFAULT_SIZE), show_default=True,
               help="Total fp32 parameter (= gradient) bytes over all layers; K/M/G are binary.")
 @click.option("--bucket-cap-mb", type=POSITIVE, default=25.0,
               show_default=True, help="DDP gradient bucket size (DDP's default is 25).")
-@click.option("--steps", type=click.IntRange(min=1), default=10, show_default=True,
+@click.option("--steps", type=Count(1, MAX_ITERATIONS), default=10, show_default=True,
               help="Timed steps, after the --warmup steps.")
-@click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True,
+@click.option("--warmup", type=Count(0, MAX_ITERATIONS), default=2, show_default=True,
               help="Untimed steps first (DDP builds its buckets in the first one).")
 @click.option("--link-speed", default=None, metavar="RATE",
               help="Inter-node link speed (e.g. 100Gbps): stored as the run's link_speed tag, so the "

@@ -12,7 +12,7 @@ from clusterbench.bench import devices as devs
 from clusterbench.bench.gemm import main as gemm_main
 from clusterbench.bench.gemm.config import gemm_config, gemm_options
 from clusterbench.cli.bench import run_benchmark_command
-from clusterbench.cli.bounds import ANY
+from clusterbench.cli.bounds import ANY, MAX_ITERATIONS, Count
 from clusterbench.cli.options import RunOutput, node_options, run_output
 from clusterbench.families.gemm import spec
 from clusterbench.ranks.context import RankOptions
@@ -31,9 +31,9 @@ from clusterbench.ranks.driver import Job
 @click.option("--dtype", default=None,
               help=f"{', '.join(spec.DTYPES)}, a comma list, or all (default fp32).")
 @click.option("--preset", default=None, help=f"One of: {', '.join(spec.PRESETS)} (flags override it).")
-@click.option("-i", "--iterations", type=int, default=10, show_default=True, help="Calls per timed sample.")
-@click.option("--cold-iters", type=int, default=2, show_default=True, help="Untimed calls first.")
-@click.option("--samples", type=int, default=5, show_default=True,
+@click.option("-i", "--iterations", type=Count(0, MAX_ITERATIONS), default=10, show_default=True, help="Calls per timed sample.")
+@click.option("--cold-iters", type=Count(0, MAX_ITERATIONS), default=2, show_default=True, help="Untimed calls first.")
+@click.option("--samples", type=Count(0, MAX_ITERATIONS), default=5, show_default=True,
               help="Timed samples; best and median are reported.")
 @click.option("--no-check", "no_check", is_flag=True, help="Skip the result check.")
 @node_options

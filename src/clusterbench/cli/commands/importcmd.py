@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from clusterbench.cli.bounds import Count
 from clusterbench.cli.options import (
     command_line,
     fs_text,
@@ -14,9 +15,11 @@ from clusterbench.cli.options import (
     tag_option,
     writer_db_option,
 )
+from clusterbench.errors import Stopped
 from clusterbench.ingest import TOOLS, ImportedRun
-from clusterbench.ingest.load import ImportOptions, import_files
+from clusterbench.ingest.load import ImportOptions, id_ranges, import_files
 from clusterbench.printable import printable
+from clusterbench.ranks.signals import describe
 from clusterbench.records import COMPLETE, Run
 from clusterbench.report.jsonl import (
     dumps,
@@ -101,7 +104,7 @@ class _Printer:
              "errors, `file` and measurement count (with --dry-run only the `run` lines), then a "
              "`summary` with the files that failed and the exit code")
 @click.option("--dry-run", is_flag=True, help="Parse and print, but store nothing.")
-@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=None, metavar="N",
+@click.option("--jobs", "-j", type=Count(1, 64), default=None, metavar="N",
               help="Processes that parse a large nccl-tests text log (one file of 24 MB or more) at once "
                    "(default: 2 where the machine has 2 or more CPUs; the runs are the same with any N).")
 @writer_db_option
@@ -128,12 +131,17 @@ def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], 
     if failed and len(paths) > 1:
         print(f"clusterbench: error: {len(failed)} of {len(paths)} files not imported", file=sys.stderr)
     code = result.exit_code
-    if result.output_error is not None:
+    if result.output_error is not None:   # said once the transactions' outcome is known
         stored = "nothing is stored (--dry-run)" if dry_run else "every run imported is stored"
         print(printable(f"clusterbench: error: {result.output_error}; {stored}"), file=sys.stderr)
     elif as_json:
         emit(summary_line("import", files=len(paths), stored=not dry_run, runs=result.runs, counts=result.counts,
                           failed_files=failed, already_imported=result.already_imported, exit_code=code))
+    if result.stopped is not None:   # the signal came as a file committed: what is stored, then the exit
+        name, signum = result.stopped
+        rest = len(paths) - [fs_text(p) for p in paths].index(name) - 1 if name in map(fs_text, paths) else 0
+        raise Stopped(f"{describe(signum)} as {name} was stored: run(s) {id_ranges(result.runs) or 'none'} are stored"
+                      + (f"; {rest} file(s) after it were not imported" if rest > 0 else ""), signum)
     return code
 
 

@@ -10,15 +10,16 @@ import click
 from clusterbench.bench.workloads import infer_tp as infer_main
 from clusterbench.bench.workloads.infer_tp import MODES, infer_tp_config, infer_tp_options
 from clusterbench.cli.bench import run_benchmark_command
+from clusterbench.cli.bounds import MAX_INT32, MAX_ITERATIONS, Count
 from clusterbench.cli.options import RunOutput, rank_options, run_output
 from clusterbench.ranks.context import RankOptions
 from clusterbench.ranks.driver import Job
 
 
 @click.command("infer-tp")
-@click.option("--hidden", type=click.IntRange(min=1), default=None,
+@click.option("--hidden", type=Count(1, MAX_INT32), default=None,
               help="Layer width (divisible by the ranks). Default 4096; 1024 on CPU ranks.")
-@click.option("--layers", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--layers", type=Count(1, MAX_INT32), default=4, show_default=True)
 @click.option("--batch-sizes", default=None,
               help="Comma list, or START..END doubling. Default: the seed's sweep 128..32768; "
                    "128..2048 on CPU ranks.")
@@ -26,8 +27,8 @@ from clusterbench.ranks.driver import Job
               help="column: column-parallel + all_gather; row: row-parallel + all_reduce.")
 @click.option("--dtype", type=click.Choice(["auto", "bf16", "fp16", "fp32"]), default="auto",
               show_default=True, help="auto: bf16 on GPUs that support it, fp32 otherwise.")
-@click.option("--iters", type=click.IntRange(min=1), default=10, show_default=True)
-@click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True)
+@click.option("--iters", type=Count(1, MAX_ITERATIONS), default=10, show_default=True)
+@click.option("--warmup", type=Count(0, MAX_ITERATIONS), default=3, show_default=True)
 @click.option("--no-check", is_flag=True, help="Skip the check against the unsplit layers.")
 @rank_options
 @run_output

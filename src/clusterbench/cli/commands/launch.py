@@ -16,7 +16,13 @@ import click
 from clusterbench import __version__
 from clusterbench.choices import GPU_VENDORS
 from clusterbench.cli.argv_check import check_argv
-from clusterbench.cli.bounds import POSITIVE
+from clusterbench.cli.bounds import (
+    MAX_GPUS_PER_NODE,
+    MAX_NODES,
+    MAX_PROCS_PER_NODE,
+    POSITIVE,
+    Count,
+)
 from clusterbench.cli.options import json_option, quiet_option, refuse_together
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.launch import dstack, k8s, mpi, netenv, slurm
@@ -44,10 +50,10 @@ _CTX = {"ignore_unknown_options": True, "allow_interspersed_args": False}
 
 def _common(f: Any) -> Any:
     for d in reversed([
-        click.option("--nodes", type=click.IntRange(min=1), default=None, help="Nodes to run on."),
-        click.option("--procs-per-node", type=click.IntRange(min=1), default=None,
+        click.option("--nodes", type=Count(1, MAX_NODES), default=None, help="Nodes to run on."),
+        click.option("--procs-per-node", type=Count(1, MAX_PROCS_PER_NODE), default=None,
                      help="Processes (ranks) per node (default: --gpus-per-node, else 1)."),
-        click.option("--gpus-per-node", type=click.IntRange(min=0), default=0, show_default=True,
+        click.option("--gpus-per-node", type=Count(0, MAX_GPUS_PER_NODE), default=0, show_default=True,
                      help="GPUs per node to request; one rank per GPU."),
         click.option("--env", "envs", multiple=True, metavar="KEY=VALUE",
                      help="Environment for every rank, e.g. NCCL_IB_GID_INDEX=3 (repeatable)."),
@@ -295,7 +301,7 @@ def _store_of_rank0(spec: Spec, db: str | None, first_host: str) -> str | None:
 @_common
 @click.option("--rdzv-endpoint", default=None, metavar="HOST:PORT",
               help="Rendezvous endpoint (default: the first of --hosts, port 29400).")
-@click.option("--node-rank", type=int, default=None, help="Static rendezvous: this node's rank.")
+@click.option("--node-rank", type=Count(0, MAX_NODES), default=None, help="Static rendezvous: this node's rank.")
 @click.option("--rdzv-id", default="clusterbench", show_default=True)
 @click.option("--local-addr", default=None, help="This node's address (torchrun --local_addr).")
 @click.option("--is-host/--not-host", "is_host", default=None,

@@ -11,7 +11,7 @@ import click
 from clusterbench.bench.net import matrix
 from clusterbench.bench.net.matrix import PAIR_MODES, NetConfig
 from clusterbench.cli.bench import run_benchmark_command
-from clusterbench.cli.bounds import POSITIVE
+from clusterbench.cli.bounds import POSITIVE, Count
 from clusterbench.cli.options import RunOutput, rank_options, run_output
 from clusterbench.ranks.context import RankOptions
 from clusterbench.ranks.driver import Job
@@ -19,12 +19,12 @@ from clusterbench.units import parse_rate, parse_size
 
 
 @click.command("net")
-@click.option("--streams", "-P", type=int, default=4, show_default=True,
+@click.option("--streams", "-P", type=Count(high=None), default=4, show_default=True,
               help="Parallel TCP connections per bandwidth test (as iperf3 -P).")
 @click.option("--duration", "-t", type=POSITIVE, default=2.0, show_default=True,
               help="Seconds each bandwidth test sends for (0.01 to half of --timeout: every rank waits on "
                    "the pair being measured).")
-@click.option("--latency-iters", type=int, default=200, show_default=True,
+@click.option("--latency-iters", type=Count(high=None), default=200, show_default=True,
               help="Round trips timed per latency test.")
 @click.option("--latency-bytes", default="8", show_default=True, metavar="SIZE",
               help="Ping-pong message size in bytes (K, M, G suffixes: 1K is 1024).")
@@ -34,7 +34,7 @@ from clusterbench.units import parse_rate, parse_size
 @click.option("--no-latency", is_flag=True, help="Skip the latency tests.")
 @click.option("--rdma", is_flag=True,
               help="Also run perftest ib_write_bw between hosts (skipped when /sys/class/infiniband is empty).")
-@click.option("--rdma-qps", type=int, default=1, show_default=True,
+@click.option("--rdma-qps", type=Count(high=None), default=1, show_default=True,
               help=f"ib_write_bw -q: queue pairs per test (1..{matrix.MAX_RDMA_QPS}, perftest's range).")
 @click.option("--rdma-bidirectional", is_flag=True, help="ib_write_bw --bidirectional.")
 @click.option("--rdma-device", default=None, help="ib_write_bw -d (default: the first device).")

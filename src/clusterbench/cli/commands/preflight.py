@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from clusterbench.cli.bounds import MAX_GPUS_PER_NODE, Count
 from clusterbench.cli.fleet import OnFail, junit_option, node_name, on_fail_options, take_out
 from clusterbench.cli.options import json_option
 from clusterbench.envinfo.inventory import hostname
@@ -25,7 +26,7 @@ from clusterbench.units import parse_rate
 
 # Options every command that runs preflight first shares (``clusterbench run`` too).
 expect_options = [
-    click.option("--expect-gpus", type=click.IntRange(min=0), default=None, metavar="N",
+    click.option("--expect-gpus", type=Count(0, MAX_GPUS_PER_NODE), default=None, metavar="N",
                  help="Fail unless exactly N GPUs are visible on this host."),
     click.option("--expect-model", default=None, metavar="TEXT",
                  help="Fail unless every GPU's name contains TEXT (case-insensitive), e.g. H100 or MI300X."),

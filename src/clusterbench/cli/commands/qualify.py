@@ -22,7 +22,13 @@ import click
 
 from clusterbench.cli.argv_check import check_argv
 from clusterbench.cli.fleet import OnFail, junit_option, node_name, on_fail_options, take_out
-from clusterbench.cli.options import json_option, parse_tags, tag_option, writer_db_option
+from clusterbench.cli.options import (
+    json_option,
+    parse_tags,
+    shown_argv,
+    tag_option,
+    writer_db_option,
+)
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.judge.blame import node_findings, passing_nodes
 from clusterbench.judge.hardware import node_devices, node_problem
@@ -142,11 +148,11 @@ def _check_launch(launch: list[str]) -> None:
     having measured nothing, and the group would be judged empty."""
     engine, opts = launch[0], launch[1:]
     if "--print" in opts:
-        raise UsageError(f"--launch {shlex.join(launch)!r}: --print runs nothing (qualify judges what its "
+        raise UsageError(f"--launch {shlex.join(shown_argv(launch))!r}: --print runs nothing (qualify judges what its "
                          "steps store; --dry-run prints them)")
     waits = [o for o in opts if o in ("--wait", "--no-wait")]
     if engine == "slurm" and ("--submit" not in opts or waits[-1:] == ["--no-wait"]):
-        raise UsageError(f"--launch {shlex.join(launch)!r}: slurm needs --submit, and its --wait (the "
+        raise UsageError(f"--launch {shlex.join(shown_argv(launch))!r}: slurm needs --submit, and its --wait (the "
                          "default), so each step's run is stored before the next one starts")
 
 
@@ -211,10 +217,10 @@ def qualify(profile_name: str, output: str | None, launch_text: str | None, node
     if dry_run:
         for step, argv in planned:
             if as_json:
-                emit({"kind": "step", "name": step.name, "command": list(step.command),
-                      "argv": ["clusterbench", *argv], "exit": None})
+                emit({"kind": "step", "name": step.name, "command": shown_argv(step.command),
+                      "argv": shown_argv(["clusterbench", *argv]), "exit": None})
             else:
-                click.echo(f"# {step.name}\n{shlex.join(['clusterbench', *argv])}")
+                click.echo(f"# {step.name}\n{shlex.join(shown_argv(['clusterbench', *argv]))}")
         return 0
 
     if launch is not None:   # (a dry run prints the steps as they are, for any launch)
@@ -249,7 +255,7 @@ def qualify(profile_name: str, output: str | None, launch_text: str | None, node
 
     results: list[StepResult] = []
     for i, (step, argv) in enumerate(planned, 1):
-        say(f"# step {i}/{len(planned)}: {step.name}: {shlex.join(['clusterbench', *step.command])}")
+        say(f"# step {i}/{len(planned)}: {step.name}: {shlex.join(shown_argv(['clusterbench', *step.command]))}")
         t0 = time.monotonic()
         # The steps' own tables go to stderr with --json, so stdout holds only JSON lines.
         with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
@@ -260,8 +266,8 @@ def qualify(profile_name: str, output: str | None, launch_text: str | None, node
         if rc != 0 and not stopped:
             say(f"# step {step.name!r} failed (exit {rc})" + (f": {err}" if err else ""))
         if as_json:
-            emit({"kind": "step", "name": step.name, "command": list(step.command),
-                  "argv": ["clusterbench", *argv], "exit": rc, "error": err,
+            emit({"kind": "step", "name": step.name, "command": shown_argv(step.command),
+                  "argv": shown_argv(["clusterbench", *argv]), "exit": rc, "error": err,
                   "seconds": round(results[-1].seconds, 3)})
         if stopped:
             # The step stored what it measured as an interrupted run and now ignores further
@@ -295,7 +301,7 @@ def qualify(profile_name: str, output: str | None, launch_text: str | None, node
         junit_xml.Case(r.step.name, f"clusterbench.qualify.{profile.name}",
                        junit_xml.PASS if r.ok else junit_xml.ERROR,
                        "" if r.ok else f"exit {r.exit_code}" + (f": {r.error}" if r.error else ""),
-                       shlex.join(["clusterbench", *r.argv]), r.seconds) for r in results],
+                       shlex.join(shown_argv(["clusterbench", *r.argv])), r.seconds) for r in results],
         properties={GROUP_TAG: group, "node": node}, time=sum(r.seconds for r in results)))
     suites.append(junit_xml.validation_suite(profile.name, outcomes, [r.id for r, _ in loaded]))
     if junit:

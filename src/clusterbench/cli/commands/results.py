@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import click
 
+from clusterbench.cli.bounds import Count
 from clusterbench.cli.options import (
     DatabaseParam,
     db_option,
@@ -13,9 +18,10 @@ from clusterbench.cli.options import (
     refuse_together,
     since_option,
 )
-from clusterbench.errors import UsageError
+from clusterbench.errors import CommittedWhenInterrupted, Stopped, UsageError
 from clusterbench.families import FAMILIES, family_of
 from clusterbench.printable import printable
+from clusterbench.ranks.signals import describe as stopped_by_words
 from clusterbench.records import WARNINGS, Run
 from clusterbench.report.csvout import write_csv
 from clusterbench.report.jsonl import (
@@ -65,7 +71,7 @@ def measured_text(benchmarks: list[str], tool: str | None) -> str:
 @json_option("a `run` line per run (the run record with `measurements`, `benchmarks`, `families` "
              "and `tool`)")
 @db_option
-@click.option("--limit", type=click.IntRange(min=1, max=MAX_RUN_ID), default=50, show_default=True)
+@click.option("--limit", type=Count(1, MAX_RUN_ID), default=50, show_default=True)
 @click.option("--benchmark", default=None, metavar="NAME",
               help="Only runs that measured NAME: a benchmark (all_reduce, stream), a family "
                    "(collectives) or, for imports, the tool (rccl-tests).")
@@ -138,13 +144,31 @@ def export_cmd(selectors: tuple[str, ...], as_json: bool, as_csv: bool, run_info
     write_csv(lambda: iter_read_runs(db, selectors, since))
 
 
+@contextmanager
+def said_when_stopped(what: str) -> Iterator[None]:
+    """A signal that stops a delete or a tag says what the database holds: the runs the change
+    committed with (it came as the commit ran), or nothing changed (the transaction rolled back).
+    Exit 128 + the signal either way: the command was stopped."""
+    try:
+        yield
+    except CommittedWhenInterrupted as e:
+        ids = e.done if isinstance(e.done, list) else []
+        for run_id in ids:
+            print(f"{what} run {run_id}")
+        raise Stopped(f"{stopped_by_words(e.signum)} as the change committed: {len(ids)} run(s) {what}", e.signum) from None
+    except KeyboardInterrupt as e:
+        signum = int(getattr(e, "signum", signal.SIGINT))
+        raise Stopped(f"{stopped_by_words(signum)}: nothing {what} (the change was rolled back)", signum) from None
+
+
 @results.command("delete", epilog=SELECTOR_HELP)
 @click.argument("selectors", nargs=-1, required=True, metavar="RUN...")
 @since_option
 @db_option
 def delete_cmd(selectors: tuple[str, ...], since: str | None, db: str | None) -> None:
     """Delete runs and everything stored with them (all the selected runs, or none)."""
-    run_ids = delete_runs(db, selectors, since)
+    with said_when_stopped("deleted"):
+        run_ids = delete_runs(db, selectors, since)
     # said once they are gone: an output that fails (`| head -1`) cannot stop a delete halfway
     for run_id in run_ids:
         print(f"deleted run {run_id}")
@@ -158,7 +182,8 @@ def delete_cmd(selectors: tuple[str, ...], since: str | None, db: str | None) ->
 def tag_cmd(selector: str, tags: tuple[str, ...], since: str | None, db: str | None) -> None:
     """Add or change tags on stored runs (every run RUN picks, or none)."""
     new = parse_tags(tags)   # a link_speed no judge can read is refused there
-    tag_runs(db, (selector,), new, since)
+    with said_when_stopped("tagged"):
+        tag_runs(db, (selector,), new, since)
 
 
 @results.command("copy")

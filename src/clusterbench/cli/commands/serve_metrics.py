@@ -9,6 +9,7 @@ import sys
 
 import click
 
+from clusterbench.cli.bounds import PORT
 from clusterbench.cli.options import db_option
 from clusterbench.judge.history import current_since
 from clusterbench.judge.profiles import load_profile
@@ -27,7 +28,7 @@ def _address(ctx: click.Context, param: click.Parameter, value: str) -> str:
 
 @click.command("serve-metrics")
 @click.argument("selectors", nargs=-1, metavar="[RUN|SELECTOR]...")
-@click.option("--port", type=click.IntRange(1, 65535), required=True, help="TCP port to listen on.")
+@click.option("--port", type=PORT, required=True, help="TCP port to listen on.")
 @click.option("--addr", default="127.0.0.1", show_default=True, callback=_address,
               help="Address to listen on (0.0.0.0: every interface, for a remote Prometheus).")
 @click.option("--since", default=None, metavar="AGE|DATE", help="Only runs started since then (30d).")
@@ -58,7 +59,8 @@ def serve_metrics(selectors: tuple[str, ...], port: int, addr: str, since: str |
         print(f"# serve-metrics: reading the results database failed: {text}", file=sys.stderr, flush=True)
 
     def listening() -> None:
-        print(f"# serve-metrics: http://{addr}:{port}/metrics (Ctrl-C to stop)", file=sys.stderr, flush=True)
+        host = f"[{addr}]" if ":" in addr else addr   # an IPv6 address in brackets, as URLs write it
+        print(f"# serve-metrics: http://{host}:{port}/metrics (Ctrl-C to stop)", file=sys.stderr, flush=True)
 
     cache = openmetrics.GaugeCache(load, on_error, changed=lambda: openmetrics.store_token(db), refresh=refresh,
                                    always=window is not None)

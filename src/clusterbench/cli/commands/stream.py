@@ -12,6 +12,7 @@ from clusterbench.bench import devices as devs
 from clusterbench.bench.stream import main as stream_main
 from clusterbench.bench.stream.config import stream_config, stream_options
 from clusterbench.cli.bench import run_benchmark_command
+from clusterbench.cli.bounds import MAX_ITERATIONS, Count
 from clusterbench.cli.options import RunOutput, node_options, refuse_together, run_output
 from clusterbench.families.stream import spec as kernel_spec
 from clusterbench.ranks.context import RankOptions
@@ -27,7 +28,7 @@ from clusterbench.ranks.driver import Job
               help="Elements per array (K/M/G suffixes are binary). Default: BabelStream's 2^25, or "
                    "4x the device's last-level cache when that is larger (a power of two), so that "
                    "memory is measured, not cache.")
-@click.option("-n", "--numtimes", type=int, default=100, show_default=True,
+@click.option("-n", "--numtimes", type=Count(0, MAX_ITERATIONS), default=100, show_default=True,
               help="Iterations; the first is a warm-up and not timed.")
 @click.option("--float", "use_float", is_flag=True, help="Single precision (same as --dtype float).")
 @click.option("--dtype", default="double", show_default=True, help="float or double.")

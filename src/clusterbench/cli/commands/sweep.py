@@ -8,7 +8,14 @@ import sys
 import click
 
 from clusterbench.cli.argv_check import check_argv
-from clusterbench.cli.bounds import NON_NEGATIVE, POSITIVE
+from clusterbench.cli.bounds import (
+    MAX_NODES,
+    MAX_PROCS_PER_NODE,
+    MAX_ROUNDS,
+    NON_NEGATIVE,
+    POSITIVE,
+    Count,
+)
 from clusterbench.cli.fleet import OnFail, junit_option, on_fail_options, take_out
 from clusterbench.cli.options import (
     command_line,
@@ -60,7 +67,7 @@ DEFAULT_COMMAND = ("coll", "all_reduce", "-b", "32M", "-e", "32M", "--device", "
                    "instead of a shell line (ssh): do not quote them.")
 @click.option("--pairs", "pair_mode", type=click.Choice(plan.PAIR_MODES), default="all", show_default=True,
               help="Pairs to test: all, a ring (n pairs, for large clusters), or none.")
-@click.option("--batch", type=click.IntRange(min=2), default=None, help="Instead of pairs, disjoint groups of this many nodes.")
+@click.option("--batch", type=Count(2, MAX_NODES), default=None, help="Instead of pairs, disjoint groups of this many nodes.")
 @click.option("--no-single", is_flag=True, help="Skip the one-node runs.")
 @click.option("--metric", default=None, help="Record metric to rank by (default: busbw for coll, bandwidth for net).")
 @click.option("--lower-is-better", is_flag=True,
@@ -72,16 +79,16 @@ DEFAULT_COMMAND = ("coll", "all_reduce", "-b", "32M", "-e", "32M", "--device", "
               help="Slurm topology.conf: also rank switches and name the nodes behind a bad one.")
 @click.option("--link-rate", default=None, metavar="RATE",
               help="Link rate (e.g. 1gbit, 400Gbps): print each node's pair score as a fraction of it.")
-@click.option("--procs-per-node", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--single-procs", type=click.IntRange(min=1), default=2, show_default=True,
+@click.option("--procs-per-node", type=Count(1, MAX_PROCS_PER_NODE), default=1, show_default=True)
+@click.option("--single-procs", type=Count(1, MAX_PROCS_PER_NODE), default=2, show_default=True,
               help="Ranks in a one-node run (a collective needs two).")
 @click.option("--env", "envs", multiple=True, metavar="KEY=VALUE", help="Environment for every rank.")
-@click.option("--port", type=click.IntRange(1, 65535 - 500), default=29400, show_default=True,
+@click.option("--port", type=Count(1, 65535 - 500), default=29400, show_default=True,
               help="First rendezvous port (each subset takes one of the next 500).")
 @click.option("--join-timeout", type=POSITIVE, default=60.0, show_default=True,
               help="Seconds for every node of a subset to join.")
 @click.option("--timeout", type=POSITIVE, default=600.0, show_default=True, help="Seconds per subset run.")
-@click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--rounds", type=Count(1, MAX_ROUNDS), default=1, show_default=True,
               help="Run every subset N times (alternating the order) and keep each one's best result, "
                    "so a transient slowdown is not taken for a degraded node.")
 @junit_option
@@ -164,7 +171,8 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
     known = family.metric(metric)
     hib = not lower_is_better and (known is None or known.higher_is_better)
     with bar:
-        results = run_sweep(cfg, subsets, progress, rounds=rounds, higher_is_better=hib, on_start=launching)
+        results = run_sweep(cfg, subsets, progress, rounds=rounds, higher_is_better=hib, on_start=launching,
+                            on_note=lambda text: print(printable(f"# note: {text}"), file=sys.stderr, flush=True))
     result = analyze(results, threshold=threshold, min_rel_dev=min_rel_dev, higher_is_better=hib,
                      switches=switches)
     run, ms = to_run(results, result, test, metric, command_line(), started, {**run_tags, "sweep": sweep_id},

@@ -12,6 +12,7 @@ from clusterbench.bench import devices as devs
 from clusterbench.bench.transfer import main as transfer_main
 from clusterbench.bench.transfer.config import transfer_config, transfer_options
 from clusterbench.cli.bench import run_benchmark_command
+from clusterbench.cli.bounds import MAX_ITERATIONS, Count
 from clusterbench.cli.options import RunOutput, node_options, run_output
 from clusterbench.ranks.context import RankOptions
 from clusterbench.ranks.driver import Job
@@ -27,8 +28,8 @@ from clusterbench.ranks.driver import Job
 @click.option("--bytes", "nbytes", default="64M", show_default=True, help="Bytes per transfer.")
 @click.option("--method", "methods", default="copy_engine", show_default=True,
               help="GPU copies for p2p/a2a: copy_engine, kernel, or all.")
-@click.option("--iterations", type=int, default=10, show_default=True)
-@click.option("--warmups", type=int, default=3, show_default=True)
+@click.option("--iterations", type=Count(0, MAX_ITERATIONS), default=10, show_default=True)
+@click.option("--warmups", type=Count(0, MAX_ITERATIONS), default=3, show_default=True)
 @click.option("--no-check", "no_check", is_flag=True, help="Skip the check of destination buffers.")
 @node_options
 @run_output

@@ -8,7 +8,7 @@ import math
 
 import click
 
-from clusterbench.cli.bounds import FiniteFloat
+from clusterbench.cli.bounds import Count, FiniteFloat
 from clusterbench.cli.options import db_option, json_option
 from clusterbench.judge.changepoint import Change, Settings, runs_needed
 from clusterbench.judge.history import (
@@ -23,7 +23,7 @@ from clusterbench.judge.history import (
 from clusterbench.judge.text import fmt
 from clusterbench.printable import printable
 from clusterbench.report.jsonl import emit, note_line
-from clusterbench.units import compact
+from clusterbench.units import compact, parse_size
 
 # The permutation p-value is never below 1 / (permutations + 1) and each scan gets alpha / 2:
 # a smaller alpha could never show a change, whatever the history.
@@ -47,7 +47,7 @@ def _change_text(s: Series, c: Change) -> str:
               help="One series per host, or per GPU (host:device).")
 @click.option("--since", default=None, metavar="AGE|DATE",
               help="Only runs started since then: 30d, 12h, 2w or 2025-01-31.")
-@click.option("--window", type=click.IntRange(min=0), default=WINDOW, show_default=True, metavar="RUNS",
+@click.option("--window", type=Count(0, 1_000_000), default=WINDOW, show_default=True, metavar="RUNS",
               help="Each series' newest RUNS runs (0: all of them).")
 @click.option("--all", "every", is_flag=True,
               help="Every row of the metric (each size, kernel, precision, step), not only the headline "
@@ -62,7 +62,7 @@ def _change_text(s: Series, c: Change) -> str:
               help="Smallest change of the median worth reporting, in percent.")
 # at most 500: the smallest p-value a series of 2 x 515 runs can give, 2 / C(1030, 515), is below
 # the smallest float (its computation overflows); 500 each side is far beyond any real history
-@click.option("--min-runs", type=click.IntRange(2, 500), default=Settings.min_size, show_default=True,
+@click.option("--min-runs", type=Count(2, 500), default=Settings.min_size, show_default=True,
               help="Runs needed on each side of a change (one noisy run is never a step).")
 @click.option("--fail-on", "fail_on", type=click.Choice([REGRESSION]), default=None,
               help="Exit 1 when a series' latest change is a regression.")
@@ -77,6 +77,8 @@ def trend(selectors: tuple[str, ...], metric: str | None, benchmark: str | None,
     scan with a permutation p-value, docs/judge.md). A headline series is a family's headline
     metric at its headline row (busbw at the largest size, STREAM Triad, one GEMM precision);
     ``--all`` follows every row."""
+    if size is not None:   # '' (a script's empty variable) is no size: not "each run's largest"
+        parse_size(size, "--bytes")
     settings = Settings(alpha=alpha, min_size=min_runs, min_effect=min_effect / 100)
     t = stored_trend(db, selectors, since, metric=metric, benchmark=benchmark, by=by, size=size,
                      settings=settings, every=every, window=window or None)

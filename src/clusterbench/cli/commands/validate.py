@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from clusterbench.cli.bounds import MAX_NODES, Count
 from clusterbench.cli.fleet import OnFail, junit_option, on_fail_options, take_out
 from clusterbench.cli.options import db_option, json_option, since_option
 from clusterbench.errors import UsageError
@@ -38,7 +39,7 @@ NO_LINK_ROWS = ("no collective algbw rows on 2+ nodes to compare with the link s
               help=f"Built-in profile name ({', '.join(builtin_profiles()) or 'none'}) or a YAML file.")
 @click.option("--link-speed", default=None, metavar="RATE",
               help="Inter-node link speed (e.g. 100Gbps) to show collective efficiency vs theory.")
-@click.option("--nodes", type=click.IntRange(min=2), default=None,
+@click.option("--nodes", type=Count(2, MAX_NODES), default=None,
               help="Node count for the theory (default: the run's hosts or its 'nodes' tag).")
 @junit_option
 @on_fail_options
