@@ -185,7 +185,10 @@ def test_sweep_says_subset_k_of_n_with_an_eta(tmp_path):
     assert b"subset 1/6: single a" in err_tty and b"ETA" in err_tty and b"subset 6/6: pair" in err_tty
     rc, out_pipe, err_pipe = _run(args, tty_stderr=False, timeout=120)
     lines = err_pipe.decode().splitlines()
-    assert not ESCAPE.search(err_pipe) and len(lines) == 7 and lines[0].startswith("# single a ")
+    # the plan first, then each subset's value in the plan's order (a round's singles run at once)
+    assert not ESCAPE.search(err_pipe) and len(lines) == 8 and lines[0].startswith("# plan: 4 rounds, 6 launches")
+    assert [line.split()[1:3] for line in lines[1:7]] == [["single", "a"], ["single", "b"], ["single", "c"],
+                                                          ["pair", "b+c"], ["pair", "a+c"], ["pair", "a+b"]]
     assert lines[-1].startswith("# run ") and not any("subset" in line for line in lines)
     assert _skeleton(out_tty) == _skeleton(out_pipe)
     rc, _, err_quiet = _run([*args[:-3], "--quiet", *args[-3:]], tty_stderr=True, timeout=120)

@@ -172,11 +172,11 @@ def _stage_text(st: Stage) -> str:
 
 def plan_summary(plan: Plan, test_seconds: float, passes: int = 1) -> str:
     """One line: the rounds, launches and waves of a pass, and the time projected for them."""
-    per = "the whole round" if plan.parallel is None else f"at most {plan.parallel:,}"
+    per = "a whole round at once" if plan.parallel is None else f"at most {plan.parallel:,} launches at once"
     seconds = plan.projected_seconds({"single": test_seconds, "pair": test_seconds}) * passes
     again = f" x {passes} passes" if passes > 1 else ""
     return (f"plan: {plan.round_count():,} rounds, {plan.launches():,} launches, {plan.waves():,} waves "
-            f"(subsets at once: {per}){again}; projected {duration(seconds)} at {test_seconds:g} s a test")
+            f"({per}){again}; projected {duration(seconds)} at {test_seconds:g} s a test")
 
 
 def plan_lines(plan: Plan, test_seconds: float, passes: int = 1) -> Iterator[str]:

@@ -108,7 +108,7 @@ def run_sweep(cfg: SweepConfig, subsets: Sequence[tuple[str, tuple[str, ...]]] |
                 # a reversed round lists its subsets backwards: their places in the plan order
                 places = [base + (n - 1 - k if p % 2 else k) for k in range(n)]
                 jobs = [(places[k], rnd.stage, rnd.subsets[k]) for k in range(n)]
-                for (i, stage, hosts), r in _run_round(cfg, jobs, the_plan.parallel, p * per_pass,
+                for (i, _, _), r in _run_round(cfg, jobs, the_plan.parallel, p * per_pass,
                                                        launched, on_start):
                     best[i] = _better(best[i], r, higher_is_better)
                     if on_result is not None:

@@ -4,6 +4,7 @@ nodes, ranks nodes by their results, and names the outliers with the evidence.""
 from __future__ import annotations
 
 import sys
+from collections import deque
 
 import click
 
@@ -41,7 +42,14 @@ from clusterbench.store.location import for_other_hosts
 from clusterbench.store.runs import check_writable, save_run
 from clusterbench.sweep import plan
 from clusterbench.sweep.analyze import SubsetResult, analyze, parse_topology
-from clusterbench.sweep.report import NodeVerdict, node_verdicts, plan_lines, plan_summary, table_lines, to_run
+from clusterbench.sweep.report import (
+    NodeVerdict,
+    node_verdicts,
+    plan_lines,
+    plan_summary,
+    table_lines,
+    to_run,
+)
 from clusterbench.sweep.run import SweepConfig, run_sweep
 from clusterbench.textfile import read_user_text
 from clusterbench.units import parse_rate
@@ -170,11 +178,24 @@ def sweep(hosts, agent, agent_exec, pair_mode, partners, seed, batch, parallel, 
         print(f"# {plan_summary(the_plan, test_seconds, rounds)}", file=sys.stderr, flush=True)
     bar = Progress(wanted(quiet), f"subset 1/{total}", total=total)
 
+    # launched and not yet reported, oldest first: results come in the plan's order, so the bar
+    # names the launch the sweep waits for, and how many more of its round run beside it
+    pending: deque[str] = deque()
+
+    def waiting_for() -> str | None:
+        if not pending:
+            return None
+        more = f" (+{len(pending) - 1} at once)" if len(pending) > 1 else ""
+        return pending[0] + more
+
     def launching(k: int, stage: str, hosts: tuple[str, ...]) -> None:
-        bar.update(f"subset {k}/{total}: {stage} {'+'.join(hosts)}")
+        pending.append(f"subset {k}/{total}: {stage} {'+'.join(hosts)}")
+        bar.update(waiting_for())
 
     def progress(r: SubsetResult) -> None:
-        bar.update(advance=1)
+        if pending:
+            pending.popleft()
+        bar.update(waiting_for(), advance=1)
         if quiet:
             return
         what = f"{r.value:.4g} {r.unit}" if r.value is not None else f"FAILED: {r.error}"
