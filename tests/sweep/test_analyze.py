@@ -11,8 +11,8 @@ from clusterbench.sweep import plan
 from clusterbench.sweep.analyze import (
     SubsetResult,
     analyze,
-    partners_victims,
     parse_topology,
+    partners_victims,
     pick_directions,
     pick_value,
     read_directions,
