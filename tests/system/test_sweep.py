@@ -193,3 +193,35 @@ def test_sweep_says_subset_k_of_n_with_an_eta(tmp_path):
     assert _skeleton(out_tty) == _skeleton(out_pipe)
     rc, _, err_quiet = _run([*args[:-3], "--quiet", *args[-3:]], tty_stderr=True, timeout=120)
     assert err_quiet == b""
+
+
+def test_ctrl_c_ends_every_launch_of_a_round(tmp_path):
+    """Four singles of a round run at once, each in an agent of its own session (out of reach of
+    the terminal's Ctrl-C); SIGINT to the sweep ends all four, not only the sweep."""
+    import signal
+
+    import psutil
+    from process_helpers import wait_until
+
+    agent = tmp_path / "agent"
+    agent.write_text("#!" + sys.executable + "\n"
+                     "import os, sys, time\n"
+                     f"open(os.path.join({str(tmp_path)!r}, sys.argv[1] + '.pid'), 'w').write(str(os.getpid()))\n"
+                     "time.sleep(300)\n")
+    agent.chmod(agent.stat().st_mode | stat.S_IEXEC)
+    hosts = ["a", "b", "c", "d"]
+    p = subprocess.Popen([sys.executable, "-m", "clusterbench", "sweep", "--hosts", ",".join(hosts), "--agent",
+                          str(agent), "--db", str(tmp_path / "s.db"), "--quiet", "--", "coll", "all_reduce"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pids = [tmp_path / f"{h}.pid" for h in hosts]
+    try:
+        wait_until(lambda: all(f.exists() and f.read_text() for f in pids), 60, "the 4 launches of round 1")
+        agents = [int(f.read_text()) for f in pids]
+        p.send_signal(signal.SIGINT)
+        _out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
+    wait_until(lambda: not any(psutil.pid_exists(a) and psutil.Process(a).status() != psutil.STATUS_ZOMBIE
+                               for a in agents), 30, "every agent ended")

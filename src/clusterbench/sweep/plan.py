@@ -42,7 +42,7 @@ PAIR_MODES = ("auto", "all", "ring", "random", "none")
 # --pairs auto: all pairs up to this many nodes, random matchings above it. All pairs give every
 # node n-1 partners, and up to 32 nodes that is at most 31 rounds (a quarter of an hour at 30 s a
 # test); above it the rounds grow with the cluster (1,023 rounds at 1,024 nodes: 8.5 h), while
-# random matchings stay at K rounds whatever its size (docs/fleet.md).
+# random matchings stay at K rounds whatever its size (docs/multi-node.md).
 AUTO_ALL_PAIRS_UP_TO = 32
 DEFAULT_PARTNERS = 3
 DEFAULT_SEED = 0
