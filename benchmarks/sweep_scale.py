@@ -15,7 +15,8 @@ would take out for nothing), summed over the draws.
 Then the cost of a plan before its first launch, interleaved with its peer: the whole pair list
 made up front (``itertools.combinations``, as a sweep made it before rounds) against
 ``plan.build`` and its first round; and ``clusterbench sweep --print`` of a 1,024-node all-pairs
-plan, as a child process (the whole command: start-up, plan, 8 MB of text).
+plan, as a child process (the whole command: start-up, plan, 8 MB of text), interleaved with the
+same command on 2 nodes (its start-up alone), wall and CPU time.
 
     python benchmarks/sweep_scale.py
     python benchmarks/sweep_scale.py --nodes 1024 --draws 10
@@ -28,6 +29,7 @@ import gc
 import itertools
 import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -95,59 +97,85 @@ def detection(args: argparse.Namespace) -> None:
     print()
 
 
-def _peak(fn) -> tuple[float, float]:  # noqa: ANN001 - a benchmark's stopwatch
+def _timed(fn) -> float:  # noqa: ANN001 - a benchmark's stopwatch
     gc.collect()
-    tracemalloc.start()
     t = time.perf_counter()
     out = fn()
     secs = time.perf_counter() - t
+    del out
+    return secs
+
+
+def _peak(fn) -> float:  # noqa: ANN001
+    """Peak traced Python memory, MB (tracing slows it down: timed apart, untraced)."""
+    gc.collect()
+    tracemalloc.start()
+    out = fn()
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     del out
-    return secs, peak / 1e6
+    return peak / 1e6
 
 
 def first_launch(args: argparse.Namespace) -> None:
     hosts = [f"gpu{i:04d}" for i in range(1, args.nodes + 1)]
 
-    def listed() -> list:   # the peer: every pair as one list, then the first one
-        subsets = [("single", (h,)) for h in hosts] + [("pair", p) for p in itertools.combinations(hosts, 2)]
-        return subsets[:1]
+    def listed() -> list:   # the peer: every pair as one list, as a sweep made it before rounds
+        return [("single", (h,)) for h in hosts] + [("pair", p) for p in itertools.combinations(hosts, 2)]
 
-    def planned() -> list:
+    def planned() -> list:   # the plan and its first round, all a sweep makes before launching
         return next(plan.build(hosts, pair_mode="all").rounds()).subsets
 
-    rows: dict[str, list[tuple[float, float]]] = {"whole list": [], "plan": []}
+    times: dict[str, list[float]] = {"whole list": [], "plan": []}
     for _ in range(args.repeat):   # ABAB
-        rows["whole list"].append(_peak(listed))
-        rows["plan"].append(_peak(planned))
+        times["whole list"].append(_timed(listed))
+        times["plan"].append(_timed(planned))
+    peaks = {"whole list": _peak(listed), "plan": _peak(planned)}
     print(f"## Before the first launch: all pairs of {args.nodes:,} nodes (median of {args.repeat}, "
-          f"interleaved; traced Python memory)\n")
+          f"interleaved; peak traced Python memory, one run each)\n")
     print("| made | s | peak MB |")
     print("| --- | --- | --- |")
-    for name, got in rows.items():
-        print(f"| {name} | {statistics.median(s for s, _ in got):.3f} | {statistics.median(m for _, m in got):.1f} |")
-    a = statistics.median(s for s, _ in rows["whole list"])
-    b = statistics.median(s for s, _ in rows["plan"])
-    print(f"\nwhole list / plan: {a / b:.0f}x the time\n")
+    for name, got in times.items():
+        print(f"| {name} | {statistics.median(got):.4f} | {peaks[name]:.1f} |")
+    a = statistics.median(times["whole list"])
+    b = statistics.median(times["plan"])
+    print(f"\nwhole list / plan: {a / b:,.0f}x the time, {peaks['whole list'] / peaks['plan']:,.0f}x the memory\n")
 
 
 def print_time(args: argparse.Namespace) -> None:
+    """The whole command, wall and CPU (its user + system time: what load on the machine does
+    not inflate), interleaved with ``sweep --print`` of 2 nodes (start-up alone, the peer)."""
     env = {**os.environ, "PYTHONPATH": os.path.join(ROOT, "src")}
-    argv = [sys.executable, "-m", "clusterbench", "sweep", "--hosts", f"gpu[0001-{args.print_nodes:04d}]",
-            "--pairs", "all", "--print"]
-    times = []
-    lines = 0
-    for _ in range(args.repeat):
+
+    def argv(hosts: str) -> list[str]:
+        return [sys.executable, "-m", "clusterbench", "sweep", "--hosts", hosts, "--pairs", "all", "--print"]
+
+    def child(hosts: str) -> tuple[float, float, str]:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
-        r = subprocess.run(argv, capture_output=True, text=True, env=env, check=True)
-        times.append(time.perf_counter() - t)
-        lines = r.stdout.count("\n")
-        size = len(r.stdout)
-    rounds = sum(1 for line in r.stdout.splitlines() if line.startswith("round "))
-    print(f"## `sweep --hosts gpu[0001-{args.print_nodes:04d}] --pairs all --print`\n")
-    print(f"{rounds:,} rounds ({lines:,} lines, {size / 1e6:.1f} MB): median {statistics.median(times):.2f} s "
-          f"of {args.repeat} (min {min(times):.2f}, max {max(times):.2f})\n")
+        r = subprocess.run(argv(hosts), capture_output=True, text=True, env=env, check=True)
+        wall = time.perf_counter() - t
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), r.stdout
+
+    big = f"gpu[0001-{args.print_nodes:04d}]"
+    got: dict[str, list[tuple[float, float]]] = {big: [], "a,b": []}
+    out = ""
+    for _ in range(args.repeat):   # ABAB
+        wall, cpu, out = child(big)
+        got[big].append((wall, cpu))
+        wall, cpu, _ = child("a,b")
+        got["a,b"].append((wall, cpu))
+    rounds = sum(1 for line in out.splitlines() if line.startswith("round "))
+    print(f"## `sweep --hosts {big} --pairs all --print` ({rounds:,} rounds, {len(out) / 1e6:.1f} MB), "
+          f"median of {args.repeat}, interleaved with 2 nodes' (start-up alone)\n")
+    print("| --hosts | wall s (min-max) | CPU s |")
+    print("| --- | --- | --- |")
+    for hosts, rows in got.items():
+        walls = [w for w, _ in rows]
+        print(f"| {hosts} | {statistics.median(walls):.2f} ({min(walls):.2f}-{max(walls):.2f}) | "
+              f"{statistics.median(c for _, c in rows):.2f} |")
+    print()
 
 
 def main() -> None:

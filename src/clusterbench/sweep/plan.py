@@ -85,19 +85,25 @@ def batches(hosts: Sequence[str], k: int) -> list[tuple[str, ...]]:
     return groups
 
 
-def circle_round(n: int, r: int) -> Iterator[tuple[int, int]]:
-    """The pairs of round ``r`` of the circle method over nodes ``0..n-1`` (``circle_rounds(n)``
-    rounds), as index pairs ``(a, b)`` with ``a < b``; no pair repeats across rounds."""
+def circle_round(names: Sequence[str], r: int) -> list[tuple[str, str]]:
+    """The pairs of round ``r`` of the circle method over ``names`` (``circle_rounds(n)``
+    rounds); no pair repeats across rounds. Made by slicing the circle written out twice, so that
+    ``r+i`` and ``r-i`` (mod its size) are plain positions, not a modulo per pair."""
+    n = len(names)
     if n % 2:   # the circle is all n nodes, and round r leaves out node r, which meets nobody
-        for i in range(1, (n - 1) // 2 + 1):
-            a, b = (r + i) % n, (r - i) % n
-            yield (a, b) if a < b else (b, a)
-        return
-    c = n - 1
-    yield (r, c)
-    for i in range(1, n // 2):
-        a, b = (r + i) % c, (r - i) % c
-        yield (a, b) if a < b else (b, a)
+        c, m, fixed = n, (n - 1) // 2, []
+    else:
+        c, m, fixed = n - 1, n // 2 - 1, [(names[r], names[n - 1])]
+    twice = [*names[:c], *names[:c]]
+    # Each pair in --hosts order (the rendezvous on the first), as plan.pairs lists it. Node r+i
+    # meets node r-i: for i up to r the lower one is r-i unless r+i wraps past the circle's end
+    # (then r+i-c is lower); for i above r, r-i wraps (to r-i+c) and r+i is the lower.
+    k1 = min(r, c - 1 - r, m)   # i <= k1: neither wraps
+    k2 = min(r, m)              # k1 < i <= k2: r+i wraps; i > k2: r-i wraps
+    return [*fixed,
+            *zip(reversed(twice[r - k1:r]), twice[r + 1:r + 1 + k1], strict=True),
+            *zip(twice[r + k1 + 1:r + k2 + 1], reversed(twice[r - k2:r - k1]), strict=True),
+            *zip(twice[r + k2 + 1:r + m + 1], reversed(twice[r + c - m:r + c - k2]), strict=True)]
 
 
 def circle_rounds(n: int) -> int:
@@ -156,10 +162,9 @@ class Stage:
         if self.kind == "single":
             return [(x,) for x in h]
         if self.kind == "all":
-            return [(h[a], h[b]) for a, b in circle_round(n, i)]
+            return circle_round(h, i)
         if self.kind == "random":
-            o = self.order
-            return [(o[a], o[b]) for a, b in circle_round(n, self.chosen[i])]
+            return circle_round(self.order, self.chosen[i])
         if self.kind == "ring":
             if n == 2:
                 return [(h[0], h[1])]

@@ -188,4 +188,4 @@ def plan_lines(plan: Plan, test_seconds: float, passes: int = 1) -> Iterator[str
         yield f"# {_stage_text(st)}"
     yield f"# {plan_summary(plan, test_seconds, passes)}"
     for rnd in plan.rounds():
-        yield f"round {rnd.number} {rnd.stage}: {' '.join('+'.join(s) for s in rnd.subsets)}"
+        yield f"round {rnd.number} {rnd.stage}: {' '.join(map('+'.join, rnd.subsets))}"
