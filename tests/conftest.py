@@ -8,17 +8,26 @@ stays fast and needs no root, no server and no ranks.
 
 import multiprocessing.process
 import os
+import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "helpers"))
+HELPERS = Path(__file__).resolve().parent / "helpers"
+sys.path.insert(0, str(HELPERS))
+# the shared helpers' asserts say what they compared, as a test's own do
+pytest.register_assert_rewrite(*sorted(p.stem for p in HELPERS.glob("*.py")))
 
-from judge_helpers import SEED_LOGS  # noqa: E402
+from host_doubles import H100_preflight  # noqa: E402
+from judge_helpers import SEED_LOGS, coll_rows, save  # noqa: E402
 from paths import DATA  # noqa: E402
 from pg_fixtures import pg_server_or_skip  # noqa: E402
+
+import clusterbench.store.store as store_module  # noqa: E402
+from clusterbench.ingest import nccl_parallel  # noqa: E402
 
 SYSTEM = Path(__file__).resolve().parent / "system"
 
@@ -145,3 +154,43 @@ def seed_db(db):
                 imported.run.tags["seed"] = "mi300x"
                 store.save_run(imported.run, imported.measurements)
     return db
+
+
+@pytest.fixture
+def stored(db):
+    save(db, coll_rows(1.0, random.Random(5)), tags={"env": "a"})
+    return db
+
+
+@pytest.fixture
+def node(tmp_path: Path) -> Path:
+    """A copy of the H100 tree to change: the RoCE port of mlx5_1 is ens1f0np0 (100 Gb/s)."""
+    root = tmp_path / "node"
+    shutil.copytree(H100_preflight, root, symlinks=True)
+    return root
+
+
+@pytest.fixture
+def statements(monkeypatch):
+    """Every SQL statement the stores opened from now on run (SQLite's trace callback)."""
+    seen: list[str] = []
+    real = store_module.connect
+
+    def traced(where, readonly=False):
+        backend = real(where, readonly)
+        backend.conn.set_trace_callback(seen.append)
+        return backend
+
+    monkeypatch.setattr(store_module, "connect", traced)
+    return seen
+
+
+@pytest.fixture
+def db_store_selectors(any_db):
+    return any_db
+
+
+@pytest.fixture
+def small_parts(monkeypatch):
+    monkeypatch.setattr(nccl_parallel, "PART_BYTES", 64 << 10)
+    monkeypatch.setattr(nccl_parallel, "MIN_BYTES", 0)

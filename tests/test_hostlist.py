@@ -3,12 +3,11 @@
 import tracemalloc
 
 import pytest
+from slurm_fixtures import LOOSE
 
 from clusterbench.errors import UsageError
 from clusterbench.hostlist import MAX_HOSTS, MAX_NUMBER, REFUSED_HERE, expand_hostlist
 from clusterbench.ranks.env import expand_hostlist as expand_hostlist_rankenv
-
-LOOSE = "Slurm reads it loosely"   # the one refusal message that claims Slurm's acceptance exactly
 
 
 def test_expansion_without_slurm():

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
+from hostile_text import EVIL
+
 from clusterbench.printable import _UNSAFE, printable
-
-ESC = "\x1b[2J\x1b]0;pwned\x07"
-
-
-EVIL = f"a{ESC}b\rFAKE\nPASS\u202eevil\x9b31m"
 
 
 def test_printable_shortcut_covers_every_unsafe_character():

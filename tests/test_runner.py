@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bench_tables import _coll, _header
+
 from clusterbench.ranks.context import RankContext, RankOptions
 from clusterbench.ranks.driver import JobOutcome
 from clusterbench.ranks.env import RankEnv
@@ -9,7 +11,6 @@ from clusterbench.records import (
     COMPLETE,
     FAILED,
     Failure,
-    Header,
     Measurement,
     Meta,
     Note,
@@ -18,18 +19,6 @@ from clusterbench.records import (
     TelemetrySample,
 )
 from clusterbench.runner import RunBuilder
-
-
-def _coll(op: str, size: int) -> list[Measurement]:
-    p = {"bytes": size, "count": size // 4, "dtype": "float", "redop": "none", "root": -1,
-         "placement": "out", "ranks": 2}
-    return [Measurement(op, "time_us", 10.0, "us", p), Measurement(op, "algbw", 1.0, "GB/s", p),
-            Measurement(op, "busbw", 1.0, "GB/s", p)]
-
-
-def _header() -> Header:
-    return Header(ranks=2, hosts=["a", "b"], devices=["cpu", "cpu"], device_type="cpu", backend="gloo",
-                  launcher="local", versions={"torch": "x"}, env={"NCCL_DEBUG": "INFO"})
 
 
 def test_a_note_without_a_benchmark_belongs_to_the_rows_sent_last():

@@ -3,6 +3,7 @@
 from decimal import Decimal
 
 import pytest
+from stored_runs import EXTREMES
 
 from clusterbench.errors import UsageError
 from clusterbench.units import (
@@ -16,8 +17,6 @@ from clusterbench.units import (
     parse_size,
     whole_number,
 )
-
-EXTREMES = [1.7e308, 1e-300, 5e-324, -0.0, 0.0, 123456789012345678.0, 12.5, 3.25, -7.5, 1e15, -1.7e308]
 
 
 @pytest.mark.parametrize("value, width, decimals, want", [

@@ -3,29 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hostile_text import BAD_TAGS
 
-from clusterbench.cli.options import MAX_TAG_KEY, MAX_TAG_VALUE, parse_tags
+from clusterbench.cli.options import MAX_TAG_VALUE, parse_tags
 from clusterbench.errors import UsageError
-
-# --tag and results tag: what no one could read, type or select is refused before anything is stored.
-BAD_TAGS = [
-    ("novalue", "expected KEY=VALUE"),
-    ("=v", "expected KEY=VALUE"),
-    ("  =v", "expected KEY=VALUE"),
-    ("k=", "empty value"),
-    ("k=   ", "empty value"),
-    ("k=a\nb", "control character"),
-    ("k=a\rb", "control character"),
-    ("k=a\tb", "control character"),
-    ("k=\x1b[2J", "control character"),
-    ("k=\u202eevil", "control character"),
-    ("k\x7f=v", "control character"),
-    ("k=\x9b31m", "control character"),
-    ("k=v\udcff", "not UTF-8 text"),
-    ("k=" + "v" * (MAX_TAG_VALUE + 1), f"at most {MAX_TAG_VALUE}"),
-    ("k=" + "v" * (1 << 20), f"at most {MAX_TAG_VALUE}"),
-    ("k" * (MAX_TAG_KEY + 1) + "=v", f"at most {MAX_TAG_KEY}"),
-]
 
 
 def test_a_tag_key_given_twice_with_two_values_is_refused():

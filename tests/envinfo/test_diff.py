@@ -1,21 +1,10 @@
 """Tests of clusterbench.envinfo.diff: config drift."""
 
-from paths import TESTS
+
+from host_doubles import DATA, _inv
 
 from clusterbench.envinfo import diff as envdiff
 from clusterbench.envinfo import inventory
-
-DATA = TESTS / "data" / "sysfs"
-
-
-def _inv(mtu=9000, gid_index=3, nccl=None, host="node-a", partition="SPX", mac="aa"):
-    return {
-        "host": host, "collected_at": "now",
-        "versions": {"torch": "2.4.0", "rccl": "2.20.5"},
-        "env": {"NCCL_IB_GID_INDEX": str(gid_index)} | ({"NCCL_SOCKET_IFNAME": nccl} if nccl else {}),
-        "gpus": [{"index": 0, "name": "MI300X", "uuid": f"u-{host}", "compute_partition": partition}],
-        "nics": [{"name": "ens1", "mtu": mtu, "address": mac, "carrier": 1}],
-    }
 
 
 def test_flatten_keys_lists_by_natural_id():

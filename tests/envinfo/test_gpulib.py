@@ -3,15 +3,11 @@
 from types import SimpleNamespace
 
 import pytest
-from gpu_fakes import fake_amdsmi
+from gpu_fakes import NVMLError, _odd_nvml, fake_amdsmi
 from gpu_fakes import fake_amdsmi as _fake_amdsmi
 
 from clusterbench.envinfo import gpulib
 from clusterbench.envinfo.gpulib import AmdSmi, Nvml
-
-
-class NVMLError(Exception):
-    pass
 
 
 def _fake_nvml(throttle=0x0):
@@ -52,22 +48,6 @@ def _nvml_or_skip():
     if lib is None or not lib.handles:
         pytest.skip(f"NVML did not initialise here: {gpulib.unavailable.get('nvml', 'no GPU')}")
     return lib
-
-
-def _odd_nvml() -> SimpleNamespace:
-    def raises(*_a):
-        raise NVMLError("Unknown Error\nwith a second line")
-
-    return SimpleNamespace(
-        nvmlDeviceGetCount=lambda: 1, nvmlDeviceGetHandleByIndex=lambda i: f"h{i}",
-        nvmlSystemGetDriverVersion=raises,
-        nvmlSystemGetCudaDriverVersion=lambda: "12.4",          # not the int NVML documents
-        nvmlDeviceGetName=lambda h: b"NVIDIA H100 80GB HBM3",
-        nvmlDeviceGetUUID=raises, nvmlDeviceGetSerial=raises, nvmlDeviceGetVbiosVersion=raises,
-        nvmlDeviceGetPciInfo=raises, nvmlDeviceGetEnforcedPowerLimit=raises,
-        nvmlDeviceGetMemoryInfo=lambda h: SimpleNamespace(total="N/A"),
-        nvmlDeviceGetMigMode=lambda h: 1,                       # not a (current, pending) pair
-    )
 
 
 def test_nvml_devices():

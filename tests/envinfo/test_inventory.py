@@ -4,26 +4,13 @@ import errno
 import json
 import os
 import platform
-from pathlib import Path
 
 import pytest
+from host_doubles import ARM_VM, DATA, _tree
 from paths import TESTS
 
 from clusterbench import peaks
 from clusterbench.envinfo import inventory, sysfs
-
-DATA = TESTS / "data" / "sysfs"
-
-
-ARM_VM = TESTS / "data" / "sysfs" / "arm-vm-node"
-
-
-def _tree(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
 
 
 def test_fake_h100_node():

@@ -1,29 +1,14 @@
 """Tests of clusterbench.envinfo.sysfs: hardware facts the kernel exposes as files."""
 
 import shutil
-from pathlib import Path
 
 import pytest
-from paths import TESTS
+from host_doubles import ARM_VM, DATA, _tree
 
 from clusterbench.envinfo import sysfs
 
-DATA = TESTS / "data" / "sysfs"
-
-
 H100, MI300X, BROKEN = DATA / "h100-node", DATA / "mi300x-node", DATA / "broken-node"
 POD = DATA / "k8s-sriov-pod"
-
-
-ARM_VM = TESTS / "data" / "sysfs" / "arm-vm-node"
-
-
-def _tree(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
 
 
 @pytest.mark.parametrize("text,expected", [

@@ -3,23 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from paths import TESTS
+from host_doubles import CPU, CUDA, DATA, ROCM
 
 from clusterbench.envinfo import torchcheck
 
-DATA = TESTS / "data" / "sysfs"
-
-
 H100, MI300X, BROKEN = DATA / "h100-node", DATA / "mi300x-node", DATA / "broken-node"
-
-
-CUDA = torchcheck.TorchBuild("2.6.0+cu126", cuda="12.6")
-
-
-ROCM = torchcheck.TorchBuild("2.6.0+rocm6.2.4", hip="6.2.41134-65d174c3e")
-
-
-CPU = torchcheck.TorchBuild("2.6.0+cpu")
 
 
 NONE = torchcheck.TorchBuild(None)

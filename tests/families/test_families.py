@@ -1,16 +1,26 @@
 """Tests of clusterbench.families: the family table."""
 
 import re
+import shutil
 
-from paths import ROOT
+from paths import DATA, ROOT
 
-from clusterbench.families import FAMILIES, family_of, headline_metrics, higher_is_better, is_judged
+from clusterbench.families import (
+    FAMILIES,
+    family_of,
+    headline_metrics,
+    higher_is_better,
+    is_judged,
+    metric_of,
+)
+from clusterbench.families.collectives.spec import ALL_OPS
+from clusterbench.ingest.nccl_tests import LEGACY_UNNAMED_OP as BENCH_UNKNOWN
 from clusterbench.report.terminal import renderer_for
+from clusterbench.store import Store
 
 
 def test_registered_for_every_collective_name():
-    for op in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv",
-               "gather", "scatter", "hypercube"):
+    for op in ALL_OPS:
         assert renderer_for(op).op == op
 
 
@@ -55,3 +65,20 @@ def test_iteration_and_scaling_rows_have_labels_of_their_own():
     assert fam.row_label({**base, "iteration": 1}) != fam.row_label({**base, "iteration": 2})
     scale = {"test": "scaling", "src": "G0", "dst": "G1", "stat": "scaling", "bytes": 1 << 20}
     assert fam.row_label({**scale, "subexecutors": 4}) != fam.row_label({**scale, "subexecutors": 8})
+
+
+def test_native_records_of_every_family_are_declared(tmp_path):
+    """Every record the native benchmarks stored (a database of every family's runs) is declared
+    by its family, with its unit."""
+    db = tmp_path / "old.db"
+    shutil.copy(DATA / "golden" / "pre-redesign.db", db)
+    seen = set()
+    with Store.open(str(db)) as store:
+        for run in store.list_runs():
+            for m in store.measurements(run.id):
+                if m.benchmark == BENCH_UNKNOWN:
+                    continue
+                declared = metric_of(m.benchmark, m.metric)
+                assert declared is not None and declared.unit == m.unit, (m.benchmark, m.metric, m.unit)
+                seen.add(family_of(m.benchmark).name)
+    assert seen >= {"collectives", "stream", "gemm", "transfer", "net", "train", "ddp_comm", "infer_tp"}

@@ -28,6 +28,8 @@ from pathlib import Path
 
 import click
 
+from clusterbench.families import FAMILIES
+
 DATA = Path(__file__).resolve().parent.parent / "data"
 NCCL = DATA / "nccl-tests"
 LOGS = [(NCCL / "superbench-nccl_allreduce.log", "env=a"), (NCCL / "seed-mi300x-rccl-all_reduce-8gpu.txt", "env=b"),
@@ -78,11 +80,12 @@ BASE: dict[str, list[str]] = {
     "trend": DB,
     "validate": ["1", "--profile", "amd-mi300x-oem"] + DB,
 }
-# Commands that run a benchmark (seconds each, torch imported): fewer values; a timeout there is a
-# slow run, not a hang, unless the value is one that should be refused.
-MEASURING = {"coll", "ddp-comm", "gemm", "infer-tp", "net", "run", "stream", "train", "transfer"}
 # Commands whose valid invocation does not end by itself (a server) or reaches for other hosts.
 NO_END = {"serve-metrics", "sweep"}
+# Commands that run a benchmark (seconds each, torch imported): every family's command and the
+# suite; fewer values; a timeout there is a slow run, not a hang, unless the value is one that
+# should be refused.
+MEASURING = {command for family in FAMILIES for command in family.commands} - NO_END | {"run"}
 
 # Hostile values: (value, whether no command may accept it)
 TEXT = [("", False), (" ", False), ("\x00", True), ("a\x00b", True), ("é☃\u202e", False), ("\n", False),

@@ -21,6 +21,7 @@ import random
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -169,3 +170,22 @@ def cluster_or_skip(n: int = 3):
         yield c
     finally:
         c.close()
+
+
+COLL = ["coll", "all_reduce", "-b", "4M", "-e", "4M", "-n", "5", "-w", "1", "--device", "cpu"]
+
+
+GLOO = ["--env", "GLOO_SOCKET_IFNAME=eth0"]
+
+
+def _cb(args, timeout=240, ns=None, env=None):
+    argv = [sys.executable, "-m", "clusterbench", *args]
+    if ns:
+        argv = [IP, "netns", "exec", ns, *argv]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+def _hostlist_cb(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "clusterbench", *args], capture_output=True, text=True,
+                          timeout=120)

@@ -15,3 +15,6 @@ def corrupt_rank1(ctx, config):
 
         calls.CALLS = {op: dataclasses.replace(c, inputs=off_by_one(c.inputs)) for op, c in calls.CALLS.items()}
     rank.main(ctx, config)
+
+
+TARGET = rank.main

@@ -36,3 +36,23 @@ def fake_amdsmi():
         amdsmi_get_gpu_memory_usage=lambda h, t: 4 << 30,
         amdsmi_get_gpu_metrics_info=boom,
     )
+
+
+class NVMLError(Exception):
+    pass
+
+
+def _odd_nvml() -> SimpleNamespace:
+    def raises(*_a):
+        raise NVMLError("Unknown Error\nwith a second line")
+
+    return SimpleNamespace(
+        nvmlDeviceGetCount=lambda: 1, nvmlDeviceGetHandleByIndex=lambda i: f"h{i}",
+        nvmlSystemGetDriverVersion=raises,
+        nvmlSystemGetCudaDriverVersion=lambda: "12.4",          # not the int NVML documents
+        nvmlDeviceGetName=lambda h: b"NVIDIA H100 80GB HBM3",
+        nvmlDeviceGetUUID=raises, nvmlDeviceGetSerial=raises, nvmlDeviceGetVbiosVersion=raises,
+        nvmlDeviceGetPciInfo=raises, nvmlDeviceGetEnforcedPowerLimit=raises,
+        nvmlDeviceGetMemoryInfo=lambda h: SimpleNamespace(total="N/A"),
+        nvmlDeviceGetMigMode=lambda h: 1,                       # not a (current, pending) pair
+    )

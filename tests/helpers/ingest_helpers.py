@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import io
+import json
+from pathlib import Path
+
 from paths import DATA
 
 from clusterbench.ingest import parse_text
@@ -52,3 +56,76 @@ def nccl_json(text_run, *, finished=True) -> str:
     return (head + ",".join(results) + '],"out_of_bounds":{"count":0,"okay":"true"},'
             '"average_bus_bandwidth":{"bandwidth":102.138000,"okay":"unchecked"},"errors":[],'
             '"end_time":"2025-01-01 00:01:00"}')
+
+
+WOHLBIER = DATA / "nccl-tests" / "wohlbier-dgx2-v100-5-collectives-old-error-column-running-lines.txt"
+
+
+A3MEGA = DATA / "nccl-tests" / "a3mega-h100-2node-all_reduce.txt"
+
+
+TITANXP = DATA / "babelstream" / "repo-results-v3.3-titanxp-cuda.txt"
+
+
+def damaged(tmp_path: Path, source: Path, old: str, new: str, name: str = "damaged.txt") -> Path:
+    text = source.read_text()
+    assert old in text
+    path = tmp_path / name
+    path.write_text(text.replace(old, new, 1))
+    return path
+
+
+# -- clusterbench JSON lines -----------------------------------------------------------------
+RUN = {"kind": "run", "id": 3, "benchmark": "coll", "source": "clusterbench 0.1.0", "command": ["clusterbench"],
+       "started_at": "2026-11-23T18:13:34.099Z", "ended_at": "2026-11-23T18:13:40.000Z", "status": "complete",
+       "hosts": ["gpu01"], "ranks": 2, "devices": ["H100"], "versions": {}, "env": {}, "tags": {}, "errors": [],
+       "meta": {}}
+
+
+MEASUREMENT = {"kind": "measurement", "run": 3, "benchmark": "all_reduce", "metric": "busbw", "value": 41.5,
+               "unit": "GB/s", "params": {"bytes": 8}}
+
+
+def _jsonl(tmp_path: Path, measurement: str, run: str | None = None) -> Path:
+    path = tmp_path / "run.jsonl"
+    path.write_text(f"{measurement}\n{run or json.dumps(RUN)}\n")
+    return path
+
+
+def _with(obj: dict, key: str, raw: str) -> str:
+    """``obj`` as a JSON line with ``key``'s value written as ``raw`` JSON text."""
+    return json.dumps({**obj, key: "@"}).replace('"@"', raw)
+
+
+# -- nccl-tests: values that are not finite --------------------------------------------------
+def _a3mega_row(tmp_path: Path, new: str) -> Path:
+    old = "     1048576        262144     float     sum      -1    203.2    5.16    9.68      0"
+    return damaged(tmp_path, A3MEGA, old, old[:-23] + new)
+
+
+def load(tool, name, **kw):
+    runs = parse_text((DATA / tool / name).read_text(), name=name, **kw)
+    assert len(runs) == 1
+    return runs[0]
+
+
+def text_tool_logs(tool: str, name: str) -> str:
+    return (DATA / tool / name).read_text()
+
+
+class _Newlines(io.StringIO):
+    """A text file opened with newline="": readline also stops at a lone CR."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text, newline="")
+
+
+# Logs that must be refused, each with why (tested below)
+REFUSED = {"issue294-h100-non-mpi-build-under-mpirun-interleaved-duplicate-rows.txt": "interleaved"}
+
+
+GH200 = "issue369-v2.17.8-gh200-wrong-nonzero-oob-failed.txt"   # nccl-tests 2.17.8, 2 ranks
+
+
+def is_row(line: str) -> bool:
+    return line[:1] == " " and line.split()[0].isdecimal()

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import random
 
 import pytest
 
 from clusterbench.cli import main
+from clusterbench.judge.profile_yaml import load_yaml
+from clusterbench.judge.profiles import parse_profile
+from clusterbench.judge.select import Row
 from clusterbench.records import Measurement, Run
 from clusterbench.store import Store
 
@@ -100,3 +104,19 @@ EXPECTED = {
     "BabelStream Triad": ("pass", 3947.212603),
     "BabelStream Dot": ("pass", 3878.410495),
 }
+
+
+def _profile(text: str):
+    return parse_profile(load_yaml(text), "p.yaml")
+
+
+C = "  - {name: c, benchmark: all_reduce, metric: busbw, op: '>=', value: 1"
+
+
+def _crit(**kw: object) -> str:
+    return "name: t\ncriteria:\n  - " + json.dumps({"name": "c", **kw}) + "\n"
+
+
+def _rows(*values_units: tuple[float, str]) -> list[Row]:
+    return [Row(Run(benchmark="stream", id=i + 1), Measurement("stream", "bandwidth", v, u, {"kernel": "Triad"}))
+            for i, (v, u) in enumerate(values_units)]

@@ -17,3 +17,7 @@ FACTORS = {
 PER_RANK = {"all_gather", "reduce_scatter", "alltoall"}   # size column = count x n x sizeof
 
 WIDTH = {"half": 2, "int8": 1, "float": 4}
+
+# nccl-tests' src/common.cu: the operators of -o all and the types of -d all, in its order
+NCCL_TESTS_REDOPS = ("sum", "prod", "max", "min", "avg")
+NCCL_TESTS_TYPES = ("int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16")

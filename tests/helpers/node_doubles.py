@@ -3,8 +3,10 @@ must catch them. Ranks import this module by name (tests/ is on their sys.path).
 
 from __future__ import annotations
 
+from clusterbench.bench.gemm import main as gemm_main
 from clusterbench.bench.gemm import ops as real_ops
 from clusterbench.bench.gemm.ops import TorchGemm
+from clusterbench.bench.stream import main as stream_main
 from clusterbench.bench.stream.kernels import TorchStream
 
 
@@ -48,3 +50,6 @@ class SlowStart(TorchStream):
         if SlowStart.calls <= 2:
             time.sleep(0.02)
         super().copy()
+
+
+NODE_TARGETS = (stream_main.main, gemm_main.main)

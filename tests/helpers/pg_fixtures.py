@@ -22,7 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from paths import ROOT
 from process_helpers import free_port
+
+from clusterbench.records import Measurement, Run
+from clusterbench.store import Store
 
 PASSWORD_ROLE = "cbpw"
 _HBA = f"""\
@@ -150,3 +154,36 @@ def pg_server_or_skip(listen: str = "127.0.0.1", prefix: list[str] | None = None
         yield server
     finally:
         server.stop()
+
+
+SECRET = "Zq7secretPW"
+
+
+SRC = str(ROOT / "src")
+
+
+def _durable_db(server: PgServer) -> str:
+    """A database whose commits survive the server's crash: the test server starts with
+    synchronous_commit off, and these tests stop it with ``-m immediate``."""
+    name = server.create_db()
+    server.sql(f"ALTER DATABASE {name} SET synchronous_commit = on")
+    return name
+
+
+def _run() -> Run:
+    return Run(benchmark="all_reduce", source="test", command=["coll", "--db", "x"],
+               started_at="2026-01-01T00:00:00.000Z", ended_at="2026-01-01T00:00:01.000Z", status="complete")
+
+
+def _meas() -> list[Measurement]:
+    return [Measurement("all_reduce", "busbw", float(i), "GB/s", {"bytes": 8 << i}) for i in range(10)]
+
+
+def _count(server: PgServer, db: str, table: str = "runs") -> int:
+    return int(server.sql(f"SELECT count(*) FROM {table}", db=db)[0][0])
+
+
+def _sqlite_with_runs(path: Path, n: int) -> None:
+    with Store.open(path) as s:
+        for _ in range(n):
+            s.save_run(_run(), _meas())

@@ -3,6 +3,7 @@ they are given and the conditions a test waits on before it acts on them."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import threading
@@ -11,6 +12,7 @@ from collections.abc import Callable
 from typing import IO
 
 import psutil
+from paths import TESTS
 
 
 def process_family(proc: subprocess.Popen) -> list[int]:
@@ -98,3 +100,31 @@ class Lines:
         self._thread.join(within)
         assert not self._thread.is_alive(), f"the pipe was not closed within {within:g} s"
         return "".join(self._lines)
+
+
+def _dead_port() -> int:
+    """A loopback port nothing listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    env["PYTHONPATH"] = os.pathsep.join([str(TESTS / "helpers"), str(TESTS.parent / "src"), env.get("PYTHONPATH", "")])
+    return env
+
+
+def _family(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:   # the command itself ended meanwhile
+        return []
+
+
+def _cmdline(p: psutil.Process) -> str:
+    """A process's command line, "" once it has exited (or is a zombie) meanwhile."""
+    try:
+        return " ".join(p.cmdline())
+    except psutil.Error:
+        return ""

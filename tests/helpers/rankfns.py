@@ -9,6 +9,8 @@ import time
 import torch
 import torch.distributed as dist
 
+from clusterbench.ranks.context import RankOptions
+from clusterbench.ranks.driver import Job, execute
 from clusterbench.records import Measurement
 
 
@@ -177,3 +179,17 @@ def step_ctrl_c(ctx, config):
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         time.sleep(0.1)
+
+
+def _run(target, config, np, timeout=30.0):
+    events = []
+    outcome = execute(Job(target, config, RankOptions(device="cpu", timeout=timeout), np=np), events.append)
+    return outcome, events
+
+
+SUITE_META = "suite"   # run.meta key of the steps (suite.SUITE_META)
+
+
+def step_skips(ctx, config):
+    ctx.record([Measurement("selftest", "value", 2.0, "", {"step": "skips"})])
+    ctx.note("skipped tf32 on cpu: tf32 is a GPU tensor-core mode", "selftest")

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from process_helpers import free_ports
 
+from clusterbench.launch import drain
+
 SBIN = ["/usr/sbin", "/usr/bin"]
 NODES = ("n1", "n2")
 
@@ -125,3 +127,12 @@ def slurm_or_skip(d: Path):
             _stop(d / pid)
         if started_munge is not None:
             _stop(started_munge)
+
+
+LOOSE = "Slurm reads it loosely"   # the one refusal message that claims Slurm's acceptance exactly
+
+
+def _node(env: dict, name: str) -> drain.SlurmNode:
+    r = subprocess.run(["scontrol", "show", "node", name], env=env, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    return drain.parse_scontrol_node(r.stdout, name)

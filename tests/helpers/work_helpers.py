@@ -34,3 +34,23 @@ def overall(ms: list[Measurement], metric: str, stat: str = "avg", **params: obj
              and m.params.get("stat") == stat and all(m.params.get(k) == v for k, v in params.items())]
     assert len(found) == 1, (metric, stat, params, found)
     return found[0]
+
+
+def _check(rows, batches):
+    for b in batches:
+        ms = {(m.metric, m.params["stat"]): m for m in rows if m.params["batch"] == b}
+        lat, sps = ms[("latency_ms", "avg")], ms[("samples_per_s", "avg")]
+        assert sps.value * lat.value / 1e3 == pytest.approx(b)
+        assert ms[("latency_ms", "min")].value <= lat.value
+
+
+SHAPE = {"model": "custom", "strategy": "full", "dtype": "fp32", "batch": 8, "seq": 16, "layers": 3,
+         "hidden": 64, "ranks": 2}
+
+
+def _live_matches_results_show(capsys: pytest.CaptureFixture[str], db: str, live: str) -> None:
+    code, shown, err = cli(capsys, "results", "show", "last", "--db", db)
+    assert code == 0, err
+    # results show adds the run's id, times, command and tags above the table; live adds "stored"
+    assert [line for line in live.splitlines() if not line.startswith("# run ")] == [
+        line for line in shown.splitlines() if not line.startswith(("# run ", "# source: ", "# tags: "))]

@@ -1,41 +1,13 @@
 """Tests of clusterbench.ingest.babelstream."""
 
 import pytest
-from paths import TESTS
+from ingest_helpers import load, pick, text_tool_logs
+from paths import DATA
+from tool_log_texts import DATA_import_stream_forms, runs_import_stream_forms, values
 
 from clusterbench.ingest import detect_tool, parse_text
 
-DATA = TESTS / "data"
-
-
-def load(tool, name, **kw):
-    runs = parse_text((DATA / tool / name).read_text(), name=name, **kw)
-    assert len(runs) == 1
-    return runs[0]
-
-
-def pick(ms, metric, **params):
-    found = [m for m in ms if m.metric == metric and all(m.params.get(k) == v for k, v in params.items())]
-    assert len(found) == 1, (metric, params, found)
-    return found[0]
-
-
-DATA_import_stream_forms = TESTS / "data" / "babelstream"
-
-
 K20M = (DATA_import_stream_forms / "hpcbench-v3.3-cuda-k20m-csv-trailing-comma.txt").read_text()
-
-
-def runs_import_stream_forms(name: str):
-    return parse_text((DATA_import_stream_forms / name).read_text(), name=name)
-
-
-def text_tool_logs(tool: str, name: str) -> str:
-    return (DATA / tool / name).read_text()
-
-
-def values(runs: list, metric: str) -> list[float]:
-    return [m.value for r in runs for m in r.measurements if m.metric == metric]
 
 
 @pytest.mark.parametrize("name", ["seed-mi300x-hip-8gpu-mpi.txt", "sysaccept-mi300x-hip-8gpu-mpi-truncated.txt"])

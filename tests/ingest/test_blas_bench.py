@@ -1,27 +1,10 @@
 """Tests of clusterbench.ingest.blas_bench."""
 
 import pytest
-from paths import TESTS
+from ingest_helpers import load, pick, text_tool_logs
+from paths import DATA
 
 from clusterbench.ingest import parse_text
-
-DATA = TESTS / "data"
-
-
-def load(tool, name, **kw):
-    runs = parse_text((DATA / tool / name).read_text(), name=name, **kw)
-    assert len(runs) == 1
-    return runs[0]
-
-
-def pick(ms, metric, **params):
-    found = [m for m in ms if m.metric == metric and all(m.params.get(k) == v for k, v in params.items())]
-    assert len(found) == 1, (metric, params, found)
-    return found[0]
-
-
-def text_tool_logs(tool: str, name: str) -> str:
-    return (DATA / tool / name).read_text()
 
 
 @pytest.mark.parametrize("name,dtype,function,tflops,m,batch", [

@@ -1,88 +1,34 @@
 """Tests of clusterbench.ingest: importers for the logs of the standard tools."""
 
-import io
 import json
-from collections.abc import Iterable, Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
-from ingest_helpers import SEED, nccl_json, table_rows
-from paths import TESTS
+from import_sources import BOM, _ms, by_file, records_ingest_common
+from ingest_helpers import (
+    A3MEGA,
+    MEASUREMENT,
+    RUN,
+    SEED,
+    TITANXP,
+    WOHLBIER,
+    _jsonl,
+    _Newlines,
+    _with,
+    nccl_json,
+    table_rows,
+)
+from paths import DATA
 
 import clusterbench.ingest as ingest
-from clusterbench.errors import ClusterbenchError
 from clusterbench.families import metric_of, renderer_for
 from clusterbench.families.base import GenericRenderer
 from clusterbench.ingest import IMPORTERS, TOOLS, detect_tool, iter_runs, parse_text, split_tools
 from clusterbench.ingest.common import text_lines
 from clusterbench.ingest.nccl_tests import LEGACY_UNNAMED_OP as BENCH_UNKNOWN
-from clusterbench.ingest.source import runs_of as _runs_of
-from clusterbench.records import INCOMPLETE, Measurement
-
-DATA = TESTS / "data"
-
+from clusterbench.records import INCOMPLETE
 
 LOGS = sorted(p for p in DATA.glob("*/*") if p.suffix not in (".md", ".db", ".yaml")
               and p.parent.name not in ("golden", "schemas", "sysfs") and p.is_file())
-
-
-def _ms(n: int, bench: str = "all_reduce") -> list[Measurement]:
-    return [Measurement(bench, "busbw", 10.0 + i / 3, "GB/s", {"bytes": 8 << i, "dtype": "float"})
-            for i in range(n)]
-
-
-BOM = b"\xef\xbb\xbf"
-
-
-Outcome = tuple[tuple[Any, ...], str | None]
-
-
-def _fingerprint(item: Any, names: Iterable[str]) -> tuple[str, tuple[Any, ...]]:
-    """A run as stored, but what depends on when and how it was imported: its clock, id, file
-    name (in its meta and its source) and command line."""
-    d = item.run.to_dict()
-    for key in ("id", "started_at", "ended_at", "command"):
-        d.pop(key)
-    d["meta"] = {k: v for k, v in d["meta"].items() if k != "file"}
-    text = repr(sorted(d.items()))
-    for name in sorted(names, key=len, reverse=True):
-        text = text.replace(name, "<file>")
-    ms = tuple((m.benchmark, m.metric, repr(m.value), m.unit, tuple(sorted(m.params.items())))
-               for m in item.measurements)
-    return text, ms
-
-
-def _outcome(runs: Iterator[Any], names: Iterable[str]) -> Outcome:
-    got = []
-    try:
-        for item in runs:
-            got.append(_fingerprint(item, names))
-    except ClusterbenchError as e:   # LogFormatError and the command's own (an unreadable file)
-        return tuple(got), str(e)
-    return tuple(got), None
-
-
-def by_file(tmp: Path, data: bytes, name: str, tool: str | None = None, jobs: int = 1) -> Outcome:
-    path = tmp / name
-    path.write_bytes(data)
-    return _outcome(_runs_of(str(path), tool, None, jobs, str(path)), [str(path), name])
-
-
-class _Newlines(io.StringIO):
-    """A text file opened with newline="": readline also stops at a lone CR."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text, newline="")
-
-
-A3MEGA = DATA / "nccl-tests" / "a3mega-h100-2node-all_reduce.txt"
-
-
-WOHLBIER = DATA / "nccl-tests" / "wohlbier-dgx2-v100-5-collectives-old-error-column-running-lines.txt"
-
-
-TITANXP = DATA / "babelstream" / "repo-results-v3.3-titanxp-cuda.txt"
 
 
 OSU_BW = DATA / "osu" / "oci-osu_bw-v7.5-cuda-DD-no-buffer-line-datatype.txt"
@@ -125,32 +71,6 @@ def rccltable_rows(text_run_import_nccl_files):
     for (size, _count), places in table_rows(text_run_import_nccl_files).items():
         for inplace, p in ((0, places["out"]), (1, places["in"])):
             yield size, inplace, p
-
-
-# -- clusterbench JSON lines -----------------------------------------------------------------
-RUN = {"kind": "run", "id": 3, "benchmark": "coll", "source": "clusterbench 0.1.0", "command": ["clusterbench"],
-       "started_at": "2026-11-23T18:13:34.099Z", "ended_at": "2026-11-23T18:13:40.000Z", "status": "complete",
-       "hosts": ["gpu01"], "ranks": 2, "devices": ["H100"], "versions": {}, "env": {}, "tags": {}, "errors": [],
-       "meta": {}}
-
-
-MEASUREMENT = {"kind": "measurement", "run": 3, "benchmark": "all_reduce", "metric": "busbw", "value": 41.5,
-               "unit": "GB/s", "params": {"bytes": 8}}
-
-
-def _jsonl(tmp_path: Path, measurement: str, run: str | None = None) -> Path:
-    path = tmp_path / "run.jsonl"
-    path.write_text(f"{measurement}\n{run or json.dumps(RUN)}\n")
-    return path
-
-
-def _with(obj: dict, key: str, raw: str) -> str:
-    """``obj`` as a JSON line with ``key``'s value written as ``raw`` JSON text."""
-    return json.dumps({**obj, key: "@"}).replace('"@"', raw)
-
-
-def records_ingest_common(runs: list) -> list[tuple]:
-    return [(m.benchmark, m.metric, m.value, m.params) for r in runs for m in r.measurements]
 
 
 # -- JSON behind a launcher's prefixes ----------------------------------------------------------

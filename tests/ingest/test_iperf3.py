@@ -5,13 +5,21 @@ from pathlib import Path
 
 import pytest
 from ingest_helpers import pick, runs
-from paths import DATA, TESTS
+from paths import DATA
+from tool_log_texts import (
+    DATA_ingest_malformed,
+    DATA_more_tool_logs,
+    one,
+    records,
+    runs_more_tool_logs,
+    text_ingest_common,
+    text_tool_logs,
+    values,
+    warnings,
+)
 
 from clusterbench.ingest import detect_tool, parse_text
-from clusterbench.records import INCOMPLETE, WARNINGS
-
-DATA_ingest_malformed = TESTS / "data"
-
+from clusterbench.records import INCOMPLETE
 
 IPERF3 = DATA_ingest_malformed / "iperf3" / "cloudpilot-bw_proxy_target_direct-10s-omit3.json"
 
@@ -25,47 +33,10 @@ def _iperf3(tmp_path: Path, change) -> Path:
     return path
 
 
-DATA_ingest_common = TESTS / "data"
-
-
-def text_ingest_common(tool: str, name: str) -> str:
-    return (DATA_ingest_common / tool / name).read_text()
-
-
-def records(runs: list) -> list[tuple]:
-    return [(m.benchmark, m.metric, m.value, m.params) for r in runs for m in r.measurements]
-
-
-def warnings(run) -> list[str]:
-    return run.run.meta.get(WARNINGS, [])
-
-
-DATA_more_tool_logs = TESTS / "data"
-
-
 BIDIR = "cm4-tcp-bidir-get-server-output-role-tags.txt"
 
 
 GIB = 1024**3
-
-
-def runs_more_tool_logs(tool: str, name: str) -> list:
-    text = (DATA_more_tool_logs / tool / name).read_text()
-    assert detect_tool(text) == tool
-    return parse_text(text, name=name)
-
-
-def one(ms: list, metric: str, **params: object):
-    found = [m for m in ms if m.metric == metric and all(m.params.get(k) == v for k, v in params.items())]
-    assert len(found) == 1, (metric, params, found)
-    return found[0]
-
-
-DATA_tool_logs = TESTS / "data"
-
-
-def text_tool_logs(tool: str, name: str) -> str:
-    return (DATA_tool_logs / tool / name).read_text()
 
 
 def cut_at(log: str, line: str) -> str:
@@ -73,10 +44,6 @@ def cut_at(log: str, line: str) -> str:
     lines = log.split("\n")
     n = next(i for i, ln in enumerate(lines) if ln.startswith(line))
     return "\n".join(lines[:n + 1]) + "\n"
-
-
-def values(runs: list, metric: str) -> list[float]:
-    return [m.value for r in runs for m in r.measurements if m.metric == metric]
 
 
 def test_iperf3_tcp_sent_and_received():

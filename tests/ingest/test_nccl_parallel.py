@@ -3,21 +3,13 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-import pytest
-from paths import TESTS
+from parallel_import import LOGS, _runs, _write
+from paths import DATA
 
-from clusterbench.ingest import iter_runs, nccl_parallel
-
-DATA = TESTS / "data"
-
+from clusterbench.ingest import nccl_parallel
 
 NCCL = DATA / "nccl-tests"
-
-
-LOGS = ["superbench-nccl_allreduce.log", "a3mega-h100-2node-all_reduce.txt", "seed-mi300x-rccl-all_reduce-8gpu.txt",
-        "seed-tensorwave-mi355x-4node-all_reduce.txt"]
 
 
 def _texts() -> list[str]:
@@ -28,29 +20,6 @@ def _texts() -> list[str]:
             text = "$ mpirun -np 8 ./build/all_reduce_perf -b 8 -e 8G -f 2 -g 1\n" + text
         out.append(text if text.endswith("\n") else text + "\n")
     return out
-
-
-def _key(r):
-    d = r.run.to_dict()
-    d.pop("started_at")
-    return d, [(p.format, p.count, p.body) for p in r.store_rows().packs]
-
-
-def _runs(path: Path, jobs: int) -> list:
-    with open(path, encoding="utf-8", errors="replace", newline="") as f:
-        return [_key(r) for r in iter_runs(f, name="big.log", jobs=jobs, path=str(path))]
-
-
-@pytest.fixture
-def small_parts(monkeypatch):
-    monkeypatch.setattr(nccl_parallel, "PART_BYTES", 64 << 10)
-    monkeypatch.setattr(nccl_parallel, "MIN_BYTES", 0)
-
-
-def _write(tmp_path: Path, pieces: list[str]) -> Path:
-    path = tmp_path / "big.log"
-    path.write_text("".join(pieces))
-    return path
 
 
 def test_cuts_start_at_a_run(tmp_path):

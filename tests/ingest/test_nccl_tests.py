@@ -1,76 +1,28 @@
 """Tests of clusterbench.ingest.nccl_tests."""
 
 import json
-import shutil
-from collections.abc import Iterable, Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
-from ingest_helpers import SEED, nccl_json, table_rows
-from paths import TESTS
+from import_sources import by_file, by_text, records_ingest_common
+from ingest_helpers import (
+    A3MEGA,
+    GH200,
+    REFUSED,
+    SEED,
+    _a3mega_row,
+    is_row,
+    nccl_json,
+    table_rows,
+)
+from paths import DATA, TESTS
+from tool_log_texts import warnings_ingest_common
 
 from clusterbench.errors import ClusterbenchError
-from clusterbench.families import family_of, metric_of
 from clusterbench.families.collectives.spec import SPECS
 from clusterbench.ingest import detect_tool, iter_runs, parse_text
 from clusterbench.ingest.common import text_lines
-from clusterbench.ingest.nccl_tests import LEGACY_UNNAMED_OP as BENCH_UNKNOWN
-from clusterbench.ingest.source import runs_of as _runs_of
-from clusterbench.records import WARNINGS
-from clusterbench.store import Store
-
-DATA = TESTS / "data"
-
-
-Outcome = tuple[tuple[Any, ...], str | None]
-
-
-def _fingerprint(item: Any, names: Iterable[str]) -> tuple[str, tuple[Any, ...]]:
-    """A run as stored, but what depends on when and how it was imported: its clock, id, file
-    name (in its meta and its source) and command line."""
-    d = item.run.to_dict()
-    for key in ("id", "started_at", "ended_at", "command"):
-        d.pop(key)
-    d["meta"] = {k: v for k, v in d["meta"].items() if k != "file"}
-    text = repr(sorted(d.items()))
-    for name in sorted(names, key=len, reverse=True):
-        text = text.replace(name, "<file>")
-    ms = tuple((m.benchmark, m.metric, repr(m.value), m.unit, tuple(sorted(m.params.items())))
-               for m in item.measurements)
-    return text, ms
-
-
-def _outcome(runs: Iterator[Any], names: Iterable[str]) -> Outcome:
-    got = []
-    try:
-        for item in runs:
-            got.append(_fingerprint(item, names))
-    except ClusterbenchError as e:   # LogFormatError and the command's own (an unreadable file)
-        return tuple(got), str(e)
-    return tuple(got), None
-
-
-def by_file(tmp: Path, data: bytes, name: str, tool: str | None = None, jobs: int = 1) -> Outcome:
-    path = tmp / name
-    path.write_bytes(data)
-    return _outcome(_runs_of(str(path), tool, None, jobs, str(path)), [str(path), name])
-
-
-def by_text(data: bytes, name: str, tool: str | None = None) -> Outcome:
-    """``parse_text``: all the runs or the error alone (it gives a list)."""
-    try:
-        runs = parse_text(data.decode("utf-8", "replace"), tool, name)
-    except ClusterbenchError as e:
-        return (), str(e)
-    return _outcome(iter(runs), [name])
-
 
 DATA_import_nccl = TESTS / "data" / "nccl-tests"
-
-
-# Logs that must be refused, each with why (tested below)
-REFUSED = {"issue294-h100-non-mpi-build-under-mpirun-interleaved-duplicate-rows.txt": "interleaved"}
 
 
 LOGS = sorted(p for p in DATA_import_nccl.iterdir() if p.name != "README.md" and p.name not in REFUSED)
@@ -129,18 +81,11 @@ def rccltable_rows(text_run):
             yield size, inplace, p
 
 
-GH200 = "issue369-v2.17.8-gh200-wrong-nonzero-oob-failed.txt"   # nccl-tests 2.17.8, 2 ranks
-
-
 MI355X = "seed-tensorwave-mi355x-4node-all_reduce.txt"          # rccl-tests, 32 ranks
 
 
 def lines_import_nccl(name: str) -> list[str]:
     return (DATA_import_nccl / name).read_text().splitlines()
-
-
-def is_row(line: str) -> bool:
-    return line[:1] == " " and line.split()[0].isdecimal()
 
 
 def right(widths: tuple[int, ...], values: list[str]) -> str:
@@ -249,48 +194,8 @@ def in_place_only(name: str) -> str:
     return "\n".join(out) + "\n"
 
 
-A3MEGA = DATA / "nccl-tests" / "a3mega-h100-2node-all_reduce.txt"
-
-
-def damaged(tmp_path: Path, source: Path, old: str, new: str, name: str = "damaged.txt") -> Path:
-    text = source.read_text()
-    assert old in text
-    path = tmp_path / name
-    path.write_text(text.replace(old, new, 1))
-    return path
-
-
-# -- nccl-tests: values that are not finite --------------------------------------------------
-def _a3mega_row(tmp_path: Path, new: str) -> Path:
-    old = "     1048576        262144     float     sum      -1    203.2    5.16    9.68      0"
-    return damaged(tmp_path, A3MEGA, old, old[:-23] + new)
-
-
 def text_ingest_common(tool: str, name: str) -> str:
     return (DATA / tool / name).read_text()
-
-
-def records_ingest_common(runs: list) -> list[tuple]:
-    return [(m.benchmark, m.metric, m.value, m.params) for r in runs for m in r.measurements]
-
-
-def warnings_ingest_common(run) -> list[str]:
-    return run.run.meta.get(WARNINGS, [])
-
-
-def test_native_records_of_every_family_are_declared(tmp_path):
-    db = tmp_path / "old.db"
-    shutil.copy(DATA / "golden" / "pre-redesign.db", db)
-    seen = set()
-    with Store.open(str(db)) as store:
-        for run in store.list_runs():
-            for m in store.measurements(run.id):
-                if m.benchmark == BENCH_UNKNOWN:
-                    continue
-                declared = metric_of(m.benchmark, m.metric)
-                assert declared is not None and declared.unit == m.unit, (m.benchmark, m.metric, m.unit)
-                seen.add(family_of(m.benchmark).name)
-    assert seen >= {"collectives", "stream", "gemm", "transfer", "net", "train", "ddp_comm", "infer_tp"}
 
 
 def test_parse_text_splits_as_a_file_is_read(tmp_path):

@@ -3,11 +3,21 @@
 
 import pytest
 from ingest_helpers import pick, runs
-from paths import DATA, TESTS
+from paths import DATA
+from tool_log_texts import (
+    DATA_import_net_tools,
+    DATA_more_tool_logs,
+    one,
+    records,
+    runs_more_tool_logs,
+    text_ingest_common,
+    text_tool_logs,
+    values,
+    warnings_ingest_common,
+)
 
 from clusterbench.ingest import detect_tool, parse_text
 from clusterbench.ingest.osu import bench_name
-from clusterbench.records import WARNINGS
 
 MBW_V = "SYNTHETIC-osu_mbw_mr-v7.4-vary-window-v.txt"
 
@@ -18,46 +28,13 @@ BW_GRAPHS = "SYNTHETIC-osu_bw-v7.4-G-tty-graphs-after-table.txt"
 WINDOWS = [1, 2, 4, 8, 16, 32, 64, 128]
 
 
-DATA_import_net_tools = TESTS / "data"
-
-
 def _passing_block() -> list[str]:
     """The same issue's rows with every row 'Pass' (the second block of that comment passes)."""
     text = (DATA / "osu" / "ompi-issue12717-osu_allreduce-v7.4-validation-fail.txt").read_text()
     return [ln.replace("Fail", "Pass") for ln in text.splitlines()[2:10]]
 
 
-DATA_ingest_common = TESTS / "data"
-
-
-def text_ingest_common(tool: str, name: str) -> str:
-    return (DATA_ingest_common / tool / name).read_text()
-
-
-def records(runs: list) -> list[tuple]:
-    return [(m.benchmark, m.metric, m.value, m.params) for r in runs for m in r.measurements]
-
-
-def warnings_ingest_common(run) -> list[str]:
-    return run.run.meta.get(WARNINGS, [])
-
-
-DATA_more_tool_logs = TESTS / "data"
-
-
 ONE_SIDED = "wukan-blog-one-sided-v5.6.3-openmpi-put-get-acc.txt"
-
-
-def runs_more_tool_logs(tool: str, name: str) -> list:
-    text = (DATA_more_tool_logs / tool / name).read_text()
-    assert detect_tool(text) == tool
-    return parse_text(text, name=name)
-
-
-def one(ms: list, metric: str, **params: object):
-    found = [m for m in ms if m.metric == metric and all(m.params.get(k) == v for k, v in params.items())]
-    assert len(found) == 1, (metric, params, found)
-    return found[0]
 
 
 ONE_SIDED_TESTS = [
@@ -72,17 +49,6 @@ ONE_SIDED_TESTS = [
     ("osu_get_latency", 1, 0.04, 4194304, 352.69, "MPI_Win_flush"),
     ("osu_put_bw", 1, 24.48, 4194304, 4395.14, "MPI_Win_flush"),
 ]
-
-
-DATA_tool_logs = TESTS / "data"
-
-
-def text_tool_logs(tool: str, name: str) -> str:
-    return (DATA_tool_logs / tool / name).read_text()
-
-
-def values(runs: list, metric: str) -> list[float]:
-    return [m.value for r in runs for m in r.measurements if m.metric == metric]
 
 
 # -- osu_mbw_mr -v -------------------------------------------------------------------------------

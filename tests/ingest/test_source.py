@@ -3,19 +3,28 @@ their identity, and copies a pipe to a temporary file."""
 
 import gzip
 import hashlib
-import io
 import os
-import sys
-from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from paths import TESTS
+from import_sources import (
+    BOM,
+    _json,
+    _progress,
+    _same,
+    _text_form,
+    _tool_of,
+    by_file,
+    by_gz,
+    by_stdin,
+    by_text,
+)
+from paths import DATA
+from tool_logs import LOGS
 
 import clusterbench.ingest as ingest
 from clusterbench.errors import ClusterbenchError
-from clusterbench.ingest import nccl_parallel, parse_text
+from clusterbench.ingest import nccl_parallel
 from clusterbench.ingest.common import LogFormatError
 from clusterbench.ingest.source import (
     file_digest,
@@ -26,7 +35,6 @@ from clusterbench.ingest.source import (
     spool,
     streamed,
 )
-from clusterbench.ingest.source import runs_of as _runs_of
 
 LOG = Path(__file__).parent.parent / "data" / "nccl-tests" / "seed-tensorwave-mi355x-4node-all_reduce.txt"
 
@@ -100,123 +108,6 @@ def test_spool_copies_a_file_and_refuses_binary_data(tmp_path):
     # the temporary copy is gone with the error
     assert not {n for n in set(os.listdir(os.environ.get("TMPDIR", "/tmp"))) - before
                 if n.startswith("clusterbench-import-")}
-
-
-DATA = TESTS / "data"
-
-
-TOOL_DIRS = ["babelstream", "hipblaslt-bench", "iperf3", "nccl-tests", "osu", "perftest", "rocblas-bench", "stream",
-             "transferbench", "vllm-serving"]
-
-
-LOGS = sorted(p for d in TOOL_DIRS for p in (DATA / d).iterdir() if p.name != "README.md")
-
-
-BOM = b"\xef\xbb\xbf"
-
-
-PROGRESS = b"  37% |#####     | 12/32 [00:03<00:05]\r"
-
-
-Outcome = tuple[tuple[Any, ...], str | None]
-
-
-def _fingerprint(item: Any, names: Iterable[str]) -> tuple[str, tuple[Any, ...]]:
-    """A run as stored, but what depends on when and how it was imported: its clock, id, file
-    name (in its meta and its source) and command line."""
-    d = item.run.to_dict()
-    for key in ("id", "started_at", "ended_at", "command"):
-        d.pop(key)
-    d["meta"] = {k: v for k, v in d["meta"].items() if k != "file"}
-    text = repr(sorted(d.items()))
-    for name in sorted(names, key=len, reverse=True):
-        text = text.replace(name, "<file>")
-    ms = tuple((m.benchmark, m.metric, repr(m.value), m.unit, tuple(sorted(m.params.items())))
-               for m in item.measurements)
-    return text, ms
-
-
-def _outcome(runs: Iterator[Any], names: Iterable[str]) -> Outcome:
-    got = []
-    try:
-        for item in runs:
-            got.append(_fingerprint(item, names))
-    except ClusterbenchError as e:   # LogFormatError and the command's own (an unreadable file)
-        return tuple(got), str(e)
-    return tuple(got), None
-
-
-def _differs(want: Outcome, got: Outcome) -> str:
-    (runs_a, err_a), (runs_b, err_b) = want, got
-    if len(runs_a) != len(runs_b) or err_a != err_b:
-        return f"{len(runs_a)} runs, error {err_a!r} vs {len(runs_b)} runs, error {err_b!r}"
-    i = next(i for i, (a, b) in enumerate(zip(runs_a, runs_b)) if a != b)
-    (run_a, ms_a), (run_b, ms_b) = runs_a[i], runs_b[i]
-    if run_a != run_b:
-        return f"run {i}: {run_a[:600]} vs {run_b[:600]}"
-    return f"run {i}: {len(ms_a)} vs {len(ms_b)} measurements, first difference " + \
-        str(next(((x, y) for x, y in zip(ms_a, ms_b) if x != y), "(one list is longer)"))
-
-
-def _same(want: Outcome, got: Outcome, what: str) -> None:
-    assert got == want, f"{what}: {_differs(want, got)}"
-
-
-def by_file(tmp: Path, data: bytes, name: str, tool: str | None = None, jobs: int = 1) -> Outcome:
-    path = tmp / name
-    path.write_bytes(data)
-    return _outcome(_runs_of(str(path), tool, None, jobs, str(path)), [str(path), name])
-
-
-def by_gz(tmp: Path, data: bytes, name: str, tool: str | None = None) -> Outcome:
-    path = tmp / f"{name}.gz"
-    with gzip.open(path, "wb") as f:
-        f.write(data)
-    return _outcome(_runs_of(str(path), tool, None, 1, str(path)), [str(path)[:-3], name])
-
-
-class _Stdin:
-    def __init__(self, data: bytes) -> None:
-        self.buffer = io.BytesIO(data)
-
-
-def by_stdin(monkeypatch: pytest.MonkeyPatch, data: bytes, tool: str | None = None) -> Outcome:
-    """As ``clusterbench import -`` reads it; its runs are named "stdin"."""
-    with monkeypatch.context() as m:
-        m.setattr(sys, "stdin", _Stdin(data))
-        return _outcome(_runs_of("-", tool, hashlib.sha256(), 1, "-"), ["stdin"])
-
-
-def by_text(data: bytes, name: str, tool: str | None = None) -> Outcome:
-    """``parse_text``: all the runs or the error alone (it gives a list)."""
-    try:
-        runs = parse_text(data.decode("utf-8", "replace"), tool, name)
-    except ClusterbenchError as e:
-        return (), str(e)
-    return _outcome(iter(runs), [name])
-
-
-def _text_form(want: Outcome) -> Outcome:
-    return want if want[1] is None else ((), want[1])
-
-
-def _progress(data: bytes, every: int = 3) -> bytes:
-    """Progress output written before some lines and overwritten by them, as a terminal shows."""
-    lines = data.split(b"\n")
-    return b"\n".join(PROGRESS + ln if i % every == 1 and ln.strip() else ln for i, ln in enumerate(lines))
-
-
-def _json(name: str, data: bytes) -> bool:
-    """A JSON document or JSON lines: not terminal output (a CR in it is JSON's whitespace)."""
-    return name.endswith((".json", ".jsonl")) or data.lstrip()[:1] in (b"{", b"[")
-
-
-def _tool_of(outcome: Outcome) -> str | None:
-    for run, _ in outcome[0]:
-        meta = dict(eval(run))["meta"]   # noqa: S307 - our own repr of plain values
-        if "tool" in meta:
-            return str(meta["tool"])
-    return None
 
 
 def _pairs() -> list[tuple[str, bytes, bytes]]:

@@ -3,6 +3,7 @@
 
 import pytest
 from paths import TESTS
+from tool_log_texts import SWEEP, text_tool_logs
 
 from clusterbench.ingest import detect_tool, iter_runs, parse_text
 from clusterbench.ingest.common import Lines, LogFormatError
@@ -88,19 +89,6 @@ def pick_import_transferbench(ms, **params):
     found = [m for m in ms if all(m.params.get(k) == v for k, v in params.items())]
     assert len(found) == 1, (params, found)
     return found[0]
-
-
-DATA_ingest_malformed = TESTS / "data"
-
-
-SWEEP = DATA_ingest_malformed / "transferbench" / "docs-presets-sweep-v1.67.txt"
-
-
-DATA_tool_logs = TESTS / "data"
-
-
-def text_tool_logs(tool: str, name: str) -> str:
-    return (DATA_tool_logs / tool / name).read_text()
 
 
 def test_show_iterations_rows_are_iterations_of_their_transfer():

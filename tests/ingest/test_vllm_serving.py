@@ -4,9 +4,10 @@ import json
 
 import pytest
 from paths import TESTS
+from tool_log_texts import DATA_ingest_common, records, values, warnings
 
 from clusterbench.ingest import detect_tool, parse_text
-from clusterbench.records import INCOMPLETE, WARNINGS
+from clusterbench.records import INCOMPLETE
 
 DATA = TESTS / "data" / "vllm-serving"
 
@@ -23,26 +24,8 @@ def value(r, metric, **params):
     return found[0]
 
 
-DATA_ingest_common = TESTS / "data"
-
-
 def text(tool: str, name: str) -> str:
     return (DATA_ingest_common / tool / name).read_text()
-
-
-def records(runs: list) -> list[tuple]:
-    return [(m.benchmark, m.metric, m.value, m.params) for r in runs for m in r.measurements]
-
-
-def warnings(run) -> list[str]:
-    return run.run.meta.get(WARNINGS, [])
-
-
-DATA_tool_logs = TESTS / "data"
-
-
-def values(runs: list, metric: str) -> list[float]:
-    return [m.value for r in runs for m in r.measurements if m.metric == metric]
 
 
 def test_every_file_is_detected():

@@ -13,6 +13,7 @@ from changepoint_direct import changes_direct as _changes_direct
 from changepoint_direct import l1_direct as _l1_direct
 from changepoint_direct import p_direct as _p_direct
 from fleet_helpers import real_measurements
+from histories import A3MEGA, BABEL, _step
 from paths import ROOT
 
 from clusterbench.judge import changepoint as cp
@@ -26,11 +27,6 @@ from clusterbench.judge.changepoint import (
     scan_p_value,
     smallest_p_value,
 )
-
-A3MEGA = "nccl-tests/a3mega-h100-2node-all_reduce.txt"
-
-
-BABEL = "babelstream/seed-mi300x-hip-8gpu-mpi.txt"
 
 
 def _noise_history(rng: np.random.Generator, level: float) -> np.ndarray:
@@ -70,14 +66,6 @@ def _series(rng: np.random.Generator, n: int) -> np.ndarray:
     if kind == 3:
         x = np.round(x, int(rng.integers(0, 2)))
     return x
-
-
-
-
-
-def _step(n: int, at: int, before: float = 100.0, after: float = 80.0) -> list[float]:
-    """A clean step with a little spread on each side (no ties)."""
-    return [(before if i < at else after) + 0.01 * (i % 5) for i in range(n)]
 
 
 def test_smallest_p_value_of_a_long_history_does_not_overflow():

@@ -5,6 +5,7 @@ import random
 
 import pytest
 from adjust_trials import LARGE, base_sweep, simulate, sweep_runs
+from judged_rows import _rows, _stream_rows, rows_judge_compare
 
 from clusterbench.families.base import iteration_stats
 from clusterbench.judge import compare as compare_display
@@ -30,36 +31,6 @@ def exact_sample(n: int, mean: float, sd: float, seed: int) -> list[float]:
     m = sum(xs) / n
     s = math.sqrt(sum((x - m) ** 2 for x in xs) / (n - 1))
     return [mean + sd * (x - m) / s for x in xs]
-
-
-def rows_judge_compare(values, bytes_=1 << 30, metric="busbw", unit="GB/s", start=1):
-    out = []
-    for i, v in enumerate(values):
-        run = Run("coll", id=start + i)
-        out.append(Row(run, Measurement("all_reduce", metric, v, unit,
-                                        {"bytes": bytes_, "placement": "in", "host": f"h{i}"})))
-    return out
-
-
-def _stream_rows(kernel: str, times_us: list[float]) -> list[Measurement]:
-    base = {"kernel": kernel, "array_size": 1 << 20, "dtype": "double", "device": "cuda:0"}
-    out = [Measurement("stream", "bandwidth", 100.0, "GB/s", dict(base))]
-    out += [Measurement("stream", "time_us", v, "us", {**base, "stat": s})
-            for s, v in iteration_stats(times_us).items()]
-    return out
-
-
-PARAMS = {"bytes": 1 << 30, "count": 1 << 28, "dtype": "float", "redop": "sum", "root": -1,
-          "placement": "in", "ranks": 16}
-
-
-def _row(value: float, run_id: int, unit: str = "GB/s", metric: str = "busbw", **params: object) -> Row:
-    return Row(Run("coll", id=run_id, hosts=["n1", "n2"]),
-               Measurement("all_reduce", metric, value, unit, {**PARAMS, **params}))
-
-
-def _rows(values: list[float], start: int, unit: str = "GB/s") -> list[Row]:
-    return [_row(v, start + i, unit) for i, v in enumerate(values)]
 
 
 PARAMS_judge_units = {"bytes": 1 << 20}

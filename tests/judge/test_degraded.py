@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from judged_rows import PARAMS
 
 from clusterbench.judge.degraded import find_degraded
 from clusterbench.judge.select import Row
 from clusterbench.records import Measurement, Run
-
-PARAMS = {"bytes": 1 << 30, "count": 1 << 28, "dtype": "float", "redop": "sum", "root": -1,
-          "placement": "in", "ranks": 16}
 
 
 def test_degraded_converts_units_per_host() -> None:

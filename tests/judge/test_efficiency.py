@@ -2,6 +2,8 @@
 their links, read from the database."""
 
 import pytest
+from bench_tables import _stream_rows
+from judged_rows import PARAMS
 
 from clusterbench.errors import UsageError
 from clusterbench.families.stream.table import StreamTable as StreamRenderer
@@ -46,16 +48,6 @@ def test_a_tag_that_is_no_link_speed_names_the_run(db):
     _coll(db, ["a", "b"], {"link_speed": "fast"})
     with pytest.raises(UsageError, match="^run 1: link_speed tag: "):
         stored_link_efficiency(db, ["1"], None, None, "100Gbps")
-
-
-def _stream_rows(device="cuda:0"):
-    base = {"kernel": "Triad", "array_size": 2**25, "dtype": "double", "device": device}
-    return [Measurement("stream", "bandwidth", 2680.0, "GB/s", base),
-            Measurement("stream", "time_us", 300.0, "us", {**base, "stat": "min"})]
-
-
-PARAMS = {"bytes": 1 << 30, "count": 1 << 28, "dtype": "float", "redop": "sum", "root": -1,
-          "placement": "in", "ranks": 16}
 
 
 def test_stream_table_and_judge_show_no_percent_for_a_cpx_run():

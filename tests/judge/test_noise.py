@@ -4,19 +4,12 @@ from __future__ import annotations
 
 import random
 
+from judged_rows import _stream_rows
 from paths import DATA
 
 from clusterbench.families.base import iteration_stats
 from clusterbench.judge import noise
 from clusterbench.records import Measurement
-
-
-def _stream_rows(kernel: str, times_us: list[float]) -> list[Measurement]:
-    base = {"kernel": kernel, "array_size": 1 << 20, "dtype": "double", "device": "cuda:0"}
-    out = [Measurement("stream", "bandwidth", 100.0, "GB/s", dict(base))]
-    out += [Measurement("stream", "time_us", v, "us", {**base, "stat": s})
-            for s, v in iteration_stats(times_us).items()]
-    return out
 
 
 def test_judged_percentages_stay_short_at_the_extremes():

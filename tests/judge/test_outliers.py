@@ -4,14 +4,12 @@ import math
 import random
 
 import pytest
+from judged_rows import PARAMS
 
 from clusterbench.judge.degraded import find_degraded
 from clusterbench.judge.outliers import flag_outliers, modified_z_scores
 from clusterbench.judge.select import Row
 from clusterbench.records import Measurement, Run
-
-PARAMS = {"bytes": 1 << 30, "count": 1 << 28, "dtype": "float", "redop": "sum", "root": -1,
-          "placement": "in", "ranks": 16}
 
 
 def test_one_host_30_percent_slow_is_flagged():

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
+from judge_helpers import _crit, _rows
 
 from clusterbench.errors import UsageError
 from clusterbench.judge.profile_yaml import load_yaml
@@ -13,15 +13,6 @@ from clusterbench.judge.profiles import parse_profile
 from clusterbench.judge.select import Row
 from clusterbench.judge.validate import evaluate
 from clusterbench.records import Measurement, Run
-
-
-def _crit(**kw: object) -> str:
-    return "name: t\ncriteria:\n  - " + json.dumps({"name": "c", **kw}) + "\n"
-
-
-def _rows(*values_units: tuple[float, str]) -> list[Row]:
-    return [Row(Run(benchmark="stream", id=i + 1), Measurement("stream", "bandwidth", v, u, {"kernel": "Triad"}))
-            for i, (v, u) in enumerate(values_units)]
 
 
 def test_a_big_document_without_aliases_is_not_blamed_on_aliases(monkeypatch):

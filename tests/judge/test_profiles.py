@@ -6,6 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
+from judge_helpers import C, _profile
+from qualify_profiles import CRITERION
 
 from clusterbench.errors import UsageError
 from clusterbench.judge import profiles as profiles_mod
@@ -22,9 +24,6 @@ from clusterbench.judge.select import Row
 from clusterbench.judge.validate import PASS, evaluate
 from clusterbench.records import Measurement, Run
 from clusterbench.units import convert
-
-CRITERION = {"name": "c", "benchmark": "stream", "metric": "bandwidth", "op": ">=", "value": 1}
-
 
 OK = "  - {name: ok, benchmark: all_reduce, metric: busbw, op: '>=', value: 1}\n"
 
@@ -78,10 +77,6 @@ def _criterion(value: float = 1.0) -> Criterion:
                      op=">=", value=value, unit="GB/s")
 
 
-def _profile(text: str):
-    return parse_profile(load_yaml(text), "p.yaml")
-
-
 def _yaml_error(tmp_path, body: str | bytes) -> str:
     path = tmp_path / "p.yaml"
     path.write_bytes(body if isinstance(body, bytes) else body.encode())
@@ -90,9 +85,6 @@ def _yaml_error(tmp_path, body: str | bytes) -> str:
     msg = str(e.value)
     assert "\n" not in msg
     return msg
-
-
-C = "  - {name: c, benchmark: all_reduce, metric: busbw, op: '>=', value: 1"
 
 
 def test_aliases_that_stay_small_still_load(tmp_path):

@@ -2,11 +2,10 @@
 database (groups by selector, an optional baseline selection)."""
 
 import math
-import random
 
 import pytest
+from synthetic_runs import _fill
 
-import clusterbench.store.store as store_module
 from clusterbench.errors import UsageError
 from clusterbench.judge.scaling import (
     Point,
@@ -18,7 +17,7 @@ from clusterbench.judge.scaling import (
     stored_scaling,
 )
 from clusterbench.judge.select import load_runs
-from clusterbench.records import FAILED, Measurement, Run, TelemetrySample
+from clusterbench.records import FAILED, Measurement, Run
 from clusterbench.store import Store
 
 
@@ -54,59 +53,6 @@ def test_a_baseline_selection_is_shared_by_every_group(runs):
 def test_a_group_without_a_complete_run_is_a_usage_error(runs):
     with pytest.raises(UsageError, match="matches no complete train run"):
         stored_scaling(runs, ["4"], None, "train", "samples_per_s", "nodes")
-
-
-def _coll(rng: random.Random) -> list[Measurement]:
-    ms = []
-    for p in (10, 20, 24):
-        for pl in ("out", "in"):
-            v = 100 * (1 + rng.gauss(0, 0.02))
-            params = {"bytes": 1 << p, "count": (1 << p) // 4, "dtype": "float", "redop": "sum", "root": -1,
-                      "placement": pl, "ranks": 16}
-            ms += [Measurement("all_reduce", "busbw", v, "GB/s", params),
-                   Measurement("all_reduce", "algbw", v * 16 / 30, "GB/s", dict(params))]
-    return ms
-
-
-def _stream(rng: random.Random, hosts: list[str]) -> list[Measurement]:
-    return [Measurement("stream", "bandwidth", 3000 * (1 + rng.gauss(0, 0.01)), "GB/s",
-                        {"kernel": k, "array_size": 1 << 25, "dtype": "double", "device": d, "host": h})
-            for h in hosts for d in range(2) for k in ("Copy", "Triad")]
-
-
-def _scale_train(rng: random.Random) -> list[Measurement]:
-    return [Measurement("train", "samples_per_s", 1000 * (1 + rng.gauss(0, 0.01)), "samples/s", {"stat": "avg"})]
-
-
-def _fill(db: str, n: int) -> None:
-    """``n`` collective runs on two hosts (half tagged grp=a, half grp=b), ``n`` stream runs with
-    telemetry and ``n`` train runs: what compare, trend, report, theory and scaling read."""
-    rng = random.Random(7)
-    with Store.open(db) as s, s.transaction():
-        for i in range(n):
-            day = f"2026-01-{1 + i % 28:02d}T{i // 28:02d}:00:00Z"
-            s.save_run(Run("coll", hosts=["node1", "node2"], ranks=16, started_at=day,
-                           tags={"grp": "a" if i < n // 2 else "b", "link_speed": "100Gbps"}), _coll(rng))
-            s.save_run(Run("stream", hosts=["node1"], ranks=2, started_at=day, tags={"kind": "stream"}),
-                       _stream(rng, ["node1"]),
-                       [TelemetrySample(0.5 * t, "power", 300.0 + t, "W", "node1", "0") for t in range(3)])
-            s.save_run(Run("train", hosts=["node1", "node2"][: 1 + i % 2], ranks=8, started_at=day,
-                           tags={"kind": "train"}), _scale_train(rng))
-
-
-@pytest.fixture
-def statements(monkeypatch):
-    """Every SQL statement the stores opened from now on run (SQLite's trace callback)."""
-    seen: list[str] = []
-    real = store_module.connect
-
-    def traced(where, readonly=False):
-        backend = real(where, readonly)
-        backend.conn.set_trace_callback(seen.append)
-        return backend
-
-    monkeypatch.setattr(store_module, "connect", traced)
-    return seen
 
 
 def test_scaling_past_the_float_range_keeps_its_columns():

@@ -5,22 +5,10 @@ from __future__ import annotations
 import math
 
 import pytest
+from judged_rows import _rows
 
 from clusterbench.judge.compare import compare
-from clusterbench.judge.select import Row, params_match
-from clusterbench.records import Measurement, Run
-
-PARAMS = {"bytes": 1 << 30, "count": 1 << 28, "dtype": "float", "redop": "sum", "root": -1,
-          "placement": "in", "ranks": 16}
-
-
-def _row(value: float, run_id: int, unit: str = "GB/s", metric: str = "busbw", **params: object) -> Row:
-    return Row(Run("coll", id=run_id, hosts=["n1", "n2"]),
-               Measurement("all_reduce", metric, value, unit, {**PARAMS, **params}))
-
-
-def _rows(values: list[float], start: int, unit: str = "GB/s") -> list[Row]:
-    return [_row(v, start + i, unit) for i, v in enumerate(values)]
+from clusterbench.judge.select import params_match
 
 
 def test_no_spread_5_vs_5_is_called_changed_with_its_rank_p() -> None:

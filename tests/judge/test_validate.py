@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-import json
+from judge_helpers import _crit, _rows
 
 from clusterbench.judge.profile_yaml import load_yaml
 from clusterbench.judge.profiles import parse_profile
 from clusterbench.judge.select import Row
 from clusterbench.judge.validate import ERROR, SKIPPED, evaluate
 from clusterbench.records import Measurement, Run
-
-
-def _crit(**kw: object) -> str:
-    return "name: t\ncriteria:\n  - " + json.dumps({"name": "c", **kw}) + "\n"
-
-
-def _rows(*values_units: tuple[float, str]) -> list[Row]:
-    return [Row(Run(benchmark="stream", id=i + 1), Measurement("stream", "bandwidth", v, u, {"kernel": "Triad"}))
-            for i, (v, u) in enumerate(values_units)]
 
 
 def test_measurements_in_units_that_do_not_convert_are_an_error_with_the_threshold():

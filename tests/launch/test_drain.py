@@ -3,18 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
+from drain_profiles import EVIL
 
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.launch import drain
-
-PWNED = f"/tmp/cb-i16-pwned-{os.getpid()}"
-
-
-EVIL = f'Triad "fast" ; $(touch {PWNED}) `touch {PWNED}`'
-
 
 # `scontrol show node n1` of Slurm 22.05 (this machine), a node drained with a reason.
 SHOW_NODE = """NodeName=n1 Arch=x86_64 CoresPerSocket=1

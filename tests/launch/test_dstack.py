@@ -7,12 +7,11 @@ import shlex
 import jsonschema
 import pytest
 from k8s_schemas import DSTACK_SCHEMA
+from launch_rows import EVIL
 
 from clusterbench.errors import UsageError
 from clusterbench.launch import dstack
 from clusterbench.launch.common import Spec
-
-EVIL = "x=$(touch /tmp/cb6-evil); `touch /tmp/cb6-evil` | rm -rf / ; 'q\""
 
 
 def test_dstack_task_like_the_seed():

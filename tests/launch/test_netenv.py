@@ -2,26 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from host_doubles import _fake_sys
 
 from clusterbench.launch import netenv
-
-
-def _fake_sys(root: Path, ib: dict[str, dict], nets: dict[str, str]) -> Path:
-    for name, state in nets.items():
-        (root / "class/net" / name).mkdir(parents=True)
-        (root / "class/net" / name / "operstate").write_text(state + "\n")
-    for dev, info in ib.items():
-        port = root / "class/infiniband" / dev / "ports" / "1"
-        (port / "gids").mkdir(parents=True)
-        (port / "gid_attrs/types").mkdir(parents=True)
-        (port / "state").write_text(info.get("state", "4: ACTIVE") + "\n")
-        (port / "link_layer").write_text(info.get("link", "Ethernet") + "\n")
-        for i, (gid, typ) in enumerate(info.get("gids", [])):
-            (port / "gids" / str(i)).write_text(gid + "\n")
-            (port / "gid_attrs/types" / str(i)).write_text(typ + "\n")
-    (root / "class/infiniband").mkdir(parents=True, exist_ok=True)
-    return root
 
 
 def test_auto_net_env_roce(tmp_path):

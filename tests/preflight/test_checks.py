@@ -2,31 +2,24 @@
 
 import json
 import os
-import shutil
 import tracemalloc
 from pathlib import Path
 
 import pytest
-from paths import TESTS
+from host_doubles import (
+    CPU,
+    CUDA,
+    DATA,
+    ROCM,
+    H100_qualify_preflight,
+)
 
 from clusterbench.envinfo import torchcheck
 from clusterbench.envinfo.inventory import collect
 from clusterbench.preflight import Expectations, record, run_checks
 from clusterbench.preflight import checks as c
 
-DATA = TESTS / "data" / "sysfs"
-
-
 H100, MI300X, BROKEN = DATA / "h100-node", DATA / "mi300x-node", DATA / "broken-node"
-
-
-CUDA = torchcheck.TorchBuild("2.6.0+cu126", cuda="12.6")
-
-
-ROCM = torchcheck.TorchBuild("2.6.0+rocm6.2.4", hip="6.2.41134-65d174c3e")
-
-
-CPU = torchcheck.TorchBuild("2.6.0+cpu")
 
 
 def _inv(root: Path, build: torchcheck.TorchBuild | None) -> dict:
@@ -35,25 +28,8 @@ def _inv(root: Path, build: torchcheck.TorchBuild | None) -> dict:
     return inv
 
 
-H100_preflight = TESTS / "data" / "sysfs" / "h100-node"
-
-
-@pytest.fixture
-def node(tmp_path: Path) -> Path:
-    """A copy of the H100 tree to change: the RoCE port of mlx5_1 is ens1f0np0 (100 Gb/s)."""
-    root = tmp_path / "node"
-    shutil.copytree(H100_preflight, root, symlinks=True)
-    return root
-
-
 def _by_check(root: Path, exp: Expectations) -> dict[str, c.CheckResult]:
     return {r.check: r for r in run_checks(exp, root=root)}
-
-
-DATA_qualify_preflight = TESTS / "data"
-
-
-H100_qualify_preflight = DATA_qualify_preflight / "sysfs" / "h100-node"
 
 
 def test_preflight_torch_gpus_fails_with_the_evidence():

@@ -1,21 +1,8 @@
 """Tests of clusterbench.preflight.kernel_log: gPU and PCIe errors in the kernel log."""
 
-from clusterbench.preflight import kernel_log
+from host_doubles import LOG
 
-# Message formats as the drivers print them (dmesg with timestamps, and one raw /dev/kmsg record).
-LOG = """\
-[    1.012345] pcieport 0000:00:01.1: AER: enabled with IRQ 28
-[    3.000000] amdgpu: ATOM BIOS: 113-M3000100-102
-[ 1234.567890] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus.
-[ 1235.000000] NVRM: Xid (PCI:0000:3b:00): 13, pid=4321, name=python, Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0): Out Of Range Address
-[   12.100000] pcieport 0000:00:01.1: AER: Corrected error received: 0000:01:00.0
-[   12.200000] pcieport 0000:00:01.1: PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)
-[   13.100000] pcieport 0000:80:03.1: AER: Uncorrected (Fatal) error received: 0000:81:00.0
-[  500.100000] amdgpu 0000:c1:00.0: amdgpu: GPU reset begin!
-[  500.200000] amdgpu 0000:c1:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:24 vmid:8 pasid:32770)
-[  500.300000] [drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx_0.0.0 timeout, signaled seq=123, emitted seq=125
-4,812,1500300000,-;NVRM: Xid (PCI:0000:5d:00): 48, pid=1, name=x, An uncorrectable double bit error
-"""
+from clusterbench.preflight import kernel_log
 
 
 def test_kernel_log_parse():

@@ -2,13 +2,10 @@
 
 import json
 
-from paths import TESTS
+from host_doubles import DATA
 
 from clusterbench.preflight import Expectations, exit_code, overall, run_checks
 from clusterbench.preflight import checks as c
-
-DATA = TESTS / "data" / "sysfs"
-
 
 H100, MI300X, BROKEN = DATA / "h100-node", DATA / "mi300x-node", DATA / "broken-node"
 

@@ -1,11 +1,17 @@
-"""The README and docs stay true: every command is documented, and every example in them parses."""
+"""The README and docs stay true: every command is documented, every example in them parses, and
+every list of ops, dtypes, kernels, tools, commands and profiles they write by hand is whole."""
 
 from __future__ import annotations
 
+import ast
+import itertools
 import json
+import math
 import re
 import shlex
 import warnings
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -14,7 +20,13 @@ from paths import ROOT
 
 from clusterbench.cli import all_commands, cli
 from clusterbench.cli.argv_check import check_argv
+from clusterbench.cli.commands.qualify import LAUNCH_ENGINES
 from clusterbench.errors import UsageError
+from clusterbench.families.collectives import spec as coll_spec
+from clusterbench.families.gemm import spec as gemm_spec
+from clusterbench.families.stream import spec as stream_spec
+from clusterbench.ingest import IMPORTERS, TOOLS
+from clusterbench.judge.profiles import builtin_profiles, load_profile
 
 README = (ROOT / "README.md").read_text()
 
@@ -418,3 +430,355 @@ def test_a_broken_link_is_found():
     assert _broken_links(doc, "see `docs/nope.md` and README, \"No such part\"") == [
         "docs/nope.md", 'README "No such part"']
     assert not _broken_links(doc, "[x](metrics.md#collectives), README, \"Exit codes\"")
+
+
+# -- lists of names: ops, dtypes, kernels, tools, commands, profiles -----------------------------
+#
+# A list the docs or a help text write out by hand names every op (tool, command, profile) the
+# table holds and nothing else. Each list is found by the words around it; a list that is no
+# longer found fails too, so an edit that rewords one is checked again, not skipped.
+
+def _fold(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _help_text(path: str) -> str:
+    """What `clusterbench PATH --help` says, as written (before click wraps it): the command's
+    help, its epilog and every option's help."""
+    cmd, _ = _resolve(path.split())
+    return "\n".join(t for t in (cmd.help, cmd.epilog, *(getattr(p, "help", None) for p in cmd.params)) if t)
+
+
+def _text(where: str) -> str:
+    if where == "clusterbench --help":   # the commands by workflow, each with its line
+        from click.testing import CliRunner
+        return CliRunner().invoke(cli, ["--help"], terminal_width=200).output
+    if where.startswith("clusterbench "):
+        return _help_text(where.removeprefix("clusterbench ").removesuffix(" --help"))
+    return (ROOT / where).read_text()
+
+
+def _items(span: str, canon: Callable[[str], str | None]) -> list[str]:
+    """The items of a written list: `a`, `b` and `c`; a, b or c; a/b/c; `a b c`. Asides in
+    parentheses are left out; an item of several words is one name or a list of names."""
+    span = re.sub(r"\([^()]*\)", "", span.replace("`", ""))
+    items: list[str] = []
+    for part in re.split(r"[,;/]|\band\b|\bor\b", span):
+        part = part.strip().rstrip(".").strip()
+        if not part:
+            continue
+        words = part.split()
+        items += words if canon(part) is None and len(words) > 1 and all(canon(w) for w in words) else [part]
+    return items
+
+
+def _exact(names: Iterable[str]) -> Callable[[str], str | None]:
+    known = set(names)
+    return lambda item: item if item in known else None
+
+
+def _importer_of(item: str) -> str | None:
+    """The importer a list's item names: its tool or --tool alias, in any case, spaces for dashes
+    (`TransferBench`, `vLLM serving results`, `iperf3 -J`); clusterbench's own --json lines are
+    the clusterbench-jsonl importer's."""
+    key = "-".join(item.lower().split())
+    if key.startswith("clusterbench's-own"):
+        key = "clusterbench-jsonl"
+    for imp in IMPORTERS:
+        if any(key == name or key.startswith(f"{name}-") for name in (imp.tool, *imp.aliases)):
+            return imp.tool
+    # the tool's first word alone, where it names one importer (`vLLM bench serve`)
+    first = {imp.tool.split("-")[0]: imp.tool for imp in IMPORTERS}
+    return first.get(key.split("-")[0]) if key.split("-")[0] != "clusterbench" else None
+
+
+def _importers() -> set[str]:
+    return {imp.tool for imp in IMPORTERS}
+
+
+def _ops() -> tuple[str, ...]:
+    return coll_spec.OPS
+
+
+def _gather_type(split: bool) -> set[str]:
+    return {op for op in coll_spec.OPS if coll_spec.SPECS[op].splits_count is split}
+
+
+def _subcommands(group: str) -> list[str]:
+    return list(all_commands()[group].commands)   # type: ignore[attr-defined]
+
+
+def _profiles_with_a_suite() -> list[str]:
+    return [name for name in builtin_profiles() if load_profile(name).suite]
+
+
+@dataclass(frozen=True)
+class NameList:
+    where: str                            # a file of this checkout, or `clusterbench CMD --help`
+    pattern: str                          # its group `list` is the list, in the text, white space folded
+    names: Callable[[], Iterable[str]]    # every name the list must hold, and no other
+    canon: Callable[[str], str | None] | None = None   # an item -> the name it is (None: no such name)
+    start: bool = False                   # the list is the first names, in order, then "..."
+    table: bool = False                   # `pattern` is a table's header row: the list, its first column
+
+    @property
+    def id(self) -> str:
+        return f"{self.where}: {self.pattern[:40]}"
+
+
+def _all_ops() -> tuple[str, ...]:
+    return coll_spec.ALL_OPS
+
+
+NAME_LISTS = [
+    # ops clusterbench runs (families/collectives/spec.py OPS), and those it only imports
+    NameList("README.md", r"\bOps: (?P<list>[^.]+)\.", _ops),
+    NameList("docs/collectives.md", r"`OP` is (?P<list>.+?), a comma list of them", _ops),
+    NameList("docs/metrics.md", r"Benchmark name = the op \((?P<list>[^)]+)\)", _ops),
+    NameList("docs/metrics.md", r"rounded down; for (?P<list>[a-z_, ]+?) it is the per-rank count",
+             lambda: _gather_type(True)),
+    NameList("docs/metrics.md", r"`count x w` for (?P<list>[^;]+);", lambda: _gather_type(False)),
+    NameList("docs/metrics.md", r"`count x n x w` for (?P<list>[^.]+)\.", lambda: _gather_type(True)),
+    NameList("docs/collectives.md", r"rounded down; for (?P<list>[a-z_, ]+?) the per-rank count",
+             lambda: _gather_type(True)),
+    NameList("docs/import.md", r"the ops that split their buffer over n ranks: (?P<list>[^)]+)\)",
+             lambda: [op for op in _all_ops() if coll_spec.SPECS[op].splits_count]),
+    NameList("docs/architecture.md", r"\| collectives \| (?P<list>[^(|]+?) \(nccl-tests' others", _ops),
+    NameList("docs/architecture.md", r"\(nccl-tests' others, (?P<list>[^|]+?), when imported\)",
+             lambda: sorted(set(_all_ops()) - set(_ops())), canon=lambda item: item if item in _all_ops() else None),
+    NameList("clusterbench coll --help", r"\bOps: (?P<list>[^.]+)\.", _ops),
+    NameList("clusterbench run --help", r"every collective op \((?P<list>[^)]+)\)", _ops),
+    # collective dtypes and reductions (DTYPES, DTYPE_SIZES, REDOPS)
+    NameList("docs/collectives.md", r"\| `-d/--datatype` \| `(?P<list>[^`]+)`", lambda: coll_spec.DTYPES),
+    NameList("docs/collectives.md", r"\| `-o/--op` \| reduction: `(?P<list>[^`]+)`", lambda: coll_spec.REDOPS),
+    NameList("docs/architecture.md", r"`dtype` \(nccl-tests names: (?P<list>[^);]+)[);]",
+             lambda: [t for t in coll_spec.DTYPE_SIZES if t not in coll_spec.DTYPE_ALIASES]),
+    NameList("docs/architecture.md", r"`redop` \((?P<list>[^;]+);", lambda: coll_spec.REDOPS),
+    NameList("clusterbench coll --help", r"^(?P<list>[^.]+?), or all \(comma lists", lambda: coll_spec.DTYPES),
+    NameList("clusterbench coll --help", r"Reduction: (?P<list>[^.]+?), or all\.", lambda: coll_spec.REDOPS),
+    # stream kernels (families/stream/spec.py) and GEMM dtypes (families/gemm/spec.py)
+    NameList("README.md", r"clusterbench stream +# (?P<list>[^;]+);", lambda: stream_spec.NAMES),
+    NameList("docs/architecture.md", r"`kernel` \((?P<list>[^)]+)\)", lambda: stream_spec.NAMES),
+    NameList("clusterbench stream --help", r"BabelStream's (?P<list>.+?) kernels", lambda: stream_spec.NAMES),
+    NameList("clusterbench stream --help", r"Comma list of (?P<list>.+?), or all\.", lambda: stream_spec.NAMES),
+    NameList("clusterbench run --help", r"stream \(BabelStream's (?P<list>[^)]+)\)", lambda: stream_spec.NAMES),
+    NameList("docs/architecture.md", r"`array_size` \(elements\), `dtype` \((?P<list>[^)]+)\)",
+             lambda: stream_spec.DTYPES),
+    NameList("docs/metrics.md", r"`array_size` in elements, `dtype` (?P<list>[^,]+),", lambda: stream_spec.DTYPES),
+    NameList("docs/architecture.md", r"`dtype` \((?P<list>fp64[^)]+)\)", lambda: gemm_spec.DTYPES),
+    NameList("docs/node-benchmarks.md", r"`baddbmm`\), dtypes (?P<list>.+?)\. A dtype the device",
+             lambda: gemm_spec.DTYPES),
+    NameList("docs/metrics.md", r"`dtype` (?P<list>fp64/[^,]+),", lambda: gemm_spec.DTYPES),
+    NameList("clusterbench gemm --help", r"^(?P<list>fp64[^.]+?), a comma list", lambda: gemm_spec.DTYPES),
+    # importers (ingest/*.py IMPORTERS) and the names --tool takes (ingest.TOOLS)
+    NameList("docs/import.md", r"^\| tool \| what is read \|$", lambda: TOOLS, table=True),
+    NameList("docs/import.md", r"unknown format: not the output of (?P<list>[^(]+?), \.\.\. \(use --tool",
+             lambda: TOOLS, start=True),
+    NameList("README.md", r"``` (?P<list>nccl-tests/rccl-tests .+? lines) \(`-` reads standard input\)", _importers,
+             canon=_importer_of),
+    NameList("clusterbench import --help", r"^Import (?P<list>.+? lines) \(PATH '-'", _importers, canon=_importer_of),
+    # commands: a group's subcommands, the engines qualify --launch takes
+    NameList("clusterbench results --help", r"^Stored runs: (?P<list>[^.]+)\.", lambda: _subcommands("results")),
+    NameList("clusterbench launch --help", r"across nodes: (?P<list>[^.]+)\.", lambda: _subcommands("launch")),
+    NameList("clusterbench --help", r"^  launch +A command across nodes: (?P<list>.+)$", lambda: _subcommands("launch")),
+    NameList("clusterbench --help", r"^  results +Stored runs: (?P<list>.+)$", lambda: _subcommands("results")),
+    NameList("docs/fleet.md", r"runs each step through `clusterbench launch` \((?P<list>[^)]+)\)",
+             lambda: LAUNCH_ENGINES),
+    NameList("clusterbench qualify --help", r"\(engines: (?P<list>[^)]+)\)",
+             lambda: LAUNCH_ENGINES),
+    # built-in profiles (data/profiles)
+    NameList("docs/fleet.md", r"^\| profile \| suite \| time \|$", _profiles_with_a_suite, table=True),
+    NameList("clusterbench validate --help", r"Built-in profile name \((?P<list>[^)]+)\)",
+             builtin_profiles),
+    NameList("clusterbench qualify --help", r"A profile with a suite: \((?P<list>[^)]+)\)", _profiles_with_a_suite),
+]
+
+
+def _table_column(text: str, header: str) -> str | None:
+    """The first cells of the rows of the Markdown table whose header row matches ``header``, as
+    a list; None when there is no such table."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if re.match(header, line)), None)
+    if start is None:
+        return None
+    rows = [line for line in itertools.takewhile(lambda ln: ln.startswith("|"), lines[start + 2:])]
+    return ", ".join(row.split("|")[1] for row in rows)
+
+
+def _list_problems(check: NameList, text: str) -> list[str]:
+    """What is wrong with the list ``check`` finds in ``text``: not found, a name it lacks, a name
+    that does not exist."""
+    if check.table:
+        span = _table_column(text, check.pattern)
+    else:
+        m = re.search(check.pattern, text, re.M) or re.search(check.pattern, _fold(text))
+        span = m and m.group("list")
+    if span is None:
+        return [f"{check.where}: the list /{check.pattern}/ is no longer found"]
+    want = list(check.names())
+    canon = check.canon or _exact(want)
+    items = _items(span, canon)
+    named = [canon(item) for item in items]
+    problems = [f"{check.where}: {item!r} names none of {', '.join(want)}" for item, n in zip(items, named)
+                if n not in want]
+    if check.start:
+        if [n for n in named if n] != want[:len(items)]:
+            problems.append(f"{check.where}: {items} are not the first of {want}, in order")
+    else:
+        problems += [f"{check.where}: the list lacks {name}" for name in want if name not in named]
+    return problems
+
+
+@pytest.mark.parametrize("check", NAME_LISTS, ids=lambda c: c.id)
+def test_every_list_of_names_in_the_docs_is_whole(check):
+    """Each list of ops, dtypes, kernels, tools, commands or profiles that the docs and the help
+    texts write by hand names every one the code's table holds, and only those."""
+    assert _list_problems(check, _text(check.where)) == []
+
+
+def _factors(span: str) -> dict[str, str]:
+    """`2(n-1)/n` for all_reduce, `(n-1)/n` for all_gather and alltoall -> {op: factor}."""
+    out = {}
+    for m in re.finditer(r"`?(?P<f>[\dn()+\-/ ]*n[\dn()+\-/ ]*|1)`? for "
+                         r"(?P<ops>[a-z_]+(?:(?:, | and )(?![`(\d])[a-z_]+)*)", span):
+        for op in _items(m.group("ops"), _exact(_all_ops())):
+            out[op] = m.group("f").strip()
+    return out
+
+
+def _arith(expr: str, n: int) -> float:
+    """The value of a factor as the docs write it (`2(n-1)/n`) for ``n`` ranks: numbers, n and
+    + - * /, nothing else."""
+    tree = ast.parse(re.sub(r"(?<=[\dn)])\s*(?=\()", "*", expr.strip("() ") if expr.count("(") != expr.count(")")
+                            else expr), mode="eval")
+
+    def value(node: ast.AST) -> float:
+        if isinstance(node, ast.Expression):
+            return value(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.Name) and node.id == "n":
+            return n
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
+            a, b = value(node.left), value(node.right)
+            return {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}.get(type(node.op), a / b if b else math.nan)
+        raise ValueError(f"not a factor: {expr!r}")
+    return value(tree)
+
+
+# (where, the span that states bus factors, the ops it must give a factor for)
+FACTOR_STATEMENTS = [
+    ("docs/metrics.md", r"factor (?P<list>`2\(n-1\)/n` for .+?)\. It is comparable", _ops),
+]
+
+
+def _factor_problems(where: str, pattern: str, ops: Callable[[], Iterable[str]], text: str) -> list[str]:
+    m = re.search(pattern, _fold(text))
+    if m is None:
+        return [f"{where}: the bus factors /{pattern}/ are no longer found"]
+    stated = _factors(m.group("list"))
+    specs = coll_spec.SPECS
+    problems = [f"{where}: no factor for {op}" for op in ops() if op not in stated]
+    problems += [f"{where}: {op}'s factor {f} is not the table's" for op, f in stated.items()
+                 if any(not math.isclose(_arith(f, n), specs[op].busbw_factor(n)) for n in (2, 3, 8))]
+    return problems
+
+
+@pytest.mark.parametrize(("where", "pattern", "ops"), FACTOR_STATEMENTS, ids=[w for w, _, _ in FACTOR_STATEMENTS])
+def test_bus_factors_the_docs_state_are_the_tables(where, pattern, ops):
+    assert _factor_problems(where, pattern, ops, _text(where)) == []
+
+
+# (where, the span that gives each kernel's arrays moved): every kernel, with the table's count
+KERNEL_ARRAYS = [
+    ("docs/metrics.md", r"arrays = (?P<list>Copy .+?): the arrays the kernel as run"),
+    ("docs/node-benchmarks.md", r"as BabelStream: (?P<list>Copy .+?)\. Bandwidth uses"),
+]
+
+
+def _arrays_problems(where: str, pattern: str, text: str) -> list[str]:
+    m = re.search(pattern, _fold(text))
+    if m is None:
+        return [f"{where}: the kernels' arrays /{pattern}/ are no longer found"]
+    problems = []
+    for kernel in stream_spec.KERNELS:
+        stated = re.search(rf"\b{kernel.name}\b(?: `[^`]*`)? \(?(\d+)", m.group("list"))
+        if stated is None:
+            problems.append(f"{where}: no count of arrays for {kernel.name}")
+        elif int(stated.group(1)) != kernel.arrays:
+            problems.append(f"{where}: {kernel.name} moves {kernel.arrays} arrays, not {stated.group(1)}")
+    return problems
+
+
+@pytest.mark.parametrize(("where", "pattern"), KERNEL_ARRAYS, ids=[w for w, _ in KERNEL_ARRAYS])
+def test_arrays_the_docs_give_each_kernel_are_the_tables(where, pattern):
+    assert _arrays_problems(where, pattern, _text(where)) == []
+
+
+def test_imported_tools_table_names_every_importer():
+    """docs/metrics.md's table of imported tools has a row for every importer (clusterbench's own
+    lines carry canonical units and need none)."""
+    column = _table_column(_text("docs/metrics.md"), r"^\| tool \| records \| conversion \|$")
+    assert column is not None, "docs/metrics.md's table of imported tools is no longer found"
+    named = {_importer_of(item) for item in _items(column, _importer_of)}
+    assert _importers() - {"clusterbench-jsonl"} <= named, sorted(_importers() - named)
+
+
+def test_help_lists_every_command():
+    """`clusterbench --help` lists every command module (a module that fails to import would drop
+    its command from the list without a word)."""
+    from click.testing import CliRunner
+    out = CliRunner().invoke(cli, ["--help"], terminal_width=200).output
+    listed = re.findall(r"^  ([a-z][a-z-]*)  +\S", out.split("Start here:", 1)[1], re.M)
+    modules = {p.stem for p in (ROOT / "src" / "clusterbench" / "cli" / "commands").glob("*.py") if p.stem != "__init__"}
+    assert sorted(listed) == sorted("import" if m == "importcmd" else m.replace("_", "-") for m in modules)
+
+
+def _broken(check: NameList, text: str, edit: Callable[[str], str]) -> list[str]:
+    """The problems an edit of a doc brings to ``check``'s list: those of the edited text that the
+    text as it is does not have (so the cases below hold while the docs change)."""
+    edited = edit(text)
+    assert edited != text, "the edit found nothing to change"
+    before = _list_problems(check, text)
+    return [p for p in _list_problems(check, edited) if p not in before]
+
+
+def test_a_broken_list_fails():
+    """The list checks fail on a doc that lacks a name, names one that does not exist, or no
+    longer holds the list."""
+    ops = next(c for c in NAME_LISTS if c.where == "README.md" and "Ops" in c.pattern)
+    readme = _text("README.md")
+    last = f", {_ops()[-1]}."
+    assert _broken(ops, readme, lambda t: t.replace(last, ".")) == [f"README.md: the list lacks {_ops()[-1]}"]
+    assert _broken(ops, readme, lambda t: t.replace(last, f"{last[:-1]}, allgatherv.")) == [
+        "README.md: 'allgatherv' names none of " + ", ".join(_ops())]
+    assert _broken(ops, readme, lambda t: t.replace("Ops: ", "The ops: ")) == [
+        f"README.md: the list /{ops.pattern}/ is no longer found"]
+    others = next(c for c in NAME_LISTS if "when imported" in c.pattern)   # an op, but not one of these
+    assert _broken(others, _text("docs/architecture.md"), lambda t: t.replace("others, ", f"others, `{_ops()[0]}`, ")) == [
+        f"docs/architecture.md: '{_ops()[0]}' names none of " + ", ".join(others.names())]
+    tools = next(c for c in NAME_LISTS if c.where == "docs/import.md" and c.table)
+    doc = _text("docs/import.md")
+    row = next(line for line in doc.splitlines() if line.startswith("| `osu` |"))
+    assert _broken(tools, doc, lambda t: t.replace(row + "\n", "")) == ["docs/import.md: the list lacks osu"]
+    (unknown,) = _broken(tools, doc, lambda t: t.replace("| `osu` |", "| `osu`, `mlperf` |"))
+    assert unknown.startswith("docs/import.md: 'mlperf' names none of")
+    prose = next(c for c in NAME_LISTS if c.where == "README.md" and c.canon is _importer_of)
+    assert _broken(prose, readme, lambda t: t.replace("TransferBench, BabelStream,", "BabelStream,")) == [
+        "README.md: the list lacks transferbench"]
+    profiles = next(c for c in NAME_LISTS if c.where == "docs/fleet.md" and c.table)
+    (renamed, lacks) = _broken(profiles, _text("docs/fleet.md"), lambda t: t.replace("| `cpu-smoke` |", "| `cpu-smoke-2` |"))
+    assert renamed.startswith("docs/fleet.md: 'cpu-smoke-2' names none of") and lacks.endswith("lacks cpu-smoke")
+    subs = next(c for c in NAME_LISTS if c.where == "clusterbench results --help")
+    assert _broken(subs, "Stored runs: list, show, export, delete, tag, copy.", lambda t: t.replace(", copy", "")) == [
+        "clusterbench results --help: the list lacks copy"]
+    factors = FACTOR_STATEMENTS[0]
+    metrics = _text("docs/metrics.md")
+    assert _factor_problems(*factors, metrics) == []
+    wrong = _factor_problems(*factors, metrics.replace("`(n-1)/n` for all_gather", "`n/(n-1)` for all_gather"))
+    assert wrong[0] == "docs/metrics.md: all_gather's factor n/(n-1) is not the table's"
+    assert all(w.endswith("'s factor n/(n-1) is not the table's") for w in wrong)
+    assert _factor_problems(*factors, metrics.replace(", reduce and sendrecv", " and reduce")) == [
+        "docs/metrics.md: no factor for sendrecv"]
+    assert _arrays_problems(*KERNEL_ARRAYS[0], metrics.replace("Add 3,", "Add 2,")) == [
+        "docs/metrics.md: Add moves 3 arrays, not 2"]

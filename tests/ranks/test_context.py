@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 import rankfns
-from paths import TESTS
+from host_doubles import DATA
 from process_helpers import free_port
+from rankfns import _run
 
 from clusterbench.envinfo import torchcheck
 from clusterbench.errors import ClusterbenchError, UsageError
@@ -21,9 +22,6 @@ from clusterbench.ranks.context import RankContext, RankOptions
 from clusterbench.ranks.driver import Job, execute
 from clusterbench.ranks.env import RankEnv
 from clusterbench.records import Failure, Measurement, Meta, Note, Rows, Telemetry, TelemetrySample
-
-DATA = TESTS / "data" / "sysfs"
-
 
 H100, MI300X, BROKEN = DATA / "h100-node", DATA / "mi300x-node", DATA / "broken-node"
 
@@ -43,12 +41,6 @@ def no_gpu_torch(monkeypatch):
     monkeypatch.setattr(torchcheck, "rocm_version", lambda root="/": "6.2")
     for var in torchcheck.VISIBILITY_VARS:
         monkeypatch.delenv(var, raising=False)
-
-
-def _run(target, config, np, timeout=30.0):
-    events = []
-    outcome = execute(Job(target, config, RankOptions(device="cpu", timeout=timeout), np=np), events.append)
-    return outcome, events
 
 
 def _ranks_run(target, config, np=2, timeout=20.0):

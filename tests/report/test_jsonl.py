@@ -1,78 +1,55 @@
 """Tests of clusterbench.report.jsonl: ``--json``."""
 
-import gzip
 import hashlib
 import io
 import json
 import math
 import os
 import re
-import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
+from bench_tables import _header
+from import_sources import (
+    BOM,
+    Outcome,
+    _import_jsonl_origins_ms,
+    _import_jsonl_origins_run,
+    _interleave,
+    _json,
+    _lines,
+    _ms,
+    _outcome,
+    _progress,
+    _run,
+    _same,
+    _text_form,
+    _tool_of,
+    by_file,
+    by_gz,
+    by_stdin,
+    by_text,
+)
 from json_schema import SCHEMA
 from judge_helpers import json_lines
-from paths import ROOT, TESTS
+from paths import DATA, ROOT
+from tool_logs import LOGS
 
-from clusterbench.errors import ClusterbenchError
-from clusterbench.ingest import detect_tool, parse_text
+from clusterbench.ingest import detect_tool
 from clusterbench.ingest.clusterbench_jsonl import parse
 from clusterbench.ingest.common import LogFormatError
 from clusterbench.ingest.source import runs_of as _runs_of
 from clusterbench.judge.compare import compare
 from clusterbench.judge.select import Row
-from clusterbench.records import Failure, Header, Measurement, Meta, Note, Rows, Run, Telemetry
+from clusterbench.records import Failure, Measurement, Meta, Note, Rows, Run, Telemetry
 from clusterbench.report import jsonl
 from clusterbench.report.jsonl import JsonPrinter, run_lines
 from clusterbench.report.terminal import TablePrinter
 
-
-def _run(run_id: int, **kw) -> Run:
-    run = Run(benchmark="coll", command=["clusterbench", "coll", "all_reduce", "--json"],
-              source="clusterbench 0.1.0", started_at="2026-01-02T03:04:05.678Z",
-              ended_at="2026-01-02T03:04:09.000Z", hosts=["gpu01", "gpu02"], ranks=16,
-              devices=["MI300X"] * 16, versions={"torch": "2.5.1", "rccl": "2.21.5"},
-              env={"NCCL_IB_GID_INDEX": "3"}, tags={"env": "k8s"}, errors=[],
-              meta={"launcher": "torchrun", "notes": ["x"], "nested": {"a": [1, 2.5, None]}}, id=run_id)
-    for k, v in kw.items():
-        setattr(run, k, v)
-    return run
-
-
-def _ms(n: int, bench: str = "all_reduce") -> list[Measurement]:
-    return [Measurement(bench, "busbw", 10.0 + i / 3, "GB/s", {"bytes": 8 << i, "dtype": "float"})
-            for i in range(n)]
-
-
-def _lines(run: Run, ms: list[Measurement]) -> list[str]:
-    return list(run_lines(run, ms))
-
-
-DATA = TESTS / "data"
-
-
-TOOL_DIRS = ["babelstream", "hipblaslt-bench", "iperf3", "nccl-tests", "osu", "perftest", "rocblas-bench", "stream",
-             "transferbench", "vllm-serving"]
-
-
-LOGS = sorted(p for d in TOOL_DIRS for p in (DATA / d).iterdir() if p.name != "README.md")
-
-
-BOM = b"\xef\xbb\xbf"
-
-
-PROGRESS = b"  37% |#####     | 12/32 [00:03<00:05]\r"
-
-
 # what str.splitlines splits at and a file's lines hold
 SEPARATORS = ["\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
-
-
-Outcome = tuple[tuple[Any, ...], str | None]
 
 
 def _jsonl() -> bytes:
@@ -89,60 +66,6 @@ def _jsonl() -> bytes:
 
 def _logs() -> list[tuple[str, bytes]]:
     return [(p.name, p.read_bytes()) for p in LOGS] + [("clusterbench.jsonl", _jsonl())]
-
-
-def _fingerprint(item: Any, names: Iterable[str]) -> tuple[str, tuple[Any, ...]]:
-    """A run as stored, but what depends on when and how it was imported: its clock, id, file
-    name (in its meta and its source) and command line."""
-    d = item.run.to_dict()
-    for key in ("id", "started_at", "ended_at", "command"):
-        d.pop(key)
-    d["meta"] = {k: v for k, v in d["meta"].items() if k != "file"}
-    text = repr(sorted(d.items()))
-    for name in sorted(names, key=len, reverse=True):
-        text = text.replace(name, "<file>")
-    ms = tuple((m.benchmark, m.metric, repr(m.value), m.unit, tuple(sorted(m.params.items())))
-               for m in item.measurements)
-    return text, ms
-
-
-def _outcome(runs: Iterator[Any], names: Iterable[str]) -> Outcome:
-    got = []
-    try:
-        for item in runs:
-            got.append(_fingerprint(item, names))
-    except ClusterbenchError as e:   # LogFormatError and the command's own (an unreadable file)
-        return tuple(got), str(e)
-    return tuple(got), None
-
-
-def _differs(want: Outcome, got: Outcome) -> str:
-    (runs_a, err_a), (runs_b, err_b) = want, got
-    if len(runs_a) != len(runs_b) or err_a != err_b:
-        return f"{len(runs_a)} runs, error {err_a!r} vs {len(runs_b)} runs, error {err_b!r}"
-    i = next(i for i, (a, b) in enumerate(zip(runs_a, runs_b)) if a != b)
-    (run_a, ms_a), (run_b, ms_b) = runs_a[i], runs_b[i]
-    if run_a != run_b:
-        return f"run {i}: {run_a[:600]} vs {run_b[:600]}"
-    return f"run {i}: {len(ms_a)} vs {len(ms_b)} measurements, first difference " + \
-        str(next(((x, y) for x, y in zip(ms_a, ms_b) if x != y), "(one list is longer)"))
-
-
-def _same(want: Outcome, got: Outcome, what: str) -> None:
-    assert got == want, f"{what}: {_differs(want, got)}"
-
-
-def by_file(tmp: Path, data: bytes, name: str, tool: str | None = None, jobs: int = 1) -> Outcome:
-    path = tmp / name
-    path.write_bytes(data)
-    return _outcome(_runs_of(str(path), tool, None, jobs, str(path)), [str(path), name])
-
-
-def by_gz(tmp: Path, data: bytes, name: str, tool: str | None = None) -> Outcome:
-    path = tmp / f"{name}.gz"
-    with gzip.open(path, "wb") as f:
-        f.write(data)
-    return _outcome(_runs_of(str(path), tool, None, 1, str(path)), [str(path)[:-3], name])
 
 
 def by_fifo(tmp: Path, data: bytes, name: str, tool: str | None = None) -> Outcome:
@@ -174,50 +97,6 @@ def by_fifo(tmp: Path, data: bytes, name: str, tool: str | None = None) -> Outco
         path.unlink()
 
 
-class _Stdin:
-    def __init__(self, data: bytes) -> None:
-        self.buffer = io.BytesIO(data)
-
-
-def by_stdin(monkeypatch: pytest.MonkeyPatch, data: bytes, tool: str | None = None) -> Outcome:
-    """As ``clusterbench import -`` reads it; its runs are named "stdin"."""
-    with monkeypatch.context() as m:
-        m.setattr(sys, "stdin", _Stdin(data))
-        return _outcome(_runs_of("-", tool, hashlib.sha256(), 1, "-"), ["stdin"])
-
-
-def by_text(data: bytes, name: str, tool: str | None = None) -> Outcome:
-    """``parse_text``: all the runs or the error alone (it gives a list)."""
-    try:
-        runs = parse_text(data.decode("utf-8", "replace"), tool, name)
-    except ClusterbenchError as e:
-        return (), str(e)
-    return _outcome(iter(runs), [name])
-
-
-def _text_form(want: Outcome) -> Outcome:
-    return want if want[1] is None else ((), want[1])
-
-
-def _progress(data: bytes, every: int = 3) -> bytes:
-    """Progress output written before some lines and overwritten by them, as a terminal shows."""
-    lines = data.split(b"\n")
-    return b"\n".join(PROGRESS + ln if i % every == 1 and ln.strip() else ln for i, ln in enumerate(lines))
-
-
-def _json(name: str, data: bytes) -> bool:
-    """A JSON document or JSON lines: not terminal output (a CR in it is JSON's whitespace)."""
-    return name.endswith((".json", ".jsonl")) or data.lstrip()[:1] in (b"{", b"[")
-
-
-def _tool_of(outcome: Outcome) -> str | None:
-    for run, _ in outcome[0]:
-        meta = dict(eval(run))["meta"]   # noqa: S307 - our own repr of plain values
-        if "tool" in meta:
-            return str(meta["tool"])
-    return None
-
-
 IPERF_JSON = [DATA / "iperf3" / n for n in ("cloudpilot-10k_file-bytes-mode.json",
                                             "cloudpilot-bw_proxy_target_direct-10s-omit3.json")]
 
@@ -231,32 +110,11 @@ def _json_pairs() -> list[tuple[str, bytes, bytes]]:
             ("clusterbench.jsonl", _jsonl(), _jsonl())]
 
 
-def _import_jsonl_origins_run(host: str, started: str = "2026-01-02T03:04:05.678Z") -> Run:
-    return Run(benchmark="coll", command=["clusterbench", "coll", "all_reduce", "--json"],
-               source="clusterbench 0.1.0", started_at=started, ended_at="2026-01-02T03:04:09.000Z",
-               hosts=[host], ranks=8, devices=["H100"] * 8, tags={"host": host}, id=1)
-
-
-def _import_jsonl_origins_ms(n: int, base: float) -> list[Measurement]:
-    return [Measurement("all_reduce", "busbw", base + i, "GB/s", {"bytes": 8 << i, "dtype": "float"})
-            for i in range(n)]
-
-
-def _interleave(a: list[str], b: list[str]) -> list[str]:
-    out: list[str] = []
-    for i in range(max(len(a), len(b))):
-        out += a[i:i + 1] + b[i:i + 1]
-    return out
-
-
 A, B_import_jsonl_origins = _lines(_import_jsonl_origins_run("gpu01"), _import_jsonl_origins_ms(3, 10.0)), _lines(_import_jsonl_origins_run("gpu02", "2026-01-02T03:04:06.000Z"), _import_jsonl_origins_ms(3, 20.0))
 
 
 def _by_host(got) -> dict[str, list[float]]:
     return {g.run.hosts[0]: [m.value for m in g.measurements] for g in got}
-
-
-
 
 
 def rows(values, bytes_=1 << 30, metric="busbw", unit="GB/s", start=1):
@@ -266,11 +124,6 @@ def rows(values, bytes_=1 << 30, metric="busbw", unit="GB/s", start=1):
         out.append(Row(run, Measurement("all_reduce", metric, v, unit,
                                         {"bytes": bytes_, "placement": "in", "host": f"h{i}"})))
     return out
-
-
-def _header() -> Header:
-    return Header(ranks=2, hosts=["a", "b"], devices=["cpu", "cpu"], device_type="cpu", backend="gloo",
-                  launcher="local", versions={"torch": "x"}, env={"NCCL_DEBUG": "INFO"})
 
 
 def test_one_run_keeps_every_field_and_says_it_was_imported():

@@ -2,50 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import re
-import stat
-from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
-from paths import TESTS
+from junit_xml import SCHEMA, _cases, _read
+from special_files import _is, _special
 
 from clusterbench.errors import UsageError
 from clusterbench.report import junit
-
-xmlschema = pytest.importorskip("xmlschema", reason="xmlschema (test extra) validates against the JUnit XSD")
-
-
-SCHEMA = xmlschema.XMLSchema(str(TESTS / "data" / "schemas" / "junit-10.xsd"))
-
-
-def _read(path: Path) -> ET.Element:
-    SCHEMA.validate(str(path))
-    root = ET.parse(path).getroot()
-    assert root.tag == "testsuites"
-    for suite in root.findall("testsuite"):   # the counts CI systems show are the cases'
-        cases = suite.findall("testcase")
-        assert int(suite.get("tests")) == len(cases)
-        for tag, attr in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
-            assert int(suite.get(attr)) == sum(c.find(tag) is not None for c in cases)
-    return root
-
-
-def _cases(root: ET.Element) -> dict[str, ET.Element]:
-    return {c.get("name"): c for c in root.iter("testcase")}
-
-
-def _special(path: Path, kind: str) -> None:
-    if kind == "device":   # /dev/null's numbers, made in the test's directory
-        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
-    else:
-        os.mkfifo(path)
-
-
-def _is(path: Path, kind: str) -> bool:
-    mode = os.lstat(path).st_mode
-    return stat.S_ISCHR(mode) if kind == "device" else stat.S_ISFIFO(mode)
 
 
 def test_render_escapes_and_drops_what_xml_cannot_carry(tmp_path):

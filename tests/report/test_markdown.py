@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-HOSTILE = ("</script><script>alert(1)</script><img src=x onerror=alert(2)>\"' onload=x `code` "
-           "![t](https://e.invalid/t.png) [l](javascript:alert(3)) | ]]> \x1b[31m\x07\x7f\x9b \u202egnp.\u2066")
+from hostile_text import HOSTILE
 
 
 def test_markdown_cells_make_no_link_image_or_code_span():

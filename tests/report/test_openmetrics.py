@@ -2,27 +2,19 @@
 
 from __future__ import annotations
 
-import http.client
 import math
 import re
 import socket
 import time
 
 import pytest
+from fleet_metrics import BUSBW, ODD_PARAMS, TRIAD, _gauges, _request
+from prom_format import prom_parser
 
 from clusterbench.families import FAMILIES
 from clusterbench.records import Measurement, Run
 from clusterbench.report import openmetrics
 from clusterbench.report.openmetrics import in_base_unit
-
-prom_parser = pytest.importorskip("prometheus_client.parser", reason="prometheus-client (the metrics extra)")
-
-
-BUSBW = "clusterbench_collectives_busbw_bytes_per_second"
-
-
-TRIAD = "clusterbench_stream_bandwidth_bytes_per_second"
-
 
 parser_copy_metrics = pytest.importorskip("prometheus_client.parser")
 
@@ -48,16 +40,6 @@ def server():
         srv.server_close()
 
 
-def _request(port: int, method: str, path: str) -> tuple[int, dict[str, str], bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        conn.request(method, path)
-        r = conn.getresponse()
-        return r.status, dict(r.getheaders()), r.read()
-    finally:
-        conn.close()
-
-
 def _closed_by_server(sock: socket.socket, send: bytes = b"") -> bool:
     """Whether the server closes ``sock`` within 10 s, ``send`` going out every 0.1 s meanwhile."""
     sock.settimeout(0.1)
@@ -77,15 +59,6 @@ def _closed_by_server(sock: socket.socket, send: bytes = b"") -> bool:
 
 # Prometheus' label name grammar; a name starting with "__" is reserved for its own use.
 LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
-
-
-ODD_PARAMS = {"bytes": 8, "placement": "in", "": "empty", "__name__": "renamed", "benchmark": "a param",
-              "a-b": "dash", "a.b": "dot", "é": 'ü"\\\n'}
-
-
-def _gauges() -> list[openmetrics.Gauge]:
-    run = Run("coll", hosts=["h1"], started_at="2026-01-01T00:00:00+00:00")
-    return openmetrics.collect([(run, [Measurement("all_reduce", "busbw", 1.0, "GB/s", dict(ODD_PARAMS))])])
 
 
 def _busbw_labels(gauges: list[openmetrics.Gauge]) -> dict[str, str]:

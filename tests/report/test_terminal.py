@@ -6,9 +6,10 @@ import io
 
 import pytest
 import torch
+from bench_tables import _coll, _index, _row, _run
+from coll_rankfns import TARGET
 from paths import DATA
 
-from clusterbench.bench.collectives import rank
 from clusterbench.bench.collectives.config import coll_config as build_config
 from clusterbench.families import FAMILIES, renderer_for
 from clusterbench.ranks.context import RankOptions
@@ -17,43 +18,11 @@ from clusterbench.records import Header, Measurement, Meta, Note, Rows, Run
 from clusterbench.report.terminal import TablePrinter, render_run
 from clusterbench.runner import RunBuilder, run_job
 
-TARGET = rank.main
-
-
-def _row(op, nbytes, count, placement, t, alg, bus, wrong=None, dtype="float", redop="sum", root=-1):
-    p = {"bytes": nbytes, "count": count, "dtype": dtype, "redop": redop, "root": root,
-         "placement": placement, "ranks": 4}
-    ms = [Measurement(op, "time_us", t, "us", p), Measurement(op, "algbw", alg, "GB/s", p),
-          Measurement(op, "busbw", bus, "GB/s", p)]
-    if wrong is not None:
-        ms.append(Measurement(op, "wrong", float(wrong), "", p))
-    return ms
-
-
-def _run():
-    return Run(benchmark="coll", ranks=2, hosts=["nodeA"], devices=["GPU A", "GPU B"],
-               meta={"rank_hosts": ["nodeA", "nodeA"], "rank_pids": [101, 102],
-                     "rank_device_index": [0, 1], "rank_bus_id": ["0x1b", "0x2c"],
-                     "coll_sweep.all_gather": {"minbytes": 8, "maxbytes": 1024, "step": 2,
-                                               "step_kind": "factor", "warmup_iters": 5, "iters": 20,
-                                               "validation": 1}})
-
-
-def _coll(op: str, size: int) -> list[Measurement]:
-    p = {"bytes": size, "count": size // 4, "dtype": "float", "redop": "none", "root": -1,
-         "placement": "out", "ranks": 2}
-    return [Measurement(op, "time_us", 10.0, "us", p), Measurement(op, "algbw", 1.0, "GB/s", p),
-            Measurement(op, "busbw", 1.0, "GB/s", p)]
-
 
 def _stream() -> list[Measurement]:
     base = {"kernel": "Copy", "array_size": 1024, "dtype": "double", "device": "cpu"}
     return [Measurement("stream", "bandwidth", 5.0, "GB/s", dict(base)),
             *(Measurement("stream", "time_us", 3.0, "us", {**base, "stat": s}) for s in ("min", "max", "avg"))]
-
-
-def _index(lines: list[str], text: str) -> int:
-    return next(i for i, line in enumerate(lines) if text in line)
 
 
 HEADER = Header(ranks=2, hosts=["h", "h"], devices=["cpu", "cpu"], device_type="cpu", backend="gloo",

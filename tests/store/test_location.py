@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from pg_fixtures import SECRET
 
 from clusterbench.errors import UsageError
 from clusterbench.store import describe
@@ -17,8 +18,6 @@ from clusterbench.store.location import (
     redact,
     strip_password,
 )
-
-SECRET = "Zq7secretPW"
 
 
 @pytest.mark.parametrize("url", [

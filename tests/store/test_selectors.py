@@ -6,6 +6,7 @@ import random
 from datetime import datetime, timezone
 
 import pytest
+from stored_runs import AWKWARD, RUNS
 
 from clusterbench.errors import UsageError
 from clusterbench.records import Measurement, Run
@@ -22,17 +23,6 @@ def _m(bench: str) -> Measurement:
     return Measurement(bench, "bandwidth", 1.0, "GB/s", {})
 
 
-# (benchmark column, source, started_at, tags, measured benchmarks)
-RUNS = [
-    ("coll", "clusterbench 0.1.0", "2026-11-01T10:00:00.000Z", {"env": "a"}, ["all_reduce", "all_gather"]),
-    ("stream", "clusterbench 0.1.0", "2026-11-10T10:00:00.000Z", {"env": "a", "node": "n1"}, ["stream"]),
-    ("import", "rccl-tests develop:ae3e635", "2026-11-20T10:00:00.000Z", {"env": "b"}, ["all_reduce"]),
-    ("import", "osu 7.0", "2026-11-21T10:00:00.000Z", {"env": "b"}, ["osu_bw"]),
-    ("import", "babelstream 5.0", "2026-11-22T10:00:00.000Z", {"env": "b", "node": "n1"}, ["stream"]),
-    ("suite", "clusterbench 0.1.0", "2026-11-23T10:00:00.000Z", {"env": "a"}, ["sendrecv", "stream", "gemm"]),
-]
-
-
 @pytest.fixture
 def store(db):
     with Store.open(db) as s:
@@ -41,18 +31,6 @@ def store(db):
                            meta={"tool": source.split()[0]} if bench == "import" else {}),
                        [_m(b) for b in measured])
         yield s
-
-
-# Tags that collide with the grammar: its separator, '=', bench:, ranges, ids, last, quotes,
-# backslashes, space at the ends, an empty key or value, control characters (an import keeps
-# whatever its lines held).
-AWKWARD = [
-    ("team", "a,b"), ("bench:x", "1"), ("a=b", "c"), ("k", "x=y=z"), ("k", " v "), (" k ", "v"),
-    ("", "empty key"), ("e", ""), ("", ""), ("last", "1"), ("last~2", "x"), ("12", "x"), ("3..7", "y"),
-    ("3-7", "1..2"), ("q", '"quoted"'), ("q", 'say "hi"'), ("bs", "a\\b"), ("bs", "\\x41"), ("bs", "\\"),
-    ("ctl\n", "a\rb\tc\x1b[2J"), ("bidi", "\u202eevil"), ("c1", "\x85\x9b"), ("sp", " "), ("u", "Größe µs"),
-    ("colon:x", "a:b"), ("bench:", "bench:"), ("comma,key", ","), ('"', '"'), ("=", "="),
-]
 
 
 def test_since(store):

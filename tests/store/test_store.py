@@ -3,10 +3,21 @@
 import os
 import shutil
 import sqlite3
-from pathlib import Path
 
 import pytest
-from paths import TESTS
+from child_cli import FUTURE, _make_newer
+from store_raw import _ms
+from stored_runs import (
+    AWKWARD,
+    GOLDEN,
+    NUL,
+    RUNS,
+    _m,
+    _run,
+    _source,
+    _store_selectors_m,
+    _tag_selectors_run,
+)
 
 from clusterbench.errors import StoreError, UsageError
 from clusterbench.records import INTERRUPTED, RUN_STATUSES, Measurement, Run
@@ -16,14 +27,6 @@ from clusterbench.store import sqlite as sqlite_backend
 from clusterbench.store.copy import copy_databases
 from clusterbench.store.migrations import MIGRATIONS
 from clusterbench.store.selectors import tag_term
-
-
-def _source(path: Path, runs: int = 2) -> str:
-    with Store.open(path) as s:
-        for i in range(runs):
-            s.save_run(Run("coll", hosts=[f"h{i}"], started_at=f"2026-01-0{i + 1}T00:00:00.000Z"),
-                       [Measurement("all_reduce", "busbw", 1.5 + i, "GB/s", {"bytes": 8})])
-    return str(path)
 
 
 def _failing_migration(monkeypatch, exc: BaseException) -> None:
@@ -36,10 +39,6 @@ def _failing_migration(monkeypatch, exc: BaseException) -> None:
             raise exc
 
     monkeypatch.setattr(Store, "migrate", fail)
-
-
-def _ms(n: int) -> list[Measurement]:
-    return [Measurement("all_reduce", "busbw", float(i), "GB/s", {"bytes": 8 << i}) for i in range(n)]
 
 
 @pytest.fixture
@@ -55,41 +54,9 @@ def _count(store, table):
     return store.db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
 
 
-NUL = "a\x00b"
-
-
-def _run(**kw) -> Run:
-    return Run(**{"benchmark": "coll", "hosts": ["h1"], "ranks": 1, "tags": {"env": "x"}, **kw})
-
-
-def _m(**kw) -> Measurement:
-    return Measurement(**{"benchmark": "all_reduce", "metric": "busbw", "value": 1.5, "unit": "GB/s",
-                          "params": {"bytes": 8, "placement": "out"}, **kw})
-
-
 def _sample(**kw) -> TelemetrySample_store_nul:
     return TelemetrySample_store_nul(**{"t": 0.0, "metric": "power", "value": 300.0, "unit": "W", "host": "h1",
                               "device": "0", **kw})
-
-
-@pytest.fixture
-def db_store_selectors(any_db):
-    return any_db
-
-
-def _store_selectors_m(bench: str) -> Measurement:
-    return Measurement(bench, "bandwidth", 1.0, "GB/s", {})
-
-
-# (benchmark column, source, started_at, tags, measured benchmarks)
-RUNS = [
-    ("coll", "clusterbench 0.1.0", "2026-11-01T10:00:00.000Z", {"env": "a"}, ["all_reduce", "all_gather"]),
-    ("stream", "clusterbench 0.1.0", "2026-11-10T10:00:00.000Z", {"env": "a", "node": "n1"}, ["stream"]),
-    ("import", "rccl-tests develop:ae3e635", "2026-11-20T10:00:00.000Z", {"env": "b"}, ["all_reduce"]),
-    ("import", "osu 7.0", "2026-11-21T10:00:00.000Z", {"env": "b"}, ["osu_bw"]),
-    ("import", "babelstream 5.0", "2026-11-22T10:00:00.000Z", {"env": "b", "node": "n1"}, ["stream"]),
-    ("suite", "clusterbench 0.1.0", "2026-11-23T10:00:00.000Z", {"env": "a"}, ["sendrecv", "stream", "gemm"]),
-]
 
 
 @pytest.fixture
@@ -100,36 +67,6 @@ def store_store_selectors(db_store_selectors):
                            meta={"tool": source.split()[0]} if bench == "import" else {}),
                        [_store_selectors_m(b) for b in measured])
         yield s
-
-
-FUTURE = "9999_from_a_newer_clusterbench"
-
-
-GOLDEN = TESTS / "data" / "golden" / "pre-redesign.db"
-
-
-def _make_newer(db: str) -> None:
-    with Store.open(db) as store:
-        with store.db.write():
-            store.db.execute("INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
-                             (FUTURE, "2099-01-01 00:00:00"))
-
-
-# Tags that collide with the grammar: its separator, '=', bench:, ranges, ids, last, quotes,
-# backslashes, space at the ends, an empty key or value, control characters (an import keeps
-# whatever its lines held).
-AWKWARD = [
-    ("team", "a,b"), ("bench:x", "1"), ("a=b", "c"), ("k", "x=y=z"), ("k", " v "), (" k ", "v"),
-    ("", "empty key"), ("e", ""), ("", ""), ("last", "1"), ("last~2", "x"), ("12", "x"), ("3..7", "y"),
-    ("3-7", "1..2"), ("q", '"quoted"'), ("q", 'say "hi"'), ("bs", "a\\b"), ("bs", "\\x41"), ("bs", "\\"),
-    ("ctl\n", "a\rb\tc\x1b[2J"), ("bidi", "\u202eevil"), ("c1", "\x85\x9b"), ("sp", " "), ("u", "Größe µs"),
-    ("colon:x", "a:b"), ("bench:", "bench:"), ("comma,key", ","), ('"', '"'), ("=", "="),
-]
-
-
-def _tag_selectors_run(tags: dict[str, str]) -> Run:
-    return Run(benchmark="all_reduce", source="clusterbench 0.1.0", started_at="2026-11-01T10:00:00.000Z",
-               hosts=["h1"], tags=tags)
 
 
 def test_copy_databases_copies_and_makes_the_destination_as_needed(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from sweep_results import HOSTS, UNIT, _bw, _directed, _lat, _suspects
 
 from clusterbench.errors import UsageError
 from clusterbench.sweep import plan
@@ -20,14 +21,9 @@ from clusterbench.sweep.analyze import (
 from clusterbench.sweep.report import node_verdicts, table_lines, to_run
 from clusterbench.sweep.run import parse_records
 
-HOSTS = ["n1", "n2", "n3", "n4"]
-
 
 def _pairs(values: dict[tuple[str, str], float]) -> list[SubsetResult]:
     return [SubsetResult(k, "pair", v, "GB/s") for k, v in values.items()]
-
-
-UNIT = "GB/s"
 
 
 def _single(values: dict[str, float | None], unit: str = UNIT) -> list[SubsetResult]:
@@ -37,10 +33,6 @@ def _single(values: dict[str, float | None], unit: str = UNIT) -> list[SubsetRes
 
 def _pair(hosts: tuple[str, ...], v: float | None, error: str = "exit code 1") -> SubsetResult:
     return SubsetResult(hosts, "pair", v, UNIT) if v is not None else SubsetResult(hosts, "pair", None, error=error)
-
-
-def _suspects(a) -> dict[str, str]:  # type: ignore[no-untyped-def]
-    return {s.host: s.reason for s in a.suspects}
 
 
 def _stored(results: list[SubsetResult], a) -> dict:  # type: ignore[no-untyped-def]
@@ -94,32 +86,6 @@ def _sweep(send_drop: dict[str, float], receive_drop: dict[str, float]) -> list[
 def _coll_records(busbw: float) -> list[dict]:
     return [{"metric": "busbw", "value": v, "unit": "GB/s", "params": {"op": "all_reduce", "bytes": b}}
             for b, v in ((1 << 20, busbw / 4), (1 << 28, busbw), (1 << 28, busbw + 1.0))]
-
-
-def _lat(src: str, dst: str, stats: dict[str, float]) -> str:
-    """The lines ``net --json`` prints for one pair's round trip, one per stat."""
-    return "".join(json.dumps({"benchmark": "net", "metric": "latency_us", "value": v, "unit": "us",
-                               "params": {"src_host": src, "dst_host": dst, "src_rank": 0, "dst_rank": 1,
-                                          "streams": 1, "bytes": 8, "protocol": "tcp", "iterations": 200,
-                                          "stat": s}}) + "\n"
-                   for s, v in stats.items())
-
-
-def _bw(src: str, dst: str, gbps: float) -> str:
-    return json.dumps({"benchmark": "net", "metric": "bandwidth", "value": gbps, "unit": "GB/s",
-                       "params": {"src_host": src, "dst_host": dst, "streams": 4, "bytes": int(gbps * 2e9),
-                                  "protocol": "tcp"}}) + "\n"
-
-
-def _directed(send_drop: str) -> list[SubsetResult]:
-    def speed(s: str, d: str) -> float:
-        return 10.0 * (1 + 0.001 * ((HOSTS.index(s) * 7 + HOSTS.index(d) * 3) % 5)) * (0.92 if s == send_drop else 1.0)
-    out = []
-    for a, b in plan.pairs(HOSTS):
-        records = parse_records(_bw(a, b, speed(a, b)) + _bw(b, a, speed(b, a)))
-        value, unit = pick_value(records, "bandwidth")  # type: ignore[misc]
-        out.append(SubsetResult((a, b), "pair", value, unit, directions=read_directions(records, "bandwidth", (a, b)).values))
-    return out
 
 
 def _records(a: str, b: str) -> list[dict]:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from sweep_results import HOSTS
 
 from clusterbench.errors import UsageError
 from clusterbench.sweep import plan
-
-HOSTS = ["n1", "n2", "n3", "n4"]
 
 
 def test_plan_pairs_ring_batches():

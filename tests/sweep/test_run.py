@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import types
 
 import pytest
+from sweep_results import HOSTS, _bw, _lat, _suspects
 
 from clusterbench.errors import UsageError
 from clusterbench.sweep import plan
@@ -14,23 +14,6 @@ from clusterbench.sweep import run as sweep_run
 from clusterbench.sweep.analyze import analyze
 from clusterbench.sweep.report import table_lines, to_run
 from clusterbench.sweep.run import SweepConfig, run_sweep
-
-HOSTS = ["n1", "n2", "n3", "n4"]
-
-
-def _lat(src: str, dst: str, stats: dict[str, float]) -> str:
-    """The lines ``net --json`` prints for one pair's round trip, one per stat."""
-    return "".join(json.dumps({"benchmark": "net", "metric": "latency_us", "value": v, "unit": "us",
-                               "params": {"src_host": src, "dst_host": dst, "src_rank": 0, "dst_rank": 1,
-                                          "streams": 1, "bytes": 8, "protocol": "tcp", "iterations": 200,
-                                          "stat": s}}) + "\n"
-                   for s, v in stats.items())
-
-
-def _bw(src: str, dst: str, gbps: float) -> str:
-    return json.dumps({"benchmark": "net", "metric": "bandwidth", "value": gbps, "unit": "GB/s",
-                       "params": {"src_host": src, "dst_host": dst, "streams": 4, "bytes": int(gbps * 2e9),
-                                  "protocol": "tcp"}}) + "\n"
 
 
 def _fake_launch(monkeypatch, stdout_of) -> None:  # type: ignore[no-untyped-def]
@@ -46,10 +29,6 @@ def _sweep(monkeypatch, stdout_of, metric: str, hib: bool, hosts=HOSTS, single: 
     subsets = ([("single", (h,)) for h in hosts] if single else []) + [("pair", p) for p in plan.pairs(hosts)]
     results = run_sweep(cfg, subsets, higher_is_better=hib)
     return results, analyze(results, higher_is_better=hib)
-
-
-def _suspects(a) -> dict[str, str]:  # type: ignore[no-untyped-def]
-    return {s.host: s.reason for s in a.suspects}
 
 
 def test_one_slow_round_trip_does_not_make_a_suspect(monkeypatch):

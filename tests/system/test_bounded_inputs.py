@@ -5,23 +5,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
-from paths import TESTS
-
-from clusterbench.store import Store
-
-DATA = TESTS / "data"
-
+from child_cli import _runs
+from paths import DATA
 
 NCCL_LOG = DATA / "nccl-tests" / "seed-mi300x-rccl-all_reduce-8gpu.txt"
-
-
-def _runs(db: Path) -> list:
-    if not db.exists():
-        return []
-    with Store.open(str(db)) as s:
-        return s.list_runs()
 
 
 def test_a_tag_that_is_not_utf8_is_refused(tmp_path):

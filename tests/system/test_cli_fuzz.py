@@ -14,14 +14,13 @@ from pathlib import Path
 
 import pytest
 from cli_fuzz import MEASURING, NO_END, Case, build_db, cases, findings, make_files, run_case
-from paths import TESTS
+from paths import DATA
 
 from clusterbench.errors import UsageError
 from clusterbench.textfile import read_user_text
 
 SEED = 20251126
 SAMPLE = 150
-DATA = TESTS / "data"
 # Left out of the sample: commands that measure (seconds each), serve or reach other hosts, and
 # report, whose module other work changes; each has targeted tests of its own.
 SKIP = MEASURING | NO_END | {"report"}
@@ -198,4 +197,3 @@ def test_an_unwritable_junit_is_refused_before_sweep_or_qualify_runs_anything(fu
     _refused(fuzz, "sweep", "--hosts", "a,b", "--junit", junit, "--db", "{db}", words="cannot write --junit")
     _refused(fuzz, "qualify", "--profile", "cpu-smoke", "--no-preflight", "--junit", junit, "--db", "{db}",
              words="cannot write --junit")
-

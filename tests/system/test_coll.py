@@ -5,16 +5,13 @@ import io
 import json
 import math
 import os
-import pty
 import re
-import select
 import signal
 import sqlite3
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from collections import defaultdict
 from datetime import timedelta
 from pathlib import Path
@@ -23,15 +20,44 @@ from typing import Any
 import psutil
 import pytest
 import torch.distributed as dist
-from cluster_fixtures import IP, cluster_or_skip
-from fleet_helpers import night, real_measurements, store_history
+from bench_cli import SMALL, _key, cli, cli_bench_cpu, measurements
+from bench_tables import _index
+from child_cli import FUTURE, _cb, _make_newer, _one_error, _runs
+from cluster_fixtures import COLL, GLOO, IP
+from fleet_helpers import night
+from fleet_metrics import BUSBW, _families, _value
+from json_cases import TINY_COLL, _cases
 from json_schema import check_lines
 from judge_helpers import run_cli
-from nccl_facts import FACTORS, WIDTH
-from nccl_facts import PER_RANK as PER_RANK_bench_cpu
-from paths import ROOT, TESTS
-from process_helpers import assert_all_gone, free_port, listens_on, process_family, wait_until
+from nccl_facts import FACTORS, PER_RANK, WIDTH
+from paths import DATA, SRC, TESTS
+from process_helpers import (
+    _cmdline,
+    _family,
+    assert_all_gone,
+    free_port,
+    listens_on,
+    process_family,
+    wait_until,
+)
+from system_cli import (
+    BIG,
+    DTYPE_BYTES,
+    _default_sighup,
+    _fault_disk_cb,
+    _finish,
+    _get,
+    _healthy,
+    _start,
+    _store_versions_cb,
+    _stored,
+    clusterbench_native_records,
+    lines_native_records,
+    stored_bench_cpu,
+)
 from tmpfs_helpers import small_tmpfs
+from tty_runs import ESCAPE, _skeleton
+from tty_runs import _run as _progress_run
 
 from clusterbench.bench.collectives import rank
 from clusterbench.bench.collectives.config import coll_config as build_config
@@ -48,46 +74,6 @@ from clusterbench.store import Store
 from clusterbench.store.migrations import MIGRATIONS
 
 
-def _cb(*argv: str, env: dict[str, str] | None = None, stdin: str | None = None,
-        timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "clusterbench", *map(str, argv)], capture_output=True,
-                          text=True, timeout=timeout, input=stdin, env={**os.environ, **(env or {})})
-
-
-def _one_error(p: subprocess.CompletedProcess[str]) -> str:
-    assert p.returncode == 2, (p.returncode, p.stderr)
-    lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("clusterbench: error: "), p.stderr
-    assert "Traceback" not in p.stderr and "RecursionError" not in p.stderr
-    return lines[0]
-
-
-def _runs(db: Path) -> list:
-    if not db.exists():
-        return []
-    with Store.open(str(db)) as s:
-        return s.list_runs()
-
-
-COLL = ["coll", "all_reduce", "-b", "4M", "-e", "4M", "-n", "5", "-w", "1", "--device", "cpu"]
-
-
-GLOO = ["--env", "GLOO_SOCKET_IFNAME=eth0"]
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    yield from cluster_or_skip(3)
-
-
-@pytest.fixture
-def clean(cluster):
-    yield cluster
-    for i in range(cluster.n):
-        cluster.unshape(i)
-        cluster.link(i, True)
-
-
 def _cluster_emulated_cb(args, timeout=240, ns=None, env=None):
     argv = [sys.executable, "-m", "clusterbench", *args]
     if ns:
@@ -101,16 +87,6 @@ def _sweep(c, db, *extra, test=()):
                 "--join-timeout", "40", "--timeout", "120", "--db", db, *extra, "--", *COLL, *test])
 
 
-SMALL = ["-b", "8", "-e", "256", "-f", "4", "-n", "2", "-w", "1"]
-
-
-def cli(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
-
-
 def _table_lines(text, notes):
     skip = {f"# {Note.from_stored(n).text}" for n in notes}
     return [line for line in text.splitlines() if line not in skip]
@@ -121,51 +97,12 @@ def _pids_from_header(line):
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-@pytest.fixture
-def tiny_fs(tmp_path):
-    """A directory on a 1 MiB tmpfs."""
-    with small_tmpfs(tmp_path / "tiny", "1m") as mnt:
-        yield mnt
-
-
-def _fault_disk_cb(*argv: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "clusterbench", *argv], capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
-
-
 def _fill(where: Path, leave: int) -> None:
     """Fill the file system of ``where`` up to ``leave`` bytes."""
     st = os.statvfs(where)
     free = st.f_bavail * st.f_frsize
     with open(where / "filler", "wb") as f:
         f.write(b"\0" * max(0, free - leave))
-
-
-def _healthy(db: Path) -> list[tuple]:
-    """The database opens, passes its integrity check; its runs and measurement counts."""
-    with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
-        orphans = conn.execute("SELECT count(*) FROM measurement_packs WHERE run_id NOT IN (SELECT id FROM runs)")
-        assert orphans.fetchone() == (0,)
-        return conn.execute("SELECT r.id, r.status, coalesce(sum(m.count), 0) FROM runs r"
-                            " LEFT JOIN measurement_packs m ON m.run_id = r.id GROUP BY r.id ORDER BY r.id").fetchall()
-
-
-# long enough that the signal lands mid-sweep, short enough for two cores
-LONG = ["coll", "all_reduce", "-b", "8", "-e", "256M", "-f", "2", "-n", "20", "-w", "1", "--np", "2",
-        "--device", "cpu", "--telemetry-interval", "0", "--timeout", "120"]
-
-
-def _default_sighup() -> None:
-    # under nohup (or a CI runner that ignores SIGHUP) the command would inherit SIG_IGN
-    signal.signal(signal.SIGHUP, signal.SIG_DFL)
-
-
-def _start(db: str, *extra: str, stdout=subprocess.PIPE, preexec_fn=None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "clusterbench", *LONG, *extra, "--db", db],
-                            stdout=stdout, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=preexec_fn)
 
 
 def _rows_until(proc: subprocess.Popen, n: int) -> list[str]:
@@ -184,107 +121,9 @@ def _sizes(lines: list[str]) -> list[int]:
     return [int(line.split()[0]) for line in lines if line.strip() and not line.startswith("#")]
 
 
-def _stored(db: str):
-    with Store.open(db) as store:
-        runs = store.list_runs(oldest_first=True)
-        return runs, {r.id: store.measurements(int(r.id or 0)) for r in runs}
-
-
-def _finish(proc: subprocess.Popen) -> tuple[str, str]:
-    killer = threading.Timer(150, proc.kill)  # never let a test hang
-    killer.start()
-    try:
-        return proc.communicate(timeout=160)
-    finally:
-        killer.cancel()
-
-
 def _assert_printed_is_stored(printed: list[str], run, ms) -> None:
     stored = sorted({int(m.params["bytes"]) for m in ms if m.metric == "busbw"})
     assert printed and set(_sizes(printed)) <= set(stored), (printed, stored)
-
-
-prom_parser = pytest.importorskip("prometheus_client.parser", reason="prometheus-client (the metrics extra)")
-
-
-BUSBW = "clusterbench_collectives_busbw_bytes_per_second"
-
-
-LOGS = ["nccl-tests/a3mega-h100-2node-all_reduce.txt", "babelstream/seed-mi300x-hip-8gpu-mpi.txt",
-        "transferbench/seed-mi300x-p2p.txt", "rocblas-bench/seed-mi300x-sgemm-4000.txt"]
-
-
-def _fleet(db: str) -> None:
-    """Two nights of real logs on three nodes; gpu02's busbw and one GPU's Triad are low on the
-    second night, and the second night's preflight of gpu03 failed."""
-    base = [m for path in LOGS for m in real_measurements(path)]
-
-    def f(h, i, m):
-        if i == 1 and h == "gpu02" and m.metric == "busbw":
-            return 0.5
-        if i == 1 and h == "gpu01" and m.benchmark == "stream" and m.params.get("device") == "1":
-            return 0.5
-        return 1.0
-
-    store_history(db, base, ["gpu01", "gpu02", "gpu03"], 2, cv=0.0, factor=f)
-    with Store.open(db) as s:
-        s.save_run(Run("preflight", hosts=["gpu03"], started_at=night(1), tags={"node": "gpu03"},
-                       meta={"preflight": {"status": "fail", "host": "gpu03", "checks": [
-                           {"check": "gpu_count", "status": "fail", "summary": "7 GPU(s), expected 8"},
-                           {"check": "pcie_link", "status": "ok", "summary": "fine"}]}}), [])
-
-
-def _families(text: str) -> dict[str, list]:
-    return {f.name: f.samples for f in prom_parser.text_string_to_metric_families(text)}
-
-
-def _value(samples, **labels) -> float:
-    found = [s.value for s in samples if all(s.labels.get(k) == v for k, v in labels.items())]
-    assert len(found) == 1, (labels, found)
-    return found[0]
-
-
-def _get(url: str, timeout: float = 5) -> str:
-    with urllib.request.urlopen(url, timeout=timeout) as r:
-        return r.read().decode()
-
-
-def _wait(fn, what: str, timeout: float = 60):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            got = fn()
-            if got:
-                return got
-        except OSError as e:
-            last = e
-        time.sleep(0.5)
-    pytest.fail(f"{what} within {timeout:g} s (last error: {last})")
-
-
-@pytest.fixture
-def serve(db, tmp_path):
-    """serve-metrics on a free port over the fleet history; yields (port, process)."""
-    _fleet(db)
-    port = free_port()
-    log = open(tmp_path / "serve.log", "w")
-    p = subprocess.Popen([sys.executable, "-m", "clusterbench", "serve-metrics", "--port", str(port),
-                          "--db", db, "--profile", "amd-mi300x-oem"], stdout=log, stderr=subprocess.STDOUT)
-    try:
-        _wait(lambda: "clusterbench_" in _get(f"http://127.0.0.1:{port}/metrics"), "serve-metrics answering")
-        yield port, p
-    finally:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        log.close()
-
-
-SRC = ROOT / "src"
 
 
 def _cb_env() -> dict[str, str]:
@@ -295,12 +134,6 @@ def _records(db: Path) -> list[tuple[Run, list[tuple]]]:
     with Store.open(db) as s:
         return [(r, [(m.benchmark, m.metric, m.value, m.unit, m.params) for m in s.measurements(r.id)])
                 for r in reversed(s.list_runs())]
-
-
-DATA = TESTS / "data"
-
-
-SYSFS = DATA / "sysfs"
 
 
 # (file, tags): real logs of the standard tools
@@ -314,10 +147,6 @@ LOGS_json_lines = [
     ("nccl-tests/superbench-nccl_allreduce.log", ["env=b"]),
     ("nccl-tests/issue322-16G-test-nccl-failure-truncated.txt", ["env=broken"]),
 ]
-
-
-TINY_COLL = ["coll", "all_reduce", "-b", "8", "-e", "64", "--np", "2", "--device", "cpu",
-             "--telemetry-interval", "0"]
 
 
 @pytest.fixture(scope="module")
@@ -335,59 +164,9 @@ def store_json_lines(tmp_path_factory):
     return {"db": db, "tmp": tmp}
 
 
-def _cases(s: dict[str, str]) -> list[tuple[str, list[str], int, set[str]]]:
-    """(id, argv without --json, exit code, kinds that must appear)."""
-    db, tmp = ["--db", s["db"]], Path(s["tmp"])
-    bad = tmp / "notes.txt"
-    return [
-        ("results list", ["results", "list", *db], 0, {"run"}),
-        ("results list --benchmark", ["results", "list", "--benchmark", "collectives", "--since", "1d", *db], 0,
-         {"run"}),
-        ("results show", ["results", "show", "last", "seed=mi300x", *db], 0, {"measurement", "run", "efficiency"}),
-        ("results show last~1", ["results", "show", "last~1", *db], 0, {"measurement", "run"}),
-        ("results show bench:", ["results", "show", "bench:babelstream", *db], 0, {"measurement", "run"}),
-        ("results export", ["results", "export", "1..3", *db], 0, {"measurement", "run"}),
-        ("results copy", ["results", "copy", "--from", s["db"], "--to", str(tmp / "copy.db")], 0, {"summary"}),
-        ("validate", ["validate", "seed=mi300x", "--profile", "amd-mi300x-oem", *db], 1,
-         {"criterion", "percent_of_peak", "summary"}),
-        ("validate efficiency", ["validate", "bench:all_reduce,seed=mi300x", "--profile", "amd-mi300x-oem",
-                                 "--link-speed", "100Gbps", "--nodes", "2", *db], 0,
-         {"criterion", "efficiency", "summary"}),
-        ("validate note", ["validate", "bench:stream", "--profile", "amd-mi300x-oem", "--link-speed", "100Gbps",
-                           *db], 0, {"criterion", "note", "summary"}),
-        ("compare", ["compare", "env=a", "env=b", "--fail-on", "any", *db], 0, {"comparison", "summary"}),
-        ("baseline create", ["baseline", "create", "env=a", "env=b", "-o", str(tmp / "golden.yaml"), *db], 0,
-         {"summary"}),
-        ("theory", ["theory", "--nodes", "2,4", "--run", "env=cpu", *db], 0, {"measurement", "efficiency"}),
-        ("preflight", ["preflight", "--root", str(SYSFS / "h100-node"), "--expect-nic-speed", "400G"], 1,
-         {"check", "summary"}),
-        ("env", ["env", "--root", str(SYSFS / "mi300x-node")], 0, {"inventory"}),
-        ("env show", ["env", "show", "last", "1", *db], 0, {"inventory"}),
-        ("env diff", ["env", "diff", "1", "last", *db], 0, {"difference", "summary"}),
-        ("report", ["report", "env=a", "env=b", "-o", str(tmp / "ab.html"), *db], 0, {"summary"}),
-        ("import", ["import", str(DATA / "osu" / "rocm-blogs-gpu-aware-mpi-osu_bw-rocm-DD-16MiB.txt"), *db], 0,
-         {"measurement", "run", "summary"}),
-        ("import incomplete", ["import", str(DATA / "nccl-tests" / "issue280-4090-test-nccl-failure-truncated.txt"),
-                               *db], 1, {"measurement", "run", "summary"}),
-        ("import --dry-run", ["import", "--dry-run", str(DATA / "nccl-tests" / "superbench-nccl_broadcast.log")], 0,
-         {"run", "summary"}),
-        ("import unreadable", ["import", str(bad), *db], 2, {"summary"}),
-        ("coll", [*TINY_COLL, *db], 0, {"measurement", "run"}),
-    ]
-
-
 CASE_IDS = [c[0] for c in _cases({"db": "x", "tmp": "/nonexistent"})]
 
 
-DTYPE_BYTES = {"float": 4, "half": 2, "double": 8}
-
-
-FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
-          "reduce_scatter": lambda n: (n - 1) / n, "alltoall": lambda n: (n - 1) / n,
-          "broadcast": lambda n: 1.0, "reduce": lambda n: 1.0, "sendrecv": lambda n: 1.0}
-
-
-PER_RANK = {"all_gather", "reduce_scatter", "alltoall"}      # count is the per-rank count
 
 
 UNCHECKED_IN = {"alltoall", "sendrecv"}                      # nccl-tests does not check in-place
@@ -397,17 +176,6 @@ SIZES = [8, 32, 128, 512, 2048]                              # -b 8 -e 2K -f 4
 
 
 COLL_native_records = ["-b", "8", "-e", "2K", "-f", "4", "-n", "3", "-w", "1", "-d", ",".join(DTYPE_BYTES)]
-
-
-def clusterbench_native_records(*args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "clusterbench", *args], capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
-def lines_native_records(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def rows_native_records(records: list[dict[str, Any]]) -> dict[tuple, dict[str, float]]:
@@ -425,31 +193,6 @@ def coll_run(request, tmp_path_factory) -> tuple[int, str, list[dict[str, Any]]]
     out = clusterbench_native_records("coll", "all", "--np", str(request.param), *COLL_native_records, "--telemetry-interval", "0",
                        "--db", db, "--json", "-q")
     return request.param, db, lines_native_records(out)
-
-
-def _index(lines: list[str], text: str) -> int:
-    return next(i for i, line in enumerate(lines) if text in line)
-
-
-def cli_bench_cpu(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return int(exc.value.code or 0), out, err
-
-
-def measurements(text: str) -> list[dict[str, Any]]:
-    return [d for d in map(json.loads, text.splitlines()) if d.get("kind") == "measurement"]
-
-
-def stored_bench_cpu(capsys: pytest.CaptureFixture[str], db: str, run: int) -> list[dict[str, Any]]:
-    code, out, err = cli_bench_cpu(capsys, "results", "show", "--db", db, str(run), "--json")
-    assert code == 0, err
-    return measurements(out)
-
-
-def _key(m: dict[str, Any]) -> tuple:
-    return m["benchmark"], m["metric"], json.dumps(m["params"], sort_keys=True)
 
 
 def _run(config, np, db, target=rank.main):
@@ -482,53 +225,6 @@ def one_wrong_value_on_every_rank(ctx, config):
     rank.main(ctx, config)
 
 
-
-
-
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
-    env["PYTHONPATH"] = os.pathsep.join([str(TESTS / "helpers"), str(TESTS.parent / "src"), env.get("PYTHONPATH", "")])
-    return env
-
-
-@pytest.fixture
-def started():
-    """Start commands in sessions of their own; kill every one's process group at the end."""
-    procs: list[subprocess.Popen] = []
-
-    def start(argv: list[str], **kw) -> subprocess.Popen:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True, env=_env(), **kw)
-        procs.append(proc)
-        return proc
-
-    yield start
-    for proc in procs:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
-
-
-def _family(pid: int) -> list[psutil.Process]:
-    try:
-        return psutil.Process(pid).children(recursive=True)
-    except psutil.Error:   # the command itself ended meanwhile
-        return []
-
-
-def _cmdline(p: psutil.Process) -> str:
-    """A process's command line, "" once it has exited (or is a zombie) meanwhile."""
-    try:
-        return " ".join(p.cmdline())
-    except psutil.Error:
-        return ""
-
-
 @pytest.fixture
 def tiny_fs_leftovers(tmp_path):
     """A directory on a 300 KiB tmpfs (root only; skipped where mount is refused)."""
@@ -536,91 +232,13 @@ def tiny_fs_leftovers(tmp_path):
         yield mnt
 
 
-HOST = "n\u0153ud-\u00b5\u2192"     # œ (not latin-1), µ (latin-1), → (neither)
-
-
 def _stdio_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONIOENCODING", "PYTHONUTF8", "CLUSTERBENCH_DEBUG")}
     return {**env, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", **extra}
 
 
-@pytest.fixture(scope="module")
-def big_db(tmp_path_factory) -> str:
-    from clusterbench.records import Measurement, Run
-
-    path = str(tmp_path_factory.mktemp("big") / "big.db")
-    with Store.open(path) as store:
-        for i in range(300):   # far more than a pipe holds, in every form
-            store.save_run(Run(benchmark="coll", tags={"i": str(i), "site": "z\u00fcrich"}),
-                           [Measurement("all_reduce", "busbw", float(j), "GB/s", {"bytes": j, "host": f"{HOST}{j % 4}"})
-                            for j in range(40)])
-    return path
-
-
-BIG = {"show": ["results", "show", "1-300"], "export": ["results", "export", "1-300"],
-       "csv": ["results", "export", "1-300", "--csv"], "list": ["results", "list", "--limit", "300", "--json"],
-       "trend": ["trend", "--json"]}
-
-
-ESCAPE = re.compile(rb"\x1b\[|\r")
-
-
-def _progress_env() -> dict[str, str]:
-    return {**os.environ, "TERM": "xterm", "COLUMNS": "120", "PYTHONUNBUFFERED": "1"}
-
-
-def _progress_run(args: list[str], tty_stderr: bool, timeout: float = 300) -> tuple[int, bytes, bytes]:
-    """Run clusterbench with stdout piped and stderr on a pty (or piped); (rc, stdout, stderr)."""
-    cmd = [sys.executable, "-m", "clusterbench", *args]
-    if not tty_stderr:
-        r = subprocess.run(cmd, capture_output=True, timeout=timeout, env=_progress_env())
-        return r.returncode, r.stdout, r.stderr
-    master, slave = pty.openpty()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=slave, env=_progress_env())
-    os.close(slave)
-    got = b""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([master], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the child closed the pty
-                break
-            if not chunk:
-                break
-            got += chunk
-        elif p.poll() is not None:
-            break
-    os.close(master)
-    out = p.stdout.read()
-    return p.wait(30), out, got
-
-
-def _skeleton(text: bytes) -> list[str]:
-    """The output with numbers masked: what must not depend on a terminal (noise warnings depend
-    on this run's timings, not on the terminal: left out)."""
-    return [" ".join(re.sub(r"[0-9.e+-]+", "#", w) for w in line.split()) for line in text.decode().splitlines()
-            if not line.startswith("# warning:")]
-
-
 COLL_progress = ["coll", "all_reduce", "--np", "2", "--device", "cpu", "-b", "8", "-e", "64K", "-f", "8", "-n", "2",
         "-w", "1", "--telemetry-interval", "0"]
-
-
-FUTURE = "9999_from_a_newer_clusterbench"
-
-
-def _make_newer(db: str) -> None:
-    with Store.open(db) as store:
-        with store.db.write():
-            store.db.execute("INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
-                             (FUTURE, "2099-01-01 00:00:00"))
-
-
-def _store_versions_cb(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "clusterbench", *argv], capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
 
 
 def test_more_local_ranks_than_the_limit_is_refused_before_any_starts(tmp_path):
@@ -789,7 +407,6 @@ def test_repeat_under_torchrun_runs_every_repetition_on_every_rank(tmp_path):
 
 
 def test_cli_option_stores_telemetry(db, capsys):
-    from clusterbench.cli import main
 
     with pytest.raises(SystemExit) as e:
         main(["coll", "all_reduce", "-b", "1K", "-e", "1K", "-n", "2", "-w", "1", "--np", "2", "--device", "cpu",
@@ -1022,14 +639,14 @@ def test_coll_rows_follow_the_definitions(coll_run):
         assert p["ranks"] == n
         assert p["count"] * (n if op in PER_RANK else 1) * w == p["bytes"], key
         assert math.isclose(v["algbw"], p["bytes"] / (v["time_us"] * 1e-6) / 1e9, rel_tol=1e-12), key
-        assert v["busbw"] == pytest.approx(v["algbw"] * FACTOR[op](n), rel=1e-15, abs=0), key
+        assert v["busbw"] == pytest.approx(v["algbw"] * FACTORS[op](n), rel=1e-15, abs=0), key
         if p["placement"] == "in" and op in UNCHECKED_IN:
             assert "wrong" not in v, key
         else:
             assert v["wrong"] == 0, key
         seen.add((op, p["dtype"], p["bytes"], p["placement"]))
     expected = set()
-    for op in FACTOR:
+    for op in FACTORS:
         for dtype, w in DTYPE_BYTES.items():
             for size in SIZES:
                 # per rank: whole 16-byte units, as nccl-tests trims (count / n) & -(16 / w)
@@ -1099,16 +716,16 @@ def test_collective_rows_follow_nccl_tests_definitions(capsys: pytest.CaptureFix
         # and sendrecv unchecked
         unchecked = placement == "in" and op in ("alltoall", "sendrecv")
         assert ("wrong" not in row) if unchecked else row["wrong"] == 0
-        assert p["bytes"] == p["count"] * w * (n if op in PER_RANK_bench_cpu else 1)
+        assert p["bytes"] == p["count"] * w * (n if op in PER_RANK else 1)
     for op in FACTORS:
         want = set()
         for dtype, w in WIDTH.items():
             if dtype == "float":
                 continue
             for size in (7, 35, 175):
-                count = size // w // n & ~(16 // w - 1) if op in PER_RANK_bench_cpu else size // w
+                count = size // w // n & ~(16 // w - 1) if op in PER_RANK else size // w
                 if count:   # less than one element per rank: skipped, with a note
-                    want.add((dtype, count, count * w * (n if op in PER_RANK_bench_cpu else 1)))
+                    want.add((dtype, count, count * w * (n if op in PER_RANK else 1)))
         assert seen[op] == want, op
     # what --json printed is what was stored
     assert sorted(map(_key, live)) == sorted(map(_key, stored_bench_cpu(capsys, db, 1)))

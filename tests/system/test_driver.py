@@ -2,16 +2,9 @@
 launchers, servers or namespaces."""
 
 import rankfns
+from rankfns import _run
 
-from clusterbench.ranks.context import RankOptions
-from clusterbench.ranks.driver import Job, execute
 from clusterbench.records import Header, Rows
-
-
-def _run(target, config, np, timeout=30.0):
-    events = []
-    outcome = execute(Job(target, config, RankOptions(device="cpu", timeout=timeout), np=np), events.append)
-    return outcome, events
 
 
 def test_events_from_rank0():

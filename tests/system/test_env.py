@@ -9,47 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from paths import TESTS
-
-DATA = TESTS / "data"
-
-
-STREAM_LOG = DATA / "stream" / "babelstream-repo-results-v2.0-broadwell-mccalpin-cray.txt"
-
-
-NCCL_LOG = DATA / "nccl-tests" / "a3mega-h100-2node-all_reduce.txt"
-
-
-HOST = "n\u0153ud-\u00b5\u2192"     # œ (not latin-1), µ (latin-1), → (neither)
-
-
-TAG = "site=z\u00fcrich\u00b1\u00b2"
-
-
-# the read commands, run 1 and 2 the stream imports, run 3 the nccl-tests one
-READS = {
-    "list": ["results", "list"],
-    "show": ["results", "show", "1-3"],
-    "export": ["results", "export", "1-3"],
-    "export-csv": ["results", "export", "1-3", "--csv"],
-    "report": ["report", "1", "2", "-o", "{tmp}/r.html"],
-    "compare": ["compare", "1", "2"],
-    "validate": ["validate", "1", "--profile", "cpu-smoke"],
-    "trend": ["trend", "--min-runs", "2"],
-    "env-diff": ["env", "diff", "1", "2"],
-    "env-show": ["env", "show", "1"],
-    "theory": ["theory", "--run", "3"],
-}
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONIOENCODING", "PYTHONUTF8", "CLUSTERBENCH_DEBUG")}
-    return {**env, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", **extra}
-
-
-def _cb(argv: list[str], env: dict[str, str] | None = None, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "clusterbench", *argv], env=env or _env(), capture_output="stdout" not in kw,
-                          timeout=120, **kw)
+from system_cli import HOST, NCCL_LOG, READS, STREAM_LOG, TAG, _cb, _env
 
 
 @pytest.fixture(scope="module")

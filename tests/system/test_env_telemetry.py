@@ -5,13 +5,14 @@ import shutil
 import subprocess
 
 import pytest
+from fleet_metrics import _gauges
 from paths import TESTS
 from process_helpers import free_port
 from rankfns import slow_steps
 
 from clusterbench.ranks.context import RankOptions
 from clusterbench.ranks.driver import Job, execute
-from clusterbench.records import Header, Measurement, Meta, Run, Telemetry
+from clusterbench.records import Header, Meta, Telemetry
 from clusterbench.report import openmetrics
 from clusterbench.runner import run_job
 from clusterbench.store import Store
@@ -51,15 +52,6 @@ hosts = sorted({s.host for e in events if isinstance(e, Telemetry) for s in e.sa
 print(json.dumps({"status": outcome.status, "inventory": sorted(meta.get("inventory", {})),
                   "telemetry_hosts": hosts}))
 """
-
-
-ODD_PARAMS = {"bytes": 8, "placement": "in", "": "empty", "__name__": "renamed", "benchmark": "a param",
-              "a-b": "dash", "a.b": "dot", "é": 'ü"\\\n'}
-
-
-def _gauges() -> list[openmetrics.Gauge]:
-    run = Run("coll", hosts=["h1"], started_at="2026-01-01T00:00:00+00:00")
-    return openmetrics.collect([(run, [Measurement("all_reduce", "busbw", 1.0, "GB/s", dict(ODD_PARAMS))])])
 
 
 def test_driver_records_inventory_and_telemetry():

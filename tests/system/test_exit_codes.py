@@ -7,12 +7,11 @@ import re
 
 import pytest
 from judge_helpers import run_cli
-from paths import ROOT, TESTS
+from paths import DATA, ROOT
 
 from clusterbench.records import Measurement, Run
 from clusterbench.store import Store
 
-DATA = TESTS / "data"
 NCCL = DATA / "nccl-tests"
 
 

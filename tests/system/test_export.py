@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import random
 import shutil
 import signal
 import subprocess
@@ -14,94 +13,15 @@ import sys
 import termios
 
 import pytest
-from fleet_helpers import night, real_measurements, store_history
-from judge_helpers import cli, coll_rows, save
+from fleet_metrics import BUSBW, _families, _fleet, _text_families
+from judge_helpers import cli
 from process_helpers import assert_all_gone, process_family, wait_until
-
-from clusterbench.records import Measurement, Run
-from clusterbench.store import Store
-
-prom_parser = pytest.importorskip("prometheus_client.parser", reason="prometheus-client (the metrics extra)")
-
-
-LOGS = ["nccl-tests/a3mega-h100-2node-all_reduce.txt", "babelstream/seed-mi300x-hip-8gpu-mpi.txt",
-        "transferbench/seed-mi300x-p2p.txt", "rocblas-bench/seed-mi300x-sgemm-4000.txt"]
-
-
-def _which(name: str) -> str | None:
-    return shutil.which(name) or next((p for p in (f"/usr/bin/{name}", f"/usr/sbin/{name}") if os.path.exists(p)), None)
-
-
-def _fleet(db: str) -> None:
-    """Two nights of real logs on three nodes; gpu02's busbw and one GPU's Triad are low on the
-    second night, and the second night's preflight of gpu03 failed."""
-    base = [m for path in LOGS for m in real_measurements(path)]
-
-    def f(h, i, m):
-        if i == 1 and h == "gpu02" and m.metric == "busbw":
-            return 0.5
-        if i == 1 and h == "gpu01" and m.benchmark == "stream" and m.params.get("device") == "1":
-            return 0.5
-        return 1.0
-
-    store_history(db, base, ["gpu01", "gpu02", "gpu03"], 2, cv=0.0, factor=f)
-    with Store.open(db) as s:
-        s.save_run(Run("preflight", hosts=["gpu03"], started_at=night(1), tags={"node": "gpu03"},
-                       meta={"preflight": {"status": "fail", "host": "gpu03", "checks": [
-                           {"check": "gpu_count", "status": "fail", "summary": "7 GPU(s), expected 8"},
-                           {"check": "pcie_link", "status": "ok", "summary": "fine"}]}}), [])
-
-
-def _families(text: str) -> dict[str, list]:
-    return {f.name: f.samples for f in prom_parser.text_string_to_metric_families(text)}
-
-
-prom_text = pytest.importorskip("prometheus_client.parser", reason="prometheus-client (the metrics extra)")
-
-
-BUSBW = "clusterbench_collectives_busbw_bytes_per_second"
-
-
-def _store(db: str, params: list[dict], benchmark: str = "all_reduce", metric: str = "busbw",
-           hosts: tuple[str, ...] = ("gpu01",)) -> int:
-    with Store.open(db) as s:
-        return s.save_run(Run(benchmark, hosts=list(hosts), started_at="2026-03-01T02:00:00.000Z",
-                              status="complete"),
-                          [Measurement(benchmark, metric, 10.0 * (i + 1), "GB/s", p) for i, p in enumerate(params)])
-
-
-def _text_families(text: str) -> dict[str, list]:
-    return {f.name: f.samples for f in prom_text.text_string_to_metric_families(text)}
+from stored_runs import _store
+from system_cli import BIG, _env, _which
 
 
 def _export_metrics_which(name: str) -> str | None:
     return shutil.which(name) or next((p for p in (f"/usr/bin/{name}",) if os.path.exists(p)), None)
-
-
-HOST = "n\u0153ud-\u00b5\u2192"     # œ (not latin-1), µ (latin-1), → (neither)
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONIOENCODING", "PYTHONUTF8", "CLUSTERBENCH_DEBUG")}
-    return {**env, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", **extra}
-
-
-@pytest.fixture(scope="module")
-def big_db(tmp_path_factory) -> str:
-    from clusterbench.records import Measurement, Run
-
-    path = str(tmp_path_factory.mktemp("big") / "big.db")
-    with Store.open(path) as store:
-        for i in range(300):   # far more than a pipe holds, in every form
-            store.save_run(Run(benchmark="coll", tags={"i": str(i), "site": "z\u00fcrich"}),
-                           [Measurement("all_reduce", "busbw", float(j), "GB/s", {"bytes": j, "host": f"{HOST}{j % 4}"})
-                            for j in range(40)])
-    return path
-
-
-BIG = {"show": ["results", "show", "1-300"], "export": ["results", "export", "1-300"],
-       "csv": ["results", "export", "1-300", "--csv"], "list": ["results", "list", "--limit", "300", "--json"],
-       "trend": ["trend", "--json"]}
 
 
 def _blocked_writing(proc: subprocess.Popen) -> bool:
@@ -116,12 +36,6 @@ def _blocked_writing(proc: subprocess.Popen) -> bool:
     buf = bytearray(4)
     fcntl.ioctl(proc.stdout.fileno(), termios.FIONREAD, buf)
     return int.from_bytes(buf, sys.byteorder) >= 60 * 1024
-
-
-@pytest.fixture
-def stored(db):
-    save(db, coll_rows(1.0, random.Random(5)), tags={"env": "a"})
-    return db
 
 
 def _read_only_mounts() -> bool:

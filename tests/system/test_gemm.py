@@ -11,8 +11,7 @@ from collections import defaultdict
 from typing import Any
 
 import pytest
-
-from clusterbench.cli import main
+from bench_cli import _key, cli, cli_bench_cpu, measurements
 
 
 def clusterbench(*args: str) -> str:
@@ -26,32 +25,10 @@ def lines(text: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def cli(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
-
-
-def cli_bench_cpu(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return int(exc.value.code or 0), out, err
-
-
-def measurements(text: str) -> list[dict[str, Any]]:
-    return [d for d in map(json.loads, text.splitlines()) if d.get("kind") == "measurement"]
-
-
 def stored(capsys: pytest.CaptureFixture[str], db: str, run: int) -> list[dict[str, Any]]:
     code, out, err = cli_bench_cpu(capsys, "results", "show", "--db", db, str(run), "--json")
     assert code == 0, err
     return measurements(out)
-
-
-def _key(m: dict[str, Any]) -> tuple:
-    return m["benchmark"], m["metric"], json.dumps(m["params"], sort_keys=True)
 
 
 def test_gemm_tflops_is_flops_over_time(tmp_path):

@@ -5,52 +5,16 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 
-import psutil
 import pytest
 import rankfns
-from paths import TESTS
-from process_helpers import assert_all_gone
+from process_helpers import _family, assert_all_gone
 
 from clusterbench.ranks import driver
 from clusterbench.ranks.context import RankOptions
 from clusterbench.ranks.driver import Job, execute
 from clusterbench.records import Rows
-
-
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
-    env["PYTHONPATH"] = os.pathsep.join([str(TESTS / "helpers"), str(TESTS.parent / "src"), env.get("PYTHONPATH", "")])
-    return env
-
-
-@pytest.fixture
-def started():
-    """Start commands in sessions of their own; kill every one's process group at the end."""
-    procs: list[subprocess.Popen] = []
-
-    def start(argv: list[str], **kw) -> subprocess.Popen:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True, env=_env(), **kw)
-        procs.append(proc)
-        return proc
-
-    yield start
-    for proc in procs:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
-
-
-def _family(pid: int) -> list[psutil.Process]:
-    return psutil.Process(pid).children(recursive=True)
 
 
 def _ranks(pid: int) -> list[int]:

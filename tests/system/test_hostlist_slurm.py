@@ -10,12 +10,10 @@ import shutil
 import subprocess
 
 import pytest
+from slurm_fixtures import LOOSE
 
 from clusterbench.errors import UsageError
 from clusterbench.hostlist import MAX_HOSTS, MAX_NUMBER, REFUSED_HERE, expand_hostlist
-
-LOOSE = "Slurm reads it loosely"   # the one refusal message that claims Slurm's acceptance exactly
-
 
 HAND_PICKED = [
     # zero padding: the low number's width

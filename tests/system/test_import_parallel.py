@@ -8,25 +8,16 @@ import re
 from pathlib import Path
 
 import pytest
-from paths import TESTS
+from parallel_import import FAILED, LOGS, _key, _runs, _write
+from paths import DATA
 
 from clusterbench.ingest import LogFormatError, iter_runs, nccl_parallel
-
-DATA = TESTS / "data"
-
 
 NCCL = DATA / "nccl-tests"
 
 
-LOGS = ["superbench-nccl_allreduce.log", "a3mega-h100-2node-all_reduce.txt", "seed-mi300x-rccl-all_reduce-8gpu.txt",
-        "seed-tensorwave-mi355x-4node-all_reduce.txt"]
-
-
 # a run that died before its table, and a failure after a run's footer
 DIED = "$ mpirun -np 8 ./build/all_gather_perf -b 8 -e 8G\nnode1: Test NCCL failure common.cu:1005 'unhandled cuda error'\n"
-
-
-FAILED = "node1: Test NCCL failure common.cu:1005 'unhandled cuda error'\n"
 
 
 def _texts() -> list[str]:
@@ -37,29 +28,6 @@ def _texts() -> list[str]:
             text = "$ mpirun -np 8 ./build/all_reduce_perf -b 8 -e 8G -f 2 -g 1\n" + text
         out.append(text if text.endswith("\n") else text + "\n")
     return out
-
-
-def _key(r):
-    d = r.run.to_dict()
-    d.pop("started_at")
-    return d, [(p.format, p.count, p.body) for p in r.store_rows().packs]
-
-
-def _runs(path: Path, jobs: int) -> list:
-    with open(path, encoding="utf-8", errors="replace", newline="") as f:
-        return [_key(r) for r in iter_runs(f, name="big.log", jobs=jobs, path=str(path))]
-
-
-@pytest.fixture
-def small_parts(monkeypatch):
-    monkeypatch.setattr(nccl_parallel, "PART_BYTES", 64 << 10)
-    monkeypatch.setattr(nccl_parallel, "MIN_BYTES", 0)
-
-
-def _write(tmp_path: Path, pieces: list[str]) -> Path:
-    path = tmp_path / "big.log"
-    path.write_text("".join(pieces))
-    return path
 
 
 def _assert_same(path: Path) -> list:

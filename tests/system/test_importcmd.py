@@ -23,45 +23,35 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from cluster_fixtures import IP, cluster_or_skip
-from paths import ROOT, TESTS
-from pg_fixtures import PgServer, pg_bin, pg_server_or_skip
-from tmpfs_helpers import small_tmpfs
+from child_cli import _cb, _deep_array, _make_newer, _one_error, _runs
+from cluster_fixtures import IP
+from import_sources import BOM, _progress
+from parallel_import import FAILED, LOGS, _write
+from paths import DATA, TESTS
+from pg_fixtures import SECRET, SRC, PgServer, pg_bin, pg_server_or_skip
+from stored_runs import ALLTOALL, OSU, SEED_NCCL, cli_results_cmds, cli_store_location
+from system_cli import (
+    HOST,
+    LOG,
+    STREAM_LOG,
+    TAG,
+    DATA_postgres,
+    _closing,
+    _default_sighup,
+    _env,
+    _errors,
+    _export,
+    _fault_disk_cb,
+    _finish,
+    _healthy,
+    _store_versions_cb,
+    cli,
+)
 
-from clusterbench.cli import main
-from clusterbench.ingest import nccl_parallel
 from clusterbench.records import Measurement, Run, TelemetrySample
 from clusterbench.store import Store, warn
 
-DATA = TESTS / "data"
-
-
 NCCL_LOG = DATA / "nccl-tests" / "seed-mi300x-rccl-all_reduce-8gpu.txt"
-
-
-def _cb(*argv: str, env: dict[str, str] | None = None, stdin: str | None = None,
-        timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "clusterbench", *map(str, argv)], capture_output=True,
-                          text=True, timeout=timeout, input=stdin, env={**os.environ, **(env or {})})
-
-
-def _one_error(p: subprocess.CompletedProcess[str]) -> str:
-    assert p.returncode == 2, (p.returncode, p.stderr)
-    lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("clusterbench: error: "), p.stderr
-    assert "Traceback" not in p.stderr and "RecursionError" not in p.stderr
-    return lines[0]
-
-
-def _runs(db: Path) -> list:
-    if not db.exists():
-        return []
-    with Store.open(str(db)) as s:
-        return s.list_runs()
-
-
-def _deep_array(depth: int) -> str:
-    return "[" * depth + "]" * depth
 
 
 def _deep_object(depth: int) -> str:
@@ -75,29 +65,6 @@ SMALL_LOG = DATA_fault_disk / "seed-tensorwave-mi355x-4node-all_reduce.txt"
 
 
 BIG_LOG = DATA_fault_disk / "a3mega-h100-2node-all_reduce.txt"
-
-
-@pytest.fixture
-def tiny_fs(tmp_path):
-    """A directory on a 1 MiB tmpfs."""
-    with small_tmpfs(tmp_path / "tiny", "1m") as mnt:
-        yield mnt
-
-
-def _fault_disk_cb(*argv: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "clusterbench", *argv], capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
-
-
-def _healthy(db: Path) -> list[tuple]:
-    """The database opens, passes its integrity check; its runs and measurement counts."""
-    with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
-        orphans = conn.execute("SELECT count(*) FROM measurement_packs WHERE run_id NOT IN (SELECT id FROM runs)")
-        assert orphans.fetchone() == (0,)
-        return conn.execute("SELECT r.id, r.status, coalesce(sum(m.count), 0) FROM runs r"
-                            " LEFT JOIN measurement_packs m ON m.run_id = r.id GROUP BY r.id ORDER BY r.id").fetchall()
 
 
 DATA_fault_import = TESTS / "data" / "nccl-tests"
@@ -119,11 +86,6 @@ def big_log(tmp_path_factory) -> Path:
             text = texts[i % len(texts)]
             f.write(text if text.endswith("\n") else text + "\n")
     return path
-
-
-def _default_sighup() -> None:
-    # under nohup (or a CI runner that ignores SIGHUP) the child would inherit SIG_IGN and finish
-    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def _import(*argv: str) -> subprocess.Popen:
@@ -181,15 +143,6 @@ def _signal_mid_import(any_db: str, big_log: Path, sig: int) -> None:
     assert len(_fault_import_runs(any_db)) == RUNS  # no duplicates
 
 
-def _finish(proc: subprocess.Popen) -> tuple[str, str]:
-    killer = threading.Timer(150, proc.kill)  # never let a test hang
-    killer.start()
-    try:
-        return proc.communicate(timeout=160)
-    finally:
-        killer.cancel()
-
-
 def _import_under_way(tmp_path: Path, lines: int, nohup: bool = False) -> subprocess.Popen:
     """An import of 3,000 runs, far more than are read before the signal, once it has printed
     ``lines`` lines."""
@@ -204,18 +157,6 @@ def _import_under_way(tmp_path: Path, lines: int, nohup: bool = False) -> subpro
         if n == lines:
             break
     return proc
-
-
-BOM = b"\xef\xbb\xbf"
-
-
-PROGRESS = b"  37% |#####     | 12/32 [00:03<00:05]\r"
-
-
-def _progress(data: bytes, every: int = 3) -> bytes:
-    """Progress output written before some lines and overwritten by them, as a terminal shows."""
-    lines = data.split(b"\n")
-    return b"\n".join(PROGRESS + ln if i % every == 1 and ln.strip() else ln for i, ln in enumerate(lines))
 
 
 def _cli(tmp: Path, *argv: str, stdin: bytes | None = None) -> tuple[int, list[dict[str, Any]], str]:
@@ -239,9 +180,6 @@ def _stored(lines: list[dict[str, Any]]) -> list[Any]:
             out.append((run, ms))
             ms = []
     return out
-
-
-OSU = DATA / "osu" / "hpcbench-osu_bw-v5.3.2-host.txt"
 
 
 NCCL = DATA / "nccl-tests" / "superbench-nccl_alltoall.log"
@@ -272,13 +210,6 @@ def _measurements(db: Path) -> list[list[dict]]:
 NCCL_import_parallel = DATA / "nccl-tests"
 
 
-LOGS = ["superbench-nccl_allreduce.log", "a3mega-h100-2node-all_reduce.txt", "seed-mi300x-rccl-all_reduce-8gpu.txt",
-        "seed-tensorwave-mi355x-4node-all_reduce.txt"]
-
-
-FAILED = "node1: Test NCCL failure common.cu:1005 'unhandled cuda error'\n"
-
-
 def _texts() -> list[str]:
     out = []
     for name in LOGS:
@@ -289,18 +220,6 @@ def _texts() -> list[str]:
     return out
 
 
-@pytest.fixture
-def small_parts(monkeypatch):
-    monkeypatch.setattr(nccl_parallel, "PART_BYTES", 64 << 10)
-    monkeypatch.setattr(nccl_parallel, "MIN_BYTES", 0)
-
-
-def _write(tmp_path: Path, pieces: list[str]) -> Path:
-    path = tmp_path / "big.log"
-    path.write_text("".join(pieces))
-    return path
-
-
 def _peak_rss(*argv: object) -> tuple[int, str]:
     """The exit code and the most memory (KiB resident) of ``clusterbench ARGV``, and its stderr."""
     proc = subprocess.Popen([sys.executable, "-m", "clusterbench", *map(str, argv)],
@@ -309,15 +228,6 @@ def _peak_rss(*argv: object) -> tuple[int, str]:
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     return usage.ru_maxrss, f"{proc.returncode} {err}"
-
-
-DATA_postgres = TESTS / "data" / "nccl-tests"
-
-
-LOG = DATA_postgres / "a3mega-h100-2node-all_reduce.txt"
-
-
-SECRET = "Zq7secretPW"
 
 
 @pytest.fixture(scope="module")
@@ -338,18 +248,6 @@ def dbname(server_postgres):
     name = _durable_db(server_postgres)
     yield name
     server_postgres.drop_db(name)
-
-
-def cli(capsys, *argv):
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
-
-
-def _errors(err: str) -> list[str]:
-    assert "Traceback" not in err and "internal error" not in err, err
-    return [line for line in err.splitlines() if line.startswith("clusterbench: error:")]
 
 
 def _pg_ctl(server_postgres: PgServer, *argv: str) -> None:
@@ -377,13 +275,6 @@ def _count(server_postgres: PgServer, db: str, table: str = "runs") -> int:
 NCCL_LOG_results_cmds = TESTS / "data" / "nccl-tests" / "a3mega-h100-2node-all_reduce.txt"
 
 
-def cli_results_cmds(capsys, *argv: object) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
-
-
 def _results_cmds_runs(db: str, n: int, tags: dict[str, str] | None = None) -> list[int]:
     with Store.open(db) as s:
         return [s.save_run(Run(benchmark="coll", hosts=["n1"], tags=dict(tags or {})),
@@ -398,21 +289,7 @@ def _show(capsys, db: str, *args: str) -> str:
     return out
 
 
-STREAM_LOG = DATA / "stream" / "babelstream-repo-results-v2.0-broadwell-mccalpin-cray.txt"
-
-
 NCCL_LOG_stdio = DATA / "nccl-tests" / "a3mega-h100-2node-all_reduce.txt"
-
-
-HOST = "n\u0153ud-\u00b5\u2192"     # œ (not latin-1), µ (latin-1), → (neither)
-
-
-TAG = "site=z\u00fcrich\u00b1\u00b2"
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONIOENCODING", "PYTHONUTF8", "CLUSTERBENCH_DEBUG")}
-    return {**env, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", **extra}
 
 
 def _stdio_cb(argv: list[str], env: dict[str, str] | None = None, **kw) -> subprocess.CompletedProcess:
@@ -427,22 +304,6 @@ def db_stdio(tmp_path_factory) -> str:
         p = _stdio_cb(["import", str(log), "--host", f"{HOST}{i}", "--tag", TAG, "--db", path])
         assert p.returncode == 0, p.stderr
     return path
-
-
-def _closing(*fds: int):
-    def close() -> None:
-        for fd in fds:
-            os.close(fd)
-    return close
-
-
-SRC = str(ROOT / "src")
-
-
-SEED_NCCL = DATA / "nccl-tests" / "seed-mi300x-rccl-all_reduce-8gpu.txt"
-
-
-ALLTOALL = DATA / "nccl-tests" / "superbench-nccl_alltoall.log"
 
 
 def _passfile(path: Path, server, password: str) -> Path:
@@ -472,11 +333,6 @@ WRITERS, RUNS_store_cluster, MEAS = 32, 4, 300
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    yield from cluster_or_skip(3)
-
-
-@pytest.fixture(scope="module")
 def server_store_cluster(cluster):
     yield from pg_server_or_skip(listen=cluster.hosts[0], prefix=[IP, "netns", "exec", cluster.namespaces[0]])
 
@@ -500,19 +356,6 @@ def _wait_line(proc: subprocess.Popen, want: str, timeout: float = 60) -> None:
     raise AssertionError(f"writer never printed {want}: rc={proc.poll()} {proc.stderr.read() if proc.poll() is not None else ''}")
 
 
-def cli_store_location(capsys, *argv):
-    with pytest.raises(SystemExit) as e:
-        main(list(argv))
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
-
-
-def _export(capsys, db: str) -> list[str]:
-    rc, out, err = cli(capsys, "results", "export", "1..1000", "--db", db)
-    assert rc == 0, err
-    return [re.sub(r'"(run|id)": \d+, ', "", line) for line in out.splitlines()]
-
-
 @pytest.fixture
 def readonly_dir(tmp_path):
     """A directory this process cannot write: chmod for a user, a read-only tmpfs for root."""
@@ -530,21 +373,6 @@ def readonly_dir(tmp_path):
     finally:
         gc.collect()   # a connection left open keeps the mount busy
         subprocess.run(["umount", "-l", str(where)], check=False)
-
-
-FUTURE = "9999_from_a_newer_clusterbench"
-
-
-def _make_newer(db: str) -> None:
-    with Store.open(db) as store:
-        with store.db.write():
-            store.db.execute("INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
-                             (FUTURE, "2099-01-01 00:00:00"))
-
-
-def _store_versions_cb(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "clusterbench", *argv], capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
 
 
 @pytest.mark.parametrize("tool", ["nccl-tests", "rccl-tests", "iperf3", "vllm-serving", "clusterbench-jsonl"])
@@ -920,10 +748,11 @@ def test_results_commands(capsys, any_db):
     assert lines[1].split()[:3] == ["2", lines[1].split()[1], "all_reduce"]
     assert lines[2].split()[2:4] == ["all_reduce", "[rccl-tests]"]
     assert "seed=mi300x" in lines[2] and " 250 " in lines[2]
-    with Store.open(any_db) as s:   # 18 rows' figures, and on gloo the per-op statistics beside them
+    # 34 figures (4 sizes x 2 placements x 4, and 2 per op), and on gloo per-op statistics beside
+    with Store.open(any_db) as s:
         ms2 = s.measurements(2)
     n2 = len(ms2)
-    assert len([m for m in ms2 if m.metric != "iter_time_us"]) == 18
+    assert len([m for m in ms2 if m.metric != "iter_time_us"]) == 34
     rc, out, _ = cli(capsys, "results", "list", "--json", "--db", any_db)
     listed = [json.loads(x) for x in out.splitlines()]
     assert [(r["kind"], r["id"], r["measurements"]) for r in listed] == [("run", 2, n2), ("run", 1, 250)]

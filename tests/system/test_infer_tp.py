@@ -2,31 +2,14 @@
 launchers, servers or namespaces."""
 
 import pytest
-from work_helpers import cli, json_rows, stored
+from work_helpers import _check, _live_matches_results_show, cli, json_rows, stored
 
 from clusterbench.bench.workloads.infer_tp import parse_batches
 from clusterbench.families.workloads.table import InferTpTable
 from clusterbench.records import Measurement, Run
 
-
-def _live_matches_results_show(capsys: pytest.CaptureFixture[str], db: str, live: str) -> None:
-    code, shown, err = cli(capsys, "results", "show", "last", "--db", db)
-    assert code == 0, err
-    # results show adds the run's id, times, command and tags above the table; live adds "stored"
-    assert [line for line in live.splitlines() if not line.startswith("# run ")] == [
-        line for line in shown.splitlines() if not line.startswith(("# run ", "# source: ", "# tags: "))]
-
-
 INFER = ["--device", "cpu", "--hidden", "16", "--layers", "2", "--batch-sizes", "2", "--iters", "1",
          "--warmup", "0"]
-
-
-def _check(rows, batches):
-    for b in batches:
-        ms = {(m.metric, m.params["stat"]): m for m in rows if m.params["batch"] == b}
-        lat, sps = ms[("latency_ms", "avg")], ms[("samples_per_s", "avg")]
-        assert sps.value * lat.value / 1e3 == pytest.approx(b)
-        assert ms[("latency_ms", "min")].value <= lat.value
 
 
 def test_infer_tp_measures_a_repeated_batch_size_once(capsys: pytest.CaptureFixture[str], db: str) -> None:

@@ -4,63 +4,43 @@ launchers, servers or namespaces."""
 from __future__ import annotations
 
 import os
-import pty
 import re
-import select
 import shlex
 import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import jsonschema
 import pytest
 import yaml
-from cluster_fixtures import IP, cluster_or_skip
+from cluster_fixtures import COLL, GLOO, IP, _cb, _hostlist_cb
+from fake_ssh import PAYLOADS, _bash
 from json_schema import check_lines
 from judge_helpers import run_cli
-from k8s_schemas import DSTACK_SCHEMA, check, check_cronjob, mpijob_schema, pytorchjob_schema
+from k8s_schemas import DSTACK_SCHEMA, check, pytorchjob_schema
+from launch_rows import (
+    BASE,
+    EVIL,
+    ROWS,
+    TAIL,
+    Row,
+    _main_container,
+    _master,
+    _strings,
+)
 from slurm_fixtures import slurm_or_skip
+from tty_runs import _run
 
 from clusterbench.launch import slurm
 from clusterbench.store import Store
-
-COLL = ["coll", "all_reduce", "-b", "4M", "-e", "4M", "-n", "5", "-w", "1", "--device", "cpu"]
-
-
-GLOO = ["--env", "GLOO_SOCKET_IFNAME=eth0"]
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    yield from cluster_or_skip(3)
-
-
-@pytest.fixture
-def clean(cluster):
-    yield cluster
-    for i in range(cluster.n):
-        cluster.unshape(i)
-        cluster.link(i, True)
-
-
-def _cb(args, timeout=240, ns=None, env=None):
-    argv = [sys.executable, "-m", "clusterbench", *args]
-    if ns:
-        argv = [IP, "netns", "exec", ns, *argv]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
 
 
 def _hostfile(tmp_path, lines):
     f = tmp_path / "hostfile"
     f.write_text("\n".join(lines) + "\n")
     return str(f)
-
-
-EVIL = "x=$(touch /tmp/cb6-evil); `touch /tmp/cb6-evil` | rm -rf / ; 'q\""
 
 
 def _cluster_launch_cb(*args):
@@ -80,10 +60,6 @@ def _cluster_launch_cb(*args):
     return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
 
 
-def _master(doc: dict) -> dict:
-    return doc["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
-
-
 @pytest.fixture(scope="module")
 def slurm_cluster_slurm(tmp_path_factory):
     yield from slurm_or_skip(tmp_path_factory.mktemp("slurm"))
@@ -94,135 +70,7 @@ def _cluster_slurm_cb(args, env, timeout=180):
                           text=True, timeout=timeout)
 
 
-def _hostlist_cb(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "clusterbench", *args], capture_output=True, text=True,
-                          timeout=120)
-
-
-PAYLOADS = {
-    "newline": "x\ntouch {m}",
-    "subst": "$(touch {m})",
-    "backquote": "`touch {m}`",
-    "squote": "x'; touch {m}; '",
-    "dquote": 'x"; touch {m}; "',
-    "semicolon": "x; touch {m}",
-    "hash": "x #; touch {m}",
-    "nul": "x\x00touch {m}",
-}
-
-
 REFUSED_EVERYWHERE = ("newline", "nul")   # a control character is refused by every option
-
-
-BASE = {
-    "slurm": ["launch", "slurm", "--nodes", "2", "--gpus-per-node", "8"],
-    "mpi": ["launch", "mpi", "--hostfile", "{hostfile}", "--print"],
-    "mpi-hosts": ["launch", "mpi", "--hosts", "node[1-2]", "--procs-per-node", "8", "--print"],
-    "torchrun": ["launch", "torchrun", "--nodes", "2", "--rdzv-endpoint", "node1:29400", "--print"],
-    "torchrun-hosts": ["launch", "torchrun", "--hosts", "node1,node2", "--print"],
-    "k8s": ["launch", "k8s", "--nodes", "2", "--gpus-per-node", "2"],
-    "k8s-mpijob": ["launch", "k8s", "--kind", "mpijob", "--image", "registry.example/cb:1", "--nodes", "2"],
-    "k8s-cron": ["launch", "k8s", "--schedule", "0 3 * * *", "--nodes", "2", "--gpus-per-node", "2"],
-    "dstack": ["launch", "dstack", "--nodes", "2", "--gpus-per-node", "8"],
-}
-
-
-TAIL = ["--", "coll", "all_reduce"]
-
-
-@dataclass(frozen=True)
-class Row:
-    launcher: str
-    args: tuple[str, ...]          # '{p}' is the payload
-    data: bool = False             # a data value: must be accepted and arrive literally
-    reaches_tool: bool = True      # the generated text still reaches the fake benchmark tool
-    tail: tuple[str, ...] = tuple(TAIL)
-
-
-def _rows() -> list[Row]:
-    common = [("--nodes", "{p}"), ("--procs-per-node", "{p}"), ("--gpus-per-node", "{p}"),
-              ("--env", "{p}=1"), ("--sys-root", "{p}")]
-    rows: list[Row] = []
-    for launcher in BASE:
-        for args in common:
-            rows.append(Row(launcher, args))
-        rows.append(Row(launcher, ("--env", "NCCL_X={p}"), data=True))
-        rows.append(Row(launcher, (), data=True, tail=(*TAIL, "--tag", "t={p}")))
-        rows.append(Row(launcher, (), tail=("--", "coll", "{p}")))  # no op: refused before launching
-    rows += [Row("slurm", (opt, "{p}")) for opt in
-             ("--partition", "--time", "--job-name", "--account", "--output", "--sbatch-opt", "--wait-timeout")]
-    rows += [Row("slurm", ("--nodelist", "{p}")), Row("slurm", ("--nodelist", "node[1-2],{p}")),
-             Row("mpi-hosts", ("--hosts", "{p}")), Row("mpi-hosts", ("--hosts", "node[1-2],{p}"))]
-    rows += [Row("slurm", ("--sbatch-opt", "--constraint={p}")), Row("slurm", ("--script", "{p}")),
-             Row("slurm", ("--db", "{p}"), data=True)]
-    rows += [Row("mpi", ("--hostfile", "{p}")), Row("mpi", ("--hostfile", "{hostfile_with_payload}")),
-             Row("mpi", ("--mca", "btl_tcp_if_include={p}")), Row("mpi", ("--mca", "{p}=1")),
-             Row("mpi", ("--agent", "{p}")), Row("mpi", ("--wall-timeout", "{p}")),
-             Row("mpi", ("--mpirun", "{p}"), data=True, reaches_tool=False),
-             Row("mpi", ("--db", "{p}"), data=True)]
-    for launcher in ("torchrun", "torchrun-hosts"):
-        rows += [Row(launcher, ("--rdzv-endpoint", "{p}:29400")), Row(launcher, ("--rdzv-endpoint", "node1:{p}")),
-                 Row(launcher, ("--rdzv-id", "{p}"), data=True), Row(launcher, ("--join-timeout", "{p}")),
-                 Row(launcher, ("--wall-timeout", "{p}"))]
-    rows += [Row("torchrun", ("--node-rank", "{p}")), Row("torchrun", ("--local-addr", "{p}")),
-             Row("torchrun-hosts", ("--hosts", "{p}")), Row("torchrun-hosts", ("--hosts", "node1,{p}")),
-             Row("torchrun-hosts", ("--agent", "{p}"), reaches_tool=False)]
-    for launcher in ("k8s", "k8s-mpijob"):
-        rows += [Row(launcher, (opt, "{p}")) for opt in ("--name", "--namespace", "--image", "--db-secret",
-                                                         "--shm-size", "--network", "--gpu-resource")]
-        rows += [Row(launcher, ("--db-secret", "cb-db:{p}")), Row(launcher, ("--resource", "{p}=1")),
-                 Row(launcher, ("--resource", "rdma/x={p}")), Row(launcher, ("--kind", "{p}"))]
-    rows += [Row("k8s", ("--install", "{p}"), data=True),
-             # a wheel's path is any text (data); an index is a URL, a payload with a space is refused
-             Row("k8s", ("--install-from", "/w/{p}.whl"), data=True),
-             Row("k8s", ("--install-from", "https://idx.example/{p}")),
-             Row("k8s", ("--vendor", "{p}")), Row("k8s", ("--supplemental-groups", "{p}"))]
-    rows += [Row("k8s-cron", ("--schedule", "{p}")), Row("k8s-cron", ("--schedule", "0 3 * * {p}")),
-             Row("k8s-cron", ("--time-zone", "{p}")), Row("k8s-cron", ("--name", "{p}")),
-             Row("k8s-cron", ("--service-account", "{p}"))]
-    rows += [Row("dstack", (opt, "{p}")) for opt in ("--name", "--image", "--gpu", "--startup-order",
-                                                     "--stop-criteria", "--db-secret")]
-    rows += [Row("dstack", ("--install", "{p}"), data=True),
-             Row("dstack", ("--setup", "{p}"))]  # shell text by design: run as given, never run here
-    return rows
-
-
-ROWS = _rows()
-
-
-RECORDER = """#!/bin/sh
-echo "$0" >> "$CB_RAN"
-printf '%s\\n' "$@" >> "$CB_ARGS"
-printf 'NCCL_X=%s\\n' "${NCCL_X:-}" >> "$CB_ARGS"
-"""
-
-
-FAKE_SSH = """#!/bin/sh
-# like ssh: options, the host, then the rest joined into one line for the remote shell
-while [ "$1" = "-o" ]; do shift 2; done
-shift
-exec sh -c "$*"
-"""
-
-
-@pytest.fixture
-def fakes(tmp_path: Path) -> dict[str, str]:
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    for tool in ("srun", "mpirun", "torchrun", "pip", "scontrol", "clusterbench"):
-        (bindir / tool).write_text(RECORDER)
-    (bindir / "ssh").write_text(FAKE_SSH)
-    for f in bindir.iterdir():
-        f.chmod(0o755)
-    return {"PATH": f"{bindir}:/usr/bin:/bin", "HOME": str(tmp_path), "CB_RAN": str(tmp_path / "ran"),
-            "CB_ARGS": str(tmp_path / "args"), "SLURM_JOB_NODELIST": "n1",
-            "DSTACK_GPUS_PER_NODE": "8", "DSTACK_NODE_RANK": "0", "DSTACK_MASTER_NODE_IP": "10.0.0.1"}
-
-
-def _bash(text: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
-    syntax = subprocess.run(["bash", "-n"], input=text, capture_output=True, text=True, timeout=10)
-    assert syntax.returncode == 0, f"bash -n rejects:\n{text}\n{syntax.stderr}"
-    return subprocess.run(["bash", "-c", text], capture_output=True, text=True, timeout=20, env=env, cwd=cwd)
 
 
 _SBATCH_LINE = re.compile(r"#SBATCH --[a-z][a-z-]*(=[^\s'\"#\\$`]+)?")
@@ -242,14 +90,6 @@ def _check_cmdline(out: str, env: dict[str, str], cwd: Path) -> None:
     _bash(out, env, cwd)
 
 
-def _strings(doc) -> list[str]:
-    if isinstance(doc, dict):
-        return [s for k, v in doc.items() for s in (*_strings(k), *_strings(v))]
-    if isinstance(doc, list):
-        return [s for v in doc for s in _strings(v)]
-    return [doc] if isinstance(doc, str) else []
-
-
 def _check_k8s(out: str, env: dict[str, str], cwd: Path) -> None:
     doc = yaml.safe_load(out)
     assert set(doc) == {"apiVersion", "kind", "metadata", "spec"}
@@ -257,54 +97,6 @@ def _check_k8s(out: str, env: dict[str, str], cwd: Path) -> None:
     assert len(main) == 1 and all(isinstance(w, str) for w in main[0]["command"])
     # the master's command, as the container runtime runs it: an argument list
     subprocess.run(main[0]["command"], capture_output=True, text=True, timeout=20, env=env, cwd=cwd)
-
-
-def _main_container(doc: dict) -> list[dict]:
-    """The containers of the pod that runs the command, as the kubelet hands them to the
-    runtime: ``$(VAR)`` of the container's env expanded, ``$$`` -> ``$``, in the command and in
-    each env value (a Secret's value stands as ``SECRET``)."""
-    if doc["kind"] == "PyTorchJob":
-        check(pytorchjob_schema(), doc)
-        replicas = doc["spec"]["pytorchReplicaSpecs"]
-        assert set(replicas) == {"Master", "Worker"} and replicas["Worker"]["replicas"] == 1
-        main = replicas["Master"]["template"]["spec"]["containers"]
-    elif doc["kind"] == "CronJob":
-        check_cronjob(doc)
-        assert doc["spec"]["jobTemplate"]["spec"]["completions"] == 2
-        main = doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
-    else:
-        check(mpijob_schema(), doc)
-        main = doc["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]
-    defined: dict[str, str] = {}
-    for e in main[0].get("env") or []:  # in order: a value sees the variables defined before it
-        defined[e["name"]] = _kubelet(e["value"], defined) if "value" in e else "SECRET"
-        if "value" in e:
-            e["value"] = defined[e["name"]]
-    main[0]["command"] = [_kubelet(w, defined) for w in main[0]["command"]]
-    return main
-
-
-def _kubelet(word: str, env: dict[str, str]) -> str:
-    """Kubernetes' expansion of a container command word (k8s.io/kubernetes third_party
-    expansion): ``$$`` is ``$``, ``$(NAME)`` of a defined variable its value, anything else kept."""
-    out, i = [], 0
-    while i < len(word):
-        if word[i] == "$" and i + 1 < len(word) and word[i + 1] == "$":
-            out.append("$")
-            i += 2
-        elif word[i] == "$" and i + 1 < len(word) and word[i + 1] == "(":
-            end = word.find(")", i + 2)
-            name = word[i + 2:end] if end > 0 else None
-            if name is not None and name in env:
-                out.append(env[name])
-                i = end + 1
-            else:
-                out.append(word[i])
-                i += 1
-        else:
-            out.append(word[i])
-            i += 1
-    return "".join(out)
 
 
 def _check_dstack(out: str, env: dict[str, str], cwd: Path, setup: int = 0) -> None:
@@ -348,38 +140,6 @@ def _arrived(row: Row, payload: str, out: str, fakes: dict[str, str]) -> None:
     else:  # what the fake tools were given; a --db path arrives made absolute
         text = Path(fakes["CB_ARGS"]).read_text()
     assert payload in text, f"{payload!r} did not arrive literally:\n{text}\n{out}"
-
-
-def _env() -> dict[str, str]:
-    return {**os.environ, "TERM": "xterm", "COLUMNS": "120", "PYTHONUNBUFFERED": "1"}
-
-
-def _run(args: list[str], tty_stderr: bool, timeout: float = 300) -> tuple[int, bytes, bytes]:
-    """Run clusterbench with stdout piped and stderr on a pty (or piped); (rc, stdout, stderr)."""
-    cmd = [sys.executable, "-m", "clusterbench", *args]
-    if not tty_stderr:
-        r = subprocess.run(cmd, capture_output=True, timeout=timeout, env=_env())
-        return r.returncode, r.stdout, r.stderr
-    master, slave = pty.openpty()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=slave, env=_env())
-    os.close(slave)
-    got = b""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([master], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the child closed the pty
-                break
-            if not chunk:
-                break
-            got += chunk
-        elif p.poll() is not None:
-            break
-    os.close(master)
-    out = p.stdout.read()
-    return p.wait(30), out, got
 
 
 @pytest.mark.root

@@ -37,6 +37,7 @@ from k8s_schemas import (
     mpijob_schema,
     pytorchjob_schema,
 )
+from launch_rows import TAIL, _strings
 
 SEED = 20240611
 
@@ -162,14 +163,6 @@ def _yaml_strict(out: str) -> None:
     walk(yaml.compose(out))
 
 
-def _strings(doc) -> list[str]:
-    if isinstance(doc, dict):
-        return [s for k, v in doc.items() for s in (*_strings(k), *_strings(v))]
-    if isinstance(doc, list):
-        return [s for v in doc for s in _strings(v)]
-    return [doc] if isinstance(doc, str) else []
-
-
 def _k8s(out: str, bindir: Path, cwd: Path) -> Seen:
     _yaml_strict(out)
     doc = yaml.safe_load(out)
@@ -225,7 +218,6 @@ BASE = {
     "k8s-cron": ["launch", "k8s", "--schedule", "0 3 * * *", "--nodes", "2", "--gpus-per-node", "2"],
     "dstack": ["launch", "dstack", "--nodes", "2", "--gpus-per-node", "8"],
 }
-TAIL = ["--", "coll", "all_reduce"]
 
 # (launcher, option words with {v}, kind): "word": the benchmark gets exactly this argument;
 # "env": the ranks see NCCL_X exactly; "field": the value shows whole in the artifact

@@ -10,89 +10,21 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from json_cases import BENCHMARKS
 from json_schema import check_lines
 from judge_helpers import cli, run_cli
-from paths import TESTS
+from net_ranks import FakeCtx, _peer_gathers
+from paths import SRC
 from process_helpers import Lines, free_port, wait_until
 
 from clusterbench.bench.net import perftest
 from clusterbench.bench.net.matrix import NetConfig
 from clusterbench.judge.efficiency import run_link_efficiency
-from clusterbench.ranks.context import RankOptions
 from clusterbench.store import Store
-
-# Benchmark commands share coll's printer; each runs once, tiny, below.
-BENCHMARKS = {
-    "stream": ["stream", "-s", "64K", "-n", "3"],
-    "gemm": ["gemm", "-m", "64", "-n", "64", "-k", "64", "-i", "1", "--samples", "2", "--device", "cpu"],
-    "transfer": ["transfer", "--bytes", "256K", "--iterations", "2", "--device", "cpu"],
-    "net": ["net", "--np", "2", "--duration", "0.2", "--latency-iters", "10", "--link-rate", "10Gbps"],
-    "train": ["train", "--np", "1", "--device", "cpu", "--steps", "2", "--warmup", "0", "--batch", "2",
-              "--no-comm-share"],
-    "ddp-comm": ["ddp-comm", "--np", "2", "--device", "cpu", "--size", "1M", "--layers", "2", "--steps", "2",
-                 "--warmup", "1"],
-    "infer-tp": ["infer-tp", "--np", "1", "--device", "cpu", "--hidden", "64", "--layers", "1",
-                 "--batch-sizes", "8", "--iters", "1", "--warmup", "0"],
-    "run": ["run", "--np", "2", "--device", "cpu", "--no-preflight"],
-    "scaling": None,  # reads the train runs stored above: see test_scaling_lines
-}
-
-
-@dataclass
-class FakeCtx:
-    """Rank 0 of two on one host: what net's per-rank code uses of a RankContext."""
-    launcher: str = "local"
-    rank: int = 0
-    world_size: int = 2
-    hosts: list[str] = field(default_factory=lambda: ["h", "h"])
-    options: RankOptions = field(default_factory=lambda: RankOptions("cpu", "gloo", 30.0, 0.0))
-    failures: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    rows: list[Any] = field(default_factory=list)
-
-    @property
-    def env(self) -> SimpleNamespace:
-        return SimpleNamespace(launcher=self.launcher, master_addr="no-such-host.invalid")
-
-    def fail(self, reason: str) -> None:
-        self.failures.append(reason)
-
-    def note(self, text: str, benchmark: str | None = None) -> None:
-        self.notes.append(text)
-
-    def record(self, rows: Any) -> None:
-        self.rows.extend(rows)
-
-    def meta(self, data: dict[str, Any]) -> None:
-        pass
-
-    def progress(self) -> None:
-        pass
-
-
-def _peer_gathers(monkeypatch: pytest.MonkeyPatch, peer: Any) -> None:
-    """all_gather_object where rank 1 gives ``peer(call, mine)``."""
-    import torch.distributed as dist
-
-    calls = iter(range(1000))
-
-    def gather(out: list[Any], obj: Any) -> None:
-        out[0], out[1] = obj, peer(next(calls), obj)
-
-    monkeypatch.setattr(dist, "all_gather_object", gather)
-
-
-
-
-
-SRC = TESTS.parent / "src"
-
 
 TIMEOUT = 3   # --timeout of the commands started here, in seconds
 

@@ -3,14 +3,12 @@ launchers, servers or namespaces."""
 
 from __future__ import annotations
 
+from node_doubles import NODE_TARGETS
+
 from clusterbench.bench import suite
-from clusterbench.bench.gemm import main as gemm_main
-from clusterbench.bench.stream import main as stream_main
 from clusterbench.ranks.context import RankOptions
 from clusterbench.ranks.driver import Job, execute
 from clusterbench.records import Failure, Rows
-
-NODE_TARGETS = (stream_main.main, gemm_main.main)
 
 
 def test_two_cpu_ranks_report_the_host_once():

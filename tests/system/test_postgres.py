@@ -4,35 +4,21 @@ launchers, servers or namespaces."""
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import pytest
-from pg_fixtures import PgServer, pg_bin, pg_server_or_skip
+from pg_fixtures import (
+    PgServer,
+    _count,
+    _durable_db,
+    _meas,
+    _run,
+    _sqlite_with_runs,
+    pg_bin,
+)
 
 from clusterbench.errors import StoreError
-from clusterbench.records import Measurement, Run
 from clusterbench.store import Store, postgres
 from clusterbench.store.copy import copy_databases
-
-
-@pytest.fixture(scope="module")
-def server():
-    yield from pg_server_or_skip()
-
-
-def _durable_db(server: PgServer) -> str:
-    """A database whose commits survive the server's crash: the test server starts with
-    synchronous_commit off, and these tests stop it with ``-m immediate``."""
-    name = server.create_db()
-    server.sql(f"ALTER DATABASE {name} SET synchronous_commit = on")
-    return name
-
-
-@pytest.fixture
-def dbname(server):
-    name = _durable_db(server)
-    yield name
-    server.drop_db(name)
 
 
 def _pg_ctl(server: PgServer, *argv: str) -> None:
@@ -51,25 +37,6 @@ def _start(server: PgServer) -> None:
     opts = (f"-p {server.port} -k {server.dir} -c listen_addresses={server.listen} -c fsync=off "
             "-c synchronous_commit=off -c full_page_writes=off -c max_connections=120 -c shared_buffers=32MB")
     _pg_ctl(server, "-l", str(server.dir / "log"), "-w", "-t", "60", "-o", opts, "start")
-
-
-def _run() -> Run:
-    return Run(benchmark="all_reduce", source="test", command=["coll", "--db", "x"],
-               started_at="2026-01-01T00:00:00.000Z", ended_at="2026-01-01T00:00:01.000Z", status="complete")
-
-
-def _meas() -> list[Measurement]:
-    return [Measurement("all_reduce", "busbw", float(i), "GB/s", {"bytes": 8 << i}) for i in range(10)]
-
-
-def _count(server: PgServer, db: str, table: str = "runs") -> int:
-    return int(server.sql(f"SELECT count(*) FROM {table}", db=db)[0][0])
-
-
-def _sqlite_with_runs(path: Path, n: int) -> None:
-    with Store.open(path) as s:
-        for _ in range(n):
-            s.save_run(_run(), _meas())
 
 
 def test_a_restart_between_opening_and_storing_keeps_the_run(server, dbname):

@@ -11,26 +11,10 @@ import threading
 import pytest
 from json_schema import check_lines
 from judge_helpers import cli
-from paths import TESTS
-from slurm_fixtures import slurm_or_skip
+from paths import DATA
+from slurm_fixtures import _node
 
-from clusterbench.launch import drain
 from clusterbench.preflight import checks as c
-
-
-@pytest.fixture(scope="module")
-def slurm(tmp_path_factory):
-    yield from slurm_or_skip(tmp_path_factory.mktemp("slurm-drain"))
-
-
-def _node(env: dict, name: str) -> drain.SlurmNode:
-    r = subprocess.run(["scontrol", "show", "node", name], env=env, capture_output=True, text=True, timeout=30)
-    assert r.returncode == 0, r.stderr
-    return drain.parse_scontrol_node(r.stdout, name)
-
-
-DATA = TESTS / "data"
-
 
 H100 = DATA / "sysfs" / "h100-node"
 

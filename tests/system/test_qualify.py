@@ -16,58 +16,22 @@ import psutil
 import pytest
 from json_schema import check_lines
 from judge_helpers import cli
-from paths import TESTS
+from junit_xml import SCHEMA, xmlschema
+from paths import DATA
+from probe_profiles import SMALL_STREAM, STREAM_FLOOR
 from process_helpers import assert_all_gone, process_family, wait_until
+from qualify_profiles import _profile, _sweep_qualify_profile
 
 from clusterbench.records import INTERRUPTED
 from clusterbench.store import Store
 
-xmlschema = pytest.importorskip("xmlschema", reason="xmlschema (test extra) validates against the JUnit XSD")
-
-
-SCHEMA = xmlschema.XMLSchema(str(TESTS / "data" / "schemas" / "junit-10.xsd"))
-
-
-CRITERION = {"name": "c", "benchmark": "stream", "metric": "bandwidth", "op": ">=", "value": 1}
-
-
-def _profile(tmp_path, suite, criteria=None) -> Path:
-    p = tmp_path / "p.yaml"
-    p.write_text(json.dumps({"name": "t", "suite": suite, "criteria": criteria or [CRITERION]}))
-    return p
-
-
-DATA = TESTS / "data"
-
-
 SCHEMA_qualify_preflight = xmlschema.XMLSchema(str(DATA / "schemas" / "junit-10.xsd"))
-
-
-STREAM_FLOOR = {"name": "stream floor", "benchmark": "stream", "metric": "bandwidth",
-                "params": {"kernel": "Triad"}, "op": ">=", "value": 0.001, "unit": "GB/s"}
-
-
-SMALL_STREAM = ["stream", "--device", "cpu", "-s", "1K", "-n", "2"]
 
 
 def _qualify_preflight_profile(tmp_path: Path, suite: list[dict], criteria: list[dict]) -> Path:
     p = tmp_path / "probe.yaml"
     p.write_text(json.dumps({"name": "probe", "suite": suite, "criteria": criteria}))
     return p
-
-
-STEP = ["stream", "--device", "cpu", "-s", "1K", "-n", "2"]
-
-
-PROFILE = {"name": "probe", "suite": [{"name": "stream", "command": STEP}],
-           "criteria": [{"name": "triad", "benchmark": "stream", "metric": "bandwidth",
-                         "params": {"kernel": "Triad"}, "op": ">=", "value": 1e-9, "unit": "GB/s"}]}
-
-
-def _sweep_qualify_profile(tmp_path: Path) -> str:
-    p = tmp_path / "probe.yaml"
-    p.write_text(json.dumps(PROFILE))
-    return str(p)
 
 
 def test_cpu_smoke_end_to_end(capsys, db, tmp_path):

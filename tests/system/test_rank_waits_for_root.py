@@ -7,9 +7,7 @@ import os
 import subprocess
 import sys
 
-from paths import TESTS
-
-SRC = TESTS.parent / "src"
+from paths import SRC
 
 
 def test_a_rank_starts_without_the_private_attribute() -> None:

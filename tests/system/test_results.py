@@ -10,51 +10,48 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import pytest
+from json_cases import TINY_COLL
 from json_schema import check_lines
 from judge_helpers import run_cli
-from paths import ROOT, TESTS
-from pg_fixtures import PgServer, pg_server_or_skip
+from paths import DATA, ROOT, TESTS
+from pg_fixtures import (
+    SECRET,
+    SRC,
+    _count,
+    _sqlite_with_runs,
+)
 from process_helpers import assert_all_gone, process_family
+from store_raw import _ms
+from stored_runs import (
+    OSU_BW,
+    _ids,
+    _probe_logs,
+    _runs,
+    build_probe_db,
+)
+from system_cli import (
+    DTYPE_BYTES,
+    LOG,
+    _cb,
+    _closing,
+    _errors,
+    _export,
+    _finish,
+    _start,
+    _stored,
+    cli,
+    clusterbench_native_records,
+    lines_native_records,
+)
 
-from clusterbench.cli import main
 from clusterbench.output import OUTPUT_FAILED
-from clusterbench.records import COMPLETE, INTERRUPTED, Measurement, Run, TelemetrySample
+from clusterbench.records import COMPLETE, INTERRUPTED, Measurement, Run
 from clusterbench.store import Store
-
-# long enough that the signal lands mid-sweep, short enough for two cores
-LONG = ["coll", "all_reduce", "-b", "8", "-e", "256M", "-f", "2", "-n", "20", "-w", "1", "--np", "2",
-        "--device", "cpu", "--telemetry-interval", "0", "--timeout", "120"]
-
-
-def _start(db: str, *extra: str, stdout=subprocess.PIPE, preexec_fn=None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "clusterbench", *LONG, *extra, "--db", db],
-                            stdout=stdout, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=preexec_fn)
-
-
-def _stored(db: str):
-    with Store.open(db) as store:
-        runs = store.list_runs(oldest_first=True)
-        return runs, {r.id: store.measurements(int(r.id or 0)) for r in runs}
-
-
-def _finish(proc: subprocess.Popen) -> tuple[str, str]:
-    killer = threading.Timer(150, proc.kill)  # never let a test hang
-    killer.start()
-    try:
-        return proc.communicate(timeout=160)
-    finally:
-        killer.cancel()
-
-
-DATA = TESTS / "data"
-
 
 # (file, tags): real logs of the standard tools
 LOGS = [
@@ -67,10 +64,6 @@ LOGS = [
     ("nccl-tests/superbench-nccl_allreduce.log", ["env=b"]),
     ("nccl-tests/issue322-16G-test-nccl-failure-truncated.txt", ["env=broken"]),
 ]
-
-
-TINY_COLL = ["coll", "all_reduce", "-b", "8", "-e", "64", "--np", "2", "--device", "cpu",
-             "--telemetry-interval", "0"]
 
 
 @pytest.fixture(scope="module")
@@ -88,21 +81,7 @@ def store_json_lines(tmp_path_factory):
     return {"db": db, "tmp": tmp}
 
 
-DTYPE_BYTES = {"float": 4, "half": 2, "double": 8}
-
-
 COLL = ["-b", "8", "-e", "2K", "-f", "4", "-n", "3", "-w", "1", "-d", ",".join(DTYPE_BYTES)]
-
-
-def clusterbench_native_records(*args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "clusterbench", *args], capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
-def lines_native_records(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 @pytest.fixture(scope="module", params=[2, 3])
@@ -121,69 +100,6 @@ def _agrees(printed: str, value: float | None) -> bool:
     return abs(float(printed) - value) <= 0.5 * 10 ** -decimals * (1 + 1e-9)
 
 
-DATA_postgres = TESTS / "data" / "nccl-tests"
-
-
-LOG = DATA_postgres / "a3mega-h100-2node-all_reduce.txt"
-
-
-SECRET = "Zq7secretPW"
-
-
-@pytest.fixture(scope="module")
-def server():
-    yield from pg_server_or_skip()
-
-
-def _durable_db(server: PgServer) -> str:
-    """A database whose commits survive the server's crash: the test server starts with
-    synchronous_commit off, and these tests stop it with ``-m immediate``."""
-    name = server.create_db()
-    server.sql(f"ALTER DATABASE {name} SET synchronous_commit = on")
-    return name
-
-
-@pytest.fixture
-def dbname(server):
-    name = _durable_db(server)
-    yield name
-    server.drop_db(name)
-
-
-def cli(capsys, *argv):
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
-
-
-def _errors(err: str) -> list[str]:
-    assert "Traceback" not in err and "internal error" not in err, err
-    return [line for line in err.splitlines() if line.startswith("clusterbench: error:")]
-
-
-def _run() -> Run:
-    return Run(benchmark="all_reduce", source="test", command=["coll", "--db", "x"],
-               started_at="2026-01-01T00:00:00.000Z", ended_at="2026-01-01T00:00:01.000Z", status="complete")
-
-
-def _meas() -> list[Measurement]:
-    return [Measurement("all_reduce", "busbw", float(i), "GB/s", {"bytes": 8 << i}) for i in range(10)]
-
-
-def _count(server: PgServer, db: str, table: str = "runs") -> int:
-    return int(server.sql(f"SELECT count(*) FROM {table}", db=db)[0][0])
-
-
-def _sqlite_with_runs(path: Path, n: int) -> None:
-    with Store.open(path) as s:
-        for _ in range(n):
-            s.save_run(_run(), _meas())
-
-
-SRC = str(ROOT / "src")
-
-
 def cli_to_full_disk(*argv: object) -> subprocess.CompletedProcess[str]:
     """The command in its own process, its standard output a full disk (``> /dev/full``)."""
     env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -192,62 +108,7 @@ def cli_to_full_disk(*argv: object) -> subprocess.CompletedProcess[str]:
                               stderr=subprocess.PIPE, text=True, env=env, timeout=120)
 
 
-def _runs(db: str, n: int, tags: dict[str, str] | None = None) -> list[int]:
-    with Store.open(db) as s:
-        return [s.save_run(Run(benchmark="coll", hosts=["n1"], tags=dict(tags or {})),
-                           [Measurement("all_reduce", "busbw", float(i + 1), "GB/s", {"bytes": 8 << i})],
-                           [TelemetrySample(0.5, "gpu_util", 90.0, "%", "n1", "0")])
-                for i in range(n)]
-
-
-def _ids(db: str) -> list[int]:
-    with Store.open(db) as s:
-        return sorted(int(r.id or 0) for r in s.list_runs())
-
-
-STREAM_LOG = DATA / "stream" / "babelstream-repo-results-v2.0-broadwell-mccalpin-cray.txt"
-
-
-NCCL_LOG = DATA / "nccl-tests" / "a3mega-h100-2node-all_reduce.txt"
-
-
-HOST = "n\u0153ud-\u00b5\u2192"     # œ (not latin-1), µ (latin-1), → (neither)
-
-
-TAG = "site=z\u00fcrich\u00b1\u00b2"
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONIOENCODING", "PYTHONUTF8", "CLUSTERBENCH_DEBUG")}
-    return {**env, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", **extra}
-
-
-def _cb(argv: list[str], env: dict[str, str] | None = None, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "clusterbench", *argv], env=env or _env(), capture_output="stdout" not in kw,
-                          timeout=120, **kw)
-
-
-@pytest.fixture(scope="module")
-def db_stdio(tmp_path_factory) -> str:
-    path = str(tmp_path_factory.mktemp("stdio") / "runs.db")
-    for i, log in ((1, STREAM_LOG), (2, STREAM_LOG), (3, NCCL_LOG)):
-        p = _cb(["import", str(log), "--host", f"{HOST}{i}", "--tag", TAG, "--db", path])
-        assert p.returncode == 0, p.stderr
-    return path
-
-
-def _closing(*fds: int):
-    def close() -> None:
-        for fd in fds:
-            os.close(fd)
-    return close
-
-
 SRC_store_conc = str(ROOT / "src")
-
-
-def _ms(n: int) -> list[Measurement]:
-    return [Measurement("all_reduce", "busbw", float(i), "GB/s", {"bytes": 8 << i}) for i in range(n)]
 
 
 def _store_conc_runs(db: Path) -> list[tuple[int, int]]:
@@ -269,64 +130,9 @@ def _store_conc_cb(*args: object, env: dict[str, str], **kw: object) -> subproce
                           capture_output=True, text=True, timeout=120, **kw)
 
 
-SEED_NCCL = DATA / "nccl-tests" / "seed-mi300x-rccl-all_reduce-8gpu.txt"
-
-
-OSU_BW = DATA / "osu" / "hpcbench-osu_bw-v5.3.2-host.txt"
-
-
-FAILED_NCCL = DATA / "nccl-tests" / "issue287-5090-2gpu-test-nccl-failure-no-rows.txt"
-
-
-ODD_TAGS = ["team=a,b", 'q="x"', "k=v=w", "uni=ñü日本", "long=" + "x" * 4000, "bench:x=1", "B=1", "a=2",
-            "Z=3", "_x=1", "é=1", "sp= v "]
 
 
 _TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
-
-
-def _store_probe_run(rid, *, status="complete", source="clusterbench 1", tags=None, started="2026-01-02T00:00:00.000Z",
-         meta=None):
-    return json.dumps({"kind": "run", "id": rid, "benchmark": "coll", "source": source, "command": ["x"],
-                       "started_at": started, "ended_at": None, "status": status, "hosts": ["h1"], "ranks": 2,
-                       "devices": [], "versions": {}, "env": {}, "tags": tags or {}, "errors": [],
-                       "meta": meta if meta is not None else {"n": {"a": [1, {"b": None}]}}})
-
-
-def _store_probe_meas(rid, bench, metric, value, params, unit="GB/s"):
-    return json.dumps({"kind": "measurement", "run": rid, "benchmark": bench, "metric": metric, "value": value,
-                       "unit": unit, "params": params})
-
-
-def _logs(tmp: Path) -> dict[str, Path]:
-    files = {
-        "empty": _store_probe_run(1, tags={"empty": "yes"}),
-        "failed": "\n".join([_store_probe_meas(2, "all_reduce", "busbw", 1.5, {"bytes": 8}), _store_probe_run(2, status="failed")]),
-        "extreme": "\n".join([
-            _store_probe_meas(3, "all_reduce", "busbw", 5e-324, {"bytes": 8}),
-            _store_probe_meas(3, "all_reduce", "busbw", 1.7e308, {"bytes": 16}),
-            _store_probe_meas(3, "all_reduce", "busbw", 10**15 + 1, {"bytes": 32, "nested": {"a": [1, {"x": "é\u2028"}]}}),
-            _store_probe_run(3, started="2026-02-01T00:00:00.000Z")]),
-        # an import whose tool is spelt in capitals: bench:osu must not pick it, nor bench:OSU osu's runs
-        "upper": "\n".join([_store_probe_meas(4, "OSU_bw", "bandwidth", 3.0, {"bytes": 8}),
-                            _store_probe_run(4, source="OSU 7.0", meta={"tool": "OSU"})]),
-    }
-    paths = {}
-    for name, text in files.items():
-        paths[name] = tmp / f"{name}.jsonl"
-        paths[name].write_text(text + "\n")
-    return paths
-
-
-def _build(capsys, db: str, tmp: Path) -> None:
-    logs = _logs(tmp)
-    imports = [[SEED_NCCL, *[a for t in ODD_TAGS[:5] for a in ("--tag", t)]],
-               [OSU_BW, *[a for t in ODD_TAGS[5:] for a in ("--tag", t)]],
-               [FAILED_NCCL], [logs["empty"]], [logs["failed"]], [logs["extreme"], "--tag", "x=ext"],
-               [logs["upper"]]]
-    for argv in imports:
-        rc, _, err = cli(capsys, "import", *argv, "--db", db)
-        assert rc in (0, 1) and "Traceback" not in err, err
 
 
 READS = [
@@ -348,12 +154,6 @@ def _read(capsys, db: str, argv: list[str]) -> tuple[int, str, str]:
     rc, out, err = cli(capsys, *argv, "--db", db)
     assert "Traceback" not in err
     return rc, _TS.sub("TS", out.replace(db, "DB")), _TS.sub("TS", err.replace(db, "DB"))
-
-
-def _export(capsys, db: str) -> list[str]:
-    rc, out, err = cli(capsys, "results", "export", "1..1000", "--db", db)
-    assert rc == 0, err
-    return [re.sub(r'"(run|id)": \d+, ', "", line) for line in out.splitlines()]
 
 
 def test_sigterm_in_a_repetition_keeps_the_finished_ones(tmp_path):
@@ -696,8 +496,8 @@ def test_backends_agree(capsys, tmp_path, pg_server):
     name = pg_server.create_db()
     pg = pg_server.url(name)
     try:
-        _build(capsys, sqlite_db, tmp_path)
-        _build(capsys, pg, tmp_path)
+        build_probe_db(capsys, sqlite_db, tmp_path)
+        build_probe_db(capsys, pg, tmp_path)
         for argv in READS:
             assert _read(capsys, sqlite_db, argv) == _read(capsys, pg, argv), argv
         for argv in (["results", "tag", "1..3", "new=1", "team=c"], ["results", "tag", "999", "a=b"],
@@ -713,7 +513,7 @@ def test_copy_there_and_back_is_exact_and_idempotent(capsys, tmp_path, pg_server
     name = pg_server.create_db()
     pg = pg_server.url(name)
     try:
-        _build(capsys, src, tmp_path)
+        build_probe_db(capsys, src, tmp_path)
         for a, b, copied in [(src, pg, 7), (pg, back, 7), (back, pg, 0), (pg, back, 0), (src, back, 0)]:
             rc, out, err = cli(capsys, "results", "copy", "--from", a, "--to", b, "--json")
             summary = json.loads(out)
@@ -739,7 +539,7 @@ def test_tag_order_does_not_follow_the_collation(capsys, tmp_path, pg_server):
             rc, _, err = cli(capsys, "import", OSU_BW, *[a for t in ("B=1", "a=2", "Z=3", "_x=1", "é=1")
                                                            for a in ("--tag", t)], "--db", db)
             assert rc == 0, err
-            rc, _, err = cli(capsys, "import", _logs(tmp_path)["upper"], "--db", db)
+            rc, _, err = cli(capsys, "import", _probe_logs(tmp_path)["upper"], "--db", db)
         for argv in (["results", "list"], ["results", "show", "1"], ["results", "export", "1..2"],
                      ["results", "list", "--json"]):
             assert _read(capsys, sqlite_db, argv) == _read(capsys, pg, argv), argv

@@ -9,20 +9,15 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch.distributed as dist
-from paths import ROOT, TESTS
+from paths import SRC, TESTS
+from rankfns import SUITE_META, step_ok, step_skips
 
 from clusterbench.bench import suite
 from clusterbench.bench.suite import SuiteEntry
 from clusterbench.cli import main
-from clusterbench.records import COMPLETE, Measurement
+from clusterbench.families.collectives.spec import OPS
+from clusterbench.records import COMPLETE
 from clusterbench.store import Store
-
-SRC = ROOT / "src"
-
-
-
-
 
 _SUITE = """
 import sys
@@ -43,20 +38,6 @@ def _suite_run(step: str, db: Path, *extra: str) -> subprocess.CompletedProcess:
                           start_new_session=True, env={**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{TESTS / 'helpers'}"})
 
 
-SUITE_META = "suite"   # run.meta key of the steps (suite.SUITE_META)
-
-
-def step_ok(ctx, config):
-    dist.barrier()
-    ctx.record([Measurement("selftest", "value", 1.0, "", {"step": "ok"})])
-    ctx.progress()
-
-
-def step_skips(ctx, config):
-    ctx.record([Measurement("selftest", "value", 2.0, "", {"step": "skips"})])
-    ctx.note("skipped tf32 on cpu: tf32 is a GPU tensor-core mode", "selftest")
-
-
 def test_run_stores_one_run_with_every_collective(tmp_path):
     db = str(tmp_path / "suite.db")
     proc = subprocess.run([sys.executable, "-m", "clusterbench", "run", "--db", db], capture_output=True,
@@ -67,10 +48,9 @@ def test_run_stores_one_run_with_every_collective(tmp_path):
         (run,) = store.list_runs()
         ms = store.measurements(run.id)
     assert run.status == COMPLETE and run.benchmark == "suite" and run.ranks == 2
-    collectives = {"all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv"}
-    assert collectives <= {m.benchmark for m in ms}  # other suite steps may add their own benchmarks
-    assert all(m.value == 0 for m in ms if m.benchmark in collectives and m.metric in ("wrong", "out_of_bounds"))
-    assert proc.stdout.count("# Out of bounds values : 0 OK") == 7
+    assert set(OPS) <= {m.benchmark for m in ms}  # other suite steps may add their own benchmarks
+    assert all(m.value == 0 for m in ms if m.benchmark in OPS and m.metric in ("wrong", "out_of_bounds"))
+    assert proc.stdout.count("# Out of bounds values : 0 OK") == len(OPS)
 
 
 @pytest.mark.parametrize("step, code, status", [("step_killed", 1, "incomplete"),
@@ -169,7 +149,8 @@ def test_repeat_5_ends_with_each_headline_row_across_the_runs(tmp_path, busy_nod
     head = next(i for i, line in enumerate(lines) if line.startswith("# 5 runs ("))
     assert lines[head].startswith(f"# 5 runs ({', '.join(map(str, ids))}; repeat_group=")
     assert lines[head + 1].split() == ["#", "row", "mean", "±", "σ", "min..max", "CV", "runs"]
-    row = lines[head + 2]
-    assert row.startswith("  all_reduce 4K ") and " busbw " in row and row.split()[-1] == "5"
-    assert " ± " in row and " GB/s " in row and ".." in row
-    assert head + 3 == len(lines)   # the last thing printed: the largest size is the headline row
+    rows = lines[head + 2:]   # the last thing printed: the largest size is the headline row
+    assert [row.split()[5] for row in rows] == ["in", "out"]   # one per placement
+    for row in rows:
+        assert row.startswith("  all_reduce 4K ") and " busbw " in row and row.split()[-1] == "5"
+        assert " ± " in row and " GB/s " in row and ".." in row

@@ -3,33 +3,13 @@ launchers, servers or namespaces."""
 
 from __future__ import annotations
 
-import http.client
 import signal
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
-from clusterbench.records import Measurement, Run
-from clusterbench.store import Store
-
-
-def _source(path: Path, runs: int = 2) -> str:
-    with Store.open(path) as s:
-        for i in range(runs):
-            s.save_run(Run("coll", hosts=[f"h{i}"], started_at=f"2026-01-0{i + 1}T00:00:00.000Z"),
-                       [Measurement("all_reduce", "busbw", 1.5 + i, "GB/s", {"bytes": 8})])
-    return str(path)
-
-
-def _request(port: int, method: str, path: str) -> tuple[int, dict[str, str], bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        conn.request(method, path)
-        r = conn.getresponse()
-        return r.status, dict(r.getheaders()), r.read()
-    finally:
-        conn.close()
+from fleet_metrics import _request
+from stored_runs import _source
 
 
 def test_serve_metrics_stops_on_a_signal_in_one_line(tmp_path):

@@ -5,202 +5,41 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import pty
-import select
-import shutil
-import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fleet_helpers import night, real_measurements, store_history
+from bench_cli import _key, cli, cli_bench_cpu, measurements
+from fleet_helpers import real_measurements
+from fleet_metrics import BUSBW, LOGS, _dashboard_queries
 from json_schema import check_lines
-from paths import ROOT, TESTS
 from process_helpers import free_port
+from stream_facts import ARRAYS
+from system_cli import (
+    READS,
+    _cb,
+    _closing,
+    _env,
+    _get,
+    _wait,
+    _which,
+    clusterbench_native_records,
+    lines_native_records,
+    stored_bench_cpu,
+)
+from tty_runs import _run
 
-from clusterbench.cli import main
+from clusterbench.families.stream import spec as stream_spec
 from clusterbench.output import OUTPUT_FAILED
-from clusterbench.records import COMPLETE, Run
+from clusterbench.records import COMPLETE
 from clusterbench.report import openmetrics
 from clusterbench.store import Store
 
-DASHBOARD = ROOT / "docs" / "grafana" / "clusterbench-fleet.json"
-
-
-BUSBW = "clusterbench_collectives_busbw_bytes_per_second"
-
-
-LOGS = ["nccl-tests/a3mega-h100-2node-all_reduce.txt", "babelstream/seed-mi300x-hip-8gpu-mpi.txt",
-        "transferbench/seed-mi300x-p2p.txt", "rocblas-bench/seed-mi300x-sgemm-4000.txt"]
-
-
-def _which(name: str) -> str | None:
-    return shutil.which(name) or next((p for p in (f"/usr/bin/{name}", f"/usr/sbin/{name}") if os.path.exists(p)), None)
-
-
-def _fleet(db: str) -> None:
-    """Two nights of real logs on three nodes; gpu02's busbw and one GPU's Triad are low on the
-    second night, and the second night's preflight of gpu03 failed."""
-    base = [m for path in LOGS for m in real_measurements(path)]
-
-    def f(h, i, m):
-        if i == 1 and h == "gpu02" and m.metric == "busbw":
-            return 0.5
-        if i == 1 and h == "gpu01" and m.benchmark == "stream" and m.params.get("device") == "1":
-            return 0.5
-        return 1.0
-
-    store_history(db, base, ["gpu01", "gpu02", "gpu03"], 2, cv=0.0, factor=f)
-    with Store.open(db) as s:
-        s.save_run(Run("preflight", hosts=["gpu03"], started_at=night(1), tags={"node": "gpu03"},
-                       meta={"preflight": {"status": "fail", "host": "gpu03", "checks": [
-                           {"check": "gpu_count", "status": "fail", "summary": "7 GPU(s), expected 8"},
-                           {"check": "pcie_link", "status": "ok", "summary": "fine"}]}}), [])
-
-
-def _dashboard_queries() -> list[str]:
-    dash = json.loads(DASHBOARD.read_text())
-    exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
-    exprs += [v["definition"] for v in dash["templating"]["list"]]
-    return exprs
-
-
-def _get(url: str, timeout: float = 5) -> str:
-    with urllib.request.urlopen(url, timeout=timeout) as r:
-        return r.read().decode()
-
-
-def _wait(fn, what: str, timeout: float = 60):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            got = fn()
-            if got:
-                return got
-        except OSError as e:
-            last = e
-        time.sleep(0.5)
-    pytest.fail(f"{what} within {timeout:g} s (last error: {last})")
-
-
-@pytest.fixture
-def serve(db, tmp_path):
-    """serve-metrics on a free port over the fleet history; yields (port, process)."""
-    _fleet(db)
-    port = free_port()
-    log = open(tmp_path / "serve.log", "w")
-    p = subprocess.Popen([sys.executable, "-m", "clusterbench", "serve-metrics", "--port", str(port),
-                          "--db", db, "--profile", "amd-mi300x-oem"], stdout=log, stderr=subprocess.STDOUT)
-    try:
-        _wait(lambda: "clusterbench_" in _get(f"http://127.0.0.1:{port}/metrics"), "serve-metrics answering")
-        yield port, p
-    finally:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        log.close()
-
-
-def clusterbench_native_records(*args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "clusterbench", *args], capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
-def lines_native_records(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
-
-
-def cli(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
-
-
-def cli_bench_cpu(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return int(exc.value.code or 0), out, err
-
-
-def measurements(text: str) -> list[dict[str, Any]]:
-    return [d for d in map(json.loads, text.splitlines()) if d.get("kind") == "measurement"]
-
-
-def stored_bench_cpu(capsys: pytest.CaptureFixture[str], db: str, run: int) -> list[dict[str, Any]]:
-    code, out, err = cli_bench_cpu(capsys, "results", "show", "--db", db, str(run), "--json")
-    assert code == 0, err
-    return measurements(out)
-
-
-def _key(m: dict[str, Any]) -> tuple:
-    return m["benchmark"], m["metric"], json.dumps(m["params"], sort_keys=True)
-
-
-DATA = TESTS / "data"
-
-
-STREAM_LOG = DATA / "stream" / "babelstream-repo-results-v2.0-broadwell-mccalpin-cray.txt"
-
-
-NCCL_LOG = DATA / "nccl-tests" / "a3mega-h100-2node-all_reduce.txt"
-
-
-HOST = "n\u0153ud-\u00b5\u2192"     # œ (not latin-1), µ (latin-1), → (neither)
-
-
-TAG = "site=z\u00fcrich\u00b1\u00b2"
-
-
-# the read commands, run 1 and 2 the stream imports, run 3 the nccl-tests one
-READS = {
-    "list": ["results", "list"],
-    "show": ["results", "show", "1-3"],
-    "export": ["results", "export", "1-3"],
-    "export-csv": ["results", "export", "1-3", "--csv"],
-    "report": ["report", "1", "2", "-o", "{tmp}/r.html"],
-    "compare": ["compare", "1", "2"],
-    "validate": ["validate", "1", "--profile", "cpu-smoke"],
-    "trend": ["trend", "--min-runs", "2"],
-    "env-diff": ["env", "diff", "1", "2"],
-    "env-show": ["env", "show", "1"],
-    "theory": ["theory", "--run", "3"],
-}
-
-
 WITH_JSON = [k for k in READS if not k.startswith("export")]
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONIOENCODING", "PYTHONUTF8", "CLUSTERBENCH_DEBUG")}
-    return {**env, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", **extra}
-
-
-def _cb(argv: list[str], env: dict[str, str] | None = None, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "clusterbench", *argv], env=env or _env(), capture_output="stdout" not in kw,
-                          timeout=120, **kw)
-
-
-@pytest.fixture(scope="module")
-def db_stdio(tmp_path_factory) -> str:
-    path = str(tmp_path_factory.mktemp("stdio") / "runs.db")
-    for i, log in ((1, STREAM_LOG), (2, STREAM_LOG), (3, NCCL_LOG)):
-        p = _cb(["import", str(log), "--host", f"{HOST}{i}", "--tag", TAG, "--db", path])
-        assert p.returncode == 0, p.stderr
-    return path
 
 
 def _argv(name: str, db_stdio: str, tmp: Path, as_json: bool = False) -> list[str]:
@@ -217,46 +56,7 @@ def _reference(name: str, db_stdio: str, tmp: Path, as_json: bool = False) -> su
     return _utf8[name, as_json]
 
 
-def _closing(*fds: int):
-    def close() -> None:
-        for fd in fds:
-            os.close(fd)
-    return close
-
-
 STREAM = ["stream", "--sizes", "1K:1K", "-n", "2", "--telemetry-interval", "0"]
-
-
-def _progress_env() -> dict[str, str]:
-    return {**os.environ, "TERM": "xterm", "COLUMNS": "120", "PYTHONUNBUFFERED": "1"}
-
-
-def _run(args: list[str], tty_stderr: bool, timeout: float = 300) -> tuple[int, bytes, bytes]:
-    """Run clusterbench with stdout piped and stderr on a pty (or piped); (rc, stdout, stderr)."""
-    cmd = [sys.executable, "-m", "clusterbench", *args]
-    if not tty_stderr:
-        r = subprocess.run(cmd, capture_output=True, timeout=timeout, env=_progress_env())
-        return r.returncode, r.stdout, r.stderr
-    master, slave = pty.openpty()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=slave, env=_progress_env())
-    os.close(slave)
-    got = b""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([master], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the child closed the pty
-                break
-            if not chunk:
-                break
-            got += chunk
-        elif p.poll() is not None:
-            break
-    os.close(master)
-    out = p.stdout.read()
-    return p.wait(30), out, got
 
 
 def test_a_one_device_benchmark_runs_under_a_launcher_with_more_ranks(tmp_path):
@@ -320,7 +120,6 @@ def test_prometheus_scrapes_serve_metrics_and_promql_returns_the_stored_value(se
 
 
 def test_stream_bandwidth_is_bytes_over_min_time(tmp_path):
-    arrays = {"Copy": 2, "Mul": 2, "Add": 3, "Triad": 3, "Dot": 2, "Nstream": 6}
     records = lines_native_records(clusterbench_native_records("stream", "--sizes", "64K:128K", "--float", "-n", "5", "--device", "cpu",
                                  "--telemetry-interval", "0", "--db", str(tmp_path / "s.db"), "--json", "-q"))
     stats: dict[tuple, dict[str | None, float]] = defaultdict(dict)
@@ -330,10 +129,10 @@ def test_stream_bandwidth_is_bytes_over_min_time(tmp_path):
             stat = p.pop("stat", None)
             stats[tuple(sorted(p.items()))][f"{r['metric']}:{stat}"] = r["value"]
     assert {dict(k)["array_size"] for k in stats} == {16384, 32768}         # bytes per array / 4
-    assert {dict(k)["kernel"] for k in stats} == set(arrays)
+    assert {dict(k)["kernel"] for k in stats} == set(ARRAYS)
     for key, v in stats.items():
         p = dict(key)
-        moved = arrays[p["kernel"]] * 4 * p["array_size"]
+        moved = ARRAYS[p["kernel"]] * 4 * p["array_size"]
         assert math.isclose(v["bandwidth:None"], moved / (v["time_us:min"] * 1e-6) / 1e9, rel_tol=1e-12), key
         assert v["time_us:min"] <= v["time_us:median"] <= v["time_us:max"], key
 
@@ -345,7 +144,7 @@ def test_cli_cpu_run_json_contract_and_store(capsys, db):
     rows = [d for d in map(json.loads, out.splitlines()) if d["kind"] == "measurement"]
     assert {r["benchmark"] for r in rows} == {"stream"}
     bw = [r for r in rows if r["metric"] == "bandwidth"]
-    assert [r["params"]["kernel"] for r in bw] == ["Copy", "Mul", "Add", "Nstream", "Triad", "Dot"]
+    assert [r["params"]["kernel"] for r in bw] == list(stream_spec.NAMES)    # in the table's run order
     for r in bw:
         assert r["unit"] == "GB/s" and r["value"] > 0
         assert r["params"] == {"kernel": r["params"]["kernel"], "array_size": 65536, "dtype": "float",
@@ -372,12 +171,11 @@ def test_stream_bandwidth_counts_babelstream_arrays(capsys: pytest.CaptureFixtur
     code, out, err = cli_bench_cpu(capsys, "stream", "-s", "1000", "-n", "3", "--float", "--json", "--db", db)
     assert code == 0, err
     live = measurements(out)
-    arrays = {"Copy": 2, "Mul": 2, "Add": 3, "Triad": 3, "Dot": 2, "Nstream": 6}
     tmin = {m["params"]["kernel"]: m["value"] for m in live
             if m["metric"] == "time_us" and m["params"]["stat"] == "min"}
     bw = {m["params"]["kernel"]: m["value"] for m in live if m["metric"] == "bandwidth"}
-    assert set(bw) == set(arrays)
-    for kernel, count in arrays.items():
+    assert set(bw) == set(ARRAYS)
+    for kernel, count in ARRAYS.items():
         assert math.isclose(bw[kernel], count * 4 * 1000 / (tmin[kernel] * 1e-6) / 1e9, rel_tol=1e-12)
     assert {_key(m): m["value"] for m in live} == {_key(m): m["value"] for m in stored_bench_cpu(capsys, db, 1)}
 

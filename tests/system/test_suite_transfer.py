@@ -6,25 +6,13 @@ from __future__ import annotations
 import os
 
 import torch.distributed as dist
+from rankfns import SUITE_META, step_ok, step_skips
 
 from clusterbench.bench import suite
 from clusterbench.bench.suite import SuiteEntry
 from clusterbench.ranks.context import RankOptions
 from clusterbench.ranks.driver import Job, execute
-from clusterbench.records import Measurement, Meta, Note
-
-SUITE_META = "suite"   # run.meta key of the steps (suite.SUITE_META)
-
-
-def step_ok(ctx, config):
-    dist.barrier()
-    ctx.record([Measurement("selftest", "value", 1.0, "", {"step": "ok"})])
-    ctx.progress()
-
-
-def step_skips(ctx, config):
-    ctx.record([Measurement("selftest", "value", 2.0, "", {"step": "skips"})])
-    ctx.note("skipped tf32 on cpu: tf32 is a GPU tensor-core mode", "selftest")
+from clusterbench.records import Meta, Note
 
 
 def step_fails(ctx, config):

@@ -3,100 +3,23 @@ launchers, servers or namespaces."""
 
 from __future__ import annotations
 
-import os
-import pty
-import re
-import select
 import shlex
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from cluster_fixtures import IP, cluster_or_skip
+from cluster_fixtures import COLL, GLOO, _cb, _hostlist_cb
 from judge_helpers import cli
+from tty_runs import ESCAPE, _run, _skeleton
 
 from clusterbench.store import Store
-
-COLL = ["coll", "all_reduce", "-b", "4M", "-e", "4M", "-n", "5", "-w", "1", "--device", "cpu"]
-
-
-GLOO = ["--env", "GLOO_SOCKET_IFNAME=eth0"]
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    yield from cluster_or_skip(3)
-
-
-@pytest.fixture
-def clean(cluster):
-    yield cluster
-    for i in range(cluster.n):
-        cluster.unshape(i)
-        cluster.link(i, True)
-
-
-def _cb(args, timeout=240, ns=None, env=None):
-    argv = [sys.executable, "-m", "clusterbench", *args]
-    if ns:
-        argv = [IP, "netns", "exec", ns, *argv]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
 
 
 def _sweep(c, db, *extra, test=()):
     return _cb(["sweep", "--hosts", ",".join(c.hosts), "--agent", c.agent, "--no-single", *GLOO,
                 "--join-timeout", "40", "--timeout", "120", "--db", db, *extra, "--", *COLL, *test])
-
-
-def _hostlist_cb(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "clusterbench", *args], capture_output=True, text=True,
-                          timeout=120)
-
-
-ESCAPE = re.compile(rb"\x1b\[|\r")
-
-
-def _env() -> dict[str, str]:
-    return {**os.environ, "TERM": "xterm", "COLUMNS": "120", "PYTHONUNBUFFERED": "1"}
-
-
-def _run(args: list[str], tty_stderr: bool, timeout: float = 300) -> tuple[int, bytes, bytes]:
-    """Run clusterbench with stdout piped and stderr on a pty (or piped); (rc, stdout, stderr)."""
-    cmd = [sys.executable, "-m", "clusterbench", *args]
-    if not tty_stderr:
-        r = subprocess.run(cmd, capture_output=True, timeout=timeout, env=_env())
-        return r.returncode, r.stdout, r.stderr
-    master, slave = pty.openpty()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=slave, env=_env())
-    os.close(slave)
-    got = b""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([master], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the child closed the pty
-                break
-            if not chunk:
-                break
-            got += chunk
-        elif p.poll() is not None:
-            break
-    os.close(master)
-    out = p.stdout.read()
-    return p.wait(30), out, got
-
-
-def _skeleton(text: bytes) -> list[str]:
-    """The output with numbers masked: what must not depend on a terminal (noise warnings depend
-    on this run's timings, not on the terminal: left out)."""
-    return [" ".join(re.sub(r"[0-9.e+-]+", "#", w) for w in line.split()) for line in text.decode().splitlines()
-            if not line.startswith("# warning:")]
 
 
 def _fake_agent(tmp_path: Path) -> str:

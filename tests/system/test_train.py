@@ -6,18 +6,9 @@ import math
 
 import pytest
 import torch
-from work_helpers import cli, json_rows, overall, stored
+from work_helpers import _live_matches_results_show, cli, json_rows, overall, stored
 
 from clusterbench.bench.workloads.model import PRESETS, build_model, resolve_shape
-
-
-def _live_matches_results_show(capsys: pytest.CaptureFixture[str], db: str, live: str) -> None:
-    code, shown, err = cli(capsys, "results", "show", "last", "--db", db)
-    assert code == 0, err
-    # results show adds the run's id, times, command and tags above the table; live adds "stored"
-    assert [line for line in live.splitlines() if not line.startswith("# run ")] == [
-        line for line in shown.splitlines() if not line.startswith(("# run ", "# source: ", "# tags: "))]
-
 
 BATCH = 8
 

@@ -6,18 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from bench_cli import cli
 
-from clusterbench.bench.transfer import engine
 from clusterbench.cli import main
-
-CPU = engine.Topology(0, (0,), {0: (0,)})
-
-
-def cli(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
 
 
 def test_cli_cpu_default_matrix_and_config(capsys, db):

@@ -3,37 +3,17 @@ launchers, servers or namespaces."""
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import subprocess
 import sys
 
-import pytest
+from child_cli import _cb, _deep_array, _one_error
+from drain_profiles import EVIL, PROFILE, PWNED, _stream_runs
 from judge_helpers import cli, json_lines
-from slurm_fixtures import slurm_or_skip
+from slurm_fixtures import _node
 
 from clusterbench.launch import drain
-from clusterbench.records import Measurement, Run
-from clusterbench.store import Store
-
-
-def _cb(*argv: str, env: dict[str, str] | None = None, stdin: str | None = None,
-        timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "clusterbench", *map(str, argv)], capture_output=True,
-                          text=True, timeout=timeout, input=stdin, env={**os.environ, **(env or {})})
-
-
-def _one_error(p: subprocess.CompletedProcess[str]) -> str:
-    assert p.returncode == 2, (p.returncode, p.stderr)
-    lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("clusterbench: error: "), p.stderr
-    assert "Traceback" not in p.stderr and "RecursionError" not in p.stderr
-    return lines[0]
-
-
-def _deep_array(depth: int) -> str:
-    return "[" * depth + "]" * depth
 
 
 def _laughs(levels: int) -> str:
@@ -42,42 +22,6 @@ def _laughs(levels: int) -> str:
         lines.append(f"      l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]")
     return "\n".join(["name: lol", "criteria:", "  - name: x", "    benchmark: coll", "    metric: busbw",
                       "    op: '>='", "    value: 1", "    params:", *lines]) + "\n"
-
-
-PWNED = f"/tmp/cb-i16-pwned-{os.getpid()}"
-
-
-EVIL = f'Triad "fast" ; $(touch {PWNED}) `touch {PWNED}`'
-
-
-PROFILE = f"""name: drain-test
-criteria:
-  - name: {json.dumps(EVIL)}
-    benchmark: stream
-    metric: bandwidth
-    params: {{kernel: Triad}}
-    op: ">="
-    value: 100
-    unit: GB/s
-"""
-
-
-def _stream_runs(db: str, values: dict[str, float], tag: str) -> None:
-    with Store.open(db) as s:
-        for host, v in values.items():
-            s.save_run(Run("stream", hosts=[host], tags={"check": tag}),
-                       [Measurement("stream", "bandwidth", v, "GB/s", {"kernel": "Triad", "device": "cpu"})])
-
-
-@pytest.fixture(scope="module")
-def slurm(tmp_path_factory):
-    yield from slurm_or_skip(tmp_path_factory.mktemp("slurm-drain"))
-
-
-def _node(env: dict, name: str) -> drain.SlurmNode:
-    r = subprocess.run(["scontrol", "show", "node", name], env=env, capture_output=True, text=True, timeout=30)
-    assert r.returncode == 0, r.stderr
-    return drain.parse_scontrol_node(r.stdout, name)
 
 
 def test_yaml_nested_thousands_deep_is_refused(tmp_path):

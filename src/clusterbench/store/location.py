@@ -8,6 +8,7 @@ other scheme is refused. Everything else is an SQLite file path.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from dataclasses import dataclass
@@ -61,6 +62,11 @@ def missing_directory(where: Location) -> Path | None:
 
 def missing_directory_text(where: Location, directory: Path) -> str:
     shown = os.fsencode(directory).decode("utf-8", "backslashreplace")
+    try:
+        os.stat(directory)
+    except OSError as e:
+        if e.errno == errno.ENAMETOOLONG:   # no directory could be made there: say why
+            return f"database {where.display}: {e.strerror}"
     return (f"the directory of database {where.display} does not exist ({shown}): create it first, "
             "or check the path (only the default database's directory is created)")
 

@@ -4,33 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from coll_sweeps import _sweep
 
-from clusterbench.bench.collectives import calls, rank
-from clusterbench.bench.collectives.config import coll_config as build_config
+from clusterbench.bench.collectives import calls
 from clusterbench.families import renderer_for
 from clusterbench.families.collectives.spec import ALL_OPS, OPS, SPECS, op_in_text, op_name
-
-
-class _FakeCtx:
-    rank, world_size, backend = 0, 2, "gloo"
-    device = torch.device("cpu")
-
-
-def _sweep(op: str, per_max: int, iters: int = 20, **kw):
-    config = build_config(op, minbytes="8", maxbytes="8", iters=iters, **kw)
-    s = rank.Sweep(_FakeCtx(), config, op, "float", "sum")
-    s.allocate(per_max)
-    return s
-
-
-@pytest.fixture
-def one_rank_group():
-    """A one-process gloo group: P2POp and the bound calls need a default group to exist."""
-    import torch.distributed as dist
-
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    yield
-    dist.destroy_process_group()
 
 
 @pytest.mark.parametrize("op", OPS)

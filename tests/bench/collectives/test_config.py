@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from nccl_facts import NCCL_TESTS_REDOPS, NCCL_TESTS_TYPES
 
 from clusterbench.bench.collectives.config import CollConfig
 from clusterbench.bench.collectives.config import coll_config as build_config
@@ -15,10 +16,9 @@ def test_build_config_defaults_and_suffixes():
     assert (c.minbytes, c.maxbytes, c.stepfactor, c.check, c.average) == (1024, 1 << 20, 2, 1, 1)
     assert build_config("all", datatype="all").ops == OPS
     assert build_config("allreduce_perf").ops == ("all_reduce",)
-    assert build_config("all_reduce", redop="all").redops == ("sum", "prod", "max", "min", "avg")
-    # nccl-tests' -d all: its ten types in its order, unsigned 32/64-bit included
-    assert build_config("all_reduce", datatype="all").dtypes == (
-        "int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16")
+    # nccl-tests' -o all and -d all: its operators and its ten types in its order (unsigned 32/64-bit included)
+    assert build_config("all_reduce", redop="all").redops == NCCL_TESTS_REDOPS
+    assert build_config("all_reduce", datatype="all").dtypes == NCCL_TESTS_TYPES
     assert build_config("sendrecv", datatype="uint32,uint64").dtypes == ("uint32", "uint64")
     assert build_config("all_reduce").engine == "torch" and build_config("all", engine="nccl").engine == "nccl"
     # -i alone means an additive sweep, as with nccl-tests' default -f 1

@@ -7,11 +7,12 @@ import pytest
 import torch
 
 from clusterbench.bench.collectives import calls, data
+from clusterbench.families.collectives.spec import FLOAT_DTYPES, REDOPS
 
 N_MAX = 4096
 
 
-FLOATS = ("half", "bfloat16", "float", "double")
+FLOATS = sorted(FLOAT_DTYPES)
 
 
 INTS = {"int8": np.int8, "uint8": np.uint8, "int32": np.int32, "uint32": np.uint32,
@@ -127,7 +128,7 @@ def test_old_integer_inputs_overflow():
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 9])
-@pytest.mark.parametrize("redop", ["sum", "prod", "min", "max", "avg"])
+@pytest.mark.parametrize("redop", REDOPS)
 def test_reduction_closed_forms_match_brute_force(redop, n):
     idx = torch.arange(200, dtype=torch.int64)
     inputs = torch.stack([data.reduce_input(redop, r, n, idx) for r in range(n)]).double()

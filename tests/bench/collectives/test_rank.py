@@ -4,31 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from coll_sweeps import _FakeCtx, _sweep
 
 from clusterbench.bench.collectives import rank
 from clusterbench.bench.collectives.config import coll_config as build_config
-
-
-class _FakeCtx:
-    rank, world_size, backend = 0, 2, "gloo"
-    device = torch.device("cpu")
-
-
-def _sweep(op: str, per_max: int, iters: int = 20, **kw):
-    config = build_config(op, minbytes="8", maxbytes="8", iters=iters, **kw)
-    s = rank.Sweep(_FakeCtx(), config, op, "float", "sum")
-    s.allocate(per_max)
-    return s
-
-
-@pytest.fixture
-def one_rank_group():
-    """A one-process gloo group: P2POp and the bound calls need a default group to exist."""
-    import torch.distributed as dist
-
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    yield
-    dist.destroy_process_group()
+from clusterbench.families.collectives.spec import OPS
 
 
 @pytest.mark.parametrize("backend,async_op", [("gloo", True), ("nccl", False)])
@@ -39,7 +19,7 @@ def test_nccl_ops_are_plain_stream_ordered_calls(backend, async_op):
     ctx = _FakeCtx()
     ctx.backend = backend
     config = build_config("all", minbytes="8", maxbytes="8")
-    for op in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall"):
+    for op in (op for op in OPS if op != "sendrecv"):     # sendrecv's batch: the next test
         s = rank.Sweep(ctx, config, op, "float", "sum")
         s.allocate(64)
         for placement in ("out", "in"):

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import torch
+from node_doubles import NODE_TARGETS
 
 from clusterbench.bench.gemm import main as gemm_main
-from clusterbench.bench.stream import main as stream_main
 from clusterbench.bench.suite import SUITE
 from clusterbench.families.gemm import spec as gemm_spec
 from clusterbench.families.stream import spec as stream_spec
-
-NODE_TARGETS = (stream_main.main, gemm_main.main)
 
 
 def _entries():
@@ -18,7 +16,6 @@ def _entries():
 
 
 def test_unsupported_reads_the_gcn_arch(monkeypatch):
-    from clusterbench.bench.gemm import main as gemm_main
 
     props = type("P", (), {"gcnArchName": "gfx90a:sramecc+:xnack-"})()
     monkeypatch.setattr(torch.version, "hip", "6.2.41134", raising=False)
@@ -34,7 +31,6 @@ def test_unsupported_reads_the_gcn_arch(monkeypatch):
 def test_tf32_on_rocm_sets_hipblaslt_switch_and_checks_it_took(monkeypatch):
     import os
 
-    from clusterbench.bench.gemm import main as gemm_main
 
     monkeypatch.setattr(torch.version, "hip", "6.3.42131", raising=False)
     monkeypatch.delenv(gemm_main.TF32_ENV, raising=False)

@@ -6,16 +6,10 @@ import socket
 import threading
 
 import pytest
+from process_helpers import _dead_port
 
 from clusterbench.bench.net import tcp
 from clusterbench.bench.net.tcp import LatencyResult
-
-
-def _dead_port() -> int:
-    """A loopback port nothing listens on."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _closing_peer() -> tuple[socket.socket, int]:

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from transfer_topologies import CPU
 
-from clusterbench.bench.transfer import engine
 from clusterbench.bench.transfer.config import build_plan, transfer_config, transfer_options
 from clusterbench.errors import UsageError
-
-CPU = engine.Topology(0, (0,), {0: (0,)})
 
 
 @pytest.mark.parametrize("iterations, warmups, words", [

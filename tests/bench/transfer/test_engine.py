@@ -6,7 +6,8 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-from paths import TESTS
+from sysfs_trees import SYSFS
+from transfer_topologies import CPU, GPUS8
 
 from clusterbench.bench.transfer import engine, lang, matrices
 from clusterbench.bench.transfer import main as tmain
@@ -15,14 +16,6 @@ from clusterbench.errors import UsageError
 from clusterbench.families.transfer.table import TransferTable
 from clusterbench.families.transfer.table import TransferTable as TransferRenderer
 from clusterbench.records import Measurement
-
-CPU = engine.Topology(0, (0,), {0: (0,)})
-
-
-GPUS8 = engine.Topology(8, (0, 1), {0: (0,), 1: (1,)})
-
-
-SYSFS = TESTS / "data" / "sysfs"
 
 
 def _config_rows(text: str) -> list[Measurement]:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from clusterbench.bench.transfer import engine
-from clusterbench.bench.transfer.matrices import plan
+from transfer_topologies import GPUS8
 
-GPUS8 = engine.Topology(8, (0, 1), {0: (0,), 1: (1,)})
+from clusterbench.bench.transfer.matrices import plan
 
 
 def test_plans_for_eight_gpus():

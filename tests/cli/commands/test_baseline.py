@@ -7,45 +7,13 @@ import numpy as np
 import pytest
 import yaml
 from judge_helpers import cli, coll_rows, json_lines, run_cli, save
+from judged_rows import PARAMS, ROW, _busbw, _busbw_run
 from paths import TESTS
 
 from clusterbench.judge.profile_yaml import load_yaml
 from clusterbench.judge.profiles import load_profile
 from clusterbench.records import Measurement, Run
 from clusterbench.store import Store
-
-ROW = {"bytes": 1 << 30, "dtype": "float", "redop": "sum", "placement": "out", "ranks": 8}
-
-
-def _busbw_run(store: Store, value: float, tags: dict[str, str], status: str = "complete") -> int:
-    run = Run(benchmark="coll", hosts=["h1"], ranks=8, tags=tags, status=status)
-    return store.save_run(run, [Measurement("all_reduce", "busbw", value, "GB/s", ROW)])
-
-
-PARAMS = {"bytes": 1 << 30, "count": 1 << 28, "dtype": "float", "redop": "sum", "root": -1,
-          "placement": "in", "ranks": 16}
-
-
-def _busbw(value: float) -> list[Measurement]:
-    return [Measurement("all_reduce", "busbw", value, "GB/s", dict(PARAMS))]
-
-
-DATA = TESTS / "data"
-
-
-SEEDS = ["transferbench/seed-mi300x-a2a.txt", "transferbench/seed-mi300x-example-cfg.txt",
-         "transferbench/seed-mi300x-p2p.txt", "nccl-tests/seed-mi300x-rccl-all_reduce-8gpu.txt",
-         "babelstream/seed-mi300x-hip-8gpu-mpi.txt", "rocblas-bench/seed-mi300x-gemm_strided_batched_ex-bf16.txt",
-         "rocblas-bench/seed-mi300x-gemm_strided_batched_ex-int8.txt", "rocblas-bench/seed-mi300x-sgemm-4000.txt"]
-
-
-@pytest.fixture(scope="module")
-def seeded(tmp_path_factory) -> str:
-    db = str(tmp_path_factory.mktemp("probe") / "cb.db")
-    for f in SEEDS:
-        code, _, err = run_cli("import", DATA / f, "--tag", "seed=mi300x", "--db", db)
-        assert code == 0, err
-    return db
 
 
 def test_baseline_create_leaves_out_outlier_run_and_validates(tmp_path, db, capsys):

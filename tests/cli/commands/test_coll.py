@@ -3,26 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from paths import TESTS
+from bench_cli import SMALL, cli
+from host_doubles import DATA
 
 from clusterbench.cli import main
 from clusterbench.envinfo import torchcheck
 from clusterbench.errors import UsageError
 from clusterbench.launch import torchrun as tr
 from clusterbench.launch.common import Spec
-
-SMALL = ["-b", "8", "-e", "256", "-f", "4", "-n", "2", "-w", "1"]
-
-
-def cli(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
-
-
-DATA = TESTS / "data" / "sysfs"
-
 
 H100, MI300X, BROKEN = DATA / "h100-node", DATA / "mi300x-node", DATA / "broken-node"
 

@@ -1,61 +1,27 @@
 """Tests of clusterbench.cli.commands.compare: ``clusterbench compare SEL_A SEL_B``."""
 
-import dataclasses
-import itertools
 import json
 import random
-import re
-import shutil
 
 import numpy as np
 import pytest
 from adjust_trials import base_sweep, sweep_runs
 from judge_helpers import cli, coll_rows, json_lines, run_cli, save
+from judged_rows import PARAMS, _busbw, rows_judge_compare
 from paths import TESTS
 from scipy import stats as sps
+from stored_runs import (
+    WALL,
+    _cli,
+    _lines,
+    _ok,
+)
 from work_helpers import cli as cli_work_serving
 from work_helpers import stored
 
 from clusterbench.judge.compare import SAME, compare
-from clusterbench.judge.select import Row
 from clusterbench.records import Measurement, Run
-from clusterbench.report.jsonl import run_lines
 from clusterbench.store import Store
-
-GOLDEN = TESTS / "data" / "golden" / "pre-redesign.db"
-
-
-EXTREMES = [1.7e308, 1e-300, 5e-324, -0.0, 0.0, 123456789012345678.0, 12.5, 3.25, -7.5, 1e15, -1.7e308]
-
-
-# the database's values: -1.7e308 and 1.7e308 in one row overflow the judge's standard deviation
-# (see test_compare_of_values_spanning_the_float_range)
-STORED = EXTREMES[:-1]
-
-
-# a run of digits no column holds: what an unbounded fixed-point format prints for 1.7e308
-WALL = re.compile(r"\d[\d,]{24,}")
-
-
-@pytest.fixture(scope="module")
-def extreme_db(tmp_path_factory) -> str:
-    """Each golden run twice (tags copy=0 and copy=1), its values cycling through EXTREMES."""
-    where = tmp_path_factory.mktemp("extreme")
-    shutil.copy(GOLDEN, where / "golden.db")
-    values = itertools.cycle(STORED)
-    path = str(where / "extreme.db")
-    with Store.open(str(where / "golden.db")) as src, Store.open(path) as dst:
-        for run in sorted(src.list_runs(), key=lambda r: r.id or 0):
-            for copy in range(2):
-                ms = [dataclasses.replace(m, value=next(values)) for m in src.measurements(run.id)]
-                again = dataclasses.replace(run, id=None, tags={**run.tags, "copy": str(copy)})
-                dst.save_run(again, ms)
-    return path
-
-
-def _ok(rc: int, out: str, err: str, codes: tuple[int, ...] = (0,)) -> None:
-    assert rc in codes, (rc, err)
-    assert "Traceback" not in out + err and "internal error" not in err, err
 
 
 def _store_two_sides(db) -> None:
@@ -66,127 +32,6 @@ def _store_two_sides(db) -> None:
         rows = sweep_runs(base, 5, 0.03, rng, start, step)
         for i in range(5):
             save(db, [r.m for r in rows if r.run.id == start + i], benchmark="import", tags={"env": side})
-
-
-def rows_judge_compare(values, bytes_=1 << 30, metric="busbw", unit="GB/s", start=1):
-    out = []
-    for i, v in enumerate(values):
-        run = Run("coll", id=start + i)
-        out.append(Row(run, Measurement("all_reduce", metric, v, unit,
-                                        {"bytes": bytes_, "placement": "in", "host": f"h{i}"})))
-    return out
-
-
-G8 = 8 << 30
-
-
-def _coll(v: float) -> list[Measurement]:
-    return [Measurement("all_reduce", metric, v, "GB/s", {"bytes": G8, "count": G8 // 4, "dtype": "float",
-                                                           "redop": "sum", "root": -1, "placement": place})
-            for metric in ("busbw", "algbw") for place in ("out", "in")]
-
-
-def _stream(v: float) -> list[Measurement]:
-    return [Measurement("stream", "bandwidth", v, "GB/s",
-                        {"kernel": "Triad", "dtype": "double", "device": "0", "array_size": 1 << 28})]
-
-
-@pytest.fixture(scope="module")
-def probe_db(tmp_path_factory) -> str:
-    """Runs stored as a user would: a clusterbench JSON lines file imported."""
-    where = tmp_path_factory.mktemp("probe")
-    lines: list[str] = []
-    for i, v in enumerate((1.7e308, 5e-324)):
-        lines += run_lines(Run("coll", hosts=["h1", "h2"], ranks=2, id=2 * i + 1,
-                               tags={"x": "coll", "link_speed": "100Gbps"}), _coll(v))
-        lines += run_lines(Run("stream", hosts=["h1"], ranks=1, devices=["AMD Instinct MI300X"], id=2 * i + 2,
-                               tags={"x": "stream"}), _stream(v))
-    for i, (tag, v) in enumerate([("a", 1e-300), ("a", 1.1e-300), ("a", 0.9e-300),
-                                  ("b", 1.7e308), ("b", 1.6e308), ("b", 1.65e308)]):
-        lines += run_lines(Run("stream", hosts=["h1"], ranks=1, id=10 + i, tags={"cmp": tag}), _stream(v))
-    (where / "runs.jsonl").write_text("\n".join(lines) + "\n")
-    db = str(where / "probe.db")
-    rc, _, err = run_cli("import", where / "runs.jsonl", "--db", db)
-    assert rc == 0, err
-    return db
-
-
-PARAMS = {"bytes": 1 << 30, "count": 1 << 28, "dtype": "float", "redop": "sum", "root": -1,
-          "placement": "in", "ranks": 16}
-
-
-def _busbw(value: float) -> list[Measurement]:
-    return [Measurement("all_reduce", "busbw", value, "GB/s", dict(PARAMS))]
-
-
-DATA = TESTS / "data"
-
-
-RCCL = DATA / "nccl-tests" / "seed-mi300x-rccl-all_reduce-8gpu.txt"      # out- and in-place columns
-
-
-A3 = DATA / "nccl-tests" / "a3mega-h100-2node-all_reduce.txt"
-
-
-PKB = DATA / "nccl-tests" / "pkb-k80-2node-transitional-format-wrong-na.txt"   # N/A in #wrong
-
-
-PERFTEST = DATA / "perftest" / "cx7-ndr-4-tools-mib-sec-default-cpu-freq-warnings.txt"   # import warnings
-
-
-BABEL = DATA / "babelstream" / "kaanolgu-v4.0-openacc-v100-validation-failed.txt"   # failed, errors
-
-
-VLLM = DATA / "vllm-serving" / "vllm-pr7062-serving-result-text-truncated.txt"     # incomplete
-
-
-OSU = DATA / "osu" / "hpcbench-osu_bw-v5.3.2-host.txt"
-
-
-ODD_TAGS = {"team": 'a,b "q" <b>&amp;', "nl": "x\ny", "ctl": "bell\x07\x1b[31m"}
-
-
-ODD_ERROR = "boom <b>bold</b> & \x1b[2J"
-
-
-def _cli(*argv: object) -> tuple[int, str, str]:
-    return run_cli(*argv)
-
-
-@pytest.fixture(scope="module")
-def store(tmp_path_factory) -> dict:
-    tmp = tmp_path_factory.mktemp("agree")
-    db = str(tmp / "r.db")
-    for side in ("A", "B"):
-        for i, path in enumerate((RCCL, A3, PKB)):
-            rc, _, err = _cli("import", path, "--db", db, "--tag", f"side={side}", "--tag", f"file={i}")
-            assert rc == 0, err
-    for path in (PERFTEST, BABEL, VLLM, OSU):
-        rc, _, err = _cli("import", path, "--db", db, "--tag", "side=C")
-        assert rc in (0, 1), err
-    params = {"count": 2, "dtype": "float", "redop": "sum", "root": -1, "placement": "out", "ranks": 2}
-    edge = [Measurement("all_reduce", "busbw", v, "GB/s", {**params, "bytes": b})
-            for b, v in ((8, 5e-324), (16, 1.7e308), (32, -1.7e308), (64, 12.345))]
-    edge.append(Measurement("odd", "m", 1.5, "u", {"p": 'v,"1"\n2', "q": "<i>"}))
-    with Store.open(db) as s:
-        ids = {"edge": s.save_run(Run("coll", hosts=["h<1>&"], ranks=2, tags=ODD_TAGS, errors=[ODD_ERROR],
-                                      meta={"warnings": ["doubt <w>"],
-                                            "notes": [{"text": "note <n>", "benchmark": "all_reduce"}]}), edge),
-               "failed": s.save_run(Run("coll", hosts=["n1"], ranks=2, status="failed", tags={"only": "failed"},
-                                        errors=["rank 1 died"]), [])}
-        # two runs whose values at 16 B are +-1.7e308: their sd overflows a float
-        for k, sign in enumerate((1.0, -1.0)):
-            s.save_run(Run("coll", hosts=["e"], ranks=2, tags={"grp": "b", "k": str(k)}),
-                       [Measurement(m.benchmark, m.metric, m.value * sign if abs(m.value) > 1e300 else m.value,
-                                    m.unit, m.params) for m in edge[:4]])
-        s.save_run(Run("coll", hosts=["e"], ranks=2, tags={"grp": "a"}), edge[:4])
-    rc, out, _ = _cli("results", "list", "--db", db, "--json", "--limit", "1000")
-    runs = {o["id"]: o for o in map(json.loads, out.splitlines())}
-    return {"db": db, "tmp": tmp, "runs": runs, **ids}
-
-
-def _lines(text: str) -> list[dict]:
-    return [json.loads(x) for x in text.splitlines() if x.startswith("{")]
 
 
 RESULT = TESTS / "data" / "vllm-serving" / "ascend-qwen2.5-vl-3b-bench-serve-save-result.json"
@@ -367,10 +212,10 @@ def test_compare_welch_agrees_with_scipy_text_and_json(capsys, db) -> None:
     assert f"[{ci.low:+.3g}, {ci.high:+.3g}]" in text and f"{ref.pvalue:.3g}" in text
 
 
-def test_compare_table_and_json_agree(store):
+def test_compare_table_and_json_agree(agreement_store):
     for a, b in (("side=A", "side=B"), ("grp=a", "grp=b")):
-        rc, text, _ = _cli("compare", a, b, "--db", store["db"])
-        rcj, js, _ = _cli("compare", a, b, "--db", store["db"], "--json")
+        rc, text, _ = _cli("compare", a, b, "--db", agreement_store["db"])
+        rcj, js, _ = _cli("compare", a, b, "--db", agreement_store["db"], "--json")
         assert rc == rcj == 0
         lines = _lines(js)
         rows = [o for o in lines if o["kind"] == "comparison"]

@@ -5,32 +5,24 @@ import re
 import sqlite3
 import sys
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
+from types import ModuleType
 
 import pytest
 import yaml
+from bench_cli import _cli
+from gpu_fakes import _odd_nvml
+from host_doubles import ARM_VM, DATA, _inv, _tree
+from hostile_text import DEEP, _cb, _clean, cli_store_env
 from judge_helpers import cli, run_cli
-from k8s_schemas import check, check_cronjob, mpijob_schema, pytorchjob_schema
+from launch_rows import BASE, _main_container
 from paths import TESTS
 
 from clusterbench.cli import main
 from clusterbench.cli.commands import env as env_cmd
 from clusterbench.envinfo import gpulib, inventory, torchcheck
 from clusterbench.envinfo.diff import Difference
-from clusterbench.records import Measurement, Run
+from clusterbench.records import Run
 from clusterbench.store import Store
-
-DATA = TESTS / "data" / "sysfs"
-
-
-def _inv(mtu=9000, gid_index=3, nccl=None, host="node-a", partition="SPX", mac="aa"):
-    return {
-        "host": host, "collected_at": "now",
-        "versions": {"torch": "2.4.0", "rccl": "2.20.5"},
-        "env": {"NCCL_IB_GID_INDEX": str(gid_index)} | ({"NCCL_SOCKET_IFNAME": nccl} if nccl else {}),
-        "gpus": [{"index": 0, "name": "MI300X", "uuid": f"u-{host}", "compute_partition": partition}],
-        "nics": [{"name": "ens1", "mtu": mtu, "address": mac, "carrier": 1}],
-    }
 
 
 def _save(db, hosts_inv, versions=None, env=None):
@@ -40,78 +32,7 @@ def _save(db, hosts_inv, versions=None, env=None):
         return store.save_run(run, [])
 
 
-def _cli(args, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(args)
-    out = capsys.readouterr()
-    return e.value.code, out.out, out.err
-
-
-BASE = {
-    "slurm": ["launch", "slurm", "--nodes", "2", "--gpus-per-node", "8"],
-    "mpi": ["launch", "mpi", "--hostfile", "{hostfile}", "--print"],
-    "mpi-hosts": ["launch", "mpi", "--hosts", "node[1-2]", "--procs-per-node", "8", "--print"],
-    "torchrun": ["launch", "torchrun", "--nodes", "2", "--rdzv-endpoint", "node1:29400", "--print"],
-    "torchrun-hosts": ["launch", "torchrun", "--hosts", "node1,node2", "--print"],
-    "k8s": ["launch", "k8s", "--nodes", "2", "--gpus-per-node", "2"],
-    "k8s-mpijob": ["launch", "k8s", "--kind", "mpijob", "--image", "registry.example/cb:1", "--nodes", "2"],
-    "k8s-cron": ["launch", "k8s", "--schedule", "0 3 * * *", "--nodes", "2", "--gpus-per-node", "2"],
-    "dstack": ["launch", "dstack", "--nodes", "2", "--gpus-per-node", "8"],
-}
-
-
-def _main_container(doc: dict) -> list[dict]:
-    """The containers of the pod that runs the command, as the kubelet hands them to the
-    runtime: ``$(VAR)`` of the container's env expanded, ``$$`` -> ``$``, in the command and in
-    each env value (a Secret's value stands as ``SECRET``)."""
-    if doc["kind"] == "PyTorchJob":
-        check(pytorchjob_schema(), doc)
-        replicas = doc["spec"]["pytorchReplicaSpecs"]
-        assert set(replicas) == {"Master", "Worker"} and replicas["Worker"]["replicas"] == 1
-        main = replicas["Master"]["template"]["spec"]["containers"]
-    elif doc["kind"] == "CronJob":
-        check_cronjob(doc)
-        assert doc["spec"]["jobTemplate"]["spec"]["completions"] == 2
-        main = doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
-    else:
-        check(mpijob_schema(), doc)
-        main = doc["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]
-    defined: dict[str, str] = {}
-    for e in main[0].get("env") or []:  # in order: a value sees the variables defined before it
-        defined[e["name"]] = _kubelet(e["value"], defined) if "value" in e else "SECRET"
-        if "value" in e:
-            e["value"] = defined[e["name"]]
-    main[0]["command"] = [_kubelet(w, defined) for w in main[0]["command"]]
-    return main
-
-
-def _kubelet(word: str, env: dict[str, str]) -> str:
-    """Kubernetes' expansion of a container command word (k8s.io/kubernetes third_party
-    expansion): ``$$`` is ``$``, ``$(NAME)`` of a defined variable its value, anything else kept."""
-    out, i = [], 0
-    while i < len(word):
-        if word[i] == "$" and i + 1 < len(word) and word[i + 1] == "$":
-            out.append("$")
-            i += 2
-        elif word[i] == "$" and i + 1 < len(word) and word[i + 1] == "(":
-            end = word.find(")", i + 2)
-            name = word[i + 2:end] if end > 0 else None
-            if name is not None and name in env:
-                out.append(env[name])
-                i = end + 1
-            else:
-                out.append(word[i])
-                i += 1
-        else:
-            out.append(word[i])
-            i += 1
-    return "".join(out)
-
-
 K8S_KINDS = ("k8s", "k8s-mpijob", "k8s-cron")
-
-
-DEEP = "[" * 3000 + "]" * 3000
 
 
 def _run(rid: int) -> str:
@@ -128,89 +49,11 @@ def _store(capsys, db: str, tmp_path: Path) -> None:
     assert rc == 0, err
 
 
-ARM_VM = TESTS / "data" / "sysfs" / "arm-vm-node"
-
-
 def cli_env_inventory(capsys, *argv):
     with pytest.raises(SystemExit) as e:
         main([str(a) for a in argv])
     out, err = capsys.readouterr()
     return int(e.value.code or 0), out, err
-
-
-def _tree(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
-
-
-class NVMLError(Exception):
-    pass
-
-
-def _odd_nvml() -> SimpleNamespace:
-    def raises(*_a):
-        raise NVMLError("Unknown Error\nwith a second line")
-
-    return SimpleNamespace(
-        nvmlDeviceGetCount=lambda: 1, nvmlDeviceGetHandleByIndex=lambda i: f"h{i}",
-        nvmlSystemGetDriverVersion=raises,
-        nvmlSystemGetCudaDriverVersion=lambda: "12.4",          # not the int NVML documents
-        nvmlDeviceGetName=lambda h: b"NVIDIA H100 80GB HBM3",
-        nvmlDeviceGetUUID=raises, nvmlDeviceGetSerial=raises, nvmlDeviceGetVbiosVersion=raises,
-        nvmlDeviceGetPciInfo=raises, nvmlDeviceGetEnforcedPowerLimit=raises,
-        nvmlDeviceGetMemoryInfo=lambda h: SimpleNamespace(total="N/A"),
-        nvmlDeviceGetMigMode=lambda h: 1,                       # not a (current, pending) pair
-    )
-
-
-def cli_store_env(capsys, *argv):
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
-
-
-ESC = "\x1b[2J\x1b]0;pwned\x07"
-
-
-EVIL = f"a{ESC}b\rFAKE\nPASS\u202eevil\x9b31m"
-
-
-RAW = ("\x1b", "\r", "\x07", "\u202e", "\x9b")
-
-
-def _cb(capsys, argv: list[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as e:
-        main(argv)
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
-
-
-def _clean(text: str) -> None:
-    for ch in RAW:
-        assert ch not in text, f"{ch!r} printed raw:\n{text!r}"
-
-
-@pytest.fixture
-def evil_db(tmp_path):
-    db = str(tmp_path / "evil.db")
-    run = Run(benchmark="all_reduce", hosts=[f"node{ESC}1"], ranks=1, devices=[f"GPU{ESC}"],
-              tags={"owner": EVIL}, errors=[f"rank 0: {EVIL}"], status="incomplete",
-              versions={"nccl": f"2.{ESC}"},
-              meta={"notes": [{"text": f"note {EVIL}", "benchmark": "all_reduce"}],
-                    "rank_hosts": [f"node{ESC}1"]})
-    params = {"bytes": 8, "count": 2, "dtype": f"float{ESC}", "redop": "sum", "root": -1,
-              "placement": "out", "ranks": 1}
-    ms = [Measurement("all_reduce", "busbw", 1.0, "GB/s", params),
-          Measurement("all_reduce", "time_us", 2.0, "us", params),
-          Measurement(f"mystery{ESC}", "value", 3.0, "", {"host": EVIL})]
-    with Store.open(db) as store:
-        store.save_run(run, ms)
-        store.save_run(Run(benchmark="all_reduce", hosts=["plain"], ranks=1), ms)
-    return db
 
 
 def test_cli_diff_two_runs(db, capsys):

@@ -2,115 +2,30 @@
 
 from __future__ import annotations
 
-import dataclasses
-import itertools
 import json
 import os
-import random
 import re
-import shutil
 import stat
-from pathlib import Path
 
 import pytest
-from fleet_helpers import night, real_measurements, store_history
-from judge_helpers import cli, coll_rows, run_cli, save
-from paths import ROOT, TESTS
+from fleet_helpers import night, real_measurements
+from fleet_metrics import (
+    BUSBW,
+    DASHBOARD,
+    LOGS,
+    TRIAD,
+    _dashboard_queries,
+    _families,
+    _fleet,
+    _text_families,
+    _value,
+)
+from judge_helpers import cli, run_cli
+from prom_format import prom_parser
+from special_files import _is, _special
+from stored_runs import _ok, _one_line, _store
 
-from clusterbench.records import Measurement, Run
 from clusterbench.report import openmetrics
-from clusterbench.store import Store
-
-GOLDEN = TESTS / "data" / "golden" / "pre-redesign.db"
-
-
-EXTREMES = [1.7e308, 1e-300, 5e-324, -0.0, 0.0, 123456789012345678.0, 12.5, 3.25, -7.5, 1e15, -1.7e308]
-
-
-# the database's values: -1.7e308 and 1.7e308 in one row overflow the judge's standard deviation
-# (see test_compare_of_values_spanning_the_float_range)
-STORED = EXTREMES[:-1]
-
-
-@pytest.fixture(scope="module")
-def extreme_db(tmp_path_factory) -> str:
-    """Each golden run twice (tags copy=0 and copy=1), its values cycling through EXTREMES."""
-    where = tmp_path_factory.mktemp("extreme")
-    shutil.copy(GOLDEN, where / "golden.db")
-    values = itertools.cycle(STORED)
-    path = str(where / "extreme.db")
-    with Store.open(str(where / "golden.db")) as src, Store.open(path) as dst:
-        for run in sorted(src.list_runs(), key=lambda r: r.id or 0):
-            for copy in range(2):
-                ms = [dataclasses.replace(m, value=next(values)) for m in src.measurements(run.id)]
-                again = dataclasses.replace(run, id=None, tags={**run.tags, "copy": str(copy)})
-                dst.save_run(again, ms)
-    return path
-
-
-def _ok(rc: int, out: str, err: str, codes: tuple[int, ...] = (0,)) -> None:
-    assert rc in codes, (rc, err)
-    assert "Traceback" not in out + err and "internal error" not in err, err
-
-
-prom_parser = pytest.importorskip("prometheus_client.parser", reason="prometheus-client (the metrics extra)")
-
-
-
-
-
-DASHBOARD = ROOT / "docs" / "grafana" / "clusterbench-fleet.json"
-
-
-BUSBW = "clusterbench_collectives_busbw_bytes_per_second"
-
-
-TRIAD = "clusterbench_stream_bandwidth_bytes_per_second"
-
-
-LOGS = ["nccl-tests/a3mega-h100-2node-all_reduce.txt", "babelstream/seed-mi300x-hip-8gpu-mpi.txt",
-        "transferbench/seed-mi300x-p2p.txt", "rocblas-bench/seed-mi300x-sgemm-4000.txt"]
-
-
-def _fleet(db: str) -> None:
-    """Two nights of real logs on three nodes; gpu02's busbw and one GPU's Triad are low on the
-    second night, and the second night's preflight of gpu03 failed."""
-    base = [m for path in LOGS for m in real_measurements(path)]
-
-    def f(h, i, m):
-        if i == 1 and h == "gpu02" and m.metric == "busbw":
-            return 0.5
-        if i == 1 and h == "gpu01" and m.benchmark == "stream" and m.params.get("device") == "1":
-            return 0.5
-        return 1.0
-
-    store_history(db, base, ["gpu01", "gpu02", "gpu03"], 2, cv=0.0, factor=f)
-    with Store.open(db) as s:
-        s.save_run(Run("preflight", hosts=["gpu03"], started_at=night(1), tags={"node": "gpu03"},
-                       meta={"preflight": {"status": "fail", "host": "gpu03", "checks": [
-                           {"check": "gpu_count", "status": "fail", "summary": "7 GPU(s), expected 8"},
-                           {"check": "pcie_link", "status": "ok", "summary": "fine"}]}}), [])
-
-
-def _families(text: str) -> dict[str, list]:
-    return {f.name: f.samples for f in prom_parser.text_string_to_metric_families(text)}
-
-
-def _value(samples, **labels) -> float:
-    found = [s.value for s in samples if all(s.labels.get(k) == v for k, v in labels.items())]
-    assert len(found) == 1, (labels, found)
-    return found[0]
-
-
-def _dashboard_queries() -> list[str]:
-    dash = json.loads(DASHBOARD.read_text())
-    exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
-    exprs += [v["definition"] for v in dash["templating"]["list"]]
-    return exprs
-
-
-prom_text = pytest.importorskip("prometheus_client.parser", reason="prometheus-client (the metrics extra)")
-
 
 prom_om = pytest.importorskip("prometheus_client.openmetrics.parser", reason="prometheus-client (the metrics extra)")
 
@@ -118,45 +33,8 @@ prom_om = pytest.importorskip("prometheus_client.openmetrics.parser", reason="pr
 TRANSFER = "clusterbench_transfer_bandwidth_bytes_per_second"
 
 
-def _store(db: str, params: list[dict], benchmark: str = "all_reduce", metric: str = "busbw",
-           hosts: tuple[str, ...] = ("gpu01",)) -> int:
-    with Store.open(db) as s:
-        return s.save_run(Run(benchmark, hosts=list(hosts), started_at="2026-03-01T02:00:00.000Z",
-                              status="complete"),
-                          [Measurement(benchmark, metric, 10.0 * (i + 1), "GB/s", p) for i, p in enumerate(params)])
-
-
 def _om_families(text: str) -> dict[str, list]:
     return {f.name: f.samples for f in prom_om.text_string_to_metric_families(text)}
-
-
-def _text_families(text: str) -> dict[str, list]:
-    return {f.name: f.samples for f in prom_text.text_string_to_metric_families(text)}
-
-
-@pytest.fixture
-def stored(db):
-    save(db, coll_rows(1.0, random.Random(5)), tags={"env": "a"})
-    return db
-
-
-def _one_line(rc, out, err, *words):
-    assert rc == 2 and len(err.splitlines()) == 1, (rc, out, err)
-    assert err.startswith("clusterbench: error: ") and "internal error" not in err, err
-    for w in words:
-        assert str(w) in err, err
-
-
-def _special(path: Path, kind: str) -> None:
-    if kind == "device":   # /dev/null's numbers, made in the test's directory
-        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
-    else:
-        os.mkfifo(path)
-
-
-def _is(path: Path, kind: str) -> bool:
-    mode = os.lstat(path).st_mode
-    return stat.S_ISCHR(mode) if kind == "device" else stat.S_ISFIFO(mode)
 
 
 def test_openmetrics_uses_its_float_syntax(extreme_db):

@@ -4,73 +4,29 @@ from __future__ import annotations
 
 import json
 import signal
-from pathlib import Path
 
 import pytest
 import torch
+from bench_cli import cli
 from judge_helpers import cli as cli_qualify_preflight
-from judge_helpers import run_cli
-from paths import TESTS
+from probe_profiles import (
+    SMALL_STREAM,
+    STREAM_FLOOR,
+    _profile,
+    _replace_callback,
+    _validate_probe_profile,
+)
 
-from clusterbench.cli import all_commands, main
-from clusterbench.judge.profile_yaml import load_yaml
-from clusterbench.judge.profiles import parse_profile
 from clusterbench.judge.select import Row, load_runs, rows_of
 from clusterbench.judge.validate import evaluate
 from clusterbench.ranks.signals import Interrupted
 from clusterbench.store import Store
 
 
-def cli(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
-
-
-STREAM_FLOOR = {"name": "stream floor", "benchmark": "stream", "metric": "bandwidth",
-                "params": {"kernel": "Triad"}, "op": ">=", "value": 0.001, "unit": "GB/s"}
-
-
-SMALL_STREAM = ["stream", "--device", "cpu", "-s", "1K", "-n", "2"]
-
-
-def _profile(tmp_path: Path, suite: list[dict], criteria: list[dict]) -> Path:
-    p = tmp_path / "probe.yaml"
-    p.write_text(json.dumps({"name": "probe", "suite": suite, "criteria": criteria}))
-    return p
-
-
-def _replace_callback(monkeypatch, command: str, fn) -> None:
-    monkeypatch.setattr(all_commands()[command], "callback", fn)
-
-
-DATA = TESTS / "data"
-
-
-SEEDS = ["transferbench/seed-mi300x-a2a.txt", "transferbench/seed-mi300x-example-cfg.txt",
-         "transferbench/seed-mi300x-p2p.txt", "nccl-tests/seed-mi300x-rccl-all_reduce-8gpu.txt",
-         "babelstream/seed-mi300x-hip-8gpu-mpi.txt", "rocblas-bench/seed-mi300x-gemm_strided_batched_ex-bf16.txt",
-         "rocblas-bench/seed-mi300x-gemm_strided_batched_ex-int8.txt", "rocblas-bench/seed-mi300x-sgemm-4000.txt"]
-
-
-@pytest.fixture(scope="module")
-def seeded(tmp_path_factory) -> str:
-    db = str(tmp_path_factory.mktemp("probe") / "cb.db")
-    for f in SEEDS:
-        code, _, err = run_cli("import", DATA / f, "--tag", "seed=mi300x", "--db", db)
-        assert code == 0, err
-    return db
-
-
 @pytest.fixture(scope="module")
 def rows(seeded) -> list[Row]:
     with Store.open(seeded) as s:
         return rows_of(load_runs(s, ["seed=mi300x"]))
-
-
-def _validate_probe_profile(text: str):
-    return parse_profile(load_yaml(text), "p.yaml")
 
 
 def _one(rows, **crit):

@@ -1,6 +1,5 @@
 """Tests of clusterbench.cli.commands.importcmd: ``clusterbench import``."""
 
-import contextlib
 import gzip
 import io
 import json
@@ -13,12 +12,47 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_errors import _one_line_error
+from hostile_text import DEEP, ESC, _cb, _clean
+from import_sources import (
+    _import_jsonl_origins_ms,
+    _import_jsonl_origins_run,
+    _interleave,
+    _lines,
+    _ms,
+    _run,
+)
+from ingest_helpers import (
+    A3MEGA,
+    MEASUREMENT,
+    RUN,
+    TITANXP,
+    WOHLBIER,
+    _a3mega_row,
+    _jsonl,
+    _with,
+    damaged,
+)
 from json_schema import check_lines
+from judge_helpers import _profile, json_lines, run_cli
 from judge_helpers import cli as cli_argv_check
 from judge_helpers import cli as cli_import_once
 from judge_helpers import cli as cli_theory
-from judge_helpers import json_lines, run_cli
-from paths import TESTS
+from paths import DATA, TESTS
+from stored_runs import (
+    ALLTOALL,
+    NUL,
+    OSU,
+    SEED_NCCL,
+    SWEEP,
+    _ids,
+    _m,
+    _slow_gpu_rows,
+    cli_results_cmds,
+    cli_show_tables_complete,
+    cli_store_cli,
+    import_log,
+)
 
 import clusterbench.ingest as ingest
 from clusterbench.cli import main
@@ -26,19 +60,11 @@ from clusterbench.errors import StoreError
 from clusterbench.ingest import LogFormatError, parse_text
 from clusterbench.ingest.nccl_files import lenient_json
 from clusterbench.ingest.registry import Importer
-from clusterbench.judge.profile_yaml import load_yaml
-from clusterbench.judge.profiles import load_profile, parse_profile
-from clusterbench.judge.select import Row, load_runs, rows_of
+from clusterbench.judge.profiles import load_profile
 from clusterbench.judge.validate import evaluate
 from clusterbench.records import Measurement, Run
 from clusterbench.report.jsonl import run_lines
 from clusterbench.store import Store, TelemetrySample
-
-DATA = TESTS / "data"
-
-
-WOHLBIER = DATA / "nccl-tests" / "wohlbier-dgx2-v100-5-collectives-old-error-column-running-lines.txt"
-
 
 PKB = DATA / "nccl-tests" / "pkb-2019-v100-2node-old-error-column-nccl-2.4.6.txt"
 
@@ -62,12 +88,6 @@ def profile(tmp_path, benchmark):
     return str(p)
 
 
-SEED_NCCL = DATA / "nccl-tests" / "seed-mi300x-rccl-all_reduce-8gpu.txt"
-
-
-ALLTOALL = DATA / "nccl-tests" / "superbench-nccl_alltoall.log"
-
-
 P2P = DATA / "transferbench" / "seed-mi300x-p2p.txt"
 
 
@@ -82,62 +102,11 @@ def stored(db_import_cli):
         return s.list_runs()
 
 
-def _run(run_id: int, **kw) -> Run:
-    run = Run(benchmark="coll", command=["clusterbench", "coll", "all_reduce", "--json"],
-              source="clusterbench 0.1.0", started_at="2026-01-02T03:04:05.678Z",
-              ended_at="2026-01-02T03:04:09.000Z", hosts=["gpu01", "gpu02"], ranks=16,
-              devices=["MI300X"] * 16, versions={"torch": "2.5.1", "rccl": "2.21.5"},
-              env={"NCCL_IB_GID_INDEX": "3"}, tags={"env": "k8s"}, errors=[],
-              meta={"launcher": "torchrun", "notes": ["x"], "nested": {"a": [1, 2.5, None]}}, id=run_id)
-    for k, v in kw.items():
-        setattr(run, k, v)
-    return run
-
-
-def _ms(n: int, bench: str = "all_reduce") -> list[Measurement]:
-    return [Measurement(bench, "busbw", 10.0 + i / 3, "GB/s", {"bytes": 8 << i, "dtype": "float"})
-            for i in range(n)]
-
-
-def _lines(run: Run, ms: list[Measurement]) -> list[str]:
-    return list(run_lines(run, ms))
-
-
-def _import_jsonl_origins_run(host: str, started: str = "2026-01-02T03:04:05.678Z") -> Run:
-    return Run(benchmark="coll", command=["clusterbench", "coll", "all_reduce", "--json"],
-               source="clusterbench 0.1.0", started_at=started, ended_at="2026-01-02T03:04:09.000Z",
-               hosts=[host], ranks=8, devices=["H100"] * 8, tags={"host": host}, id=1)
-
-
-def _import_jsonl_origins_ms(n: int, base: float) -> list[Measurement]:
-    return [Measurement("all_reduce", "busbw", base + i, "GB/s", {"bytes": 8 << i, "dtype": "float"})
-            for i in range(n)]
-
-
-def _interleave(a: list[str], b: list[str]) -> list[str]:
-    out: list[str] = []
-    for i in range(max(len(a), len(b))):
-        out += a[i:i + 1] + b[i:i + 1]
-    return out
-
-
 A, B = _lines(_import_jsonl_origins_run("gpu01"), _import_jsonl_origins_ms(3, 10.0)), _lines(_import_jsonl_origins_run("gpu02", "2026-01-02T03:04:06.000Z"), _import_jsonl_origins_ms(3, 20.0))
-
-
-A3MEGA = DATA / "nccl-tests" / "a3mega-h100-2node-all_reduce.txt"
-
-
-TITANXP = DATA / "babelstream" / "repo-results-v3.3-titanxp-cuda.txt"
-
-
-OSU = DATA / "osu" / "hpcbench-osu_bw-v5.3.2-host.txt"
 
 
 def _stdin(monkeypatch, data: bytes) -> None:
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
-
-
-SWEEP = DATA / "transferbench" / "docs-presets-sweep-v1.67.txt"
 
 
 IPERF3 = DATA / "iperf3" / "cloudpilot-bw_proxy_target_direct-10s-omit3.json"
@@ -167,14 +136,6 @@ def stored_ingest_malformed(db: Path) -> list:
         return s.list_runs()
 
 
-def damaged(tmp_path: Path, source: Path, old: str, new: str, name: str = "damaged.txt") -> Path:
-    text = source.read_text()
-    assert old in text
-    path = tmp_path / name
-    path.write_text(text.replace(old, new, 1))
-    return path
-
-
 # -- iperf3 -J -------------------------------------------------------------------------------
 def _iperf3(tmp_path: Path, change) -> Path:
     doc = json.loads(IPERF3.read_text())
@@ -199,37 +160,6 @@ def _at(*keys, value):
     return change
 
 
-# -- clusterbench JSON lines -----------------------------------------------------------------
-RUN = {"kind": "run", "id": 3, "benchmark": "coll", "source": "clusterbench 0.1.0", "command": ["clusterbench"],
-       "started_at": "2026-11-23T18:13:34.099Z", "ended_at": "2026-11-23T18:13:40.000Z", "status": "complete",
-       "hosts": ["gpu01"], "ranks": 2, "devices": ["H100"], "versions": {}, "env": {}, "tags": {}, "errors": [],
-       "meta": {}}
-
-
-MEASUREMENT = {"kind": "measurement", "run": 3, "benchmark": "all_reduce", "metric": "busbw", "value": 41.5,
-               "unit": "GB/s", "params": {"bytes": 8}}
-
-
-def _jsonl(tmp_path: Path, measurement: str, run: str | None = None) -> Path:
-    path = tmp_path / "run.jsonl"
-    path.write_text(f"{measurement}\n{run or json.dumps(RUN)}\n")
-    return path
-
-
-def _with(obj: dict, key: str, raw: str) -> str:
-    """``obj`` as a JSON line with ``key``'s value written as ``raw`` JSON text."""
-    return json.dumps({**obj, key: "@"}).replace('"@"', raw)
-
-
-# -- nccl-tests: values that are not finite --------------------------------------------------
-def _a3mega_row(tmp_path: Path, new: str) -> Path:
-    old = "     1048576        262144     float     sum      -1    203.2    5.16    9.68      0"
-    return damaged(tmp_path, A3MEGA, old, old[:-23] + new)
-
-
-DEEP = "[" * 3000 + "]" * 3000
-
-
 def _argv_check_run(rid: int) -> str:
     return json.dumps({"kind": "run", "id": rid, "benchmark": "coll", "source": "clusterbench 1",
                        "command": ["x"], "started_at": "2026-01-02T00:00:00.000Z", "ended_at": None,
@@ -238,24 +168,6 @@ def _argv_check_run(rid: int) -> str:
 
 
 NCCL_LOG = TESTS / "data" / "nccl-tests" / "a3mega-h100-2node-all_reduce.txt"
-
-
-def cli_results_cmds(capsys, *argv: object) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
-
-
-def _ids(db: str) -> list[int]:
-    with Store.open(db) as s:
-        return sorted(int(r.id or 0) for r in s.list_runs())
-
-
-def _one_line_error(rc: int, out: str, err: str) -> None:
-    assert rc == 2, (rc, out, err)
-    assert err.startswith("clusterbench: error: ") and err.count("\n") == 1, err
-    assert "Traceback" not in err and "internal error" not in err
 
 
 SKIP_DIRS = {"golden", "schemas", "sysfs"}
@@ -267,23 +179,6 @@ LOGS = sorted(p for p in DATA.rglob("*") if p.is_file() and p.name != "README.md
 
 # A number standing alone in a table: not the digit of a name (G0, cuda:0, x8192) or a version.
 _NUMBER = re.compile(r"(?<![A-Za-z_\d.:])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\d.]|[A-Za-z_]\d)")
-
-
-def cli_show_tables_complete(*argv: str) -> str:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        try:
-            main(list(argv))
-        except SystemExit:
-            pass
-    return out.getvalue()
-
-
-def import_log(path: Path, db: str) -> list[int]:
-    lines = cli_show_tables_complete("import", str(path), "--db", db, "--json").splitlines()
-    records = [json.loads(line) for line in lines if line.startswith("{")]
-    summary = next(r for r in records if r.get("kind") == "summary")
-    return list(summary["runs"])
 
 
 def shown_show_tables_complete(run: int, db: str) -> tuple[str, list[dict]]:
@@ -346,13 +241,6 @@ def _show(tool_file: str, tmp_path: Path) -> list[tuple[str, list[dict]]]:
     return _shown_runs(DATA / tool_file, tmp_path)
 
 
-def cli_store_cli(capsys, *argv):
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
-
-
 def _laptop(path, runs):
     with Store.open(path) as s:
         for i in range(runs):
@@ -371,40 +259,8 @@ def _contents(db):
                 for r in s.list_runs()}
 
 
-NUL = "a\x00b"
-
-
 def _store_nul_run(**kw) -> Run:
     return Run(**{"benchmark": "coll", "hosts": ["h1"], "ranks": 1, "tags": {"env": "x"}, **kw})
-
-
-def _m(**kw) -> Measurement:
-    return Measurement(**{"benchmark": "all_reduce", "metric": "busbw", "value": 1.5, "unit": "GB/s",
-                          "params": {"bytes": 8, "placement": "out"}, **kw})
-
-
-ESC = "\x1b[2J\x1b]0;pwned\x07"
-
-
-RAW = ("\x1b", "\r", "\x07", "\u202e", "\x9b")
-
-
-def _cb(capsys, argv: list[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as e:
-        main(argv)
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
-
-
-def _clean(text: str) -> None:
-    for ch in RAW:
-        assert ch not in text, f"{ch!r} printed raw:\n{text!r}"
-
-
-SEEDS = ["transferbench/seed-mi300x-a2a.txt", "transferbench/seed-mi300x-example-cfg.txt",
-         "transferbench/seed-mi300x-p2p.txt", "nccl-tests/seed-mi300x-rccl-all_reduce-8gpu.txt",
-         "babelstream/seed-mi300x-hip-8gpu-mpi.txt", "rocblas-bench/seed-mi300x-gemm_strided_batched_ex-bf16.txt",
-         "rocblas-bench/seed-mi300x-gemm_strided_batched_ex-int8.txt", "rocblas-bench/seed-mi300x-sgemm-4000.txt"]
 
 
 # From the logs, by hand: (criterion of amd-mi300x-oem, status, measured in the records' unit, the
@@ -432,41 +288,10 @@ EXPECTED = [
 ]
 
 
-@pytest.fixture(scope="module")
-def seeded(tmp_path_factory) -> str:
-    db = str(tmp_path_factory.mktemp("probe") / "cb.db")
-    for f in SEEDS:
-        code, _, err = run_cli("import", DATA / f, "--tag", "seed=mi300x", "--db", db)
-        assert code == 0, err
-    return db
-
-
-@pytest.fixture(scope="module")
-def rows_validate_probe(seeded) -> list[Row]:
-    with Store.open(seeded) as s:
-        return rows_of(load_runs(s, ["seed=mi300x"]))
-
-
-def _profile(text: str):
-    return parse_profile(load_yaml(text), "p.yaml")
-
-
 def _one(rows_validate_probe, **crit):
     """The outcome of one criterion written as a flow mapping."""
     crit.setdefault("name", "c")
     return evaluate(_profile("name: t\ncriteria:\n  - " + json.dumps(crit) + "\n"), rows_validate_probe)[0]
-
-
-def _slow_gpu_rows() -> list[Row]:
-    """Four single-host runs of 8 GPUs; GPU 3 of host c 30% slow."""
-    rows_validate_probe = []
-    for i, host in enumerate("abcd"):
-        run = Run("stream", hosts=[host], tags={"node": host})
-        run.id = i + 1
-        for d in range(8):
-            v = 4000.0 * (1 + 0.001 * d) * (0.7 if (host, d) == ("c", 3) else 1)
-            rows_validate_probe.append(Row(run, Measurement("stream", "bandwidth", v, "GB/s", {"kernel": "Triad", "device": str(d)})))
-    return rows_validate_probe
 
 
 def test_results_show_prints_the_warnings(capsys, db_import_checks_cli):
@@ -583,9 +408,8 @@ def test_bad_files_are_listed_and_good_ones_stored(capsys, db_import_cli, tmp_pa
     assert lines == [
         f"clusterbench: error: {junk}: binary data, not a text log",
         f"clusterbench: error: {empty}: empty file",
-        f"clusterbench: error: {unknown}: unknown format: not the output of babelstream, clusterbench-jsonl, "
-        "hipblaslt-bench, iperf3, nccl-tests, osu, perftest, rccl-tests, rocblas-bench, stream, transferbench, "
-        "vllm-serving (use --tool to force one)",
+        f"clusterbench: error: {unknown}: unknown format: not the output of {', '.join(ingest.TOOLS)} "
+        "(use --tool to force one)",
         f"clusterbench: error: {tmp_path / 'missing.log'}: No such file or directory",
         f"clusterbench: error: {tmp_path}: is a directory",
         "clusterbench: error: 5 of 6 files not imported",

@@ -2,15 +2,7 @@
 
 import pytest
 import torch
-from work_helpers import cli, json_rows, stored
-
-
-def _check(rows, batches):
-    for b in batches:
-        ms = {(m.metric, m.params["stat"]): m for m in rows if m.params["batch"] == b}
-        lat, sps = ms[("latency_ms", "avg")], ms[("samples_per_s", "avg")]
-        assert sps.value * lat.value / 1e3 == pytest.approx(b)
-        assert ms[("latency_ms", "min")].value <= lat.value
+from work_helpers import _check, cli, json_rows, stored
 
 
 @pytest.mark.parametrize("args,message", [

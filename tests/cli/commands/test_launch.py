@@ -9,6 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+from host_doubles import _fake_sys
 from judge_helpers import cli, run_cli
 from k8s_schemas import (
     DSTACK_SCHEMA,
@@ -18,6 +19,8 @@ from k8s_schemas import (
     pytorchjob_schema,
     strict,
 )
+from launch_rows import TAIL, _master
+from stored_runs import cli_store_cli
 
 from clusterbench.cli import main
 from clusterbench.errors import UsageError
@@ -31,7 +34,6 @@ def _cb(*args):
     import contextlib
     import io
 
-    from clusterbench.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     code = 0
@@ -43,42 +45,11 @@ def _cb(*args):
     return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
 
 
-def _fake_sys(root: Path, ib: dict[str, dict], nets: dict[str, str]) -> Path:
-    for name, state in nets.items():
-        (root / "class/net" / name).mkdir(parents=True)
-        (root / "class/net" / name / "operstate").write_text(state + "\n")
-    for dev, info in ib.items():
-        port = root / "class/infiniband" / dev / "ports" / "1"
-        (port / "gids").mkdir(parents=True)
-        (port / "gid_attrs/types").mkdir(parents=True)
-        (port / "state").write_text(info.get("state", "4: ACTIVE") + "\n")
-        (port / "link_layer").write_text(info.get("link", "Ethernet") + "\n")
-        for i, (gid, typ) in enumerate(info.get("gids", [])):
-            (port / "gids" / str(i)).write_text(gid + "\n")
-            (port / "gid_attrs/types" / str(i)).write_text(typ + "\n")
-    (root / "class/infiniband").mkdir(parents=True, exist_ok=True)
-    return root
-
-
-def _master(doc: dict) -> dict:
-    return doc["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
-
-
-TAIL = ["--", "coll", "all_reduce"]
-
-
 def _refused(*argv: str) -> str:
     code, out, err = run_cli(*argv)
     assert code == 2 and out == "" and err.startswith("clusterbench: error: ") and err.count("\n") == 1, \
         (code, out, err)
     return err
-
-
-def cli_store_cli(capsys, *argv):
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
 
 
 def test_malformed_hostfile_cli_is_one_line(tmp_path):

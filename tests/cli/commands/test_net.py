@@ -2,37 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from judge_helpers import cli
-from paths import TESTS
+from paths import DATA
+from stored_runs import cli_show_tables_complete, import_log
 
 from clusterbench.bench.net.matrix import MAX_RDMA_QPS
-from clusterbench.cli import main
-
-DATA = TESTS / "data"
-
-
-def cli_show_tables_complete(*argv: str) -> str:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        try:
-            main(list(argv))
-        except SystemExit:
-            pass
-    return out.getvalue()
-
-
-def import_log(path: Path, db: str) -> list[int]:
-    lines = cli_show_tables_complete("import", str(path), "--db", db, "--json").splitlines()
-    records = [json.loads(line) for line in lines if line.startswith("{")]
-    summary = next(r for r in records if r.get("kind") == "summary")
-    return list(summary["runs"])
 
 
 def shown(run: int, db: str) -> tuple[str, list[dict]]:

@@ -1,13 +1,20 @@
 """Tests of clusterbench.cli.commands.preflight: ``clusterbench preflight``."""
 
 import json
-import shutil
 from pathlib import Path
-from xml.etree import ElementTree as ET
 
 import pytest
+from bench_cli import _cli
+from host_doubles import (
+    CUDA,
+    DATA,
+    LOG,
+    H100_preflight,
+    H100_qualify_preflight,
+)
 from judge_helpers import cli
-from paths import TESTS
+from junit_xml import _cases, _read
+from sysfs_trees import SYSFS
 
 from clusterbench.cli import main
 from clusterbench.cli.argv_check import check_argv
@@ -17,75 +24,10 @@ from clusterbench.errors import UsageError
 from clusterbench.preflight import Expectations, exit_code, run_checks
 from clusterbench.preflight import checks as c
 
-DATA = TESTS / "data" / "sysfs"
-
-
 H100_device_choice, MI300X, BROKEN = DATA / "h100-node", DATA / "mi300x-node", DATA / "broken-node"
 
 
-CUDA = torchcheck.TorchBuild("2.6.0+cu126", cuda="12.6")
-
-
 H100_env_preflight, MI300X, BROKEN = DATA / "h100-node", DATA / "mi300x-node", DATA / "broken-node"
-
-
-# Message formats as the drivers print them (dmesg with timestamps, and one raw /dev/kmsg record).
-LOG = """\
-[    1.012345] pcieport 0000:00:01.1: AER: enabled with IRQ 28
-[    3.000000] amdgpu: ATOM BIOS: 113-M3000100-102
-[ 1234.567890] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus.
-[ 1235.000000] NVRM: Xid (PCI:0000:3b:00): 13, pid=4321, name=python, Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0): Out Of Range Address
-[   12.100000] pcieport 0000:00:01.1: AER: Corrected error received: 0000:01:00.0
-[   12.200000] pcieport 0000:00:01.1: PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)
-[   13.100000] pcieport 0000:80:03.1: AER: Uncorrected (Fatal) error received: 0000:81:00.0
-[  500.100000] amdgpu 0000:c1:00.0: amdgpu: GPU reset begin!
-[  500.200000] amdgpu 0000:c1:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:24 vmid:8 pasid:32770)
-[  500.300000] [drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx_0.0.0 timeout, signaled seq=123, emitted seq=125
-4,812,1500300000,-;NVRM: Xid (PCI:0000:5d:00): 48, pid=1, name=x, An uncorrectable double bit error
-"""
-
-
-def _cli(args, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(args)
-    out = capsys.readouterr()
-    return e.value.code, out.out, out.err
-
-
-xmlschema = pytest.importorskip("xmlschema", reason="xmlschema (test extra) validates against the JUnit XSD")
-
-
-SCHEMA = xmlschema.XMLSchema(str(TESTS / "data" / "schemas" / "junit-10.xsd"))
-
-
-SYSFS = TESTS / "data" / "sysfs"
-
-
-def _read(path: Path) -> ET.Element:
-    SCHEMA.validate(str(path))
-    root = ET.parse(path).getroot()
-    assert root.tag == "testsuites"
-    for suite in root.findall("testsuite"):   # the counts CI systems show are the cases'
-        cases = suite.findall("testcase")
-        assert int(suite.get("tests")) == len(cases)
-        for tag, attr in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
-            assert int(suite.get(attr)) == sum(c.find(tag) is not None for c in cases)
-    return root
-
-
-def _cases(root: ET.Element) -> dict[str, ET.Element]:
-    return {c.get("name"): c for c in root.iter("testcase")}
-
-
-H100_preflight = TESTS / "data" / "sysfs" / "h100-node"
-
-
-@pytest.fixture
-def node(tmp_path: Path) -> Path:
-    """A copy of the H100 tree to change: the RoCE port of mlx5_1 is ens1f0np0 (100 Gb/s)."""
-    root = tmp_path / "node"
-    shutil.copytree(H100_preflight, root, symlinks=True)
-    return root
 
 
 def _preflight_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -93,12 +35,6 @@ def _preflight_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int,
         main([str(a) for a in args])
     out = capsys.readouterr()
     return int(e.value.code or 0), out.out, out.err
-
-
-DATA_qualify_preflight = TESTS / "data"
-
-
-H100_qualify_preflight = DATA_qualify_preflight / "sysfs" / "h100-node"
 
 
 def test_preflight_cli_fails_on_wrong_build(monkeypatch, capsys):

@@ -1,104 +1,49 @@
 """Tests of clusterbench.cli.commands.report: ``clusterbench report``."""
 
-import dataclasses
 import html.parser
-import itertools
 import json
 import os
 import random
 import re
-import shutil
 import stat
 import xml.dom.minidom
 from pathlib import Path
 
 import pytest
-from fleet_helpers import night, real_measurements, store_history
+from fleet_helpers import real_measurements, store_history
+from histories import A3MEGA, HOSTS, _busbw_step, _history, _step
+from hostile_text import HOSTILE
 from judge_helpers import cli, coll_rows, json_lines, run_cli, save
-from paths import TESTS
+from judged_rows import PARAMS
+from report_runs import (
+    _busbw,
+    _report_busbw,
+    _save_with_telemetry,
+    _store,
+    _transfer,
+    _verdict_of_html,
+)
+from special_files import _is, _special
+from stored_runs import (
+    WALL,
+    _ok,
+    _one_line,
+    _one_line_usage_error,
+    _run_cli,
+    cli_store_options,
+)
+from synthetic_runs import _fill
 
-import clusterbench.store.store as store_module
-from clusterbench.cli import main
 from clusterbench.judge.efficiency import nodes_of
 from clusterbench.records import Measurement, Run, TelemetrySample
-from clusterbench.report.jsonl import run_lines
 from clusterbench.report.outfile import MANIFEST
 from clusterbench.store import Store
-
-GOLDEN = TESTS / "data" / "golden" / "pre-redesign.db"
-
-
-EXTREMES = [1.7e308, 1e-300, 5e-324, -0.0, 0.0, 123456789012345678.0, 12.5, 3.25, -7.5, 1e15, -1.7e308]
-
-
-# the database's values: -1.7e308 and 1.7e308 in one row overflow the judge's standard deviation
-# (see test_compare_of_values_spanning_the_float_range)
-STORED = EXTREMES[:-1]
-
-
-# a run of digits no column holds: what an unbounded fixed-point format prints for 1.7e308
-WALL = re.compile(r"\d[\d,]{24,}")
-
-
-@pytest.fixture(scope="module")
-def extreme_db(tmp_path_factory) -> str:
-    """Each golden run twice (tags copy=0 and copy=1), its values cycling through EXTREMES."""
-    where = tmp_path_factory.mktemp("extreme")
-    shutil.copy(GOLDEN, where / "golden.db")
-    values = itertools.cycle(STORED)
-    path = str(where / "extreme.db")
-    with Store.open(str(where / "golden.db")) as src, Store.open(path) as dst:
-        for run in sorted(src.list_runs(), key=lambda r: r.id or 0):
-            for copy in range(2):
-                ms = [dataclasses.replace(m, value=next(values)) for m in src.measurements(run.id)]
-                again = dataclasses.replace(run, id=None, tags={**run.tags, "copy": str(copy)})
-                dst.save_run(again, ms)
-    return path
-
-
-def _ok(rc: int, out: str, err: str, codes: tuple[int, ...] = (0,)) -> None:
-    assert rc in codes, (rc, err)
-    assert "Traceback" not in out + err and "internal error" not in err, err
-
-
-HOSTS = ["gpu01", "gpu02", "gpu03", "gpu04"]
-
-
-A3MEGA = "nccl-tests/a3mega-h100-2node-all_reduce.txt"
-
-
-def _busbw_step(host: str, at: int, factor: float):
-    def f(h, i, m):
-        return factor if h == host and i >= at and m.metric == "busbw" else 1.0
-    return f
-
-
-EVIL = "<script>alert(1)</script>node"
-
-
-def _store(db: str) -> None:
-    rng = random.Random(31)
-    for i in range(3):
-        save(db, coll_rows(1.0, rng), tags={"env": "native"}, hosts=[f"{EVIL}{i}", "node-b"],
-             devices=["AMD Instinct MI300X"] * 2)
-        save(db, coll_rows(0.9, rng), tags={"env": "container", "link_speed": "100Gbps"},
-             hosts=["node-a", "node-b"])
-    ms = [Measurement("transfer", "bandwidth", 48.0 + (i + j) % 3, "GB/s",
-                      {"src": f"G{i}", "dst": f"G{j}", "test": "p2p", "direction": "uni", "stat": "pair"})
-          for i in range(4) for j in range(4) if i != j]
-    ms += [Measurement("stream", "bandwidth", bw * (0.7 if dev == 3 else 1.0), "GB/s",
-                       {"kernel": k, "array_size": 1 << 25, "dtype": "double", "device": dev})
-           for k, bw in (("Copy", 4200.0), ("Triad", 3900.0)) for dev in range(6)]
-    ms += [Measurement("gemm", "tflops", t, "TFLOP/s", {"m": 4096, "n": 4096, "k": 4096, "batch": 1, "dtype": d})
-           for d, t in (("fp32", 97.0), ("bf16", 650.0))]
-    save(db, ms, benchmark="import", hosts=["mi300x-1"], devices=["AMD Instinct MI300X"], tags={"kind": "node"})
 
 
 def _ab_store(db: str) -> None:
     """Three runs per side; B is 10% slower; the sides' environments differ in one version; every
     run has telemetry; one A run has a noisy stream row."""
-    from clusterbench.records import Run, TelemetrySample
-    from clusterbench.store import Store
+    from clusterbench.records import Run
 
     rng = random.Random(7)
     for side, scale, torch in (("a", 1.0, "2.4.0"), ("b", 0.9, "2.5.1")):
@@ -118,16 +63,6 @@ def _ab_store(db: str) -> None:
                     for metric, v, unit in (("gpu_power", 500.0, "W"), ("gpu_temperature", 60.0, "C"))]
             with Store.open(db) as s:
                 s.save_run(run, ms, tele)
-
-
-def _verdict_of_html(page: str) -> tuple[str, list[str]]:
-    import html as htmlmod
-    import re
-
-    block = re.search(r'<div class="verdict v-[a-z]+" id="verdict"><span class="word">([A-Z]+)</span><ul>(.*?)</ul>',
-                      page)
-    assert block, "no verdict block"
-    return block.group(1), [htmlmod.unescape(x) for x in re.findall(r"<li>(.*?)</li>", block.group(2))]
 
 
 def _verdict_of_markdown(md: str) -> tuple[str, list[str]]:
@@ -153,73 +88,7 @@ def _table_rows(md: str, header: str) -> list[list[str]]:
     return rows
 
 
-G8 = 8 << 30
-
-
-def _coll(v: float) -> list[Measurement]:
-    return [Measurement("all_reduce", metric, v, "GB/s", {"bytes": G8, "count": G8 // 4, "dtype": "float",
-                                                           "redop": "sum", "root": -1, "placement": place})
-            for metric in ("busbw", "algbw") for place in ("out", "in")]
-
-
-def _stream(v: float) -> list[Measurement]:
-    return [Measurement("stream", "bandwidth", v, "GB/s",
-                        {"kernel": "Triad", "dtype": "double", "device": "0", "array_size": 1 << 28})]
-
-
-@pytest.fixture(scope="module")
-def probe_db(tmp_path_factory) -> str:
-    """Runs stored as a user would: a clusterbench JSON lines file imported."""
-    where = tmp_path_factory.mktemp("probe")
-    lines: list[str] = []
-    for i, v in enumerate((1.7e308, 5e-324)):
-        lines += run_lines(Run("coll", hosts=["h1", "h2"], ranks=2, id=2 * i + 1,
-                               tags={"x": "coll", "link_speed": "100Gbps"}), _coll(v))
-        lines += run_lines(Run("stream", hosts=["h1"], ranks=1, devices=["AMD Instinct MI300X"], id=2 * i + 2,
-                               tags={"x": "stream"}), _stream(v))
-    for i, (tag, v) in enumerate([("a", 1e-300), ("a", 1.1e-300), ("a", 0.9e-300),
-                                  ("b", 1.7e308), ("b", 1.6e308), ("b", 1.65e308)]):
-        lines += run_lines(Run("stream", hosts=["h1"], ranks=1, id=10 + i, tags={"cmp": tag}), _stream(v))
-    (where / "runs.jsonl").write_text("\n".join(lines) + "\n")
-    db = str(where / "probe.db")
-    rc, _, err = run_cli("import", where / "runs.jsonl", "--db", db)
-    assert rc == 0, err
-    return db
-
-
-PARAMS = {"bytes": 1 << 30, "count": 1 << 28, "dtype": "float", "redop": "sum", "root": -1,
-          "placement": "in", "ranks": 16}
-
-
 EVIL_HOST = "h$\\frac{$x\x1b[31m\x07\x7f"
-
-
-def _busbw(value: float, size: int = 8, **params: object) -> list[Measurement]:
-    return [Measurement("all_reduce", "busbw", value, "GB/s",
-                        {"bytes": size, "count": size // 4, "dtype": "float", "redop": "sum", "root": -1,
-                         "placement": "out", **params})]
-
-
-HOSTILE = ("</script><script>alert(1)</script><img src=x onerror=alert(2)>\"' onload=x `code` "
-           "![t](https://e.invalid/t.png) [l](javascript:alert(3)) | ]]> \x1b[31m\x07\x7f\x9b \u202egnp.\u2066")
-
-
-def _report_busbw(value: float, size: int = 8, **params: object) -> list[Measurement]:
-    return [Measurement("all_reduce", "busbw", value, "GB/s",
-                        {"bytes": size, "count": max(1, size // 4), "dtype": "float", "redop": "sum", "root": -1,
-                         "placement": "out", **params})]
-
-
-def _transfer(scale: float) -> list[Measurement]:
-    return [Measurement("transfer", "bandwidth", scale * (48.0 + i + j), "GB/s",
-                        {"src": f"G{i}", "dst": f"G{j}", "test": "p2p", "direction": "uni", "stat": "pair"})
-            for i in range(3) for j in range(3) if i != j]
-
-
-def _save_with_telemetry(db: str, ms: list[Measurement], tags: dict[str, str]) -> None:
-    tele = [TelemetrySample(1.7e9 + k, "gpu_power", 300.0 + k, "W", "h", "gpu0") for k in range(5)]
-    with Store.open(db) as s:
-        s.save_run(Run("transfer", hosts=["h"], ranks=1, tags=tags), ms, tele)
 
 
 class _Tags(html.parser.HTMLParser):
@@ -241,134 +110,6 @@ class _Tags(html.parser.HTMLParser):
     def handle_data(self, data: str) -> None:
         if self._in_style:
             self.style += data
-
-
-def _scale_coll(rng: random.Random) -> list[Measurement]:
-    ms = []
-    for p in (10, 20, 24):
-        for pl in ("out", "in"):
-            v = 100 * (1 + rng.gauss(0, 0.02))
-            params = {"bytes": 1 << p, "count": (1 << p) // 4, "dtype": "float", "redop": "sum", "root": -1,
-                      "placement": pl, "ranks": 16}
-            ms += [Measurement("all_reduce", "busbw", v, "GB/s", params),
-                   Measurement("all_reduce", "algbw", v * 16 / 30, "GB/s", dict(params))]
-    return ms
-
-
-def _scale_stream(rng: random.Random, hosts: list[str]) -> list[Measurement]:
-    return [Measurement("stream", "bandwidth", 3000 * (1 + rng.gauss(0, 0.01)), "GB/s",
-                        {"kernel": k, "array_size": 1 << 25, "dtype": "double", "device": d, "host": h})
-            for h in hosts for d in range(2) for k in ("Copy", "Triad")]
-
-
-def _train(rng: random.Random) -> list[Measurement]:
-    return [Measurement("train", "samples_per_s", 1000 * (1 + rng.gauss(0, 0.01)), "samples/s", {"stat": "avg"})]
-
-
-def _fill(db: str, n: int) -> None:
-    """``n`` collective runs on two hosts (half tagged grp=a, half grp=b), ``n`` stream runs with
-    telemetry and ``n`` train runs: what compare, trend, report, theory and scaling read."""
-    rng = random.Random(7)
-    with Store.open(db) as s, s.transaction():
-        for i in range(n):
-            day = f"2026-01-{1 + i % 28:02d}T{i // 28:02d}:00:00Z"
-            s.save_run(Run("coll", hosts=["node1", "node2"], ranks=16, started_at=day,
-                           tags={"grp": "a" if i < n // 2 else "b", "link_speed": "100Gbps"}), _scale_coll(rng))
-            s.save_run(Run("stream", hosts=["node1"], ranks=2, started_at=day, tags={"kind": "stream"}),
-                       _scale_stream(rng, ["node1"]),
-                       [TelemetrySample(0.5 * t, "power", 300.0 + t, "W", "node1", "0") for t in range(3)])
-            s.save_run(Run("train", hosts=["node1", "node2"][: 1 + i % 2], ranks=8, started_at=day,
-                           tags={"kind": "train"}), _train(rng))
-
-
-@pytest.fixture
-def statements(monkeypatch):
-    """Every SQL statement the stores opened from now on run (SQLite's trace callback)."""
-    seen: list[str] = []
-    real = store_module.connect
-
-    def traced(where, readonly=False):
-        backend = real(where, readonly)
-        backend.conn.set_trace_callback(seen.append)
-        return backend
-
-    monkeypatch.setattr(store_module, "connect", traced)
-    return seen
-
-
-def _run_cli(capsys, argv: list[str]) -> str:
-    with pytest.raises(SystemExit) as e:
-        main(argv)
-    out, err = capsys.readouterr()
-    assert not e.value.code, err
-    return out
-
-
-@pytest.fixture
-def stored(db):
-    save(db, coll_rows(1.0, random.Random(5)), tags={"env": "a"})
-    return db
-
-
-def _one_line(rc, out, err, *words):
-    assert rc == 2 and len(err.splitlines()) == 1, (rc, out, err)
-    assert err.startswith("clusterbench: error: ") and "internal error" not in err, err
-    for w in words:
-        assert str(w) in err, err
-
-
-def _special(path: Path, kind: str) -> None:
-    if kind == "device":   # /dev/null's numbers, made in the test's directory
-        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
-    else:
-        os.mkfifo(path)
-
-
-def _is(path: Path, kind: str) -> bool:
-    mode = os.lstat(path).st_mode
-    return stat.S_ISCHR(mode) if kind == "device" else stat.S_ISFIFO(mode)
-
-
-def cli_store_options(capsys, *argv):
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
-
-
-@pytest.fixture
-def stored_store_options(tmp_path):
-    db = tmp_path / "r.db"
-    with Store.open(db) as s:
-        for bench in ("all_reduce", "stream"):
-            s.save_run(Run(benchmark="x", hosts=["n1"]), [Measurement(bench, "busbw", 1.0, "GB/s", {"bytes": 8})])
-    return str(db)
-
-
-def _one_line_usage_error(rc, out, err, *words):
-    assert rc == 2 and out == "" and len(err.splitlines()) == 1, (rc, out, err)
-    assert err.startswith("clusterbench: error: ") and "Traceback" not in err and "internal error" not in err
-    for w in words:
-        assert w in err, err
-
-
-def _history(db: str, values: list[float | list[float]], metric: str = "bandwidth", unit: str = "GB/s",
-             benchmark: str = "stream", params: dict | None = None) -> list[int]:
-    """One run per night on host h1 (stream Triad by default), with these values (a list: one
-    per GPU)."""
-    ids = []
-    with Store.open(db) as store:
-        for i, v in enumerate(values):
-            per_gpu = v if isinstance(v, list) else [v]
-            ms = [Measurement(benchmark, metric, x, unit, {**(params or {"kernel": "Triad"}), "device": str(d)})
-                  for d, x in enumerate(per_gpu)]
-            ids.append(store.save_run(Run("stream", hosts=["h1"], started_at=night(i)), ms))
-    return ids
-
-
-def _step(n: int, at: int, before: float = 100.0, after: float = 80.0) -> list[float]:
-    """A clean step with a little spread on each side (no ties)."""
-    return [(before if i < at else after) + 0.01 * (i % 5) for i in range(n)]
 
 
 @pytest.mark.parametrize("groups, extra", [

@@ -1,14 +1,11 @@
 """Tests of clusterbench.cli.commands.results: ``clusterbench results``."""
 
 import csv
-import dataclasses
 import hashlib
 import html
 import io
-import itertools
 import json
 import os
-import random
 import re
 import shutil
 import sqlite3
@@ -16,55 +13,47 @@ from pathlib import Path
 from string import Template
 
 import pytest
+from hostile_text import BAD_TAGS, DEEP, ESC, EVIL, _cb, _clean, cli_store_env
 from judge_helpers import cli, run_cli
 from paths import TESTS
+from stored_runs import (
+    AWKWARD,
+    GOLDEN,
+    NUL,
+    STORED,
+    WALL,
+    _cli,
+    _edit,
+    _ids,
+    _lines,
+    _m,
+    _ok,
+    _one_line_usage_error,
+    _run,
+    _run_cli,
+    _runs,
+    _source,
+    _store,
+    _store_selectors_m,
+    _tag_selectors_run,
+    build_probe_db,
+    cli_results_cmds,
+    cli_store_cli,
+    cli_store_location,
+    cli_store_options,
+)
+from synthetic_runs import _fill
+from work_helpers import SHAPE
 
 from clusterbench.cli import main
-from clusterbench.cli.options import MAX_TAG_KEY, MAX_TAG_VALUE
 from clusterbench.errors import UsageError
 from clusterbench.families import FAMILIES
-from clusterbench.records import Measurement, Run, TelemetrySample
+from clusterbench.records import Measurement, Run
 from clusterbench.report.jsonl import run_lines
 from clusterbench.store import Store
 from clusterbench.store.migrations import MIGRATIONS
 from clusterbench.store.selectors import parse_selector, parse_since
 from clusterbench.store.sqlite import SqliteBackend
-
-GOLDEN = TESTS / "data" / "golden" / "pre-redesign.db"
-
-
-EXTREMES = [1.7e308, 1e-300, 5e-324, -0.0, 0.0, 123456789012345678.0, 12.5, 3.25, -7.5, 1e15, -1.7e308]
-
-
-# the database's values: -1.7e308 and 1.7e308 in one row overflow the judge's standard deviation
-# (see test_compare_of_values_spanning_the_float_range)
-STORED = EXTREMES[:-1]
-
-
-# a run of digits no column holds: what an unbounded fixed-point format prints for 1.7e308
-WALL = re.compile(r"\d[\d,]{24,}")
-
-
-@pytest.fixture(scope="module")
-def extreme_db(tmp_path_factory) -> str:
-    """Each golden run twice (tags copy=0 and copy=1), its values cycling through EXTREMES."""
-    where = tmp_path_factory.mktemp("extreme")
-    shutil.copy(GOLDEN, where / "golden.db")
-    values = itertools.cycle(STORED)
-    path = str(where / "extreme.db")
-    with Store.open(str(where / "golden.db")) as src, Store.open(path) as dst:
-        for run in sorted(src.list_runs(), key=lambda r: r.id or 0):
-            for copy in range(2):
-                ms = [dataclasses.replace(m, value=next(values)) for m in src.measurements(run.id)]
-                again = dataclasses.replace(run, id=None, tags={**run.tags, "copy": str(copy)})
-                dst.save_run(again, ms)
-    return path
-
-
-def _ok(rc: int, out: str, err: str, codes: tuple[int, ...] = (0,)) -> None:
-    assert rc in codes, (rc, err)
-    assert "Traceback" not in out + err and "internal error" not in err, err
-
 
 GOLDEN_golden_show = TESTS / "data" / "golden"
 
@@ -80,24 +69,6 @@ def old_db(tmp_path_factory):
     return str(path)
 
 
-DEEP = "[" * 3000 + "]" * 3000
-
-
-def _source(path: Path, runs: int = 2) -> str:
-    with Store.open(path) as s:
-        for i in range(runs):
-            s.save_run(Run("coll", hosts=[f"h{i}"], started_at=f"2026-01-0{i + 1}T00:00:00.000Z"),
-                       [Measurement("all_reduce", "busbw", 1.5 + i, "GB/s", {"bytes": 8})])
-    return str(path)
-
-
-def _edit(db: str, sql: str, *args: object) -> None:
-    con = sqlite3.connect(db)
-    with con:
-        con.execute(sql, args)
-    con.close()
-
-
 BAD_PACKS = [
     ("body", '{"k":' + DEEP + ',"p":[],"r":[]}', "nested more than"),
     ("body", "not json", "not JSON"),
@@ -110,54 +81,8 @@ BAD_PACKS = [
 ]
 
 
-G8 = 8 << 30
-
-
 # what must never be printed for a ratio: inf, nan, or a zero of a value that is not 0
 BAD = re.compile(r"\binf\b|\bnan\b|(?<![\d.])0(\.0+)?%")
-
-
-def _coll(v: float) -> list[Measurement]:
-    return [Measurement("all_reduce", metric, v, "GB/s", {"bytes": G8, "count": G8 // 4, "dtype": "float",
-                                                           "redop": "sum", "root": -1, "placement": place})
-            for metric in ("busbw", "algbw") for place in ("out", "in")]
-
-
-def _stream(v: float) -> list[Measurement]:
-    return [Measurement("stream", "bandwidth", v, "GB/s",
-                        {"kernel": "Triad", "dtype": "double", "device": "0", "array_size": 1 << 28})]
-
-
-@pytest.fixture(scope="module")
-def probe_db(tmp_path_factory) -> str:
-    """Runs stored as a user would: a clusterbench JSON lines file imported."""
-    where = tmp_path_factory.mktemp("probe")
-    lines: list[str] = []
-    for i, v in enumerate((1.7e308, 5e-324)):
-        lines += run_lines(Run("coll", hosts=["h1", "h2"], ranks=2, id=2 * i + 1,
-                               tags={"x": "coll", "link_speed": "100Gbps"}), _coll(v))
-        lines += run_lines(Run("stream", hosts=["h1"], ranks=1, devices=["AMD Instinct MI300X"], id=2 * i + 2,
-                               tags={"x": "stream"}), _stream(v))
-    for i, (tag, v) in enumerate([("a", 1e-300), ("a", 1.1e-300), ("a", 0.9e-300),
-                                  ("b", 1.7e308), ("b", 1.6e308), ("b", 1.65e308)]):
-        lines += run_lines(Run("stream", hosts=["h1"], ranks=1, id=10 + i, tags={"cmp": tag}), _stream(v))
-    (where / "runs.jsonl").write_text("\n".join(lines) + "\n")
-    db = str(where / "probe.db")
-    rc, _, err = run_cli("import", where / "runs.jsonl", "--db", db)
-    assert rc == 0, err
-    return db
-
-
-SHAPE = {"model": "custom", "strategy": "full", "dtype": "fp32", "batch": 8, "seq": 16, "layers": 3,
-         "hidden": 64, "ranks": 2}
-
-
-def _store(db: str, params: list[dict], benchmark: str = "all_reduce", metric: str = "busbw",
-           hosts: tuple[str, ...] = ("gpu01",)) -> int:
-    with Store.open(db) as s:
-        return s.save_run(Run(benchmark, hosts=list(hosts), started_at="2026-03-01T02:00:00.000Z",
-                              status="complete"),
-                          [Measurement(benchmark, metric, 10.0 * (i + 1), "GB/s", p) for i, p in enumerate(params)])
 
 
 def _csv_rows(out: str) -> list[dict[str, str]]:
@@ -165,156 +90,13 @@ def _csv_rows(out: str) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(out, newline="")))
 
 
-def cli_results_cmds(capsys, *argv: object) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
-
-
-def _runs(db: str, n: int, tags: dict[str, str] | None = None) -> list[int]:
-    with Store.open(db) as s:
-        return [s.save_run(Run(benchmark="coll", hosts=["n1"], tags=dict(tags or {})),
-                           [Measurement("all_reduce", "busbw", float(i + 1), "GB/s", {"bytes": 8 << i})],
-                           [TelemetrySample(0.5, "gpu_util", 90.0, "%", "n1", "0")])
-                for i in range(n)]
-
-
-def _ids(db: str) -> list[int]:
-    with Store.open(db) as s:
-        return sorted(int(r.id or 0) for r in s.list_runs())
-
-
-def _scale_coll(rng: random.Random) -> list[Measurement]:
-    ms = []
-    for p in (10, 20, 24):
-        for pl in ("out", "in"):
-            v = 100 * (1 + rng.gauss(0, 0.02))
-            params = {"bytes": 1 << p, "count": (1 << p) // 4, "dtype": "float", "redop": "sum", "root": -1,
-                      "placement": pl, "ranks": 16}
-            ms += [Measurement("all_reduce", "busbw", v, "GB/s", params),
-                   Measurement("all_reduce", "algbw", v * 16 / 30, "GB/s", dict(params))]
-    return ms
-
-
-def _scale_stream(rng: random.Random, hosts: list[str]) -> list[Measurement]:
-    return [Measurement("stream", "bandwidth", 3000 * (1 + rng.gauss(0, 0.01)), "GB/s",
-                        {"kernel": k, "array_size": 1 << 25, "dtype": "double", "device": d, "host": h})
-            for h in hosts for d in range(2) for k in ("Copy", "Triad")]
-
-
-def _train(rng: random.Random) -> list[Measurement]:
-    return [Measurement("train", "samples_per_s", 1000 * (1 + rng.gauss(0, 0.01)), "samples/s", {"stat": "avg"})]
-
-
-def _fill(db: str, n: int) -> None:
-    """``n`` collective runs on two hosts (half tagged grp=a, half grp=b), ``n`` stream runs with
-    telemetry and ``n`` train runs: what compare, trend, report, theory and scaling read."""
-    rng = random.Random(7)
-    with Store.open(db) as s, s.transaction():
-        for i in range(n):
-            day = f"2026-01-{1 + i % 28:02d}T{i // 28:02d}:00:00Z"
-            s.save_run(Run("coll", hosts=["node1", "node2"], ranks=16, started_at=day,
-                           tags={"grp": "a" if i < n // 2 else "b", "link_speed": "100Gbps"}), _scale_coll(rng))
-            s.save_run(Run("stream", hosts=["node1"], ranks=2, started_at=day, tags={"kind": "stream"}),
-                       _scale_stream(rng, ["node1"]),
-                       [TelemetrySample(0.5 * t, "power", 300.0 + t, "W", "node1", "0") for t in range(3)])
-            s.save_run(Run("train", hosts=["node1", "node2"][: 1 + i % 2], ranks=8, started_at=day,
-                           tags={"kind": "train"}), _train(rng))
-
-
-def _run_cli(capsys, argv: list[str]) -> str:
-    with pytest.raises(SystemExit) as e:
-        main(argv)
-    out, err = capsys.readouterr()
-    assert not e.value.code, err
-    return out
-
-
-def cli_store_env(capsys, *argv):
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
-
-
 def _one_line_error(rc: int, err: str) -> None:
     assert rc == 2 and err.startswith("clusterbench: error: ") and err.count("\n") == 1, err
 
 
-DATA = TESTS / "data"
-
-
-RCCL = DATA / "nccl-tests" / "seed-mi300x-rccl-all_reduce-8gpu.txt"      # out- and in-place columns
-
-
-A3 = DATA / "nccl-tests" / "a3mega-h100-2node-all_reduce.txt"
-
-
-PKB = DATA / "nccl-tests" / "pkb-k80-2node-transitional-format-wrong-na.txt"   # N/A in #wrong
-
-
-PERFTEST = DATA / "perftest" / "cx7-ndr-4-tools-mib-sec-default-cpu-freq-warnings.txt"   # import warnings
-
-
-BABEL = DATA / "babelstream" / "kaanolgu-v4.0-openacc-v100-validation-failed.txt"   # failed, errors
-
-
-VLLM = DATA / "vllm-serving" / "vllm-pr7062-serving-result-text-truncated.txt"     # incomplete
-
-
-OSU_report_agreement = DATA / "osu" / "hpcbench-osu_bw-v5.3.2-host.txt"
-
-
-ODD_TAGS = {"team": 'a,b "q" <b>&amp;', "nl": "x\ny", "ctl": "bell\x07\x1b[31m"}
-
-
-ODD_ERROR = "boom <b>bold</b> & \x1b[2J"
-
-
-def _cli(*argv: object) -> tuple[int, str, str]:
-    return run_cli(*argv)
-
-
-@pytest.fixture(scope="module")
-def store_report_agreement(tmp_path_factory) -> dict:
-    tmp = tmp_path_factory.mktemp("agree")
-    db = str(tmp / "r.db")
-    for side in ("A", "B"):
-        for i, path in enumerate((RCCL, A3, PKB)):
-            rc, _, err = _cli("import", path, "--db", db, "--tag", f"side={side}", "--tag", f"file={i}")
-            assert rc == 0, err
-    for path in (PERFTEST, BABEL, VLLM, OSU_report_agreement):
-        rc, _, err = _cli("import", path, "--db", db, "--tag", "side=C")
-        assert rc in (0, 1), err
-    params = {"count": 2, "dtype": "float", "redop": "sum", "root": -1, "placement": "out", "ranks": 2}
-    edge = [Measurement("all_reduce", "busbw", v, "GB/s", {**params, "bytes": b})
-            for b, v in ((8, 5e-324), (16, 1.7e308), (32, -1.7e308), (64, 12.345))]
-    edge.append(Measurement("odd", "m", 1.5, "u", {"p": 'v,"1"\n2', "q": "<i>"}))
-    with Store.open(db) as s:
-        ids = {"edge": s.save_run(Run("coll", hosts=["h<1>&"], ranks=2, tags=ODD_TAGS, errors=[ODD_ERROR],
-                                      meta={"warnings": ["doubt <w>"],
-                                            "notes": [{"text": "note <n>", "benchmark": "all_reduce"}]}), edge),
-               "failed": s.save_run(Run("coll", hosts=["n1"], ranks=2, status="failed", tags={"only": "failed"},
-                                        errors=["rank 1 died"]), [])}
-        # two runs whose values at 16 B are +-1.7e308: their sd overflows a float
-        for k, sign in enumerate((1.0, -1.0)):
-            s.save_run(Run("coll", hosts=["e"], ranks=2, tags={"grp": "b", "k": str(k)}),
-                       [Measurement(m.benchmark, m.metric, m.value * sign if abs(m.value) > 1e300 else m.value,
-                                    m.unit, m.params) for m in edge[:4]])
-        s.save_run(Run("coll", hosts=["e"], ranks=2, tags={"grp": "a"}), edge[:4])
-    rc, out, _ = _cli("results", "list", "--db", db, "--json", "--limit", "1000")
-    runs = {o["id"]: o for o in map(json.loads, out.splitlines())}
-    return {"db": db, "tmp": tmp, "runs": runs, **ids}
-
-
-def _lines(text: str) -> list[dict]:
-    return [json.loads(x) for x in text.splitlines() if x.startswith("{")]
-
-
-def _report(store_report_agreement: dict, *selectors: str) -> tuple[str, str]:
-    out = store_report_agreement["tmp"] / ("r_" + "_".join(re.sub(r"\W", "-", s) for s in selectors) + ".html")
-    rc, _, err = _cli("report", *selectors, "--db", store_report_agreement["db"], "-o", out)
+def _report(agreement_store: dict, *selectors: str) -> tuple[str, str]:
+    out = agreement_store["tmp"] / ("r_" + "_".join(re.sub(r"\W", "-", s) for s in selectors) + ".html")
+    rc, _, err = _cli("report", *selectors, "--db", agreement_store["db"], "-o", out)
     assert rc == 0, err
     return out.read_text(encoding="utf-8"), out.with_suffix(".md").read_text(encoding="utf-8")
 
@@ -340,13 +122,6 @@ def _shows(cell: str, value: float) -> bool:
 def _text_of(page: str) -> str:
     # a span is inline (it keeps a word with a hyphen on one line): no space where it was
     return html.unescape(re.sub(r"<[^>]+>", " ", re.sub(r"</?span[^>]*>", "", page)))
-
-
-def cli_store_cli(capsys, *argv):
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
 
 
 def cli_store_copy_source(capsys, *argv):
@@ -397,48 +172,6 @@ def _pre_uid_database(path: Path) -> None:
     conn.close()
 
 
-def cli_store_location(capsys, *argv):
-    with pytest.raises(SystemExit) as e:
-        main(list(argv))
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
-
-
-NUL = "a\x00b"
-
-
-def _run(**kw) -> Run:
-    return Run(**{"benchmark": "coll", "hosts": ["h1"], "ranks": 1, "tags": {"env": "x"}, **kw})
-
-
-def _m(**kw) -> Measurement:
-    return Measurement(**{"benchmark": "all_reduce", "metric": "busbw", "value": 1.5, "unit": "GB/s",
-                          "params": {"bytes": 8, "placement": "out"}, **kw})
-
-
-def cli_store_options(capsys, *argv):
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
-
-
-@pytest.fixture
-def stored_store_options(tmp_path):
-    db = tmp_path / "r.db"
-    with Store.open(db) as s:
-        for bench in ("all_reduce", "stream"):
-            s.save_run(Run(benchmark="x", hosts=["n1"]), [Measurement(bench, "busbw", 1.0, "GB/s", {"bytes": 8})])
-    return str(db)
-
-
-def _one_line_usage_error(rc, out, err, *words):
-    assert rc == 2 and out == "" and len(err.splitlines()) == 1, (rc, out, err)
-    assert err.startswith("clusterbench: error: ") and "Traceback" not in err and "internal error" not in err
-    for w in words:
-        assert w in err, err
-
-
 @pytest.fixture
 def home(tmp_path, monkeypatch):
     """Where the default database would be: it must stay empty."""
@@ -448,17 +181,6 @@ def home(tmp_path, monkeypatch):
     return data
 
 
-SEED_NCCL = DATA / "nccl-tests" / "seed-mi300x-rccl-all_reduce-8gpu.txt"
-
-
-OSU_BW = DATA / "osu" / "hpcbench-osu_bw-v5.3.2-host.txt"
-
-
-FAILED_NCCL = DATA / "nccl-tests" / "issue287-5090-2gpu-test-nccl-failure-no-rows.txt"
-
-
-ODD_TAGS_store_probe = ["team=a,b", 'q="x"', "k=v=w", "uni=ñü日本", "long=" + "x" * 4000, "bench:x=1", "B=1", "a=2",
-            "Z=3", "_x=1", "é=1", "sp= v "]
 
 
 def cli_store_probe(capsys, *argv):
@@ -466,59 +188,6 @@ def cli_store_probe(capsys, *argv):
         main([str(a) for a in argv])
     out, err = capsys.readouterr()
     return int(e.value.code or 0), out, err
-
-
-def _store_probe_run(rid, *, status="complete", source="clusterbench 1", tags=None, started="2026-01-02T00:00:00.000Z",
-         meta=None):
-    return json.dumps({"kind": "run", "id": rid, "benchmark": "coll", "source": source, "command": ["x"],
-                       "started_at": started, "ended_at": None, "status": status, "hosts": ["h1"], "ranks": 2,
-                       "devices": [], "versions": {}, "env": {}, "tags": tags or {}, "errors": [],
-                       "meta": meta if meta is not None else {"n": {"a": [1, {"b": None}]}}})
-
-
-def _meas(rid, bench, metric, value, params, unit="GB/s"):
-    return json.dumps({"kind": "measurement", "run": rid, "benchmark": bench, "metric": metric, "value": value,
-                       "unit": unit, "params": params})
-
-
-def _logs(tmp: Path) -> dict[str, Path]:
-    files = {
-        "empty": _store_probe_run(1, tags={"empty": "yes"}),
-        "failed": "\n".join([_meas(2, "all_reduce", "busbw", 1.5, {"bytes": 8}), _store_probe_run(2, status="failed")]),
-        "extreme": "\n".join([
-            _meas(3, "all_reduce", "busbw", 5e-324, {"bytes": 8}),
-            _meas(3, "all_reduce", "busbw", 1.7e308, {"bytes": 16}),
-            _meas(3, "all_reduce", "busbw", 10**15 + 1, {"bytes": 32, "nested": {"a": [1, {"x": "é\u2028"}]}}),
-            _store_probe_run(3, started="2026-02-01T00:00:00.000Z")]),
-        # an import whose tool is spelt in capitals: bench:osu must not pick it, nor bench:OSU osu's runs
-        "upper": "\n".join([_meas(4, "OSU_bw", "bandwidth", 3.0, {"bytes": 8}),
-                            _store_probe_run(4, source="OSU 7.0", meta={"tool": "OSU"})]),
-    }
-    paths = {}
-    for name, text in files.items():
-        paths[name] = tmp / f"{name}.jsonl"
-        paths[name].write_text(text + "\n")
-    return paths
-
-
-def _build(capsys, db: str, tmp: Path) -> None:
-    logs = _logs(tmp)
-    imports = [[SEED_NCCL, *[a for t in ODD_TAGS_store_probe[:5] for a in ("--tag", t)]],
-               [OSU_BW, *[a for t in ODD_TAGS_store_probe[5:] for a in ("--tag", t)]],
-               [FAILED_NCCL], [logs["empty"]], [logs["failed"]], [logs["extreme"], "--tag", "x=ext"],
-               [logs["upper"]]]
-    for argv in imports:
-        rc, _, err = cli_store_probe(capsys, "import", *argv, "--db", db)
-        assert rc in (0, 1) and "Traceback" not in err, err
-
-
-@pytest.fixture
-def db_store_selectors(any_db):
-    return any_db
-
-
-def _store_selectors_m(bench: str) -> Measurement:
-    return Measurement(bench, "bandwidth", 1.0, "GB/s", {})
 
 
 # (benchmark column, source, started_at, tags, measured benchmarks)
@@ -545,23 +214,6 @@ def store_store_selectors(db_store_selectors):
 NCCL_LOG = TESTS / "data" / "nccl-tests" / "seed-mi300x-rccl-all_reduce-8gpu.txt"
 
 
-# Tags that collide with the grammar: its separator, '=', bench:, ranges, ids, last, quotes,
-# backslashes, space at the ends, an empty key or value, control characters (an import keeps
-# whatever its lines held).
-AWKWARD = [
-    ("team", "a,b"), ("bench:x", "1"), ("a=b", "c"), ("k", "x=y=z"), ("k", " v "), (" k ", "v"),
-    ("", "empty key"), ("e", ""), ("", ""), ("last", "1"), ("last~2", "x"), ("12", "x"), ("3..7", "y"),
-    ("3-7", "1..2"), ("q", '"quoted"'), ("q", 'say "hi"'), ("bs", "a\\b"), ("bs", "\\x41"), ("bs", "\\"),
-    ("ctl\n", "a\rb\tc\x1b[2J"), ("bidi", "\u202eevil"), ("c1", "\x85\x9b"), ("sp", " "), ("u", "Größe µs"),
-    ("colon:x", "a:b"), ("bench:", "bench:"), ("comma,key", ","), ('"', '"'), ("=", "="),
-]
-
-
-def _tag_selectors_run(tags: dict[str, str]) -> Run:
-    return Run(benchmark="all_reduce", source="clusterbench 0.1.0", started_at="2026-11-01T10:00:00.000Z",
-               hosts=["h1"], tags=tags)
-
-
 def _tag_selectors_ids(out: str) -> list[int]:
     return [json.loads(line)["id"] for line in out.splitlines() if line.startswith('{"kind": "run"')]
 
@@ -571,67 +223,6 @@ def _run_line(tags: dict[str, str], run_id: int) -> str:
                        "command": ["clusterbench", "coll"], "started_at": "2026-11-01T10:00:00.000Z",
                        "ended_at": None, "status": "complete", "hosts": ["h1"], "ranks": 1, "devices": [],
                        "versions": {}, "env": {}, "tags": tags, "errors": [], "meta": {}})
-
-
-# --tag and results tag: what no one could read, type or select is refused before anything is stored.
-BAD_TAGS = [
-    ("novalue", "expected KEY=VALUE"),
-    ("=v", "expected KEY=VALUE"),
-    ("  =v", "expected KEY=VALUE"),
-    ("k=", "empty value"),
-    ("k=   ", "empty value"),
-    ("k=a\nb", "control character"),
-    ("k=a\rb", "control character"),
-    ("k=a\tb", "control character"),
-    ("k=\x1b[2J", "control character"),
-    ("k=\u202eevil", "control character"),
-    ("k\x7f=v", "control character"),
-    ("k=\x9b31m", "control character"),
-    ("k=v\udcff", "not UTF-8 text"),
-    ("k=" + "v" * (MAX_TAG_VALUE + 1), f"at most {MAX_TAG_VALUE}"),
-    ("k=" + "v" * (1 << 20), f"at most {MAX_TAG_VALUE}"),
-    ("k" * (MAX_TAG_KEY + 1) + "=v", f"at most {MAX_TAG_KEY}"),
-]
-
-
-ESC = "\x1b[2J\x1b]0;pwned\x07"
-
-
-EVIL = f"a{ESC}b\rFAKE\nPASS\u202eevil\x9b31m"
-
-
-RAW = ("\x1b", "\r", "\x07", "\u202e", "\x9b")
-
-
-def _cb(capsys, argv: list[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as e:
-        main(argv)
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
-
-
-def _clean(text: str) -> None:
-    for ch in RAW:
-        assert ch not in text, f"{ch!r} printed raw:\n{text!r}"
-
-
-@pytest.fixture
-def evil_db(tmp_path):
-    db = str(tmp_path / "evil.db")
-    run = Run(benchmark="all_reduce", hosts=[f"node{ESC}1"], ranks=1, devices=[f"GPU{ESC}"],
-              tags={"owner": EVIL}, errors=[f"rank 0: {EVIL}"], status="incomplete",
-              versions={"nccl": f"2.{ESC}"},
-              meta={"notes": [{"text": f"note {EVIL}", "benchmark": "all_reduce"}],
-                    "rank_hosts": [f"node{ESC}1"]})
-    params = {"bytes": 8, "count": 2, "dtype": f"float{ESC}", "redop": "sum", "root": -1,
-              "placement": "out", "ranks": 1}
-    ms = [Measurement("all_reduce", "busbw", 1.0, "GB/s", params),
-          Measurement("all_reduce", "time_us", 2.0, "us", params),
-          Measurement(f"mystery{ESC}", "value", 3.0, "", {"host": EVIL})]
-    with Store.open(db) as store:
-        store.save_run(run, ms)
-        store.save_run(Run(benchmark="all_reduce", hosts=["plain"], ranks=1), ms)
-    return db
 
 
 def test_results_show_keeps_every_table_aligned(extreme_db):
@@ -912,14 +503,14 @@ def test_tag_and_delete_never_make_the_database_they_are_given(capsys, tmp_path,
     assert "no results database at" in err and not missing.exists()
 
 
-def test_show_json_export_and_csv_hold_the_same_measurements(store_report_agreement):
-    for rid, listed in store_report_agreement["runs"].items():
-        _, shown, _ = _cli("results", "show", rid, "--db", store_report_agreement["db"], "--json")
+def test_show_json_export_and_csv_hold_the_same_measurements(agreement_store):
+    for rid, listed in agreement_store["runs"].items():
+        _, shown, _ = _cli("results", "show", rid, "--db", agreement_store["db"], "--json")
         ms = [o for o in _lines(shown) if o["kind"] == "measurement"]
         assert len(ms) == listed["measurements"], rid
-        _, exported, _ = _cli("results", "export", rid, "--db", store_report_agreement["db"])
+        _, exported, _ = _cli("results", "export", rid, "--db", agreement_store["db"])
         assert [o for o in _lines(exported) if o["kind"] == "measurement"] == ms, rid
-        _, text, _ = _cli("results", "export", rid, "--db", store_report_agreement["db"], "--csv")
+        _, text, _ = _cli("results", "export", rid, "--db", agreement_store["db"], "--csv")
         rows = list(csv.DictReader(io.StringIO(text)))
         assert len(rows) == len(ms), rid
         for m, row in zip(ms, rows):
@@ -930,10 +521,10 @@ def test_show_json_export_and_csv_hold_the_same_measurements(store_report_agreem
 
 
 @pytest.mark.parametrize("selector", ["file=0,side=A", "file=2,side=A"])
-def test_collective_table_shows_every_json_value(store_report_agreement, selector):
+def test_collective_table_shows_every_json_value(agreement_store, selector):
     column = {"time_us": 0, "algbw": 1, "busbw": 2, "wrong": 3}
-    _, text, _ = _cli("results", "show", selector, "--db", store_report_agreement["db"])
-    _, js, _ = _cli("results", "show", selector, "--db", store_report_agreement["db"], "--json")
+    _, text, _ = _cli("results", "show", selector, "--db", agreement_store["db"])
+    _, js, _ = _cli("results", "show", selector, "--db", agreement_store["db"], "--json")
     table = _table(text)
     assert table
     filled = set()
@@ -951,25 +542,25 @@ def test_collective_table_shows_every_json_value(store_report_agreement, selecto
             assert cell == "N/A" if (key, j) not in filled else cell not in ("nan", "inf"), (key, j, cell)
 
 
-def test_import_warnings_are_warning_lines_in_show_json(store_report_agreement):
-    run = next(r for r in store_report_agreement["runs"].values() if r["meta"].get("warnings") and r["tags"].get("side") == "C")
-    _, text, _ = _cli("results", "show", run["id"], "--db", store_report_agreement["db"])
-    _, js, _ = _cli("results", "show", run["id"], "--db", store_report_agreement["db"], "--json")
+def test_import_warnings_are_warning_lines_in_show_json(agreement_store):
+    run = next(r for r in agreement_store["runs"].values() if r["meta"].get("warnings") and r["tags"].get("side") == "C")
+    _, text, _ = _cli("results", "show", run["id"], "--db", agreement_store["db"])
+    _, js, _ = _cli("results", "show", run["id"], "--db", agreement_store["db"], "--json")
     for w in run["meta"]["warnings"]:
         assert f"# warning: {w}" in text
         assert {"kind": "warning", "run": run["id"], "text": w} in _lines(js)
 
 
-def test_report_keeps_errors_warnings_and_notes_and_escapes_them(store_report_agreement):
-    edge = store_report_agreement["runs"][store_report_agreement["edge"]]
-    page, md = _report(store_report_agreement, "side=C", str(store_report_agreement["edge"]))
+def test_report_keeps_errors_warnings_and_notes_and_escapes_them(agreement_store):
+    edge = agreement_store["runs"][agreement_store["edge"]]
+    page, md = _report(agreement_store, "side=C", str(agreement_store["edge"]))
     # no fetches: figures are data URIs
     assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", page)
     for raw in ("<b>bold", "<w>", "<n>", "<i>", "h<1>", "\x1b", "\x07"):
         assert raw not in page and raw not in md, raw
     shown = _text_of(page)
     mdown = html.unescape(md.replace("\\\\", "\\"))
-    for r in (r for r in store_report_agreement["runs"].values() if r["tags"].get("side") == "C" or r["id"] == store_report_agreement["edge"]):
+    for r in (r for r in agreement_store["runs"].values() if r["tags"].get("side") == "C" or r["id"] == agreement_store["edge"]):
         for text in [*r["errors"][:5], *(r["meta"].get("warnings") or [])]:
             expected = text.replace("\x1b", "\\x1b")
             assert expected in shown, (r["id"], text)
@@ -977,22 +568,22 @@ def test_report_keeps_errors_warnings_and_notes_and_escapes_them(store_report_ag
         assert r["status"] in shown and r["status"] in md
     assert "note <n>" in shown and "note <n>" in mdown
     # tags as results show prints them: quoted where needed, control characters escaped
-    _, text, _ = _cli("results", "show", store_report_agreement["edge"], "--db", store_report_agreement["db"])
+    _, text, _ = _cli("results", "show", agreement_store["edge"], "--db", agreement_store["db"])
     tags = next(x for x in text.splitlines() if x.startswith("# tags: "))[len("# tags: "):]
     assert tags in shown and tags in mdown
-    assert edge["measurements"] == 5 and re.search(rf'<td class="n">{store_report_agreement["edge"]}</td>.*?<td class="n">5</td>',
+    assert edge["measurements"] == 5 and re.search(rf'<td class="n">{agreement_store["edge"]}</td>.*?<td class="n">5</td>',
                                                    page, re.S)
 
 
-def test_report_size_table_never_prints_inf(store_report_agreement):
-    page, _ = _report(store_report_agreement, "grp=a", "grp=b")
+def test_report_size_table_never_prints_inf(agreement_store):
+    page, _ = _report(agreement_store, "grp=a", "grp=b")
     cells = re.findall(r'<td class="n">([^<]*)</td>', page)
     assert not [c for c in cells if re.search(r"\b(inf|nan)\b", c)]
     assert "1.7e+308" in cells
 
 
-def test_report_of_a_run_that_measured_nothing_shows_its_failure(store_report_agreement):
-    page, md = _report(store_report_agreement, str(store_report_agreement["failed"]))
+def test_report_of_a_run_that_measured_nothing_shows_its_failure(agreement_store):
+    page, md = _report(agreement_store, str(agreement_store["failed"]))
     assert "FAIL" in page and "rank 1 died" in page
     assert "**FAIL**" in md and "rank 1 died" in md and "| failed |" in md
 
@@ -1191,7 +782,7 @@ def test_bench_prefix_and_tool_are_case_sensitive_on_sqlite(capsys, tmp_path):
     """SQLite's LIKE ignores ASCII case, PostgreSQL's does not: bench:osu picked OSU_bw (prefix
     osu_) and a run of tool "OSU 7.0" on SQLite only."""
     db = str(tmp_path / "r.db")
-    _build(capsys, db, tmp_path)
+    build_probe_db(capsys, db, tmp_path)
     rc, out, _ = cli_store_probe(capsys, "results", "list", "--benchmark", "osu", "--json", "--db", db)
     assert rc == 0 and [json.loads(x)["tool"] for x in out.splitlines()] == ["osu"]
     rc, out, _ = cli_store_probe(capsys, "results", "list", "--benchmark", "OSU", "--json", "--db", db)

@@ -1,16 +1,9 @@
 """Tests of clusterbench.cli.commands.run: ``clusterbench run``."""
 
-import pytest
 
-from clusterbench.cli import main
+from bench_cli import _cli
+
 from clusterbench.preflight import checks as c
-
-
-def _cli(args, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(args)
-    out = capsys.readouterr()
-    return e.value.code, out.out, out.err
 
 
 def test_run_command_records_preflight(monkeypatch, capsys):

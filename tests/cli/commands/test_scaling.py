@@ -5,13 +5,11 @@ import json
 import pytest
 from json_schema import check_lines
 from judge_helpers import json_lines, run_cli
-from paths import TESTS
+from nccl_read_paths import DATA
 from work_helpers import cli
 
 from clusterbench.records import Measurement, Run
 from clusterbench.store import Store
-
-DATA = TESTS / "data" / "nccl-tests"
 
 
 def _train_run(store: Store, hosts: list[str], value: float, tags: dict[str, str], ranks: int = 8) -> int:

@@ -3,92 +3,40 @@
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
+from bench_cli import cli
+from cli_errors import _one_line_error
 from json_schema import check_lines
 from judge_helpers import cli as cli_argv_check
 from judge_helpers import cli as cli_qualify_preflight
 from judge_helpers import cli as cli_theory
-from judge_helpers import run_cli, save
-from paths import TESTS
+from judge_helpers import save
+from junit_xml import xmlschema
+from paths import DATA, TESTS
+from probe_profiles import (
+    SMALL_STREAM,
+    STREAM_FLOOR,
+    _profile,
+    _replace_callback,
+    _validate_probe_profile,
+)
+from qualify_profiles import IDS, REFUSED
+from stored_runs import _run_cli, _slow_gpu_rows, cli_results_cmds
+from synthetic_runs import _fill
 
-import clusterbench.store.store as store_module
-from clusterbench.cli import all_commands, main
 from clusterbench.cli.argv_check import check_argv
 from clusterbench.errors import ClusterbenchError, UsageError
-from clusterbench.judge.profile_yaml import load_yaml
-from clusterbench.judge.profiles import parse_profile
-from clusterbench.judge.select import Row, load_runs, rows_of
 from clusterbench.judge.validate import evaluate
-from clusterbench.records import Measurement, Run, TelemetrySample
+from clusterbench.records import Measurement
 from clusterbench.store import Store
-
-
-def cli(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
-
-
-# (a command line every node refuses, the words of its error)
-REFUSED = [
-    (["stream", "--float", "--dtype", "float"], "--float and --dtype cannot be used together: give one"),
-    (["stream", "-s", "1K", "--sizes", "1K:4K"], "--arraysize and --sizes cannot be used together: give one"),
-    (["stream", "--devices", "0,,1"], "invalid --devices '0,,1'"),
-    (["stream", "--devices", "-1"], "invalid --devices '-1'"),
-    (["stream", "--devices", "0-"], "invalid --devices '0-'"),
-    (["stream", "--devices", "0,0"], "device 0 is listed twice"),
-    (["stream", "--devices", "²"], "invalid --devices '²'"),
-    (["stream", "--device", "cpu", "--devices", "1"], "--devices 1: out of range, this host has 1 CPU device"),
-    (["gemm", "--devices", "a"], "invalid --devices 'a'"),
-    (["gemm", "--devices", "1,1"], "device 1 is listed twice"),
-    (["gemm", "--devices", "9" * 5000], "is larger than any host's device count"),
-    (["transfer", "--devices", "0;1"], "invalid --devices '0;1'"),
-    (["transfer", "--device", "cpu", "--devices", "0,1"], "--devices 1: out of range"),
-]
-
-
-IDS = [" ".join(a)[:40] for a, _ in REFUSED]
-
-
-xmlschema = pytest.importorskip("xmlschema", reason="xmlschema (test extra) validates against the JUnit XSD")
-
-
-DATA = TESTS / "data"
-
 
 SCHEMA = xmlschema.XMLSchema(str(DATA / "schemas" / "junit-10.xsd"))
 
 
-STREAM_FLOOR = {"name": "stream floor", "benchmark": "stream", "metric": "bandwidth",
-                "params": {"kernel": "Triad"}, "op": ">=", "value": 0.001, "unit": "GB/s"}
-
-
 GEMM_FLOOR = {"name": "gemm floor", "benchmark": "gemm", "metric": "tflops", "op": ">=", "value": 1e-9}
-
-
-SMALL_STREAM = ["stream", "--device", "cpu", "-s", "1K", "-n", "2"]
-
-
-def _profile(tmp_path: Path, suite: list[dict], criteria: list[dict]) -> Path:
-    p = tmp_path / "probe.yaml"
-    p.write_text(json.dumps({"name": "probe", "suite": suite, "criteria": criteria}))
-    return p
-
-
-def _replace_callback(monkeypatch, command: str, fn) -> None:
-    monkeypatch.setattr(all_commands()[command], "callback", fn)
-
-
-def cli_results_cmds(capsys, *argv: object) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
 
 
 PROFILE = """\
@@ -111,67 +59,6 @@ criteria:
     op: ">="
     value: 1
 """
-
-
-def _coll(rng: random.Random) -> list[Measurement]:
-    ms = []
-    for p in (10, 20, 24):
-        for pl in ("out", "in"):
-            v = 100 * (1 + rng.gauss(0, 0.02))
-            params = {"bytes": 1 << p, "count": (1 << p) // 4, "dtype": "float", "redop": "sum", "root": -1,
-                      "placement": pl, "ranks": 16}
-            ms += [Measurement("all_reduce", "busbw", v, "GB/s", params),
-                   Measurement("all_reduce", "algbw", v * 16 / 30, "GB/s", dict(params))]
-    return ms
-
-
-def _stream(rng: random.Random, hosts: list[str]) -> list[Measurement]:
-    return [Measurement("stream", "bandwidth", 3000 * (1 + rng.gauss(0, 0.01)), "GB/s",
-                        {"kernel": k, "array_size": 1 << 25, "dtype": "double", "device": d, "host": h})
-            for h in hosts for d in range(2) for k in ("Copy", "Triad")]
-
-
-def _train(rng: random.Random) -> list[Measurement]:
-    return [Measurement("train", "samples_per_s", 1000 * (1 + rng.gauss(0, 0.01)), "samples/s", {"stat": "avg"})]
-
-
-def _fill(db: str, n: int) -> None:
-    """``n`` collective runs on two hosts (half tagged grp=a, half grp=b), ``n`` stream runs with
-    telemetry and ``n`` train runs: what compare, trend, report, theory and scaling read."""
-    rng = random.Random(7)
-    with Store.open(db) as s, s.transaction():
-        for i in range(n):
-            day = f"2026-01-{1 + i % 28:02d}T{i // 28:02d}:00:00Z"
-            s.save_run(Run("coll", hosts=["node1", "node2"], ranks=16, started_at=day,
-                           tags={"grp": "a" if i < n // 2 else "b", "link_speed": "100Gbps"}), _coll(rng))
-            s.save_run(Run("stream", hosts=["node1"], ranks=2, started_at=day, tags={"kind": "stream"}),
-                       _stream(rng, ["node1"]),
-                       [TelemetrySample(0.5 * t, "power", 300.0 + t, "W", "node1", "0") for t in range(3)])
-            s.save_run(Run("train", hosts=["node1", "node2"][: 1 + i % 2], ranks=8, started_at=day,
-                           tags={"kind": "train"}), _train(rng))
-
-
-@pytest.fixture
-def statements(monkeypatch):
-    """Every SQL statement the stores opened from now on run (SQLite's trace callback)."""
-    seen: list[str] = []
-    real = store_module.connect
-
-    def traced(where, readonly=False):
-        backend = real(where, readonly)
-        backend.conn.set_trace_callback(seen.append)
-        return backend
-
-    monkeypatch.setattr(store_module, "connect", traced)
-    return seen
-
-
-def _run_cli(capsys, argv: list[str]) -> str:
-    with pytest.raises(SystemExit) as e:
-        main(argv)
-    out, err = capsys.readouterr()
-    assert not e.value.code, err
-    return out
 
 
 def _commands(n: int, tmp: Path) -> dict[str, list[str]]:
@@ -208,53 +95,10 @@ def _counts(tmp_path: Path, capsys, statements: list[str], n: int) -> dict[str, 
     return counts
 
 
-def _one_line_error(rc: int, out: str, err: str) -> None:
-    assert rc == 2, (rc, out, err)
-    assert err.startswith("clusterbench: error: ") and err.count("\n") == 1, err
-    assert "Traceback" not in err and "internal error" not in err
-
-
-SEEDS = ["transferbench/seed-mi300x-a2a.txt", "transferbench/seed-mi300x-example-cfg.txt",
-         "transferbench/seed-mi300x-p2p.txt", "nccl-tests/seed-mi300x-rccl-all_reduce-8gpu.txt",
-         "babelstream/seed-mi300x-hip-8gpu-mpi.txt", "rocblas-bench/seed-mi300x-gemm_strided_batched_ex-bf16.txt",
-         "rocblas-bench/seed-mi300x-gemm_strided_batched_ex-int8.txt", "rocblas-bench/seed-mi300x-sgemm-4000.txt"]
-
-
-@pytest.fixture(scope="module")
-def seeded(tmp_path_factory) -> str:
-    db = str(tmp_path_factory.mktemp("probe") / "cb.db")
-    for f in SEEDS:
-        code, _, err = run_cli("import", DATA / f, "--tag", "seed=mi300x", "--db", db)
-        assert code == 0, err
-    return db
-
-
-@pytest.fixture(scope="module")
-def rows_validate_probe(seeded) -> list[Row]:
-    with Store.open(seeded) as s:
-        return rows_of(load_runs(s, ["seed=mi300x"]))
-
-
-def _validate_probe_profile(text: str):
-    return parse_profile(load_yaml(text), "p.yaml")
-
-
 def _one(rows_validate_probe, **crit):
     """The outcome of one criterion written as a flow mapping."""
     crit.setdefault("name", "c")
     return evaluate(_validate_probe_profile("name: t\ncriteria:\n  - " + json.dumps(crit) + "\n"), rows_validate_probe)[0]
-
-
-def _slow_gpu_rows() -> list[Row]:
-    """Four single-host runs of 8 GPUs; GPU 3 of host c 30% slow."""
-    rows_validate_probe = []
-    for i, host in enumerate("abcd"):
-        run = Run("stream", hosts=[host], tags={"node": host})
-        run.id = i + 1
-        for d in range(8):
-            v = 4000.0 * (1 + 0.001 * d) * (0.7 if (host, d) == ("c", 3) else 1)
-            rows_validate_probe.append(Row(run, Measurement("stream", "bandwidth", v, "GB/s", {"kernel": "Triad", "device": str(d)})))
-    return rows_validate_probe
 
 
 @pytest.mark.parametrize("args,words", [

@@ -3,34 +3,18 @@
 from __future__ import annotations
 
 import json
-import re
 import xml.etree.ElementTree as ET_sweep_scores_more
-from pathlib import Path
-from xml.etree import ElementTree as ET
 
 import pytest
 from judge_helpers import cli, run_cli
-from paths import TESTS
+from junit_xml import _cases, _read
+from qualify_profiles import CASES, _runs
+from stored_runs import _no_wall, _ok
+from sweep_results import HOSTS, UNIT, _directed
 
 from clusterbench.sweep import plan
 from clusterbench.sweep import run as sweep_run
-from clusterbench.sweep.analyze import SubsetResult, pick_value, read_directions
-from clusterbench.sweep.run import parse_records
-
-
-def _ok(rc: int, out: str, err: str, codes: tuple[int, ...] = (0,)) -> None:
-    assert rc in codes, (rc, err)
-    assert "Traceback" not in out + err and "internal error" not in err, err
-
-
-# digits in one run: what %.2f prints for a value past 1e24 (WALL would take a list of run ids)
-DIGITS = re.compile(r"\d{25,}")
-
-
-def _no_wall(argv: list[str], out: str, err: str) -> None:
-    for line in (out + err).splitlines():
-        assert not DIGITS.search(line), (argv, line)
-
+from clusterbench.sweep.analyze import SubsetResult
 
 SWEEPS = {
     # every node's score around 1e-300 but e's: a z-score and a deviation of 1e302 and more
@@ -39,71 +23,7 @@ SWEEPS = {
 }
 
 
-xmlschema = pytest.importorskip("xmlschema", reason="xmlschema (test extra) validates against the JUnit XSD")
-
-
-SCHEMA = xmlschema.XMLSchema(str(TESTS / "data" / "schemas" / "junit-10.xsd"))
-
-
-def _read(path: Path) -> ET.Element:
-    SCHEMA.validate(str(path))
-    root = ET.parse(path).getroot()
-    assert root.tag == "testsuites"
-    for suite in root.findall("testsuite"):   # the counts CI systems show are the cases'
-        cases = suite.findall("testcase")
-        assert int(suite.get("tests")) == len(cases)
-        for tag, attr in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
-            assert int(suite.get(attr)) == sum(c.find(tag) is not None for c in cases)
-    return root
-
-
-def _cases(root: ET.Element) -> dict[str, ET.Element]:
-    return {c.get("name"): c for c in root.iter("testcase")}
-
-
-# (a good step, the same command with one bad value, the words of the error naming that value)
-CASES = [
-    (["stream", "--sizes", "1K:4K"], ["stream", "--sizes", "1X"], "invalid --sizes '1X'"),
-    (["stream", "--dtype", "float"], ["stream", "--dtype", "bogus"], "unknown dtype 'bogus' for stream"),
-    (["stream", "--kernels", "Triad"], ["stream", "--kernels", "Tirad"], "unknown kernel 'Tirad'"),
-    (["stream", "-s", "1K"], ["stream", "-s", "0"], "invalid -s/--arraysize '0'"),
-    (["gemm", "--dtype", "fp32,bf16"], ["gemm", "--dtype", "bogus"], "unknown dtype 'bogus'"),
-    (["gemm", "-m", "1K"], ["gemm", "-m", "1X"], "invalid -m '1X'"),
-    (["gemm", "--transA", "T"], ["gemm", "--transA", "Q"], "invalid --transA 'Q'"),
-    (["gemm", "--samples", "1"], ["gemm", "--samples", "0"], "--samples and --cold-iters must be at least 1"),
-    (["transfer", "--bytes", "1K"], ["transfer", "--bytes", "1X"], "invalid --bytes '1X'"),
-    # G1 names a GPU the node may have: only the node can judge it
-    (["transfer", "--test", "G0->G1"], ["transfer", "--test", "G0->Q1"], "invalid memory type 'Q'"),
-    (["transfer", "--method", "kernel"], ["transfer", "--method", "dma"], "unknown --method 'dma'"),
-    (["transfer", "--matrix", "h2d"], ["transfer", "--matrix", "x2y"], "unknown --matrix 'x2y'"),
-    (["net", "--streams", "8"], ["net", "--streams", "0"], "--streams must be 1..128, got 0"),
-    (["net", "--link-rate", "100Gbps"], ["net", "--link-rate", "fast"], "invalid rate 'fast'"),
-    (["train", "--heads", "8"], ["train", "--heads", "3"], "--hidden 64 is not divisible by --heads 3"),
-    (["train", "--warmup", "1"], ["train", "--warmup", "20"], "--warmup 20 leaves none of the 20 --steps"),
-    (["train", "--strategy", "hybrid", "--shard-size", "2"], ["train", "--shard-size", "2"],
-     "--shard-size is for --strategy hybrid"),
-    # bf16 on auto: the node's GPUs decide; on --device cpu every node refuses it
-    (["train", "--dtype", "bf16"], ["train", "--device", "cpu", "--dtype", "bf16"], "--dtype bf16 needs a GPU"),
-    (["ddp-comm", "--size", "64M"], ["ddp-comm", "--size", "1X"], "invalid --size '1X'"),
-    (["ddp-comm", "--bucket-cap-mb", "50"], ["ddp-comm", "--bucket-cap-mb", "1e300"], "--bucket-cap-mb 1e+300"),
-    (["ddp-comm", "--link-speed", "100Gbps"], ["ddp-comm", "--link-speed", "fast"], "invalid rate 'fast'"),
-    (["infer-tp", "--batch-sizes", "8,16"], ["infer-tp", "--batch-sizes", "0,8"], "--batch-sizes must be positive"),
-    (["infer-tp", "--batch-sizes", "8..64"], ["infer-tp", "--batch-sizes", "1X..8"], "invalid --batch-sizes '1X'"),
-    (["infer-tp", "--dtype", "fp16"], ["infer-tp", "--device", "cpu", "--dtype", "fp16"],
-     "--dtype fp16 needs a GPU"),
-]
-
-
 IDS = [" ".join(bad) for _, bad, _ in CASES]
-
-
-def _runs(db: str) -> list[object]:
-    from clusterbench.store import Store
-
-    if not Path(db).exists():
-        return []
-    with Store.open(db) as s:
-        return list(s.list_runs())
 
 
 @pytest.fixture
@@ -119,9 +39,6 @@ def launched(monkeypatch) -> list[tuple[str, ...]]:
     return seen
 
 
-UNIT = "GB/s"
-
-
 @pytest.fixture
 def launched_sweep_qualify(monkeypatch) -> list[tuple[str, ...]]:
     """The subsets a sweep launches (none really: node c is slow in every subset it is in)."""
@@ -133,26 +50,6 @@ def launched_sweep_qualify(monkeypatch) -> list[tuple[str, ...]]:
 
     monkeypatch.setattr(sweep_run, "run_subset", fake)
     return seen
-
-
-HOSTS = ["n1", "n2", "n3", "n4"]
-
-
-def _bw(src: str, dst: str, gbps: float) -> str:
-    return json.dumps({"benchmark": "net", "metric": "bandwidth", "value": gbps, "unit": "GB/s",
-                       "params": {"src_host": src, "dst_host": dst, "streams": 4, "bytes": int(gbps * 2e9),
-                                  "protocol": "tcp"}}) + "\n"
-
-
-def _directed(send_drop: str) -> list[SubsetResult]:
-    def speed(s: str, d: str) -> float:
-        return 10.0 * (1 + 0.001 * ((HOSTS.index(s) * 7 + HOSTS.index(d) * 3) % 5)) * (0.92 if s == send_drop else 1.0)
-    out = []
-    for a, b in plan.pairs(HOSTS):
-        records = parse_records(_bw(a, b, speed(a, b)) + _bw(b, a, speed(b, a)))
-        value, unit = pick_value(records, "bandwidth")  # type: ignore[misc]
-        out.append(SubsetResult((a, b), "pair", value, unit, directions=read_directions(records, "bandwidth", (a, b)).values))
-    return out
 
 
 @pytest.mark.parametrize("scores", SWEEPS.values(), ids=SWEEPS)
@@ -227,7 +124,6 @@ def test_sweep_refuses_a_bad_test_value_before_any_node_runs(capsys, db, launche
     ("", "a", "SwitchName=s1 Nodes=a,b\nSwitchName=s2 Nodes=c,d\nSwitchName=s3 Nodes=e,f\n", ["a"]),
 ])
 def test_sweep_json_lines(capsys, db, tmp_path, monkeypatch, dead, slow, topology, suspects):
-    import json
 
     from judge_helpers import cli
 

@@ -3,6 +3,7 @@
 import re
 
 import pytest
+from cli_errors import _one_line_error
 from judge_helpers import cli, json_lines, save
 from nccl_facts import FACTORS as PUBLISHED_FACTOR
 
@@ -15,12 +16,6 @@ LINKS = {"400Gbps": 50e9, "400Gb/s": 50e9, "400gbit": 50e9, "50GB/s": 50e9, "50G
 
 
 ROW = re.compile(r"^\s*(\d+)\s+(\S+)\s+(\S+)$")
-
-
-def _one_line_error(rc: int, out: str, err: str) -> None:
-    assert rc == 2, (rc, out, err)
-    assert err.startswith("clusterbench: error: ") and err.count("\n") == 1, err
-    assert "Traceback" not in err and "internal error" not in err
 
 
 def _printed_matches(text: str, exact: float) -> None:

@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
-from paths import TESTS
+from stored_runs import SWEEP
 
 import clusterbench.ingest as ingest
 from clusterbench.cli import main
@@ -15,11 +15,6 @@ from clusterbench.ingest.common import ImportedRun, new_run
 from clusterbench.ingest.registry import Importer
 from clusterbench.records import Measurement
 from clusterbench.store import Store
-
-DATA = TESTS / "data"
-
-
-SWEEP = DATA / "transferbench" / "docs-presets-sweep-v1.67.txt"
 
 
 def cli(capsys, *argv) -> tuple[int, str, str]:

@@ -5,85 +5,16 @@ from __future__ import annotations
 import json
 import sqlite3
 
-import pytest
 from fleet_helpers import night, real_measurements, store_history
+from histories import A3MEGA, BABEL, HOSTS, _busbw_step, _history, _step
+from hostile_text import ESC, EVIL, _cb, _clean
 from json_schema import check_lines
 from judge_helpers import cli, json_lines, run_cli, save
+from judged_rows import ROW, _busbw, _busbw_run
 
-from clusterbench.cli import main
 from clusterbench.judge.history import Point, Series, median
 from clusterbench.records import Measurement, Run
 from clusterbench.store import Store
-
-HOSTS = ["gpu01", "gpu02", "gpu03", "gpu04"]
-
-
-A3MEGA = "nccl-tests/a3mega-h100-2node-all_reduce.txt"
-
-
-BABEL = "babelstream/seed-mi300x-hip-8gpu-mpi.txt"
-
-
-def _busbw_step(host: str, at: int, factor: float):
-    def f(h, i, m):
-        return factor if h == host and i >= at and m.metric == "busbw" else 1.0
-    return f
-
-
-ROW = {"bytes": 1 << 30, "dtype": "float", "redop": "sum", "placement": "out", "ranks": 8}
-
-
-def _busbw_run(store: Store, value: float, tags: dict[str, str], status: str = "complete") -> int:
-    run = Run(benchmark="coll", hosts=["h1"], ranks=8, tags=tags, status=status)
-    return store.save_run(run, [Measurement("all_reduce", "busbw", value, "GB/s", ROW)])
-
-
-PARAMS = {"bytes": 1 << 30, "count": 1 << 28, "dtype": "float", "redop": "sum", "root": -1,
-          "placement": "in", "ranks": 16}
-
-
-def _busbw(value: float) -> list[Measurement]:
-    return [Measurement("all_reduce", "busbw", value, "GB/s", dict(PARAMS))]
-
-
-ESC = "\x1b[2J\x1b]0;pwned\x07"
-
-
-EVIL = f"a{ESC}b\rFAKE\nPASS\u202eevil\x9b31m"
-
-
-RAW = ("\x1b", "\r", "\x07", "\u202e", "\x9b")
-
-
-def _cb(capsys, argv: list[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as e:
-        main(argv)
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
-
-
-def _clean(text: str) -> None:
-    for ch in RAW:
-        assert ch not in text, f"{ch!r} printed raw:\n{text!r}"
-
-
-def _history(db: str, values: list[float | list[float]], metric: str = "bandwidth", unit: str = "GB/s",
-             benchmark: str = "stream", params: dict | None = None) -> list[int]:
-    """One run per night on host h1 (stream Triad by default), with these values (a list: one
-    per GPU)."""
-    ids = []
-    with Store.open(db) as store:
-        for i, v in enumerate(values):
-            per_gpu = v if isinstance(v, list) else [v]
-            ms = [Measurement(benchmark, metric, x, unit, {**(params or {"kernel": "Triad"}), "device": str(d)})
-                  for d, x in enumerate(per_gpu)]
-            ids.append(store.save_run(Run("stream", hosts=["h1"], started_at=night(i)), ms))
-    return ids
-
-
-def _step(n: int, at: int, before: float = 100.0, after: float = 80.0) -> list[float]:
-    """A clean step with a little spread on each side (no ties)."""
-    return [(before if i < at else after) + 0.01 * (i % 5) for i in range(n)]
 
 
 def test_step_in_a_real_history_is_named_at_its_run(capsys, db):

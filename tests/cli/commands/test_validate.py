@@ -1,55 +1,18 @@
 """Tests of clusterbench.cli.commands.validate: ``clusterbench validate``."""
 
-import dataclasses
-import itertools
 import json
-import os
 import random
-import re
-import shutil
-from pathlib import Path
-from xml.etree import ElementTree as ET
 
 import pytest
-from judge_helpers import EXPECTED, cli, coll_rows, json_lines, run_cli, save
-from paths import TESTS
+from drain_profiles import PROFILE, _stream_runs
+from hostile_text import ESC, _cb, _clean
+from judge_helpers import EXPECTED, C, cli, coll_rows, json_lines, run_cli, save
+from junit_xml import _cases, _read
+from stored_runs import _no_wall, _ok
 
-from clusterbench.cli import main
 from clusterbench.judge.profiles import load_profile
 from clusterbench.records import Measurement, Run
 from clusterbench.store import Store
-
-GOLDEN = TESTS / "data" / "golden" / "pre-redesign.db"
-
-
-EXTREMES = [1.7e308, 1e-300, 5e-324, -0.0, 0.0, 123456789012345678.0, 12.5, 3.25, -7.5, 1e15, -1.7e308]
-
-
-# the database's values: -1.7e308 and 1.7e308 in one row overflow the judge's standard deviation
-# (see test_compare_of_values_spanning_the_float_range)
-STORED = EXTREMES[:-1]
-
-
-@pytest.fixture(scope="module")
-def extreme_db(tmp_path_factory) -> str:
-    """Each golden run twice (tags copy=0 and copy=1), its values cycling through EXTREMES."""
-    where = tmp_path_factory.mktemp("extreme")
-    shutil.copy(GOLDEN, where / "golden.db")
-    values = itertools.cycle(STORED)
-    path = str(where / "extreme.db")
-    with Store.open(str(where / "golden.db")) as src, Store.open(path) as dst:
-        for run in sorted(src.list_runs(), key=lambda r: r.id or 0):
-            for copy in range(2):
-                ms = [dataclasses.replace(m, value=next(values)) for m in src.measurements(run.id)]
-                again = dataclasses.replace(run, id=None, tags={**run.tags, "copy": str(copy)})
-                dst.save_run(again, ms)
-    return path
-
-
-def _ok(rc: int, out: str, err: str, codes: tuple[int, ...] = (0,)) -> None:
-    assert rc in codes, (rc, err)
-    assert "Traceback" not in out + err and "internal error" not in err, err
-
 
 # 1e300 stays finite through a percent (x100) or a link rate, so its efficiency or speedup is a
 # number of 300 digits in fixed-point form, where 1.7e308 would only reach inf
@@ -94,62 +57,6 @@ def far_db(tmp_path_factory) -> str:
     return path
 
 
-# digits in one run: what %.2f prints for a value past 1e24 (WALL would take a list of run ids)
-DIGITS = re.compile(r"\d{25,}")
-
-
-def _no_wall(argv: list[str], out: str, err: str) -> None:
-    for line in (out + err).splitlines():
-        assert not DIGITS.search(line), (argv, line)
-
-
-PWNED = f"/tmp/cb-i16-pwned-{os.getpid()}"
-
-
-EVIL = f'Triad "fast" ; $(touch {PWNED}) `touch {PWNED}`'
-
-
-PROFILE = f"""name: drain-test
-criteria:
-  - name: {json.dumps(EVIL)}
-    benchmark: stream
-    metric: bandwidth
-    params: {{kernel: Triad}}
-    op: ">="
-    value: 100
-    unit: GB/s
-"""
-
-
-def _stream_runs(db: str, values: dict[str, float], tag: str) -> None:
-    with Store.open(db) as s:
-        for host, v in values.items():
-            s.save_run(Run("stream", hosts=[host], tags={"check": tag}),
-                       [Measurement("stream", "bandwidth", v, "GB/s", {"kernel": "Triad", "device": "cpu"})])
-
-
-xmlschema = pytest.importorskip("xmlschema", reason="xmlschema (test extra) validates against the JUnit XSD")
-
-
-SCHEMA = xmlschema.XMLSchema(str(TESTS / "data" / "schemas" / "junit-10.xsd"))
-
-
-def _read(path: Path) -> ET.Element:
-    SCHEMA.validate(str(path))
-    root = ET.parse(path).getroot()
-    assert root.tag == "testsuites"
-    for suite in root.findall("testsuite"):   # the counts CI systems show are the cases'
-        cases = suite.findall("testcase")
-        assert int(suite.get("tests")) == len(cases)
-        for tag, attr in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
-            assert int(suite.get(attr)) == sum(c.find(tag) is not None for c in cases)
-    return root
-
-
-def _cases(root: ET.Element) -> dict[str, ET.Element]:
-    return {c.get("name"): c for c in root.iter("testcase")}
-
-
 PROFILE_judge_validate = """
 name: t
 criteria:
@@ -173,25 +80,7 @@ def _profile(tmp_path, text, name="p.yaml"):
     return str(p)
 
 
-ESC = "\x1b[2J\x1b]0;pwned\x07"
-
-
 EVIL_terminal_escaping = f"a{ESC}b\rFAKE\nPASS\u202eevil\x9b31m"
-
-
-RAW = ("\x1b", "\r", "\x07", "\u202e", "\x9b")
-
-
-def _cb(capsys, argv: list[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as e:
-        main(argv)
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
-
-
-def _clean(text: str) -> None:
-    for ch in RAW:
-        assert ch not in text, f"{ch!r} printed raw:\n{text!r}"
 
 
 @pytest.fixture
@@ -211,27 +100,6 @@ def evil_db(tmp_path):
         store.save_run(run, ms)
         store.save_run(Run(benchmark="all_reduce", hosts=["plain"], ranks=1), ms)
     return db
-
-
-DATA = TESTS / "data"
-
-
-SEEDS = ["transferbench/seed-mi300x-a2a.txt", "transferbench/seed-mi300x-example-cfg.txt",
-         "transferbench/seed-mi300x-p2p.txt", "nccl-tests/seed-mi300x-rccl-all_reduce-8gpu.txt",
-         "babelstream/seed-mi300x-hip-8gpu-mpi.txt", "rocblas-bench/seed-mi300x-gemm_strided_batched_ex-bf16.txt",
-         "rocblas-bench/seed-mi300x-gemm_strided_batched_ex-int8.txt", "rocblas-bench/seed-mi300x-sgemm-4000.txt"]
-
-
-@pytest.fixture(scope="module")
-def seeded(tmp_path_factory) -> str:
-    db = str(tmp_path_factory.mktemp("probe") / "cb.db")
-    for f in SEEDS:
-        code, _, err = run_cli("import", DATA / f, "--tag", "seed=mi300x", "--db", db)
-        assert code == 0, err
-    return db
-
-
-C = "  - {name: c, benchmark: all_reduce, metric: busbw, op: '>=', value: 1"
 
 
 @pytest.mark.parametrize("argv, codes", [

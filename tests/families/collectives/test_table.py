@@ -5,39 +5,15 @@ from __future__ import annotations
 import re
 
 import pytest
+from bench_tables import _row, _run
 from paths import DATA as ALL_DATA
+from stored_runs import EXTREMES, WALL
 
 from clusterbench.families.collectives.table import CollTable, format_time
 from clusterbench.records import Measurement, Run
 
 COLUMNS = ["size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
            "busbw", "#wrong"]
-
-
-def _row(op, nbytes, count, placement, t, alg, bus, wrong=None, dtype="float", redop="sum", root=-1):
-    p = {"bytes": nbytes, "count": count, "dtype": dtype, "redop": redop, "root": root,
-         "placement": placement, "ranks": 4}
-    ms = [Measurement(op, "time_us", t, "us", p), Measurement(op, "algbw", alg, "GB/s", p),
-          Measurement(op, "busbw", bus, "GB/s", p)]
-    if wrong is not None:
-        ms.append(Measurement(op, "wrong", float(wrong), "", p))
-    return ms
-
-
-def _run():
-    return Run(benchmark="coll", ranks=2, hosts=["nodeA"], devices=["GPU A", "GPU B"],
-               meta={"rank_hosts": ["nodeA", "nodeA"], "rank_pids": [101, 102],
-                     "rank_device_index": [0, 1], "rank_bus_id": ["0x1b", "0x2c"],
-                     "coll_sweep.all_gather": {"minbytes": 8, "maxbytes": 1024, "step": 2,
-                                               "step_kind": "factor", "warmup_iters": 5, "iters": 20,
-                                               "validation": 1}})
-
-
-EXTREMES = [1.7e308, 1e-300, 5e-324, -0.0, 0.0, 123456789012345678.0, 12.5, 3.25, -7.5, 1e15, -1.7e308]
-
-
-# a run of digits no column holds: what an unbounded fixed-point format prints for 1.7e308
-WALL = re.compile(r"\d[\d,]{24,}")
 
 
 def test_rows_split_into_the_nccl_tests_columns():

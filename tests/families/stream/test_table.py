@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
+from bench_tables import _stream_rows
+
 from clusterbench.families.stream.table import StreamTable as StreamRenderer
-from clusterbench.records import Measurement, Run
+from clusterbench.records import Run
 from clusterbench.report.terminal import renderer_for
-
-
-def _stream_rows(device="cuda:0"):
-    base = {"kernel": "Triad", "array_size": 2**25, "dtype": "double", "device": device}
-    return [Measurement("stream", "bandwidth", 2680.0, "GB/s", base),
-            Measurement("stream", "time_us", 300.0, "us", {**base, "stat": "min"})]
 
 
 def test_stream_table_percent_only_for_known_devices():

@@ -1,10 +1,9 @@
 """Tests of clusterbench.families.workloads.table: terminal tables for the workloads."""
 
+from work_helpers import SHAPE
+
 from clusterbench.families.workloads.table import DdpCommTable, InferTpTable, TrainTable
 from clusterbench.records import Measurement, Run
-
-SHAPE = {"model": "custom", "strategy": "full", "dtype": "fp32", "batch": 8, "seq": 16, "layers": 3,
-         "hidden": 64, "ranks": 2}
 
 
 def test_ddp_comm_footer_says_mib():

@@ -29,7 +29,7 @@ from clusterbench.ranks.driver import Job
 @click.option("--alpha", type=ANY, default=None, help="D = alpha*op(A)op(B) + beta*C (default 1).")
 @click.option("--beta", type=ANY, default=None, help="Default 0.")
 @click.option("--dtype", default=None,
-              help="fp64, fp32, tf32, fp16, bf16, int8, fp8_e4m3, fp8_e5m2, a comma list, or all (default fp32).")
+              help=f"{', '.join(spec.DTYPES)}, a comma list, or all (default fp32).")
 @click.option("--preset", default=None, help=f"One of: {', '.join(spec.PRESETS)} (flags override it).")
 @click.option("-i", "--iterations", type=int, default=10, show_default=True, help="Calls per timed sample.")
 @click.option("--cold-iters", type=int, default=2, show_default=True, help="Untimed calls first.")

@@ -166,7 +166,7 @@ def _report_path(out: Path) -> Path:
               help="HTML report to write (default qualify-PROFILE-ID.html); NAME.md and plots go next to it.")
 @click.option("--launch", "launch_text", default=None, metavar="'ENGINE OPTIONS'",
               help="Run each step through `clusterbench launch`, e.g. 'slurm --nodes 4 --gpus-per-node 8 "
-                   "--submit' (engines: slurm, mpi, torchrun).")
+                   f"--submit' (engines: {', '.join(LAUNCH_ENGINES)}).")
 @click.option("--node", default=None, envvar="CLUSTERBENCH_NODE", metavar="NAME",
               help="This node's name in the scheduler (tags the runs; --on-fail acts on it; default: "
                    "the host name; env CLUSTERBENCH_NODE).")

@@ -7,25 +7,25 @@ import click
 from clusterbench.bench import suite
 from clusterbench.cli.bench import run_benchmark_command
 from clusterbench.cli.options import RunOutput, rank_options, run_output
+from clusterbench.families.collectives.spec import OPS
+from clusterbench.families.stream.spec import NAMES as KERNELS
 from clusterbench.preflight import before_run
 from clusterbench.ranks.context import RankOptions
 from clusterbench.ranks.driver import Job
 from clusterbench.records import Note, Run
 
 
-@click.command("run")
+@click.command("run", help=f"""Collectives, memory bandwidth (stream) and GEMM on this machine, as one run.
+
+    The default suite: preflight checks, then every collective op ({', '.join(OPS)}) over every
+    visible GPU, or 2 CPU ranks without one; then stream (BabelStream's {', '.join(KERNELS)}) and
+    GEMM per dtype on every GPU at once. Printed as nccl-tests style tables (notes and noise
+    warnings inside the table they belong to) and stored as one run.""")
 @rank_options
 @run_output
 @click.option("--no-preflight", is_flag=True,
               help="Skip the health checks (clusterbench preflight) run first and stored with the run.")
 def run(np: int | None, ranks: RankOptions, out: RunOutput, no_preflight: bool) -> int:
-    """Collectives, memory bandwidth (stream) and GEMM on this machine, as one run.
-
-    The default suite: preflight checks, then every collective op (all_reduce, all_gather,
-    reduce_scatter, broadcast, reduce, alltoall, sendrecv) over every visible GPU, or 2 CPU
-    ranks without one; then stream (BabelStream's Copy, Mul, Add, Triad, Dot, Nstream) and GEMM
-    per dtype on every GPU at once. Printed as nccl-tests style tables (notes and noise warnings
-    inside the table they belong to) and stored as one run."""
     job = Job(suite.main, list(suite.SUITE), ranks, np=np)
     # Preflight first: its outcome is stored with the run (meta "preflight"); it never stops the run.
     meta = None if no_preflight else before_run()

@@ -13,11 +13,14 @@ from clusterbench.bench.stream import main as stream_main
 from clusterbench.bench.stream.config import stream_config, stream_options
 from clusterbench.cli.bench import run_benchmark_command
 from clusterbench.cli.options import RunOutput, node_options, refuse_together, run_output
+from clusterbench.families.stream import spec as kernel_spec
 from clusterbench.ranks.context import RankOptions
 from clusterbench.ranks.driver import Job
 
 
-@click.command("stream")
+@click.command("stream", help=f"""Memory bandwidth: BabelStream's {', '.join(kernel_spec.NAMES)} kernels.
+
+    Bandwidth is bytes moved / minimum time (GB/s); every device selected runs at the same time.""")
 @click.option("-s", "--arraysize", default=str(2**25), show_default=True,
               help="Elements per array (K/M/G suffixes are binary).")
 @click.option("-n", "--numtimes", type=int, default=100, show_default=True,
@@ -27,16 +30,12 @@ from clusterbench.ranks.driver import Job
 @click.option("--sizes", default=None, metavar="START:END[:FACTOR]",
               help="Sweep array sizes in BYTES per array, e.g. 1M:8G (factor 2), instead of -s.")
 @click.option("--kernels", default="all", show_default=True,
-              help="Comma list of Copy, Mul, Add, Triad, Dot, Nstream, or all.")
+              help=f"Comma list of {', '.join(kernel_spec.NAMES)}, or all.")
 @click.option("--no-check", "no_check", is_flag=True, help="Skip the check of results.")
 @node_options
 @run_output
 def stream(arraysize: str, numtimes: int, use_float: bool, dtype: str, sizes: str | None, kernels: str,
            no_check: bool, devices: str | None, ranks: RankOptions, out: RunOutput) -> int:
-    """Memory bandwidth: BabelStream's Copy, Mul, Add, Triad, Dot and Nstream kernels.
-
-    Bandwidth is bytes moved / minimum time (GB/s); every device selected runs at the same time.
-    """
     _refuse_contradictions()
     cfg = stream_config(arraysize, numtimes, _dtype(use_float, dtype), sizes, kernels, ranks.device, devices,
                         not no_check)

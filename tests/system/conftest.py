@@ -1,0 +1,138 @@
+"""Fixtures the system tests share: stored databases, servers, an emulated cluster, Slurm."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cluster_fixtures import cluster_or_skip
+from fake_ssh import FAKE_SSH, RECORDER
+from fleet_metrics import _fleet
+from pg_fixtures import _durable_db, pg_server_or_skip
+from process_helpers import _env, free_port
+from slurm_fixtures import slurm_or_skip
+from system_cli import HOST, NCCL_LOG, STREAM_LOG, TAG, _cb, _get, _wait
+from tmpfs_helpers import small_tmpfs
+
+from clusterbench.store import Store
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    yield from cluster_or_skip(3)
+
+
+@pytest.fixture
+def clean(cluster):
+    yield cluster
+    for i in range(cluster.n):
+        cluster.unshape(i)
+        cluster.link(i, True)
+
+
+@pytest.fixture
+def tiny_fs(tmp_path):
+    """A directory on a 1 MiB tmpfs."""
+    with small_tmpfs(tmp_path / "tiny", "1m") as mnt:
+        yield mnt
+
+
+@pytest.fixture
+def serve(db, tmp_path):
+    """serve-metrics on a free port over the fleet history; yields (port, process)."""
+    _fleet(db)
+    port = free_port()
+    log = open(tmp_path / "serve.log", "w")
+    p = subprocess.Popen([sys.executable, "-m", "clusterbench", "serve-metrics", "--port", str(port),
+                          "--db", db, "--profile", "amd-mi300x-oem"], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        _wait(lambda: "clusterbench_" in _get(f"http://127.0.0.1:{port}/metrics"), "serve-metrics answering")
+        yield port, p
+    finally:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        log.close()
+
+
+@pytest.fixture
+def started():
+    """Start commands in sessions of their own; kill every one's process group at the end."""
+    procs: list[subprocess.Popen] = []
+
+    def start(argv: list[str], **kw) -> subprocess.Popen:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True, env=_env(), **kw)
+        procs.append(proc)
+        return proc
+
+    yield start
+    for proc in procs:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+@pytest.fixture(scope="module")
+def big_db(tmp_path_factory) -> str:
+    from clusterbench.records import Measurement, Run
+
+    path = str(tmp_path_factory.mktemp("big") / "big.db")
+    with Store.open(path) as store:
+        for i in range(300):   # far more than a pipe holds, in every form
+            store.save_run(Run(benchmark="coll", tags={"i": str(i), "site": "z\u00fcrich"}),
+                           [Measurement("all_reduce", "busbw", float(j), "GB/s", {"bytes": j, "host": f"{HOST}{j % 4}"})
+                            for j in range(40)])
+    return path
+
+
+@pytest.fixture
+def fakes(tmp_path: Path) -> dict[str, str]:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for tool in ("srun", "mpirun", "torchrun", "pip", "scontrol", "clusterbench"):
+        (bindir / tool).write_text(RECORDER)
+    (bindir / "ssh").write_text(FAKE_SSH)
+    for f in bindir.iterdir():
+        f.chmod(0o755)
+    return {"PATH": f"{bindir}:/usr/bin:/bin", "HOME": str(tmp_path), "CB_RAN": str(tmp_path / "ran"),
+            "CB_ARGS": str(tmp_path / "args"), "SLURM_JOB_NODELIST": "n1",
+            "DSTACK_GPUS_PER_NODE": "8", "DSTACK_NODE_RANK": "0", "DSTACK_MASTER_NODE_IP": "10.0.0.1"}
+
+
+@pytest.fixture(scope="module")
+def server():
+    yield from pg_server_or_skip()
+
+
+@pytest.fixture
+def dbname(server):
+    name = _durable_db(server)
+    yield name
+    server.drop_db(name)
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    yield from slurm_or_skip(tmp_path_factory.mktemp("slurm-drain"))
+
+
+@pytest.fixture(scope="module")
+def db_stdio(tmp_path_factory) -> str:
+    path = str(tmp_path_factory.mktemp("stdio") / "runs.db")
+    for i, log in ((1, STREAM_LOG), (2, STREAM_LOG), (3, NCCL_LOG)):
+        p = _cb(["import", str(log), "--host", f"{HOST}{i}", "--tag", TAG, "--db", path])
+        assert p.returncode == 0, p.stderr
+    return path
