@@ -13,6 +13,7 @@ from clusterbench.units import (
     fixed,
     format_plain,
     format_size,
+    format_threshold,
     parse_rate,
     parse_size,
     whole_number,
@@ -163,3 +164,9 @@ def test_range_and_clamp():
     with pytest.raises(UsageError):   # clamping is above the range only
         whole_number("1", what="n", minimum=2, maximum=4, clamp=True)
     assert whole_number("\t\n 7 \r\x0b\x0c", what="n") == 7
+
+
+def test_format_threshold_keeps_whole_digits_and_drops_float_noise():
+    assert format_threshold(0.810390207374) == "0.81039" and format_threshold(4177285) == "4,177,285"
+    assert format_threshold(4177.285) == "4,177.29" and format_threshold(94.1) == "94.1"
+    assert format_threshold(1.7e308) == "1.7e+308" and format_threshold(0.00005) == "0.00005"

@@ -201,4 +201,19 @@ class Telemetry:
     samples: tuple[TelemetrySample, ...]
 
 
-Event = Header | Rows | Note | Failure | Meta | Telemetry
+@dataclass(frozen=True)
+class Planned:
+    """How far a benchmark is through the work it planned (``ranks/plan.py``): ``done`` of
+    ``total`` steps, ``what`` names them (``iterations``), and ``work_done`` of ``work_total`` in
+    a unit the steps' time is proportional to (bytes moved, FLOPs): the command's ETA. Shown
+    while the run goes, never stored."""
+
+    benchmark: str
+    done: int
+    total: int
+    what: str
+    work_done: float
+    work_total: float
+
+
+Event = Header | Rows | Note | Failure | Meta | Telemetry | Planned

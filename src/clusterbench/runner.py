@@ -34,6 +34,7 @@ from clusterbench.records import (
     Measurement,
     Meta,
     Note,
+    Planned,
     Rows,
     Run,
     Telemetry,
@@ -82,6 +83,8 @@ class RunBuilder:
                     self.failures.append(event.reason)
                 case Telemetry():
                     self.telemetry.extend(event.samples)
+                case Planned():
+                    pass   # how far the run is: for the terminal, not the stored run
                 case Meta():
                     self.run.meta.update(event.data)
                 case _:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 
 from clusterbench.errors import UsageError
 
@@ -128,18 +128,34 @@ def format_size(n: int) -> str:
 _PLAIN_MAX, _PLAIN_MIN = 1e15, 1e-9
 
 
-def format_plain(value: float) -> str:
+# Significant digits of a threshold shown beside a measurement (a baseline's 95% is
+# 0.810390207374 to 12 digits; no measurement printed beside it has more than 6)
+THRESHOLD_DIGITS = 6
+
+
+def format_plain(value: float, digits: int = 12) -> str:
     """A number as people write thresholds: thousands separators and no exponent for any value a
-    person would type (``4,177,285``, ``94.1``, ``0.00005``); 12 significant digits hide float
-    noise. Only values past 1e15 or below 1e-9 use an exponent (``1.7e+308``)."""
+    person would type (``4,177,285``, ``94.1``, ``0.00005``); 12 significant digits (or
+    ``digits``) hide float noise. Only values past 1e15 or below 1e-9 use an exponent (``1.7e+308``)."""
     v = float(value)
     if abs(v) >= _PLAIN_MAX or 0 < abs(v) < _PLAIN_MIN:
         # a subnormal's 12 digits are all noise (5e-324 is 4.94065645841e-324): the shorter form
-        return min(f"{v:.12g}", repr(v), key=len)
-    number = Decimal(f"{v:.12g}")
+        return min(f"{v:.{digits}g}", repr(v), key=len)
+    # from the shortest text that reads back as the value (4177.285, not 4177.2849999...), halves up
+    number = Decimal(repr(v))
+    if number:
+        number = number.quantize(Decimal(1).scaleb(number.adjusted() - digits + 1), rounding=ROUND_HALF_UP)
     if number == number.to_integral_value():
         return f"{int(number):,}"
-    return format(number, ",f")
+    return format(number.normalize(), ",f")
+
+
+def format_threshold(value: float) -> str:
+    """A threshold beside a measurement: ``format_plain`` to 6 significant digits, but never fewer
+    than its whole part has (4,177,285 stays 4,177,285; 0.810390207374 is 0.81039)."""
+    v = float(value)
+    whole = len(str(int(abs(v)))) if math.isfinite(v) and abs(v) < _PLAIN_MAX else 0
+    return format_plain(v, max(THRESHOLD_DIGITS, whole))
 
 
 # printf's %g precision: the significant digits an exponent form keeps at most.
@@ -192,6 +208,10 @@ _UNITS: dict[str, tuple[str, float]] = {
     **{f"{p}ib/s": ("rate", float(1 << (10 * i))) for i, p in enumerate(("", "k", "m", "g", "t")) if p},
     **{f"{p}flop/s": ("flops", f) for p, f in _BITS.items()},
     **{f"{p}flops": ("flops", f) for p, f in _BITS.items() if p},
+    # integer operations (an int8 GEMM's TOP/s): the same kind, so a threshold in GOP/s or a stored
+    # int8 row in TFLOP/s converts
+    **{f"{p}op/s": ("flops", f) for p, f in _BITS.items()},
+    **{f"{p}ops": ("flops", f) for p, f in _BITS.items() if p},
     "ns": ("time", 1e-9), "us": ("time", 1e-6), "ms": ("time", 1e-3), "s": ("time", 1.0),
 }
 

@@ -160,6 +160,25 @@ def test_rdma_ports_in_number_order_and_a_garbage_rate():
         (1, "ACTIVE", 400.0), (2, "DOWN", None), (10, "DOWN", None)]
 
 
+def test_last_level_cache_counts_each_instance_once():
+    """Two packages of two cores, an L3 of 32 MiB each: 64 MiB for the whole node, 32 MiB for the
+    cores of one package (the CPUs a process may run on)."""
+    assert sysfs.last_level_cache(ARM_VM) == 64 << 20
+    assert sysfs.last_level_cache(ARM_VM, {0, 1}) == sysfs.last_level_cache(ARM_VM, {1}) == 32 << 20
+    assert sysfs.last_level_cache(ARM_VM, {0, 2}) == 64 << 20
+    assert sysfs.last_level_cache(H100) is None   # no cache files
+
+
+def test_a_garbage_cache_size_is_unknown(tmp_path):
+    assert [sysfs.cache_size(t) for t in ("32768K", "1M", "512", "1G")] == [32 << 20, 1 << 20, 512, 1 << 30]
+    assert [sysfs.cache_size(t) for t in ("", None, "K", "-1K", "12X", "9" * 40)] == [None] * 6
+    d = tmp_path / "sys/devices/system/cpu/cpu0/cache/index3"
+    d.mkdir(parents=True)
+    for f, text in (("level", "3"), ("type", "Unified"), ("size", "lots")):
+        (d / f).write_text(text + "\n")
+    assert sysfs.last_level_cache(tmp_path) is None
+
+
 def test_the_kinds_of_a_pods_interfaces():
     """A pod's network over a veth (eth0) and an SR-IOV VF given by Multus (net1), as the
     OpenShift study compares them: the VF names its PF and its RDMA device."""

@@ -98,7 +98,7 @@ def test_imported_records_are_declared_by_their_family(log):
                 continue
             declared = metric_of(m.benchmark, m.metric)
             assert declared is not None, (m.benchmark, m.metric)
-            assert declared.unit == m.unit, (m.benchmark, m.metric, m.unit)
+            assert declared.unit_for(m.params) == m.unit, (m.benchmark, m.metric, m.unit)
 
 
 def test_lines_of_older_clusterbench_without_kind_are_measurements():

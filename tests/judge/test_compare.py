@@ -106,6 +106,20 @@ def test_derived_metrics_follow_their_measurement():
                 assert (c.status in ("worse", "better")) == (head.status in ("worse", "better")), (metric, size)
 
 
+def test_an_adjusted_p_is_never_below_the_rows_own_p():
+    """time rows took their busbw row's adjusted p (0.972) beside a p of their own of 0.989."""
+    base = base_sweep()
+    rng = random.Random(11)
+    a, b = sweep_runs(base, 5, 0.02, rng, 1), sweep_runs(base, 5, 0.02, rng, 1000, step=0.03)
+    for method in ("holm", "fdr"):
+        rows = [c for c in compare(a, b, adjust_by=method) if c.test is not None]
+        assert rows and all(c.p_adjusted >= c.test.p for c in rows)
+        # and time rows whose own p is larger than busbw's were there to catch
+        by_key = {(c.metric, c.params["bytes"], c.params["placement"]): c for c in rows}
+        assert any(c.test.p > by_key[("busbw", s, pl)].test.p for (m, s, pl), c in by_key.items()
+                   if m == "time_us" and ("busbw", s, pl) in by_key)
+
+
 def test_holm_is_stricter_than_fdr_on_a_small_change():
     # 5% at the large sizes, 2% noise, 5 runs a side: BH finds more of it than Holm
     res = simulate(trials=3, runs=5, cv=0.02, step=0.05, seed=2)
@@ -266,6 +280,27 @@ def test_jitter_is_higher_or_lower_never_slower():
     lat_b = [Row(Run("net", id=10 + i), Measurement("net", "latency_us", v, "us", {"protocol": "tcp"}))
              for i, v in enumerate(exact_sample(5, 30.0, 0.6, 2))]
     assert compare(lat, lat_b)[0].verdict.startswith("B is 50.0% slower")
+
+
+def test_counts_of_faults_are_counted_not_t_tested():
+    """#wrong 0, 0, 5 against 0, 0, 0 was t-tested: "no significant difference" for five wrong
+    elements. Any fault on B is worse; none where A had some is better; no p-value either way."""
+    def wrong(values, start=1, metric="wrong"):
+        return rows_judge_compare(values, metric=metric, unit="", start=start)
+
+    (c,) = compare(wrong([0.0, 0.0, 0.0]), wrong([0.0, 0.0, 5.0], 100))
+    assert (c.status, c.test, c.p_adjusted) == ("worse", None, None)
+    assert c.verdict == "B has wrong (5 at most, in 1 of 3 run(s); A: none): counted, not tested"
+    (c,) = compare(wrong([3.0]), wrong([0.0, 0.0], 100))     # one run a side is enough to count
+    assert c.status == "better" and c.verdict == "B has no wrong (A: 3 at most, in 1 of 1 run(s)): counted, not tested"
+    (c,) = compare(wrong([2.0, 2.0]), wrong([2.0, 2.0], 100))  # the same faults again are still faults
+    assert c.status == "worse"
+    (c,) = compare(wrong([0.0, 0.0], metric="out_of_bounds"), wrong([0.0, 0.0], 100, metric="out_of_bounds"))
+    assert c.status == "same" and c.verdict == "no out_of_bounds on either side: counted, not tested"
+    # counts are no measurement the adjustment counts: a busbw row beside them is adjusted alone
+    rows_a = wrong([0.0, 0.0, 0.0]) + rows_judge_compare([10.0, 10.1, 9.9])
+    rows_b = wrong([0.0, 0.0, 7.0], 100) + rows_judge_compare([10.0, 10.2, 9.8], start=100)
+    assert family_size(compare(rows_a, rows_b)) == 1
 
 
 def test_spread_records_stay_out_of_comparisons():

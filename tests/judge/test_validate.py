@@ -5,7 +5,7 @@ from __future__ import annotations
 from judge_helpers import _crit, _rows
 
 from clusterbench.judge.profile_yaml import load_yaml
-from clusterbench.judge.profiles import parse_profile
+from clusterbench.judge.profiles import Criterion, Profile, parse_profile
 from clusterbench.judge.select import Row
 from clusterbench.judge.validate import ERROR, SKIPPED, evaluate
 from clusterbench.records import Measurement, Run
@@ -52,3 +52,21 @@ def test_a_misspelt_outliers_by_is_an_error_not_a_silent_skip():
     assert o.status == ERROR and "no stream/bandwidth measurement has a param 'devcie' (did you mean device?)" in o.detail
     p = parse_profile(load_yaml(_crit(benchmark="stream", metric="bandwidth", outliers="none", by="tag:node")), "p.yaml")
     assert evaluate(p, rows)[0].status == SKIPPED
+
+
+def test_a_mixed_selection_judges_the_profiles_hardware_and_says_what_it_left_out():
+    from clusterbench.judge.hardware import Hardware
+
+    crit = Criterion(name="triad", benchmark="stream", metric="bandwidth", params={"kernel": "Triad"},
+                     op=">=", value=2000.0, unit="GB/s")
+    profile = Profile("h100", (crit,), hardware=Hardware(devices=("NVIDIA H100 80GB HBM3",)))
+
+    def row(rid: int, name: str, device_type: str, value: float) -> Row:
+        label = "cpu" if device_type == "cpu" else "cuda:0"
+        return Row(Run("stream", id=rid, devices=[name], meta={"device_type": device_type, "device_names": {label: name}}),
+                   Measurement("stream", "bandwidth", value, "GB/s", {"kernel": "Triad", "device": label}))
+
+    (o,) = evaluate(profile, [row(1, "NVIDIA H100 80GB HBM3", "cuda", 3000.0), row(2, "AMD EPYC", "cpu", 20.0)])
+    assert o.status == "pass" and o.runs == [1] and o.detail == "1 on other hardware not judged"
+    (o,) = evaluate(profile, [row(2, "AMD EPYC", "cpu", 20.0)])
+    assert (o.status, o.reason) == ("skipped", "hardware") and "run 2 on AMD EPYC (cpu)" in o.detail

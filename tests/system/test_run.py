@@ -40,8 +40,10 @@ def _suite_run(step: str, db: Path, *extra: str) -> subprocess.CompletedProcess:
 
 def test_run_stores_one_run_with_every_collective(tmp_path):
     db = str(tmp_path / "suite.db")
+    # the whole default suite: about a minute on 2 idle cores (stream's 100 iterations of 2^25
+    # doubles are most of it), minutes on a shared, loaded machine
     proc = subprocess.run([sys.executable, "-m", "clusterbench", "run", "--db", db], capture_output=True,
-                          text=True, timeout=240)
+                          text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert f"stored in {db}" in proc.stderr
     with Store.open(db) as store:
@@ -51,6 +53,10 @@ def test_run_stores_one_run_with_every_collective(tmp_path):
     assert set(OPS) <= {m.benchmark for m in ms}  # other suite steps may add their own benchmarks
     assert all(m.value == 0 for m in ms if m.benchmark in OPS and m.metric in ("wrong", "out_of_bounds"))
     assert proc.stdout.count("# Out of bounds values : 0 OK") == len(OPS)
+    # memory bandwidth as `clusterbench stream` measures it: 2^25 doubles or 4x the cache, 100 iterations
+    copy = next(m for m in ms if m.benchmark == "stream" and m.metric == "bandwidth" and m.params["kernel"] == "Copy")
+    assert copy.params["array_size"] >= 1 << 25 and copy.params.get("memory", "main") == "main"
+    assert "# CPU: 2 thread(s), double, 100 iterations" in proc.stdout
 
 
 @pytest.mark.parametrize("step, code, status", [("step_killed", 1, "incomplete"),

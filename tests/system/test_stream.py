@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 import urllib.request
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 from bench_cli import _key, cli, cli_bench_cpu, measurements
 from fleet_helpers import real_measurements
 from fleet_metrics import BUSBW, LOGS, _dashboard_queries
@@ -33,6 +35,7 @@ from system_cli import (
 )
 from tty_runs import _run
 
+from clusterbench.bench import devices as devs
 from clusterbench.families.stream import spec as stream_spec
 from clusterbench.output import OUTPUT_FAILED
 from clusterbench.records import COMPLETE
@@ -145,10 +148,12 @@ def test_cli_cpu_run_json_contract_and_store(capsys, db):
     assert {r["benchmark"] for r in rows} == {"stream"}
     bw = [r for r in rows if r["metric"] == "bandwidth"]
     assert [r["params"]["kernel"] for r in bw] == list(stream_spec.NAMES)    # in the table's run order
+    # 64K floats fit in the cache of most CPUs: the rows say so where the node reports its cache
+    level = stream_spec.memory_level(65536, 4, devs.last_level_cache(torch.device("cpu")))
     for r in bw:
         assert r["unit"] == "GB/s" and r["value"] > 0
         assert r["params"] == {"kernel": r["params"]["kernel"], "array_size": 65536, "dtype": "float",
-                               "device": "cpu"}
+                               "device": "cpu", **({"memory": level} if level else {})}
     stats = sorted(r["params"]["stat"] for r in rows if r["metric"] == "time_us")
     assert stats == sorted(["min", "max", "avg", "median", "stddev", "mad", "first"] * 6)
     with Store.open(db) as store:
@@ -252,3 +257,14 @@ def test_quiet_leaves_stderr_empty_even_on_a_terminal(tmp_path):
                          "--db", str(tmp_path / "r.db"), "--quiet"], tty_stderr=True)
     assert rc == 0 and err == b""
     assert b"Copy" in out
+
+
+def test_a_terminal_shows_the_iterations_done_of_the_plan(tmp_path):
+    """The steps a benchmark planned show as k/N on a terminal; piped, nothing is drawn."""
+    args = ["stream", "--device", "cpu", "-s", "4M", "-n", "40", "--kernels", "Copy,Triad",
+            "--telemetry-interval", "0", "--db", str(tmp_path / "r.db")]
+    rc, out, err = _run(args, tty_stderr=True)
+    assert rc == 0 and b"Copy" in out
+    assert re.search(rb"stream.*[0-9]+/40 iterations", err), err[-2000:]
+    rc, out, err = _run(args, tty_stderr=False)
+    assert rc == 0 and b"/40 iterations" not in err and b"about" not in err

@@ -3,6 +3,7 @@ launchers, servers or namespaces."""
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -105,3 +106,20 @@ def test_slurm_drain_resume_and_someone_elses_drain(slurm, capsys, db, tmp_path,
     assert acts["n2"]["action"] == "keep" and "RMA ticket 42" in acts["n2"]["note"] and not acts["n2"]["commands"]
     assert _node(slurm, "n2").reason == "RMA ticket 42"
     subprocess.run(["scontrol", "update", "NodeName=n2", "State=RESUME"], env=slurm, check=True, timeout=30)
+
+
+def test_a_real_cpu_stream_run_is_not_judged_by_the_mi300x_profile(tmp_path):
+    """validate --profile amd-mi300x-oem on a CPU stream run failed all five BabelStream criteria
+    (exit 1), and export openmetrics gave the host a 0 gauge for each."""
+    db = str(tmp_path / "r.db")
+    p = _cb("stream", "--device", "cpu", "-s", "64K", "-n", "3", "--telemetry-interval", "0", "--db", db)
+    assert p.returncode == 0, p.stderr
+    p = _cb("validate", "last", "--profile", "amd-mi300x-oem", "--json", "--db", db)
+    assert p.returncode == 0, p.stderr
+    lines = [json.loads(x) for x in p.stdout.splitlines()]
+    crit = [x for x in lines if x["kind"] == "criterion"]
+    assert crit and {(x["status"], x["reason"]) for x in crit} == {("skipped", "hardware")}
+    assert lines[-1]["exit_code"] == 0 and lines[-1]["counts"]["skipped"] == len(crit)
+    p = _cb("export", "openmetrics", "--profile", "amd-mi300x-oem", "--db", db)
+    assert p.returncode == 0 and "clusterbench_stream_bandwidth_bytes_per_second" in p.stdout
+    assert "clusterbench_criterion_passed" not in p.stdout

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from clusterbench.envinfo import sysfs
 from clusterbench.envinfo.software import usable_cores
 from clusterbench.errors import UsageError
 from clusterbench.ranks.context import RankContext, local_device_count, resolve_device_type
@@ -129,6 +130,23 @@ def free_memory(dev: Any) -> int:
     return int(psutil.virtual_memory().available)
 
 
+def last_level_cache(dev: Any) -> int | None:
+    """Bytes of the last-level cache in front of ``dev``'s memory: on a GPU its L2 as the driver
+    reports it (torch's device properties; AMD's Infinity Cache is not among them), on the CPU the
+    highest-level cache of the cores this process may run on (sysfs), summed over its instances.
+    None where neither says."""
+    if dev.type == "cuda":
+        import torch
+
+        size = getattr(torch.cuda.get_device_properties(dev), "L2_cache_size", None)
+        return int(size) if isinstance(size, int) and size > 0 else None
+    try:
+        cpus: set[int] | None = set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):   # not Linux
+        cpus = None
+    return sysfs.last_level_cache("/", cpus)
+
+
 def release_cache(dev: Any) -> None:
     """Give cached blocks back, so the next size's free-memory check sees them as free."""
     if dev.type == "cuda":
@@ -190,6 +208,23 @@ def gather_to_root(ctx: RankContext, obj: Any) -> list[Any] | None:
             dist.gather_object(obj, out, dst=0)
     else:
         dist.gather_object(obj, out, dst=0)
+    return out
+
+
+def all_gather(ctx: RankContext, obj: Any) -> list[Any]:
+    """Every rank's ``obj`` on every rank, in rank order."""
+    import torch.distributed as dist
+
+    if ctx.world_size == 1:
+        return [obj]
+    out: list[Any] = [None] * ctx.world_size
+    if ctx.device.type == "cuda":
+        import torch
+
+        with torch.cuda.device(ctx.device):   # as gather_to_root: the group's own device
+            dist.all_gather_object(out, obj)
+    else:
+        dist.all_gather_object(out, obj)
     return out
 
 

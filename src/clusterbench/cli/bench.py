@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -39,6 +40,10 @@ class _ClosingPrinter:
         self.printer.finish(run, measurements)
 
 
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
 def run_benchmark_command(job: Job, benchmark: str, out: RunOutput,
                           meta: dict[str, Any] | None = None, closing: Closing | None = None) -> int:
     """Run ``job`` ``out.repeat`` times, each stored as its own run; return the worst exit code.
@@ -61,7 +66,8 @@ def run_benchmark_command(job: Job, benchmark: str, out: RunOutput,
         if closing is not None and not out.as_json:
             printer = _ClosingPrinter(printer, closing)
         with Progress(wanted(out.quiet)) as progress:
-            shown = RowProgress(printer, progress, f"run {i + 1} of {out.repeat}: " if repeating else "")
+            shown = RowProgress(printer, progress, f"run {i + 1} of {out.repeat}: " if repeating else "",
+                                say=None if out.quiet else _say)
             result = run_job(job, benchmark, command_line(), shown, db=out.db,
                              tags=run_tags, meta=meta, judge=partial(noise.annotate, repeating=repeating),
                              announce=(lambda _text: None) if out.quiet else None)

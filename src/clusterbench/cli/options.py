@@ -215,7 +215,8 @@ def _check_tags(ctx: click.Context, param: click.Parameter, value: tuple[str, ..
 tag_option = click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", callback=_check_tags,
                           help="Tag the stored run (repeatable), e.g. --tag env=container.")
 quiet_option = click.option("--quiet", "-q", "quiet", is_flag=True,
-                            help="No progress on stderr (shown only when stderr is a terminal) and no "
+                            help="No progress on stderr (shown only when stderr is a terminal), no line "
+                                 "saying how long a run of over a minute will take, and no "
                                  "'# run N stored' line; errors still print.")
 repeat_option = click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
                              help="Run the benchmark N times; each repetition is stored as its own run in one group.")

@@ -1,4 +1,5 @@
-"""Hardware facts the kernel exposes as files: PCIe links, NICs, RDMA ports, AMD GPU partitions.
+"""Hardware facts the kernel exposes as files: PCIe links, NICs, RDMA ports, AMD GPU partitions,
+CPU caches.
 
 Every reader takes ``root`` (default ``/``) so tests point it at a fake tree with the real layout
 (``tests/data/sysfs/``). A file that is missing or unreadable (permissions, a driver that answers
@@ -448,3 +449,41 @@ def amdgpu_cards(root: Path | str = "/") -> list[dict[str, Any]]:
 
 def _split_list(text: str | None) -> list[str]:
     return [s.strip() for s in text.split(",") if s.strip()] if text else []
+
+
+# The kernel prints cache sizes as ``32768K``; a ``M`` or ``G`` suffix or plain bytes read too.
+_CACHE_SIZE = re.compile(r"([0-9]+)\s*([KMG]?)B?", re.IGNORECASE)
+
+
+def cache_size(text: str | None) -> int | None:
+    """Bytes of a sysfs cache ``size`` (``32768K`` -> 33554432); None for garbage."""
+    m = _CACHE_SIZE.fullmatch((text or "").strip())
+    if not m or len(m.group(1)) > 15:
+        return None
+    return int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[m.group(2).upper()]
+
+
+def last_level_cache(root: Path | str = "/", cpus: set[int] | None = None) -> int | None:
+    """Bytes of the highest-level data or unified CPU cache, summed over its instances that the
+    CPUs ``cpus`` (default: every CPU sysfs lists) use: one L3 shared by all cores, or one per
+    core complex on an AMD EPYC (several instances, each counted once, by the CPUs it is
+    shared by). None where sysfs tells nothing (no ``cache`` directories, garbage sizes)."""
+    base = Path(root) / "sys" / "devices" / "system" / "cpu"
+    instances: dict[tuple[int, str], int] = {}
+    for name in listdir(base):
+        if not re.fullmatch(r"cpu[0-9]+", name) or (cpus is not None and int(name[3:]) not in cpus):
+            continue
+        for index in listdir(base / name / "cache"):
+            d = base / name / "cache" / index
+            if not index.startswith("index") or read_text(d / "type") not in ("Data", "Unified"):
+                continue
+            level, size = read_int(d / "level"), cache_size(read_text(d / "size"))
+            if level is None or size is None:
+                continue
+            # the CPUs it is shared by name one instance (its id is not always there)
+            shared = read_text(d / "shared_cpu_list") or read_text(d / "id") or name
+            instances[(level, shared)] = size
+    if not instances:
+        return None
+    top = max(level for level, _ in instances)
+    return sum(size for (level, _), size in instances.items() if level == top)

@@ -25,7 +25,15 @@ SPREAD_STATS = frozenset({"stddev", "mad", "first"})
 
 # Params that say where a value was measured (which host, GPU, rank), not what was measured: two
 # values that differ only in these are samples of the same row (compare, baselines, outliers).
-IDENTITY_PARAMS = frozenset({"host", "rank", "device", "pid", "hostname", "node", "local_rank"})
+# ``memory`` (stream: whether a size's arrays fit the host's cache) follows from the host's cache
+# and the row's size: the same row on a host with another cache, or stored before the label
+# existed, is the same row.
+IDENTITY_PARAMS = frozenset({"host", "rank", "device", "pid", "hostname", "node", "local_rank", "memory"})
+
+def is_integer_dtype(dtype: object) -> bool:
+    """int8, uint8, int32, ... (every family spells its integer dtypes so); not fp8 or bf16."""
+    return isinstance(dtype, str) and dtype.strip().lower().startswith(("int", "uint"))
+
 
 # How a change of a metric is said (judge/compare.py): "speed" (faster, slower), "count" (more,
 # fewer) or "level" (higher, lower). A metric that leaves it empty gets the word its unit implies.
@@ -58,6 +66,11 @@ class Metric:
     # How a change of it is said, one of WORDINGS; empty: as its unit implies. A time that is not
     # how long some work took (jitter: the spread of arrival times) is no speed: "level".
     wording: str = ""
+    # A count of faults (wrong elements): compared as a count, never t-tested (judge/compare.py)
+    fault_count: bool = False
+    # The unit of its records of an integer dtype, where ``unit`` counts floating-point
+    # operations: an int8 GEMM does TOP/s, not TFLOP/s (``unit_for``)
+    integer_unit: str = ""
 
     def __post_init__(self) -> None:
         # A misspelt word would silently fall back to the unit's: the registry is checked at import.
@@ -65,7 +78,11 @@ class Metric:
             raise ValueError(f"metric {self.name}: wording {self.wording!r} is not one of {', '.join(WORDINGS)}")
 
     def __call__(self, benchmark: str, value: float, params: Params) -> Measurement:
-        return Measurement(benchmark, self.name, value, self.unit, params)
+        return Measurement(benchmark, self.name, value, self.unit_for(params), params)
+
+    def unit_for(self, params: Params) -> str:
+        """The unit of its record with these params: ``integer_unit`` for an integer dtype."""
+        return self.integer_unit if self.integer_unit and is_integer_dtype(params.get("dtype")) else self.unit
 
     def describes_spread(self, params: Params) -> bool:
         """A row saying how the iterations spread (``stat`` stddev, mad or first, or any record of a

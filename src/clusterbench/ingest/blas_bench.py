@@ -183,8 +183,9 @@ def _check_plausible(run: Run, params: dict[str, object], gflops: float | None, 
         whose = "the datasheet peak of every device clusterbench knows"
     if limit and rate > 1.5 * limit:
         shape = f"{m}x{n}x{k} {dtype}".strip()
-        add_warning(run, f"implausible GEMM figure: {shape} at {rate:.4g} TFLOP/s ({us} us) is above {whose} "
-                         f"({limit:g} TFLOP/s{' for ' + dtype if dtype else ''}); the kernel probably did not run")
+        unit = TFLOPS.unit_for(params)
+        add_warning(run, f"implausible GEMM figure: {shape} at {rate:.4g} {unit} ({us} us) is above {whose} "
+                         f"({limit:g} {unit}{' for ' + dtype if dtype else ''}); the kernel probably did not run")
 
 
 def _parser(tool: str) -> Parse:

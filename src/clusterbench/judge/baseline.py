@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from clusterbench.errors import UsageError
 from clusterbench.families import family_of, higher_is_better
 from clusterbench.judge.compare import common_unit, group_key, group_rows, units_text
+from clusterbench.judge.hardware import CPU, Hardware, measured_on
 from clusterbench.judge.outliers import flag_outliers
 from clusterbench.judge.profiles import Criterion, Profile
 from clusterbench.judge.select import Row, params_match
@@ -140,5 +142,21 @@ def create_baseline(rows: list[Row], *, name: str, pct: float = 90.0, metrics: t
     result.profile = Profile(name, tuple(criteria),
                              description=f"Baseline from run(s) {','.join(map(str, run_ids))}: "
                                          f"{pct:g}% of the median per row",
-                             source=f"clusterbench baseline create {' '.join(map(str, run_ids))}")
+                             source=f"clusterbench baseline create {' '.join(map(str, run_ids))}",
+                             hardware=hardware_of(rows))
     return result
+
+
+def hardware_of(rows: Iterable[Row]) -> Hardware | None:
+    """The hardware known-good runs were measured on, as a profile's ``hardware`` (each name
+    exactly): a baseline of H100 nodes is no bound for an A100. None where no row names its
+    device (imported logs that name none): such a profile applies to any."""
+    gpus: dict[str, None] = {}
+    cpus: dict[str, None] = {}
+    for r in rows:
+        kind, names = measured_on(r.run, r.m)
+        for n in names:
+            # the name exactly: its regex metacharacters escaped, its spaces and dashes readable
+            exact = re.sub(r"[.^$*+?{}\[\]\\|()]", lambda c: "\\" + c.group(0), n)
+            (cpus if kind == CPU else gpus)[exact] = None
+    return Hardware(tuple(gpus), tuple(cpus)) if gpus or cpus else None

@@ -28,11 +28,14 @@ The family adjusted over is the distinct measurements, not the metric columns: b
 of a row are one number scaled and time its inverse, so counting them three times would make
 the correction three times stricter for nothing. The rows of a metric the family declares
 redundant with another (``redundant_with``) and that one's row for the same params are one
-measurement: it counts once, by the headline's p-value (by another of its rows where the headline
-printed one value in every run), and all its rows are decided by the same adjusted p-value. Every
-other tested row counts once too, noisy ones included: leaving them out after looking at their
-spread would favour the rest. A row with one and the same value on both sides every time (#wrong,
-0 throughout) is no test and is not counted.
+measurement: it counts once, by the largest p-value of its rows (so that no row's adjusted p is
+below its own), and all its rows are decided by the same adjusted p-value. Every other tested row
+counts once too, noisy ones included: leaving them out after looking at their spread would favour
+the rest. A row with one and the same value on both sides every time is no test and is not counted.
+
+Counts of faults (nccl-tests' #wrong, its out-of-bounds count: ``Metric.fault_count``) are no
+performance and are never t-tested: B with a nonzero count in any run is worse, B with none where
+A had some is better, both without is the same (``judge_counts``).
 """
 
 from __future__ import annotations
@@ -300,6 +303,29 @@ def judge(a: Summary, b: Summary, test: WelchResult | None, hib: bool, *, alpha:
     return (BETTER if good else WORSE), f"{said}, {'adj. ' if adjusted else ''}{_p_text(decide)}{how}"
 
 
+def is_fault_count(benchmark: str, metric: str) -> bool:
+    known = metric_of(benchmark, metric)
+    return known is not None and known.fault_count
+
+
+def _runs_with_some(values: Sequence[float]) -> str:
+    some = [v for v in values if v]
+    if not some:
+        return "none"
+    return f"{max(some):g} at most, in {len(some)} of {len(values)} run(s)"
+
+
+def judge_counts(metric: str, va: Sequence[float], vb: Sequence[float]) -> tuple[str, str]:
+    """Status and verdict of a count of faults (wrong elements): any nonzero count on B is a
+    fault B has, whatever A had; no test, no p-value (a t-test of 0, 0, 5 against 0, 0, 0 would
+    call five wrong elements "no significant difference")."""
+    if any(vb):
+        return WORSE, f"B has {metric} ({_runs_with_some(vb)}; A: {_runs_with_some(va)}): counted, not tested"
+    if any(va):
+        return BETTER, f"B has no {metric} (A: {_runs_with_some(va)}): counted, not tested"
+    return SAME, f"no {metric} on either side: counted, not tested"
+
+
 def constant(a: Summary, b: Summary) -> bool:
     """Both sides one and the same value every time (nccl-tests' #wrong, 0 in every run): its p
     of 1 is certain whatever else changed, so it is no hypothesis and counting it would only make
@@ -336,6 +362,7 @@ def compare(rows_a: list[Row], rows_b: list[Row], *, alpha: float = 0.05, min_ef
     measured: dict[GroupKey, tuple[Summary, Summary, WelchResult | None]] = {}
     units: dict[GroupKey, str] = {}
     mixed: dict[GroupKey, str] = {}   # rows whose units do not convert: never tested
+    counts: dict[GroupKey, tuple[list[float], list[float]]] = {}   # counts of faults: never tested
     for key in shared:
         both = common_unit(ga[key] + gb[key])
         if both is None:
@@ -346,11 +373,20 @@ def compare(rows_a: list[Row], rows_b: list[Row], *, alpha: float = 0.05, min_ef
             continue
         units[key], values = both
         va, vb = values[:len(ga[key])], values[len(ga[key]):]
+        if is_fault_count(key[0], key[1]):
+            counts[key] = (va, vb)
+            measured[key] = (summarize(va), summarize(vb), None)
+            continue
         measured[key] = (summarize(va), summarize(vb), welch(va, vb))
     tested = {k for k, (sa, sb, t) in measured.items() if t is not None and not constant(sa, sb)}
-    reps = representatives(tested)
-    family = sorted(reps)   # each measurement once, whatever its metric columns
-    raw = {k: measured[reps[k]][2].p for k in family}
+    family = sorted(representatives(tested))   # each measurement once, whatever its metric columns
+    # A measurement's p-value is the largest of its rows' own: busbw's and algbw's are one test
+    # (a scale), time's (of the inverse) can be a little larger, and an adjusted p below the p a
+    # row prints beside it would read as the adjustment making that row more significant.
+    raw: dict[GroupKey, float] = {}
+    for k in tested:
+        m, p = measurement_of(k), measured[k][2].p
+        raw[m] = max(raw.get(m, p), p)
     adjusted = dict(zip(family, adjust([raw[k] for k in family], adjust_by), strict=True))
     # One measurement has nothing to be adjusted against: its verdict reads as before.
     said = adjust_by if len(family) > 1 else ADJUST_NONE
@@ -364,11 +400,16 @@ def compare(rows_a: list[Row], rows_b: list[Row], *, alpha: float = 0.05, min_ef
             # none: each row by its own test, the old rule exactly; a constant row: p 1 either way
             decide = raw_p = test.p
         else:
-            decide, raw_p = adjusted[measurement_of(key)], raw[measurement_of(key)]
+            decide, raw_p = adjusted[measurement_of(key)], test.p
         unit = units[key]
         if key in mixed:
             out.append(Comparison(bench, metric, json.loads(params), unit, sa, sb, None, INSUFFICIENT,
                                   f"units {mixed[key]} do not convert into each other: cannot compare"))
+            continue
+        if key in counts:
+            status, verdict = judge_counts(metric, *counts[key])
+            out.append(Comparison(bench, metric, json.loads(params), unit, sa, sb, None, status, verdict,
+                                  None, adjust_by))
             continue
         status, verdict = judge(sa, sb, test, higher_is_better(bench, metric, unit), alpha=alpha,
                                 min_effect=min_effect, max_cv=max_cv, words=wording(bench, metric, unit),

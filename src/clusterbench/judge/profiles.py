@@ -20,6 +20,9 @@ A profile::
         params: {placement: in}
         outliers: none      # degraded-node criterion (modified z-score, see judge.outliers)
         by: host            # a param name, "run", or "tag:KEY"
+    hardware:               # optional: what it is for (judge/hardware.py); others are skipped
+      devices: ['(NVIDIA )?H100 80GB HBM3']
+    vendor: nvidia          # optional: the GPUs a launcher's pods need (``launch k8s``)
     suite:                  # optional: what ``clusterbench qualify`` runs before judging
       - name: memory bandwidth
         command: [stream, -s, 256M, -n, 50]   # a benchmark command as an argument list
@@ -50,13 +53,15 @@ from clusterbench.families import FAMILIES, by_command, family_of, metric_of
 from clusterbench.families.base import Family
 from clusterbench.families.collectives.spec import DTYPE_ALIASES as COLL_DTYPE_ALIASES
 from clusterbench.families.gemm.spec import ALIASES as GEMM_DTYPE_ALIASES
+from clusterbench.judge.hardware import Hardware, parse_hardware
 from clusterbench.printable import printable
 from clusterbench.textfile import read_user_text
-from clusterbench.units import format_plain, parse_size, unit_scale
+from clusterbench.units import convert, format_plain, format_threshold, parse_size, unit_scale
 
 OPERATORS = (">=", ">", "<=", "<", "range")
 AGGREGATES = ("all", "min", "max", "mean", "median")
-_PROFILE_KEYS = {"name", "description", "source", "notes", "criteria", "suite", "vendor"}
+_PROFILE_KEYS = {"name", "description", "source", "notes", "criteria", "suite", "hardware",
+                 "vendor"}
 _STEP_KEYS = {"name", "command"}
 # Options qualify sets on every step itself: where runs are stored and how output is printed.
 RESERVED_STEP_OPTIONS = ("--db", "--db-passfile", "--json", "--repeat")
@@ -109,16 +114,33 @@ class Criterion:
     def describe(self, unit: str = "") -> str:
         """The threshold as the profile states it, in the criterion's own unit (else ``unit``,
         the measurements'), without exponents: ``>= 4,177,285 MB/s``."""
-        u = self.unit or unit
-        u = f" {u}" if u else ""
+        return self._text(self.unit or unit, format_plain)
+
+    def describe_in(self, unit: str) -> str:
+        """The threshold in ``unit``, the measurements' own, to 6 significant digits: a bound
+        beside a measurement reads in its unit (``>= 4,177.29 GB/s`` for 4,177,285 MB/s, not
+        GB/s measured against MB/s) and without float noise (``0.81039``, not ``0.810390207374``).
+        As stated where the units do not convert."""
+        try:
+            convert(1.0, self.unit, unit)
+        except ValueError:
+            return self.describe(unit)
+        return self._text(unit, lambda x: format_threshold(convert(x, self.unit, unit)))
+
+    def _text(self, unit: str, shown: Callable[[float], str]) -> str:
+        u = f" {unit}" if unit else ""
+
+        def num(x: float | None) -> str:
+            return shown(x or 0)
+
         if self.outliers:
             return f"no outlier by {self.by} (|modified z| > {self.threshold:g})"
         if self.op == "range":
-            return f"{format_plain(self.low or 0)}..{format_plain(self.high or 0)}{u}"
+            return f"{num(self.low)}..{num(self.high)}{u}"
         if self.baseline is not None:
-            return (f"{self.op} {format_plain(self.pct or 0)}% of {format_plain(self.baseline)}{u} "
-                    f"= {format_plain(self.bound() or 0)}{u}")
-        return f"{self.op} {format_plain(self.value or 0)}{u}"
+            return (f"{self.op} {format_plain(self.pct or 0)}% of {num(self.baseline)}{u} "
+                    f"= {num(self.bound())}{u}")
+        return f"{self.op} {num(self.value)}{u}"
 
 
 @dataclass(frozen=True)
@@ -138,7 +160,11 @@ class Profile:
     path: str = ""
     suite: tuple[SuiteStep, ...] = ()
     notes: str = ""
-    vendor: str | None = None   # the GPUs it is for (GPU_VENDORS): what a launcher's pods need
+    # the devices (or CPUs) its thresholds hold for; None: any (judge/hardware.py)
+    hardware: Hardware | None = None
+    # the GPU vendor (GPU_VENDORS) a launcher's pods need: not derived from hardware, whose
+    # patterns match names, not vendors (a CPU profile has hardware and no vendor)
+    vendor: str | None = None
 
 
 def _number(where: str, key: str, v: Any) -> float:
@@ -533,7 +559,9 @@ def parse_profile(data: Any, origin: str = "<profile>") -> Profile:
                          f"{' or '.join(GPU_VENDORS)}")
     return Profile(name=text["name"] or Path(origin).stem, criteria=criteria,
                    description=text["description"], source=text["source"], notes=text["notes"],
-                   path=origin, suite=parse_suite(data.get("suite"), origin), vendor=vendor)
+                   path=origin, suite=parse_suite(data.get("suite"), origin), vendor=vendor,
+                   hardware=parse_hardware(data.get("hardware"),
+                                           f"profile {origin}, line {lines.get('hardware', '?')}"))
 
 
 # Built-in profiles ship as package data next to the code.
@@ -622,6 +650,8 @@ def dump_profile(profile: Profile) -> str:
         out["source"] = profile.source
     if profile.notes:
         out["notes"] = profile.notes
+    if profile.hardware is not None:
+        out["hardware"] = profile.hardware.to_dict()
     if profile.vendor:
         out["vendor"] = profile.vendor
     if profile.suite:

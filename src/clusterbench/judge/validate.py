@@ -10,6 +10,7 @@ from typing import Any
 
 from clusterbench.families import higher_is_better, metric_of
 from clusterbench.judge.compare import change_text_pct, common_unit
+from clusterbench.judge.hardware import Hardware, applies, foreign_text, measured_on
 from clusterbench.judge.outliers import flag_outliers
 from clusterbench.judge.profiles import Criterion, Profile
 from clusterbench.judge.select import Row, by_metric, identity_of, select
@@ -17,6 +18,7 @@ from clusterbench.units import compact, convert
 
 PASS, FAIL, SKIPPED, ERROR = "pass", "fail", "skipped", "error"
 STATUSES = (PASS, FAIL, SKIPPED, ERROR)
+HARDWARE, NO_MATCH, TOO_FEW = "hardware", "no_match", "too_few"
 
 
 @dataclass
@@ -35,6 +37,12 @@ class Outcome:
     # Which hosts the failure is on (host -> its worst value there), for --on-fail; a failing
     # measurement of several hosts at once (a multi-node collective) names none.
     failing: dict[str, float] = field(default_factory=dict)
+    # The bound as the profile states it (its own unit, every digit), where ``threshold`` shows it
+    # in the measurements' unit; "" when the two read the same
+    stated: str = ""
+    # why a skipped criterion was not judged: HARDWARE (its rows were measured on hardware the
+    # profile is not for), NO_MATCH (no measurement matched), TOO_FEW (outliers need 3); "" else
+    reason: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         c = self.criterion
@@ -43,9 +51,10 @@ class Outcome:
             "benchmark": c.benchmark, "metric": c.metric,
             "params": {**c.params, **dict.fromkeys(c.absent)},   # null: must be absent, as the profile says
             "measured": self.measured, "unit": self.unit, "threshold": self.threshold,
+            "stated": self.stated or self.threshold,
             "margin": self.margin, "margin_pct": self.margin_pct, "matched": self.matched,
             "detail": self.detail, "runs": self.runs, "outliers": self.outliers,
-            "failing": self.failing,
+            "failing": self.failing, "reason": self.reason,
         }
 
 
@@ -98,7 +107,8 @@ def _judge_bound(c: Criterion, rows: list[Row]) -> Outcome:
                        detail=f"matching measurements mix units {units} that do not convert")
     rows = same
     unit = rows[0].m.unit
-    shown = c.describe(unit)  # in the criterion's own unit, as the profile states it
+    shown = c.describe_in(unit)  # in the measurements' unit, beside them
+    stated = c.describe(unit)     # as the profile states it
     try:
         if c.op == "range":
             bound: float | tuple[float, float] = (convert(c.low, c.unit, unit), convert(c.high, c.unit, unit))
@@ -142,7 +152,7 @@ def _judge_bound(c: Criterion, rows: list[Row]) -> Outcome:
             v = r.m.value if c.aggregate == "all" else measured
             failing[host] = v if host not in failing else min(failing[host], v, key=lambda x: _margin(c, x, bound))
     return Outcome(c, PASS if ok else FAIL, measured, shown, margin, pct, unit, len(rows), detail,
-                   failing=failing)
+                   failing=failing, stated=stated if stated != shown else "")
 
 
 def _deviation(median: float, value: float) -> str:
@@ -176,7 +186,7 @@ def _judge_outliers(c: Criterion, rows: list[Row]) -> Outcome:
                                   f"(did you mean {near[0]}?)")
     if not usable:
         n = max((len(v) for v in groups.values()), default=0)
-        return Outcome(c, SKIPPED, matched=len(rows), threshold=c.describe(),
+        return Outcome(c, SKIPPED, matched=len(rows), threshold=c.describe(), reason=TOO_FEW,
                        detail=f"needs at least 3 distinct {c.by} values to compare, found {n}")
     found = []
     for g, vals in usable.items():
@@ -220,23 +230,54 @@ def _unmatched(c: Criterion, rows: list[Row]) -> Outcome:
                            detail=f"{detail}: none has a param {k!r} (did you mean {near[0]}?)")
     if missing:
         detail += f": none has a param {missing[0]!r}"
-    return Outcome(c, SKIPPED, threshold=threshold, detail=detail)
+    return Outcome(c, SKIPPED, threshold=threshold, detail=detail, reason=NO_MATCH)
+
+
+def _foreign(c: Criterion, hw: Hardware, matched: list[Row], on_rows: list[Row]) -> Outcome:
+    """A criterion not judged because its measurements (``matched``; or, where it matched none,
+    every row of the runs: ``on_rows``) were made on hardware the profile is not for."""
+    on: dict[int | None, set[str]] = {}
+    for r in matched or on_rows:
+        kind, names = measured_on(r.run, r.m)
+        on.setdefault(r.run.id, set()).update(f"{n} ({kind})" if kind else n for n in names)
+    known = metric_of(c.benchmark, c.metric)
+    return Outcome(c, SKIPPED, threshold=c.describe(known.unit if known else ""), matched=len(matched),
+                   detail=foreign_text(hw, on), reason=HARDWARE,
+                   runs=sorted({r.run.id for r in matched or on_rows if r.run.id is not None}))
 
 
 def evaluate(profile: Profile, rows: list[Row]) -> list[Outcome]:
+    """Every criterion of ``profile`` on ``rows``. A profile that says what hardware it is for
+    judges only the rows measured on it (or on devices nobody named); a criterion whose rows are
+    all on other hardware, and every criterion when none of ``rows`` is on it, is skipped with
+    the reason ``hardware``."""
     outcomes = []
-    index = by_metric(rows)
+    hw = profile.hardware
+    ours = rows if hw is None else [r for r in rows if applies(hw, r.run, r.m)]
+    if hw is not None and rows and not ours:   # not one row this profile is for: none is judged
+        index = by_metric(rows)
+        return [_foreign(c, hw, select(index.get((c.benchmark, c.metric), []), c.benchmark, c.metric,
+                                       c.params, c.absent), rows) for c in profile.criteria]
+    index, all_index = by_metric(ours), by_metric(rows)
     for c in profile.criteria:
         of_metric = index.get((c.benchmark, c.metric), [])
         matched = select(of_metric, c.benchmark, c.metric, c.params, c.absent)
         if not matched:
-            outcomes.append(_unmatched(c, of_metric))
+            elsewhere = select(all_index.get((c.benchmark, c.metric), []), c.benchmark, c.metric,
+                               c.params, c.absent) if hw is not None else []
+            outcomes.append(_foreign(c, hw, elsewhere, elsewhere) if hw is not None and elsewhere
+                            else _unmatched(c, of_metric))
             continue
         try:
             o = _judge_outliers(c, matched) if c.outliers else _judge_bound(c, matched)
         except (ValueError, ZeroDivisionError, TypeError) as e:
             o = Outcome(c, ERROR, matched=len(matched), detail=f"{type(e).__name__}: {e}")
         o.runs = sorted({r.run.id for r in matched if r.run.id is not None})
+        if hw is not None and len(ours) < len(rows):   # a mixed selection: say what was left out
+            left = len(select(all_index.get((c.benchmark, c.metric), []), c.benchmark, c.metric, c.params,
+                              c.absent)) - len(matched)
+            if left:
+                o.detail = "; ".join(x for x in (o.detail, f"{left} on other hardware not judged") if x)
         outcomes.append(o)
     return outcomes
 
@@ -244,3 +285,14 @@ def evaluate(profile: Profile, rows: list[Row]) -> list[Outcome]:
 def exit_code(outcomes: list[Outcome]) -> int:
     """0 when nothing failed, 1 when any criterion failed or errored."""
     return 1 if any(o.status in (FAIL, ERROR) for o in outcomes) else 0
+
+
+def nothing_checked(outcomes: list[Outcome]) -> bool:
+    """No criterion was judged, and not because the runs are on hardware the profile is not for
+    (that is an answer: the profile does not apply, exit 0); the profile matched nothing."""
+    return all(o.status == SKIPPED for o in outcomes) and not any(o.reason == HARDWARE for o in outcomes)
+
+
+def not_for_this_hardware(outcomes: list[Outcome]) -> bool:
+    """Every criterion skipped because the runs are on other hardware than the profile's."""
+    return bool(outcomes) and all(o.status == SKIPPED and o.reason == HARDWARE for o in outcomes)

@@ -19,7 +19,7 @@ from clusterbench.judge.profiles import Profile
 from clusterbench.judge.select import Row, interrupted_note, rows_of
 from clusterbench.judge.theory import Efficiency
 from clusterbench.judge.tool_checks import tool_outcomes
-from clusterbench.judge.validate import STATUSES, Outcome, evaluate, exit_code
+from clusterbench.judge.validate import STATUSES, Outcome, evaluate, exit_code, nothing_checked
 from clusterbench.records import WARNINGS, Measurement, Run
 from clusterbench.store import Store
 from clusterbench.store.runs import loaded, read_runs
@@ -35,6 +35,7 @@ class Validation:
     peaks: list[tuple[str, DevicePercent]]
     partial: str | None                        # the note interrupted runs need
     nothing_checked: bool                      # no criterion of the profile matched a measurement
+                                               # (runs on other hardware than the profile's are an answer)
 
     @property
     def run_ids(self) -> list[int]:
@@ -74,7 +75,7 @@ def validate_runs(db: str | os.PathLike[str] | None, profile: Profile, selectors
     effs = [(run, e) for run, ms in loaded for e in run_link_efficiency(run, ms, link_speed, nodes)]
     return Validation(profile=profile, loaded=loaded, rows=rows, outcomes=outcomes, efficiencies=effs,
                       peaks=best_percent_of_peak(loaded), partial=interrupted_note(r for r, _ in loaded),
-                      nothing_checked=all(o.status == "skipped" for o in judged))
+                      nothing_checked=nothing_checked(judged))
 
 
 @dataclass

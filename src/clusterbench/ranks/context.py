@@ -12,7 +12,7 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -22,6 +22,7 @@ from clusterbench.envinfo.software import cpu_model
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.printable import printable
 from clusterbench.ranks.env import RankEnv
+from clusterbench.ranks.plan import Plan
 from clusterbench.records import (
     Event,
     Failure,
@@ -157,6 +158,12 @@ class RankContext:
         self._steps += 1
         if self.progress_fn is not None:
             self.progress_fn(self._steps)
+
+    def plan(self, benchmark: str, what: str, works: Sequence[float]) -> Plan:
+        """The steps this benchmark will take, ``works`` the work of each (any unit its time is
+        proportional to); ``Plan.step()`` after each, as well as ``progress()``. Only rank 0's
+        reach the command."""
+        return Plan(self.emit, benchmark, what, works)
 
     def synchronize(self) -> None:
         if self.device.type == "cuda":

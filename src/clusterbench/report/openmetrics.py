@@ -51,6 +51,7 @@ EXPORT_OK = f"{PREFIX}_export_success"
 BASE_UNITS: dict[str, tuple[str, float]] = {
     "GB/s": ("bytes_per_second", 1e9),
     "TFLOP/s": ("flop_per_second", 1e12),
+    "TOP/s": ("operations_per_second", 1e12),   # an int8 GEMM's integer operations
     "us": ("seconds", 1e-6),
     "ms": ("seconds", 1e-3),
     "s": ("seconds", 1.0),
@@ -98,8 +99,9 @@ def headline_names() -> dict[str, str]:
     """Every name a headline gauge can have, with its family: what dashboards may query."""
     out = {}
     for f in FAMILIES:
-        if f.headline is not None and f.headline.unit in BASE_UNITS:
-            out[metric_name(f, f.headline.name, f.headline.unit)[0]] = f.name
+        for unit in (f.headline.unit, f.headline.integer_unit) if f.headline is not None else ():
+            if unit in BASE_UNITS:
+                out[metric_name(f, f.headline.name, unit)[0]] = f.name
     return out
 
 

@@ -36,6 +36,7 @@ from clusterbench.records import (
     Measurement,
     Meta,
     Note,
+    Planned,
     Rows,
     Run,
     Telemetry,
@@ -173,8 +174,9 @@ class TablePrinter:
                     self._write([f"# {event.text}"])
             case Meta():  # e.g. per-rank pids a table header shows
                 self._run.meta.update(event.data)
-            case Failure() | Telemetry():
-                pass  # failures print once the run ends (with the run's errors); samples are stored
+            case Failure() | Telemetry() | Planned():
+                pass  # failures print once the run ends (with the run's errors); samples are
+                # stored; how far a run is shows on stderr (report/progress.py)
             case _:
                 raise TypeError(f"unknown rank event {event!r}")
 

@@ -31,6 +31,8 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
+from clusterbench.families import metric_of
+from clusterbench.families.base import Metric
 from clusterbench.records import Measurement
 
 ROWS = "rows"
@@ -125,9 +127,19 @@ def _rows_rows(body: str) -> Iterator[MeasurementRow]:
 def _rows_measurements(body: str) -> Iterator[Measurement]:
     doc = json.loads(body)
     keys, plist = doc["k"], doc["p"]
+    relabel = [_relabelled(*key) for key in keys]
     for k, i, v in doc["r"]:
         b, m, u = keys[k]
-        yield Measurement(b, m, float(v), u, dict(plist[i]))
+        params = dict(plist[i])
+        yield Measurement(b, m, float(v), relabel[k].unit_for(params) if relabel[k] else u, params)
+
+
+def _relabelled(benchmark: str, metric: str, unit: str) -> Metric | None:
+    """The metric whose records stored in ``unit`` read in the unit their params call for: an int8
+    GEMM row stored in TFLOP/s (as clusterbench wrote them before TOP/s) reads in TOP/s, the same
+    scale. None for every other key (read as stored)."""
+    known = metric_of(benchmark, metric)
+    return known if known is not None and known.integer_unit and unit == known.unit else None
 
 
 # -- table -----------------------------------------------------------------------------------
@@ -241,8 +253,12 @@ def measurements_of(fmt: str, body: str) -> Iterator[Measurement]:
     if fmt == ROWS:
         yield from _rows_measurements(body)
     elif fmt == TABLE:
+        relabel: dict[tuple[str, str, str], Metric | None] = {}
         for b, m, v, u, p in _table(body):
-            yield Measurement(b, m, v, u, p)
+            if (b, m, u) not in relabel:
+                relabel[b, m, u] = _relabelled(b, m, u)
+            known = relabel[b, m, u]
+            yield Measurement(b, m, v, known.unit_for(p) if known else u, p)
     else:
         raise ValueError(f"unknown measurement pack format {fmt!r} (written by a newer clusterbench?)")
 

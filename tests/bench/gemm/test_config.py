@@ -26,3 +26,16 @@ def test_dtype_names():
     assert parse_dtypes("float,half,bfloat16,i8_r") == ("fp32", "fp16", "bf16", "int8")
     with pytest.raises(UsageError):
         parse_dtypes("fp4")
+
+
+def test_a_cpu_gets_a_shape_that_takes_seconds_unless_one_is_asked():
+    """4096^3 fp32 took 3.5-4 minutes on 2 cores, printing nothing."""
+    def cfg(m=None, n=None, k=None, preset=None, device="cpu"):
+        return build_config(m, n, k, None, None, None, None, None, None, preset, 10, 2, 5, device, None, True)
+
+    default = cfg()
+    assert (default.m, default.n, default.k) == (1024, 1024, 1024) and "1024x1024x1024 by default" in default.about
+    asked = cfg(m="4096")
+    assert (asked.m, asked.n, asked.k, asked.about) == (4096, 4096, 4096, "")
+    preset = cfg(preset="rocblas-fp32-4k")
+    assert (preset.m, preset.about) == (4000, "")

@@ -21,3 +21,17 @@ def test_stream_size_sweep_measures_each_array_size_once() -> None:
     cfg = stream_config("1", 2, "double", "1:32", "all", "cpu", None, True)
     assert cfg.sizes == (1, 2, 4)
     assert stream_config("1", 2, "float", "12:48", "all", "cpu", None, True).sizes == (3, 6, 12)
+
+
+def test_no_size_given_is_the_default_sized_on_the_device():
+    cfg = stream_config(None, 100, "double", None, "all", "cpu", None, True)
+    assert cfg.sizes == () and cfg.numtimes == 100 and cfg.strict_size
+
+
+def test_a_default_size_that_does_not_fit_says_what_to_do(monkeypatch):
+    from clusterbench.bench import devices as devs
+    from clusterbench.errors import UsageError
+
+    monkeypatch.setattr(devs, "free_memory", lambda dev: 1 << 20)
+    with pytest.raises(UsageError, match=r"^the default array size \d+: 3 double arrays need .* \(give a smaller -s"):
+        stream_config(None, 100, "double", None, "all", "cpu", None, True)

@@ -15,6 +15,7 @@ from clusterbench.bench.transfer.matrices import Planned
 from clusterbench.errors import UsageError
 from clusterbench.families.transfer.table import TransferTable
 from clusterbench.families.transfer.table import TransferTable as TransferRenderer
+from clusterbench.ranks.plan import Plan
 from clusterbench.records import Measurement
 
 
@@ -29,6 +30,7 @@ def _config_rows(text: str) -> list[Measurement]:
         def fail(self, reason): raise AssertionError(reason)
         def progress(self): pass
         def record(self, ms): rows.extend(ms)
+        def plan(self, benchmark, what, works): return Plan(lambda event: None, benchmark, what, works)
 
     tests = lang.parse_text(text, 4096)
     cfg = tmain.TransferConfig(tuple(Planned(t, "config", "uni", "CPU", "", i) for i, t in enumerate(tests, 1)), 1, 0)

@@ -229,3 +229,28 @@ def test_baseline_round_trip_passes_and_one_percent_stricter_fails(seeded, tmp_p
         run_cli("validate", "seed=mi300x", "--profile", strict, "--db", seeded, "--json")[1]) if d["kind"] == "criterion"}
     want = {c["name"]: "fail" if c.get("pct") == 101.0 else "pass" for c in doc["criteria"]}
     assert outcomes == want and len(crits) > 100
+
+
+def test_a_baseline_is_for_the_hardware_its_runs_were_on(tmp_path, db, capsys):
+    """A site profile from known-good H100 runs: an A100 run is not judged by it, a slow H100 fails it."""
+    def stream(value: float, name: str, tag: str) -> int:
+        ms = [Measurement("stream", "bandwidth", value * f, "GB/s",
+                          {"kernel": "Triad", "array_size": 1 << 27, "dtype": "double", "device": "cuda:0"})
+              for f in (1.0, 1.001)]
+        return save(db, ms, benchmark="stream", hosts=["gpu01"], ranks=1, devices=[name], tags={"role": tag},
+                    meta={"device_type": "cuda", "device_names": {"cuda:0": name}})
+
+    for v in (3000.0, 3010.0, 2995.0):
+        stream(v, "NVIDIA H100 80GB HBM3", "good")
+    out = tmp_path / "site.yaml"
+    rc, _, err = cli(capsys, "baseline", "create", "role=good", "-o", out, "--db", db)
+    assert rc == 0, err
+    data = yaml.safe_load(out.read_text())
+    assert data["hardware"] == {"devices": ["NVIDIA H100 80GB HBM3"]}
+    slow = stream(2400.0, "NVIDIA H100 80GB HBM3", "new")
+    a100 = stream(1700.0, "NVIDIA A100-SXM4-80GB", "new")
+    rc, stdout, _ = cli(capsys, "validate", slow, "--profile", out, "--db", db)
+    assert rc == 1 and "FAIL" in stdout
+    rc, stdout, _ = cli(capsys, "validate", a100, "--profile", out, "--db", db, "--json")
+    assert rc == 0 and {(o["status"], o["reason"]) for o in json_lines(stdout) if o["kind"] == "criterion"} == {
+        ("skipped", "hardware")}

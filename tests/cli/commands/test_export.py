@@ -20,11 +20,12 @@ from fleet_metrics import (
     _text_families,
     _value,
 )
-from judge_helpers import cli, run_cli
+from judge_helpers import cli, run_cli, save
 from prom_format import prom_parser
 from special_files import _is, _special
 from stored_runs import _ok, _one_line, _store
 
+from clusterbench.records import Measurement
 from clusterbench.report import openmetrics
 
 prom_om = pytest.importorskip("prometheus_client.openmetrics.parser", reason="prometheus-client (the metrics extra)")
@@ -173,3 +174,19 @@ def test_openmetrics_writes_through_a_symlink_and_keeps_the_mode(capsys, stored,
 def test_openmetrics_into_proc_is_one_line(capsys, stored):
     _one_line(*cli(capsys, "export", "openmetrics", "--db", stored, "-o", "/proc/clusterbench-test.prom"),
               "/proc/clusterbench-test.prom")
+
+
+def test_a_cpu_host_gets_no_criterion_gauge_from_a_profile_for_other_hardware(capsys, db):
+    """serve-metrics --profile amd-mi300x-oem exported clusterbench_criterion_passed{...} 0 for a
+    CPU host: in a mixed fleet a false alert on every node that is no MI300X."""
+    ms = [Measurement("stream", "bandwidth", 21.0, "GB/s", {"kernel": k, "array_size": 1 << 25, "dtype": "double",
+                                                           "device": "cpu"}) for k in ("Copy", "Triad")]
+    save(db, ms, benchmark="stream", hosts=["vm"], ranks=1, devices=["AMD EPYC"],
+         meta={"device_type": "cpu", "device_names": {"cpu": "AMD EPYC"}})
+    rc, out, err = cli(capsys, "export", "openmetrics", "--profile", "amd-mi300x-oem", "--db", db)
+    assert rc == 0, err
+    fams = _families(out)
+    assert TRIAD in fams and openmetrics.CRITERION not in fams
+    # the profile for CPUs judges it: a gauge of 1
+    rc, out, _ = cli(capsys, "export", "openmetrics", "--profile", "cpu-smoke", "--db", db)
+    assert _value(_families(out)[openmetrics.CRITERION], host="vm", criterion="stream Triad floor") == 1.0

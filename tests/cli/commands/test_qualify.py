@@ -178,3 +178,20 @@ def test_qualify_refuses_a_step_value_every_node_would_fail(capsys, db, tmp_path
                        "-o", str(tmp_path / "q.html"), "--json")
     assert rc == 2 and "suite step 'ar'" in err and "invalid minbytes (-b) '1X'" in err and out == "", err
     assert _runs(db) == []
+
+
+@pytest.mark.parametrize("name", ["nvidia-h100-sxm", "nvidia-h200", "amd-mi300x-oem"])
+def test_a_gpu_profile_on_a_node_without_a_gpu_is_refused_before_its_suite(capsys, db, monkeypatch, name):
+    """Its suite would run 8192^3 GEMMs on the CPU for hours and then skip every criterion."""
+    from clusterbench.envinfo import inventory
+
+    monkeypatch.setattr(inventory, "cached", lambda: {"gpus": [], "cpu": {"model": "AMD EPYC"}})
+    rc, _, err = cli(capsys, "qualify", "--profile", name, "--no-preflight", "--db", db)
+    assert rc == 2 and err.count("\n") == 1
+    assert err.startswith(f"clusterbench: error: qualify --profile {name}: this node has no GPU (CPU AMD EPYC): "
+                          "the profile is for devices ")
+    with Store.open(db) as s:
+        assert s.list_runs() == []
+    # the dry run only prints the steps, and the smoke test is for any CPU
+    assert cli(capsys, "qualify", "--profile", name, "--dry-run", "--db", db)[0] == 0
+

@@ -12,6 +12,7 @@ from stored_runs import _no_wall, _ok
 
 from clusterbench.judge.profiles import load_profile
 from clusterbench.records import Measurement, Run
+from clusterbench.report.jsonl import run_lines
 from clusterbench.store import Store
 
 # 1e300 stays finite through a percent (x100) or a link rate, so its efficiency or speedup is a
@@ -220,13 +221,15 @@ def test_seed_outputs_against_amd_mi300x_oem(seed_db, capsys):
         assert res[name]["measured"] == pytest.approx(measured, rel=1e-6), name
     t2 = res["TransferBench config Test 2 (DMA G0->G1)"]
     assert t2["margin"] == pytest.approx(48.349 - 48.4) and t2["margin_pct"] == pytest.approx(-0.105, abs=1e-3)
-    # GEMM thresholds are GFLOPS in the table: shown as the profile states them, compared as
-    # 94.1 TFLOP/s (97.19 TFLOP/s passes; 97.19 against 94100 would fail)
+    # GEMM thresholds are GFLOPS in the table: shown in the measurements' TFLOP/s, compared as
+    # 94.1 TFLOP/s (97.19 TFLOP/s passes; 97.19 against 94100 would fail), stated as the profile has it
     gemm = res["rocBLAS FP32 GEMM 4000x4000x4000"]
-    assert gemm["threshold"] == ">= 94,100 GFLOP/s" and gemm["unit"] == "TFLOP/s"
+    assert gemm["threshold"] == ">= 94.1 TFLOP/s" and gemm["unit"] == "TFLOP/s"
+    assert gemm["stated"] == ">= 94,100 GFLOP/s"
     assert gemm["margin"] == pytest.approx(97.1906 - 94.1)
-    # thresholds in the criterion's own unit, without exponent notation
-    assert res["BabelStream Copy"]["threshold"] == ">= 4,177,285 MB/s"
+    # thresholds in the measurements' unit, 6 significant digits, without exponent notation
+    assert res["BabelStream Copy"]["threshold"] == ">= 4,177.29 GB/s"
+    assert res["BabelStream Copy"]["stated"] == ">= 4,177,285 MB/s"
     # only two GPUs' BabelStream output is in the guide: too few to look for a degraded one
     assert res["no degraded GPU in BabelStream Triad"]["status"] == "skipped"
     assert rc == 1  # Test 2 fails
@@ -237,7 +240,7 @@ def test_seed_table_output_and_single_family(seed_db, capsys):
     assert rc == 1
     assert "FAIL     TransferBench config Test 2 (DMA G0->G1)" in out
     assert "# 17 pass, 1 fail, 1 skipped, 0 error" in out
-    assert ">= 4,177,285 MB/s" in out and "e+0" not in out
+    assert ">= 4,177.29 GB/s" in out and "MB/s" not in out and "e+0" not in out
     # device results as percent of the datasheet peak (MI300X HBM3: 5.3 TB/s)
     assert "# peak stream Copy: best 4269 GB/s = 80.5% of AMD Instinct MI300X datasheet 5300 GB/s" in out
     # the RCCL run alone passes: everything else is skipped, exit 0
@@ -363,8 +366,8 @@ criteria:
     assert rc == 0 and {o["status"] for o in res.values()} == {"pass"}
     assert res["gbps"]["matched"] == 1 and res["mbs"]["matched"] == 2
     assert res["gbps"]["params"] == {"placement": "in", "bytes": 8589934592}
-    assert res["gbit"]["threshold"] == ">= 2,000 Gbit/s"
-    assert res["big"]["threshold"] == "<= 9,000,000 MB/s"
+    assert res["gbit"]["threshold"] == ">= 250 GB/s" and res["gbit"]["stated"] == ">= 2,000 Gbit/s"
+    assert res["big"]["threshold"] == "<= 9,000 GB/s" and res["big"]["stated"] == "<= 9,000,000 MB/s"
     loaded = load_profile(p)
     assert [c.unit for c in loaded.criteria] == ["Gbps", "Gbit/s", "MB/s", "MB/s"]
 
@@ -429,3 +432,90 @@ def test_bad_profile_on_the_command_line_is_exit_2(tmp_path):
     path.write_text("name: t\ncriteria:\n" + C + ", params: 0}\n")
     code, out, err = run_cli("validate", "--profile", path, "--db", tmp_path / "cb.db")
     assert code == 2 and out == "" and err.count("\n") == 1 and "line 3" in err
+
+
+# -- profiles judge only the hardware they are for -------------------------------------------------
+H100 = "NVIDIA H100 80GB HBM3"
+# BENCHMARKS.md, one NVIDIA H100 80GB HBM3 (SXM), 2026-11-26: what clusterbench measured there
+H100_FIGURES = {("stream", "Copy"): 3007.0, ("stream", "Triad"): 2993.0, ("gemm", "bf16"): 793.4,
+                ("gemm", "fp16"): 769.6, ("gemm", "tf32"): 414.4, ("gemm", "fp8_e4m3"): 1459.0,
+                ("transfer", "h2d"): 52.05, ("transfer", "d2h"): 53.10}
+
+
+def _h100_lines(bandwidth: float = 1.0, run_id: int = 1) -> list[str]:
+    """The H100's stream, GEMM and transfer runs as clusterbench JSON lines; ``bandwidth`` scales
+    every bandwidth (stream and copies), GEMM as measured."""
+    meta = {"device_type": "cuda", "device_names": {"cuda:0": H100}}
+    stream = [Measurement("stream", "bandwidth", H100_FIGURES[("stream", k)] * bandwidth, "GB/s",
+                          {"kernel": k, "array_size": 1 << 27, "dtype": "double", "device": "cuda:0", "memory": "main"})
+              for k in ("Copy", "Triad")]
+    gemm = [Measurement("gemm", "tflops", H100_FIGURES[("gemm", d)], "TFLOP/s",
+                        {"m": 8192, "n": 8192, "k": 8192, "batch": 1, "dtype": d, "transA": "N", "transB": "T",
+                         "device": "cuda:0", "stat": "best"}) for d in ("tf32", "bf16", "fp16", "fp8_e4m3")]
+    copies = [Measurement("transfer", "bandwidth", H100_FIGURES[("transfer", t)] * bandwidth, "GB/s",
+                          {"src": "C0" if t == "h2d" else "G0", "dst": "G0" if t == "h2d" else "C0", "direction": "uni",
+                           "method": "copy_engine", "bytes": 1 << 30, "test": t, "host_memory": "pinned", "stat": "pair"})
+              for t in ("h2d", "d2h")]
+    lines: list[str] = []
+    for i, (bench, ms) in enumerate((("stream", stream), ("gemm", gemm), ("transfer", copies))):
+        run = Run(bench, hosts=["gpu01"], ranks=1, devices=[H100], meta=dict(meta), id=run_id + i,
+                  tags={"cut": str(bandwidth)})
+        lines += run_lines(run, ms)
+    return lines
+
+
+def test_an_h100_run_of_the_benchmarks_figures_passes_its_profile_and_a_20_percent_cut_fails(capsys, db, tmp_path):
+    whole, cut = tmp_path / "h100.jsonl", tmp_path / "h100-cut.jsonl"
+    whole.write_text("\n".join(_h100_lines()) + "\n")
+    cut.write_text("\n".join(_h100_lines(0.8, run_id=10)) + "\n")
+    for f in (whole, cut):
+        rc, _, err = cli(capsys, "import", f, "--db", db)
+        assert rc == 0, err
+    rc, out, _ = cli(capsys, "validate", "cut=1.0", "--profile", "nvidia-h100-sxm", "--db", db, "--json")
+    res = {o["criterion"]: o for o in json_lines(out) if o["kind"] == "criterion"}
+    assert rc == 0 and {o["status"] for o in res.values()} == {"pass"} and len(res) == 8, res
+    copy = res["stream Copy at 80% of HBM bandwidth"]
+    assert copy["threshold"] == ">= 80% of 3,350 GB/s = 2,680 GB/s" and copy["measured"] == 3007.0
+    rc, out, _ = cli(capsys, "validate", "cut=0.8", "--profile", "nvidia-h100-sxm", "--db", db, "--json")
+    res = {o["criterion"]: o for o in json_lines(out) if o["kind"] == "criterion"}
+    failed = sorted(n for n, o in res.items() if o["status"] == "fail")
+    # 2406 GB/s is 71.8% of 3350; 41.6 GB/s of copies 65% of PCIe Gen5 x16's 64 GB/s a direction
+    assert rc == 1 and failed == ["d2h pinned 1 GiB at 70% of PCIe Gen5 x16", "h2d pinned 1 GiB at 70% of PCIe Gen5 x16",
+                                  "stream Copy at 80% of HBM bandwidth", "stream Triad at 80% of HBM bandwidth"]
+    # the same H100 run against the H200's profile: not the hardware it is for
+    rc, out, _ = cli(capsys, "validate", "cut=1.0", "--profile", "nvidia-h200", "--db", db, "--json")
+    res = [o for o in json_lines(out) if o["kind"] == "criterion"]
+    assert rc == 0 and {(o["status"], o["reason"]) for o in res} == {("skipped", "hardware")}
+
+
+def _cpu_stream_run(db: str) -> int:
+    ms = [Measurement("stream", "bandwidth", v, "GB/s", {"kernel": k, "array_size": 1 << 25, "dtype": "double",
+                                                        "device": "cpu", "memory": "main"})
+          for k, v in (("Copy", 21.0), ("Mul", 20.0), ("Add", 23.0), ("Triad", 22.0), ("Dot", 19.0))]
+    return save(db, ms, benchmark="stream", hosts=["vm"], ranks=1, devices=["AMD EPYC"],
+                meta={"device_type": "cpu", "device_names": {"cpu": "AMD EPYC"}})
+
+
+def test_a_cpu_run_against_the_mi300x_profile_is_skipped_not_failed(capsys, db, tmp_path):
+    """validate 3 --profile amd-mi300x-oem on a CPU stream run failed all five BabelStream criteria
+    (exit 1): a false alert on every node that is no MI300X."""
+    rid = _cpu_stream_run(db)
+    rc, out, err = cli(capsys, "validate", rid, "--profile", "amd-mi300x-oem", "--db", db, "--json")
+    lines = json_lines(out)
+    res = [o for o in lines if o["kind"] == "criterion"]
+    assert rc == 0, err
+    assert res and {(o["status"], o["reason"]) for o in res} == {("skipped", "hardware")}
+    copy = next(o for o in res if o["criterion"] == "BabelStream Copy")
+    assert copy["matched"] == 1 and "run 1 on AMD EPYC (cpu)" in copy["detail"] and "MI300X" in copy["detail"]
+    assert lines[-1]["counts"] == {"pass": 0, "fail": 0, "skipped": 19, "error": 0} and lines[-1]["exit_code"] == 0
+    rc, out, _ = cli(capsys, "validate", rid, "--profile", "amd-mi300x-oem", "--db", db)
+    assert rc == 0 and "# profile amd-mi300x-oem is for devices (AMD )?(Instinct )?MI300X( VF)?" in out
+    assert "# 0 pass, 0 fail, 19 skipped, 0 error" in out
+    # JUnit: skipped cases that say why, no failure
+    junit = tmp_path / "v.xml"
+    rc, _, _ = cli(capsys, "validate", rid, "--profile", "amd-mi300x-oem", "--db", db, "--junit", junit)
+    xml = junit.read_text()
+    assert rc == 0 and "<failure" not in xml and 'skipped="19"' in xml and "not the hardware the profile is for" in xml
+    # the smoke test's floors are for CPUs: it judges the same run
+    rc, out, _ = cli(capsys, "validate", rid, "--profile", "cpu-smoke", "--db", db)
+    assert rc == 0 and "PASS     stream Triad floor" in out

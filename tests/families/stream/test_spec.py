@@ -17,3 +17,19 @@ def test_kernel_table_matches_babelstream():
     assert spec.ordered(["dot", "COPY", "triad"]) == ["Copy", "Triad", "Dot"]
     with pytest.raises(KeyError):
         spec.kernel("Scale")
+
+
+def test_the_default_size_is_babelstreams_or_four_times_the_cache():
+    assert spec.default_array_size(None, 8) == spec.default_array_size(32 << 20, 8) == 1 << 25
+    # an EPYC with 384 MiB of L3: 4x is 192 Mi doubles, rounded up to a power of two
+    assert spec.default_array_size(384 << 20, 8) == 1 << 28
+    assert spec.default_array_size(64 << 20, 8) == 1 << 25 and spec.default_array_size(65 << 20, 8) == 1 << 26
+    assert spec.default_array_size(64 << 20, 4) == 1 << 26   # float: twice the elements for the same bytes
+
+
+def test_a_size_is_labelled_by_where_its_traffic_lands():
+    llc = 32 << 20
+    assert spec.memory_level(1 << 24, 8, llc) == "main"      # 128 MiB per array: 4x the cache
+    assert spec.memory_level(1 << 22, 8, llc) == "mixed"     # the quick start's old 2^22: 1x
+    assert spec.memory_level(1 << 20, 8, llc) == "cache"     # 3 x 8 MiB inside 32 MiB
+    assert spec.memory_level(1 << 20, 8, None) is None

@@ -437,6 +437,9 @@ def run_op(ctx: RankContext, config: CollConfig, op: str, engine: Any = None) ->
     records: list[Measurement] = []
     bws: list[float] = []
     bad = 0
+    # every row it will measure; a row's time is about a launch (~64 KiB at link speed) plus its bytes
+    plan = ctx.plan(op, "rows", [float(size + (1 << 16)) for combo in combos if usable[combo]
+                                 for _ in range(config.cycles) for size, _ in planned[combo]])
     # -N repeats the size loop inside each type and reduction, after one warm-up, as
     # nccl-tests' TimeTest does: the cycles of one combination print together.
     for dtype, redop in combos:
@@ -451,6 +454,7 @@ def run_op(ctx: RankContext, config: CollConfig, op: str, engine: Any = None) ->
                 ms, row_bws, row_bad = sweep.row(size, per, places, cycle)
                 ctx.record(ms)
                 ctx.progress()
+                plan.step()
                 records += ms
                 bws += row_bws
                 bad += row_bad

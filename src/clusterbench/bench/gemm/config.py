@@ -23,6 +23,11 @@ def parse_dtypes(text: str) -> tuple[str, ...]:
     return parse_choices(text, spec.ALL, "dtype", _dtype)
 
 
+# The shape when none is given: 4096^3 (rocBLAS' and cuBLAS' usual size); on a CPU 1024^3, since
+# 4096^3 fp32 took 3.5-4 min on 2 cores (1024^3: seconds, and a CPU's BLAS is at full speed there).
+DEFAULT_DIM, CPU_DIM = 4096, 1024
+
+
 def _dim(value: str | None, default: int, what: str) -> int:
     if value is None:
         return default
@@ -56,8 +61,8 @@ def gemm_options(m: str | None, n: str | None, k: str | None, batch: str | None,
         raise UsageError("-i/--iterations, --samples and --cold-iters must be at least 1")
     dtypes = parse_dtypes(dtype or (p.dtype if p else "fp32"))
     return GemmConfig(
-        m=_dim(m, p.m if p else 4096, "-m"), n=_dim(n, p.n if p else 4096, "-n"),
-        k=_dim(k, p.k if p else 4096, "-k"), batch=_dim(batch, p.batch if p else 1, "--batch"),
+        m=_dim(m, p.m if p else DEFAULT_DIM, "-m"), n=_dim(n, p.n if p else DEFAULT_DIM, "-n"),
+        k=_dim(k, p.k if p else DEFAULT_DIM, "-k"), batch=_dim(batch, p.batch if p else 1, "--batch"),
         dtypes=dtypes, trans_a=_trans(trans_a, p.trans_a if p else "N", "--transA"),
         trans_b=_trans(trans_b, p.trans_b if p else "N", "--transB"),
         alpha=alpha if alpha is not None else (p.alpha if p else 1.0),
@@ -75,6 +80,10 @@ def gemm_config(m: str | None, n: str | None, k: str | None, batch: str | None, 
         gemm_options(m, n, k, batch, dtype, trans_a, trans_b, alpha, beta, preset, iterations, cold_iters,
                      samples),
         device_type=device_type, devices=tuple(indices), check=check)
+    if device_type == "cpu" and not preset and (m, n, k) == (None, None, None):
+        cfg = dataclasses.replace(cfg, m=CPU_DIM, n=CPU_DIM, k=CPU_DIM, about=(
+            f"CPU: {CPU_DIM}x{CPU_DIM}x{CPU_DIM} by default ({DEFAULT_DIM}^3 on GPUs, minutes on a "
+            "few cores); -m -n -k change it"))
     if device_type == "cpu" and len(cfg.dtypes) == 1:
         need = spec.footprint(cfg.m, cfg.n, cfg.k, cfg.batch, cfg.dtypes[0], cfg.beta)
         free = devs.free_memory(devs.rank_device("cpu", [0], 0))

@@ -40,6 +40,7 @@ class GemmConfig:
     check: bool = True
     strict_size: bool = True
     kernels: type | None = None     # the GEMM implementation (None: ops.TorchGemm); tests pass a wrong one
+    about: str = ""                 # a note the rank prints (the CPU's smaller default shape)
 
 
 def device_arch(dev: Any) -> str | None:
@@ -90,16 +91,17 @@ def _set_tf32(dev: Any, on: bool) -> str | None:
     return None
 
 
-def measure_dtype(cfg: GemmConfig, dtype: str, dev: Any, progress: Any) -> dict[str, Any]:
-    """Time one dtype on this rank's device: {'times': [...], 'error': str|None} or {'skipped'}."""
+def measure_dtype(cfg: GemmConfig, dtype: str, dev: Any, progress: Any, step: Any = None) -> dict[str, Any]:
+    """Time one dtype on this rank's device: {'times': [...], 'error': str|None} or {'skipped'}.
+    ``step()`` after the cold calls and after each sample (the plan's steps)."""
     try:
-        return _measure(cfg, dtype, dev, progress)
+        return _measure(cfg, dtype, dev, progress, step or (lambda: None))
     finally:  # the operands are gone once _measure returns: hand their memory back
         _set_tf32(dev, False)
         devs.release_cache(dev)
 
 
-def _measure(cfg: GemmConfig, dtype: str, dev: Any, progress: Any) -> dict[str, Any]:
+def _measure(cfg: GemmConfig, dtype: str, dev: Any, progress: Any, step: Any) -> dict[str, Any]:
     from clusterbench.bench.gemm.ops import TorchGemm
 
     ops_mod = cfg.kernels or TorchGemm
@@ -137,6 +139,7 @@ def _measure(cfg: GemmConfig, dtype: str, dev: Any, progress: Any) -> dict[str, 
     for _ in range(max(0, cfg.cold_iters - 1)):
         call()
     progress()
+    step()
 
     def block() -> None:
         for _ in range(cfg.iterations):
@@ -146,6 +149,7 @@ def _measure(cfg: GemmConfig, dtype: str, dev: Any, progress: Any) -> dict[str, 
     for _ in range(cfg.samples):
         times.append(time_fn(block) / cfg.iterations)
         progress()
+        step()
     error = ops_mod.check(operands, dtype, cfg.alpha, cfg.beta) if cfg.check else None
     return {"times": times, "error": error, "layout": (trans_a, trans_b), "notes": notes}
 
@@ -168,9 +172,17 @@ def _rows(cfg: GemmConfig, dtype: str, label: str, times: list[float],
 def main(ctx: RankContext, cfg: GemmConfig) -> None:
     dev, label, active = devs.join(ctx, cfg.device_type, list(cfg.devices), benchmark=BENCHMARK, alpha=cfg.alpha,
                                    beta=cfg.beta, iterations=cfg.iterations, samples=cfg.samples)
+    if cfg.about:
+        ctx.note(cfg.about, BENCHMARK)
+    # per dtype: the cold calls, then each sample; the work, the FLOPs each does
+    flop = spec.flops(cfg.m, cfg.n, cfg.k, cfg.batch)
+    plan = ctx.plan(BENCHMARK, "samples", [flop * w for _ in cfg.dtypes
+                                           for w in (cfg.cold_iters, *[cfg.iterations] * cfg.samples)])
     for dtype in cfg.dtypes:
         ctx.barrier()  # every device starts each dtype together
-        result = {"label": label, **measure_dtype(cfg, dtype, dev, ctx.progress)} if active else None
+        before = plan.done
+        result = {"label": label, **measure_dtype(cfg, dtype, dev, ctx.progress, plan.step)} if active else None
+        plan.step(1 + cfg.samples - (plan.done - before))   # a dtype skipped, or cut short
         gathered = [r for r in devs.gather_to_root(ctx, result) or [] if r is not None]
         if not ctx.is_root or not gathered:
             continue

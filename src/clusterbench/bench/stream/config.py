@@ -42,7 +42,7 @@ def parse_kernels(text: str) -> tuple[str, ...]:
     return tuple(spec.ordered(parse_choices(text, spec.NAMES, "kernel", _kernel)))
 
 
-def stream_options(arraysize: str, numtimes: int, dtype: str, sizes: str | None, kernels: str) -> StreamConfig:
+def stream_options(arraysize: str | None, numtimes: int, dtype: str, sizes: str | None, kernels: str) -> StreamConfig:
     """The checks of ``clusterbench stream``'s options that need neither this host's devices nor
     its memory (a sweep's test, a qualify step are checked so before any node runs them); the
     config has no devices yet."""
@@ -57,6 +57,8 @@ def stream_options(arraysize: str, numtimes: int, dtype: str, sizes: str | None,
         # baselines pool as if they were repeats.
         counts = list(dict.fromkeys(max(1, b // elem) for b in parse_sweep(sizes)))
         strict = False   # a size that does not fit is a skipped row; none fitting is an error (stream_config)
+    elif arraysize is None:   # the default, sized on each device to its cache (main.default sizes)
+        counts, strict = [], True
     else:
         if arraysize.strip().startswith("-"):
             raise UsageError(f"invalid -s/--arraysize {arraysize!r}: must be positive")
@@ -68,18 +70,22 @@ def stream_options(arraysize: str, numtimes: int, dtype: str, sizes: str | None,
                         strict_size=strict)
 
 
-def stream_config(arraysize: str, numtimes: int, dtype: str, sizes: str | None, kernels: str,
+def stream_config(arraysize: str | None, numtimes: int, dtype: str, sizes: str | None, kernels: str,
                  device: str, devices: str | None, check: bool) -> StreamConfig:
     """Validate ``clusterbench stream``'s options; every problem is a one-line UsageError."""
     device_type, indices = devs.resolve(device, devices)
     cfg = dataclasses.replace(stream_options(arraysize, numtimes, dtype, sizes, kernels),
                               device_type=device_type, devices=tuple(indices), check=check)
     if device_type == "cpu":
-        smallest = min(cfg.sizes)
-        need, free = spec.footprint(smallest, spec.DTYPES[dtype]), devs.free_memory(devs.rank_device("cpu", [0], 0))
+        cpu = devs.rank_device("cpu", [0], 0)
+        smallest = min(cfg.sizes) if cfg.sizes else spec.default_array_size(devs.last_level_cache(cpu),
+                                                                            spec.DTYPES[dtype])
+        need, free = spec.footprint(smallest, spec.DTYPES[dtype]), devs.free_memory(cpu)
         if need > free:
             raise UsageError(f"--sizes {sizes}: even the smallest size needs {need} bytes for 3 {dtype} "
                              f"arrays, more than the {free} bytes of free host memory" if sizes else
-                             f"-s {smallest}: 3 {dtype} arrays need {need} bytes, more than the "
-                             f"{free} bytes of free host memory")
+                             f"{'-s ' if cfg.sizes else 'the default array size '}{smallest}: 3 {dtype} "
+                             f"arrays need {need} bytes, more than the {free} bytes of free host memory"
+                             + ("" if cfg.sizes else " (give a smaller -s: it measures the cache if "
+                                "its arrays are under 4x the last-level cache)"))
     return cfg

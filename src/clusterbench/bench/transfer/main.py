@@ -100,6 +100,8 @@ def main(ctx: RankContext, cfg: TransferConfig) -> None:
     pending: list[Measurement] = []
     current: tuple | None = None
     last: Planned | None = None
+    # every test; its work, the bytes its transfers move over all iterations
+    plan = ctx.plan(BENCHMARK, "tests", [sum(t.bytes for t in p.test.transfers) for p in cfg.planned])
     for p in cfg.planned:
         if p.kind != "config" and _group(p) != current:
             _flush(ctx, last, pending)
@@ -107,6 +109,7 @@ def main(ctx: RankContext, cfg: TransferConfig) -> None:
         last = p
         r = engine.run_test(p.test, topo, cfg.iterations, cfg.warmups, cfg.check)
         ctx.progress()
+        plan.step()
         if r.skipped:
             ctx.note(f"skipped {p.test.name}: {r.skipped}", BENCHMARK)
             continue

@@ -154,6 +154,7 @@ def main(ctx: RankContext, config: DdpCommConfig) -> None:
     base = {"layers": config.layers, "bytes": grad_bytes, "bucket_cap_mb": config.bucket_cap_mb,
             "ranks": ctx.world_size}
     timed: list[float] = []
+    plan = ctx.plan(DDP_COMM, "steps", [1.0] * (config.warmup + config.steps))
     for step in range(config.warmup + config.steps):
         ctx.barrier()
         t0 = ctx.now()
@@ -161,6 +162,7 @@ def main(ctx: RankContext, config: DdpCommConfig) -> None:
         dt = ctx.now() - t0
         ddp.zero_grad(set_to_none=False)
         ctx.progress()
+        plan.step()
         if step < config.warmup:
             continue
         timed.append(dt)

@@ -28,6 +28,11 @@ from clusterbench.units import parse_size
 
 MODES = ("column", "row")
 SEED_BATCHES = tuple(128 << i for i in range(9))  # 128 ... 32768, the seed's sweep
+SEED_HIDDEN = 4096
+# CPU ranks by default: the seed's sweep with hidden 4096 was about 40 min on 2 cores; a quarter
+# of the width and its first five batch sizes take seconds there (the workload shape is the same)
+CPU_BATCHES = SEED_BATCHES[:5]                    # 128 ... 2048
+CPU_HIDDEN = 1024
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 
 
@@ -41,6 +46,7 @@ class InferTpConfig:
     iters: int = 10
     warmup: int = 3
     check: bool = True
+    about: str = ""     # a note the rank prints (the CPU's smaller defaults)
 
 
 def validate(config: InferTpConfig, world_size: int) -> None:
@@ -96,20 +102,28 @@ def parse_batches(text: str) -> tuple[int, ...]:
     return tuple(dict.fromkeys(parse_size(t, "--batch-sizes") for t in items))
 
 
-def infer_tp_options(*, hidden: int, layers: int, batch_sizes: str, mode: str, dtype: str, iters: int,
-                     warmup: int, check: bool, on_cpu: bool) -> InferTpConfig:
+def infer_tp_options(*, hidden: int | None, layers: int, batch_sizes: str | None, mode: str, dtype: str,
+                     iters: int, warmup: int, check: bool, on_cpu: bool) -> InferTpConfig:
     """The checks of ``clusterbench infer-tp``'s options that need neither the ranks nor this
     host's devices and memory (a sweep's test, a qualify step are checked so before any node runs
-    them). ``on_cpu``: the ranks run on CPUs (known without the host only for --device cpu)."""
-    cfg = InferTpConfig(hidden=hidden, layers=layers, batches=parse_batches(batch_sizes), mode=mode,
-                        dtype=dtype, iters=iters, warmup=warmup, check=check)
+    them). ``on_cpu``: the ranks run on CPUs (known without the host only for --device cpu); a
+    width or batch sizes not given are the CPU's smaller defaults there, the seed's elsewhere."""
+    given = [o for o, v in (("--hidden", hidden), ("--batch-sizes", batch_sizes)) if v is not None]
+    batches = parse_batches(batch_sizes) if batch_sizes is not None else (CPU_BATCHES if on_cpu else SEED_BATCHES)
+    width = hidden if hidden is not None else (CPU_HIDDEN if on_cpu else SEED_HIDDEN)
+    about = "" if not on_cpu or len(given) == 2 else (
+        f"CPU ranks: hidden {width}, batch sizes {batches[0]}..{batches[-1]} by default (the seed's "
+        f"{SEED_HIDDEN} and {SEED_BATCHES[0]}..{SEED_BATCHES[-1]} on GPUs, about 40 min on 2 cores); "
+        "--hidden and --batch-sizes change them")
+    cfg = InferTpConfig(hidden=width, layers=layers, batches=batches, mode=mode,
+                        dtype=dtype, iters=iters, warmup=warmup, check=check, about=about)
     check_shape(cfg)
     if on_cpu and dtype in ("bf16", "fp16"):
         raise UsageError(f"--dtype {dtype} needs a GPU (CPU ranks run fp32)")
     return cfg
 
 
-def infer_tp_config(*, hidden: int, layers: int, batch_sizes: str, mode: str, dtype: str, iters: int,
+def infer_tp_config(*, hidden: int | None, layers: int, batch_sizes: str | None, mode: str, dtype: str, iters: int,
                  warmup: int, check: bool, np: int | None, options: RankOptions) -> InferTpConfig:
     """Validate ``clusterbench infer-tp``'s options before any rank starts."""
     on_cpu = resolve_device_type(options.device) != "cuda"
@@ -182,6 +196,8 @@ def main(ctx: RankContext, config: InferTpConfig) -> None:
     share_cpu(ctx)
     world = ctx.world_size
     validate(config, world)
+    if config.about:
+        ctx.note(config.about, INFER_TP)
     dtype, dtype_name = _dtype(config.dtype, ctx.device)
     need = memory_need(config, world, DTYPE_BYTES[dtype_name])
     if ctx.device.type == "cuda":
@@ -214,10 +230,13 @@ def main(ctx: RankContext, config: InferTpConfig) -> None:
             return
     del full
 
+    # every forward pass of every batch size; the work, the batch (its FLOPs are batch x 2 h^2 layers)
+    passes = config.warmup + config.iters
+    plan = ctx.plan(INFER_TP, "forward passes", [float(b) for b in config.batches for _ in range(passes)])
     for batch in config.batches:
         x = torch.randn(batch, h, generator=gen, device=ctx.device, dtype=torch.float32).to(dtype)
         times: list[float] = []
-        for i in range(config.warmup + config.iters):
+        for i in range(passes):
             ctx.barrier()
             t0 = ctx.now()
             stack.forward(x)
@@ -225,6 +244,7 @@ def main(ctx: RankContext, config: InferTpConfig) -> None:
             if i >= config.warmup:
                 times.append(dt)
             ctx.progress()
+            plan.step()
         # Every rank's output is ready only when the slowest rank is done: use the max over ranks.
         t = torch.tensor(times, dtype=torch.float64, device=ctx.device)
         dist.all_reduce(t, op=dist.ReduceOp.MAX)

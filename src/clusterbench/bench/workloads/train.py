@@ -304,6 +304,7 @@ def main(ctx: RankContext, config: TrainConfig) -> None:
     peak_tflops, device_name = _mfu_peak(ctx, dtype)
     tokens = config.batch * shape.seq
     timed: list[float] = []
+    plan = ctx.plan(TRAIN, "steps", [1.0] * config.steps)
     for step in range(config.steps):
         ctx.barrier()
         t0 = ctx.now()
@@ -325,6 +326,7 @@ def main(ctx: RankContext, config: TrainConfig) -> None:
             TOKENS_PER_S(TRAIN, tokens / dt, p),
         ])
         ctx.progress()
+        plan.step()
 
     summary = _summary(ctx, config, base, timed, tokens, peak_tflops, device_name)
     if config.comm_share and world > 1:

@@ -20,9 +20,9 @@ from clusterbench.ranks.driver import Job
 
 
 @click.command("gemm")
-@click.option("-m", "m", default=None, help="Rows of op(A) and D (default 4096).")
-@click.option("-n", "n", default=None, help="Columns of op(B) and D (default 4096).")
-@click.option("-k", "k", default=None, help="Inner dimension (default 4096).")
+@click.option("-m", "m", default=None, help="Rows of op(A) and D (default 4096; 1024 on a CPU).")
+@click.option("-n", "n", default=None, help="Columns of op(B) and D (default 4096; 1024 on a CPU).")
+@click.option("-k", "k", default=None, help="Inner dimension (default 4096; 1024 on a CPU).")
 @click.option("--batch", default=None, help="Batch count: strided batched GEMM when > 1 (default 1).")
 @click.option("--transA", "trans_a", default=None, help="N or T (default N).")
 @click.option("--transB", "trans_b", default=None, help="N or T (default N).")

@@ -16,10 +16,12 @@ from clusterbench.ranks.driver import Job
 
 
 @click.command("infer-tp")
-@click.option("--hidden", type=click.IntRange(min=1), default=4096, show_default=True, help="Layer width (divisible by the ranks).")
+@click.option("--hidden", type=click.IntRange(min=1), default=None,
+              help="Layer width (divisible by the ranks). Default 4096; 1024 on CPU ranks.")
 @click.option("--layers", type=click.IntRange(min=1), default=4, show_default=True)
-@click.option("--batch-sizes", default="128..32768", show_default=True,
-              help="Comma list, or START..END doubling (the seed's sweep is 128..32768).")
+@click.option("--batch-sizes", default=None,
+              help="Comma list, or START..END doubling. Default: the seed's sweep 128..32768; "
+                   "128..2048 on CPU ranks.")
 @click.option("--mode", type=click.Choice(MODES), default="column", show_default=True,
               help="column: column-parallel + all_gather; row: row-parallel + all_reduce.")
 @click.option("--dtype", type=click.Choice(["auto", "bf16", "fp16", "fp32"]), default="auto",
@@ -29,7 +31,7 @@ from clusterbench.ranks.driver import Job
 @click.option("--no-check", is_flag=True, help="Skip the check against the unsplit layers.")
 @rank_options
 @run_output
-def infer_tp(hidden: int, layers: int, batch_sizes: str, mode: str, dtype: str, iters: int, warmup: int,
+def infer_tp(hidden: int | None, layers: int, batch_sizes: str | None, mode: str, dtype: str, iters: int, warmup: int,
              no_check: bool, np: int | None, ranks: RankOptions, out: RunOutput) -> int:
     """Toy tensor-parallel inference: a stack of linear layers split over the ranks.
 

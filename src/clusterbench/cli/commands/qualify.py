@@ -25,9 +25,10 @@ from clusterbench.cli.fleet import OnFail, junit_option, node_name, on_fail_opti
 from clusterbench.cli.options import json_option, parse_tags, tag_option, writer_db_option
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.judge.blame import node_findings, passing_nodes
+from clusterbench.judge.hardware import node_devices, node_problem
 from clusterbench.judge.profiles import Profile, SuiteStep, builtin_profiles, load_profile
 from clusterbench.judge.text import outcome_lines
-from clusterbench.judge.validate import FAIL, PASS, SKIPPED, exit_code
+from clusterbench.judge.validate import FAIL, PASS, SKIPPED, exit_code, nothing_checked
 from clusterbench.judge.validation import judge_group
 from clusterbench.launch import drain
 from clusterbench.launch.common import split_agent
@@ -218,6 +219,12 @@ def qualify(profile_name: str, output: str | None, launch_text: str | None, node
 
     if launch is not None:   # (a dry run prints the steps as they are, for any launch)
         _check_launch(launch)
+    elif profile.hardware is not None:   # this node: one a profile is not for says so before its suite
+        refused, doubt = node_problem(profile.hardware, *node_devices())
+        if refused:
+            raise UsageError(f"qualify --profile {profile.name}: {refused}")
+        if doubt:
+            print(printable(f"# warning: {doubt}"), file=sys.stderr)
     out = _report_path(Path(output) if output else Path(f"qualify-{profile.name}-{group}.html"))
     # a page that cannot be written is a usage error now, not after every step stored
     outfile.target(out, "-o")
@@ -298,8 +305,7 @@ def qualify(profile_name: str, output: str | None, launch_text: str | None, node
     status = exit_code(outcomes) if outcomes else 1
     if failed_steps or pre_failed:
         status = 1
-    judged = [o for o in outcomes if o.status != SKIPPED]
-    if not judged and not failed_steps:
+    if nothing_checked(outcomes) and not failed_steps:
         raise UsageError(f"no criterion of profile {profile.name} matched what its suite measured "
                          f"(group {GROUP_TAG}={group})")
     if launch is None:

@@ -20,9 +20,13 @@ from clusterbench.ranks.driver import Job
 
 @click.command("stream", help=f"""Memory bandwidth: BabelStream's {', '.join(kernel_spec.NAMES)} kernels.
 
-    Bandwidth is bytes moved / minimum time (GB/s); every device selected runs at the same time.""")
-@click.option("-s", "--arraysize", default=str(2**25), show_default=True,
-              help="Elements per array (K/M/G suffixes are binary).")
+    Bandwidth is bytes moved / minimum time (GB/s); every device selected runs at the same time.
+    A size whose arrays are under 4x the last-level cache is labelled cache or mixed (the memory
+    column, param memory): it measures the cache, not memory.""")
+@click.option("-s", "--arraysize", default=None,
+              help="Elements per array (K/M/G suffixes are binary). Default: BabelStream's 2^25, or "
+                   "4x the device's last-level cache when that is larger (a power of two), so that "
+                   "memory is measured, not cache.")
 @click.option("-n", "--numtimes", type=int, default=100, show_default=True,
               help="Iterations; the first is a warm-up and not timed.")
 @click.option("--float", "use_float", is_flag=True, help="Single precision (same as --dtype float).")
@@ -34,7 +38,7 @@ from clusterbench.ranks.driver import Job
 @click.option("--no-check", "no_check", is_flag=True, help="Skip the check of results.")
 @node_options
 @run_output
-def stream(arraysize: str, numtimes: int, use_float: bool, dtype: str, sizes: str | None, kernels: str,
+def stream(arraysize: str | None, numtimes: int, use_float: bool, dtype: str, sizes: str | None, kernels: str,
            no_check: bool, devices: str | None, ranks: RankOptions, out: RunOutput) -> int:
     _refuse_contradictions()
     cfg = stream_config(arraysize, numtimes, _dtype(use_float, dtype), sizes, kernels, ranks.device, devices,

@@ -12,6 +12,7 @@ from clusterbench.errors import UsageError
 from clusterbench.judge.blame import passing_nodes
 from clusterbench.judge.profiles import builtin_profiles, load_profile
 from clusterbench.judge.text import outcome_lines
+from clusterbench.judge.validate import not_for_this_hardware
 from clusterbench.judge.validation import validate_runs
 from clusterbench.printable import printable
 from clusterbench.report import junit as junit_xml
@@ -49,9 +50,11 @@ def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, n
              junit: str | None, on_fail: OnFail, as_json: bool, since: str | None, db: str | None) -> int:
     """Judge RUNs (default: last) against a profile.
 
-    Every criterion ends pass, fail, skipped (no matching measurement) or error. Exit code 0
-    when nothing failed; 1 when a criterion failed or errored; 2 for usage errors, including a
-    profile none of whose criteria matched a measurement of the runs (nothing was checked).
+    Every criterion ends pass, fail, skipped (no matching measurement, or measurements on other
+    hardware than the profile is for) or error. Exit code 0 when nothing failed (runs on other
+    hardware included: the profile does not apply to them); 1 when a criterion failed or errored;
+    2 for usage errors, including a profile none of whose criteria matched a measurement of the
+    runs (nothing was checked).
     With --on-fail, the nodes a failing criterion names are drained (Slurm) or tainted (Kubernetes).
     """
     profile = load_profile(profile_name)
@@ -77,6 +80,9 @@ def validate(runs: tuple[str, ...], profile_name: str, link_speed: str | None, n
             print(f"# note: {v.partial}", file=sys.stderr)
         print(printable(f"# profile {profile.name}: {len(profile.criteria)} criteria on run(s) "
                         f"{', '.join(map(str, v.run_ids))}"))
+        if profile.hardware is not None and not_for_this_hardware(v.outcomes):
+            print(printable(f"# profile {profile.name} is for {profile.hardware.describe()}: no measurement "
+                            "of these runs was made on it, so none is judged"))
         for text in outcome_lines(outcomes):
             print(text)
         for _run, e in best:

@@ -171,11 +171,12 @@ BUSBW = Metric("busbw", "GB/s", headline=True, about="algbw x the op's bus facto
 TIME = Metric("time_us", "us", higher_is_better=False, redundant_with=BUSBW.name, spread="stat",
               about="time per op, combined over ranks per -a (default: mean)")
 ALGBW = Metric("algbw", "GB/s", link_bound=True, redundant_with=BUSBW.name, about="size / time")
-WRONG = Metric("wrong", "", higher_is_better=False, judged=False, about="wrong elements, all ranks")
+WRONG = Metric("wrong", "", higher_is_better=False, judged=False, fault_count=True,
+               about="wrong elements, all ranks")
 MAX_ERROR = Metric("max_error", "", higher_is_better=False, judged=False,
                    about="largest error (old nccl-tests' error column)")
 AVG_BUSBW = Metric("avg_busbw", "GB/s", about="mean busbw over the run's rows")
-OUT_OF_BOUNDS = Metric("out_of_bounds", "", higher_is_better=False, judged=False,
+OUT_OF_BOUNDS = Metric("out_of_bounds", "", higher_is_better=False, judged=False, fault_count=True,
                        about="results with #wrong > 0, one per rank that had wrong elements (nccl-tests)")
 ITER_TIME = Metric("iter_time_us", "us", higher_is_better=False, spread="stat", noise_only=True,
                    about="per-iteration time statistics (nccl-tests' i_min/i_max/i_p99 columns)")

@@ -2,7 +2,8 @@
 metrics native runs and imported rocblas/hipblaslt logs record. Pure, no torch.
 
 TFLOP/s = 2 * m * n * k * batch / time / 1e12 (one multiply and one add per inner-product term;
-alpha/beta scaling is not counted, as rocblas-bench does not count it either).
+alpha/beta scaling is not counted, as rocblas-bench does not count it either); an int8 GEMM's
+operations are integer ones, in TOP/s.
 """
 
 from __future__ import annotations
@@ -163,7 +164,10 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
 
 # -- metrics ------------------------------------------------------------------------------------
 BENCHMARK = "gemm"
-TFLOPS = Metric("tflops", "TFLOP/s", headline=True, peak="dense_tflops", about="2*m*n*k*batch / time")
+# int8 rows count integer operations: TOP/s (the same 1e12 scale, so a stored int8 row in TFLOP/s,
+# as clusterbench wrote them before, reads as TOP/s and compares with new ones)
+TFLOPS = Metric("tflops", "TFLOP/s", headline=True, peak="dense_tflops", integer_unit="TOP/s",
+                about="2*m*n*k*batch / time (TOP/s for int8)")
 TIME = Metric("time_us", "us", higher_is_better=False, spread="stat",
               about="time per call, with stat best/median (and max/stddev/mad/first over the samples)")
 BANDWIDTH = Metric("bandwidth", "GB/s", about="bytes of A, B, C, D / time (hipblaslt-bench's GB/s)")

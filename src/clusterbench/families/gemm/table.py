@@ -34,6 +34,10 @@ def _spread(m: Measurement) -> bool:
 
 
 class GemmTable(DeviceTable):
+    def __init__(self) -> None:
+        super().__init__()
+        self._said: set[str] = set()   # units other than TFLOP/s a line has named
+
     def header(self, run: Run) -> list[str]:
         lines = self._begin(run)
         lines += self._peak_lines(self._device_names(), lambda d: f"dense peaks from {d.source}")
@@ -62,6 +66,10 @@ class GemmTable(DeviceTable):
         out = []
         for m in rows:
             p = m.params
+            unit = TFLOPS.unit_for(p)
+            if unit != TFLOPS.unit and unit not in self._said:
+                self._said.add(unit)   # once per table, above its first such row
+                out.append(f"# {p.get('dtype')}: {unit} (integer operations), in the TFLOP/s column")
             found = others.get(_key(p), {})
             t = found[TIME.name].pop(0).value if found.get(TIME.name) else None
             gbs = found[BANDWIDTH.name].pop(0).value if found.get(BANDWIDTH.name) else None

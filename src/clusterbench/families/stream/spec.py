@@ -73,6 +73,35 @@ def ordered(names: list[str] | tuple[str, ...]) -> list[str]:
     return [k.name for k in KERNELS if k.name in wanted]
 
 
+# -- how large the arrays must be to measure memory, not cache ----------------------------------
+# BabelStream's default array size, and its rule: each array at least 4x the last-level cache
+# (or the cache serves part of the traffic, and Copy on a 2-core VM read 47-80 GB/s from a 32 MiB
+# L3 where its memory gives 22 GB/s).
+BABELSTREAM_SIZE = 1 << 25
+CACHE_FACTOR = 4
+# What a size measured (row param ``memory``): every array at least CACHE_FACTOR x the LLC; the
+# three arrays inside the LLC; or in between, where part of the traffic stays in the cache.
+MAIN, CACHE, MIXED = "main", "cache", "mixed"
+
+
+def default_array_size(llc_bytes: int | None, elem_size: int) -> int:
+    """Elements per array when none is asked for: BabelStream's 2^25, or the power of two that
+    makes each array at least 4x the last-level cache when that is larger (an EPYC with 384 MiB
+    of L3 needs 2^28 doubles)."""
+    need = -(-CACHE_FACTOR * (llc_bytes or 0) // elem_size)
+    return max(BABELSTREAM_SIZE, 1 << max(0, need - 1).bit_length())
+
+
+def memory_level(array_size: int, elem_size: int, llc_bytes: int | None) -> str | None:
+    """Where a size's traffic lands: ``main`` memory, ``cache`` or ``mixed``; None when the
+    last-level cache is unknown."""
+    if not llc_bytes:
+        return None
+    if array_size * elem_size >= CACHE_FACTOR * llc_bytes:
+        return MAIN
+    return CACHE if footprint(array_size, elem_size) <= llc_bytes else MIXED
+
+
 # -- metrics ------------------------------------------------------------------------------------
 BENCHMARK = "stream"
 BANDWIDTH = Metric("bandwidth", "GB/s", headline=True, peak="memory_bandwidth",
