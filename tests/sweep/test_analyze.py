@@ -13,6 +13,7 @@ from clusterbench.sweep.analyze import (
     SubsetResult,
     analyze,
     parse_topology,
+    partners_victims,
     pick_directions,
     pick_value,
     read_directions,
@@ -488,3 +489,41 @@ def test_a_value_that_is_no_number_is_no_row(bad):
             {"metric": "busbw", "value": bad, "unit": "GB/s", "params": {"bytes": 8}}]
     assert pick_value(rows, "busbw") == (10.0, "GB/s")
     assert pick_value(rows[1:], "busbw") is None
+
+
+def _matched(n: int, bad: set[str], seed: int = 3) -> tuple[list[SubsetResult], str, list[str]]:
+    """Random matchings (3 partners) over n nodes at the slower NIC of each pair; the first
+    healthy node is given two of the degraded nodes as partners (by swapping names)."""
+    hosts = [f"h{i:03d}" for i in range(n)]
+    p = plan.build(hosts, single=False, pair_mode="random", partners=3, seed=seed)
+    subsets = [s for rnd in p.rounds() for s in rnd.subsets]
+    victim = next(h for h in hosts if h not in bad)
+    partners = [b if a == victim else a for a, b in subsets if victim in (a, b)]
+    rename = dict(zip(partners[:2], sorted(bad)[:2], strict=True))
+    rename |= {v: k for k, v in rename.items()}
+    subsets = [tuple(rename.get(h, h) for h in s) for s in subsets]
+    speed = {h: (0.5 if h in bad else 1.0 + 0.001 * i) for i, h in enumerate(hosts)}
+    return [SubsetResult(s, "pair", 40.0 * min(speed[h] for h in s), "GB/s") for s in subsets], victim, hosts
+
+
+def test_a_healthy_node_slow_only_with_degraded_partners_is_not_named():
+    """Two of its three partners degraded: the node's median pair is as slow as theirs, and it was
+    named beside them (--on-fail drain would drain it). Without its pairs with them it is healthy."""
+    bad = {"h010", "h020", "h030", "h040"}
+    results, victim, _hosts = _matched(60, bad)
+    a = analyze(results)
+    assert a.pair_scores[victim] == pytest.approx(20.0)   # its median is the degraded one
+    assert {s.host for s in a.suspects} == bad
+    assert len(a.warnings) == 1 and victim in a.warnings[0] and "h010" in a.warnings[0]
+
+
+def test_partners_victims_never_clears_a_degraded_node():
+    """A degraded node is slow with anyone: even its pairs with healthy nodes are slow."""
+    best = {frozenset(p): v for p, v in {("d1", "d2"): 5.0, ("d1", "a"): 5.0, ("d1", "b"): 5.0,
+                                         ("d2", "c"): 5.0, ("d2", "e"): 5.0}.items()}
+    scores = {"d1": 5.0, "d2": 5.0, **{h: 10.0 + 0.01 * i for i, h in enumerate("abcefghij")}}
+    assert partners_victims(["d1", "d2"], best, scores, threshold=3.5, min_rel_dev=0.05,
+                            higher_is_better=True) == {}
+    # every pair of x is with a suspect: nothing else to judge it by, it stays named
+    assert partners_victims(["d1", "x"], {frozenset(("x", "d1")): 5.0}, {**scores, "x": 5.0}, threshold=3.5,
+                            min_rel_dev=0.05, higher_is_better=True) == {}

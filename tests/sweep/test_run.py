@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 import types
 
 import pytest
 from sweep_results import HOSTS, _bw, _lat, _suspects
 
+from clusterbench.errors import UsageError
 from clusterbench.sweep import plan
 from clusterbench.sweep import run as sweep_run
 from clusterbench.sweep.analyze import analyze
@@ -137,3 +139,105 @@ def test_rounds_stop_once_no_subset_could_reach_its_hosts(monkeypatch):
                                           "host b is unreachable: ssh: connect to host: No route to host",
                                           "host a is unreachable: ssh: connect to host: No route to host"]
     assert notes == ["no subset could reach its hosts in round 1 of 1000: the other rounds were not run"]
+
+
+class _Launches:
+    """A run_subset stand-in that records which subsets run at the same time. Each one waits at
+    ``barrier`` (when given) for the others of its round: a round run one launch at a time
+    breaks it (BrokenBarrierError after its bounded wait) instead of passing."""
+
+    def __init__(self, barrier: threading.Barrier | None = None) -> None:
+        self.lock = threading.Lock()
+        self.running: list[tuple[str, ...]] = []
+        self.most = 0
+        self.shared_node = False
+        self.ports: list[int] = []
+        self.barrier = barrier
+
+    def __call__(self, cfg, hosts, stage, index):  # type: ignore[no-untyped-def]
+        with self.lock:
+            busy = {h for s in self.running for h in s}
+            self.shared_node |= bool(busy & set(hosts))
+            self.running.append(tuple(hosts))
+            self.most = max(self.most, len(self.running))
+            self.ports.append(cfg.port + index % 500)
+        try:
+            if self.barrier is not None:
+                self.barrier.wait(timeout=30)
+        finally:
+            with self.lock:
+                self.running.remove(tuple(hosts))
+        return sweep_run.SubsetResult(tuple(hosts), stage, 10.0 + len(hosts) + index * 1e-3, "GB/s")
+
+
+def _cfg(hosts) -> SweepConfig:  # type: ignore[no-untyped-def]
+    return SweepConfig(hosts=list(hosts), command=["net"], metric="bandwidth", agent=["ssh"])
+
+
+def test_a_round_runs_its_subsets_at_once_and_no_node_twice(monkeypatch):
+    hosts = [f"h{i}" for i in range(8)]
+    launches = _Launches(threading.Barrier(4))   # 4 disjoint pairs a round, all waiting for each other
+    monkeypatch.setattr(sweep_run, "run_subset", launches)
+    p = plan.build(hosts, single=False, pair_mode="all")
+    results = run_sweep(_cfg(hosts), p)
+    assert launches.most == 4 and not launches.shared_node
+    assert [r.hosts for r in results] == [s for rnd in p.rounds() for s in rnd.subsets]
+    assert len(set(launches.ports)) == len(results)   # each launch its own rendezvous port
+
+
+def test_parallel_bounds_the_launches_at_once(monkeypatch):
+    hosts = [f"h{i}" for i in range(8)]
+    launches = _Launches(threading.Barrier(2))
+    monkeypatch.setattr(sweep_run, "run_subset", launches)
+    results = run_sweep(_cfg(hosts), plan.build(hosts, single=False, pair_mode="all", parallel=2))
+    assert launches.most == 2 and len(results) == 28
+
+
+def test_results_are_told_in_the_plan_order_whichever_ends_first(monkeypatch):
+    """The first pair of a round ends last: it waits until every other one has ended."""
+    hosts = [f"h{i}" for i in range(6)]
+    p = plan.build(hosts, single=False, pair_mode="all")
+    firsts = {rnd.subsets[0] for rnd in p.rounds()}
+    ended: list[tuple[str, ...]] = []
+    others_done = threading.Condition()
+
+    def launch(cfg, hosts, stage, index):  # type: ignore[no-untyped-def]
+        hosts = tuple(hosts)
+        with others_done:
+            if hosts in firsts:   # wait (bounded) for the two others of its round
+                rounds_done = sum(1 for e in ended if e in firsts)
+                assert others_done.wait_for(lambda: sum(1 for e in ended if e not in firsts) == 2 * (rounds_done + 1),
+                                            30)
+            ended.append(hosts)
+            others_done.notify_all()
+        return sweep_run.SubsetResult(hosts, stage, 5.0, "GB/s")
+
+    monkeypatch.setattr(sweep_run, "run_subset", launch)
+    told: list[tuple[str, ...]] = []
+    started: list[int] = []
+    run_sweep(_cfg(hosts), p, lambda r: told.append(r.hosts), on_start=lambda k, stage, h: started.append(k))
+    assert all(ended[3 * j + 2] in firsts for j in range(p.round_count()))   # last of each round
+    assert told == [s for rnd in p.rounds() for s in rnd.subsets]
+    assert started == list(range(1, p.launches() + 1))
+
+
+def test_passes_keep_each_subsets_best_and_a_failure_ends_the_sweep(monkeypatch):
+    hosts = [f"h{i}" for i in range(6)]
+    p = plan.build(hosts, pair_mode="ring")
+    launches = _Launches()
+    monkeypatch.setattr(sweep_run, "run_subset", launches)
+    results = run_sweep(_cfg(hosts), p, rounds=3)
+    # the best of three passes: the largest index, the third pass's (index * 1e-3 in the value)
+    assert [r.hosts for r in results] == [s for rnd in p.rounds() for s in rnd.subsets]
+    assert all(r.value >= 10.0 + len(r.hosts) + 2 * p.launches() * 1e-3 for r in results)
+
+    ended: list[bool] = []
+
+    def broken(cfg, hosts, stage, index):  # type: ignore[no-untyped-def]
+        raise UsageError("cannot start the launch agent 'nossh': No such file or directory")
+
+    monkeypatch.setattr(sweep_run, "run_subset", broken)
+    monkeypatch.setattr(sweep_run.tr, "end_all", lambda: ended.append(True))
+    with pytest.raises(UsageError, match="nossh"):
+        run_sweep(_cfg(hosts), p)
+    assert ended == [True]   # what the round had started is ended too

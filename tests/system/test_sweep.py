@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shlex
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -107,8 +108,43 @@ def test_sweep_says_subset_k_of_n_with_an_eta(tmp_path):
     assert b"subset 1/6: single a" in err_tty and b"ETA" in err_tty and b"subset 6/6: pair" in err_tty
     rc, out_pipe, err_pipe = _run(args, tty_stderr=False, timeout=120)
     lines = err_pipe.decode().splitlines()
-    assert not ESCAPE.search(err_pipe) and len(lines) == 7 and lines[0].startswith("# single a ")
+    # the plan first, then each subset's value in the plan's order (a round's singles run at once)
+    assert not ESCAPE.search(err_pipe) and len(lines) == 8 and lines[0].startswith("# plan: 4 rounds, 6 launches")
+    assert [line.split()[1:3] for line in lines[1:7]] == [["single", "a"], ["single", "b"], ["single", "c"],
+                                                          ["pair", "b+c"], ["pair", "a+c"], ["pair", "a+b"]]
     assert lines[-1].startswith("# run ") and not any("subset" in line for line in lines)
     assert _skeleton(out_tty) == _skeleton(out_pipe)
     rc, _, err_quiet = _run([*args[:-3], "--quiet", *args[-3:]], tty_stderr=True, timeout=120)
     assert err_quiet == b""
+
+
+def test_ctrl_c_ends_every_launch_of_a_round(tmp_path):
+    """Four singles of a round run at once, each in an agent of its own session (out of reach of
+    the terminal's Ctrl-C); SIGINT to the sweep ends all four, not only the sweep."""
+    import signal
+
+    import psutil
+    from process_helpers import wait_until
+
+    agent = tmp_path / "agent"
+    agent.write_text("#!" + sys.executable + "\n"
+                     "import os, sys, time\n"
+                     f"open(os.path.join({str(tmp_path)!r}, sys.argv[1] + '.pid'), 'w').write(str(os.getpid()))\n"
+                     "time.sleep(300)\n")
+    agent.chmod(agent.stat().st_mode | stat.S_IEXEC)
+    hosts = ["a", "b", "c", "d"]
+    p = subprocess.Popen([sys.executable, "-m", "clusterbench", "sweep", "--hosts", ",".join(hosts), "--agent",
+                          str(agent), "--db", str(tmp_path / "s.db"), "--quiet", "--", "coll", "all_reduce"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pids = [tmp_path / f"{h}.pid" for h in hosts]
+    try:
+        wait_until(lambda: all(f.exists() and f.read_text() for f in pids), 60, "the 4 launches of round 1")
+        agents = [int(f.read_text()) for f in pids]
+        p.send_signal(signal.SIGINT)
+        _out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
+    wait_until(lambda: not any(psutil.pid_exists(a) and psutil.Process(a).status() != psutil.STATUS_ZOMBIE
+                               for a in agents), 30, "every agent ended")

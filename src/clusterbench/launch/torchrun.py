@@ -112,6 +112,21 @@ class HostsResult:
         return not self.timed_out and all(rc == 0 for rc in self.returncodes.values())
 
 
+# Every host process started and not yet waited for. A caller that runs launches in threads
+# (sweep rounds) ends them all with end_all() when it is interrupted: Ctrl-C reaches the main
+# thread only, and these processes are in sessions of their own, out of the terminal's reach.
+_LIVE: dict[int, HostProcess] = {}
+_LIVE_LOCK = threading.Lock()
+
+
+def end_all() -> None:
+    """End every host process still running (a launch interrupted in another thread)."""
+    with _LIVE_LOCK:
+        live = list(_LIVE.values())
+    for hp in live:
+        _kill(hp)
+
+
 def _pump(stream, sink) -> None:
     for line in iter(stream.readline, ""):
         sink(line.rstrip("\n"))
@@ -160,9 +175,13 @@ def start_on_hosts(hosts: Sequence[str], agent: Sequence[str], per_host: Sequenc
             threading.Thread(target=_pump, args=(p.stdout, out_sink), daemon=True).start()
             threading.Thread(target=_pump, args=(p.stderr, hp.stderr.append), daemon=True).start()
             procs.append(hp)
+            with _LIVE_LOCK:
+                _LIVE[id(hp)] = hp
     except BaseException:
         for hp in procs:
             _kill(hp)
+            with _LIVE_LOCK:
+                _LIVE.pop(id(hp), None)
         raise
     return procs
 
@@ -192,6 +211,8 @@ def wait_hosts(procs: list[HostProcess], timeout: float, grace: float = 5.0) -> 
     finally:
         for hp in procs:
             _kill(hp)
+            with _LIVE_LOCK:
+                _LIVE.pop(id(hp), None)
     time.sleep(0.1)  # let the pump threads drain the pipes
     return HostsResult(
         hosts=[hp.host for hp in procs],

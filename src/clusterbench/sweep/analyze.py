@@ -246,10 +246,15 @@ def _best(items: Iterable[tuple[K, float]], higher_is_better: bool) -> dict[K, f
     return best
 
 
+def _best_pairs(results: Sequence[SubsetResult], higher_is_better: bool) -> dict[frozenset[str], float]:
+    """Each subset of the pair stage once, with its best value."""
+    return _best(((frozenset(r.hosts), r.value) for r in results if r.stage == "pair" and r.value is not None),
+                 higher_is_better)
+
+
 def node_pair_scores(results: Sequence[SubsetResult], higher_is_better: bool = True) -> dict[str, float]:
     """Each node's median pair value, each pair counted once with its best value."""
-    best = _best(((frozenset(r.hosts), r.value) for r in results if r.stage == "pair" and r.value is not None),
-                 higher_is_better)
+    best = _best_pairs(results, higher_is_better)
     per: dict[str, list[float]] = {}
     for hosts, value in best.items():
         for h in hosts:
@@ -378,9 +383,17 @@ def analyze(results: Sequence[SubsetResult], *, threshold: float = 3.5, min_rel_
     singles = {r.hosts[0]: r.value for r in results if r.stage == "single" and r.value is not None}
     pairs = node_pair_scores(results, higher_is_better)
     unit = next((r.unit for r in results if r.value is not None), "")
+    victims: list[str] = []
     for stage, scores in (("single", singles), ("pair", pairs)):
-        for o in flag_outliers(scores, threshold=threshold, higher_is_better=higher_is_better,
-                               min_rel_dev=min_rel_dev):
+        flagged = flag_outliers(scores, threshold=threshold, higher_is_better=higher_is_better,
+                                min_rel_dev=min_rel_dev)
+        if stage == "pair":
+            cleared = partners_victims([o.key for o in flagged], _best_pairs(results, higher_is_better), pairs,
+                                       threshold=threshold, min_rel_dev=min_rel_dev,
+                                       higher_is_better=higher_is_better)
+            flagged = [o for o in flagged if o.key not in cleared]
+            victims = [f"{h} (slow only with {', '.join(cleared[h])})" for h in cleared]
+        for o in flagged:
             evidence = [o.describe(unit)]
             if stage == "pair":
                 evidence += [f"{'+'.join(r.hosts)}: {r.value:.4g} {unit}" for r in results
@@ -408,8 +421,40 @@ def analyze(results: Sequence[SubsetResult], *, threshold: float = 3.5, min_rel_
                                min_rel_dev=min_rel_dev):
             for h in sorted(h for h, sw in switches.items() if sw == o.key and h in pairs):
                 add(h, f"behind switch {o.key}, an outlier", [_describe_switch(o, unit)])
-    return Analysis(singles, pairs, list(suspects.values()), switch_scores, sends, receives,
-                    _unmatched_warning(results))
+    warnings = _unmatched_warning(results)
+    if victims:
+        warnings.append(f"not named for their pair scores, which only their pairs with suspects made slow: "
+                        f"{'; '.join(victims)}")
+    return Analysis(singles, pairs, list(suspects.values()), switch_scores, sends, receives, warnings)
+
+
+def partners_victims(flagged: Sequence[str], best_pairs: Mapping[frozenset[str], float],
+                     scores: Mapping[str, float], *, threshold: float, min_rel_dev: float,
+                     higher_is_better: bool) -> dict[str, list[str]]:
+    """The flagged nodes whose pair score is an outlier only through their pairs with the other
+    flagged nodes, each with those partners. A healthy node paired with two degraded ones of its
+    three partners (random matchings at fleet size: about one node in 3,000 at 1% degraded) has a
+    slow median like theirs; without those pairs its median is the healthy one. A degraded node
+    stays slow in its pairs with anyone, so it is never cleared; one whose every pair is with
+    another suspect has nothing else to be judged by, and stays named."""
+    named = set(flagged)
+    if len(named) < 2:
+        return {}
+    by_node: dict[str, list[tuple[str, float]]] = {h: [] for h in named}
+    for hosts, v in best_pairs.items():
+        for h in hosts & named:
+            by_node[h] += [(other, v) for other in hosts if other != h]
+    out: dict[str, list[str]] = {}
+    for h in flagged:
+        with_suspects = sorted({o for o, _ in by_node[h] if o in named})
+        rest = [v for o, v in by_node[h] if o not in named]
+        if not with_suspects or not rest:
+            continue
+        again = {**scores, h: median(rest)}
+        if not any(o.key == h for o in flag_outliers(again, threshold=threshold, higher_is_better=higher_is_better,
+                                                     min_rel_dev=min_rel_dev)):
+            out[h] = with_suspects
+    return out
 
 
 def _unmatched_warning(results: Sequence[SubsetResult]) -> list[str]:

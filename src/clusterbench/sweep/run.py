@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from clusterbench.launch import torchrun as tr
 from clusterbench.launch.common import Spec
+from clusterbench.sweep import plan
 from clusterbench.sweep.analyze import SubsetResult, no_measurement, pick_value, read_directions
 
 
@@ -80,36 +82,103 @@ def _better(kept: SubsetResult | None, new: SubsetResult, higher_is_better: bool
     return new if wins else kept
 
 
-def run_sweep(cfg: SweepConfig, subsets: Sequence[tuple[str, tuple[str, ...]]],
+def run_sweep(cfg: SweepConfig, subsets: Sequence[tuple[str, tuple[str, ...]]] | plan.Plan,
               on_result: Callable[[SubsetResult], None] | None = None, *, rounds: int = 1,
               higher_is_better: bool = True,
               on_start: Callable[[int, str, tuple[str, ...]], None] | None = None,
               on_note: Callable[[str], None] | None = None) -> list[SubsetResult]:
-    """Run every subset ``rounds`` times, in reverse order on odd rounds, and keep each subset's
-    best result: a transient (a busy host, the first launch after boot) costs a subset one round,
-    not its score, while a degraded node is slow in every round. ``on_start(k, stage, hosts)``
-    is told before the k-th launch (from 1), ``on_result`` after it. A round in which every
-    subset failed with a host the agent could not reach is the last (``on_note`` says so)."""
+    """Run every subset of the plan ``rounds`` times, the plan backwards on odd passes, and keep
+    each subset's best result: a transient (a busy host, the first launch after boot) costs a
+    subset one pass, not its score, while a degraded node is slow in every pass. The subsets of a
+    plan's round run at once (at most ``plan.parallel``), each in a thread of its own; a list of
+    subsets is run one at a time. ``on_start(k, stage, hosts)`` is told before the k-th launch
+    (from 1), ``on_result`` after it, both in this thread and in the round's order, so that what
+    a sweep prints does not depend on which launch of a round ended first. The results are in
+    the plan's order (the first pass's). A pass in which every subset failed with a host the agent
+    could not reach is the last (``on_note`` says so)."""
     cfg = dataclasses.replace(cfg, higher_is_better=higher_is_better)
-    best: dict[int, SubsetResult] = {}
-    for rnd in range(rounds):
-        order = list(enumerate(subsets))
-        if rnd % 2:
-            order.reverse()
-        cut_off = True   # every subset so far failed with a host the agent could not reach
-        for k, (i, (stage, hosts)) in enumerate(order, 1):
+    the_plan = subsets if isinstance(subsets, plan.Plan) else plan.listed(subsets)
+    per_pass = the_plan.launches()
+    best: list[SubsetResult | None] = [None] * per_pass
+    # the place of each round's first subset in the plan's order, to key results across passes
+    starts = the_plan.round_starts()
+    launched = 0
+    try:
+        for p in range(rounds):
+            cut_off = True   # every subset so far failed with a host the agent could not reach
+            for rnd in the_plan.rounds(reverse=p % 2 == 1):
+                base = starts[rnd.number - 1]
+                n = len(rnd.subsets)
+                # a reversed round lists its subsets backwards: their places in the plan order
+                places = [base + (n - 1 - k if p % 2 else k) for k in range(n)]
+                jobs = [(places[k], rnd.stage, rnd.subsets[k]) for k in range(n)]
+                for (i, _, _), r in _run_round(cfg, jobs, the_plan.parallel, p * per_pass,
+                                                       launched, on_start):
+                    best[i] = _better(best[i], r, higher_is_better)
+                    cut_off = cut_off and r.value is None and bool(r.unreachable)
+                    if on_result is not None:
+                        on_result(r)
+                launched += n
+            if cut_off and p + 1 < rounds:
+                # no subset reached all its hosts: another pass only repeats the agent's failures,
+                # for as many passes as --rounds says, and ranks nothing
+                if on_note is not None:
+                    on_note(f"no subset could reach its hosts in round {p + 1} of {rounds}: "
+                            "the other rounds were not run")
+                break
+    except BaseException:
+        tr.end_all()   # launches of this round still running in other threads
+        raise
+    return [r for r in best if r is not None]
+
+
+def _run_round(cfg: SweepConfig, jobs: list[tuple[int, str, tuple[str, ...]]], parallel: int | None,
+               offset: int, launched: int,
+               on_start: Callable[[int, str, tuple[str, ...]], None] | None
+               ) -> Iterator[tuple[tuple[int, str, tuple[str, ...]], SubsetResult]]:
+    """Each job of one round with its result, in the jobs' order, at most ``parallel`` running
+    at once. The index of a job (its place in the plan, plus ``offset`` for a later pass) picks
+    its rendezvous port and id: the subsets of a round run side by side."""
+    width = min(len(jobs), parallel or len(jobs))
+    if width <= 1:   # one at a time: in this thread, as a sweep always ran
+        for k, (i, stage, hosts) in enumerate(jobs):
             if on_start is not None:
-                on_start(rnd * len(subsets) + k, stage, hosts)
-            r = run_subset(cfg, hosts, stage, rnd * len(subsets) + i)
-            best[i] = _better(best.get(i), r, higher_is_better)
-            cut_off = cut_off and r.value is None and bool(r.unreachable)
-            if on_result is not None:
-                on_result(r)
-        if cut_off and rnd + 1 < rounds:
-            # no subset reached all its hosts: another round only repeats the agent's failures,
-            # for as many rounds as --rounds says, and ranks nothing
-            if on_note is not None:
-                on_note(f"no subset could reach its hosts in round {rnd + 1} of {rounds}: "
-                        "the other rounds were not run")
-            break
-    return [best[i] for i in range(len(subsets))]
+                on_start(launched + k + 1, stage, hosts)
+            yield (i, stage, hosts), run_subset(cfg, hosts, stage, offset + i)
+        return
+    done: dict[int, SubsetResult | BaseException] = {}
+    lock = threading.Condition()
+
+    def work(k: int) -> None:
+        i, stage, hosts = jobs[k]
+        r: SubsetResult | BaseException
+        try:
+            r = run_subset(cfg, hosts, stage, offset + i)
+        except BaseException as e:   # raised in the caller's thread, as a launch one at a time does
+            r = e
+        with lock:
+            done[k] = r
+            lock.notify_all()
+
+    started = 0
+    running = 0
+    for k in range(len(jobs)):
+        with lock:   # a free slot: fewer than `width` jobs started and not yet reported
+            while running >= width:
+                lock.wait()
+                running = started - len(done)
+        i, stage, hosts = jobs[k]
+        if on_start is not None:
+            on_start(launched + k + 1, stage, hosts)
+        threading.Thread(target=work, args=(k,), daemon=True, name=f"sweep-subset-{i}").start()
+        started += 1
+        with lock:
+            running = started - len(done)
+    for k in range(len(jobs)):
+        with lock:
+            while k not in done:
+                lock.wait()
+            r = done.pop(k)
+        if isinstance(r, BaseException):   # an agent that cannot start, say: no use going on
+            raise r
+        yield jobs[k], r

@@ -12,6 +12,7 @@ from qualify_profiles import CASES, _runs
 from stored_runs import _no_wall, _ok
 from sweep_results import HOSTS, UNIT, _directed
 
+from clusterbench.sweep import plan
 from clusterbench.sweep import run as sweep_run
 from clusterbench.sweep.analyze import SubsetResult
 
@@ -192,3 +193,54 @@ def test_a_node_flagged_for_its_send_score_fails_its_junit_case(capsys, tmp_path
     failure = cases["n3"].find("failure")
     assert failure is not None and "send" in failure.get("message", "")
     assert all(cases[h].find("failure") is None for h in ("n1", "n2", "n4"))
+
+
+def test_sweep_print_shows_the_plan_and_runs_nothing(capsys, db, launched_sweep_qualify):
+    rc, out, err = cli(capsys, "sweep", "--hosts", "gpu[01-06]", "--db", db, "--print", "--parallel", "2",
+                       "--test-seconds", "60", "--", "coll", "all_reduce")
+    _ok(rc, out, err)
+    lines = out.splitlines()
+    assert lines[:4] == ["# sweep of 6 nodes", "# single (every node alone): 1 round of 6",
+                         "# pair (all pairs, circle method): 5 rounds of 3",
+                         "# plan: 6 rounds, 21 launches, 13 waves (at most 2 launches at once); projected 13 min "
+                         "at 60 s a test"]
+    rounds = [line.split(": ", 1)[1].split() for line in lines[4:]]
+    assert len(rounds) == 6 and rounds[0] == [f"gpu0{i}" for i in range(1, 7)]
+    pairs = {frozenset(p.split("+")) for r in rounds[1:] for p in r}
+    assert len(pairs) == 15 and all(len(r) == 3 for r in rounds[1:])
+    assert launched_sweep_qualify == [] and _runs(db) == []
+
+
+def test_sweep_print_json_and_random_matchings(capsys, db, launched_sweep_qualify):
+    from json_schema import check_lines
+
+    hosts = f"gpu[001-{plan.AUTO_ALL_PAIRS_UP_TO + 8:03d}]"
+    rc, out, err = cli(capsys, "sweep", "--hosts", hosts, "--db", db, "--print", "--json", "--no-single",
+                       "--partners", "4", "--rounds", "2")
+    _ok(rc, out, err)
+    [line] = check_lines(out)
+    assert line["kind"] == "summary" and line["run"] is None and line["hosts"] == plan.AUTO_ALL_PAIRS_UP_TO + 8
+    assert line["counts"] == {"rounds": 4, "launches": 80, "waves": 4, "passes": 2} and line["seconds"] == 240.0
+    assert launched_sweep_qualify == [] and _runs(db) == []
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--pairs", "ring", "--partners", "5"], "--partners is for --pairs random (or auto), not --pairs ring"),
+    (["--pairs", "all", "--seed", "2"], "--seed is for --pairs random"),
+    (["--batch", "3", "--partners", "5"], "--batch and --partners cannot be used together"),
+    (["--parallel", "0"], "--parallel"),
+])
+def test_sweep_refuses_options_that_would_change_nothing(capsys, db, launched_sweep_qualify, args, words):
+    rc, _, err = cli(capsys, "sweep", "--hosts", "a,b,c,d", "--db", db, *args, "--", "coll", "all_reduce")
+    assert rc == 2 and err.count("\n") == 1 and words in err, err
+    assert launched_sweep_qualify == []
+
+
+def test_sweep_runs_its_rounds_and_names_the_slow_node(capsys, db, launched_sweep_qualify):
+    """The default (auto: all pairs for 4 nodes) runs every pair once, in rounds of disjoint ones."""
+    rc, out, err = cli(capsys, "sweep", "--hosts", "a,b,c,d", "--db", db, "--no-single", "--", "coll", "all_reduce")
+    assert rc == 1, err
+    ran = [frozenset(s) for s in launched_sweep_qualify]
+    assert len(ran) == 6 and set(ran) == {frozenset(p) for p in plan.pairs(["a", "b", "c", "d"])}
+    assert "# plan: 3 rounds, 6 launches, 3 waves (a whole round at once)" in err
+    assert "SUSPECT" in out and "c" in out

@@ -4,6 +4,7 @@ nodes, ranks nodes by their results, and names the outliers with the evidence.""
 from __future__ import annotations
 
 import sys
+from collections import deque
 
 import click
 
@@ -48,7 +49,14 @@ from clusterbench.store.location import for_other_hosts
 from clusterbench.store.runs import check_writable, save_run
 from clusterbench.sweep import plan
 from clusterbench.sweep.analyze import SubsetResult, analyze, parse_topology
-from clusterbench.sweep.report import NodeVerdict, node_verdicts, table_lines, to_run
+from clusterbench.sweep.report import (
+    NodeVerdict,
+    node_verdicts,
+    plan_lines,
+    plan_summary,
+    table_lines,
+    to_run,
+)
 from clusterbench.sweep.run import SweepConfig, run_sweep
 from clusterbench.textfile import read_user_text
 from clusterbench.units import parse_rate
@@ -65,9 +73,23 @@ DEFAULT_COMMAND = ("coll", "all_reduce", "-b", "32M", "-e", "32M", "--device", "
 @click.option("--agent-exec", is_flag=True,
               help="The agent runs its words as an argument list (srun -N1 -n1 -w, kubectl exec) "
                    "instead of a shell line (ssh): do not quote them.")
-@click.option("--pairs", "pair_mode", type=click.Choice(plan.PAIR_MODES), default="all", show_default=True,
-              help="Pairs to test: all, a ring (n pairs, for large clusters), or none.")
+@click.option("--pairs", "pair_mode", type=click.Choice(plan.PAIR_MODES), default="auto", show_default=True,
+              help=f"Pairs to test: all (n-1 rounds), a ring (2-3 rounds; 1-2 partners a node), random "
+                   f"(--partners rounds of random disjoint pairs), or none; auto: all up to "
+                   f"{plan.AUTO_ALL_PAIRS_UP_TO} nodes, random above.")
+@click.option("--partners", type=Count(1, MAX_NODES), default=plan.DEFAULT_PARTNERS, show_default=True,
+              help="--pairs random: distinct partners of every node (3 or more, so that the median of "
+                   "its pairs names a degraded node and not its partners).")
+@click.option("--seed", type=Count(0), default=plan.DEFAULT_SEED, show_default=True,
+              help="--pairs random: the seed of the matchings (the same seed, the same pairs).")
 @click.option("--batch", type=Count(2, MAX_NODES), default=None, help="Instead of pairs, disjoint groups of this many nodes.")
+@click.option("--parallel", type=Count(1, MAX_NODES), default=None,
+              help="At most this many subsets of a round at once (default: the whole round; the subsets "
+                   "of a round share no node).")
+@click.option("--print", "print_plan", is_flag=True,
+              help="Print the plan (its rounds of subsets and the projected time) and run nothing.")
+@click.option("--test-seconds", type=POSITIVE, default=30.0, show_default=True,
+              help="Seconds one subset's test takes, for the projected time of the plan.")
 @click.option("--no-single", is_flag=True, help="Skip the one-node runs.")
 @click.option("--metric", default=None, help="Record metric to rank by (default: busbw for coll, bandwidth for net).")
 @click.option("--lower-is-better", is_flag=True,
@@ -99,9 +121,10 @@ DEFAULT_COMMAND = ("coll", "all_reduce", "-b", "32M", "-e", "32M", "--device", "
 @tag_option
 @quiet_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_is_better, threshold,
-          min_rel_dev, topology, link_rate, procs_per_node, single_procs, envs, port, join_timeout, timeout,
-          rounds, junit, on_fail: OnFail, as_json, db, tags, quiet, command) -> int:
+def sweep(hosts, agent, agent_exec, pair_mode, partners, seed, batch, parallel, print_plan, test_seconds,
+          no_single, metric, lower_is_better, threshold, min_rel_dev, topology, link_rate, procs_per_node,
+          single_procs, envs, port, join_timeout, timeout, rounds, junit, on_fail: OnFail, as_json, db, tags,
+          quiet, command) -> int:
     """Find the bad node: the test (after --; default a collective or `net`) on each node alone
     and on pairs of nodes, launched with torchrun on each host through an ssh-like agent.
 
@@ -109,6 +132,9 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
     --on-fail, suspects are drained (Slurm) or tainted (Kubernetes): --hosts must then be the
     scheduler's node names."""
     refuse_together("batch", "pair_mode")
+    refuse_together("batch", "partners")
+    refuse_together("batch", "seed")
+    _random_only(pair_mode, "partners", "seed")
     host_list = parse_hosts(hosts)
     if len(host_list) < 2:
         raise UsageError("--hosts: a sweep needs at least 2 nodes")
@@ -126,13 +152,12 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
     switches = parse_topology(read_user_text(topology, "--topology"), topology) if topology else None
     if topology and not switches:   # nothing to group by: a wrong file, or a pipe that gave nothing
         raise UsageError(f"--topology {topology}: no leaf switch line (SwitchName=NAME Nodes=HOSTLIST)")
-    subsets: list[tuple[str, tuple[str, ...]]] = []
-    if not no_single:
-        subsets += [("single", (h,)) for h in host_list]
-    groups = plan.batches(host_list, batch) if batch else plan.pairs(host_list, pair_mode)
-    subsets += [("pair", tuple(g)) for g in groups]
-    if not subsets:
+    the_plan = plan.build(host_list, single=not no_single, pair_mode=pair_mode, batch=batch, partners=partners,
+                          seed=seed, parallel=parallel)
+    if not the_plan.launches():
         raise UsageError("nothing to run: --no-single with --pairs none")
+    if print_plan:
+        return _print_plan(the_plan, host_list, test_seconds, rounds, metric, as_json)
     run_tags = parse_tags(tags)
     rate = parse_rate(link_rate) if link_rate else None
     # "ssh -p" as words, refused when empty or unparsable (an unclosed quote) before any node runs
@@ -155,14 +180,29 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
                       port=port, join_timeout=join_timeout, timeout=timeout)
     started = utc_now()
 
-    total = len(subsets) * rounds
+    total = the_plan.launches() * rounds
+    if not quiet:
+        print(f"# {plan_summary(the_plan, test_seconds, rounds)}", file=sys.stderr, flush=True)
     bar = Progress(wanted(quiet), f"subset 1/{total}", total=total)
 
+    # launched and not yet reported, oldest first: results come in the plan's order, so the bar
+    # names the launch the sweep waits for, and how many more of its round run beside it
+    pending: deque[str] = deque()
+
+    def waiting_for() -> str | None:
+        if not pending:
+            return None
+        more = f" (+{len(pending) - 1} at once)" if len(pending) > 1 else ""
+        return pending[0] + more
+
     def launching(k: int, stage: str, hosts: tuple[str, ...]) -> None:
-        bar.update(f"subset {k}/{total}: {stage} {'+'.join(hosts)}")
+        pending.append(f"subset {k}/{total}: {stage} {'+'.join(hosts)}")
+        bar.update(waiting_for())
 
     def progress(r: SubsetResult) -> None:
-        bar.update(advance=1)
+        if pending:
+            pending.popleft()
+        bar.update(waiting_for(), advance=1)
         if quiet:
             return
         what = f"{r.value:.4g} {r.unit}" if r.value is not None else f"FAILED: {r.error}"
@@ -171,7 +211,7 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
     known = family.metric(metric)
     hib = not lower_is_better and (known is None or known.higher_is_better)
     with bar:
-        results = run_sweep(cfg, subsets, progress, rounds=rounds, higher_is_better=hib, on_start=launching,
+        results = run_sweep(cfg, the_plan, progress, rounds=rounds, higher_is_better=hib, on_start=launching,
                             on_note=lambda text: print(printable(f"# note: {text}"), file=sys.stderr, flush=True))
     result = analyze(results, threshold=threshold, min_rel_dev=min_rel_dev, higher_is_better=hib,
                      switches=switches)
@@ -198,6 +238,35 @@ def sweep(hosts, agent, agent_exec, pair_mode, batch, no_single, metric, lower_i
         emit(summary_line("sweep", run=run.id, metric=metric, hosts=len(host_list),
                           suspects=sorted(suspects), exit_code=code))
     return code
+
+
+def _random_only(pair_mode: str, *names: str) -> None:
+    """--partners and --seed shape random matchings: with --pairs all, ring or none they would
+    change nothing, and a sweep never silently drops an option it was given."""
+    if pair_mode in ("auto", "random"):
+        return
+    ctx = click.get_current_context()
+    for name in names:
+        source = ctx.get_parameter_source(name)
+        if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT"):
+            raise UsageError(f"--{name} is for --pairs random (or auto), not --pairs {pair_mode}")
+
+
+def _print_plan(the_plan: plan.Plan, hosts: list[str], test_seconds: float, passes: int, metric: str,
+                as_json: bool) -> int:
+    """--print: the plan, round by round, as it would run; nothing is launched or stored."""
+    if as_json:
+        emit(summary_line("sweep", run=None, metric=metric, hosts=len(hosts), suspects=[], exit_code=0,
+                          counts={"rounds": the_plan.round_count(), "launches": the_plan.launches(),
+                                  "waves": the_plan.waves(), "passes": passes},
+                          seconds=the_plan.projected_seconds({"single": test_seconds, "pair": test_seconds})
+                          * passes))
+        return 0
+    out = sys.stdout
+    for line in plan_lines(the_plan, test_seconds, passes):
+        out.write(printable(line) + "\n")
+    out.flush()
+    return 0
 
 
 def _cases(verdicts: list[NodeVerdict], metric: str) -> list[junit_xml.Case]:
