@@ -44,6 +44,8 @@ BASE: dict[str, list[str]] = {
     "baseline create": ["1", "-o", "{tmp}/base.yaml"] + DB,
     "coll": ["all_reduce", "-b", "8", "-e", "8", "-n", "1", "-w", "0"] + CPU1,
     "compare": ["env=a", "env=b"] + DB,
+    # the fuzz's database holds collective runs and no compute: refused past its options' checks
+    "predict": ["1", "--np", "2"] + DB,
     "ddp-comm": ["--layers", "1", "--size", "1K", "--steps", "1", "--warmup", "0"] + CPU1,
     "env diff": ["1", "2"] + DB,
     "env show": ["1"] + DB,

@@ -48,9 +48,12 @@ def serve(db, tmp_path):
     port = free_port()
     log = open(tmp_path / "serve.log", "w")
     p = subprocess.Popen([sys.executable, "-m", "clusterbench", "serve-metrics", "--port", str(port),
-                          "--db", db, "--profile", "amd-mi300x-oem"], stdout=log, stderr=subprocess.STDOUT)
+                          "--db", db, "--profile", "amd-mi300x-oem", "--refresh", "0.5"],
+                         stdout=log, stderr=subprocess.STDOUT)
     try:
-        _wait(lambda: "clusterbench_" in _get(f"http://127.0.0.1:{port}/metrics"), "serve-metrics answering")
+        # it answers at once, with clusterbench_export_success 0 until its first read is done
+        _wait(lambda: "\nclusterbench_export_success 1.0\n" in _get(f"http://127.0.0.1:{port}/metrics"),
+              "serve-metrics answering with the database read")
         yield port, p
     finally:
         if p.poll() is None:

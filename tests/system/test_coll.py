@@ -635,11 +635,15 @@ def test_serve_metrics_reads_the_database_at_each_scrape_and_stops_on_sigterm(se
     fams = _families(text)
     assert _value(fams[openmetrics.EXPORT_OK], ) == 1.0
     assert not [s for s in fams[BUSBW] if s.labels["host"] == "gpu09"]
-    with Store.open(db) as s:   # a run stored now is on the next scrape
+    with Store.open(db) as s:   # a run stored now is on a scrape once the reader has checked (--refresh)
         s.save_run(Run("coll", hosts=["gpu09"], started_at=night(2)),
                    [Measurement("all_reduce", "busbw", 123.0, "GB/s", {"bytes": 8589934592, "placement": "in"})])
-    fams = _families(_get(f"http://127.0.0.1:{port}/metrics"))
-    assert _value(fams[BUSBW], host="gpu09") == pytest.approx(123e9)
+
+    def gpu09() -> list:
+        return [s for s in _families(_get(f"http://127.0.0.1:{port}/metrics"))[BUSBW] if s.labels["host"] == "gpu09"]
+
+    wait_until(gpu09, 30, "the run stored after the server started on a scrape")
+    assert [s.value for s in gpu09()] == [pytest.approx(123e9)]
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(20) == 0
 

@@ -73,6 +73,22 @@ def refuse_together(*names: str) -> None:
         raise UsageError(f"{' and '.join(given)} cannot be used together: give one")
 
 
+class NoNulText(click.ParamType):
+    """Text that is stored or shown (a host name, a page title): a NUL in it is refused, as the
+    store refuses it in what it keeps as text (no command line from a shell can hold one)."""
+
+    name = "text"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        value = str(value)
+        if "\x00" in value:
+            self.fail("holds a NUL character (\\x00), which no command line from a shell can", param, ctx)
+        return value
+
+
+NO_NUL = NoNulText()
+
+
 class DatabaseParam(click.ParamType):
     """``--db``: an SQLite file path, ``sqlite:///PATH`` or ``postgresql://USER@HOST:PORT/DB``.
     A URL of any other scheme is refused here, before anything runs, instead of becoming a

@@ -8,6 +8,7 @@ import click
 
 from clusterbench.cli.bounds import Count
 from clusterbench.cli.options import (
+    NO_NUL,
     command_line,
     fs_text,
     json_option,
@@ -98,7 +99,7 @@ class _Printer:
 @click.option("--tool", type=click.Choice(TOOLS), default=None,
               help="The tool that wrote the logs (default: detected from each file's content).")
 @tag_option
-@click.option("--host", default=None, metavar="NAME",
+@click.option("--host", type=NO_NUL, default=None, metavar="NAME",
               help="Host the logs come from, for logs that do not name their hosts.")
 @json_option("per imported run, a `measurement` line per result and the `run` record with its status, "
              "errors, `file` and measurement count (with --dry-run only the `run` lines), then a "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from clusterbench.bench.workloads.model import PRESETS, resolve_shape
-from clusterbench.cli.bounds import POSITIVE
+from clusterbench.cli.bounds import MAX_GPUS_PER_NODE, MAX_INT32, MAX_NODES, POSITIVE, Count
 from clusterbench.cli.options import db_option, json_option, since_option
 from clusterbench.errors import UsageError
 from clusterbench.judge.predict_runs import stored_prediction
@@ -46,25 +46,25 @@ def layout_of(np: int | None, nodes: int | None, ranks_per_node: int | None) -> 
 @click.argument("selectors", nargs=-1, required=True, metavar="SELECTOR...")
 @click.option("--preset", type=click.Choice(list(PRESETS)), default="tiny", show_default=True,
               help="train's model shape; the options below override it.")
-@click.option("--layers", type=int, default=None, help="Transformer blocks.")
-@click.option("--hidden", type=int, default=None, help="Model width (FFN defaults to 4x).")
-@click.option("--heads", type=int, default=None, help="Attention heads.")
-@click.option("--kv-heads", type=int, default=None, help="Key/value heads (grouped-query attention).")
-@click.option("--seq", type=int, default=None, help="Sequence length in tokens.")
-@click.option("--vocab", type=int, default=None, help="Vocabulary size.")
-@click.option("--ffn", type=int, default=None, help="MLP inner width.")
-@click.option("--batch", type=int, default=8, show_default=True, help="Global batch in sequences per step.")
+@click.option("--layers", type=Count(0, MAX_INT32), default=None, help="Transformer blocks.")
+@click.option("--hidden", type=Count(0, MAX_INT32), default=None, help="Model width (FFN defaults to 4x).")
+@click.option("--heads", type=Count(0, MAX_INT32), default=None, help="Attention heads.")
+@click.option("--kv-heads", type=Count(0, MAX_INT32), default=None, help="Key/value heads (grouped-query attention).")
+@click.option("--seq", type=Count(0, MAX_INT32), default=None, help="Sequence length in tokens.")
+@click.option("--vocab", type=Count(0, MAX_INT32), default=None, help="Vocabulary size.")
+@click.option("--ffn", type=Count(0, MAX_INT32), default=None, help="MLP inner width.")
+@click.option("--batch", type=Count(0, MAX_INT32), default=8, show_default=True, help="Global batch in sequences per step.")
 @click.option("--strategy", type=click.Choice(STRATEGIES), default="full", show_default=True,
               help="full / hybrid: FSDP2 as train runs it; ddp: DistributedDataParallel of the same model.")
-@click.option("--shard-size", type=click.IntRange(min=1), default=None,
+@click.option("--shard-size", type=Count(1, MAX_NODES * MAX_GPUS_PER_NODE), default=None,
               help="Hybrid shard group size (default: ranks per node).")
 @click.option("--dtype", type=click.Choice((AUTO, *DTYPES)), default=AUTO, show_default=True,
               help="auto: fp32 on CPU nodes, bf16 on GPUs (as train).")
 @click.option("--bucket-cap-mb", type=POSITIVE, default=None,
               help="DDP bucket cap in MiB (default: DDP's, 25 with a 1 MiB first bucket).")
-@click.option("--np", type=click.IntRange(min=1), default=None, help="Ranks in all (default 2).")
-@click.option("--nodes", type=click.IntRange(min=1), default=None, help="Nodes (default: --np / --gpus-per-node).")
-@click.option("--gpus-per-node", "--ranks-per-node", "ranks_per_node", type=click.IntRange(min=1), default=None,
+@click.option("--np", type=Count(1, MAX_NODES * MAX_GPUS_PER_NODE), default=None, help="Ranks in all (default 2).")
+@click.option("--nodes", type=Count(1, MAX_NODES), default=None, help="Nodes (default: --np / --gpus-per-node).")
+@click.option("--gpus-per-node", "--ranks-per-node", "ranks_per_node", type=Count(1, MAX_GPUS_PER_NODE), default=None,
               help="Ranks per node (default 1).")
 @click.option("--vs", "vs", multiple=True, metavar="SELECTOR",
               help="Also predict on another stored fabric, e.g. --vs env=sriov (repeatable).")

@@ -7,7 +7,7 @@ import sys
 import click
 
 from clusterbench.cli.bounds import MAX_NODES, Count
-from clusterbench.cli.options import db_option, json_option, since_option
+from clusterbench.cli.options import NO_NUL, db_option, json_option, since_option
 from clusterbench.judge.compare import ADJUSTMENTS, DEFAULT_ADJUST
 from clusterbench.judge.profiles import load_profile
 from clusterbench.judge.validate import STATUSES
@@ -26,7 +26,7 @@ from clusterbench.store.selectors import GRAMMAR
 @click.option("--link-speed", default=None, metavar="RATE",
               help="Inter-node link speed (e.g. 100Gbps) for the theoretical line and efficiency.")
 @click.option("--nodes", type=Count(2, MAX_NODES), default=None, help="Node count for the theory.")
-@click.option("--title", default=None, help="Page title.")
+@click.option("--title", type=NO_NUL, default=None, help="Page title.")
 @click.option("--adjust", "adjust_by", type=click.Choice(ADJUSTMENTS), default=DEFAULT_ADJUST, show_default=True,
               help="With two groups: how the A/B rows' p-values are adjusted for testing many rows at once, "
                    "as in compare (fdr, holm or none).")
