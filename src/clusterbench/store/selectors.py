@@ -81,9 +81,6 @@ def bench_filter(name: str) -> BenchFilter:
         raise UsageError("empty benchmark name: expected bench:NAME, e.g. bench:all_reduce")
     if not_utf8(name):  # no run holds one, and no database query can carry it
         raise UsageError(f"invalid benchmark name {name!r}: not UTF-8 text")
-    if "\x00" in name:   # no run stores one (store/nul.py): a name with it can only be a mistake
-        raise UsageError(f"invalid benchmark name {name!r}: it holds a NUL character (\\x00), which no "
-                         "benchmark name has")
     for fam in FAMILIES:
         if fam.name == name:
             return BenchFilter(name, fam.benchmarks, fam.prefixes, tool=name)

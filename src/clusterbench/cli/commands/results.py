@@ -10,6 +10,7 @@ import click
 
 from clusterbench.cli.bounds import Count
 from clusterbench.cli.options import (
+    NO_NUL,
     DatabaseParam,
     db_option,
     db_passfile_option,
@@ -72,7 +73,7 @@ def measured_text(benchmarks: list[str], tool: str | None) -> str:
              "and `tool`)")
 @db_option
 @click.option("--limit", type=Count(1, MAX_RUN_ID), default=50, show_default=True)
-@click.option("--benchmark", default=None, metavar="NAME",
+@click.option("--benchmark", type=NO_NUL, default=None, metavar="NAME",
               help="Only runs that measured NAME: a benchmark (all_reduce, stream), a family "
                    "(collectives) or, for imports, the tool (rccl-tests).")
 @since_option
