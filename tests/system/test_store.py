@@ -56,15 +56,17 @@ def test_full_disk_is_one_error_and_stores_nothing(tmp_path):
 
     mnt = tmp_path / "tiny"
     mnt.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)],
+    # room for an empty database and its migrations (about 100 KB, with their journal), not for the run
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)],
                                            capture_output=True).returncode != 0:
         pytest.skip("needs root to mount a small tmpfs")
     try:
         db = mnt / "r.db"
         Store.open(db).close()
         with Store.open(db) as s:
-            big = [Measurement("all_reduce", "busbw", float(i), "GB/s", {"pad": "x" * 200, "i": i})
-                   for i in range(5000)]
+            # 2 MB that no compression shrinks
+            big = [Measurement("all_reduce", "busbw", float(i), "GB/s", {"pad": os.urandom(100).hex(), "i": i})
+                   for i in range(10000)]
             with pytest.raises(StoreError, match="full"):
                 s.save_run(Run(benchmark="coll"), big)
         con = sqlite3.connect(db)
