@@ -7,10 +7,15 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
+
 
 def _special(path: Path, kind: str) -> None:
     if kind == "device":   # /dev/null's numbers, made in the test's directory
-        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        try:
+            os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        except PermissionError:   # (never the real /dev/null: a failing test would replace it)
+            pytest.skip("making a device node needs root (CAP_MKNOD)")
     else:
         os.mkfifo(path)
 
