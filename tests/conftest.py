@@ -88,8 +88,9 @@ class _ProcessGuard:
 
 
 # what ctypes.util.find_library runs to find a shared library (torch and NVML loaders ask it):
-# a lookup in the linker cache, not a process a test depends on
-_LOOKUPS = {"ldconfig"}
+# a lookup in the linker cache, not a process a test depends on; and dmesg, which preflight's
+# kernel log runs where /dev/kmsg cannot be read (a user who is not root): a read of the log
+_LOOKUPS = {"ldconfig", "dmesg"}
 
 
 class ProcessInUnitTest(RuntimeError):
