@@ -14,7 +14,14 @@ from typing import Any, TypeVar
 
 import click
 
-from clusterbench.cli.bounds import MAX_PROCS_PER_NODE, MAX_REPEAT, NON_NEGATIVE, Count, FiniteFloat
+from clusterbench.cli.bounds import (
+    MAX_INT32,
+    MAX_PROCS_PER_NODE,
+    MAX_REPEAT,
+    NON_NEGATIVE,
+    Count,
+    FiniteFloat,
+)
 from clusterbench.errors import UsageError
 from clusterbench.printable import not_utf8, printable
 from clusterbench.ranks.context import RankOptions
@@ -326,3 +333,22 @@ def shown_argv(words: Sequence[str]) -> list[str]:
 @functools.lru_cache(maxsize=4)   # asked for once per run of an import of thousands
 def _command_line(args: tuple[str, ...]) -> tuple[str, ...]:
     return ("clusterbench", *shown_argv(args))
+
+
+# a transformer's shape, as train runs it and predict models it (bench/workloads/model.py): each
+# overrides the --preset's value
+_MODEL_SHAPE = (
+    ("--layers", "Transformer blocks."),
+    ("--hidden", "Model width (FFN defaults to 4x)."),
+    ("--heads", "Attention heads (must divide --hidden)."),
+    ("--kv-heads", "Key/value heads for grouped-query attention."),
+    ("--seq", "Sequence length in tokens."),
+    ("--vocab", "Vocabulary size."),
+    ("--ffn", "MLP inner width."),
+)
+
+
+def model_shape_options(f: F) -> F:
+    for name, text in reversed(_MODEL_SHAPE):
+        f = click.option(name, type=Count(0, MAX_INT32), default=None, help=text)(f)
+    return f

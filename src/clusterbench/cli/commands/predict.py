@@ -7,7 +7,7 @@ import click
 
 from clusterbench.bench.workloads.model import PRESETS, resolve_shape
 from clusterbench.cli.bounds import MAX_GPUS_PER_NODE, MAX_INT32, MAX_NODES, POSITIVE, Count
-from clusterbench.cli.options import db_option, json_option, since_option
+from clusterbench.cli.options import db_option, json_option, model_shape_options, since_option
 from clusterbench.errors import UsageError
 from clusterbench.judge.predict_runs import stored_prediction
 from clusterbench.judge.workload import AUTO, DTYPES, STRATEGIES, TRAIN, Workload, make_layout
@@ -46,13 +46,7 @@ def layout_of(np: int | None, nodes: int | None, ranks_per_node: int | None) -> 
 @click.argument("selectors", nargs=-1, required=True, metavar="SELECTOR...")
 @click.option("--preset", type=click.Choice(list(PRESETS)), default="tiny", show_default=True,
               help="train's model shape; the options below override it.")
-@click.option("--layers", type=Count(0, MAX_INT32), default=None, help="Transformer blocks.")
-@click.option("--hidden", type=Count(0, MAX_INT32), default=None, help="Model width (FFN defaults to 4x).")
-@click.option("--heads", type=Count(0, MAX_INT32), default=None, help="Attention heads.")
-@click.option("--kv-heads", type=Count(0, MAX_INT32), default=None, help="Key/value heads (grouped-query attention).")
-@click.option("--seq", type=Count(0, MAX_INT32), default=None, help="Sequence length in tokens.")
-@click.option("--vocab", type=Count(0, MAX_INT32), default=None, help="Vocabulary size.")
-@click.option("--ffn", type=Count(0, MAX_INT32), default=None, help="MLP inner width.")
+@model_shape_options
 @click.option("--batch", type=Count(0, MAX_INT32), default=8, show_default=True, help="Global batch in sequences per step.")
 @click.option("--strategy", type=click.Choice(STRATEGIES), default="full", show_default=True,
               help="full / hybrid: FSDP2 as train runs it; ddp: DistributedDataParallel of the same model.")

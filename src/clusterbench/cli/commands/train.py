@@ -12,8 +12,8 @@ from clusterbench.bench.workloads import train as train_main
 from clusterbench.bench.workloads.model import PRESETS, resolve_shape
 from clusterbench.bench.workloads.train import DTYPES, STRATEGIES, train_config, train_options
 from clusterbench.cli.bench import run_benchmark_command
-from clusterbench.cli.bounds import MAX_INT32, MAX_INT64, MAX_ITERATIONS, POSITIVE, Count
-from clusterbench.cli.options import RunOutput, rank_options, run_output
+from clusterbench.cli.bounds import MAX_INT64, MAX_ITERATIONS, POSITIVE, Count
+from clusterbench.cli.options import RunOutput, model_shape_options, rank_options, run_output
 from clusterbench.ranks.context import RankOptions
 from clusterbench.ranks.driver import Job
 
@@ -21,13 +21,7 @@ from clusterbench.ranks.driver import Job
 @click.command("train")
 @click.option("--preset", type=click.Choice(list(PRESETS)), default="tiny", show_default=True,
               help="Model shape: tiny (seconds on a CPU), 1b or 8b (GPU); the options below override it.")
-@click.option("--layers", type=Count(0, MAX_INT32), default=None, help="Transformer blocks.")
-@click.option("--hidden", type=Count(0, MAX_INT32), default=None, help="Model width (FFN defaults to 4x).")
-@click.option("--heads", type=Count(0, MAX_INT32), default=None, help="Attention heads (must divide --hidden).")
-@click.option("--kv-heads", type=Count(0, MAX_INT32), default=None, help="Key/value heads for grouped-query attention.")
-@click.option("--seq", type=Count(0, MAX_INT32), default=None, help="Sequence length in tokens.")
-@click.option("--vocab", type=Count(0, MAX_INT32), default=None, help="Vocabulary size.")
-@click.option("--ffn", type=Count(0, MAX_INT32), default=None, help="MLP inner width.")
+@model_shape_options
 @click.option("--batch", type=Count(high=None), default=8, show_default=True,
               help="Global batch in sequences per step, split evenly over the ranks.")
 @click.option("--steps", type=Count(1, MAX_ITERATIONS), default=20, show_default=True,
