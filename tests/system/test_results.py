@@ -28,6 +28,7 @@ from pg_fixtures import (
 )
 from process_helpers import assert_all_gone, process_family
 from store_raw import _ms
+from store_raw import _runs as _raw_runs
 from stored_runs import (
     OSU_BW,
     _ids,
@@ -112,15 +113,6 @@ def cli_to_full_disk(*argv: object) -> subprocess.CompletedProcess[str]:
 SRC_store_conc = str(ROOT / "src")
 
 
-def _store_conc_runs(db: Path) -> list[tuple[int, int]]:
-    """(run id, measurements stored) of every run, read outside clusterbench."""
-    conn = sqlite3.connect(db)
-    try:
-        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        return conn.execute("SELECT r.id, coalesce((SELECT sum(count) FROM measurement_packs p"
-                            " WHERE p.run_id = r.id), 0) FROM runs r ORDER BY r.id").fetchall()
-    finally:
-        conn.close()
 
 
 NCCL_LOG_store_conc = TESTS / "data" / "nccl-tests" / "seed-mi300x-rccl-all_reduce-8gpu.txt"
@@ -389,7 +381,7 @@ def test_import_from_a_pipe_held_open_leaves_the_write_lock_to_others(tmp_path):
         os.close(write_end)
     _, err = importer.communicate(timeout=120)
     assert importer.returncode == 0, err
-    assert len(_store_conc_runs(db)) == 2
+    assert len(_raw_runs(db)) == 2
     assert list(spool.iterdir()) == []            # the temporary copy is gone
     shown = _store_conc_cb("results", "show", "2", "--json", "--db", db, env=env)
     assert '"stdin"' in shown.stdout and "clusterbench-import-" not in shown.stdout

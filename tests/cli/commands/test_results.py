@@ -181,15 +181,6 @@ def home(tmp_path, monkeypatch):
     return data
 
 
-
-
-def cli_store_probe(capsys, *argv):
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
-
-
 # (benchmark column, source, started_at, tags, measured benchmarks)
 RUNS_store_selectors = [
     ("coll", "clusterbench 0.1.0", "2026-11-01T10:00:00.000Z", {"env": "a"}, ["all_reduce", "all_gather"]),
@@ -783,9 +774,9 @@ def test_bench_prefix_and_tool_are_case_sensitive_on_sqlite(capsys, tmp_path):
     osu_) and a run of tool "OSU 7.0" on SQLite only."""
     db = str(tmp_path / "r.db")
     build_probe_db(capsys, db, tmp_path)
-    rc, out, _ = cli_store_probe(capsys, "results", "list", "--benchmark", "osu", "--json", "--db", db)
+    rc, out, _ = cli_store_options(capsys, "results", "list", "--benchmark", "osu", "--json", "--db", db)
     assert rc == 0 and [json.loads(x)["tool"] for x in out.splitlines()] == ["osu"]
-    rc, out, _ = cli_store_probe(capsys, "results", "list", "--benchmark", "OSU", "--json", "--db", db)
+    rc, out, _ = cli_store_options(capsys, "results", "list", "--benchmark", "OSU", "--json", "--db", db)
     assert rc == 0 and [json.loads(x)["tool"] for x in out.splitlines()] == ["OSU"]
 
 
