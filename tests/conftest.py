@@ -187,6 +187,25 @@ def statements(monkeypatch):
 
 
 @pytest.fixture
+def no_gpu_torch(monkeypatch):
+    """A torch that sees no GPU, built for CUDA (PyPI's default wheel), on an MI300X node."""
+    import torch
+
+    from clusterbench.envinfo import torchcheck
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    monkeypatch.setattr(torch.version, "cuda", "12.6")
+    monkeypatch.setattr(torch.version, "hip", None)
+    real = torchcheck.evidence
+    monkeypatch.setattr(torchcheck, "evidence", lambda root="/", use_libraries=True:
+                        real(DATA / "sysfs" / "mi300x-node", use_libraries=False))
+    monkeypatch.setattr(torchcheck, "rocm_version", lambda root="/": "6.2")
+    for var in torchcheck.VISIBILITY_VARS:
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
 def db_store_selectors(any_db):
     return any_db
 

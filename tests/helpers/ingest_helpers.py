@@ -129,3 +129,23 @@ GH200 = "issue369-v2.17.8-gh200-wrong-nonzero-oob-failed.txt"   # nccl-tests 2.1
 
 def is_row(line: str) -> bool:
     return line[:1] == " " and line.split()[0].isdecimal()
+
+
+def lines_import_nccl(name: str) -> list[str]:
+    """The lines of a real nccl-tests log (tests/data/nccl-tests)."""
+    return (DATA / "nccl-tests" / name).read_text().splitlines()
+
+
+def with_cycles(name: str, cycles: int) -> str:
+    """nccl-tests -N <cycles> (TimeTest's do/while since 2024-07): the rows printed again right
+    after the last one; the footer's average is the mean of all of them (the same here)."""
+    out, rows = [], []
+    for ln in lines_import_nccl(name):
+        if is_row(ln):
+            rows.append(ln)
+            continue
+        if rows:
+            out += rows * cycles
+            rows = []
+        out.append(ln)
+    return "\n".join(out + rows * cycles) + "\n"

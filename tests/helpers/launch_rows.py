@@ -3,6 +3,9 @@ lines, and how Kubernetes expands a container's command."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import subprocess
 from dataclasses import dataclass
 
 from k8s_schemas import check, check_cronjob, mpijob_schema, pytorchjob_schema
@@ -18,6 +21,20 @@ BASE = {
     "k8s-cron": ["launch", "k8s", "--schedule", "0 3 * * *", "--nodes", "2", "--gpus-per-node", "2"],
     "dstack": ["launch", "dstack", "--nodes", "2", "--gpus-per-node", "8"],
 }
+
+
+def launch_cli(*args: str) -> subprocess.CompletedProcess:
+    """The CLI in this process (no re-import per call): exit code, stdout, stderr."""
+    from clusterbench.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(list(args))
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
 
 
 def _kubelet(word: str, env: dict[str, str]) -> str:

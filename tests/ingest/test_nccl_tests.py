@@ -11,8 +11,10 @@ from ingest_helpers import (
     SEED,
     _a3mega_row,
     is_row,
+    lines_import_nccl,
     nccl_json,
     table_rows,
+    with_cycles,
 )
 from paths import DATA, TESTS
 from tool_log_texts import warnings_ingest_common
@@ -86,10 +88,6 @@ def rccltable_rows(text_run):
 MI355X = "seed-tensorwave-mi355x-4node-all_reduce.txt"          # rccl-tests, 32 ranks
 
 
-def lines_import_nccl(name: str) -> list[str]:
-    return (DATA_import_nccl / name).read_text().splitlines()
-
-
 def right(widths: tuple[int, ...], values: list[str]) -> str:
     """Values right-aligned in C printf widths ("%12s  %12s ..."), two spaces apart."""
     return "  ".join(v.rjust(w) for w, v in zip(widths, values, strict=True))
@@ -155,21 +153,6 @@ def with_timestamps(name: str, at_end: bool) -> str:
             ln = lead + oop + ip + stamp if at_end else lead + oop + stamp + ip
         out.append(ln)
     return "\n".join(out) + "\n"
-
-
-def with_cycles(name: str, cycles: int) -> str:
-    """nccl-tests -N <cycles> (TimeTest's do/while since 2024-07): the rows printed again right
-    after the last one; the footer's average is the mean of all of them (the same here)."""
-    out, rows = [], []
-    for ln in lines_import_nccl(name):
-        if is_row(ln):
-            rows.append(ln)
-            continue
-        if rows:
-            out += rows * cycles
-            rows = []
-        out.append(ln)
-    return "\n".join(out + rows * cycles) + "\n"
 
 
 def in_place_only(name: str) -> str:

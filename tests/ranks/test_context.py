@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 import rankfns
-from host_doubles import DATA
 from process_helpers import free_port
 from rankfns import _run
 
@@ -22,25 +21,6 @@ from clusterbench.ranks.context import RankContext, RankOptions
 from clusterbench.ranks.driver import Job, execute
 from clusterbench.ranks.env import RankEnv
 from clusterbench.records import Failure, Measurement, Meta, Note, Rows, Telemetry, TelemetrySample
-
-H100, MI300X, BROKEN = DATA / "h100-node", DATA / "mi300x-node", DATA / "broken-node"
-
-
-@pytest.fixture
-def no_gpu_torch(monkeypatch):
-    """A torch that sees no GPU, built for CUDA (PyPI's default wheel), on an MI300X node."""
-    import torch
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
-    monkeypatch.setattr(torch.version, "cuda", "12.6")
-    monkeypatch.setattr(torch.version, "hip", None)
-    real = torchcheck.evidence
-    monkeypatch.setattr(torchcheck, "evidence", lambda root="/", use_libraries=True:
-                        real(MI300X, use_libraries=False))
-    monkeypatch.setattr(torchcheck, "rocm_version", lambda root="/": "6.2")
-    for var in torchcheck.VISIBILITY_VARS:
-        monkeypatch.delenv(var, raising=False)
 
 
 def _ranks_run(target, config, np=2, timeout=20.0):

@@ -26,9 +26,9 @@ import pytest
 from child_cli import _cb, _deep_array, _make_newer, _one_error, _runs
 from cluster_fixtures import IP
 from import_sources import BOM, _progress
-from parallel_import import FAILED, LOGS, _write
+from parallel_import import FAILED, _texts, _write
 from paths import DATA, TESTS
-from pg_fixtures import SECRET, SRC, PgServer, pg_bin, pg_server_or_skip
+from pg_fixtures import SECRET, SRC, _count, _durable_db, _start, _stop, pg_server_or_skip
 from stored_runs import ALLTOALL, OSU, SEED_NCCL, cli_results_cmds, cli_store_location
 from system_cli import (
     HOST,
@@ -208,19 +208,6 @@ def _measurements(db: Path) -> list[list[dict]]:
         return [[m.to_dict() for m in s.measurements(int(r.id or 0))] for r in s.list_runs(oldest_first=True)]
 
 
-NCCL_import_parallel = DATA / "nccl-tests"
-
-
-def _texts() -> list[str]:
-    out = []
-    for name in LOGS:
-        text = (NCCL_import_parallel / name).read_text()
-        if name.startswith("superbench"):   # its op is named only by the file name
-            text = "$ mpirun -np 8 ./build/all_reduce_perf -b 8 -e 8G -f 2 -g 1\n" + text
-        out.append(text if text.endswith("\n") else text + "\n")
-    return out
-
-
 def _peak_rss(*argv: object) -> tuple[int, str]:
     """The exit code and the most memory (KiB resident) of ``clusterbench ARGV``, and its stderr."""
     proc = subprocess.Popen([sys.executable, "-m", "clusterbench", *map(str, argv)],
@@ -236,41 +223,11 @@ def server_postgres():
     yield from pg_server_or_skip()
 
 
-def _durable_db(server_postgres: PgServer) -> str:
-    """A database whose commits survive the server's crash: the test server starts with
-    synchronous_commit off, and these tests stop it with ``-m immediate``."""
-    name = server_postgres.create_db()
-    server_postgres.sql(f"ALTER DATABASE {name} SET synchronous_commit = on")
-    return name
-
-
 @pytest.fixture
 def dbname(server_postgres):
     name = _durable_db(server_postgres)
     yield name
     server_postgres.drop_db(name)
-
-
-def _pg_ctl(server_postgres: PgServer, *argv: str) -> None:
-    bindir = pg_bin()
-    assert bindir is not None
-    r = server_postgres._as_postgres(str(bindir / "pg_ctl"), "-D", str(server_postgres.dir / "data"), *argv)
-    assert r.returncode == 0, r.stderr
-
-
-def _stop(server_postgres: PgServer) -> None:
-    _pg_ctl(server_postgres, "-m", "immediate", "-w", "stop")
-
-
-def _start(server_postgres: PgServer) -> None:
-    # the options pg_fixtures starts it with, on the same port
-    opts = (f"-p {server_postgres.port} -k {server_postgres.dir} -c listen_addresses={server_postgres.listen} -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=120 -c shared_buffers=32MB")
-    _pg_ctl(server_postgres, "-l", str(server_postgres.dir / "log"), "-w", "-t", "60", "-o", opts, "start")
-
-
-def _count(server_postgres: PgServer, db: str, table: str = "runs") -> int:
-    return int(server_postgres.sql(f"SELECT count(*) FROM {table}", db=db)[0][0])
 
 
 NCCL_LOG_results_cmds = TESTS / "data" / "nccl-tests" / "a3mega-h100-2node-all_reduce.txt"

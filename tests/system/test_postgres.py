@@ -7,36 +7,18 @@ import threading
 
 import pytest
 from pg_fixtures import (
-    PgServer,
     _count,
     _durable_db,
     _meas,
     _run,
     _sqlite_with_runs,
-    pg_bin,
+    _start,
+    _stop,
 )
 
 from clusterbench.errors import StoreError
 from clusterbench.store import Store, postgres
 from clusterbench.store.copy import copy_databases
-
-
-def _pg_ctl(server: PgServer, *argv: str) -> None:
-    bindir = pg_bin()
-    assert bindir is not None
-    r = server._as_postgres(str(bindir / "pg_ctl"), "-D", str(server.dir / "data"), *argv)
-    assert r.returncode == 0, r.stderr
-
-
-def _stop(server: PgServer) -> None:
-    _pg_ctl(server, "-m", "immediate", "-w", "stop")
-
-
-def _start(server: PgServer) -> None:
-    # the options pg_fixtures starts it with, on the same port
-    opts = (f"-p {server.port} -k {server.dir} -c listen_addresses={server.listen} -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=120 -c shared_buffers=32MB")
-    _pg_ctl(server, "-l", str(server.dir / "log"), "-w", "-t", "60", "-o", opts, "start")
 
 
 def test_a_restart_between_opening_and_storing_keeps_the_run(server, dbname):
