@@ -25,6 +25,7 @@ from host_doubles import H100_preflight  # noqa: E402
 from judge_helpers import SEED_LOGS, coll_rows, save  # noqa: E402
 from paths import DATA  # noqa: E402
 from pg_fixtures import pg_server_or_skip  # noqa: E402
+from stored_runs import save_selector_runs  # noqa: E402
 
 import clusterbench.store.store as store_module  # noqa: E402
 from clusterbench.ingest import nccl_parallel  # noqa: E402
@@ -208,6 +209,16 @@ def no_gpu_torch(monkeypatch):
 @pytest.fixture
 def db_store_selectors(any_db):
     return any_db
+
+
+@pytest.fixture
+def store_store_selectors(db_store_selectors):
+    """A store on each backend holding stored_runs.RUNS, which the selector tests pick from."""
+    from clusterbench.store import Store
+
+    with Store.open(db_store_selectors) as s:
+        save_selector_runs(s)
+        yield s
 
 
 @pytest.fixture

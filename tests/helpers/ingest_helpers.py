@@ -67,6 +67,18 @@ A3MEGA = DATA / "nccl-tests" / "a3mega-h100-2node-all_reduce.txt"
 TITANXP = DATA / "babelstream" / "repo-results-v3.3-titanxp-cuda.txt"
 
 
+IPERF3 = DATA / "iperf3" / "cloudpilot-bw_proxy_target_direct-10s-omit3.json"
+
+
+def _iperf3(tmp_path: Path, change) -> Path:
+    """The real iperf3 -J document, changed by ``change`` (in place), written to a file."""
+    doc = json.loads(IPERF3.read_text())
+    change(doc)
+    path = tmp_path / "iperf3.json"
+    path.write_text(json.dumps(doc, indent=2))
+    return path
+
+
 def damaged(tmp_path: Path, source: Path, old: str, new: str, name: str = "damaged.txt") -> Path:
     text = source.read_text()
     assert old in text

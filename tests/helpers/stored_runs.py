@@ -279,6 +279,14 @@ RUNS = [
 ]
 
 
+def save_selector_runs(s: Store) -> None:
+    """RUNS saved in order (ids 1..6), one measurement for each benchmark a run names."""
+    for bench, source, started, tags, measured in RUNS:
+        s.save_run(Run(benchmark=bench, source=source, started_at=started, tags=tags, hosts=["h1"],
+                       meta={"tool": source.split()[0]} if bench == "import" else {}),
+                   [_store_selectors_m(b) for b in measured])
+
+
 PROBE_TAGS = ["team=a,b", 'q="x"', "k=v=w", "uni=ñü日本", "long=" + "x" * 4000, "bench:x=1", "B=1", "a=2",
             "Z=3", "_x=1", "é=1", "sp= v "]
 

@@ -1,13 +1,11 @@
 """Tests of clusterbench.ingest.iperf3."""
 
 import json
-from pathlib import Path
 
 import pytest
-from ingest_helpers import pick, runs
+from ingest_helpers import _iperf3, pick, runs
 from paths import DATA
 from tool_log_texts import (
-    DATA_ingest_malformed,
     DATA_more_tool_logs,
     one,
     records,
@@ -21,18 +19,7 @@ from tool_log_texts import (
 from clusterbench.ingest import detect_tool, parse_text
 from clusterbench.records import INCOMPLETE
 
-IPERF3 = DATA_ingest_malformed / "iperf3" / "cloudpilot-bw_proxy_target_direct-10s-omit3.json"
-
-
 # -- iperf3 -J -------------------------------------------------------------------------------
-def _iperf3(tmp_path: Path, change) -> Path:
-    doc = json.loads(IPERF3.read_text())
-    change(doc)
-    path = tmp_path / "iperf3.json"
-    path.write_text(json.dumps(doc, indent=2))
-    return path
-
-
 BIDIR = "cm4-tcp-bidir-get-server-output-role-tags.txt"
 
 

@@ -216,11 +216,9 @@ def test_waiting_for_the_other_ranks_ends_when_the_last_joins(master_store: Any)
     assert int(store.add("joined", 0)) == 3 and ctxmod.joining() is None
 
 
-def test_the_watchdog_names_what_the_rank_still_waits_for(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Under a launcher the watchdog ends a rank stuck at --timeout: while the group gathers it
-    says for whom, not "no progress"."""
-    monkeypatch.setattr(ctxmod, "_joining", "rank 0 never came: nothing listened at h:1 (MASTER_ADDR:MASTER_PORT)")
-    monkeypatch.setattr(ctxmod, "_join_started", time.monotonic())
+def _watchdog_end(monkeypatch: pytest.MonkeyPatch) -> tuple[str, int]:
+    """The watchdog of rank 1 of 2 (--timeout 0.1 s) run until it ends the rank: the first
+    message and exit code it ends it with (its _end recorded, not run)."""
     ended: list[tuple[str, int]] = []
     done = threading.Event()
 
@@ -235,8 +233,16 @@ def test_the_watchdog_names_what_the_rank_still_waits_for(monkeypatch: pytest.Mo
         assert done.wait(30)
     finally:
         dog.stop()
-    assert ended[0] == ("rank 1 on hostA: rank 0 never came: nothing listened at h:1 (MASTER_ADDR:MASTER_PORT) "
-                        "within 0.1 s (--timeout)", 1)
+    return ended[0]
+
+
+def test_the_watchdog_names_what_the_rank_still_waits_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under a launcher the watchdog ends a rank stuck at --timeout: while the group gathers it
+    says for whom, not "no progress"."""
+    monkeypatch.setattr(ctxmod, "_joining", "rank 0 never came: nothing listened at h:1 (MASTER_ADDR:MASTER_PORT)")
+    monkeypatch.setattr(ctxmod, "_join_started", time.monotonic())
+    assert _watchdog_end(monkeypatch) == ("rank 1 on hostA: rank 0 never came: nothing listened at h:1 "
+                                          "(MASTER_ADDR:MASTER_PORT) within 0.1 s (--timeout)", 1)
 
 
 def test_the_watchdog_does_not_count_a_ranks_own_start(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -245,18 +251,5 @@ def test_the_watchdog_does_not_count_a_ranks_own_start(monkeypatch: pytest.Monke
     never "no progress" blaming a peer at --timeout."""
     monkeypatch.setattr(ctxmod, "_join_started", None)
     monkeypatch.setattr(launched._Watchdog, "STARTUP_S", 0.3)
-    ended: list[str] = []
-    done = threading.Event()
-
-    def end(self: Any, msg: str, code: int, signum: int | None) -> None:
-        ended.append(msg)
-        done.set()
-
-    monkeypatch.setattr(launched._Watchdog, "_end", end)
-    dog = launched._Watchdog(0.1, _env(1, 2, 1), lambda _m, _s: None)
-    dog.start()
-    try:
-        assert done.wait(30)
-    finally:
-        dog.stop()
-    assert ended[0] == "rank 1 on hostA: did not start within 0.3 s (importing PyTorch, opening its device)"
+    msg, _code = _watchdog_end(monkeypatch)
+    assert msg == "rank 1 on hostA: did not start within 0.3 s (importing PyTorch, opening its device)"

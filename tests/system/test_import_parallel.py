@@ -154,7 +154,7 @@ def test_a_sigkill_of_the_import_ends_its_parse_workers(tmp_path):
     import sys
 
     import psutil
-    from process_helpers import assert_all_gone, wait_until
+    from process_helpers import assert_all_gone, reap, wait_until
 
     big = tmp_path / "big.log"
     text = "".join(_texts())
@@ -172,8 +172,4 @@ def test_a_sigkill_of_the_import_ends_its_parse_workers(tmp_path):
         proc.wait(30)
         assert_all_gone([w.pid for w in workers], within=30)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(30)
-        if proc.stderr:
-            proc.stderr.close()
+        reap(proc, 30)

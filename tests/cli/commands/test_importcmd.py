@@ -24,11 +24,13 @@ from import_sources import (
 )
 from ingest_helpers import (
     A3MEGA,
+    IPERF3,
     MEASUREMENT,
     RUN,
     TITANXP,
     WOHLBIER,
     _a3mega_row,
+    _iperf3,
     _jsonl,
     _with,
     damaged,
@@ -109,9 +111,6 @@ def _stdin(monkeypatch, data: bytes) -> None:
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
 
 
-IPERF3 = DATA / "iperf3" / "cloudpilot-bw_proxy_target_direct-10s-omit3.json"
-
-
 def cli_ingest_malformed(capsys, *argv) -> tuple[int, str, str]:
     with pytest.raises(SystemExit) as e:
         main([str(a) for a in argv])
@@ -137,14 +136,6 @@ def stored_ingest_malformed(db: Path) -> list:
 
 
 # -- iperf3 -J -------------------------------------------------------------------------------
-def _iperf3(tmp_path: Path, change) -> Path:
-    doc = json.loads(IPERF3.read_text())
-    change(doc)
-    path = tmp_path / "iperf3.json"
-    path.write_text(json.dumps(doc, indent=2))
-    return path
-
-
 def _sent(value):
     def change(doc):
         doc["end"]["sum_sent"]["bits_per_second"] = value

@@ -34,7 +34,6 @@ from stored_runs import (
     _runs,
     _source,
     _store,
-    _store_selectors_m,
     _tag_selectors_run,
     build_probe_db,
     cli_results_cmds,
@@ -179,27 +178,6 @@ def home(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(data))
     monkeypatch.delenv("CLUSTERBENCH_DB", raising=False)
     return data
-
-
-# (benchmark column, source, started_at, tags, measured benchmarks)
-RUNS_store_selectors = [
-    ("coll", "clusterbench 0.1.0", "2026-11-01T10:00:00.000Z", {"env": "a"}, ["all_reduce", "all_gather"]),
-    ("stream", "clusterbench 0.1.0", "2026-11-10T10:00:00.000Z", {"env": "a", "node": "n1"}, ["stream"]),
-    ("import", "rccl-tests develop:ae3e635", "2026-11-20T10:00:00.000Z", {"env": "b"}, ["all_reduce"]),
-    ("import", "osu 7.0", "2026-11-21T10:00:00.000Z", {"env": "b"}, ["osu_bw"]),
-    ("import", "babelstream 5.0", "2026-11-22T10:00:00.000Z", {"env": "b", "node": "n1"}, ["stream"]),
-    ("suite", "clusterbench 0.1.0", "2026-11-23T10:00:00.000Z", {"env": "a"}, ["sendrecv", "stream", "gemm"]),
-]
-
-
-@pytest.fixture
-def store_store_selectors(db_store_selectors):
-    with Store.open(db_store_selectors) as s:
-        for bench, source, started, tags, measured in RUNS_store_selectors:
-            s.save_run(Run(benchmark=bench, source=source, started_at=started, tags=tags, hosts=["h1"],
-                           meta={"tool": source.split()[0]} if bench == "import" else {}),
-                       [_store_selectors_m(b) for b in measured])
-        yield s
 
 
 NCCL_LOG = TESTS / "data" / "nccl-tests" / "seed-mi300x-rccl-all_reduce-8gpu.txt"
