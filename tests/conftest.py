@@ -22,7 +22,7 @@ sys.path.insert(0, str(HELPERS))
 pytest.register_assert_rewrite(*sorted(p.stem for p in HELPERS.glob("*.py")))
 
 from host_doubles import H100_preflight  # noqa: E402
-from judge_helpers import SEED_LOGS, coll_rows, save  # noqa: E402
+from judge_helpers import coll_rows, save, save_seed_logs  # noqa: E402
 from paths import DATA  # noqa: E402
 from pg_fixtures import pg_server_or_skip  # noqa: E402
 from stored_runs import save_selector_runs  # noqa: E402
@@ -146,16 +146,7 @@ def any_db(request, tmp_path):
 @pytest.fixture
 def seed_db(db):
     """The MI300X guide's own tool outputs (tests/data), imported into ``db`` with tag seed=mi300x."""
-    from clusterbench.ingest import parse_text
-    from clusterbench.store import Store
-
-    with Store.open(db) as store:
-        for tool, fname in SEED_LOGS:
-            text = (DATA / tool / fname).read_text()
-            for imported in parse_text(text, tool=tool, name=fname):
-                imported.run.tags["seed"] = "mi300x"
-                store.save_run(imported.run, imported.measurements)
-    return db
+    return save_seed_logs(db)
 
 
 @pytest.fixture

@@ -12,6 +12,9 @@ import pytest
 from cluster_fixtures import cluster_or_skip
 from fake_ssh import FAKE_SSH, RECORDER
 from fleet_metrics import _fleet
+from json_cases import TINY_COLL
+from judge_helpers import run_cli
+from paths import DATA
 from pg_fixtures import _durable_db, pg_server_or_skip
 from process_helpers import _env, free_port
 from slurm_fixtures import slurm_or_skip
@@ -24,6 +27,34 @@ from clusterbench.store import Store
 @pytest.fixture(scope="module")
 def cluster():
     yield from cluster_or_skip(3)
+
+
+# (file, tags): real logs of the standard tools
+JSON_LINES_LOGS = [
+    ("nccl-tests/seed-mi300x-rccl-all_reduce-8gpu.txt", ["seed=mi300x"]),
+    ("transferbench/seed-mi300x-p2p.txt", ["seed=mi300x"]),
+    ("transferbench/seed-mi300x-example-cfg.txt", ["seed=mi300x"]),   # Test 2 fails its threshold
+    ("rocblas-bench/seed-mi300x-sgemm-4000.txt", ["seed=mi300x"]),
+    ("babelstream/seed-mi300x-hip-8gpu-mpi.txt", ["seed=mi300x"]),
+    ("nccl-tests/superbench-nccl_allreduce.log", ["env=a"]),
+    ("nccl-tests/superbench-nccl_allreduce.log", ["env=b"]),
+    ("nccl-tests/issue322-16G-test-nccl-failure-truncated.txt", ["env=broken"]),
+]
+
+
+@pytest.fixture(scope="module")
+def store_json_lines(tmp_path_factory):
+    """The database every command reads: imported real logs and one tiny CPU run."""
+    tmp = tmp_path_factory.mktemp("jsonl")
+    db = str(tmp / "cb.db")
+    for name, tags in JSON_LINES_LOGS:
+        code, _, err = run_cli("import", DATA / name, "--db", db, *[a for t in tags for a in ("--tag", t)])
+        assert code in (0, 1), err
+    # a run judged against a link: tagged as if it spanned 2 nodes of a 100 Gbps network
+    code, _, err = run_cli(*TINY_COLL, "--tag", "env=cpu", "--tag", "nodes=2", "--tag", "link_speed=100Gbps",
+                           "--db", db)
+    assert code == 0, err
+    return {"db": db, "tmp": tmp}
 
 
 @pytest.fixture

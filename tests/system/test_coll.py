@@ -26,11 +26,11 @@ from child_cli import FUTURE, _cb, _make_newer, _one_error, _runs
 from cluster_fixtures import COLL, GLOO, IP
 from fleet_helpers import night
 from fleet_metrics import BUSBW, _families, _value
-from json_cases import TINY_COLL, _cases
+from json_cases import _cases
 from json_schema import check_lines
 from judge_helpers import run_cli
 from nccl_facts import FACTORS, PER_RANK, WIDTH
-from paths import DATA, SRC, TESTS
+from paths import SRC, TESTS
 from process_helpers import (
     _cmdline,
     _family,
@@ -134,34 +134,6 @@ def _records(db: Path) -> list[tuple[Run, list[tuple]]]:
     with Store.open(db) as s:
         return [(r, [(m.benchmark, m.metric, m.value, m.unit, m.params) for m in s.measurements(r.id)])
                 for r in reversed(s.list_runs())]
-
-
-# (file, tags): real logs of the standard tools
-LOGS_json_lines = [
-    ("nccl-tests/seed-mi300x-rccl-all_reduce-8gpu.txt", ["seed=mi300x"]),
-    ("transferbench/seed-mi300x-p2p.txt", ["seed=mi300x"]),
-    ("transferbench/seed-mi300x-example-cfg.txt", ["seed=mi300x"]),   # Test 2 fails its threshold
-    ("rocblas-bench/seed-mi300x-sgemm-4000.txt", ["seed=mi300x"]),
-    ("babelstream/seed-mi300x-hip-8gpu-mpi.txt", ["seed=mi300x"]),
-    ("nccl-tests/superbench-nccl_allreduce.log", ["env=a"]),
-    ("nccl-tests/superbench-nccl_allreduce.log", ["env=b"]),
-    ("nccl-tests/issue322-16G-test-nccl-failure-truncated.txt", ["env=broken"]),
-]
-
-
-@pytest.fixture(scope="module")
-def store_json_lines(tmp_path_factory):
-    """The database every command reads: imported real logs and one tiny CPU run."""
-    tmp = tmp_path_factory.mktemp("jsonl")
-    db = str(tmp / "cb.db")
-    for name, tags in LOGS_json_lines:
-        code, _, err = run_cli("import", DATA / name, "--db", db, *[a for t in tags for a in ("--tag", t)])
-        assert code in (0, 1), err
-    # a run judged against a link: tagged as if it spanned 2 nodes of a 100 Gbps network
-    code, _, err = run_cli(*TINY_COLL, "--tag", "env=cpu", "--tag", "nodes=2", "--tag", "link_speed=100Gbps",
-                           "--db", db)
-    assert code == 0, err
-    return {"db": db, "tmp": tmp}
 
 
 CASE_IDS = [c[0] for c in _cases({"db": "x", "tmp": "/nonexistent"})]
