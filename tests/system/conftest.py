@@ -101,9 +101,10 @@ def started():
     """Start commands in sessions of their own; kill every one's process group at the end."""
     procs: list[subprocess.Popen] = []
 
-    def start(argv: list[str], **kw) -> subprocess.Popen:
+    def start(argv: list[str], env: dict[str, str] | None = None, **kw) -> subprocess.Popen:
+        """``env`` None: this environment with this checkout's src first on PYTHONPATH."""
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True, env=_env(), **kw)
+                                start_new_session=True, env=_env() if env is None else env, **kw)
         procs.append(proc)
         return proc
 

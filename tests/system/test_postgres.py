@@ -4,9 +4,11 @@ launchers, servers or namespaces."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import pytest
 from pg_fixtures import (
+    PgServer,
     _count,
     _durable_db,
     _meas,
@@ -104,6 +106,18 @@ def test_a_server_that_never_comes_back_is_one_line_and_a_new_one_is_not_waited_
         Store.open(f"postgresql://postgres@127.0.0.1:1/{dbname}")
 
 
+def _stop_after(server: PgServer, n: int) -> Callable[[object], None]:
+    """A copy's progress callback that stops the server once ``n`` runs are copied."""
+    copied = []
+
+    def progress(item: object) -> None:
+        copied.append(item)
+        if len(copied) == n:
+            _stop(server)
+
+    return progress
+
+
 def test_copy_into_postgresql_goes_on_through_a_restart_and_stops_whole_when_it_is_gone(
         server, dbname, tmp_path, monkeypatch):
     src = tmp_path / "src.db"
@@ -123,16 +137,9 @@ def test_copy_into_postgresql_goes_on_through_a_restart_and_stops_whole_when_it_
     other = _durable_db(server)
     try:
         monkeypatch.setattr(postgres, "RECONNECT_S", 0.5)
-        gone = []
-
-        def stop_after_two(item):
-            gone.append(item)
-            if len(gone) == 2:
-                _stop(server)
-
         try:
             with pytest.raises(StoreError) as e:
-                copy_databases(src, server.url(other), stop_after_two)
+                copy_databases(src, server.url(other), _stop_after(server, 2))
             assert "\n" not in str(e.value)
         finally:
             _start(server)
@@ -150,16 +157,9 @@ def test_copy_out_of_postgresql_stops_whole_when_the_source_goes(server, dbname,
             s.save_run(_run(), _meas())
     monkeypatch.setattr(postgres, "RECONNECT_S", 0.5)
     dest = tmp_path / "dest.db"
-    seen = []
-
-    def stop_after_one(item):
-        seen.append(item)
-        if len(seen) == 1:
-            _stop(server)
-
     try:
         with pytest.raises(StoreError) as e:
-            copy_databases(url, dest, stop_after_one)
+            copy_databases(url, dest, _stop_after(server, 1))
         assert "\n" not in str(e.value) and url in str(e.value)
     finally:
         _start(server)
