@@ -159,6 +159,22 @@ def _cb(argv: list[str], env: dict[str, str] | None = None, **kw) -> subprocess.
                           timeout=120, **kw)
 
 
+def _argv(name: str, db: str, tmp: Path, as_json: bool = False) -> list[str]:
+    """READS[name] on ``db``, its {tmp} in ``tmp``."""
+    return [a.replace("{tmp}", str(tmp)) for a in READS[name]] + (["--json"] if as_json else []) + ["--db", db]
+
+
+_utf8: dict[tuple[str, str, bool], subprocess.CompletedProcess] = {}
+
+
+def _reference(name: str, db: str, tmp: Path, as_json: bool = False) -> subprocess.CompletedProcess:
+    """The command's output with a UTF-8 standard output: what the others are held to (once a
+    database)."""
+    if (name, db, as_json) not in _utf8:
+        _utf8[name, db, as_json] = _cb(_argv(name, db, tmp, as_json))
+    return _utf8[name, db, as_json]
+
+
 def _which(name: str) -> str | None:
     return shutil.which(name) or next((p for p in (f"/usr/bin/{name}", f"/usr/sbin/{name}") if os.path.exists(p)), None)
 

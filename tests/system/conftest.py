@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cluster_fixtures import cluster_or_skip
@@ -18,7 +19,18 @@ from paths import DATA
 from pg_fixtures import _durable_db, pg_server_or_skip
 from process_helpers import _env, free_port
 from slurm_fixtures import slurm_or_skip
-from system_cli import HOST, NCCL_LOG, STREAM_LOG, TAG, _cb, _get, _wait
+from system_cli import (
+    DTYPE_BYTES,
+    HOST,
+    NCCL_LOG,
+    STREAM_LOG,
+    TAG,
+    _cb,
+    _get,
+    _wait,
+    clusterbench_native_records,
+    lines_native_records,
+)
 from tmpfs_helpers import small_tmpfs
 
 from clusterbench.store import Store
@@ -55,6 +67,19 @@ def store_json_lines(tmp_path_factory):
                            "--db", db)
     assert code == 0, err
     return {"db": db, "tmp": tmp}
+
+
+# a small sweep of every op and dtype
+NATIVE_COLL = ["-b", "8", "-e", "2K", "-f", "4", "-n", "3", "-w", "1", "-d", ",".join(DTYPE_BYTES)]
+
+
+@pytest.fixture(scope="module", params=[2, 3])
+def coll_run(request, tmp_path_factory) -> tuple[int, str, list[dict[str, Any]]]:
+    """``coll all`` on 2 and 3 CPU ranks: the rank count, its database and its --json records."""
+    db = str(tmp_path_factory.mktemp("native") / "x.db")
+    out = clusterbench_native_records("coll", "all", "--np", str(request.param), *NATIVE_COLL, "--telemetry-interval",
+                                      "0", "--db", db, "--json", "-q")
+    return request.param, db, lines_native_records(out)
 
 
 @pytest.fixture

@@ -51,8 +51,6 @@ from system_cli import (
     _start,
     _store_versions_cb,
     _stored,
-    clusterbench_native_records,
-    lines_native_records,
     stored_bench_cpu,
 )
 from tmpfs_helpers import small_tmpfs
@@ -147,9 +145,6 @@ UNCHECKED_IN = {"alltoall", "sendrecv"}                      # nccl-tests does n
 SIZES = [8, 32, 128, 512, 2048]                              # -b 8 -e 2K -f 4
 
 
-COLL_native_records = ["-b", "8", "-e", "2K", "-f", "4", "-n", "3", "-w", "1", "-d", ",".join(DTYPE_BYTES)]
-
-
 def rows_native_records(records: list[dict[str, Any]]) -> dict[tuple, dict[str, float]]:
     """Row params (without stat) -> {metric: value}, per benchmark; per-iteration stats left out."""
     out: dict[tuple, dict[str, float]] = defaultdict(dict)
@@ -157,14 +152,6 @@ def rows_native_records(records: list[dict[str, Any]]) -> dict[tuple, dict[str, 
         if r["kind"] == "measurement" and "stat" not in r["params"]:
             out[(r["benchmark"], *sorted(r["params"].items()))][r["metric"]] = r["value"]
     return out
-
-
-@pytest.fixture(scope="module", params=[2, 3])
-def coll_run(request, tmp_path_factory) -> tuple[int, str, list[dict[str, Any]]]:
-    db = str(tmp_path_factory.mktemp("native") / "x.db")
-    out = clusterbench_native_records("coll", "all", "--np", str(request.param), *COLL_native_records, "--telemetry-interval", "0",
-                       "--db", db, "--json", "-q")
-    return request.param, db, lines_native_records(out)
 
 
 def _run(config, np, db, target=rank.main):

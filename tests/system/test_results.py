@@ -12,7 +12,6 @@ import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pytest
@@ -36,7 +35,6 @@ from stored_runs import (
     build_probe_db,
 )
 from system_cli import (
-    DTYPE_BYTES,
     LOG,
     _cb,
     _closing,
@@ -53,16 +51,6 @@ from system_cli import (
 from clusterbench.output import OUTPUT_FAILED
 from clusterbench.records import COMPLETE, INTERRUPTED, Measurement, Run
 from clusterbench.store import Store
-
-COLL = ["-b", "8", "-e", "2K", "-f", "4", "-n", "3", "-w", "1", "-d", ",".join(DTYPE_BYTES)]
-
-
-@pytest.fixture(scope="module", params=[2, 3])
-def coll_run(request, tmp_path_factory) -> tuple[int, str, list[dict[str, Any]]]:
-    db = str(tmp_path_factory.mktemp("native") / "x.db")
-    out = clusterbench_native_records("coll", "all", "--np", str(request.param), *COLL, "--telemetry-interval", "0",
-                       "--db", db, "--json", "-q")
-    return request.param, db, lines_native_records(out)
 
 
 def _agrees(printed: str, value: float | None) -> bool:
