@@ -30,6 +30,7 @@ from parallel_import import FAILED, _texts, _write
 from paths import DATA, TESTS
 from pg_fixtures import SECRET, SRC, _count, _start, _stop, pg_server_or_skip
 from stored_runs import ALLTOALL, OSU, SEED_NCCL, cli_results_cmds, cli_store_location
+from stored_runs import _runs as _results_cmds_runs
 from system_cli import (
     LOG,
     STREAM_LOG,
@@ -47,7 +48,7 @@ from system_cli import (
 from system_cli import _cb as _stdio_cb
 
 from clusterbench.output import OUTPUT_FAILED
-from clusterbench.records import Measurement, Run, TelemetrySample
+from clusterbench.records import Run
 from clusterbench.store import Store, warn
 
 NCCL_LOG = DATA / "nccl-tests" / "seed-mi300x-rccl-all_reduce-8gpu.txt"
@@ -217,14 +218,6 @@ def _peak_rss(*argv: object) -> tuple[int, str]:
 
 
 NCCL_LOG_results_cmds = TESTS / "data" / "nccl-tests" / "a3mega-h100-2node-all_reduce.txt"
-
-
-def _results_cmds_runs(db: str, n: int, tags: dict[str, str] | None = None) -> list[int]:
-    with Store.open(db) as s:
-        return [s.save_run(Run(benchmark="coll", hosts=["n1"], tags=dict(tags or {})),
-                           [Measurement("all_reduce", "busbw", float(i + 1), "GB/s", {"bytes": 8 << i})],
-                           [TelemetrySample(0.5, "gpu_util", 90.0, "%", "n1", "0")])
-                for i in range(n)]
 
 
 def _show(capsys, db: str, *args: str) -> str:

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_errors import _one_line_error
+from cli_errors import _one_line_error, one_error, stored_runs_of
 from hostile_text import DEEP, ESC, _cb, _clean
 from import_sources import (
     _import_jsonl_origins_ms,
@@ -36,10 +36,7 @@ from ingest_helpers import (
     damaged,
 )
 from json_schema import check_lines
-from judge_helpers import _profile, json_lines, run_cli
-from judge_helpers import cli as cli_argv_check
-from judge_helpers import cli as cli_import_once
-from judge_helpers import cli as cli_theory
+from judge_helpers import _profile, cli, json_lines, run_cli
 from paths import DATA, TESTS
 from stored_runs import (
     ALLTOALL,
@@ -69,13 +66,6 @@ from clusterbench.report.jsonl import run_lines
 from clusterbench.store import Store, TelemetrySample
 
 PKB = DATA / "nccl-tests" / "pkb-2019-v100-2node-old-error-column-nccl-2.4.6.txt"
-
-
-def cli(capsys, *argv):
-    with pytest.raises(SystemExit) as e:
-        main(list(argv))
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
 
 
 @pytest.fixture
@@ -109,30 +99,6 @@ A, B = _lines(_import_jsonl_origins_run("gpu01"), _import_jsonl_origins_ms(3, 10
 
 def _stdin(monkeypatch, data: bytes) -> None:
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
-
-
-def cli_ingest_malformed(capsys, *argv) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
-
-
-def one_error(capsys, path: Path, db: Path) -> str:
-    """The one error line a bad file gives on its own (exit 2), and nothing stored."""
-    rc, out, err = cli_ingest_malformed(capsys, "import", path, "--db", db)
-    lines = err.splitlines()
-    assert rc == 2 and len(lines) == 1, (rc, err)
-    assert lines[0].startswith(f"clusterbench: error: {path}: ") and "internal error" not in err
-    assert stored_ingest_malformed(db) == []
-    return lines[0][len(f"clusterbench: error: {path}: "):]
-
-
-def stored_ingest_malformed(db: Path) -> list:
-    if not db.exists():
-        return []
-    with Store.open(str(db)) as s:
-        return s.list_runs()
 
 
 # -- iperf3 -J -------------------------------------------------------------------------------
@@ -477,7 +443,6 @@ def test_gzipped_log(capsys, db_import_cli, tmp_path):
 
 
 def test_import_dash_reads_stdin(capsys, db, monkeypatch):
-    from clusterbench.cli import main
 
     monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(_lines(_run(9), _ms(4))) + "\n"))
     with pytest.raises(SystemExit) as e:
@@ -496,7 +461,6 @@ def test_import_dash_reads_stdin(capsys, db, monkeypatch):
 
 
 def test_import_refuses_in_one_line_and_stores_nothing(capsys, db, tmp_path):
-    from clusterbench.cli import main
 
     log = tmp_path / "two-hosts.log"
     log.write_text("\n".join(_interleave(A, B)) + "\n")
@@ -542,33 +506,33 @@ def test_a_file_name_that_is_not_utf8_is_stored_escaped(capsys, tmp_path):
     Path(name).write_bytes(OSU.read_bytes())
     shown = str(tmp_path) + "/bad\\xff\\xfe.txt"
     db = tmp_path / "r.db"
-    rc, out, err = cli_import_once(capsys, "import", name, "--db", db)
+    rc, out, err = cli(capsys, "import", name, "--db", db)
     assert rc == 0 and err == "", err
     assert out.splitlines()[0] == f"{shown}: run 1: osu 5.3.2 osu_bw complete, 2 measurements"
     with Store.open(db) as s:
         run = s.get_run(1)
         assert run.meta["file"] == shown
         assert s.conn.execute("SELECT name FROM imported_files").fetchall() == [(shown,)]
-    rc, out, err = cli_import_once(capsys, "import", name, "--db", db, "--json")
+    rc, out, err = cli(capsys, "import", name, "--db", db, "--json")
     assert rc == 0 and f'"file": "{shown}"'.replace("\\", "\\\\") in out and "\\udc" not in out, out
-    rc, out, err = cli_import_once(capsys, "import", name, "--db", db)
+    rc, out, err = cli(capsys, "import", name, "--db", db)
     assert rc == 0 and out == f"{shown}: already imported as run(s) 1 (same content): skipped\n"
 
 
 def test_text_mode_says_when_printed_runs_were_not_stored(capsys, tmp_path, monkeypatch):
     src = tmp_path / "src.db"
-    rc, _, err = cli_import_once(capsys, "import", OSU, "--db", src)
+    rc, _, err = cli(capsys, "import", OSU, "--db", src)
     assert rc == 0, err
-    rc, lines, err = cli_import_once(capsys, "results", "export", "1", "--db", src)
+    rc, lines, err = cli(capsys, "results", "export", "1", "--db", src)
     assert rc == 0, err
     db = tmp_path / "r.db"
     _stdin(monkeypatch, lines.encode())
-    rc, out, err = cli_import_once(capsys, "import", "-", "--db", db)
+    rc, out, err = cli(capsys, "import", "-", "--db", db)
     assert rc == 0 and out.startswith("-: run 1: ") and err == "", (out, err)
 
     # standard input is known only once read: its runs print before it is found imported
     _stdin(monkeypatch, lines.encode())
-    rc, out, err = cli_import_once(capsys, "import", "-", "--db", db)
+    rc, out, err = cli(capsys, "import", "-", "--db", db)
     assert rc == 0 and len(out.splitlines()) == 2, out
     assert out.startswith("-: run 2: ") and out.endswith("\n-: already imported as run(s) 1 (same content): skipped\n")
     assert err == "# note: -: run(s) 2 printed above were not stored: the file was imported before\n"
@@ -595,12 +559,12 @@ def test_transferbench_damaged_executor_cell_names_the_line(capsys, tmp_path, ol
 def test_a_broken_log_in_a_batch_leaves_the_others_stored(capsys, tmp_path):
     bad = damaged(tmp_path, SWEEP, "Executor: CPU 00", "Executor: CPU00")
     db = tmp_path / "cb.db"
-    rc, out, err = cli_ingest_malformed(capsys, "import", bad, OSU, "--db", db)
+    rc, out, err = cli(capsys, "import", bad, OSU, "--db", db)
     assert rc == 2 and "Traceback" not in err and "internal error" not in err
     assert err.splitlines() == [
         f"clusterbench: error: {bad}: line 23: executor cell 'Executor: CPU00' is not 'Executor: KIND INDEX'",
         "clusterbench: error: 1 of 2 files not imported"]
-    assert [r.source.split()[0] for r in stored_ingest_malformed(db)] == ["osu"]
+    assert [r.source.split()[0] for r in stored_runs_of(db)] == ["osu"]
 
 
 @pytest.mark.parametrize("error", [ValueError("x"), IndexError("y"), OverflowError("z"), TypeError("t"),
@@ -614,13 +578,13 @@ def test_any_parser_defect_on_a_log_is_one_line_for_that_file(capsys, tmp_path, 
 
     monkeypatch.setitem(ingest._BY_TOOL, "transferbench", Importer("transferbench", None, parse))
     db = tmp_path / "cb.db"
-    rc, _, err = cli_ingest_malformed(capsys, "import", SWEEP, OSU, "--db", db)
+    rc, _, err = cli(capsys, "import", SWEEP, OSU, "--db", db)
     assert rc == 2
     first, last = err.splitlines()
     assert first.startswith(f"clusterbench: error: {SWEEP}: malformed transferbench log: the importer "
                             f"failed on it ({type(error).__name__}")
     assert last == "clusterbench: error: 1 of 2 files not imported"
-    assert [r.source.split()[0] for r in stored_ingest_malformed(db)] == ["osu"]
+    assert [r.source.split()[0] for r in stored_runs_of(db)] == ["osu"]
 
 
 def test_iperf3_text_rate_of_hundreds_of_digits_is_refused(capsys, tmp_path):
@@ -720,10 +684,10 @@ def test_nccl_show_prints_n_a_for_each_value_not_stored(capsys, tmp_path):
     db = tmp_path / "cb.db"
     inf = _a3mega_row(tmp_path, "    inf     inf      0")
     nan_time = damaged(tmp_path, A3MEGA, "-1    203.2    5.16", "-1      nan    5.16", "nan.txt")
-    rc, _, err = cli_ingest_malformed(capsys, "import", inf, nan_time, "--db", db)
+    rc, _, err = cli(capsys, "import", inf, nan_time, "--db", db)
     assert rc == 0, err
-    _, out1, _ = cli_ingest_malformed(capsys, "results", "show", "1", "--db", db)
-    _, out2, _ = cli_ingest_malformed(capsys, "results", "show", "2", "--db", db)
+    _, out1, _ = cli(capsys, "results", "show", "1", "--db", db)
+    _, out2, _ = cli(capsys, "results", "show", "2", "--db", db)
     row = "     1048576        262144     float     sum      -1  {}    207.2    5.06    9.49      0"
     assert row.format("  203.2     N/A     N/A      0") in out1.splitlines()
     assert row.format("    N/A    5.16    9.68      0") in out2.splitlines()
@@ -733,13 +697,13 @@ def test_measurements_nested_thousands_deep_are_one_line(capsys, db, tmp_path):
     log = tmp_path / "m.jsonl"
     log.write_text(json.dumps({"kind": "measurement", "run": 1, "benchmark": "all_reduce", "metric": "busbw",
                                "value": 1.5, "unit": "GB/s", "params": {"bytes": 8}}) + "\n" + _argv_check_run(1) + "\n")
-    rc, _, err = cli_argv_check(capsys, "import", log, "--db", db)
+    rc, _, err = cli(capsys, "import", log, "--db", db)
     assert rc == 0, err
     with sqlite3.connect(db) as con:
         con.execute("UPDATE measurement_packs SET body=?",
                     ('{"k":[["all_reduce","busbw","GB/s"]],"p":[' + DEEP + '],"r":[[0,0,1.5]]}',))
     con.close()
-    rc, _, err = cli_argv_check(capsys, "results", "show", "1", "--db", db)
+    rc, _, err = cli(capsys, "results", "show", "1", "--db", db)
     assert rc == 2 and err.count("\n") == 1 and "unreadable measurements: nested more than" in err, err
 
 
@@ -781,11 +745,11 @@ def test_a_copied_import_is_still_known_as_imported(capsys, tmp_path, any_db):
 
 
 def test_imported_log_without_hosts(db, capsys):
-    rc, _, err = cli_theory(capsys, "import", "tests/data/nccl-tests/issue294-h100-2node-16rank-rows-only-no-header.txt",
+    rc, _, err = cli(capsys, "import", "tests/data/nccl-tests/issue294-h100-2node-16rank-rows-only-no-header.txt",
                      "--db", db)
     assert rc == 0, err
     for extra in ([], ["--json"]):
-        rc, out, err = cli_theory(capsys, "theory", "--run", "last", "--db", db, *extra)
+        rc, out, err = cli(capsys, "theory", "--run", "last", "--db", db, *extra)
         _one_line_error(rc, out, err)
         assert "nodes=" in err
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import pytest
+from cli_errors import one_error
 from stored_runs import SWEEP
 
 import clusterbench.ingest as ingest
@@ -14,31 +14,6 @@ from clusterbench.cli import main
 from clusterbench.ingest.common import ImportedRun, new_run
 from clusterbench.ingest.registry import Importer
 from clusterbench.records import Measurement
-from clusterbench.store import Store
-
-
-def cli(capsys, *argv) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
-
-
-def one_error(capsys, path: Path, db: Path) -> str:
-    """The one error line a bad file gives on its own (exit 2), and nothing stored."""
-    rc, out, err = cli(capsys, "import", path, "--db", db)
-    lines = err.splitlines()
-    assert rc == 2 and len(lines) == 1, (rc, err)
-    assert lines[0].startswith(f"clusterbench: error: {path}: ") and "internal error" not in err
-    assert stored(db) == []
-    return lines[0][len(f"clusterbench: error: {path}: "):]
-
-
-def stored(db: Path) -> list:
-    if not db.exists():
-        return []
-    with Store.open(str(db)) as s:
-        return s.list_runs()
 
 
 def cli_node_transfer(capsys, *args):
