@@ -13,6 +13,7 @@ from clusterbench.cli import main
 from clusterbench.judge.profile_yaml import load_yaml
 from clusterbench.judge.profiles import parse_profile
 from clusterbench.judge.select import Row
+from clusterbench.judge.validate import evaluate
 from clusterbench.records import Measurement, Run
 from clusterbench.store import Store
 
@@ -123,6 +124,12 @@ EXPECTED = {
 
 def _profile(text: str):
     return parse_profile(load_yaml(text), "p.yaml")
+
+
+def _one(rows: list[Row], **crit):
+    """The outcome of one criterion written as a flow mapping."""
+    crit.setdefault("name", "c")
+    return evaluate(_profile("name: t\ncriteria:\n  - " + json.dumps(crit) + "\n"), rows)[0]
 
 
 C = "  - {name: c, benchmark: all_reduce, metric: busbw, op: '>=', value: 1"

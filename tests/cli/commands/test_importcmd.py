@@ -36,7 +36,7 @@ from ingest_helpers import (
     damaged,
 )
 from json_schema import check_lines
-from judge_helpers import _profile, cli, json_lines, run_cli
+from judge_helpers import _one, _profile, cli, json_lines, run_cli
 from paths import DATA, TESTS
 from stored_runs import (
     ALLTOALL,
@@ -243,12 +243,6 @@ EXPECTED = [
     ("BabelStream Triad", "pass", 3947.212603, 3885.301),
     ("BabelStream Dot", "pass", 3878.410495, 3660.781),
 ]
-
-
-def _one(rows_validate_probe, **crit):
-    """The outcome of one criterion written as a flow mapping."""
-    crit.setdefault("name", "c")
-    return evaluate(_profile("name: t\ncriteria:\n  - " + json.dumps(crit) + "\n"), rows_validate_probe)[0]
 
 
 def test_results_show_prints_the_warnings(capsys, db_import_checks_cli):

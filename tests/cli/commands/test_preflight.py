@@ -30,13 +30,6 @@ H100_device_choice, MI300X, BROKEN = DATA / "h100-node", DATA / "mi300x-node", D
 H100_env_preflight, MI300X, BROKEN = DATA / "h100-node", DATA / "mi300x-node", DATA / "broken-node"
 
 
-def _preflight_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in args])
-    out = capsys.readouterr()
-    return int(e.value.code or 0), out.out, out.err
-
-
 def test_preflight_cli_fails_on_wrong_build(monkeypatch, capsys):
     from clusterbench.envinfo import inventory
 
@@ -128,7 +121,7 @@ def test_a_check_that_raises_fails_alone(node: Path, monkeypatch: pytest.MonkeyP
                          "gpu_ecc", "kernel_log", "nic", "rdma"]
     assert res["nic"].status == c.FAIL and res["nic"].evidence == ["KeyError: 'name'"]
     assert res["rdma"].status == c.OK and exit_code(results) == 1
-    rc, out, err = _preflight_cli(capsys, "preflight", "--root", node, "--json")
+    rc, out, err = cli(capsys, "preflight", "--root", node, "--json")
     lines = [json.loads(line) for line in out.splitlines()]
     assert rc == 1 and "internal error" not in err
     assert [d["check"] for d in lines if d["kind"] == "check"] == list(res)
@@ -157,7 +150,7 @@ def test_expected_nic_speed_units(text: str, gbps: float) -> None:
 ])
 def test_bad_input_is_one_line_and_exit_2_before_any_check(args: list[str], message: str,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
-    rc, out, err = _preflight_cli(capsys, "preflight", "--root", H100_preflight, *args)
+    rc, out, err = cli(capsys, "preflight", "--root", H100_preflight, *args)
     assert rc == 2 and out == "", out
     assert err.count("\n") == 1 and err.startswith("clusterbench: error:") and message in err
     assert len(err) < 400
@@ -167,9 +160,9 @@ def test_text_and_json_agree_on_odd_states(node: Path, capsys: pytest.CaptureFix
     (node / "sys/class/infiniband/mlx5_1/ports/1/rate").write_text("Unknown\n")
     (node / "sys/class/net/ens1f0np0/speed").write_text("4294967295\n")
     args = ("preflight", "--root", node, "--expect-nic-speed", "100G", "--nic", "ens1f0np0")
-    rc_text, out, err = _preflight_cli(capsys, *args)
+    rc_text, out, err = cli(capsys, *args)
     text = {line.split()[1]: line.split()[0] for line in out.splitlines() if not line.startswith(" ")}
-    rc_json, out, _ = _preflight_cli(capsys, *args, "--json")
+    rc_json, out, _ = cli(capsys, *args, "--json")
     lines = [json.loads(line) for line in out.splitlines()]
     assert text == {d["check"]: d["status"] for d in lines if d["kind"] == "check"}
     assert text["nic"] == text["rdma"] == c.WARNING   # one port, one verdict from both checks
