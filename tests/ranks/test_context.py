@@ -11,23 +11,15 @@ from typing import Any
 import pytest
 import rankfns
 from process_helpers import free_port
-from rankfns import _run
+from rankfns import _run, run_rows
 
 from clusterbench.envinfo import torchcheck
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.ranks import context as ctxmod
 from clusterbench.ranks import launched
 from clusterbench.ranks.context import RankContext, RankOptions
-from clusterbench.ranks.driver import Job, execute
 from clusterbench.ranks.env import RankEnv
 from clusterbench.records import Failure, Measurement, Meta, Note, Rows, Telemetry, TelemetrySample
-
-
-def _ranks_run(target, config, np=2, timeout=20.0):
-    events: list = []
-    options = RankOptions(device="cpu", timeout=timeout, telemetry_interval=0)
-    outcome = execute(Job(target, config, options, np=np), events.append)
-    return outcome, [e for e in events if isinstance(e, Rows)]
 
 
 def _free_port() -> int:
@@ -139,7 +131,7 @@ def test_a_huge_exception_message_is_one_short_line_under_a_launcher(monkeypatch
     monkeypatch.setenv("WORLD_SIZE", "1")
     monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
     monkeypatch.setenv("MASTER_PORT", str(_free_port()))
-    outcome, _ = _ranks_run(rankfns.raise_huge, {"rank": 0}, np=None)
+    outcome, _ = run_rows(rankfns.raise_huge, {"rank": 0}, np=None)
     assert outcome.status == "incomplete" and len(outcome.errors) == 1
     assert "RuntimeError: xxx" in outcome.errors[0] and len(outcome.errors[0]) < 400
 

@@ -23,7 +23,8 @@ import torch.distributed as dist
 from bench_cli import SMALL, _key, cli, cli_bench_cpu, measurements
 from bench_tables import _index
 from child_cli import FUTURE, _cb, _make_newer, _one_error, _runs
-from cluster_fixtures import COLL, GLOO, IP
+from cluster_fixtures import COLL, GLOO
+from cluster_fixtures import _cb as _cluster_emulated_cb
 from fleet_helpers import night
 from fleet_metrics import BUSBW, _families, _value
 from json_cases import _cases
@@ -70,14 +71,6 @@ from clusterbench.report.terminal import TablePrinter
 from clusterbench.runner import run_job
 from clusterbench.store import Store
 from clusterbench.store.migrations import MIGRATIONS
-
-
-def _cluster_emulated_cb(args, timeout=240, ns=None, env=None):
-    argv = [sys.executable, "-m", "clusterbench", *args]
-    if ns:
-        argv = [IP, "netns", "exec", ns, *argv]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
 
 
 def _sweep(c, db, *extra, test=()):
