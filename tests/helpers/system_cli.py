@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 from bench_cli import cli_bench_cpu, measurements
+from judge_helpers import cli
 from paths import DATA, TESTS
 
-from clusterbench.cli import main
 from clusterbench.store import Store
 
 
@@ -183,13 +183,6 @@ DATA_postgres = TESTS / "data" / "nccl-tests"
 
 
 LOG = DATA_postgres / "a3mega-h100-2node-all_reduce.txt"
-
-
-def cli(capsys, *argv):
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
 
 
 def _errors(err: str) -> list[str]:

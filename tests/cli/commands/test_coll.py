@@ -11,15 +11,6 @@ from clusterbench.launch import torchrun as tr
 from clusterbench.launch.common import Spec
 
 
-def _cli(capsys, *args):
-    from clusterbench.cli import main
-
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
-
-
 def test_torchrun_c10d_and_static():
     spec = Spec(nodes=2, procs_per_node=8, command=["coll", "all_reduce"])
     c10d = tr.torchrun_argv(spec, "10.0.0.1:29400", local_addr="10.0.0.2", is_host=False, join_timeout=30)
@@ -94,7 +85,7 @@ def test_cli_exits_2_with_one_line(no_gpu_torch, capsys, tmp_path):
 def test_a_sweep_with_nothing_to_measure_is_refused_before_any_rank_starts(capsys, db, args, words):
     from clusterbench.store import Store
 
-    code, out, err = _cli(capsys, "coll", *args, "-n", "1", "-w", "0", "--db", db)
+    code, out, err = cli(capsys, "coll", *args, "-n", "1", "-w", "0", "--db", db)
     assert code == 2, err
     assert err.count("\n") == 1 and err.startswith("clusterbench: error: ") and words in err, err
     with Store.open(db) as store:
