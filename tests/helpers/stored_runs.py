@@ -130,6 +130,15 @@ def cli_show_tables_complete(*argv: str) -> str:
     return out.getvalue()
 
 
+def shown_show_tables_complete(run: int, db: str) -> tuple[str, list[dict]]:
+    """``results show RUN``: its text, and the measurements of its --json."""
+    text = cli_show_tables_complete("results", "show", str(run), "--db", db)
+    records = [json.loads(line) for line in cli_show_tables_complete("results", "show", str(run), "--db", db,
+                                                                     "--json").splitlines()
+               if line.startswith("{")]
+    return text, [r for r in records if r.get("kind") == "measurement"]
+
+
 def import_log(path: Path, db: str) -> list[int]:
     lines = cli_show_tables_complete("import", str(path), "--db", db, "--json").splitlines()
     records = [json.loads(line) for line in lines if line.startswith("{")]

@@ -48,9 +48,9 @@ from stored_runs import (
     _m,
     _slow_gpu_rows,
     cli_results_cmds,
-    cli_show_tables_complete,
     cli_store_cli,
     import_log,
+    shown_show_tables_complete,
 )
 
 import clusterbench.ingest as ingest
@@ -136,13 +136,6 @@ LOGS = sorted(p for p in DATA.rglob("*") if p.is_file() and p.name != "README.md
 
 # A number standing alone in a table: not the digit of a name (G0, cuda:0, x8192) or a version.
 _NUMBER = re.compile(r"(?<![A-Za-z_\d.:])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\d.]|[A-Za-z_]\d)")
-
-
-def shown_show_tables_complete(run: int, db: str) -> tuple[str, list[dict]]:
-    text = cli_show_tables_complete("results", "show", str(run), "--db", db)
-    records = [json.loads(line) for line in cli_show_tables_complete("results", "show", str(run), "--db", db, "--json").splitlines()
-               if line.startswith("{")]
-    return text, [r for r in records if r.get("kind") == "measurement"]
 
 
 def cells(text: str) -> list[str]:
