@@ -121,10 +121,6 @@ def load(tool, name, **kw):
     return runs[0]
 
 
-def text_tool_logs(tool: str, name: str) -> str:
-    return (DATA / tool / name).read_text()
-
-
 class _Newlines(io.StringIO):
     """A text file opened with newline="": readline also stops at a lone CR."""
 

@@ -26,7 +26,6 @@ from tool_log_texts import (
     DATA_import_net_tools,
     DATA_ingest_malformed,
     runs_import_stream_forms,
-    text_ingest_common,
     text_tool_logs,
 )
 
@@ -486,7 +485,7 @@ def test_a_short_log_behind_two_hosts_keeps_them():
 
 
 def test_json_behind_prefixes_with_a_bare_line_says_why():
-    lines = [f"0: {ln}" for ln in text_ingest_common("iperf3", "v3.12-bidir-loopback-json.json").split("\n")]
+    lines = [f"0: {ln}" for ln in text_tool_logs("iperf3", "v3.12-bidir-loopback-json.json").split("\n")]
     lines.insert(3, "srun: error: task 1 exited")
     with pytest.raises(LogFormatError_ingest_common, match=r"prefix \('0: '\) but line 4 has none"):
         parse_text("\n".join(lines))

@@ -10,7 +10,6 @@ from tool_log_texts import (
     one,
     records,
     runs_more_tool_logs,
-    text_ingest_common,
     text_tool_logs,
     values,
     warnings,
@@ -164,14 +163,14 @@ def test_iperf3_the_original_still_imports(tmp_path):
 
 def test_iperf3_negative_lost_packets_are_kept():
     # iperf3 counts datagrams arriving out of order as lost: a negative loss is real output
-    log = text_ingest_common("iperf3", "v3.7-udp-reverse-negative-lost-out-of-order-sum.txt")
+    log = text_tool_logs("iperf3", "v3.7-udp-reverse-negative-lost-out-of-order-sum.txt")
     (run,) = parse_text(log.replace("1174/322045 (0.36%)", "-3409/322045 (-1.1%)"))
     assert [m.value for m in run.measurements if m.metric == "lost_percent"] == [-1.1]
     assert not [w for w in warnings(run) if "below zero" in w]
 
 
 def test_iperf3_json_of_two_ranks_interleaved_is_one_run_each():
-    log = text_ingest_common("iperf3", "v3.12-bidir-loopback-json.json")
+    log = text_tool_logs("iperf3", "v3.12-bidir-loopback-json.json")
     mixed = "".join(f"0: {ln}\n1: {ln}\n" for ln in log.split("\n"))
     runs = parse_text(mixed)
     assert len(runs) == 2
