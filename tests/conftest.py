@@ -21,7 +21,7 @@ sys.path.insert(0, str(HELPERS))
 # the shared helpers' asserts say what they compared, as a test's own do
 pytest.register_assert_rewrite(*sorted(p.stem for p in HELPERS.glob("*.py")))
 
-from host_doubles import H100_preflight  # noqa: E402
+from host_doubles import H100  # noqa: E402
 from judge_helpers import coll_rows, save, save_seed_logs  # noqa: E402
 from paths import DATA  # noqa: E402
 from pg_fixtures import pg_server_or_skip  # noqa: E402
@@ -159,7 +159,7 @@ def stored(db):
 def node(tmp_path: Path) -> Path:
     """A copy of the H100 tree to change: the RoCE port of mlx5_1 is ens1f0np0 (100 Gb/s)."""
     root = tmp_path / "node"
-    shutil.copytree(H100_preflight, root, symlinks=True)
+    shutil.copytree(H100, root, symlinks=True)
     return root
 
 

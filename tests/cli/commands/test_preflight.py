@@ -5,13 +5,7 @@ from pathlib import Path
 
 import pytest
 from bench_cli import _cli
-from host_doubles import (
-    CUDA,
-    DATA,
-    LOG,
-    H100_preflight,
-    H100_qualify_preflight,
-)
+from host_doubles import BROKEN, CUDA, DATA, H100, LOG, MI300X
 from judge_helpers import cli
 from junit_xml import _cases, _read
 from sysfs_trees import SYSFS
@@ -23,11 +17,6 @@ from clusterbench.envinfo import torchcheck
 from clusterbench.errors import UsageError
 from clusterbench.preflight import Expectations, exit_code, run_checks
 from clusterbench.preflight import checks as c
-
-H100_device_choice, MI300X, BROKEN = DATA / "h100-node", DATA / "mi300x-node", DATA / "broken-node"
-
-
-H100_env_preflight, MI300X, BROKEN = DATA / "h100-node", DATA / "mi300x-node", DATA / "broken-node"
 
 
 def test_preflight_cli_fails_on_wrong_build(monkeypatch, capsys):
@@ -58,7 +47,7 @@ def test_cli_json_and_exit_codes(tmp_path, capsys):
 
 
 def test_cli_expect_options(capsys):
-    code, out, _ = _cli(["preflight", "--root", str(H100_env_preflight), "--expect-nic-speed", "400G", "--nic", "ibp26s0",
+    code, out, _ = _cli(["preflight", "--root", str(H100), "--expect-nic-speed", "400G", "--nic", "ibp26s0",
                          "--json"], capsys)
     status = {r["check"]: r["status"] for r in map(json.loads, out.splitlines()) if r["kind"] == "check"}
     # only the named interface and its RDMA device are held to the speed
@@ -150,7 +139,7 @@ def test_expected_nic_speed_units(text: str, gbps: float) -> None:
 ])
 def test_bad_input_is_one_line_and_exit_2_before_any_check(args: list[str], message: str,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
-    rc, out, err = cli(capsys, "preflight", "--root", H100_preflight, *args)
+    rc, out, err = cli(capsys, "preflight", "--root", H100, *args)
     assert rc == 2 and out == "", out
     assert err.count("\n") == 1 and err.startswith("clusterbench: error:") and message in err
     assert len(err) < 400
@@ -173,6 +162,6 @@ def test_text_and_json_agree_on_odd_states(node: Path, capsys: pytest.CaptureFix
 @pytest.mark.parametrize("option", ["--junit", "--kernel-log"])
 def test_an_empty_file_name_is_refused(capsys, option):
     """`--junit "$JUNIT_FILE"` with the variable unset wrote nothing and exited as if it had."""
-    rc, out, err = cli(capsys, "preflight", "--root", H100_qualify_preflight, option, "")
+    rc, out, err = cli(capsys, "preflight", "--root", H100, option, "")
     assert rc == 2 and out == "", err
     assert err.strip() == f"clusterbench: error: {option}: an empty file name"
