@@ -21,9 +21,8 @@ sys.path.insert(0, str(HELPERS))
 # the shared helpers' asserts say what they compared, as a test's own do
 pytest.register_assert_rewrite(*sorted(p.stem for p in HELPERS.glob("*.py")))
 
-from host_doubles import H100  # noqa: E402
+from host_doubles import H100, MI300X  # noqa: E402
 from judge_helpers import coll_rows, save, save_seed_logs  # noqa: E402
-from paths import DATA  # noqa: E402
 from pg_fixtures import pg_server_or_skip  # noqa: E402
 from stored_runs import save_selector_runs  # noqa: E402
 
@@ -191,7 +190,7 @@ def no_gpu_torch(monkeypatch):
     monkeypatch.setattr(torch.version, "hip", None)
     real = torchcheck.evidence
     monkeypatch.setattr(torchcheck, "evidence", lambda root="/", use_libraries=True:
-                        real(DATA / "sysfs" / "mi300x-node", use_libraries=False))
+                        real(MI300X, use_libraries=False))
     monkeypatch.setattr(torchcheck, "rocm_version", lambda root="/": "6.2")
     for var in torchcheck.VISIBILITY_VARS:
         monkeypatch.delenv(var, raising=False)
