@@ -127,7 +127,7 @@ def started():
     procs: list[subprocess.Popen] = []
 
     def start(argv: list[str], env: dict[str, str] | None = None, **kw) -> subprocess.Popen:
-        """``env`` None: this environment with this checkout's src first on PYTHONPATH."""
+        """``env`` None: this environment, the helpers and this checkout's src on PYTHONPATH."""
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 start_new_session=True, env=_env() if env is None else env, **kw)
         procs.append(proc)
