@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from child_cli import _runs
 from judge_helpers import cli
-
-from clusterbench.store import Store
 
 
 def _one_line_error(rc: int, out: str, err: str) -> None:
@@ -15,19 +14,11 @@ def _one_line_error(rc: int, out: str, err: str) -> None:
     assert "Traceback" not in err and "internal error" not in err
 
 
-def stored_runs_of(db: Path) -> list:
-    """The runs in ``db``, none where there is no file."""
-    if not db.exists():
-        return []
-    with Store.open(str(db)) as s:
-        return s.list_runs()
-
-
 def one_error(capsys, path: Path, db: Path) -> str:
     """The one error line a bad file gives on its own (exit 2), and nothing stored."""
     rc, out, err = cli(capsys, "import", path, "--db", db)
     lines = err.splitlines()
     assert rc == 2 and len(lines) == 1, (rc, err)
     assert lines[0].startswith(f"clusterbench: error: {path}: ") and "internal error" not in err
-    assert stored_runs_of(db) == []
+    assert _runs(db) == []
     return lines[0][len(f"clusterbench: error: {path}: "):]

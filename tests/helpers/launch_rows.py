@@ -3,11 +3,10 @@ lines, and how Kubernetes expands a container's command."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import subprocess
 from dataclasses import dataclass
 
+from judge_helpers import run_cli
 from k8s_schemas import check, check_cronjob, mpijob_schema, pytorchjob_schema
 
 BASE = {
@@ -25,16 +24,8 @@ BASE = {
 
 def launch_cli(*args: str) -> subprocess.CompletedProcess:
     """The CLI in this process (no re-import per call): exit code, stdout, stderr."""
-    from clusterbench.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(list(args))
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
+    code, out, err = run_cli(*args)
+    return subprocess.CompletedProcess(list(args), code, out, err)
 
 
 def _kubelet(word: str, env: dict[str, str]) -> str:

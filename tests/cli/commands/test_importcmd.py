@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_errors import _one_line_error, one_error, stored_runs_of
+from child_cli import _runs
+from cli_errors import _one_line_error, one_error
 from hostile_text import DEEP, ESC, _cb, _clean
 from import_sources import (
     _import_jsonl_origins_ms,
@@ -551,7 +552,7 @@ def test_a_broken_log_in_a_batch_leaves_the_others_stored(capsys, tmp_path):
     assert err.splitlines() == [
         f"clusterbench: error: {bad}: line 23: executor cell 'Executor: CPU00' is not 'Executor: KIND INDEX'",
         "clusterbench: error: 1 of 2 files not imported"]
-    assert [r.source.split()[0] for r in stored_runs_of(db)] == ["osu"]
+    assert [r.source.split()[0] for r in _runs(db)] == ["osu"]
 
 
 @pytest.mark.parametrize("error", [ValueError("x"), IndexError("y"), OverflowError("z"), TypeError("t"),
@@ -571,7 +572,7 @@ def test_any_parser_defect_on_a_log_is_one_line_for_that_file(capsys, tmp_path, 
     assert first.startswith(f"clusterbench: error: {SWEEP}: malformed transferbench log: the importer "
                             f"failed on it ({type(error).__name__}")
     assert last == "clusterbench: error: 1 of 2 files not imported"
-    assert [r.source.split()[0] for r in stored_runs_of(db)] == ["osu"]
+    assert [r.source.split()[0] for r in _runs(db)] == ["osu"]
 
 
 def test_iperf3_text_rate_of_hundreds_of_digits_is_refused(capsys, tmp_path):
