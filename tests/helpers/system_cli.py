@@ -26,6 +26,7 @@ from clusterbench.store import Store
 
 
 def _fault_disk_cb(*argv: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    """``clusterbench ARGV`` as a child, no stdin: its exit code, stdout and stderr as text."""
     return subprocess.run([sys.executable, "-m", "clusterbench", *argv], capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL)
 
@@ -120,8 +121,7 @@ BIG = {"show": ["results", "show", "1-300"], "export": ["results", "export", "1-
 
 
 def _store_versions_cb(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "clusterbench", *argv], capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+    return _fault_disk_cb(*argv, timeout=timeout)
 
 
 STREAM_LOG = DATA / "stream" / "babelstream-repo-results-v2.0-broadwell-mccalpin-cray.txt"
