@@ -85,3 +85,23 @@ def test_a_nodes_tag_that_is_not_a_positive_count_falls_back_to_the_hosts(tag: s
 def test_a_nodes_tag_that_is_a_count_wins() -> None:
     assert nodes_of(Run("coll", hosts=["a"], tags={"nodes": "4"})) == 4
     assert nodes_of(Run("coll", hosts=["a"], tags={"nodes": "4"}), 8) == 8
+
+
+def test_each_device_and_dtype_gets_its_own_peak_when_a_run_has_many_rows():
+    # a run's peaks are looked up once per device name and dtype: rows of another GPU model or
+    # dtype in the same run still get theirs
+    from clusterbench import peaks
+    from clusterbench.judge.efficiency import device_percent_of_peak
+
+    run = Run("gemm", devices=["NVIDIA H100 80GB HBM3", "AMD Instinct MI300X"])
+    ms = [Measurement("gemm", "tflops", 500.0, "TFLOP/s", {"dtype": dtype, "device": str(dev), "m": size})
+          for size in (4096, 8192) for dev in (0, 1) for dtype in ("bf16", "fp8_e4m3")]
+    ms += [Measurement("stream", "bandwidth", 3000.0, "GB/s", {"kernel": k, "device": str(dev)})
+           for k in ("Copy", "Triad") for dev in (0, 1)]
+    found = device_percent_of_peak(run, ms)
+    assert len(found) == len(ms)
+    for d, m in zip(found, ms):
+        name = run.devices[int(m.params["device"])]
+        kind = "dense_tflops" if m.benchmark == "gemm" else "memory_bandwidth"
+        assert d.device_name == name and d.peak == peaks.peak_of(kind, name, m.params)
+    assert len({d.peak for d in found}) == 6   # two models, each two dtypes and its HBM

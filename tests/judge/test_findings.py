@@ -114,3 +114,20 @@ def test_a_run_of_a_repeat_is_not_advised_to_be_repeated():
     run.tags["repeat_group"] = "g1"
     f = gather([Group("g", [(run, ms)])])
     assert f.warnings and not any("--repeat" in w.text for _, w in f.warnings)
+
+
+def test_rows_vs_datasheet_peak_of_a_fleet_are_the_lowest_first():
+    from clusterbench.judge.efficiency import DevicePercent
+
+    def rows(n, slow=()):
+        return [(rid, DevicePercent("stream", "bandwidth", {"kernel": "Copy", "device": "0"},
+                                    2000.0 if rid in slow else 3000.0 + rid, "GB/s", 3350.0, "NVIDIA H100"))
+                for rid in range(1, n + 1)]
+
+    few = findings.Findings([], device_percents=rows(findings.DEVICE_ROWS_IN_ORDER, slow={77}))
+    assert few.device_percents_shown(30) == few.device_percents[:30]   # a few runs: in run order
+    assert few.device_percents_shown(100) == few.device_percents
+    fleet = findings.Findings([], device_percents=rows(5000, slow={4321, 17}))
+    shown = fleet.device_percents_shown(30)
+    assert [rid for rid, _ in shown][:4] == [17, 4321, 1, 2]   # the slow devices first, then the lowest
+    assert len(shown) == 30 and shown == sorted(shown, key=lambda rd: rd[1].percent)

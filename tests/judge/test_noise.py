@@ -149,3 +149,10 @@ def test_stored_warnings_keep_their_severity_and_old_ones_read_without_it():
     assert noise.NoiseWarning.from_stored(w.to_stored()) == w
     old = {k: v for k, v in w.to_stored().items() if k != "severity"}
     assert noise.NoiseWarning.from_stored(old).severity == 0.0
+
+
+def test_a_caller_s_row_stats_give_the_same_warnings():
+    _, ms = _busy_run()
+    stats = noise.row_stats(ms)
+    assert noise.check(ms, stats=stats) == noise.check(ms) and noise.check(ms)
+    assert noise.check(ms, repeating=True, stats=stats) == noise.check(ms, repeating=True)

@@ -117,3 +117,22 @@ def test_the_groups_execution_context_comes_first_in_what_differs():
     keys = [k for k in ("cgroup.cpu_max", "env.NCCL_IB_HCA", "versions.torch", "nics.eth0.kind") if k in page]
     assert sorted(keys, key=page.index) == ["cgroup.cpu_max", "env.NCCL_IB_HCA", "versions.torch", "nics.eth0.kind"]
     assert "4 difference(s)" in page and "(unset)" in page
+
+
+def test_a_fleet_s_devices_vs_peak_name_the_slow_ones_first():
+    from clusterbench.judge.efficiency import DevicePercent
+    from clusterbench.judge.findings import DEVICE_ROWS_IN_ORDER, Findings
+    from clusterbench.report import html as report_html
+
+    def rows(n):
+        return [(rid, DevicePercent("stream", "bandwidth", {"kernel": "Copy", "device": str(rid % 8)},
+                                    1500.0 if rid == n else 3000.0, "GB/s", 3350.0, "NVIDIA H100"))
+                for rid in range(1, n + 1)]
+
+    few = report_html._efficiency(Findings([], device_percents=rows(DEVICE_ROWS_IN_ORDER)))
+    assert few.count("<tr>") == DEVICE_ROWS_IN_ORDER + 1 and "furthest below" not in few
+    assert few.split("<tbody>", 1)[1].startswith('<tr><td class="n">1</td>')   # in run order
+    fleet = report_html._efficiency(Findings([], device_percents=rows(8000)))
+    assert fleet.count("<tr>") == DEVICE_ROWS_IN_ORDER + 1
+    assert "The 100 rows furthest below their peak of 8000, lowest first." in fleet
+    assert fleet.split("<tbody>", 1)[1].startswith('<tr><td class="n">8000</td>')   # the slow one first

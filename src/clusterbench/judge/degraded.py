@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from clusterbench.families import describes_spread, higher_is_better, is_judged
-from clusterbench.judge.compare import common_unit, group_key
+from clusterbench.families import IDENTITY_PARAMS, describes_spread, higher_is_better, is_judged
+from clusterbench.judge.compare import common_unit
 from clusterbench.judge.outliers import Outlier, flag_outliers
+from clusterbench.judge.params_text import ParamsText
 from clusterbench.judge.select import Row, identity_of
 from clusterbench.judge.stats import median
 
@@ -67,9 +68,11 @@ def find_degraded(rows: list[Row], threshold: float = 3.5, min_rel_dev: float = 
 def scan_degraded(rows: list[Row], threshold: float = 3.5, min_rel_dev: float = 0.05) -> Scan:
     """``find_degraded`` with what it could judge (``Scan``)."""
     groups: dict[tuple, list[Row]] = {}
+    text = ParamsText(IDENTITY_PARAMS)   # compare.group_key, each distinct params written once
     for r in rows:
-        if is_judged(r.m.benchmark, r.m.metric) and not describes_spread(r.m):
-            groups.setdefault(group_key(r), []).append(r)
+        m = r.m
+        if is_judged(m.benchmark, m.metric) and not describes_spread(m):
+            groups.setdefault((m.benchmark, m.metric, text(m.params)), []).append(r)
     found = []
     judged = most = 0
     for (bench, metric, params_json), grp in groups.items():
@@ -79,11 +82,10 @@ def scan_degraded(rows: list[Row], threshold: float = 3.5, min_rel_dev: float = 
         if converted is None:
             continue
         unit, converted_values = converted
+        hosts = [_host(r) for r in grp]
         for by in IDENTITIES:
-            identity = identity_of(grp, by)
             per: dict[str, list[float]] = {}
-            for r, value in zip(grp, converted_values, strict=True):
-                k = identity(r)
+            for k, value in zip(_identities(grp, by, hosts), converted_values, strict=True):
                 if k is not None:
                     per.setdefault(k, []).append(value)
             most = max(most, len(per))
@@ -96,3 +98,27 @@ def scan_degraded(rows: list[Row], threshold: float = 3.5, min_rel_dev: float = 
                 found.append(Degraded(bench, metric, json.loads(params_json), unit, by, o))
     found.sort(key=lambda d: -abs(d.outlier.z))
     return Scan(found, judged, most)
+
+
+def _host(r: Row) -> str | None:
+    """``r.key("host")``, written out: it is asked of every row of a fleet's night, by each identity."""
+    v = r.m.params.get("host")
+    if v is None:
+        return r.run.hosts[0] if len(r.run.hosts) == 1 else None
+    return str(v)
+
+
+def _identities(grp: list[Row], by: str, hosts: list[str | None]) -> list[str | None]:
+    """``identity_of(grp, by)`` of each row, ``hosts`` their ``_host``: a list at a time."""
+    if by == "host":
+        return hosts
+    if by == "device":
+        devices = [None if (v := r.m.params.get("device")) is None else str(v) for r in grp]
+        if len(set(hosts) - {None}) < 2:
+            return devices
+        return [f"{h}:{d}" if d is not None and h else d for h, d in zip(hosts, devices)]
+    if by.startswith("tag:"):
+        tag = by[4:]
+        return [r.run.tags.get(tag) for r in grp]
+    identity = identity_of(grp, by)
+    return [identity(r) for r in grp]

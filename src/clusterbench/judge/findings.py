@@ -5,6 +5,7 @@ Markdown render this, so both say the same verdict with the same counts."""
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 
 from clusterbench.envinfo import diff as envdiff
@@ -125,6 +126,14 @@ class Findings:
     def folded_comparisons(self) -> list[Comparison]:
         return fold(self.comparisons)[1]
 
+    def device_percents_shown(self, n: int) -> list[tuple[int, DevicePercent]]:
+        """The ``n`` rows vs datasheet peak a page has room for: the first, in their order, of up
+        to ``DEVICE_ROWS_IN_ORDER`` rows (a few runs); of more (a fleet's night has 56,000), the
+        ``n`` furthest below their peak, lowest first, so that the slow devices are the ones named."""
+        if len(self.device_percents) <= DEVICE_ROWS_IN_ORDER:
+            return self.device_percents[:n]
+        return heapq.nsmallest(n, self.device_percents, key=lambda rd: rd[1].percent)
+
     def comparison_counts(self) -> dict[str, int]:
         """Rows per status over the shown (not folded) comparisons."""
         shown = self.shown_comparisons
@@ -199,6 +208,10 @@ class Findings:
                 status = NOISY_VERDICT
         return Verdict(status, reasons, failures)
 
+
+# Rows vs datasheet peak up to which a report lists them in run order (the page shows them
+# all); past it, the lowest first (``Findings.device_percents_shown``).
+DEVICE_ROWS_IN_ORDER = 100
 
 WORSE_NAMED = 10   # rows of a comparison (or degraded rows) a verdict names; its table has them all
 
@@ -280,8 +293,9 @@ def gather(groups: list[Group], *, profile: Profile | None = None, link: str | N
     for g in groups:
         for run, ms in g.runs:
             # a run of a --repeat is not told to be repeated
-            f.warnings += [(run.id, w) for w in noise.check(ms, repeating="repeat_group" in run.tags)]
-            f.noise_rows += len(noise.row_stats(ms))
+            stats = noise.row_stats(ms)
+            f.warnings += [(run.id, w) for w in noise.check(ms, repeating="repeat_group" in run.tags, stats=stats)]
+            f.noise_rows += len(stats)
             f.efficiencies += [(run.id, e) for e in run_link_efficiency(run, ms, link, nodes)]
             f.device_percents += [(run.id, d) for d in device_percent_of_peak(run, ms)]
             rate = link_speed_for(run.tags, link)

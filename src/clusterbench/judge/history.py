@@ -23,6 +23,7 @@ from typing import Any
 from clusterbench.errors import UsageError
 from clusterbench.families import IDENTITY_PARAMS, family_of, higher_is_better
 from clusterbench.judge.changepoint import Change, Settings, find_changes, may_change, runs_needed
+from clusterbench.judge.params_text import ParamsText
 from clusterbench.judge.stats import median
 from clusterbench.records import Measurement, Run
 from clusterbench.store import Store, fleet
@@ -156,9 +157,12 @@ def build_series(runs: Iterable[tuple[Run, list[Measurement]]], *, metric: str |
     if by not in BY:
         raise UsageError(f"--by must be one of {', '.join(BY)}, got {by!r}")
     series: dict[tuple, Series] = {}
+    text = ParamsText(IDENTITY_PARAMS)   # each row's params less the host's, written once
+    headline: dict[str, str | None] = {}   # each benchmark's, asked once and not once a record
     for run, ms in runs:
         wanted = [m for m in ms if (benchmark is None or m.benchmark == benchmark)
-                  and m.metric == (metric or _headline(m.benchmark))]
+                  and m.metric == (metric or (headline[m.benchmark] if m.benchmark in headline
+                                              else headline.setdefault(m.benchmark, _headline(m.benchmark))))]
         if by == "device":
             wanted = [m for m in wanted if m.params.get("device") not in (None, "all")]
         top: dict[tuple[str, str], Any] = {}
@@ -173,10 +177,8 @@ def build_series(runs: Iterable[tuple[Run, list[Measurement]]], *, metric: str |
             b = m.params.get("bytes")
             if isinstance(b, (int, float)) and b != (size if size is not None else top[(m.benchmark, m.metric)]):
                 continue
-            row = {k: v for k, v in m.params.items() if k not in IDENTITY_PARAMS}
             device = str(m.params["device"]) if by == "device" else None
-            key = (m.benchmark, m.metric, json.dumps(row, sort_keys=True, default=str),
-                   _host_of(run, m), device)
+            key = (m.benchmark, m.metric, text(m.params), _host_of(run, m), device)
             per_run.setdefault(key, []).append(m.value)
             units[key] = m.unit
         for key, values in per_run.items():

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterbench.families import family_of, metric_of
+from clusterbench.judge.params_text import ParamsText
 from clusterbench.records import NOISE, Measurement, Run
 from clusterbench.units import compact, format_size
 
@@ -95,12 +96,20 @@ def _label(benchmark: str, params: dict[str, Any]) -> str:
     return " ".join(shown) or benchmark
 
 
+def _value_text(v: Any) -> object:
+    """What tells a param's values apart as their JSON would, without writing it for the common
+    ones: a text or a whole number (not a bool) has one JSON spelling per value."""
+    if type(v) is str or type(v) is int:
+        return type(v), v
+    return json.dumps(v, default=str)
+
+
 def _labels(rows: list[RowStats]) -> dict[int, str]:
     """Each row named by the params that tell it from the benchmark's other rows (``bytes=2K
     placement=in``; ``count`` restates bytes), so the worst row is found in its table; a single
     row by its family's row params."""
     keys = [k for k in dict.fromkeys(k for r in rows for k in r.params)
-            if len({json.dumps(r.params.get(k), default=str) for r in rows}) > 1]
+            if len({_value_text(r.params.get(k)) for r in rows}) > 1]
     if "bytes" in keys and "count" in keys:
         keys.remove("count")
     if not keys:
@@ -119,13 +128,16 @@ def _labels(rows: list[RowStats]) -> dict[int, str]:
 def row_stats(measurements: Iterable[Measurement]) -> list[RowStats]:
     """The iteration statistics of every row that has some, in first-seen order."""
     rows: dict[tuple[str, str], tuple[dict[str, Any], dict[str, float]]] = {}
+    text = ParamsText({"stat"})   # a row's min, max and avg records share their params' text
     for m in measurements:
         metric = metric_of(m.benchmark, m.metric)
         if metric is None or not metric.spread:
             continue
-        params = {k: v for k, v in m.params.items() if k != "stat"}
-        key = (m.benchmark, json.dumps(params, sort_keys=True, default=str))
-        stats = rows.setdefault(key, (params, {}))[1]
+        key = (m.benchmark, text(m.params))
+        found = rows.get(key)
+        if found is None:
+            found = rows[key] = (text.kept(m.params), {})
+        stats = found[1]
         if metric.spread == "cv_pct":
             stats["cv"] = m.value / 100.0
         else:
@@ -189,11 +201,13 @@ def advice(kinds: Iterable[str], repeating: bool = False) -> str:
     return WARM_UP if FIRST in kinds else ""
 
 
-def check(measurements: Sequence[Measurement], repeating: bool = False) -> list[NoiseWarning]:
+def check(measurements: Sequence[Measurement], repeating: bool = False,
+          stats: list[RowStats] | None = None) -> list[NoiseWarning]:
     """The warnings of a run (or of one table's rows): per benchmark, one per kind; ``repeating``:
-    the run is one of a ``--repeat`` (its advice does not say to repeat it)."""
+    the run is one of a ``--repeat`` (its advice does not say to repeat it); ``stats``: the
+    measurements' ``row_stats``, where the caller has them already."""
     by_bench: dict[str, list[RowStats]] = {}
-    for s in row_stats(measurements):
+    for s in row_stats(measurements) if stats is None else stats:
         by_bench.setdefault(s.benchmark, []).append(s)
     out = []
     for bench, rows in by_bench.items():

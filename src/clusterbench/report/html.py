@@ -30,7 +30,7 @@ from clusterbench.judge.compare import (
     change_text_pct,
     family_size,
 )
-from clusterbench.judge.findings import Findings
+from clusterbench.judge.findings import DEVICE_ROWS_IN_ORDER, Findings
 from clusterbench.judge.history import series_notes
 from clusterbench.judge.stats import Summary
 from clusterbench.judge.text import (
@@ -406,9 +406,12 @@ def _efficiency(f: Findings) -> str:
                      + table(["run", "benchmark", "placement", "size", "nodes", "algbw GB/s",
                               "optimal GB/s", "efficiency"], rows[:300], {0, 4, 5, 6, 7}, whole={3}) + more)
     if f.device_percents:
+        shown = f.device_percents_shown(DEVICE_ROWS_IN_ORDER)
         rows = [[rid, d.benchmark, d.device_name, d.label(), fmt(d.value, d.unit), fmt(d.peak, d.unit),
-                 d.percent_text()] for rid, d in f.device_percents[:100]]
-        parts.append("<h3>Devices vs datasheet peak</h3>"
+                 d.percent_text()] for rid, d in shown]
+        cut = (f"<p class=small>The {len(shown)} rows furthest below their peak of {len(f.device_percents)}, "
+               "lowest first.</p>" if len(shown) < len(f.device_percents) else "")
+        parts.append("<h3>Devices vs datasheet peak</h3>" + cut
                      + table(["run", "benchmark", "device", "row", "measured", "peak", "% of peak"], rows,
                              {0, 4, 5, 6}))
     return "".join(parts)
@@ -455,18 +458,21 @@ def _family_table(f: Findings, family: Family) -> str:
     """The family's headline rows with the params that identify them (a column only where some
     row has a value); folded away under the figure when long."""
     headline = family.headline
+    if headline is None:
+        return ""
+    owned = set(benchmarks_of(f, family))   # each benchmark asked once, not each row
     found = [(g.label, r) for g in f.groups for r in g.rows
-             if family.owns(r.m.benchmark) and headline is not None and r.m.metric == headline.name]
+             if r.m.metric == headline.name and r.m.benchmark in owned]
     if not found:
         return ""
     keys = [k for k in family.row_params if any(r.m.params.get(k, "") != "" for _, r in found)]
-    rows = [[r.run.id, label, r.m.metric] + [r.m.params.get(k, "") for k in keys] + [fmt(r.m.value, r.m.unit)]
-            for label, r in found]
-    shown = rows[:300]
-    more = f"<p class=small>{len(rows) - 300} more rows not shown.</p>" if len(rows) > 300 else ""
+    # only the rows shown are formatted: a fleet's night has 56,000 of them
+    shown = [[r.run.id, label, r.m.metric] + [r.m.params.get(k, "") for k in keys] + [fmt(r.m.value, r.m.unit)]
+             for label, r in found[:300]]
+    more = f"<p class=small>{len(found) - 300} more rows not shown.</p>" if len(found) > 300 else ""
     body = table(["run", "group", "metric", *keys, "value"], shown, {0, len(keys) + 3}) + more
-    if len(rows) > 30:
-        return f"<details><summary>{len(rows)} {esc(headline.name)} rows</summary>{body}</details>"
+    if len(found) > 30:
+        return f"<details><summary>{len(found)} {esc(headline.name)} rows</summary>{body}</details>"
     return body
 
 

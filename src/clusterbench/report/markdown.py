@@ -124,8 +124,12 @@ def render_markdown(f: Findings, title: str) -> str:
         if len(at_largest) > 40:   # one row per run, op and placement: the HTML page holds more
             lines += [f"{len(at_largest) - 40} more rows not shown.", ""]
     if f.device_percents:
+        shown = f.device_percents_shown(30)
         lines += ["## Devices vs datasheet peak", ""]
+        if len(shown) < len(f.device_percents):
+            lines += [f"The {len(shown)} rows furthest below their peak of {len(f.device_percents)}, "
+                      "lowest first.", ""]
         lines += _table(["run", "benchmark", "device", "measured", "peak", "%"],
                         [[rid, d.benchmark, d.device_name, fmt(d.value, d.unit), fmt(d.peak, d.unit),
-                          d.percent_text()] for rid, d in f.device_percents[:30]])
+                          d.percent_text()] for rid, d in shown])
     return "\n".join(lines).rstrip() + "\n"

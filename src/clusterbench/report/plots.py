@@ -126,7 +126,8 @@ def _by_x(rows: Sequence[Measurement], x_param: str) -> dict[float, list[float]]
 def _points(rows: Sequence[Measurement], x_param: str) -> tuple[list[float], list[float], list[float]]:
     by_x = _by_x(rows, x_param)
     xs = sorted(by_x)
-    ms = [_mean_sd(by_x[x]) for x in xs]
+    # one value (a run's row at a size, the common case) is its own mean, with no spread
+    ms = [(drawable(v[0]), 0.0) if len(v := by_x[x]) == 1 else _mean_sd(v) for x in xs]
     return xs, [m for m, _ in ms], [s for _, s in ms]
 
 
@@ -152,7 +153,10 @@ def band_points(runs: Sequence[Sequence[Measurement]], x_param: str) -> tuple[
     """Per x: the mean over runs of each run's mean value, and the 95% confidence interval of
     that mean (t quantile with n-1 degrees of freedom). Where a single run backs the point the
     interval is NaN: it is unknown, and a band of width 0 would claim a certain value."""
-    per_x = _per_x(runs, x_param)
+    return _band(_per_x(runs, x_param))
+
+
+def _band(per_x: dict[float, list[float]]) -> tuple[list[float], list[float], list[float], list[float]]:
     xs = sorted(per_x)
     means, lows, highs = [], [], []
     for x in xs:
@@ -198,13 +202,14 @@ def size_curve(title: str, ylabel: str, curves: Sequence[Curve], x_param: str, x
     fig, ax = plt.subplots(figsize=(8, 4.5))
     palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for c in curves:
-        xs, ys, lo, hi = band_points(c.runs, x_param)
+        per_x = _per_x(c.runs, x_param)   # once for the band and the counts: a fleet's 1,000 runs
+        xs, ys, lo, hi = _band(per_x)
         if not xs:
             continue
         color = palette[c.color % len(palette)]
         ax.plot(xs, ys, marker="o", markersize=3, linewidth=1.3, color=color,
                 linestyle="--" if c.dashed else "-",
-                label=curve_label(_text(c.label), runs_per_point(c.runs, x_param)))
+                label=curve_label(_text(c.label), [len(per_x[x]) for x in xs]))
         banded = [v == v for v in lo]   # NaN where one run backs the point
         if not any(banded):
             continue
