@@ -298,3 +298,55 @@ def test_a_served_cache_renders_each_read_once_and_each_format_apart():
         srv.shutdown()
         srv.server_close()
         cache.stop()
+
+
+def _null_redop_runs() -> list[tuple[Run, list[Measurement]]]:
+    """One row stored three ways, oldest first: its redop null, then absent, then "", with a
+    broadcast row (no reduction) beside an all_reduce row whose redop is sum."""
+    def run(i: int, redop: dict) -> tuple[Run, list[Measurement]]:
+        return (Run("coll", hosts=["h1"], started_at=f"2026-01-0{i}T00:00:00Z", id=i),
+                [Measurement("broadcast", "busbw", float(i), "GB/s", {"bytes": 8, **redop, "device": None}),
+                 Measurement("all_reduce", "busbw", 10.0 + i, "GB/s", {"bytes": 8, "redop": "sum"})])
+    return [run(1, {"redop": None}), run(2, {}), run(3, {"redop": ""})]
+
+
+def test_a_null_param_is_no_label_and_one_series_with_a_row_without_it():
+    text = openmetrics.render_text(openmetrics.collect(_null_redop_runs()))
+    assert "None" not in text and '=""' not in text
+    samples = _families(text)[BUSBW]
+    by_op = {s.labels["benchmark"]: s for s in samples}
+    assert len(samples) == 2, samples   # null, absent and "" are one series: the newest value
+    assert by_op["broadcast"].value == 3e9 and "redop" not in by_op["broadcast"].labels
+    assert "device" not in by_op["broadcast"].labels
+    assert by_op["all_reduce"].labels["redop"] == "sum"
+
+
+def test_a_null_param_is_an_empty_label_on_every_row_served():
+    # prometheus-client writes every label of a family on every sample: the absent one is ""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(openmetrics.StoreCollector(lambda: openmetrics.collect(_null_redop_runs()),
+                                                 lambda _e: None))
+    text = generate_latest(registry).decode()
+    assert "None" not in text
+    samples = _families(text)[BUSBW]
+    assert {s.labels["benchmark"]: s.labels["redop"] for s in samples} == {"broadcast": "", "all_reduce": "sum"}
+    assert len({frozenset(s.labels) for s in samples}) == 1   # one label set for the family
+
+
+def test_a_null_param_stored_is_no_label_in_the_default_view(db):
+    from clusterbench.store import Store
+
+    with Store.open(db) as store:
+        for run, ms in _null_redop_runs():
+            run.id = None
+            store.save_run(run, ms)
+    for every_row in (False, True):
+        gauges = openmetrics.from_store(db, [], None, None, every_row=every_row)
+        text = openmetrics.render_text(gauges)
+        assert "None" not in text, (every_row, text)
+        samples = _families(text)[BUSBW]
+        by_op = {s.labels["benchmark"]: s for s in samples}
+        assert len(samples) == 2 and by_op["broadcast"].value == 3e9, (every_row, samples)
+        assert "redop" not in by_op["broadcast"].labels and by_op["all_reduce"].labels["redop"] == "sum"

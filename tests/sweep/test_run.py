@@ -126,9 +126,8 @@ def test_rounds_stop_once_no_subset_could_reach_its_hosts(monkeypatch):
 
     def unreachable(hosts, *_a, **_k):  # type: ignore[no-untyped-def]
         launches.append(tuple(hosts))
-        return types.SimpleNamespace(stdout="", ok=False, hosts=list(hosts), returncodes=dict.fromkeys(hosts, 255),
-                                     stderr={h: ["ssh: connect to host: No route to host"] for h in hosts},
-                                     timed_out=False, killed=[])
+        return sweep_run.tr.HostsResult(list(hosts), dict.fromkeys(hosts, 255), "",
+                                        {h: ["ssh: connect to host: No route to host"] for h in hosts})
     monkeypatch.setattr(sweep_run.tr, "run_torchrun_on_hosts", unreachable)
     cfg = SweepConfig(hosts=["a", "b"], command=["net"], metric="latency_us", agent=["ssh"])
     notes: list[str] = []

@@ -35,6 +35,7 @@ from slurm_fixtures import slurm_or_skip
 from tty_runs import _run
 
 from clusterbench.launch import slurm
+from clusterbench.launch import torchrun as tr
 from clusterbench.store import Store
 
 
@@ -193,12 +194,9 @@ def test_node_dying_mid_run_ends_the_run_incomplete(clean, tmp_path, how):
             except ProcessLookupError:
                 pass
         out, err = p.communicate(timeout=140)   # a bound only: --wall-timeout would say so itself
-        # The launcher has told host 0 to stop (SIGTERM), and host 0's torchrun gives rank 0 its
-        # shutdown time to store the run: the command ends first, as with ssh to a real host.
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and _pids(clean.namespaces[0]):
-            time.sleep(0.2)
-        assert not _pids(clean.namespaces[0]), "rank 0 still runs 60 s after the launcher ended"
+        # The launcher told host 0 to stop (SIGTERM) and waited for its torchrun and rank 0 to
+        # end: it returned before rank 0 had stored the run, which then appeared later (or never)
+        assert not _pids(clean.namespaces[0]), "rank 0 still runs after the launcher returned"
     finally:
         if p.poll() is None:
             p.kill()
@@ -214,6 +212,66 @@ def test_node_dying_mid_run_ends_the_run_incomplete(clean, tmp_path, how):
         rows = store.measurements(run.id)
         assert rows   # the rows that finished are kept, the one printed first among them
         assert int(printed[0].split()[0]) in {m.params.get("bytes") for m in rows}, (printed, rows[:3])
+
+
+# A host as torchrun makes one: the agent's shell, torchrun (here "launcher") in its group, and
+# rank 0 in a session of its own, which on SIGTERM takes a while to store its run ("stored").
+_RANK0 = """
+import pathlib, signal, sys, time
+d = pathlib.Path(sys.argv[1])
+def stop(*_):
+    time.sleep(float(sys.argv[2]))
+    (d / "stored").write_text("run 1")
+    sys.exit(1)
+signal.signal(signal.SIGTERM, stop if sys.argv[2] != "never" else signal.SIG_IGN)
+(d / "pid").write_text(str(__import__("os").getpid()))
+(d / "ready").write_text("")
+while True:
+    time.sleep(1)
+"""
+_LAUNCHER = """
+import signal, subprocess, sys, time
+rank = subprocess.Popen([sys.executable, "-c", sys.argv[1], *sys.argv[2:]], start_new_session=True)
+told = []
+def stop(*_):
+    told.append(time.monotonic())
+    rank.send_signal(signal.SIGTERM)
+signal.signal(signal.SIGTERM, stop)
+while rank.poll() is None:
+    if told and time.monotonic() - told[0] > 30:
+        rank.kill()   # as torchrun does 30 s after its SIGTERM
+    time.sleep(0.05)
+sys.exit(143 if told else rank.returncode)
+"""
+
+
+@pytest.mark.parametrize("takes", ["1.5", "never"])
+def test_a_host_told_to_stop_is_waited_for_until_rank_0_has_stored(tmp_path, takes):
+    """Host b fails; host a, told to stop, has its shell die at once while rank 0 (in a session
+    of its own, out of the group's reach) takes 1.5 s to store its run. The launch used to
+    return 3 s into that (or at once, the shell gone), rank 0 writing behind it; now it returns
+    once rank 0 has stored, or says it killed a host that never stopped."""
+    agent = ["/bin/sh", "-c", 'shift; "$@"', "agent"]   # AGENT HOST WORD...: a shell that forks them
+    wait_ready = f"while [ ! -e {tmp_path}/ready ]; do sleep 0.05; done; exit 3"
+    per_host = [[sys.executable, "-c", _LAUNCHER, _RANK0, str(tmp_path), takes], ["/bin/sh", "-c", wait_ready]]
+    procs = tr.start_on_hosts(["a", "b"], agent, per_host, quote=False)
+    try:
+        stop = {"stop_grace": 4.0} if takes == "never" else {}   # else the default, 40 s
+        r = tr.wait_hosts(procs, timeout=60, grace=0.2, **stop)
+        if takes == "never":
+            assert r.unstopped == ["a"] and not (tmp_path / "stored").exists()
+            message = tr.diagnose(r, "a:1", 5)
+            assert message.startswith("host b exited with code 3") and "a did not stop within" in message
+        else:
+            assert (tmp_path / "stored").read_text() == "run 1"   # stored before the launch returned
+            assert r.unstopped == [] and r.returncodes["b"] == 3
+    finally:
+        pid = tmp_path / "pid"
+        if pid.exists():   # the rank that ignores SIGTERM outlives its host's kill (its own session)
+            try:
+                os.kill(int(pid.read_text()), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 @pytest.mark.root

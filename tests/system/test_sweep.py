@@ -148,3 +148,32 @@ def test_ctrl_c_ends_every_launch_of_a_round(tmp_path):
     assert p.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
     wait_until(lambda: not any(psutil.pid_exists(a) and psutil.Process(a).status() != psutil.STATUS_ZOMBIE
                                for a in agents), 30, "every agent ended")
+
+
+def _imported(*args: str) -> tuple[set[str], str]:
+    """The modules ``clusterbench ARGS`` imports (``python -X importtime``: each on stderr as
+    it is imported), and its standard output."""
+    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "clusterbench", *args], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    names = {line.rsplit("|", 1)[1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")}
+    return names - {"package"}, r.stdout
+
+
+@pytest.mark.parametrize("args", [["sweep", "--hosts", "gpu[0001-1024]", "--pairs", "all", "--print"],
+                                  ["sweep", "--hosts", "gpu[0001-1024]", "--print", "--json"],
+                                  ["--help"], ["sweep", "--help"]])
+def test_sweep_print_and_help_start_without_torch_or_the_store(args):
+    """What start-up imports, as the interpreter reports it: a plan printed (or help) loads no
+    PyTorch, NumPy, YAML, database driver nor the store, ranks or analysis modules."""
+    names, out = _imported(*args)
+    assert "clusterbench.cli" in names and "click" in names   # (the report is read right)
+    heavy = {n for n in names if n.split(".")[0] in ("torch", "numpy", "scipy", "yaml", "sqlite3", "_sqlite3",
+                                                        "psycopg", "matplotlib", "prometheus_client", "rich")}
+    assert heavy == set()
+    ours = {n for n in names if n.startswith(("clusterbench.store", "clusterbench.ranks.context", "clusterbench.runner",
+                                              "clusterbench.bench", "clusterbench.judge", "clusterbench.ingest",
+                                              "clusterbench.sweep.analyze", "clusterbench.sweep.run"))}
+    assert ours == set()
+    if "--pairs" in args:
+        assert sum(line.startswith("round ") for line in out.splitlines()) == 1024

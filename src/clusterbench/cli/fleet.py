@@ -17,7 +17,6 @@ import click
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.launch import drain
 from clusterbench.printable import printable
-from clusterbench.report.jsonl import emit
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -82,6 +81,8 @@ def take_out(on_fail: OnFail, failed: dict[str, list[str]], passed: Sequence[str
         drain.apply(actions)
     dry = not on_fail.apply
     if as_json:
+        from clusterbench.report.jsonl import emit
+
         for a in actions:
             emit(a.to_dict(dry))
     else:

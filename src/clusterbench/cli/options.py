@@ -24,7 +24,6 @@ from clusterbench.cli.bounds import (
 )
 from clusterbench.errors import UsageError
 from clusterbench.printable import not_utf8, printable
-from clusterbench.ranks.context import RankOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -285,6 +284,9 @@ def rank_options(f: F) -> F:
     @functools.wraps(f)
     def command(*args: Any, device: str, backend: str, timeout: float, telemetry_interval: float,
                 **kwargs: Any) -> Any:
+        # imported when the command runs: --help and the commands that measure nothing skip it
+        from clusterbench.ranks.context import RankOptions
+
         return f(*args, ranks=RankOptions(device, backend, timeout, telemetry_interval), **kwargs)
 
     return _compose(*_RANK_OPTIONS)(command)  # type: ignore[return-value]
@@ -295,6 +297,8 @@ def node_options(f: F) -> F:
     selected device, as ``devices`` and ``ranks: RankOptions``."""
     @functools.wraps(f)
     def command(*args: Any, device: str, timeout: float, telemetry_interval: float, **kwargs: Any) -> Any:
+        from clusterbench.ranks.context import RankOptions
+
         return f(*args, ranks=RankOptions(device, "auto", timeout, telemetry_interval), **kwargs)
 
     return _compose(

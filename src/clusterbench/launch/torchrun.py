@@ -26,6 +26,14 @@ from clusterbench.launch.common import Spec, check_host, check_text, env_argv, r
 
 DEFAULT_PORT = 29400
 
+# How long a host told to stop (SIGTERM to its agent's process group) has before it is killed.
+# torchrun gives its workers 30 s to end after the signal before it kills them (PyTorch elastic's
+# close timeout), and within that time rank 0 stores the run it has: a host is waited for until
+# its last process holding our pipes has ended (rank 0 included, which runs in a session of its
+# own: the group's SIGKILL would not reach it), so the launch never returns while rank 0 is
+# still writing the run.
+STOP_GRACE_S = 40.0
+
 
 def endpoint_of(host: str, port: int) -> str:
     """``HOST:PORT``, an IPv6 address in brackets: ``fe80::1:29400`` names no port torchrun
@@ -95,6 +103,11 @@ class HostProcess:
     stdout: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
     ended: float | None = None
+    pumps: list[threading.Thread] = field(default_factory=list)   # its stdout and stderr readers
+
+    def done(self) -> bool:
+        """Its agent has exited and every process holding its output (torchrun, its ranks) too."""
+        return self.proc.poll() is not None and not any(t.is_alive() for t in self.pumps)
 
 
 @dataclass
@@ -106,6 +119,7 @@ class HostsResult:
     stderr: dict[str, list[str]]
     timed_out: bool = False
     killed: list[str] = field(default_factory=list)   # still running when the run was ended
+    unstopped: list[str] = field(default_factory=list)   # still running STOP_GRACE_S after SIGTERM
 
     @property
     def ok(self) -> bool:
@@ -123,8 +137,7 @@ def end_all() -> None:
     """End every host process still running (a launch interrupted in another thread)."""
     with _LIVE_LOCK:
         live = list(_LIVE.values())
-    for hp in live:
-        _kill(hp)
+    stop_hosts(live)
 
 
 def _pump(stream, sink) -> None:
@@ -133,20 +146,44 @@ def _pump(stream, sink) -> None:
     stream.close()
 
 
-def _kill(hp: HostProcess) -> None:
-    if hp.proc.poll() is None:
-        try:
-            os.killpg(hp.proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
+def _signal_group(hp: HostProcess, sig: signal.Signals) -> None:
+    # the agent's group: the agent may be gone (a shell killed by SIGTERM at once) while
+    # torchrun, started by it, still ends its workers in that group
+    try:
+        os.killpg(hp.proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def stop_hosts(procs: Sequence[HostProcess], grace: float = STOP_GRACE_S) -> list[str]:
+    """SIGTERM every host that has not ended, all at once; wait up to ``grace`` seconds for each to
+    end with every process holding its output (so rank 0 has stored its run, or failed to),
+    then SIGKILL what is left. Returns the hosts that had to be killed."""
+    live = [hp for hp in procs if not hp.done()]
+    told = [hp for hp in live if hp.proc.poll() is None]
+    for hp in told:
+        _signal_group(hp, signal.SIGTERM)
+    start = time.monotonic()
+    deadline = start + grace
+    while live and time.monotonic() < deadline:
+        live = [hp for hp in live if not hp.done()]
+        if time.monotonic() - start > 1.0:
+            # an agent that exited on its own has had a second for its pipes to drain: what
+            # still holds them is a process it left (torchrun, a rank), told to stop now
+            for hp in live:
+                if hp not in told:
+                    told.append(hp)
+                    _signal_group(hp, signal.SIGTERM)
+        if live:
+            time.sleep(0.05)
+    for hp in live:
+        _signal_group(hp, signal.SIGKILL)
+    for hp in live:
         try:
             hp.proc.wait(3)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(hp.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            hp.proc.wait(3)
+        except subprocess.TimeoutExpired:   # a process the kill cannot reap (D state): not ours to wait for
+            pass
+    return [hp.host for hp in live]
 
 
 def start_on_hosts(hosts: Sequence[str], agent: Sequence[str], per_host: Sequence[list[str]],
@@ -172,26 +209,32 @@ def start_on_hosts(hosts: Sequence[str], agent: Sequence[str], per_host: Sequenc
                 def out_sink(line: str, keep=hp.stdout.append) -> None:
                     keep(line)
                     print(line, flush=True)
-            threading.Thread(target=_pump, args=(p.stdout, out_sink), daemon=True).start()
-            threading.Thread(target=_pump, args=(p.stderr, hp.stderr.append), daemon=True).start()
+            hp.pumps = [threading.Thread(target=_pump, args=(p.stdout, out_sink), daemon=True),
+                        threading.Thread(target=_pump, args=(p.stderr, hp.stderr.append), daemon=True)]
+            for t in hp.pumps:
+                t.start()
             procs.append(hp)
             with _LIVE_LOCK:
                 _LIVE[id(hp)] = hp
     except BaseException:
+        stop_hosts(procs)
         for hp in procs:
-            _kill(hp)
             with _LIVE_LOCK:
                 _LIVE.pop(id(hp), None)
         raise
     return procs
 
 
-def wait_hosts(procs: list[HostProcess], timeout: float, grace: float = 5.0) -> HostsResult:
-    """Wait for every host; once one fails, give the others ``grace`` seconds, then end them."""
+def wait_hosts(procs: list[HostProcess], timeout: float, grace: float = 5.0,
+               stop_grace: float = STOP_GRACE_S) -> HostsResult:
+    """Wait for every host; once one fails, give the others ``grace`` seconds, then stop them
+    (``stop_hosts``: ``stop_grace`` seconds to end, rank 0 storing its run, before the kill).
+    Returns once every host's processes have ended, never while rank 0 may still write."""
     deadline = time.monotonic() + timeout
     first_fail: float | None = None
     timed_out = False
     killed: list[str] = []
+    unstopped: list[str] = []
     try:
         while True:
             now = time.monotonic()
@@ -209,17 +252,21 @@ def wait_hosts(procs: list[HostProcess], timeout: float, grace: float = 5.0) -> 
                 break
             time.sleep(0.1)
     finally:
+        # also after a clean end: a host's agent may have exited before the processes it
+        # started (rank 0 storing the run) ended, and its output is read to the end
+        unstopped = stop_hosts(procs, stop_grace)
         for hp in procs:
-            _kill(hp)
             with _LIVE_LOCK:
                 _LIVE.pop(id(hp), None)
-    time.sleep(0.1)  # let the pump threads drain the pipes
+    for hp in procs:   # the pipes drained (a killed host's last lines)
+        for t in hp.pumps:
+            t.join(1.0)
     return HostsResult(
         hosts=[hp.host for hp in procs],
         returncodes={hp.host: (None if hp.host in killed else hp.proc.returncode) for hp in procs},
         stdout="\n".join(line for hp in procs for line in hp.stdout),
         stderr={hp.host: list(hp.stderr) for hp in procs},
-        timed_out=timed_out, killed=killed,
+        timed_out=timed_out, killed=killed, unstopped=unstopped,
     )
 
 
@@ -244,9 +291,18 @@ UNREACHABLE = 255
 
 
 def diagnose(result: HostsResult, endpoint: str, join_timeout: float) -> str | None:
-    """One line naming the host at fault, or None when every host succeeded."""
+    """One line naming the host at fault, or None when every host succeeded; it says so when a
+    host had to be killed (its rank 0 may have stored no run)."""
     if result.ok:
         return None
+    message = _at_fault(result, endpoint, join_timeout)
+    if result.unstopped:
+        message += (f"; {', '.join(result.unstopped)} did not stop within {STOP_GRACE_S:g} s of SIGTERM "
+                    "and was killed: the run rank 0 had may not be stored")
+    return message
+
+
+def _at_fault(result: HostsResult, endpoint: str, join_timeout: float) -> str:
     waited = [h for h in result.hosts
               if any(w in line.lower() for line in result.stderr[h] for w in _RDZV_WORDS)]
     if waited:

@@ -98,7 +98,7 @@ class _Watchdog:
     def _grace(self) -> float:
         """How long the main thread has to take a signal itself: not ``GRACE`` on rank 0 when a
         peer is already gone (it waits on that peer, and the launcher that sent the signal kills
-        the group a few seconds after: torchrun's hosts 3 s, ranks/peers.py)."""
+        the group some seconds after: torchrun gives its workers 30 s, ranks/peers.py)."""
         if self.env.rank == 0 and peers.gone(wait=False):
             return self.SHORT_GRACE
         return self.GRACE

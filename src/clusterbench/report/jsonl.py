@@ -27,14 +27,15 @@ import math
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from clusterbench.judge import noise
-from clusterbench.judge.compare import Comparison
-from clusterbench.judge.efficiency import DevicePercent, best_per_placement, run_link_efficiency
-from clusterbench.judge.theory import Efficiency
-from clusterbench.judge.validate import Outcome
 from clusterbench.records import WARNINGS, Event, Measurement, Run
+
+if TYPE_CHECKING:   # the judging a run's lines carry is imported by run_objects, when one is printed
+    from clusterbench.judge.compare import Comparison
+    from clusterbench.judge.efficiency import DevicePercent
+    from clusterbench.judge.theory import Efficiency
+    from clusterbench.judge.validate import Outcome
 
 MEASUREMENT = "measurement"
 RUN = "run"
@@ -171,6 +172,9 @@ def run_objects(run: Run, measurements: Iterable[Measurement], /, **extra: Any) 
     """The lines of one run: its measurements, the run record (with ``extra`` fields, see
     ``run_line``), its warnings (``warning``: an import's doubts, then noise warnings), then
     what is judged from them at once (efficiency against the run's ``link_speed`` tag)."""
+    from clusterbench.judge import noise
+    from clusterbench.judge.efficiency import best_per_placement, run_link_efficiency
+
     measurements = list(measurements)
     for m in measurements:
         yield measurement_line(m, run.id)

@@ -149,7 +149,17 @@ def label_name(param: str) -> str:
 
 
 def _label_value(v: Any) -> str:
+    """A param's value as a label value; an absent one (None, JSON null) is "", which is how
+    Prometheus spells a label a series does not have (never the word "None")."""
+    if v is None:
+        return ""
     return str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def _has_value(v: Any) -> bool:
+    """Whether a param gives its row a label: None and "" do not (both read as absent), so the
+    rows that have it, lack it or hold null are one series, not three with one label set."""
+    return v is not None and v != ""
 
 
 @dataclass(frozen=True)
@@ -172,7 +182,7 @@ def latest_rows(runs: Iterable[tuple[Run, list[Measurement]]],
             if wanted is not None and not wanted(m):
                 continue
             hosts = run_hosts if m.params.get("host") is None else [str(m.params["host"])]
-            params = tuple(sorted((k, str(v)) for k, v in m.params.items()))
+            params = tuple(sorted((k, str(v)) for k, v in m.params.items() if _has_value(v)))
             row = Row(run, m)
             for host in hosts:
                 latest[(m.benchmark, m.metric, host, len(hosts), params)] = HostRow(host, len(hosts), row)
@@ -197,7 +207,7 @@ def _labels(benchmark: str, host: str, nodes: int, params: dict[str, Any]) -> di
     # sorted, so two params that read as one label name ("a-b", "a.b") get the same names on
     # every row; one that would overwrite benchmark/host/device/nodes or an earlier one is prefixed
     for k, v in sorted(params.items()):
-        if k not in _NOT_LABELS:
+        if k not in _NOT_LABELS and _has_value(v):
             name = label_name(k)
             while name in labels or name in _OWN_LABELS:
                 name = "param_" + name
@@ -231,8 +241,10 @@ def _headline_gauges(rows: Sequence[HostRow], gauges: dict[str, Gauge]) -> None:
 
 
 def _series_gauges(values: Iterable[SeriesValue], gauges: dict[str, Gauge]) -> None:
-    """The headline series (the default view): their newest values, from the store's index."""
-    for v in values:
+    """The headline series (the default view): their newest values, from the store's index.
+    Oldest first: two series whose params differ only by a null (``redop: null`` and no redop)
+    have one label set, and the newer value is the one kept."""
+    for v in sorted(values, key=lambda v: (v.started, v.run)):
         found = _gauge_of(gauges, v.benchmark, v.metric, v.unit)
         if found is not None:
             g, factor = found

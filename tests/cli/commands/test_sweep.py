@@ -211,6 +211,38 @@ def test_sweep_print_shows_the_plan_and_runs_nothing(capsys, db, launched_sweep_
     assert launched_sweep_qualify == [] and _runs(db) == []
 
 
+def test_a_1024_node_pair_sweep_prints_at_most_1100_rounds_of_disjoint_pairs(capsys, db, launched_sweep_qualify):
+    """The issue's bound, as --print shows the plan a sweep runs: all pairs of 1,024 nodes."""
+    rc, out, err = cli(capsys, "sweep", "--hosts", "gpu[0001-1024]", "--pairs", "all", "--db", db, "--print")
+    _ok(rc, out, err)
+    rounds = [line.split(": ", 1)[1].split() for line in out.splitlines() if line.startswith("round ")]
+    assert len(rounds) == 1024 <= 1100
+    assert len(rounds[0]) == 1024 and all(len(r) == 512 for r in rounds[1:])
+    for r in rounds[1:]:   # disjoint: each node once a round
+        assert len({h for p in r for h in p.split("+")}) == 1024
+    assert len({p for r in rounds[1:] for p in r}) == 1024 * 1023 // 2   # every pair, once
+    assert launched_sweep_qualify == [] and _runs(db) == []
+
+
+# What start-up may not load for `sweep --print`: PyTorch and the other heavy libraries, and the
+# parts of clusterbench the plan does not need (the store, ranks, launchers, judging, reports)
+HEAVY = ("torch", "numpy", "scipy", "yaml", "matplotlib", "sqlite3", "psycopg", "prometheus_client", "rich",
+         "jsonschema")
+NOT_FOR_A_PLAN = ("clusterbench.store", "clusterbench.ranks.context", "clusterbench.ranks.driver",
+                  "clusterbench.runner", "clusterbench.judge", "clusterbench.bench", "clusterbench.ingest",
+                  "clusterbench.launch.torchrun", "clusterbench.sweep.analyze", "clusterbench.sweep.run",
+                  "clusterbench.sweep.report", "clusterbench.report")
+
+
+def test_sweep_print_loads_no_torch_store_or_analysis():
+    from import_graph import loaded_by
+
+    got = loaded_by("clusterbench.cli", "clusterbench.cli.commands.sweep", "clusterbench.sweep.plan_text")
+    assert "clusterbench.sweep.plan" in got and "click" in got   # (the walk reaches what it imports)
+    assert not got & set(HEAVY)
+    assert sorted(m for m in got if m.startswith(NOT_FOR_A_PLAN)) == []
+
+
 def test_sweep_print_json_and_random_matchings(capsys, db, launched_sweep_qualify):
     from json_schema import check_lines
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import sys
 from collections import deque
+from typing import TYPE_CHECKING
 
 import click
 
-from clusterbench.cli.argv_check import check_argv
 from clusterbench.cli.bounds import (
     MAX_NODES,
     MAX_PROCS_PER_NODE,
@@ -29,37 +29,18 @@ from clusterbench.cli.options import (
 )
 from clusterbench.errors import UsageError
 from clusterbench.families import FAMILIES, by_command
-from clusterbench.launch import drain
-from clusterbench.launch.common import (
-    DEFAULT_AGENT,
-    bench_command,
-    parse_env,
-    parse_hosts,
-    split_agent,
-    with_store_args,
-)
+from clusterbench.launch.common import bench_command, parse_hosts
 from clusterbench.printable import printable
-from clusterbench.records import utc_now
-from clusterbench.report import junit as junit_xml
-from clusterbench.report import outfile
-from clusterbench.report.jsonl import emit, emit_all, host_line, run_objects, summary_line
-from clusterbench.report.progress import Progress, wanted
-from clusterbench.runner import new_group_id
-from clusterbench.store.location import for_other_hosts
-from clusterbench.store.runs import check_writable, save_run
 from clusterbench.sweep import plan
-from clusterbench.sweep.analyze import SubsetResult, analyze, parse_topology
-from clusterbench.sweep.report import (
-    NodeVerdict,
-    node_verdicts,
-    plan_lines,
-    plan_summary,
-    table_lines,
-    to_run,
-)
-from clusterbench.sweep.run import SweepConfig, run_sweep
-from clusterbench.textfile import read_user_text
-from clusterbench.units import parse_rate
+
+if TYPE_CHECKING:
+    from clusterbench.report import junit as junit_xml
+    from clusterbench.sweep.analyze import SubsetResult
+    from clusterbench.sweep.report import NodeVerdict
+
+# What a sweep runs (the store, the launcher, the analysis, the report) is imported when it runs:
+# `sweep --print` of 1,024 nodes is its plan and the text of it, and loads none of that
+# (tests/system/test_sweep.py holds it to that).
 
 # The test after no --; argv_check checks a sweep line as if it were given (its DEFAULT_COMMAND)
 DEFAULT_COMMAND = ("coll", "all_reduce", "-b", "32M", "-e", "32M", "--device", "cpu")
@@ -149,7 +130,12 @@ def sweep(hosts, agent, agent_exec, pair_mode, partners, seed, batch, parallel, 
     # fail, be named a suspect and, with --on-fail, be drained.
     if not any(f.metric(metric) for f in FAMILIES):
         raise UsageError(f"--metric {metric!r}: no benchmark records such a metric")
-    switches = parse_topology(read_user_text(topology, "--topology"), topology) if topology else None
+    switches = None
+    if topology:
+        from clusterbench.sweep.analyze import parse_topology
+        from clusterbench.textfile import read_user_text
+
+        switches = parse_topology(read_user_text(topology, "--topology"), topology)
     if topology and not switches:   # nothing to group by: a wrong file, or a pipe that gave nothing
         raise UsageError(f"--topology {topology}: no leaf switch line (SwitchName=NAME Nodes=HOSTLIST)")
     the_plan = plan.build(host_list, single=not no_single, pair_mode=pair_mode, batch=batch, partners=partners,
@@ -158,6 +144,23 @@ def sweep(hosts, agent, agent_exec, pair_mode, partners, seed, batch, parallel, 
         raise UsageError("nothing to run: --no-single with --pairs none")
     if print_plan:
         return _print_plan(the_plan, host_list, test_seconds, rounds, metric, as_json)
+    from clusterbench.cli.argv_check import check_argv
+    from clusterbench.launch import drain
+    from clusterbench.launch.common import DEFAULT_AGENT, parse_env, split_agent, with_store_args
+    from clusterbench.records import utc_now
+    from clusterbench.report import junit as junit_xml
+    from clusterbench.report import outfile
+    from clusterbench.report.jsonl import emit, emit_all, host_line, run_objects, summary_line
+    from clusterbench.report.progress import Progress, wanted
+    from clusterbench.runner import new_group_id
+    from clusterbench.store.location import for_other_hosts
+    from clusterbench.store.runs import check_writable, save_run
+    from clusterbench.sweep.analyze import analyze
+    from clusterbench.sweep.plan_text import plan_summary
+    from clusterbench.sweep.report import node_verdicts, table_lines, to_run
+    from clusterbench.sweep.run import SweepConfig, run_sweep
+    from clusterbench.units import parse_rate
+
     run_tags = parse_tags(tags)
     rate = parse_rate(link_rate) if link_rate else None
     # "ssh -p" as words, refused when empty or unparsable (an unclosed quote) before any node runs
@@ -256,12 +259,16 @@ def _print_plan(the_plan: plan.Plan, hosts: list[str], test_seconds: float, pass
                 as_json: bool) -> int:
     """--print: the plan, round by round, as it would run; nothing is launched or stored."""
     if as_json:
+        from clusterbench.report.jsonl import emit, summary_line
+
         emit(summary_line("sweep", run=None, metric=metric, hosts=len(hosts), suspects=[], exit_code=0,
                           counts={"rounds": the_plan.round_count(), "launches": the_plan.launches(),
                                   "waves": the_plan.waves(), "passes": passes},
                           seconds=the_plan.projected_seconds({"single": test_seconds, "pair": test_seconds})
                           * passes))
         return 0
+    from clusterbench.sweep.plan_text import plan_lines
+
     out = sys.stdout
     for line in plan_lines(the_plan, test_seconds, passes):
         out.write(printable(line) + "\n")
@@ -272,6 +279,8 @@ def _print_plan(the_plan: plan.Plan, hosts: list[str], test_seconds: float, pass
 def _cases(verdicts: list[NodeVerdict], metric: str) -> list[junit_xml.Case]:
     """One test case per node: its scores (single, pair, send, receive); a suspect fails with the
     evidence, its message naming the score that failed."""
+    from clusterbench.report import junit as junit_xml
+
     cases = []
     for v in verdicts:
         if v.status == "ok":
