@@ -7,6 +7,8 @@ package) in this directory exporting its ``Family`` and one line in ``FAMILIES``
 
 from __future__ import annotations
 
+import functools
+
 from clusterbench.families import collectives, gemm, serving, stream, sweep, transfer
 from clusterbench.families.base import (
     IDENTITY_PARAMS,
@@ -42,10 +44,14 @@ __all__ = ["FAMILIES", "IDENTITY_PARAMS", "Family", "Figure", "Metric", "Rendere
            "run_header_lines"]
 
 
+# The table is fixed at import: a judgement of a thousand runs asks these for each of 400,000
+# records, a dozen families' prefixes and metrics scanned each time without the caches.
+@functools.lru_cache(maxsize=4096)
 def family_of(benchmark: str) -> Family | None:
     return next((f for f in FAMILIES if f.owns(benchmark)), None)
 
 
+@functools.lru_cache(maxsize=4096)
 def metric_of(benchmark: str, metric: str) -> Metric | None:
     family = family_of(benchmark)
     return family.metric(metric) if family else None
