@@ -3,12 +3,15 @@
 import random
 
 import pytest
+from small_fleet import save_fleet
 
 from clusterbench.errors import UsageError
+from clusterbench.judge import ab as ab_module
 from clusterbench.judge.ab import compare_selections
 from clusterbench.judge.compare import INSUFFICIENT, SAME, WORSE
 from clusterbench.records import INTERRUPTED, Measurement, Run
 from clusterbench.store import Store
+from clusterbench.store.runs import loaded
 
 SETTINGS = dict(alpha=0.05, min_effect=0.02, max_cv=0.10, adjust_by="none")
 
@@ -57,3 +60,22 @@ def test_too_few_values_and_interrupted_runs_are_said(db):
     assert set(ab.counts()) == {WORSE, "better", SAME, "noisy", INSUFFICIENT}
     assert ab.counts()[INSUFFICIENT] == 2 and ab.changes() == []
     assert ab.partial is not None and "run(s) 2 was interrupted" in ab.partial
+
+
+@pytest.mark.parametrize("adjust_by", ["fdr", "none"])
+def test_a_fleet_compares_as_with_a_dict_of_params_per_record(db, monkeypatch, adjust_by):
+    """Records read with shared params dicts and their group keys made once per dict give the
+    rows, counts and family that private records, each keyed alone, give: two nights of hosts
+    with one host slower on the second, and a failed run."""
+    save_fleet(db, nights=3)
+    settings = {**SETTINGS, "adjust_by": adjust_by}
+
+    def compared():
+        ab = compare_selections(db, "night=0", "night=2", **settings)
+        return [c.to_dict() for c in ab.rows], ab.counts(), ab.family, ab.only_in_a, ab.only_in_b, ab.runs_a
+
+    new = compared()
+    monkeypatch.setattr(ab_module, "loaded", lambda store, selectors, since, shared=False:
+                        loaded(store, selectors, since))
+    assert compared() == new
+    assert new[1][SAME] and new[2] > 1

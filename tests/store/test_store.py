@@ -434,3 +434,33 @@ def test_every_stored_tag_selects_exactly_its_runs(any_db):
         for (key, value), ids in expect.items():
             assert [r.id for r in store.select(tag_term(key, value))] == ids, (key, value)
             assert [r.tags[key] for r in store.select(tag_term(key, value))] == [value] * len(ids)
+
+
+def test_measurements_kept_and_device_labels_read_by_run_on_every_engine(any_db):
+    """``measurements_by_run`` with ``keep``: each run's records of the metrics kept, as the full
+    read gives them; ``param_values_by_run``: each run's distinct ``device`` labels over all its
+    records, rows and table packs alike, in the order they first come."""
+    from clusterbench.store.packs import Packs, pack_rows, pack_table, table_header
+
+    header = table_header("all_gather", [("bytes", "int"), ("device", "str")],
+                          [("busbw", "GB/s", {}), ("time_us", "us", {})], {}, ["bytes", "device"])
+    with Store.open(any_db) as s:
+        first = s.save_run(Run("stream", hosts=["h1"]),
+                           [Measurement("stream", "bandwidth", 3.0, "GB/s", {"kernel": "Copy", "device": "1"}),
+                            Measurement("stream", "time_us", 9.0, "us", {"kernel": "Copy", "device": "1"}),
+                            Measurement("gemm", "tflops", 7.0, "TFLOP/s", {"device": 0}),
+                            Measurement("all_reduce", "busbw", 5.0, "GB/s", {"bytes": 8})])
+        second = s.save_run_rows(Run("coll", hosts=["h2"]), Packs([
+            pack_table(header, ["8  2  1.5  4.0", "16  0  2.5  5.0"], 4),
+            pack_rows([("stream", "bandwidth", 4.0, "GB/s", {"kernel": "Triad", "device": "2"})])]))
+        empty = s.save_run(Run("preflight", hosts=["h3"]), [])
+        ids = [first, second, empty]
+        every = s.measurements_by_run(ids)
+
+        def keep(benchmark, metric):
+            return metric in ("bandwidth", "busbw")
+
+        kept = s.measurements_by_run(ids, keep, shared=True)
+        assert kept == {rid: [m for m in ms if keep(m.benchmark, m.metric)] for rid, ms in every.items()}
+        assert [m.metric for m in kept[second]] == ["busbw", "busbw", "bandwidth"]
+        assert s.param_values_by_run(ids, "device") == {first: ["1", 0, None], second: ["2", "0"], empty: []}

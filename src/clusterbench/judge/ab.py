@@ -14,6 +14,7 @@ from clusterbench.judge.compare import (
     SAME,
     WORSE,
     Comparison,
+    GroupKeys,
     compare,
     family_size,
     group_rows,
@@ -50,7 +51,8 @@ def compare_selections(db: str | os.PathLike[str] | None, selector_a: str, selec
     ``benchmark`` and ``metric`` where given; ``min_effect`` and ``max_cv`` as fractions. The
     selections must not share a run (UsageError)."""
     with Store.open_to_read(db) as store:
-        runs_a, runs_b = loaded(store, [selector_a], since), loaded(store, [selector_b], since)
+        # read-only records: one params dict per parameter set, and group keys made once for it
+        runs_a, runs_b = loaded(store, [selector_a], since, shared=True), loaded(store, [selector_b], since, shared=True)
     a, b = rows_of(runs_a), rows_of(runs_b)
     partial = interrupted_note(r for r, _ in runs_a + runs_b)
     ids_a, ids_b = {r.run.id for r in a}, {r.run.id for r in b}
@@ -62,7 +64,8 @@ def compare_selections(db: str | os.PathLike[str] | None, selector_a: str, selec
                 and (not metric or r.m.metric == metric)]
 
     a, b = keep(a), keep(b)
-    rows = compare(a, b, alpha=alpha, min_effect=min_effect, max_cv=max_cv, adjust_by=adjust_by)
-    ka, kb = set(group_rows(a)), set(group_rows(b))
+    key_of = GroupKeys()   # each params dict's key made once, for compare and the counts below
+    rows = compare(a, b, alpha=alpha, min_effect=min_effect, max_cv=max_cv, adjust_by=adjust_by, key_of=key_of)
+    ka, kb = set(group_rows(a, key_of)), set(group_rows(b, key_of))
     return AB(rows=rows, runs_a=sorted(ids_a), runs_b=sorted(ids_b), family=family_size(rows),
               only_in_a=len(ka - kb), only_in_b=len(kb - ka), partial=partial)

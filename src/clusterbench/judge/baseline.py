@@ -15,17 +15,19 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from clusterbench.errors import UsageError
 from clusterbench.families import family_of, higher_is_better
-from clusterbench.judge.compare import common_unit, group_key, group_rows, units_text
-from clusterbench.judge.hardware import CPU, Hardware, measured_on
+from clusterbench.judge.compare import GroupKeys, common_unit, group_rows, units_text
+from clusterbench.judge.hardware import CPU, Hardware, measured_on_device
 from clusterbench.judge.outliers import flag_outliers
 from clusterbench.judge.profiles import Criterion, Profile
 from clusterbench.judge.select import Row, params_match
 from clusterbench.judge.stats import median, summarize
 from clusterbench.records import COMPLETE, Measurement, Run
-from clusterbench.store.runs import read_runs
+from clusterbench.store import Store
+from clusterbench.store.runs import read_runs, with_measurements
 from clusterbench.units import compact, format_size
 
 
@@ -51,6 +53,33 @@ def known_good(db: str | os.PathLike[str] | None, selectors: Iterable[str], sinc
     return good, [r for r, _ in selected if r.status != COMPLETE]
 
 
+@dataclass
+class KnownGood:
+    """``known_good``'s runs with only the records a baseline reads, and what it needs of the rest."""
+
+    loaded: list[tuple[Run, list[Measurement]]]   # each complete run with its records of the metrics
+    left_out: list[Run]                           # failed, incomplete, interrupted
+    devices: list[tuple[Run, Any]]                # per complete run, each ``device`` param its records carry
+
+
+def read_known_good(db: str | os.PathLike[str] | None, selectors: Iterable[str], since: str | None = None,
+                    metrics: tuple[str, ...] = ()) -> KnownGood:
+    """``known_good`` for ``create_baseline`` of ``metrics``: the complete runs with only their
+    records of those metrics (each pack decoded into them as it is read: the other records of
+    a thousand runs are never made), and the device labels of all their records, from which
+    the profile's hardware is named (``create_baseline``'s ``devices``)."""
+    with Store.open_to_read(db) as store:
+        selected = store.select_all(selectors, since)
+        good = [r for r in selected if r.status == COMPLETE]
+        if not good:
+            raise UsageError(f"none of run(s) {', '.join(str(r.id) for r in selected)} is complete: "
+                             "no known-good run to build a baseline from")
+        found = with_measurements(store, good, lambda b, m: _wanted(b, m, metrics), shared=True)
+        labels = store.param_values_by_run([int(r.id or 0) for r in good], "device")
+    return KnownGood(found, [r for r in selected if r.status != COMPLETE],
+                     [(r, label) for r in good for label in labels[int(r.id or 0)]])
+
+
 def _label(bench: str, metric: str, params: dict) -> str:
     shown = " ".join(f"{k}={v}" for k, v in params.items())
     return f"{bench} {metric}" + (f" {shown}" if shown else "")
@@ -66,9 +95,12 @@ def _wanted(benchmark: str, metric: str, metrics: tuple[str, ...]) -> bool:
 
 def create_baseline(rows: list[Row], *, name: str, pct: float = 90.0, metrics: tuple[str, ...] = (),
                     min_bytes: int = 1 << 20, max_cv: float = 0.10,
-                    run_ids: Sequence[int] = ()) -> BaselineResult:
+                    run_ids: Sequence[int] = (), devices: Iterable[tuple[Run, Any]] | None = None
+                    ) -> BaselineResult:
     """``run_ids``: the runs selected, for the messages (a run without a row of its own is
-    still one the user named); default: the runs the rows come from."""
+    still one the user named); default: the runs the rows come from. ``devices``: (run, device
+    label) of every record of the runs, where ``rows`` hold only the wanted metrics' records
+    (``read_known_good``); default: the rows' own."""
     # above 100 the bound is stricter than the median: half the runs it came from would fail it
     if not 0 < pct <= 100:
         # repr: ``:g`` showed 100.0001 as "got 100", a value the check itself takes
@@ -79,10 +111,11 @@ def create_baseline(rows: list[Row], *, name: str, pct: float = 90.0, metrics: t
     # every row's params (spread records too), to see which rows a criterion's params would also
     # match: a profile's params are a subset match
     all_params: dict[tuple[str, str], list[dict]] = {}
-    for b, m, pj in {group_key(r) for r in rows}:
+    key_of = GroupKeys()
+    for b, m, pj in {key_of(r) for r in rows}:
         all_params.setdefault((b, m), []).append(json.loads(pj))
     too_small = 0   # wanted rows left out by --min-bytes alone
-    for (bench, metric, params_json), grp in group_rows(rows).items():
+    for (bench, metric, params_json), grp in group_rows(rows, key_of).items():
         if not _wanted(bench, metric, metrics):
             continue
         params = json.loads(params_json)
@@ -143,7 +176,7 @@ def create_baseline(rows: list[Row], *, name: str, pct: float = 90.0, metrics: t
                              description=f"Baseline from run(s) {','.join(map(str, run_ids))}: "
                                          f"{pct:g}% of the median per row",
                              source=f"clusterbench baseline create {' '.join(map(str, run_ids))}",
-                             hardware=hardware_of(rows))
+                             hardware=hardware_of(rows) if devices is None else hardware_on(devices))
     return result
 
 
@@ -151,10 +184,16 @@ def hardware_of(rows: Iterable[Row]) -> Hardware | None:
     """The hardware known-good runs were measured on, as a profile's ``hardware`` (each name
     exactly): a baseline of H100 nodes is no bound for an A100. None where no row names its
     device (imported logs that name none): such a profile applies to any."""
+    return hardware_on((r.run, r.m.params.get("device")) for r in rows)
+
+
+def hardware_on(devices: Iterable[tuple[Run, Any]]) -> Hardware | None:
+    """``hardware_of`` from (run, ``device`` param) of each record (``measured_on_device``): the
+    same names in the same order from each label once as from every record that carries it."""
     gpus: dict[str, None] = {}
     cpus: dict[str, None] = {}
-    for r in rows:
-        kind, names = measured_on(r.run, r.m)
+    for run, label in devices:
+        kind, names = measured_on_device(run, label)
         for n in names:
             # the name exactly: its regex metacharacters escaped, its spaces and dashes readable
             exact = re.sub(r"[.^$*+?{}\[\]\\|()]", lambda c: "\\" + c.group(0), n)

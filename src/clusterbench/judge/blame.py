@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from clusterbench.judge.select import Row, by_metric, select
+from clusterbench.judge.select import Row, Selection
 from clusterbench.judge.validate import ERROR, FAIL, SKIPPED, Outcome
 
 
@@ -37,12 +37,12 @@ def node_findings(outcomes: Sequence[Outcome], rows: Sequence[Row]) -> NodeFindi
     out = NodeFindings()
     seen: dict[str, None] = {}
     unsure: dict[str, None] = {}
-    index = by_metric(rows)
+    index = Selection(rows)
     for o in outcomes:
         if o.status == SKIPPED:
             continue
         c = o.criterion
-        for r in select(index.get((c.benchmark, c.metric), []), c.benchmark, c.metric, c.params, c.absent):
+        for r in index.select(c.benchmark, c.metric, c.params, c.absent):
             host = r.key("host")
             if host is not None:
                 seen.setdefault(host)

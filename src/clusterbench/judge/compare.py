@@ -74,8 +74,52 @@ GroupKey = tuple[str, str, str]  # benchmark, metric, canonical JSON of params
 
 
 def group_key(row: Row) -> GroupKey:
-    params = {k: v for k, v in row.m.params.items() if k not in IDENTITY_PARAMS}
-    return row.m.benchmark, row.m.metric, json.dumps(params, sort_keys=True, default=str)
+    return row.m.benchmark, row.m.metric, _params_key(row.m.params)
+
+
+def _params_key(params: dict[str, Any]) -> str:
+    return json.dumps({k: v for k, v in params.items() if k not in IDENTITY_PARAMS}, sort_keys=True, default=str)
+
+
+class GroupKeys:
+    """``group_key``, its params part made once per params dict: the records of a run read with
+    shared params (``Store.measurements_by_run``) share one dict per parameter set, so a thousand
+    runs' 400,000 rows are a hundred thousand JSON texts, not 400,000. Each dict is held while
+    its text is, so that its ``id`` names no other."""
+
+    def __init__(self) -> None:
+        self._texts: dict[int, tuple[dict[str, Any], str]] = {}
+        # the texts by the params' text and integer values besides the identity ones: the same
+        # row of each host's run (a host param apart) is one JSON text made once
+        self._by_values: dict[tuple[Any, ...], str] = {}
+
+    def __call__(self, row: Row) -> GroupKey:
+        params = row.m.params
+        known = self._texts.get(id(params))
+        if known is None or known[0] is not params:
+            values = _plain_values(params)
+            text = None if values is None else self._by_values.get(values)
+            if text is None:
+                text = _params_key(params)
+                if values is not None:
+                    self._by_values[values] = text
+            known = self._texts[id(params)] = (params, text)
+        return row.m.benchmark, row.m.metric, known[1]
+
+
+def _plain_values(params: dict[str, Any]) -> tuple[Any, ...] | None:
+    """(name, type, value) of each param but the identity ones, where every value is text or an
+    integer (whose JSON is the same exactly when they are equal: not so 0.0 and -0.0, 1 and True);
+    None otherwise."""
+    out = []
+    for k, v in params.items():
+        if k in IDENTITY_PARAMS:
+            continue
+        t = type(v)
+        if t is not str and t is not int:
+            return None
+        out.append((k, t, v))
+    return tuple(out)
 
 
 def common_unit(rows: Sequence[Row], prefer: str = "") -> tuple[str, list[float]] | None:
@@ -103,13 +147,14 @@ def units_text(rows: Iterable[Row]) -> str:
     return " and ".join(u or "none" for u in dict.fromkeys(r.m.unit for r in rows))
 
 
-def group_rows(rows: Iterable[Row]) -> dict[GroupKey, list[Row]]:
+def group_rows(rows: Iterable[Row], key_of: GroupKeys | None = None) -> dict[GroupKey, list[Row]]:
     """Rows by key; records of how a row's iterations spread (stddev, mad, first) are left out:
     they describe the noise of a run (judge/noise.py), not its performance."""
+    key_of = key_of or GroupKeys()
     groups: dict[GroupKey, list[Row]] = {}
     for r in rows:
         if not describes_spread(r.m):
-            groups.setdefault(group_key(r), []).append(r)
+            groups.setdefault(key_of(r), []).append(r)
     return groups
 
 
@@ -352,10 +397,13 @@ def representatives(tested: set[GroupKey]) -> dict[GroupKey, GroupKey]:
 
 
 def compare(rows_a: list[Row], rows_b: list[Row], *, alpha: float = 0.05, min_effect: float = 0.02,
-            max_cv: float = 0.10, adjust_by: str = DEFAULT_ADJUST) -> list[Comparison]:
+            max_cv: float = 0.10, adjust_by: str = DEFAULT_ADJUST, key_of: GroupKeys | None = None
+            ) -> list[Comparison]:
+    """``key_of``: the group keys' cache, where the caller groups the same rows again."""
     if adjust_by not in ADJUSTMENTS:
         raise UsageError(f"unknown adjustment {adjust_by!r}: one of {', '.join(ADJUSTMENTS)}")
-    ga, gb = group_rows(rows_a), group_rows(rows_b)
+    key_of = key_of or GroupKeys()
+    ga, gb = group_rows(rows_a, key_of), group_rows(rows_b, key_of)
     shared = [k for k in ga if k in gb]
     if not shared:
         raise UsageError("the two selections share no (benchmark, metric, params) to compare")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from clusterbench.errors import UsageError
 from clusterbench.records import Measurement, Run
@@ -92,11 +93,16 @@ def _known(name: object) -> str | None:
 def measured_on(run: Run, m: Measurement) -> tuple[str | None, list[str]]:
     """The kind (cpu, gpu; None where the run does not say: an imported log) and the names of the
     devices a measurement was made on; no names where they are unknown."""
+    return measured_on_device(run, m.params.get("device"))
+
+
+def measured_on_device(run: Run, label: Any) -> tuple[str | None, list[str]]:
+    """``measured_on`` of a record of ``run`` whose ``device`` param is ``label`` (None: none):
+    all a record adds is that label, so a judgement of many records asks once per label."""
     device_type = run.meta.get("device_type")
     kind = CPU if device_type == "cpu" else GPU if device_type == "cuda" else None
     named = run.meta.get("device_names")
     names = dict(named) if isinstance(named, dict) else {}
-    label = m.params.get("device")
     if isinstance(label, str) and label == "cpu":
         kind = CPU
     elif isinstance(label, str) and label.startswith("cuda"):

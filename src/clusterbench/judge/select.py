@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from clusterbench.records import INTERRUPTED, Measurement, Run
 from clusterbench.store import Store
@@ -62,8 +62,7 @@ def params_match(want: Mapping[str, Any], have: Mapping[str, Any]) -> bool:
     return all(k in have and _same(v, have[k]) for k, v in want.items())
 
 
-@dataclass(frozen=True)
-class Row:
+class Row(NamedTuple):   # a tuple: a thousand runs' judgement makes 400,000 of them
     """A measurement with the run it came from."""
 
     run: Run
@@ -114,6 +113,71 @@ def select(rows: Iterable[Row], benchmark: str, metric: str, params: Mapping[str
     ``absent`` (a profile's ``key: null``)."""
     return [r for r in rows if r.m.benchmark == benchmark and r.m.metric == metric
             and params_match(params, r.m.params) and not any(k in r.m.params for k in absent)]
+
+
+class Selection:
+    """``select`` for many criteria over the same rows (a profile of a hundred criteria over a
+    thousand runs' rows): whether a row matches depends only on its values of the params a
+    criterion names, so each distinct set of those values is matched once and its rows taken
+    whole, in their order, instead of every row matched once per criterion."""
+
+    def __init__(self, rows: Iterable[Row]) -> None:
+        self._of_metric = by_metric(rows)
+        # (benchmark, metric, names) -> (the rows' values of the names -> indexes of its rows)
+        self._groups: dict[tuple[str, str, tuple[str, ...]], dict[tuple[Any, ...], list[int]]] = {}
+
+    def of_metric(self, benchmark: str, metric: str) -> list[Row]:
+        """The rows of this benchmark and metric, in their order (``by_metric``)."""
+        return self._of_metric.get((benchmark, metric), [])
+
+    def select(self, benchmark: str, metric: str, params: Mapping[str, Any],
+               absent: Sequence[str] = ()) -> list[Row]:
+        """``select(rows, benchmark, metric, params, absent)``, the same rows in the same order."""
+        rows = self.of_metric(benchmark, metric)
+        names = tuple(sorted(set(params) | set(absent)))
+        groups = self._groups.get((benchmark, metric, names))
+        if groups is None:
+            groups = self._groups[benchmark, metric, names] = _grouped(rows, names)
+        picked = [ix for ix in groups.values()
+                  if params_match(params, rows[ix[0]].m.params) and not any(k in rows[ix[0]].m.params for k in absent)]
+        if len(picked) == 1:
+            return [rows[i] for i in picked[0]]
+        return [rows[i] for i in sorted(i for ix in picked for i in ix)]
+
+
+def _grouped(rows: Sequence[Row], names: tuple[str, ...]) -> dict[tuple[Any, ...], list[int]]:
+    """Indexes of ``rows`` by their values of ``names`` (each value with its type: ``1``, ``1.0``,
+    ``True`` and ``"1"`` apart, as ``params_match`` may tell them apart; a list or an object by its
+    JSON, whose text is the same only for values ``_same`` takes the same). Records read with
+    shared params share one dict per parameter set: its values are worked out once."""
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    seen: dict[int, tuple[dict, tuple[Any, ...]]] = {}
+    absent = [_ABSENT] * len(names)
+    for i, r in enumerate(rows):
+        p = r.m.params
+        known = seen.get(id(p))
+        if known is None or known[0] is not p:
+            values = tuple(map(p.get, names, absent))
+            types = tuple(map(type, values))
+            key: tuple[Any, ...] = ("values", values, types)
+            if not all(t in _SCALARS for t in types):   # a list or an object: by its JSON
+                key = ("json", *(_value_key(p, k) for k in names))
+            known = seen[id(p)] = (p, key)
+        groups.setdefault(known[1], []).append(i)
+    return groups
+
+
+_ABSENT: Any = object()   # a param a record does not have (apart from one it has as null)
+_SCALARS = frozenset({str, int, float, bool, type(None), object})
+
+
+def _value_key(params: Mapping[str, Any], name: str) -> tuple[Any, ...]:
+    if name not in params:
+        return (False,)
+    v = params[name]
+    if v is None or isinstance(v, (str, int, float, bool)):
+        return True, type(v), v
+    return True, list, json.dumps(v, default=str)
 
 
 def interrupted_note(runs: Iterable[Run]) -> str | None:

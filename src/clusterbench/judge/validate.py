@@ -13,7 +13,7 @@ from clusterbench.judge.compare import change_text_pct, common_unit
 from clusterbench.judge.hardware import Hardware, applies, foreign_text, measured_on
 from clusterbench.judge.outliers import flag_outliers
 from clusterbench.judge.profiles import Criterion, Profile
-from clusterbench.judge.select import Row, by_metric, identity_of, select
+from clusterbench.judge.select import Row, Selection, identity_of
 from clusterbench.units import compact, convert
 
 PASS, FAIL, SKIPPED, ERROR = "pass", "fail", "skipped", "error"
@@ -253,18 +253,18 @@ def evaluate(profile: Profile, rows: list[Row]) -> list[Outcome]:
     the reason ``hardware``."""
     outcomes = []
     hw = profile.hardware
-    ours = rows if hw is None else [r for r in rows if applies(hw, r.run, r.m)]
+    ours = rows if hw is None else _applying(hw, rows)
     if hw is not None and rows and not ours:   # not one row this profile is for: none is judged
-        index = by_metric(rows)
-        return [_foreign(c, hw, select(index.get((c.benchmark, c.metric), []), c.benchmark, c.metric,
-                                       c.params, c.absent), rows) for c in profile.criteria]
-    index, all_index = by_metric(ours), by_metric(rows)
+        everything = Selection(rows)
+        return [_foreign(c, hw, everything.select(c.benchmark, c.metric, c.params, c.absent), rows)
+                for c in profile.criteria]
+    index = Selection(ours)
+    all_index = index if len(ours) == len(rows) else Selection(rows)
     for c in profile.criteria:
-        of_metric = index.get((c.benchmark, c.metric), [])
-        matched = select(of_metric, c.benchmark, c.metric, c.params, c.absent)
+        of_metric = index.of_metric(c.benchmark, c.metric)
+        matched = index.select(c.benchmark, c.metric, c.params, c.absent)
         if not matched:
-            elsewhere = select(all_index.get((c.benchmark, c.metric), []), c.benchmark, c.metric,
-                               c.params, c.absent) if hw is not None else []
+            elsewhere = all_index.select(c.benchmark, c.metric, c.params, c.absent) if hw is not None else []
             outcomes.append(_foreign(c, hw, elsewhere, elsewhere) if hw is not None and elsewhere
                             else _unmatched(c, of_metric))
             continue
@@ -274,12 +274,30 @@ def evaluate(profile: Profile, rows: list[Row]) -> list[Outcome]:
             o = Outcome(c, ERROR, matched=len(matched), detail=f"{type(e).__name__}: {e}")
         o.runs = sorted({r.run.id for r in matched if r.run.id is not None})
         if hw is not None and len(ours) < len(rows):   # a mixed selection: say what was left out
-            left = len(select(all_index.get((c.benchmark, c.metric), []), c.benchmark, c.metric, c.params,
-                              c.absent)) - len(matched)
+            left = len(all_index.select(c.benchmark, c.metric, c.params, c.absent)) - len(matched)
             if left:
                 o.detail = "; ".join(x for x in (o.detail, f"{left} on other hardware not judged") if x)
         outcomes.append(o)
     return outcomes
+
+
+def _applying(hw: Hardware, rows: list[Row]) -> list[Row]:
+    """The rows ``applies`` to ``hw``, asked once per run and device label (all ``measured_on``
+    reads of a row): a thousand runs' rows are eight labels a run, not 400,000 questions."""
+    answers: dict[tuple[int, Any], bool] = {}
+    out = []
+    for r in rows:
+        label = r.m.params.get("device")
+        if label is not None and not isinstance(label, (str, int, float, bool)):
+            ok = applies(hw, r.run, r.m)   # a list or an object: no key to remember it by
+        else:
+            key = (id(r.run), type(label), label)
+            ok = answers.get(key)
+            if ok is None:
+                ok = answers[key] = applies(hw, r.run, r.m)
+        if ok:
+            out.append(r)
+    return out
 
 
 def exit_code(outcomes: list[Outcome]) -> int:

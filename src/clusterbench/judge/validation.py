@@ -68,7 +68,7 @@ def validate_runs(db: str | os.PathLike[str] | None, profile: Profile, selectors
                   nodes: int | None = None) -> Validation:
     """Judge the runs ``selectors`` pick in ``db`` against ``profile``; ``link_speed`` (else each
     run's ``link_speed`` tag) and ``nodes`` for the efficiency of collective rows."""
-    loaded = read_runs(db, selectors, since)
+    loaded = read_runs(db, selectors, since, shared=True)   # read-only records: one params dict a set
     rows = rows_of(loaded)
     judged = evaluate(profile, rows)
     outcomes = judged + tool_outcomes(loaded)   # the tools' own checks (nccl-tests' error tolerance)

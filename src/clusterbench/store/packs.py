@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from clusterbench.families import metric_of
@@ -39,6 +39,7 @@ ROWS = "rows"
 TABLE = "table"
 FORMATS = (ROWS, TABLE)
 MeasurementRow = tuple[str, str, float, str, str]   # benchmark, metric, value, unit, params JSON
+Keep = Callable[[str, str], bool]   # (benchmark, metric): whether a reader wants such records
 _INF = float("inf")
 
 
@@ -133,13 +134,16 @@ def _rows_rows(body: str) -> Iterator[MeasurementRow]:
         yield b, m, float(v), u, plist[i]
 
 
-def _rows_measurements(body: str) -> Iterator[Measurement]:
+def _rows_measurements(body: str, keep: Keep | None = None, shared: bool = False) -> Iterator[Measurement]:
     doc = json.loads(body)
     keys, plist = doc["k"], doc["p"]
     relabel = [_relabelled(*key) for key in keys]
+    kept = [keep is None or keep(b, m) for b, m, _ in keys]
     for k, i, v in doc["r"]:
+        if not kept[k]:
+            continue
         b, m, u = keys[k]
-        params = dict(plist[i])
+        params = plist[i] if shared else dict(plist[i])
         yield Measurement(b, m, float(v), relabel[k].unit_for(params) if relabel[k] else u, params)
 
 
@@ -341,16 +345,39 @@ def _sql_header(head: str) -> bool:
 
 
 # -- reading ---------------------------------------------------------------------------------
-def measurements_of(fmt: str, body: str) -> Iterator[Measurement]:
+def measurements_of(fmt: str, body: str, keep: Keep | None = None, shared: bool = False) -> Iterator[Measurement]:
+    """A pack's records as measurements, in order; ``keep(benchmark, metric)``: only the records
+    it says yes to, left out before they are made (a judgement of a thousand runs that wants one
+    metric of forty). ``shared``: records of one parameter set share one params dict, for readers
+    that never change them (a fleet's records are mostly params: a copy each is most of memory)."""
     if fmt == ROWS:
-        yield from _rows_measurements(body)
+        yield from _rows_measurements(body, keep, shared)
     elif fmt == TABLE:
         relabel: dict[tuple[str, str, str], Metric | None] = {}
         for b, m, v, u, p in _table(body):
+            if keep is not None and not keep(b, m):
+                continue
             if (b, m, u) not in relabel:
                 relabel[b, m, u] = _relabelled(b, m, u)
             known = relabel[b, m, u]
             yield Measurement(b, m, v, known.unit_for(p) if known else u, p)
+    else:
+        raise ValueError(f"unknown measurement pack format {fmt!r} (written by a newer clusterbench?)")
+
+
+def param_values(fmt: str, body: str, key: str) -> Iterator[Any]:
+    """The value of the param ``key`` of each of a pack's records, in order (None where a record
+    has none), without making the records: a rows pack's once per parameter set it stores."""
+    if fmt == ROWS:
+        doc = json.loads(body)
+        plist, done = doc["p"], set()
+        for _k, i, _v in doc["r"]:
+            if i not in done:
+                done.add(i)
+                yield plist[i].get(key)
+    elif fmt == TABLE:
+        for _b, _m, _v, _u, p in _table(body):
+            yield p.get(key)
     else:
         raise ValueError(f"unknown measurement pack format {fmt!r} (written by a newer clusterbench?)")
 

@@ -13,24 +13,31 @@ from dataclasses import dataclass
 from clusterbench.errors import CommittedWhenInterrupted
 from clusterbench.records import Measurement, Run
 from clusterbench.store import Store
+from clusterbench.store.packs import Keep
 
 Db = str | os.PathLike[str] | None
 Loaded = list[tuple[Run, list[Measurement]]]
 
 
-def loaded(store: Store, selectors: Iterable[str], since: str | None = None) -> Loaded:
+def loaded(store: Store, selectors: Iterable[str], since: str | None = None, keep: Keep | None = None,
+           shared: bool = False) -> Loaded:
     """Resolve selectors (``clusterbench.store.selectors``: ids, ranges, ``last~N``, tags,
     ``bench:NAME``) to runs with their measurements, each run once, in id order; ``since``: a
-    UTC timestamp. A selector matching nothing raises UsageError."""
-    runs = store.select_all(selectors, since)
-    found = store.measurements_by_run([int(r.id or 0) for r in runs])   # not a query per run
+    UTC timestamp. A selector matching nothing raises UsageError. ``keep`` and ``shared``: as
+    ``Store.measurements_by_run`` (only the records a judgement reads; params dicts shared)."""
+    return with_measurements(store, store.select_all(selectors, since), keep, shared)
+
+
+def with_measurements(store: Store, runs: list[Run], keep: Keep | None = None, shared: bool = False) -> Loaded:
+    """``runs``, each with its measurements (``Store.measurements_by_run``: not a query per run)."""
+    found = store.measurements_by_run([int(r.id or 0) for r in runs], keep, shared)
     return [(r, found[int(r.id or 0)]) for r in runs]
 
 
-def read_runs(db: Db, selectors: Iterable[str], since: str | None = None) -> Loaded:
+def read_runs(db: Db, selectors: Iterable[str], since: str | None = None, shared: bool = False) -> Loaded:
     """``loaded`` from the database ``db`` names, opened to read."""
     with Store.open_to_read(db) as store:
-        return loaded(store, selectors, since)
+        return loaded(store, selectors, since, shared=shared)
 
 
 def select_runs(db: Db, selectors: Iterable[str], since: str | None = None) -> list[Run]:

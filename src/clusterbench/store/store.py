@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from typing import Any
+from typing import Any, TypeVar
 
 from clusterbench.errors import StoreError, UsageError
 from clusterbench.records import Measurement, Run, TelemetrySample
@@ -26,12 +26,14 @@ from clusterbench.store.migrations import MIGRATIONS, new_uid, statements
 from clusterbench.store.nul import refuse_nul, refuse_nul_in_run, refuse_nul_in_tags
 from clusterbench.store.open import connect
 from clusterbench.store.packs import (
+    Keep,
     MeasurementRow,
     Pack,
     Packs,
     UnreadablePack,
     measurements_of,
     packs_to_store,
+    param_values,
     rows_of,
 )
 from clusterbench.store.run_columns import (
@@ -45,6 +47,8 @@ from clusterbench.store.run_columns import (
 )
 from clusterbench.store.selector_sql import filters, nul_in_selector
 from clusterbench.store.selectors import MAX_RUN_ID, Selector, bench_filter, parse_selector
+
+_T = TypeVar("_T")
 
 
 def _id_list(ids: Sequence[int]) -> str:
@@ -641,23 +645,50 @@ class Store:
                 if (benchmark is None or m.benchmark == benchmark) and (metric is None or m.metric == metric):
                     yield m
 
-    def measurements_by_run(self, run_ids: Sequence[int]) -> dict[int, list[Measurement]]:
+    def measurements_by_run(self, run_ids: Sequence[int], keep: Keep | None = None,
+                            shared: bool = False) -> dict[int, list[Measurement]]:
         """Each run's measurements, as ``measurements(run_id)`` gives them, read with one query per
-        ``_CHUNK`` runs: a command that judges thousands of runs must not pay a round trip each."""
+        ``_CHUNK`` runs: a command that judges thousands of runs must not pay a round trip each.
+        ``keep`` and ``shared`` as ``packs.measurements_of``: the records a judgement wants, made
+        as each pack is decoded (one pack's text held at a time, never every run's records)."""
         found: dict[int, list[Measurement]] = {int(rid): [] for rid in run_ids}
-        ids = list(found)
+        for rid, fmt, body in self._packs_of(list(found)):
+            found[int(rid)] += self._unpacked(fmt, body, keep, shared)
+        return found
+
+    def param_values_by_run(self, run_ids: Sequence[int], key: str) -> dict[int, list[Any]]:
+        """Per run, the distinct values of the param ``key`` over all its records, in the order
+        they first come (None for records without it): what ``measured_on`` needs of the records
+        a judgement did not keep (the devices a baseline's runs were measured on), without making
+        them. Values that are lists or objects are kept once per record set they come in."""
+        found: dict[int, list[Any]] = {int(rid): [] for rid in run_ids}
+        seen: dict[int, set[Any]] = {rid: set() for rid in found}
+        for rid, fmt, body in self._packs_of(list(found)):
+            values, done = found[int(rid)], seen[int(rid)]
+            for v in self._decoded(param_values, fmt, body, key):
+                mark = (type(v), v) if isinstance(v, (str, int, float, bool)) or v is None else None
+                if mark is None or mark not in done:
+                    if mark is not None:
+                        done.add(mark)
+                    values.append(v)
+        return found
+
+    def _packs_of(self, ids: list[int]) -> Iterator[tuple[Any, str, str]]:
+        """(run id, format, body) of the runs' packs in the order stored, ``_CHUNK`` runs a query."""
         for i in range(0, len(ids), self._CHUNK):
             chunk = ids[i:i + self._CHUNK]
             sql = (f"SELECT run_id, format, body FROM measurement_packs WHERE run_id IN"
                    f" ({','.join('?' * len(chunk))}) ORDER BY id")
-            for rid, fmt, body in self._stream(sql, chunk):
-                found[int(rid)] += self._unpacked(fmt, body)
-        return found
+            yield from self._stream(sql, chunk)
 
-    def _unpacked(self, fmt: str, body: str) -> list[Measurement]:
+    def _unpacked(self, fmt: str, body: str, keep: Keep | None = None, shared: bool = False) -> list[Measurement]:
         """One pack's measurements, or a StoreError saying why they cannot be read."""
+        return self._decoded(measurements_of, fmt, body, keep, shared)
+
+    def _decoded(self, read: Callable[..., Iterable[_T]], *args: Any) -> list[_T]:
+        """What ``read(*args)`` decodes of a pack, or a StoreError saying why it cannot be read."""
         try:
-            return list(measurements_of(fmt, body))
+            return list(read(*args))
         except (ValueError, KeyError, TypeError) as e:
             raise StoreError(f"results database {self.where}: unreadable measurements: {e}") from None
         except RecursionError:   # params nested thousands deep: Python's parser gives up

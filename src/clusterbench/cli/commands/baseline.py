@@ -10,7 +10,7 @@ import click
 from clusterbench.cli.bounds import POSITIVE
 from clusterbench.cli.options import db_option, json_option, since_option
 from clusterbench.errors import UsageError
-from clusterbench.judge.baseline import create_baseline, known_good
+from clusterbench.judge.baseline import create_baseline, read_known_good
 from clusterbench.judge.profiles import dump_profile
 from clusterbench.judge.select import rows_of
 from clusterbench.printable import printable
@@ -50,13 +50,14 @@ def create(runs: tuple[str, ...], output: str, name: str | None, pct: float, met
         # reach every validate report and JUnit file that names the profile
         raise UsageError(f"--name {printable(repr(name))}: give a profile name of printable characters, "
                          "or leave --name out for the output file's stem")
-    loaded, left_out = known_good(db, runs, since)
-    for r in left_out:
+    good = read_known_good(db, runs, since, metrics)
+    loaded = good.loaded
+    for r in good.left_out:
         print(printable(f"# left out run {r.id}: its status is {r.status}"), file=sys.stderr)
     stem = os.path.splitext(os.path.basename(output))[0]
     result = create_baseline(rows_of(loaded), name=name or stem, pct=pct, metrics=metrics,
                              min_bytes=parse_size(min_bytes, "--min-bytes"),
-                             run_ids=[int(r.id or 0) for r, _ in loaded])
+                             run_ids=[int(r.id or 0) for r, _ in loaded], devices=good.devices)
     text = dump_profile(result.profile)
     write_text(output, text)   # whole or not at all; never over a device or directory
     for z in result.not_positive:   # not in the summary line's fields: said here with --json too
