@@ -12,7 +12,10 @@ this measures at each rate, in this order:
 
 then predicts each workload run's step from the curves and node rates of its own rate alone
 (`clusterbench predict SELECTOR --check RUN`) and prints predicted vs measured, the error, the
-comm share and the bound, with the machine's load (`uptime`) at each rate.
+comm share and the bound, with the machine's load (`uptime`) at each rate. Last, each workload
+run at a shaped rate is predicted again from another shaped rate's fabric over ``--link`` its own
+rate (the what-if `predict --link` gives), to show how far a measured fabric carries to another
+link; ``--what-ifs-of DB`` prints that table again from an earlier run's database.
 
 Each host runs pinned to one core (host i on core i mod cores): with its affinity one core, each
 rank computes on one thread, as `train` splits a host's cores between its ranks. Unpinned, two
@@ -152,6 +155,40 @@ def predictions(db: Path, n: int, rate: str, round_: int) -> list[dict[str, obje
     return out
 
 
+def what_ifs(db: Path, n: int, rates: list[str], round_: int) -> list[dict[str, object]]:
+    """Each workload run at a shaped rate predicted from another shaped rate's fabric over
+    ``--link`` its own rate (the what-if `predict --link` prints), with its own rate's nodes."""
+    out = []
+    shaped = [r for r in rates if r != UNSHAPED]
+    for to in shaped:
+        for frm in shaped:
+            if frm == to:
+                continue
+            sel = f"hosts={n},round={round_}"
+            report = stored_prediction(db, [f"fabric={to},{sel},part=node", f"fabric={frm},{sel},part=fabric"],
+                                       check=[f"fabric={to},{sel},part=workload"], links=[to])
+            # each check's predictions: the measured fabric's, then the --link one's
+            for i, c in enumerate(report.checks):
+                p = report.predictions[2 * i + 1]
+                out.append({"hosts": n, "from": frm, "to": to, "round": round_, "workload": p.workload.kind,
+                            "run": c.run.id, "measured_ms": c.measured.step_s * 1e3, "predicted_ms": p.step_s * 1e3,
+                            "error": p.step_s / c.measured.step_s - 1, "comm_ms": p.comm_s * 1e3,
+                            "measured_comm_ms": None if c.measured.comm_share is None
+                            else c.measured.comm_share * c.measured.step_s * 1e3})
+    return out
+
+
+def print_what_ifs(rows: list[dict[str, object]]) -> None:
+    print()
+    print("| hosts | fabric measured at | predicted at (--link) | round | workload | measured ms | predicted ms "
+          "| error | comm ms predicted / measured |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        meas = "-" if r["measured_comm_ms"] is None else f"{r['measured_comm_ms']:.0f}"
+        print(f"| {r['hosts']} | {r['from']} | {r['to']} | {r['round']} | {r['workload']} | {r['measured_ms']:.0f} "
+              f"| {r['predicted_ms']:.0f} | {_pct(r['error'])} | {r['comm_ms']:.0f} / {meas} |")
+
+
 def _pct(x: object) -> str:
     return "-" if x is None else f"{100 * float(x):+.1f}%"  # type: ignore[arg-type]
 
@@ -163,7 +200,14 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=7)
     ap.add_argument("--rounds", type=int, default=2, help="rates in order, then in reverse order, ...")
     ap.add_argument("--db", default=None, help="keep the runs in this database (default: a temporary one)")
+    ap.add_argument("--what-ifs-of", type=Path, default=None, metavar="DB",
+                    help="measure nothing: print the --link what-ifs of an earlier run's database")
     args = ap.parse_args()
+    if args.what_ifs_of:
+        rates = args.rates.split(",")
+        print_what_ifs([r for n in map(int, args.hosts.split(",")) for round_ in range(args.rounds)
+                        for r in what_ifs(args.what_ifs_of, n, rates, round_)])
+        return
     reason = netns_usable()
     if reason:
         print(f"skipped: {reason}")
@@ -175,6 +219,7 @@ def main() -> None:
     db = Path(args.db or f"/tmp/predict-vs-measured-{os.getpid()}.db")
     loads: dict[tuple[int, str, int], dict[str, str]] = {}
     rows: list[dict[str, object]] = []
+    ifs: list[dict[str, object]] = []
     for n in map(int, args.hosts.split(",")):
         bench = Bench(n, db, args.steps)
         try:
@@ -186,6 +231,7 @@ def main() -> None:
                     rows += new
                     for r in new:
                         print(json.dumps({**r, "load": loads[(n, rate, round_)]}), flush=True)
+                ifs += what_ifs(db, n, rates, round_)
         finally:
             bench.close()
     print(f"# predicted vs measured step ({time.strftime('%Y-%m-%d', time.gmtime())}; runs in {db})")
@@ -213,6 +259,7 @@ def main() -> None:
         bounds = ", ".join(f"{r['measured_bound'] or '-'} / {r['predicted_bound']}" for r in rs)
         print(f"| {n} | {rate} | {workload} | {meas:.0f} | {pred:.0f} | {_pct(pred / meas - 1)} "
               f"| {', '.join(_pct(r['error']) for r in rs)} | {bounds} |")
+    print_what_ifs(ifs)
 
 
 if __name__ == "__main__":

@@ -21,10 +21,10 @@ sys.path.insert(0, str(HELPERS))
 # the shared helpers' asserts say what they compared, as a test's own do
 pytest.register_assert_rewrite(*sorted(p.stem for p in HELPERS.glob("*.py")))
 
-from host_doubles import H100_preflight  # noqa: E402
-from judge_helpers import SEED_LOGS, coll_rows, save  # noqa: E402
-from paths import DATA  # noqa: E402
+from host_doubles import H100, MI300X  # noqa: E402
+from judge_helpers import coll_rows, save, save_seed_logs  # noqa: E402
 from pg_fixtures import pg_server_or_skip  # noqa: E402
+from stored_runs import save_selector_runs  # noqa: E402
 
 import clusterbench.store.store as store_module  # noqa: E402
 from clusterbench.ingest import nccl_parallel  # noqa: E402
@@ -145,16 +145,7 @@ def any_db(request, tmp_path):
 @pytest.fixture
 def seed_db(db):
     """The MI300X guide's own tool outputs (tests/data), imported into ``db`` with tag seed=mi300x."""
-    from clusterbench.ingest import parse_text
-    from clusterbench.store import Store
-
-    with Store.open(db) as store:
-        for tool, fname in SEED_LOGS:
-            text = (DATA / tool / fname).read_text()
-            for imported in parse_text(text, tool=tool, name=fname):
-                imported.run.tags["seed"] = "mi300x"
-                store.save_run(imported.run, imported.measurements)
-    return db
+    return save_seed_logs(db)
 
 
 @pytest.fixture
@@ -167,7 +158,7 @@ def stored(db):
 def node(tmp_path: Path) -> Path:
     """A copy of the H100 tree to change: the RoCE port of mlx5_1 is ens1f0np0 (100 Gb/s)."""
     root = tmp_path / "node"
-    shutil.copytree(H100_preflight, root, symlinks=True)
+    shutil.copytree(H100, root, symlinks=True)
     return root
 
 
@@ -187,8 +178,37 @@ def statements(monkeypatch):
 
 
 @pytest.fixture
+def no_gpu_torch(monkeypatch):
+    """A torch that sees no GPU, built for CUDA (PyPI's default wheel), on an MI300X node."""
+    import torch
+
+    from clusterbench.envinfo import torchcheck
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    monkeypatch.setattr(torch.version, "cuda", "12.6")
+    monkeypatch.setattr(torch.version, "hip", None)
+    real = torchcheck.evidence
+    monkeypatch.setattr(torchcheck, "evidence", lambda root="/", use_libraries=True:
+                        real(MI300X, use_libraries=False))
+    monkeypatch.setattr(torchcheck, "rocm_version", lambda root="/": "6.2")
+    for var in torchcheck.VISIBILITY_VARS:
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
 def db_store_selectors(any_db):
     return any_db
+
+
+@pytest.fixture
+def store_store_selectors(db_store_selectors):
+    """A store on each backend holding stored_runs.RUNS, which the selector tests pick from."""
+    from clusterbench.store import Store
+
+    with Store.open(db_store_selectors) as s:
+        save_selector_runs(s)
+        yield s
 
 
 @pytest.fixture

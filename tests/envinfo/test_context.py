@@ -7,20 +7,11 @@ import resource
 from pathlib import Path
 
 import pytest
-from paths import TESTS
+from host_doubles import DATA, _tree
 
 from clusterbench.envinfo import context
 
-DATA = TESTS / "data" / "sysfs"
 POD, DOCKER_V1 = DATA / "k8s-sriov-pod", DATA / "mi300x-node"
-
-
-def _tree(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
 
 
 @pytest.mark.parametrize("cpus, text", [({0}, "0"), ({0, 1, 2, 5}, "0-2,5"), ({3, 1, 2}, "1-3"),

@@ -3,11 +3,10 @@
 import shutil
 
 import pytest
-from host_doubles import ARM_VM, DATA, _tree
+from host_doubles import ARM_VM, BROKEN, DATA, H100, MI300X, _tree
 
 from clusterbench.envinfo import sysfs
 
-H100, MI300X, BROKEN = DATA / "h100-node", DATA / "mi300x-node", DATA / "broken-node"
 POD = DATA / "k8s-sriov-pod"
 
 

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from host_doubles import CPU, CUDA, DATA, ROCM
+from host_doubles import BROKEN, CPU, CUDA, H100, MI300X, ROCM
 
 from clusterbench.envinfo import torchcheck
-
-H100, MI300X, BROKEN = DATA / "h100-node", DATA / "mi300x-node", DATA / "broken-node"
-
 
 NONE = torchcheck.TorchBuild(None)
 

@@ -10,6 +10,7 @@ from paths import TESTS
 from clusterbench.envinfo import torchcheck
 
 DATA = TESTS / "data" / "sysfs"
+H100, MI300X, BROKEN = DATA / "h100-node", DATA / "mi300x-node", DATA / "broken-node"
 
 
 def _inv(mtu=9000, gid_index=3, nccl=None, host="node-a", partition="SPX", mac="aa"):
@@ -67,15 +68,6 @@ LOG = """\
 [  500.300000] [drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx_0.0.0 timeout, signaled seq=123, emitted seq=125
 4,812,1500300000,-;NVRM: Xid (PCI:0000:5d:00): 48, pid=1, name=x, An uncorrectable double bit error
 """
-
-
-H100_preflight = TESTS / "data" / "sysfs" / "h100-node"
-
-
-DATA_qualify_preflight = TESTS / "data"
-
-
-H100_qualify_preflight = DATA_qualify_preflight / "sysfs" / "h100-node"
 
 
 ROCM = torchcheck.TorchBuild("2.6.0+rocm6.2.4", hip="6.2.41134-65d174c3e")

@@ -96,10 +96,6 @@ def by_file(tmp: Path, data: bytes, name: str, tool: str | None = None, jobs: in
     return _outcome(_runs_of(str(path), tool, None, jobs, str(path)), [str(path), name])
 
 
-def records_ingest_common(runs: list) -> list[tuple]:
-    return [(m.benchmark, m.metric, m.value, m.params) for r in runs for m in r.measurements]
-
-
 def by_text(data: bytes, name: str, tool: str | None = None) -> Outcome:
     """``parse_text``: all the runs or the error alone (it gives a list)."""
     try:

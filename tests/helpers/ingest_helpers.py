@@ -67,6 +67,18 @@ A3MEGA = DATA / "nccl-tests" / "a3mega-h100-2node-all_reduce.txt"
 TITANXP = DATA / "babelstream" / "repo-results-v3.3-titanxp-cuda.txt"
 
 
+IPERF3 = DATA / "iperf3" / "cloudpilot-bw_proxy_target_direct-10s-omit3.json"
+
+
+def _iperf3(tmp_path: Path, change) -> Path:
+    """The real iperf3 -J document, changed by ``change`` (in place), written to a file."""
+    doc = json.loads(IPERF3.read_text())
+    change(doc)
+    path = tmp_path / "iperf3.json"
+    path.write_text(json.dumps(doc, indent=2))
+    return path
+
+
 def damaged(tmp_path: Path, source: Path, old: str, new: str, name: str = "damaged.txt") -> Path:
     text = source.read_text()
     assert old in text
@@ -109,10 +121,6 @@ def load(tool, name, **kw):
     return runs[0]
 
 
-def text_tool_logs(tool: str, name: str) -> str:
-    return (DATA / tool / name).read_text()
-
-
 class _Newlines(io.StringIO):
     """A text file opened with newline="": readline also stops at a lone CR."""
 
@@ -129,3 +137,23 @@ GH200 = "issue369-v2.17.8-gh200-wrong-nonzero-oob-failed.txt"   # nccl-tests 2.1
 
 def is_row(line: str) -> bool:
     return line[:1] == " " and line.split()[0].isdecimal()
+
+
+def lines_import_nccl(name: str) -> list[str]:
+    """The lines of a real nccl-tests log (tests/data/nccl-tests)."""
+    return (DATA / "nccl-tests" / name).read_text().splitlines()
+
+
+def with_cycles(name: str, cycles: int) -> str:
+    """nccl-tests -N <cycles> (TimeTest's do/while since 2024-07): the rows printed again right
+    after the last one; the footer's average is the mean of all of them (the same here)."""
+    out, rows = [], []
+    for ln in lines_import_nccl(name):
+        if is_row(ln):
+            rows.append(ln)
+            continue
+        if rows:
+            out += rows * cycles
+            rows = []
+        out.append(ln)
+    return "\n".join(out + rows * cycles) + "\n"

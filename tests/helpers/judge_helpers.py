@@ -13,6 +13,7 @@ from clusterbench.cli import main
 from clusterbench.judge.profile_yaml import load_yaml
 from clusterbench.judge.profiles import parse_profile
 from clusterbench.judge.select import Row
+from clusterbench.judge.validate import evaluate
 from clusterbench.records import Measurement, Run
 from clusterbench.store import Store
 
@@ -81,6 +82,21 @@ SEED_LOGS = [
     ("babelstream", "seed-mi300x-hip-8gpu-mpi.txt"),
 ]
 
+
+def save_seed_logs(db: str) -> str:
+    """The MI300X guide's own tool outputs (SEED_LOGS, tests/data) imported into ``db`` with
+    tag seed=mi300x."""
+    from paths import DATA
+
+    from clusterbench.ingest import parse_text
+
+    with Store.open(db) as store:
+        for tool, fname in SEED_LOGS:
+            for imported in parse_text((DATA / tool / fname).read_text(), tool=tool, name=fname):
+                imported.run.tags["seed"] = "mi300x"
+                store.save_run(imported.run, imported.measurements)
+    return db
+
 # What Tables 1-6 imply for the outputs printed next to them. Test 2 of Table 3 fails by 0.1%:
 # the guide's example shows 48.349 GB/s against a 48.4 GB/s minimum (it notes its examples are
 # not the runs behind the tables).
@@ -108,6 +124,12 @@ EXPECTED = {
 
 def _profile(text: str):
     return parse_profile(load_yaml(text), "p.yaml")
+
+
+def _one(rows: list[Row], **crit):
+    """The outcome of one criterion written as a flow mapping."""
+    crit.setdefault("name", "c")
+    return evaluate(_profile("name: t\ncriteria:\n  - " + json.dumps(crit) + "\n"), rows)[0]
 
 
 C = "  - {name: c, benchmark: all_reduce, metric: busbw, op: '>=', value: 1"

@@ -4,6 +4,7 @@ outliers, degraded nodes, noise."""
 from __future__ import annotations
 
 from clusterbench.families.base import iteration_stats
+from clusterbench.judge.profiles import Criterion
 from clusterbench.judge.select import Row
 from clusterbench.records import Measurement, Run
 from clusterbench.store import Store
@@ -22,6 +23,20 @@ PARAMS = {"bytes": 1 << 30, "count": 1 << 28, "dtype": "float", "redop": "sum", 
 
 def _busbw(value: float) -> list[Measurement]:
     return [Measurement("all_reduce", "busbw", value, "GB/s", dict(PARAMS))]
+
+
+UNITS_PARAMS = {"bytes": 1 << 20}
+
+
+def _unit_row(run_id: int, value: float, unit: str) -> Row:
+    """One all_reduce busbw row of 1 MiB in ``unit``: the rows that units are judged on."""
+    return Row(Run("coll", id=run_id), Measurement("all_reduce", "busbw", value, unit, dict(UNITS_PARAMS)))
+
+
+def _criterion(value: float = 1.0) -> Criterion:
+    """busbw >= ``value`` GB/s at 1 MiB: what _unit_row's rows are judged against."""
+    return Criterion(name="busbw", benchmark="all_reduce", metric="busbw", params=dict(UNITS_PARAMS),
+                     op=">=", value=value, unit="GB/s")
 
 
 def rows_judge_compare(values, bytes_=1 << 30, metric="busbw", unit="GB/s", start=1):

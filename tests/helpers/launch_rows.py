@@ -3,8 +3,10 @@ lines, and how Kubernetes expands a container's command."""
 
 from __future__ import annotations
 
+import subprocess
 from dataclasses import dataclass
 
+from judge_helpers import run_cli
 from k8s_schemas import check, check_cronjob, mpijob_schema, pytorchjob_schema
 
 BASE = {
@@ -18,6 +20,12 @@ BASE = {
     "k8s-cron": ["launch", "k8s", "--schedule", "0 3 * * *", "--nodes", "2", "--gpus-per-node", "2"],
     "dstack": ["launch", "dstack", "--nodes", "2", "--gpus-per-node", "8"],
 }
+
+
+def launch_cli(*args: str) -> subprocess.CompletedProcess:
+    """The CLI in this process (no re-import per call): exit code, stdout, stderr."""
+    code, out, err = run_cli(*args)
+    return subprocess.CompletedProcess(list(args), code, out, err)
 
 
 def _kubelet(word: str, env: dict[str, str]) -> str:

@@ -183,6 +183,25 @@ def _count(server: PgServer, db: str, table: str = "runs") -> int:
     return int(server.sql(f"SELECT count(*) FROM {table}", db=db)[0][0])
 
 
+def _pg_ctl(server: PgServer, *argv: str) -> None:
+    bindir = pg_bin()
+    assert bindir is not None
+    r = server._as_postgres(str(bindir / "pg_ctl"), "-D", str(server.dir / "data"), *argv)
+    assert r.returncode == 0, r.stderr
+
+
+def _stop(server: PgServer) -> None:
+    """The server killed at once (``-m immediate``): what a crash leaves."""
+    _pg_ctl(server, "-m", "immediate", "-w", "stop")
+
+
+def _start(server: PgServer) -> None:
+    # the options PgServer.start starts it with, on the same port
+    opts = (f"-p {server.port} -k {server.dir} -c listen_addresses={server.listen} -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=120 -c shared_buffers=32MB")
+    _pg_ctl(server, "-l", str(server.dir / "log"), "-w", "-t", "60", "-o", opts, "start")
+
+
 def _sqlite_with_runs(path: Path, n: int) -> None:
     with Store.open(path) as s:
         for _ in range(n):

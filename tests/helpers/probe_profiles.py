@@ -7,8 +7,6 @@ import json
 from pathlib import Path
 
 from clusterbench.cli import all_commands
-from clusterbench.judge.profile_yaml import load_yaml
-from clusterbench.judge.profiles import parse_profile
 
 STREAM_FLOOR = {"name": "stream floor", "benchmark": "stream", "metric": "bandwidth",
                 "params": {"kernel": "Triad"}, "op": ">=", "value": 0.001, "unit": "GB/s"}
@@ -25,7 +23,3 @@ def _profile(tmp_path: Path, suite: list[dict], criteria: list[dict]) -> Path:
 
 def _replace_callback(monkeypatch, command: str, fn) -> None:
     monkeypatch.setattr(all_commands()[command], "callback", fn)
-
-
-def _validate_probe_profile(text: str):
-    return parse_profile(load_yaml(text), "p.yaml")

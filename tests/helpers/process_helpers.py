@@ -30,6 +30,16 @@ def assert_all_gone(pids: list[int], within: float = 15.0) -> None:
     assert not alive, f"left running: {alive}"
 
 
+def reap(proc: subprocess.Popen, within: float) -> None:
+    """A test's last word on a process it started: killed if still running, waited for (at most
+    ``within`` s), its stderr pipe closed."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait(within)
+    if proc.stderr:
+        proc.stderr.close()
+
+
 def _running(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE

@@ -11,7 +11,7 @@ import torch.distributed as dist
 
 from clusterbench.ranks.context import RankOptions
 from clusterbench.ranks.driver import Job, execute
-from clusterbench.records import Measurement
+from clusterbench.records import Measurement, Rows
 
 
 def sum_ranks(ctx, config):
@@ -185,6 +185,14 @@ def _run(target, config, np, timeout=30.0):
     events = []
     outcome = execute(Job(target, config, RankOptions(device="cpu", timeout=timeout), np=np), events.append)
     return outcome, events
+
+
+def run_rows(target, config, np=2, timeout=20.0):
+    """``target`` on ``np`` CPU ranks, no telemetry: the job's outcome and the Rows it sent."""
+    events: list = []
+    options = RankOptions(device="cpu", timeout=timeout, telemetry_interval=0)
+    outcome = execute(Job(target, config, options, np=np), events.append)
+    return outcome, [e for e in events if isinstance(e, Rows)]
 
 
 SUITE_META = "suite"   # run.meta key of the steps (suite.SUITE_META)

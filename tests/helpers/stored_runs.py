@@ -19,6 +19,9 @@ from clusterbench.judge.select import Row
 from clusterbench.records import Measurement, Run, TelemetrySample
 from clusterbench.store import Store
 
+# the in-process CLI (judge_helpers.cli), by the names its tests know it
+cli_results_cmds = cli_store_cli = cli_store_options = cli_store_location = cli
+
 GOLDEN = TESTS / "data" / "golden" / "pre-redesign.db"
 
 
@@ -112,13 +115,6 @@ ALLTOALL = DATA / "nccl-tests" / "superbench-nccl_alltoall.log"
 SWEEP = DATA / "transferbench" / "docs-presets-sweep-v1.67.txt"
 
 
-def cli_results_cmds(capsys, *argv: object) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
-
-
 def _ids(db: str) -> list[int]:
     with Store.open(db) as s:
         return sorted(int(r.id or 0) for r in s.list_runs())
@@ -134,18 +130,20 @@ def cli_show_tables_complete(*argv: str) -> str:
     return out.getvalue()
 
 
+def shown_show_tables_complete(run: int, db: str) -> tuple[str, list[dict]]:
+    """``results show RUN``: its text, and the measurements of its --json."""
+    text = cli_show_tables_complete("results", "show", str(run), "--db", db)
+    records = [json.loads(line) for line in cli_show_tables_complete("results", "show", str(run), "--db", db,
+                                                                     "--json").splitlines()
+               if line.startswith("{")]
+    return text, [r for r in records if r.get("kind") == "measurement"]
+
+
 def import_log(path: Path, db: str) -> list[int]:
     lines = cli_show_tables_complete("import", str(path), "--db", db, "--json").splitlines()
     records = [json.loads(line) for line in lines if line.startswith("{")]
     summary = next(r for r in records if r.get("kind") == "summary")
     return list(summary["runs"])
-
-
-def cli_store_cli(capsys, *argv):
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
 
 
 NUL = "a\x00b"
@@ -176,13 +174,6 @@ def _run_cli(capsys, argv: list[str]) -> str:
     return out
 
 
-def cli_store_options(capsys, *argv):
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
-
-
 def _one_line_usage_error(rc, out, err, *words):
     assert rc == 2 and out == "" and len(err.splitlines()) == 1, (rc, out, err)
     assert err.startswith("clusterbench: error: ") and "Traceback" not in err and "internal error" not in err
@@ -211,13 +202,6 @@ def _runs(db: str, n: int, tags: dict[str, str] | None = None) -> list[int]:
                            [Measurement("all_reduce", "busbw", float(i + 1), "GB/s", {"bytes": 8 << i})],
                            [TelemetrySample(0.5, "gpu_util", 90.0, "%", "n1", "0")])
                 for i in range(n)]
-
-
-def cli_store_location(capsys, *argv):
-    with pytest.raises(SystemExit) as e:
-        main(list(argv))
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
 
 
 def _run(**kw) -> Run:
@@ -277,6 +261,14 @@ RUNS = [
     ("import", "babelstream 5.0", "2026-11-22T10:00:00.000Z", {"env": "b", "node": "n1"}, ["stream"]),
     ("suite", "clusterbench 0.1.0", "2026-11-23T10:00:00.000Z", {"env": "a"}, ["sendrecv", "stream", "gemm"]),
 ]
+
+
+def save_selector_runs(s: Store) -> None:
+    """RUNS saved in order (ids 1..6), one measurement for each benchmark a run names."""
+    for bench, source, started, tags, measured in RUNS:
+        s.save_run(Run(benchmark=bench, source=source, started_at=started, tags=tags, hosts=["h1"],
+                       meta={"tool": source.split()[0]} if bench == "import" else {}),
+                   [_store_selectors_m(b) for b in measured])
 
 
 PROBE_TAGS = ["team=a,b", 'q="x"', "k=v=w", "uni=ñü日本", "long=" + "x" * 4000, "bench:x=1", "B=1", "a=2",

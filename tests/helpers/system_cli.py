@@ -19,13 +19,14 @@ from typing import Any
 
 import pytest
 from bench_cli import cli_bench_cpu, measurements
+from judge_helpers import cli
 from paths import DATA, TESTS
 
-from clusterbench.cli import main
 from clusterbench.store import Store
 
 
 def _fault_disk_cb(*argv: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    """``clusterbench ARGV`` as a child, no stdin: its exit code, stdout and stderr as text."""
     return subprocess.run([sys.executable, "-m", "clusterbench", *argv], capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL)
 
@@ -120,8 +121,7 @@ BIG = {"show": ["results", "show", "1-300"], "export": ["results", "export", "1-
 
 
 def _store_versions_cb(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "clusterbench", *argv], capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+    return _fault_disk_cb(*argv, timeout=timeout)
 
 
 STREAM_LOG = DATA / "stream" / "babelstream-repo-results-v2.0-broadwell-mccalpin-cray.txt"
@@ -159,6 +159,22 @@ def _cb(argv: list[str], env: dict[str, str] | None = None, **kw) -> subprocess.
                           timeout=120, **kw)
 
 
+def _argv(name: str, db: str, tmp: Path, as_json: bool = False) -> list[str]:
+    """READS[name] on ``db``, its {tmp} in ``tmp``."""
+    return [a.replace("{tmp}", str(tmp)) for a in READS[name]] + (["--json"] if as_json else []) + ["--db", db]
+
+
+_utf8: dict[tuple[str, str, bool], subprocess.CompletedProcess] = {}
+
+
+def _reference(name: str, db: str, tmp: Path, as_json: bool = False) -> subprocess.CompletedProcess:
+    """The command's output with a UTF-8 standard output: what the others are held to (once a
+    database)."""
+    if (name, db, as_json) not in _utf8:
+        _utf8[name, db, as_json] = _cb(_argv(name, db, tmp, as_json))
+    return _utf8[name, db, as_json]
+
+
 def _which(name: str) -> str | None:
     return shutil.which(name) or next((p for p in (f"/usr/bin/{name}", f"/usr/sbin/{name}") if os.path.exists(p)), None)
 
@@ -167,13 +183,6 @@ DATA_postgres = TESTS / "data" / "nccl-tests"
 
 
 LOG = DATA_postgres / "a3mega-h100-2node-all_reduce.txt"
-
-
-def cli(capsys, *argv):
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
 
 
 def _errors(err: str) -> list[str]:

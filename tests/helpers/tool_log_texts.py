@@ -30,10 +30,6 @@ SWEEP = DATA_ingest_malformed / "transferbench" / "docs-presets-sweep-v1.67.txt"
 DATA_ingest_common = TESTS / "data"
 
 
-def text_ingest_common(tool: str, name: str) -> str:
-    return (DATA_ingest_common / tool / name).read_text()
-
-
 DATA_tool_logs = TESTS / "data"
 
 
@@ -62,7 +58,3 @@ def one(ms: list, metric: str, **params: object):
     found = [m for m in ms if m.metric == metric and all(m.params.get(k) == v for k, v in params.items())]
     assert len(found) == 1, (metric, params, found)
     return found[0]
-
-
-def warnings_ingest_common(run) -> list[str]:
-    return run.run.meta.get(WARNINGS, [])

@@ -5,18 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from judge_helpers import cli
 
-from clusterbench.cli import main
 from clusterbench.records import Measurement
 from clusterbench.store import Store
-
-
-def cli(capsys, *args: str) -> tuple[int, str, str]:
-    """Run ``clusterbench ARGS`` in this process; return (exit code, stdout, stderr)."""
-    with pytest.raises(SystemExit) as e:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
 
 
 def json_rows(out: str) -> list[Measurement]:

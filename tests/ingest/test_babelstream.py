@@ -1,9 +1,14 @@
 """Tests of clusterbench.ingest.babelstream."""
 
 import pytest
-from ingest_helpers import load, pick, text_tool_logs
+from ingest_helpers import load, pick
 from paths import DATA
-from tool_log_texts import DATA_import_stream_forms, runs_import_stream_forms, values
+from tool_log_texts import (
+    DATA_import_stream_forms,
+    runs_import_stream_forms,
+    text_tool_logs,
+    values,
+)
 
 from clusterbench.ingest import detect_tool, parse_text
 

@@ -1,8 +1,9 @@
 """Tests of clusterbench.ingest.blas_bench."""
 
 import pytest
-from ingest_helpers import load, pick, text_tool_logs
+from ingest_helpers import load, pick
 from paths import DATA
+from tool_log_texts import text_tool_logs
 
 from clusterbench.ingest import parse_text
 

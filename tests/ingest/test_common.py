@@ -7,7 +7,7 @@ import random
 from pathlib import Path
 
 import pytest
-from ingest_helpers import GH200, REFUSED, _Newlines, damaged, is_row, runs
+from ingest_helpers import GH200, REFUSED, _Newlines, damaged, is_row, runs, with_cycles
 from nccl_read_paths import (
     BOM,
     DATA,
@@ -26,7 +26,6 @@ from tool_log_texts import (
     DATA_import_net_tools,
     DATA_ingest_malformed,
     runs_import_stream_forms,
-    text_ingest_common,
     text_tool_logs,
 )
 
@@ -68,25 +67,6 @@ def runs_import_nccl_faults(name: str, as_name: str | None = None):
 def one(name: str, as_name: str | None = None):
     (r,) = runs_import_nccl_faults(name, as_name)
     return r
-
-
-def lines_import_nccl(name: str) -> list[str]:
-    return (DATA / name).read_text().splitlines()
-
-
-def with_cycles(name: str, cycles: int) -> str:
-    """nccl-tests -N <cycles> (TimeTest's do/while since 2024-07): the rows printed again right
-    after the last one; the footer's average is the mean of all of them (the same here)."""
-    out, rows = [], []
-    for ln in lines_import_nccl(name):
-        if is_row(ln):
-            rows.append(ln)
-            continue
-        if rows:
-            out += rows * cycles
-            rows = []
-        out.append(ln)
-    return "\n".join(out + rows * cycles) + "\n"
 
 
 CONFIG = DATA_ingest_malformed / "transferbench" / "docs-timing-config-example-v1.6x.txt"
@@ -505,7 +485,7 @@ def test_a_short_log_behind_two_hosts_keeps_them():
 
 
 def test_json_behind_prefixes_with_a_bare_line_says_why():
-    lines = [f"0: {ln}" for ln in text_ingest_common("iperf3", "v3.12-bidir-loopback-json.json").split("\n")]
+    lines = [f"0: {ln}" for ln in text_tool_logs("iperf3", "v3.12-bidir-loopback-json.json").split("\n")]
     lines.insert(3, "srun: error: task 1 exited")
     with pytest.raises(LogFormatError_ingest_common, match=r"prefix \('0: '\) but line 4 has none"):
         parse_text("\n".join(lines))

@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from import_sources import BOM, _ms, by_file, records_ingest_common
+from import_sources import BOM, _ms, by_file
 from ingest_helpers import (
     A3MEGA,
     MEASUREMENT,
@@ -18,6 +18,7 @@ from ingest_helpers import (
     table_rows,
 )
 from paths import DATA
+from tool_log_texts import records as records_ingest_common
 
 import clusterbench.ingest as ingest
 from clusterbench.families import metric_of, renderer_for

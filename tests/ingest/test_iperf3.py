@@ -1,18 +1,15 @@
 """Tests of clusterbench.ingest.iperf3."""
 
 import json
-from pathlib import Path
 
 import pytest
-from ingest_helpers import pick, runs
+from ingest_helpers import _iperf3, pick, runs
 from paths import DATA
 from tool_log_texts import (
-    DATA_ingest_malformed,
     DATA_more_tool_logs,
     one,
     records,
     runs_more_tool_logs,
-    text_ingest_common,
     text_tool_logs,
     values,
     warnings,
@@ -21,18 +18,7 @@ from tool_log_texts import (
 from clusterbench.ingest import detect_tool, parse_text
 from clusterbench.records import INCOMPLETE
 
-IPERF3 = DATA_ingest_malformed / "iperf3" / "cloudpilot-bw_proxy_target_direct-10s-omit3.json"
-
-
 # -- iperf3 -J -------------------------------------------------------------------------------
-def _iperf3(tmp_path: Path, change) -> Path:
-    doc = json.loads(IPERF3.read_text())
-    change(doc)
-    path = tmp_path / "iperf3.json"
-    path.write_text(json.dumps(doc, indent=2))
-    return path
-
-
 BIDIR = "cm4-tcp-bidir-get-server-output-role-tags.txt"
 
 
@@ -177,14 +163,14 @@ def test_iperf3_the_original_still_imports(tmp_path):
 
 def test_iperf3_negative_lost_packets_are_kept():
     # iperf3 counts datagrams arriving out of order as lost: a negative loss is real output
-    log = text_ingest_common("iperf3", "v3.7-udp-reverse-negative-lost-out-of-order-sum.txt")
+    log = text_tool_logs("iperf3", "v3.7-udp-reverse-negative-lost-out-of-order-sum.txt")
     (run,) = parse_text(log.replace("1174/322045 (0.36%)", "-3409/322045 (-1.1%)"))
     assert [m.value for m in run.measurements if m.metric == "lost_percent"] == [-1.1]
     assert not [w for w in warnings(run) if "below zero" in w]
 
 
 def test_iperf3_json_of_two_ranks_interleaved_is_one_run_each():
-    log = text_ingest_common("iperf3", "v3.12-bidir-loopback-json.json")
+    log = text_tool_logs("iperf3", "v3.12-bidir-loopback-json.json")
     mixed = "".join(f"0: {ln}\n1: {ln}\n" for ln in log.split("\n"))
     runs = parse_text(mixed)
     assert len(runs) == 2

@@ -4,22 +4,9 @@ from __future__ import annotations
 
 import re
 
-from parallel_import import LOGS, _runs, _write
-from paths import DATA
+from parallel_import import _runs, _texts, _write
 
 from clusterbench.ingest import nccl_parallel
-
-NCCL = DATA / "nccl-tests"
-
-
-def _texts() -> list[str]:
-    out = []
-    for name in LOGS:
-        text = (NCCL / name).read_text()
-        if name.startswith("superbench"):   # its op is named only by the file name
-            text = "$ mpirun -np 8 ./build/all_reduce_perf -b 8 -e 8G -f 2 -g 1\n" + text
-        out.append(text if text.endswith("\n") else text + "\n")
-    return out
 
 
 def test_cuts_start_at_a_run(tmp_path):

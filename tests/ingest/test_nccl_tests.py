@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from import_sources import by_file, by_text, records_ingest_common
+from import_sources import by_file, by_text
 from ingest_helpers import (
     A3MEGA,
     GH200,
@@ -11,11 +11,14 @@ from ingest_helpers import (
     SEED,
     _a3mega_row,
     is_row,
+    lines_import_nccl,
     nccl_json,
     table_rows,
+    with_cycles,
 )
 from paths import DATA, TESTS
-from tool_log_texts import warnings_ingest_common
+from tool_log_texts import records as records_ingest_common
+from tool_log_texts import text_tool_logs, warnings
 
 from clusterbench.errors import ClusterbenchError
 from clusterbench.families.collectives.spec import SPECS
@@ -86,10 +89,6 @@ def rccltable_rows(text_run):
 MI355X = "seed-tensorwave-mi355x-4node-all_reduce.txt"          # rccl-tests, 32 ranks
 
 
-def lines_import_nccl(name: str) -> list[str]:
-    return (DATA_import_nccl / name).read_text().splitlines()
-
-
 def right(widths: tuple[int, ...], values: list[str]) -> str:
     """Values right-aligned in C printf widths ("%12s  %12s ..."), two spaces apart."""
     return "  ".join(v.rjust(w) for w, v in zip(widths, values, strict=True))
@@ -157,21 +156,6 @@ def with_timestamps(name: str, at_end: bool) -> str:
     return "\n".join(out) + "\n"
 
 
-def with_cycles(name: str, cycles: int) -> str:
-    """nccl-tests -N <cycles> (TimeTest's do/while since 2024-07): the rows printed again right
-    after the last one; the footer's average is the mean of all of them (the same here)."""
-    out, rows = [], []
-    for ln in lines_import_nccl(name):
-        if is_row(ln):
-            rows.append(ln)
-            continue
-        if rows:
-            out += rows * cycles
-            rows = []
-        out.append(ln)
-    return "\n".join(out + rows * cycles) + "\n"
-
-
 def in_place_only(name: str) -> str:
     """rccl-tests -O 0 (common.cu: the in-place title and one block of columns): the log's rows
     with their in-place values only; the footer is the mean of those busbw, as the tool adds up
@@ -194,10 +178,6 @@ def in_place_only(name: str) -> str:
         else:
             out.append(ln)
     return "\n".join(out) + "\n"
-
-
-def text_ingest_common(tool: str, name: str) -> str:
-    return (DATA / tool / name).read_text()
 
 
 def test_parse_text_splits_as_a_file_is_read(tmp_path):
@@ -671,7 +651,7 @@ def test_nccl_missing_rows_are_still_found_next_to_an_infinite_busbw(tmp_path):
 
 
 def test_nccl_tests_row_below_zero_keeps_the_row_s_other_values():
-    log = text_ingest_common("nccl-tests", "a3mega-h100-2node-all_reduce.txt")
+    log = text_tool_logs("nccl-tests", "a3mega-h100-2node-all_reduce.txt")
     row = next(ln for ln in log.split("\n") if ln.split()[:1] == ["1048576"])
     toks = row.split()
     toks[5], toks[7] = "-1500000.00", "-0.0015"   # out-of-place time and busbw
@@ -682,15 +662,15 @@ def test_nccl_tests_row_below_zero_keeps_the_row_s_other_values():
     assert len(dropped) == 2
     assert records_ingest_common([run]) == [r for r in records_ingest_common([plain]) if r not in dropped]
     assert len(run) == len(plain) - 2   # the stored pack's count
-    assert [w for w in warnings_ingest_common(run) if "below zero" in w] == [
+    assert [w for w in warnings(run) if "below zero" in w] == [
         "all_reduce time_us -1.5e+06 us not stored: a time or rate below zero is no measurement",
         "all_reduce busbw -0.0015 GB/s not stored: a time or rate below zero is no measurement"]
 
 
 def test_nccl_tests_root_of_minus_one_and_small_errors_are_no_negative_figure():
     # every row's root is -1 and old logs print errors such as 1e-07: nothing may be dropped
-    (run,) = parse_text(text_ingest_common("nccl-tests", "a3mega-h100-2node-all_reduce.txt"))
-    assert not [w for w in warnings_ingest_common(run) if "below zero" in w]
+    (run,) = parse_text(text_tool_logs("nccl-tests", "a3mega-h100-2node-all_reduce.txt"))
+    assert not [w for w in warnings(run) if "below zero" in w]
     assert {m.params["root"] for m in run.measurements if "root" in m.params} == {-1}
 
 

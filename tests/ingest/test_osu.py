@@ -10,10 +10,9 @@ from tool_log_texts import (
     one,
     records,
     runs_more_tool_logs,
-    text_ingest_common,
     text_tool_logs,
     values,
-    warnings_ingest_common,
+    warnings,
 )
 
 from clusterbench.ingest import detect_tool, parse_text
@@ -243,16 +242,16 @@ def test_osu_tail_bandwidth_and_transmit_size_columns_are_not_a_second_bandwidth
 
 # -- values below zero -------------------------------------------------------------------------
 def test_osu_bandwidth_below_zero_is_dropped_with_a_warning():
-    log = text_ingest_common("osu", "hpcbench-osu_bw-v5.3.2-host.txt").replace("11923.92", "-1.5")
+    log = text_tool_logs("osu", "hpcbench-osu_bw-v5.3.2-host.txt").replace("11923.92", "-1.5")
     (run,) = parse_text(log)
     assert [m.value for m in run.measurements] == [pytest.approx(11.95224)]
-    assert warnings_ingest_common(run) == ["osu_bw bandwidth -0.0015 GB/s not stored: a time or rate below zero is no measurement"]
+    assert warnings(run) == ["osu_bw bandwidth -0.0015 GB/s not stored: a time or rate below zero is no measurement"]
 
 
 # -- pdsh's host before the lines of a short log -----------------------------------------------
 @pytest.mark.parametrize("host", ["node1", "gpu-a.cluster", "DGX01"])
 def test_short_osu_log_behind_pdsh_reads_as_without(host):
-    log = text_ingest_common("osu", "hpcbench-osu_bw-v5.3.2-host.txt")
+    log = text_tool_logs("osu", "hpcbench-osu_bw-v5.3.2-host.txt")
     assert len([ln for ln in log.split("\n") if ln.strip()]) < 5
     prefixed = "".join(f"{host}: {ln}\n" for ln in log.split("\n") if ln)
     assert records(parse_text(prefixed)) == records(parse_text(log))

@@ -5,7 +5,7 @@ import random
 
 import pytest
 from adjust_trials import LARGE, base_sweep, simulate, sweep_runs
-from judged_rows import _rows, _stream_rows, rows_judge_compare
+from judged_rows import _criterion, _rows, _stream_rows, _unit_row, rows_judge_compare
 
 from clusterbench.families.base import iteration_stats
 from clusterbench.judge import compare as compare_display
@@ -17,7 +17,7 @@ from clusterbench.judge.compare import (
     compare,
     family_size,
 )
-from clusterbench.judge.profiles import Criterion, Profile
+from clusterbench.judge.profiles import Profile
 from clusterbench.judge.select import Row
 from clusterbench.judge.stats import summarize
 from clusterbench.judge.validate import ERROR, evaluate
@@ -31,18 +31,6 @@ def exact_sample(n: int, mean: float, sd: float, seed: int) -> list[float]:
     m = sum(xs) / n
     s = math.sqrt(sum((x - m) ** 2 for x in xs) / (n - 1))
     return [mean + sd * (x - m) / s for x in xs]
-
-
-PARAMS_judge_units = {"bytes": 1 << 20}
-
-
-def _judge_units_row(run_id: int, value: float, unit: str) -> Row:
-    return Row(Run("coll", id=run_id), Measurement("all_reduce", "busbw", value, unit, dict(PARAMS_judge_units)))
-
-
-def _criterion(value: float = 1.0) -> Criterion:
-    return Criterion(name="busbw", benchmark="all_reduce", metric="busbw", params=dict(PARAMS_judge_units),
-                     op=">=", value=value, unit="GB/s")
 
 
 def test_a_spread_past_the_largest_float_is_not_called_an_infinite_value():
@@ -371,16 +359,16 @@ def test_compare_refuses_to_test_units_that_do_not_convert() -> None:
 
 
 def test_a_value_without_a_unit_beside_gb_s_is_an_error_not_a_pass() -> None:
-    (o,) = evaluate(Profile("p", [_criterion()]), [_judge_units_row(1, 40.0, "GB/s"), _judge_units_row(2, 5.0, "")])
+    (o,) = evaluate(Profile("p", [_criterion()]), [_unit_row(1, 40.0, "GB/s"), _unit_row(2, 5.0, "")])
     assert o.status == ERROR and "do not convert" in o.detail
     # compare says the same of the same rows
-    (c,) = compare([_judge_units_row(1, 40.0, "GB/s"), _judge_units_row(2, 41.0, "GB/s")], [_judge_units_row(3, 5.0, ""), _judge_units_row(4, 6.0, "")])
+    (c,) = compare([_unit_row(1, 40.0, "GB/s"), _unit_row(2, 41.0, "GB/s")], [_unit_row(3, 5.0, ""), _unit_row(4, 6.0, "")])
     assert c.status == INSUFFICIENT and "do not convert" in c.verdict
 
 
 def test_common_unit_prefers_the_metric_unit_and_falls_back_to_the_first_row() -> None:
-    rows = [_judge_units_row(1, 500.0, "MB/s"), _judge_units_row(2, 2.0, "GB/s")]
+    rows = [_unit_row(1, 500.0, "MB/s"), _unit_row(2, 2.0, "GB/s")]
     assert common_unit(rows, "GB/s") == ("GB/s", [0.5, 2.0])
     assert common_unit(rows) == ("MB/s", [500.0, 2000.0])
     assert common_unit(rows, "us") == ("MB/s", [500.0, 2000.0])   # not to a time: the first row's
-    assert common_unit([_judge_units_row(1, 1.0, "GB/s"), _judge_units_row(2, 1.0, "")], "GB/s") is None
+    assert common_unit([_unit_row(1, 1.0, "GB/s"), _unit_row(2, 1.0, "")], "GB/s") is None

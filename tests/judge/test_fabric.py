@@ -48,9 +48,21 @@ def test_a_curve_interpolates_in_log_size_and_log_time():
     assert above.where == ABOVE and above.seconds == pytest.approx(8.0)   # the largest size's bandwidth
 
 
-def test_a_slower_link_scales_what_lies_above_the_latency_floor():
-    c = Curve("all_reduce", 2, 2, "in", "float", (1000, 4000), (1.0, 3.0), (1,))
-    assert c.at_link(4.0).seconds == (1.0, 9.0)
+def test_a_slower_link_scales_what_lies_above_the_fitted_latency():
+    # t = 0.5 + size / 1000: the latency stays, the wire time scales
+    c = Curve("all_reduce", 2, 2, "in", "float", (1000, 4000, 16000), (1.5, 4.5, 16.5), (1,))
+    assert c.latency_s == pytest.approx(0.5)
+    assert c.at_link(4.0).seconds == pytest.approx((4.5, 16.5, 64.5))
+    assert c.at_link(0.25).seconds == pytest.approx((0.75, 1.5, 4.5))
+
+
+def test_the_fitted_latency_stays_within_zero_and_the_fastest_time():
+    flat = Curve("all_reduce", 2, 2, "in", "float", (1000, 4000), (2.0, 2.0), (1,))
+    assert flat.latency_s == pytest.approx(2.0)             # latency-bound: nothing scales
+    assert flat.at_link(10.0).seconds == pytest.approx((2.0, 2.0))
+    steep = Curve("all_reduce", 2, 2, "in", "float", (1000, 2000), (1.0, 3.0), (1,))
+    assert steep.latency_s == 0.0                           # a negative intercept is no latency
+    assert Curve("all_reduce", 2, 2, "in", "float", (1000,), (1.0,), (1,)).latency_s == 0.0
 
 
 def test_curves_average_runs_per_size_and_skip_spreads_and_incomplete_runs():

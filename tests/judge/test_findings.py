@@ -57,18 +57,11 @@ def test_a_groups_rows_are_made_once_and_follow_its_runs(tmp_path, monkeypatch):
 
 
 def _seed_findings(tmp_path, **extra):
-    from judge_helpers import SEED_LOGS
-    from paths import DATA
+    from judge_helpers import save_seed_logs
 
-    from clusterbench.ingest import parse_text
     from clusterbench.judge.profiles import load_profile
 
-    db = str(tmp_path / "seed.db")
-    with Store.open(db) as store:
-        for tool, fname in SEED_LOGS:
-            for imported in parse_text((DATA / tool / fname).read_text(), tool=tool, name=fname):
-                imported.run.tags["seed"] = "mi300x"
-                store.save_run(imported.run, imported.measurements)
+    db = save_seed_logs(str(tmp_path / "seed.db"))
     with Store.open(db) as store:
         runs = load_runs(store, ["seed=mi300x"])
     return gather([Group("seed", runs)], profile=load_profile("amd-mi300x-oem"), **extra)

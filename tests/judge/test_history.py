@@ -67,3 +67,38 @@ def test_detect_leaves_out_points_that_are_not_finite():
                points=[Point(i, night(i), v) for i, v in enumerate([1.0, math.inf, 2.0, -math.inf, 3.0])])
     (out,) = detect([s])   # raised ValueError
     assert [p.run for p in out.points] == [0, 2, 4] and [p.run for p in out.left_out] == [1, 3]
+
+
+def _gpu_nights(db):
+    """Three hosts of two GPUs, twelve nights; host h2's GPU 1 drops from night 7, one night
+    measured only GPU 0, and every run tagged so a selector can pick them all."""
+    with Store.open(db) as s:
+        for day in range(1, 13):
+            for host in ("h1", "h2", "h3"):
+                devices = ["0"] if (day, host) == (4, "h3") else ["0", "1"]
+                ms = [Measurement("stream", "bandwidth", (80.0 if (host, d) == ("h2", "1") and day >= 7 else 100.0)
+                                  + day % 3 * 0.1, "GB/s", {"kernel": "Triad", "device": d, "host": host})
+                      for d in devices]
+                ms.append(Measurement("all_reduce", "busbw", 50.0 + day % 2, "GB/s", {"bytes": 1 << 30, "host": host}))
+                s.save_run(Run("run", hosts=[host], started_at=f"2025-02-{day:02d}T03:00:00.000Z",
+                               tags={"fleet": "x"}), ms)
+    return db
+
+
+def _shape(t):
+    return ([(r.id, r.started_at) for r in t.runs],
+            [(s.host, s.device, s.benchmark, s.metric, sorted(s.row.items()), [(p.run, p.started_at, p.value)
+              for p in s.points], [(c.index, c.before, c.after) for c in s.changes]) for s in t.series])
+
+
+@pytest.mark.parametrize("by", ["host", "device"])
+@pytest.mark.parametrize("window", [4, 60])
+def test_every_run_s_trend_read_at_once_equals_the_per_host_read(any_db, by, window):
+    db = _gpu_nights(any_db)
+    s = Settings(min_size=3)
+    every = stored_trend(db, [], by=by, window=window, settings=s)
+    picked = stored_trend(db, ["fleet=x"], by=by, window=window, settings=s)
+    assert _shape(every) == _shape(picked)
+    assert len(every.series) == 6   # by host: Triad and busbw a host; by device: Triad a GPU
+    if window == 60 and by == "device":
+        assert [x.host for x in every.open_regressions()] == ["h2"]

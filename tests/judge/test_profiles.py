@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from judge_helpers import C, _profile
+from judged_rows import _criterion, _unit_row
 from paths import ROOT
 from qualify_profiles import CRITERION
 
@@ -64,18 +65,6 @@ GUIDE = [
     ("stream", {"kernel": "Triad"}, 3885301, "MB/s"),
     ("stream", {"kernel": "Dot"}, 3660781, "MB/s"),
 ]
-
-
-PARAMS = {"bytes": 1 << 20}
-
-
-def _row(run_id: int, value: float, unit: str) -> Row:
-    return Row(Run("coll", id=run_id), Measurement("all_reduce", "busbw", value, unit, dict(PARAMS)))
-
-
-def _criterion(value: float = 1.0) -> Criterion:
-    return Criterion(name="busbw", benchmark="all_reduce", metric="busbw", params=dict(PARAMS),
-                     op=">=", value=value, unit="GB/s")
 
 
 def _yaml_error(tmp_path, body: str | bytes) -> str:
@@ -214,7 +203,7 @@ def test_every_shipped_profile_loads_and_is_a_plain_name():
 
 
 def test_validate_still_converts_units_that_convert() -> None:
-    (o,) = evaluate(Profile("p", [_criterion(0.1)]), [_row(1, 40.0, "GB/s"), _row(2, 500.0, "MB/s")])
+    (o,) = evaluate(Profile("p", [_criterion(0.1)]), [_unit_row(1, 40.0, "GB/s"), _unit_row(2, 500.0, "MB/s")])
     assert o.status == PASS and o.measured == 0.5 and o.unit == "GB/s"   # the worst, in the metric's unit
 
 

@@ -6,20 +6,12 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from host_doubles import (
-    CPU,
-    CUDA,
-    DATA,
-    ROCM,
-    H100_qualify_preflight,
-)
+from host_doubles import CPU, CUDA, H100, MI300X, ROCM
 
 from clusterbench.envinfo import torchcheck
 from clusterbench.envinfo.inventory import collect
 from clusterbench.preflight import Expectations, record, run_checks
 from clusterbench.preflight import checks as c
-
-H100, MI300X, BROKEN = DATA / "h100-node", DATA / "mi300x-node", DATA / "broken-node"
 
 
 def _inv(root: Path, build: torchcheck.TorchBuild | None) -> dict:
@@ -199,7 +191,7 @@ def test_a_huge_kernel_log_is_not_held_in_memory(tmp_path):
         f.write(b"\n" + xid)
     tracemalloc.start()
     try:
-        res = {r.check: r for r in run_checks(Expectations(), root=H100_qualify_preflight, log_path=big)}
+        res = {r.check: r for r in run_checks(Expectations(), root=H100, log_path=big)}
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

@@ -2,12 +2,10 @@
 
 import json
 
-from host_doubles import DATA
+from host_doubles import BROKEN
 
 from clusterbench.preflight import Expectations, exit_code, overall, run_checks
 from clusterbench.preflight import checks as c
-
-H100, MI300X, BROKEN = DATA / "h100-node", DATA / "mi300x-node", DATA / "broken-node"
 
 
 def test_broken_tree_gives_na_or_warnings(tmp_path):

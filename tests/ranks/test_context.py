@@ -10,44 +10,16 @@ from typing import Any
 
 import pytest
 import rankfns
-from host_doubles import DATA
 from process_helpers import free_port
-from rankfns import _run
+from rankfns import _run, run_rows
 
 from clusterbench.envinfo import torchcheck
 from clusterbench.errors import ClusterbenchError, UsageError
 from clusterbench.ranks import context as ctxmod
 from clusterbench.ranks import launched
 from clusterbench.ranks.context import RankContext, RankOptions
-from clusterbench.ranks.driver import Job, execute
 from clusterbench.ranks.env import RankEnv
 from clusterbench.records import Failure, Measurement, Meta, Note, Rows, Telemetry, TelemetrySample
-
-H100, MI300X, BROKEN = DATA / "h100-node", DATA / "mi300x-node", DATA / "broken-node"
-
-
-@pytest.fixture
-def no_gpu_torch(monkeypatch):
-    """A torch that sees no GPU, built for CUDA (PyPI's default wheel), on an MI300X node."""
-    import torch
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
-    monkeypatch.setattr(torch.version, "cuda", "12.6")
-    monkeypatch.setattr(torch.version, "hip", None)
-    real = torchcheck.evidence
-    monkeypatch.setattr(torchcheck, "evidence", lambda root="/", use_libraries=True:
-                        real(MI300X, use_libraries=False))
-    monkeypatch.setattr(torchcheck, "rocm_version", lambda root="/": "6.2")
-    for var in torchcheck.VISIBILITY_VARS:
-        monkeypatch.delenv(var, raising=False)
-
-
-def _ranks_run(target, config, np=2, timeout=20.0):
-    events: list = []
-    options = RankOptions(device="cpu", timeout=timeout, telemetry_interval=0)
-    outcome = execute(Job(target, config, options, np=np), events.append)
-    return outcome, [e for e in events if isinstance(e, Rows)]
 
 
 def _free_port() -> int:
@@ -159,7 +131,7 @@ def test_a_huge_exception_message_is_one_short_line_under_a_launcher(monkeypatch
     monkeypatch.setenv("WORLD_SIZE", "1")
     monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
     monkeypatch.setenv("MASTER_PORT", str(_free_port()))
-    outcome, _ = _ranks_run(rankfns.raise_huge, {"rank": 0}, np=None)
+    outcome, _ = run_rows(rankfns.raise_huge, {"rank": 0}, np=None)
     assert outcome.status == "incomplete" and len(outcome.errors) == 1
     assert "RuntimeError: xxx" in outcome.errors[0] and len(outcome.errors[0]) < 400
 
@@ -236,11 +208,9 @@ def test_waiting_for_the_other_ranks_ends_when_the_last_joins(master_store: Any)
     assert int(store.add("joined", 0)) == 3 and ctxmod.joining() is None
 
 
-def test_the_watchdog_names_what_the_rank_still_waits_for(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Under a launcher the watchdog ends a rank stuck at --timeout: while the group gathers it
-    says for whom, not "no progress"."""
-    monkeypatch.setattr(ctxmod, "_joining", "rank 0 never came: nothing listened at h:1 (MASTER_ADDR:MASTER_PORT)")
-    monkeypatch.setattr(ctxmod, "_join_started", time.monotonic())
+def _watchdog_end(monkeypatch: pytest.MonkeyPatch) -> tuple[str, int]:
+    """The watchdog of rank 1 of 2 (--timeout 0.1 s) run until it ends the rank: the first
+    message and exit code it ends it with (its _end recorded, not run)."""
     ended: list[tuple[str, int]] = []
     done = threading.Event()
 
@@ -255,8 +225,16 @@ def test_the_watchdog_names_what_the_rank_still_waits_for(monkeypatch: pytest.Mo
         assert done.wait(30)
     finally:
         dog.stop()
-    assert ended[0] == ("rank 1 on hostA: rank 0 never came: nothing listened at h:1 (MASTER_ADDR:MASTER_PORT) "
-                        "within 0.1 s (--timeout)", 1)
+    return ended[0]
+
+
+def test_the_watchdog_names_what_the_rank_still_waits_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under a launcher the watchdog ends a rank stuck at --timeout: while the group gathers it
+    says for whom, not "no progress"."""
+    monkeypatch.setattr(ctxmod, "_joining", "rank 0 never came: nothing listened at h:1 (MASTER_ADDR:MASTER_PORT)")
+    monkeypatch.setattr(ctxmod, "_join_started", time.monotonic())
+    assert _watchdog_end(monkeypatch) == ("rank 1 on hostA: rank 0 never came: nothing listened at h:1 "
+                                          "(MASTER_ADDR:MASTER_PORT) within 0.1 s (--timeout)", 1)
 
 
 def test_the_watchdog_does_not_count_a_ranks_own_start(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -265,18 +243,5 @@ def test_the_watchdog_does_not_count_a_ranks_own_start(monkeypatch: pytest.Monke
     never "no progress" blaming a peer at --timeout."""
     monkeypatch.setattr(ctxmod, "_join_started", None)
     monkeypatch.setattr(launched._Watchdog, "STARTUP_S", 0.3)
-    ended: list[str] = []
-    done = threading.Event()
-
-    def end(self: Any, msg: str, code: int, signum: int | None) -> None:
-        ended.append(msg)
-        done.set()
-
-    monkeypatch.setattr(launched._Watchdog, "_end", end)
-    dog = launched._Watchdog(0.1, _env(1, 2, 1), lambda _m, _s: None)
-    dog.start()
-    try:
-        assert done.wait(30)
-    finally:
-        dog.stop()
-    assert ended[0] == "rank 1 on hostA: did not start within 0.3 s (importing PyTorch, opening its device)"
+    msg, _code = _watchdog_end(monkeypatch)
+    assert msg == "rank 1 on hostA: did not start within 0.3 s (importing PyTorch, opening its device)"

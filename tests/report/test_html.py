@@ -44,21 +44,15 @@ def test_efficiency_table_is_capped_like_the_other_long_tables():
 
 
 def _seed(tmp_path):
-    from judge_helpers import SEED_LOGS
-    from paths import DATA
+    from judge_helpers import save_seed_logs
 
-    from clusterbench.ingest import parse_text
     from clusterbench.judge.findings import Group, gather
     from clusterbench.judge.profiles import load_profile
     from clusterbench.judge.select import load_runs
     from clusterbench.store import Store
 
-    db = str(tmp_path / "seed.db")
+    db = save_seed_logs(str(tmp_path / "seed.db"))
     with Store.open(db) as store:
-        for tool, fname in SEED_LOGS:
-            for imported in parse_text((DATA / tool / fname).read_text(), tool=tool, name=fname):
-                imported.run.tags["seed"] = "mi300x"
-                store.save_run(imported.run, imported.measurements)
         runs = load_runs(store, ["seed=mi300x"])
     return gather([Group("seed=mi300x", runs)], profile=load_profile("amd-mi300x-oem"))
 

@@ -34,6 +34,7 @@ from import_sources import (
 )
 from json_schema import SCHEMA
 from judge_helpers import json_lines
+from judged_rows import rows_judge_compare
 from paths import DATA, ROOT
 from tool_logs import LOGS
 
@@ -42,7 +43,6 @@ from clusterbench.ingest.clusterbench_jsonl import parse
 from clusterbench.ingest.common import LogFormatError
 from clusterbench.ingest.source import runs_of as _runs_of
 from clusterbench.judge.compare import compare
-from clusterbench.judge.select import Row
 from clusterbench.records import Failure, Measurement, Meta, Note, Rows, Run, Telemetry
 from clusterbench.report import jsonl
 from clusterbench.report.jsonl import JsonPrinter, run_lines
@@ -115,15 +115,6 @@ A, B_import_jsonl_origins = _lines(_import_jsonl_origins_run("gpu01"), _import_j
 
 def _by_host(got) -> dict[str, list[float]]:
     return {g.run.hosts[0]: [m.value for m in g.measurements] for g in got}
-
-
-def rows(values, bytes_=1 << 30, metric="busbw", unit="GB/s", start=1):
-    out = []
-    for i, v in enumerate(values):
-        run = Run("coll", id=start + i)
-        out.append(Row(run, Measurement("all_reduce", metric, v, unit,
-                                        {"bytes": bytes_, "placement": "in", "host": f"h{i}"})))
-    return out
 
 
 def test_one_run_keeps_every_field_and_says_it_was_imported():
@@ -358,8 +349,8 @@ def test_undefined_cv_is_shown_as_undefined_not_as_zero():
     from clusterbench.judge.text import comparison_lines
     from clusterbench.report.jsonl import comparison_line, dumps
 
-    one = compare(rows([100.0]), rows([100.0, 101.0], start=100))
-    zero = compare(rows([-1.0, 1.0, 0.0]), rows([5.0, 5.1, 4.9], start=100))
+    one = compare(rows_judge_compare([100.0]), rows_judge_compare([100.0, 101.0], start=100))
+    zero = compare(rows_judge_compare([-1.0, 1.0, 0.0]), rows_judge_compare([5.0, 5.1, 4.9], start=100))
     for (c,) in (one, zero):
         d = c.to_dict()
         assert d["cv_a"] is None and isinstance(d["cv_b"], float)
@@ -376,7 +367,7 @@ def test_infinite_values_are_not_tested():
     inf = math.inf
     # p was nan and nan passes every "not significant" check: "B is inf% faster, p=nan"
     for a, b, who in (([100.0, 101.0, 99.0], [100.0, inf, 99.0], "B"), ([inf, inf], [inf, inf], "A and B")):
-        (c,) = compare(rows(a), rows(b, start=100))
+        (c,) = compare(rows_judge_compare(a), rows_judge_compare(b, start=100))
         assert c.status == "insufficient" and c.verdict == f"a value of {who} is not finite: cannot test"
         assert c.delta_pct is None
         (line,) = json_lines(dumps(comparison_line(c, "a", "b")))

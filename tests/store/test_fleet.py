@@ -117,3 +117,27 @@ def test_newest_runs_and_the_change_token(history):
         deleted = fleet.change_token(store)
     # each differs from the one before it: what the cache compares with
     assert before != tagged != stored != deleted
+
+
+@pytest.mark.parametrize("last", [1, 3, 100])
+def test_newest_values_are_each_series_newest_through_the_index(history, last):
+    db, runs = history
+    with Store.open(db) as store:
+        sel = fleet.Selection(store)
+        every = {s.id: s for s in fleet.every_series(store)}
+        want = {}
+        for host in fleet.hosts(store):
+            for v in fleet.host_values(sel, host, last=last):
+                want.setdefault(v.series, set()).add((v.run, v.started, v.value))
+        got = {}
+        for sid, run, started, value in fleet.newest_values(sel, last):
+            got.setdefault(sid, set()).add((run, started, value))
+        starts = fleet.run_starts(store, [r for rows in got.values() for r, _, _ in rows])
+        late = fleet.newest_values(fleet.Selection(store, since=epoch(_night(6))), last)
+        assert {sid for sid, *_ in late} <= set(every)
+        assert all(started >= epoch(_night(6)) for _, _, started, _ in fleet.newest_values(
+            fleet.Selection(store, since=epoch(_night(6))), last))
+    assert got == want and set(got) == set(every)
+    assert all(len(rows) <= last for rows in got.values())
+    assert {every[sid].host for sid in got} == set(HOSTS)
+    assert starts[runs[(7, "gpu01")]] == _night(7)

@@ -6,34 +6,14 @@ import random
 from datetime import datetime, timezone
 
 import pytest
-from stored_runs import AWKWARD, RUNS
+from stored_runs import AWKWARD
 
 from clusterbench.errors import UsageError
-from clusterbench.records import Measurement, Run
-from clusterbench.store import Store
 from clusterbench.store.selectors import parse_selector, parse_since, tag_term
 
 
-@pytest.fixture
-def db(any_db):
-    return any_db
-
-
-def _m(bench: str) -> Measurement:
-    return Measurement(bench, "bandwidth", 1.0, "GB/s", {})
-
-
-@pytest.fixture
-def store(db):
-    with Store.open(db) as s:
-        for bench, source, started, tags, measured in RUNS:
-            s.save_run(Run(benchmark=bench, source=source, started_at=started, tags=tags, hosts=["h1"],
-                           meta={"tool": source.split()[0]} if bench == "import" else {}),
-                       [_m(b) for b in measured])
-        yield s
-
-
-def test_since(store):
+def test_since(store_store_selectors):
+    store = store_store_selectors
     since = parse_since("2026-11-20")
     assert since == "2026-11-20T00:00:00.000Z"
     assert [r.id for r in store.select("env=b", since)] == [3, 4, 5]

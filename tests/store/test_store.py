@@ -11,11 +11,9 @@ from stored_runs import (
     AWKWARD,
     GOLDEN,
     NUL,
-    RUNS,
     _m,
     _run,
     _source,
-    _store_selectors_m,
     _tag_selectors_run,
 )
 
@@ -57,16 +55,6 @@ def _count(store, table):
 def _sample(**kw) -> TelemetrySample_store_nul:
     return TelemetrySample_store_nul(**{"t": 0.0, "metric": "power", "value": 300.0, "unit": "W", "host": "h1",
                               "device": "0", **kw})
-
-
-@pytest.fixture
-def store_store_selectors(db_store_selectors):
-    with Store.open(db_store_selectors) as s:
-        for bench, source, started, tags, measured in RUNS:
-            s.save_run(Run(benchmark=bench, source=source, started_at=started, tags=tags, hosts=["h1"],
-                           meta={"tool": source.split()[0]} if bench == "import" else {}),
-                       [_store_selectors_m(b) for b in measured])
-        yield s
 
 
 def test_copy_databases_copies_and_makes_the_destination_as_needed(tmp_path):

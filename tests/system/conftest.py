@@ -7,15 +7,30 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cluster_fixtures import cluster_or_skip
 from fake_ssh import FAKE_SSH, RECORDER
 from fleet_metrics import _fleet
+from json_cases import TINY_COLL
+from judge_helpers import run_cli
+from paths import DATA
 from pg_fixtures import _durable_db, pg_server_or_skip
 from process_helpers import _env, free_port
 from slurm_fixtures import slurm_or_skip
-from system_cli import HOST, NCCL_LOG, STREAM_LOG, TAG, _cb, _get, _wait
+from system_cli import (
+    DTYPE_BYTES,
+    HOST,
+    NCCL_LOG,
+    STREAM_LOG,
+    TAG,
+    _cb,
+    _get,
+    _wait,
+    clusterbench_native_records,
+    lines_native_records,
+)
 from tmpfs_helpers import small_tmpfs
 
 from clusterbench.store import Store
@@ -24,6 +39,47 @@ from clusterbench.store import Store
 @pytest.fixture(scope="module")
 def cluster():
     yield from cluster_or_skip(3)
+
+
+# (file, tags): real logs of the standard tools
+JSON_LINES_LOGS = [
+    ("nccl-tests/seed-mi300x-rccl-all_reduce-8gpu.txt", ["seed=mi300x"]),
+    ("transferbench/seed-mi300x-p2p.txt", ["seed=mi300x"]),
+    ("transferbench/seed-mi300x-example-cfg.txt", ["seed=mi300x"]),   # Test 2 fails its threshold
+    ("rocblas-bench/seed-mi300x-sgemm-4000.txt", ["seed=mi300x"]),
+    ("babelstream/seed-mi300x-hip-8gpu-mpi.txt", ["seed=mi300x"]),
+    ("nccl-tests/superbench-nccl_allreduce.log", ["env=a"]),
+    ("nccl-tests/superbench-nccl_allreduce.log", ["env=b"]),
+    ("nccl-tests/issue322-16G-test-nccl-failure-truncated.txt", ["env=broken"]),
+]
+
+
+@pytest.fixture(scope="module")
+def store_json_lines(tmp_path_factory):
+    """The database every command reads: imported real logs and one tiny CPU run."""
+    tmp = tmp_path_factory.mktemp("jsonl")
+    db = str(tmp / "cb.db")
+    for name, tags in JSON_LINES_LOGS:
+        code, _, err = run_cli("import", DATA / name, "--db", db, *[a for t in tags for a in ("--tag", t)])
+        assert code in (0, 1), err
+    # a run judged against a link: tagged as if it spanned 2 nodes of a 100 Gbps network
+    code, _, err = run_cli(*TINY_COLL, "--tag", "env=cpu", "--tag", "nodes=2", "--tag", "link_speed=100Gbps",
+                           "--db", db)
+    assert code == 0, err
+    return {"db": db, "tmp": tmp}
+
+
+# a small sweep of every op and dtype
+NATIVE_COLL = ["-b", "8", "-e", "2K", "-f", "4", "-n", "3", "-w", "1", "-d", ",".join(DTYPE_BYTES)]
+
+
+@pytest.fixture(scope="module", params=[2, 3])
+def coll_run(request, tmp_path_factory) -> tuple[int, str, list[dict[str, Any]]]:
+    """``coll all`` on 2 and 3 CPU ranks: the rank count, its database and its --json records."""
+    db = str(tmp_path_factory.mktemp("native") / "x.db")
+    out = clusterbench_native_records("coll", "all", "--np", str(request.param), *NATIVE_COLL, "--telemetry-interval",
+                                      "0", "--db", db, "--json", "-q")
+    return request.param, db, lines_native_records(out)
 
 
 @pytest.fixture
@@ -70,9 +126,10 @@ def started():
     """Start commands in sessions of their own; kill every one's process group at the end."""
     procs: list[subprocess.Popen] = []
 
-    def start(argv: list[str], **kw) -> subprocess.Popen:
+    def start(argv: list[str], env: dict[str, str] | None = None, **kw) -> subprocess.Popen:
+        """``env`` None: this environment, the helpers and this checkout's src on PYTHONPATH."""
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True, env=_env(), **kw)
+                                start_new_session=True, env=_env() if env is None else env, **kw)
         procs.append(proc)
         return proc
 

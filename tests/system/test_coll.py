@@ -23,14 +23,15 @@ import torch.distributed as dist
 from bench_cli import SMALL, _key, cli, cli_bench_cpu, measurements
 from bench_tables import _index
 from child_cli import FUTURE, _cb, _make_newer, _one_error, _runs
-from cluster_fixtures import COLL, GLOO, IP
+from cluster_fixtures import COLL, GLOO
+from cluster_fixtures import _cb as _cluster_emulated_cb
 from fleet_helpers import night
 from fleet_metrics import BUSBW, _families, _value
-from json_cases import TINY_COLL, _cases
+from json_cases import _cases
 from json_schema import check_lines
 from judge_helpers import run_cli
 from nccl_facts import FACTORS, PER_RANK, WIDTH
-from paths import DATA, SRC, TESTS
+from paths import SRC, TESTS
 from process_helpers import (
     _cmdline,
     _family,
@@ -51,8 +52,6 @@ from system_cli import (
     _start,
     _store_versions_cb,
     _stored,
-    clusterbench_native_records,
-    lines_native_records,
     stored_bench_cpu,
 )
 from tmpfs_helpers import small_tmpfs
@@ -72,14 +71,6 @@ from clusterbench.report.terminal import TablePrinter
 from clusterbench.runner import run_job
 from clusterbench.store import Store
 from clusterbench.store.migrations import MIGRATIONS
-
-
-def _cluster_emulated_cb(args, timeout=240, ns=None, env=None):
-    argv = [sys.executable, "-m", "clusterbench", *args]
-    if ns:
-        argv = [IP, "netns", "exec", ns, *argv]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
 
 
 def _sweep(c, db, *extra, test=()):
@@ -136,34 +127,6 @@ def _records(db: Path) -> list[tuple[Run, list[tuple]]]:
                 for r in reversed(s.list_runs())]
 
 
-# (file, tags): real logs of the standard tools
-LOGS_json_lines = [
-    ("nccl-tests/seed-mi300x-rccl-all_reduce-8gpu.txt", ["seed=mi300x"]),
-    ("transferbench/seed-mi300x-p2p.txt", ["seed=mi300x"]),
-    ("transferbench/seed-mi300x-example-cfg.txt", ["seed=mi300x"]),   # Test 2 fails its threshold
-    ("rocblas-bench/seed-mi300x-sgemm-4000.txt", ["seed=mi300x"]),
-    ("babelstream/seed-mi300x-hip-8gpu-mpi.txt", ["seed=mi300x"]),
-    ("nccl-tests/superbench-nccl_allreduce.log", ["env=a"]),
-    ("nccl-tests/superbench-nccl_allreduce.log", ["env=b"]),
-    ("nccl-tests/issue322-16G-test-nccl-failure-truncated.txt", ["env=broken"]),
-]
-
-
-@pytest.fixture(scope="module")
-def store_json_lines(tmp_path_factory):
-    """The database every command reads: imported real logs and one tiny CPU run."""
-    tmp = tmp_path_factory.mktemp("jsonl")
-    db = str(tmp / "cb.db")
-    for name, tags in LOGS_json_lines:
-        code, _, err = run_cli("import", DATA / name, "--db", db, *[a for t in tags for a in ("--tag", t)])
-        assert code in (0, 1), err
-    # a run judged against a link: tagged as if it spanned 2 nodes of a 100 Gbps network
-    code, _, err = run_cli(*TINY_COLL, "--tag", "env=cpu", "--tag", "nodes=2", "--tag", "link_speed=100Gbps",
-                           "--db", db)
-    assert code == 0, err
-    return {"db": db, "tmp": tmp}
-
-
 CASE_IDS = [c[0] for c in _cases({"db": "x", "tmp": "/nonexistent"})]
 
 
@@ -175,9 +138,6 @@ UNCHECKED_IN = {"alltoall", "sendrecv"}                      # nccl-tests does n
 SIZES = [8, 32, 128, 512, 2048]                              # -b 8 -e 2K -f 4
 
 
-COLL_native_records = ["-b", "8", "-e", "2K", "-f", "4", "-n", "3", "-w", "1", "-d", ",".join(DTYPE_BYTES)]
-
-
 def rows_native_records(records: list[dict[str, Any]]) -> dict[tuple, dict[str, float]]:
     """Row params (without stat) -> {metric: value}, per benchmark; per-iteration stats left out."""
     out: dict[tuple, dict[str, float]] = defaultdict(dict)
@@ -185,14 +145,6 @@ def rows_native_records(records: list[dict[str, Any]]) -> dict[tuple, dict[str, 
         if r["kind"] == "measurement" and "stat" not in r["params"]:
             out[(r["benchmark"], *sorted(r["params"].items()))][r["metric"]] = r["value"]
     return out
-
-
-@pytest.fixture(scope="module", params=[2, 3])
-def coll_run(request, tmp_path_factory) -> tuple[int, str, list[dict[str, Any]]]:
-    db = str(tmp_path_factory.mktemp("native") / "x.db")
-    out = clusterbench_native_records("coll", "all", "--np", str(request.param), *COLL_native_records, "--telemetry-interval", "0",
-                       "--db", db, "--json", "-q")
-    return request.param, db, lines_native_records(out)
 
 
 def _run(config, np, db, target=rank.main):

@@ -9,30 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from system_cli import HOST, NCCL_LOG, READS, STREAM_LOG, TAG, _cb, _env
+from system_cli import _argv, _cb, _env, _reference
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory) -> str:
-    path = str(tmp_path_factory.mktemp("stdio") / "runs.db")
-    for i, log in ((1, STREAM_LOG), (2, STREAM_LOG), (3, NCCL_LOG)):
-        p = _cb(["import", str(log), "--host", f"{HOST}{i}", "--tag", TAG, "--db", path])
-        assert p.returncode == 0, p.stderr
-    return path
-
-
-def _argv(name: str, db: str, tmp: Path, as_json: bool = False) -> list[str]:
-    return [a.replace("{tmp}", str(tmp)) for a in READS[name]] + (["--json"] if as_json else []) + ["--db", db]
-
-
-_utf8: dict[tuple[str, bool], subprocess.CompletedProcess] = {}
-
-
-def _reference(name: str, db: str, tmp: Path, as_json: bool = False) -> subprocess.CompletedProcess:
-    """The command's output with a UTF-8 standard output: what the others are held to."""
-    if (name, as_json) not in _utf8:
-        _utf8[name, as_json] = _cb(_argv(name, db, tmp, as_json))
-    return _utf8[name, as_json]
+def db(db_stdio) -> str:
+    """The stored stream and nccl runs (system/conftest db_stdio) every read here is of."""
+    return db_stdio
 
 
 @pytest.mark.parametrize("env", [{"PYTHONIOENCODING": "latin-1"},

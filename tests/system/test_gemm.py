@@ -5,34 +5,16 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from collections import defaultdict
 from typing import Any
 
 import pytest
 from bench_cli import _key, cli, cli_bench_cpu, measurements
-
-
-def clusterbench(*args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "clusterbench", *args], capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
-def lines(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
-
-
-def stored(capsys: pytest.CaptureFixture[str], db: str, run: int) -> list[dict[str, Any]]:
-    code, out, err = cli_bench_cpu(capsys, "results", "show", "--db", db, str(run), "--json")
-    assert code == 0, err
-    return measurements(out)
+from system_cli import clusterbench_native_records, lines_native_records, stored_bench_cpu
 
 
 def test_gemm_tflops_is_flops_over_time(tmp_path):
-    records = lines(clusterbench("gemm", "-m", "64", "-n", "48", "-k", "32", "--batch", "3", "--transA", "T",
+    records = lines_native_records(clusterbench_native_records("gemm", "-m", "64", "-n", "48", "-k", "32", "--batch", "3", "--transA", "T",
                                  "--dtype", "fp32,fp64,bf16", "-i", "2", "--samples", "4", "--device", "cpu",
                                  "--telemetry-interval", "0", "--db", str(tmp_path / "g.db"), "--json", "-q"))
     by: dict[tuple, dict[str, float]] = defaultdict(dict)
@@ -102,4 +84,4 @@ def test_gemm_tflops_are_two_m_n_k_per_call(capsys: pytest.CaptureFixture[str], 
     for m in rates:
         t = times[(m["params"]["dtype"], m["params"]["stat"])] * 1e-6
         assert math.isclose(m["value"], 2 * 33 * 17 * 5 * 3 / t / 1e12, rel_tol=1e-12)
-    assert {_key(m): m["value"] for m in live} == {_key(m): m["value"] for m in stored(capsys, db, 1)}
+    assert {_key(m): m["value"] for m in live} == {_key(m): m["value"] for m in stored_bench_cpu(capsys, db, 1)}

@@ -10,11 +10,9 @@ import sys
 import pytest
 import rankfns
 from process_helpers import _family, assert_all_gone
+from rankfns import run_rows
 
 from clusterbench.ranks import driver
-from clusterbench.ranks.context import RankOptions
-from clusterbench.ranks.driver import Job, execute
-from clusterbench.records import Rows
 
 
 def _ranks(pid: int) -> list[int]:
@@ -22,18 +20,11 @@ def _ranks(pid: int) -> list[int]:
     return sorted(c.pid for c in _family(pid) if c.ppid() != pid)
 
 
-def _run(target, config, np=2, timeout=3.0):
-    events: list = []
-    options = RankOptions(device="cpu", timeout=timeout, telemetry_interval=0)
-    outcome = execute(Job(target, config, options, np=np), events.append)
-    return outcome, [e for e in events if isinstance(e, Rows)]
-
-
 @pytest.mark.parametrize("timeout", [1e10, 1e300])
 def test_a_huge_timeout_runs_instead_of_overflowing(timeout):
     # 1e10 s: the store's first connect "timed out after 10000000000000ms" at once, with a page
     # of C++ frames; 1e300 s: OverflowError in the rank
-    outcome, rows = _run(rankfns.sum_ranks, {"steps": 1}, timeout=timeout)
+    outcome, rows = run_rows(rankfns.sum_ranks, {"steps": 1}, timeout=timeout)
     assert outcome.status == "complete", outcome.errors
     assert len(rows) == 1
 
@@ -96,14 +87,14 @@ def test_a_stuck_rank_is_named_and_the_run_kept(how, started, tmp_path):
 
 
 def test_ranks_that_called_different_collectives_end_at_the_timeout():
-    outcome, rows = _run(rankfns.mismatched_collectives, {}, timeout=2.0)
+    outcome, rows = run_rows(rankfns.mismatched_collectives, {}, timeout=2.0)
     assert outcome.status == "incomplete" and outcome.exit_code == 1
     assert len(outcome.errors) == 1 and outcome.errors[0].startswith("rank ")
     assert [m.params["step"] for r in rows for m in r.measurements] == [0]
 
 
 def test_a_rank_that_never_reaches_the_first_barrier_is_named():
-    outcome, rows = _run(rankfns.never_reach_barrier, {"rank": 1}, timeout=2.0)
+    outcome, rows = run_rows(rankfns.never_reach_barrier, {"rank": 1}, timeout=2.0)
     assert outcome.status == "incomplete" and outcome.exit_code == 1   # the runner stores it failed
     assert outcome.errors == [outcome.errors[0]] and outcome.errors[0].startswith("rank 1 on ")
     assert "no progress for 2 s" in outcome.errors[0]

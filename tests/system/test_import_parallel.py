@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from parallel_import import FAILED, LOGS, _key, _runs, _write
+from parallel_import import FAILED, _key, _runs, _texts, _write
 from paths import DATA
 
 from clusterbench.ingest import LogFormatError, iter_runs, nccl_parallel
@@ -18,16 +18,6 @@ NCCL = DATA / "nccl-tests"
 
 # a run that died before its table, and a failure after a run's footer
 DIED = "$ mpirun -np 8 ./build/all_gather_perf -b 8 -e 8G\nnode1: Test NCCL failure common.cu:1005 'unhandled cuda error'\n"
-
-
-def _texts() -> list[str]:
-    out = []
-    for name in LOGS:
-        text = (NCCL / name).read_text()
-        if name.startswith("superbench"):   # its op is named only by the file name
-            text = "$ mpirun -np 8 ./build/all_reduce_perf -b 8 -e 8G -f 2 -g 1\n" + text
-        out.append(text if text.endswith("\n") else text + "\n")
-    return out
 
 
 def _assert_same(path: Path) -> list:
@@ -164,7 +154,7 @@ def test_a_sigkill_of_the_import_ends_its_parse_workers(tmp_path):
     import sys
 
     import psutil
-    from process_helpers import assert_all_gone, wait_until
+    from process_helpers import assert_all_gone, reap, wait_until
 
     big = tmp_path / "big.log"
     text = "".join(_texts())
@@ -182,8 +172,4 @@ def test_a_sigkill_of_the_import_ends_its_parse_workers(tmp_path):
         proc.wait(30)
         assert_all_gone([w.pid for w in workers], within=30)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(30)
-        if proc.stderr:
-            proc.stderr.close()
+        reap(proc, 30)

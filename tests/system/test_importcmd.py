@@ -26,19 +26,17 @@ import pytest
 from child_cli import _cb, _deep_array, _make_newer, _one_error, _runs
 from cluster_fixtures import IP
 from import_sources import BOM, _progress
-from parallel_import import FAILED, LOGS, _write
+from parallel_import import FAILED, _texts, _write
 from paths import DATA, TESTS
-from pg_fixtures import SECRET, SRC, PgServer, pg_bin, pg_server_or_skip
+from pg_fixtures import SECRET, SRC, _count, _start, _stop, pg_server_or_skip
 from stored_runs import ALLTOALL, OSU, SEED_NCCL, cli_results_cmds, cli_store_location
+from stored_runs import _runs as _results_cmds_runs
 from system_cli import (
-    HOST,
     LOG,
     STREAM_LOG,
-    TAG,
     DATA_postgres,
     _closing,
     _default_sighup,
-    _env,
     _errors,
     _export,
     _fault_disk_cb,
@@ -47,9 +45,10 @@ from system_cli import (
     _store_versions_cb,
     cli,
 )
+from system_cli import _cb as _stdio_cb
 
 from clusterbench.output import OUTPUT_FAILED
-from clusterbench.records import Measurement, Run, TelemetrySample
+from clusterbench.records import Run
 from clusterbench.store import Store, warn
 
 NCCL_LOG = DATA / "nccl-tests" / "seed-mi300x-rccl-all_reduce-8gpu.txt"
@@ -208,19 +207,6 @@ def _measurements(db: Path) -> list[list[dict]]:
         return [[m.to_dict() for m in s.measurements(int(r.id or 0))] for r in s.list_runs(oldest_first=True)]
 
 
-NCCL_import_parallel = DATA / "nccl-tests"
-
-
-def _texts() -> list[str]:
-    out = []
-    for name in LOGS:
-        text = (NCCL_import_parallel / name).read_text()
-        if name.startswith("superbench"):   # its op is named only by the file name
-            text = "$ mpirun -np 8 ./build/all_reduce_perf -b 8 -e 8G -f 2 -g 1\n" + text
-        out.append(text if text.endswith("\n") else text + "\n")
-    return out
-
-
 def _peak_rss(*argv: object) -> tuple[int, str]:
     """The exit code and the most memory (KiB resident) of ``clusterbench ARGV``, and its stderr."""
     proc = subprocess.Popen([sys.executable, "-m", "clusterbench", *map(str, argv)],
@@ -231,80 +217,13 @@ def _peak_rss(*argv: object) -> tuple[int, str]:
     return usage.ru_maxrss, f"{proc.returncode} {err}"
 
 
-@pytest.fixture(scope="module")
-def server_postgres():
-    yield from pg_server_or_skip()
-
-
-def _durable_db(server_postgres: PgServer) -> str:
-    """A database whose commits survive the server's crash: the test server starts with
-    synchronous_commit off, and these tests stop it with ``-m immediate``."""
-    name = server_postgres.create_db()
-    server_postgres.sql(f"ALTER DATABASE {name} SET synchronous_commit = on")
-    return name
-
-
-@pytest.fixture
-def dbname(server_postgres):
-    name = _durable_db(server_postgres)
-    yield name
-    server_postgres.drop_db(name)
-
-
-def _pg_ctl(server_postgres: PgServer, *argv: str) -> None:
-    bindir = pg_bin()
-    assert bindir is not None
-    r = server_postgres._as_postgres(str(bindir / "pg_ctl"), "-D", str(server_postgres.dir / "data"), *argv)
-    assert r.returncode == 0, r.stderr
-
-
-def _stop(server_postgres: PgServer) -> None:
-    _pg_ctl(server_postgres, "-m", "immediate", "-w", "stop")
-
-
-def _start(server_postgres: PgServer) -> None:
-    # the options pg_fixtures starts it with, on the same port
-    opts = (f"-p {server_postgres.port} -k {server_postgres.dir} -c listen_addresses={server_postgres.listen} -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=120 -c shared_buffers=32MB")
-    _pg_ctl(server_postgres, "-l", str(server_postgres.dir / "log"), "-w", "-t", "60", "-o", opts, "start")
-
-
-def _count(server_postgres: PgServer, db: str, table: str = "runs") -> int:
-    return int(server_postgres.sql(f"SELECT count(*) FROM {table}", db=db)[0][0])
-
-
 NCCL_LOG_results_cmds = TESTS / "data" / "nccl-tests" / "a3mega-h100-2node-all_reduce.txt"
-
-
-def _results_cmds_runs(db: str, n: int, tags: dict[str, str] | None = None) -> list[int]:
-    with Store.open(db) as s:
-        return [s.save_run(Run(benchmark="coll", hosts=["n1"], tags=dict(tags or {})),
-                           [Measurement("all_reduce", "busbw", float(i + 1), "GB/s", {"bytes": 8 << i})],
-                           [TelemetrySample(0.5, "gpu_util", 90.0, "%", "n1", "0")])
-                for i in range(n)]
 
 
 def _show(capsys, db: str, *args: str) -> str:
     rc, out, err = cli_results_cmds(capsys, "results", "show", *args, "--db", db)
     assert rc == 0, err
     return out
-
-
-NCCL_LOG_stdio = DATA / "nccl-tests" / "a3mega-h100-2node-all_reduce.txt"
-
-
-def _stdio_cb(argv: list[str], env: dict[str, str] | None = None, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "clusterbench", *argv], env=env or _env(), capture_output="stdout" not in kw,
-                          timeout=120, **kw)
-
-
-@pytest.fixture(scope="module")
-def db_stdio(tmp_path_factory) -> str:
-    path = str(tmp_path_factory.mktemp("stdio") / "runs.db")
-    for i, log in ((1, STREAM_LOG), (2, STREAM_LOG), (3, NCCL_LOG_stdio)):
-        p = _stdio_cb(["import", str(log), "--host", f"{HOST}{i}", "--tag", TAG, "--db", path])
-        assert p.returncode == 0, p.stderr
-    return path
 
 
 def _passfile(path: Path, server, password: str) -> Path:
@@ -604,65 +523,65 @@ def test_zero_bytes_without_newlines_take_no_more_memory_than_a_small_log(tmp_pa
     assert rss < small + (32 << 10)   # the whole file, as text, would be 64 MiB and more
 
 
-def test_a_password_of_every_hostile_character_authenticates_and_is_never_stored(capsys, server_postgres, tmp_path):
+def test_a_password_of_every_hostile_character_authenticates_and_is_never_stored(capsys, server, tmp_path):
     password = f"p@ss:w/o?r#d%20 &x=\"'é{SECRET}"
-    server_postgres.sql(f"ALTER ROLE cbpw PASSWORD '{password.replace(chr(39), chr(39) * 2)}'")
-    name = server_postgres.create_db(owner="cbpw")
+    server.sql(f"ALTER ROLE cbpw PASSWORD '{password.replace(chr(39), chr(39) * 2)}'")
+    name = server.create_db(owner="cbpw")
     try:
-        url = f"postgresql://cbpw:{quote(password, safe='')}@127.0.0.1:{server_postgres.port}/{name}?sslmode=disable"
+        url = f"postgresql://cbpw:{quote(password, safe='')}@127.0.0.1:{server.port}/{name}?sslmode=disable"
         rc, out, err = cli(capsys, "import", LOG, "--db", url, "--tag", "t=1")
         assert rc == 0, err
         assert SECRET not in out + err and quote(password, safe="") not in out + err
         rc, out, err = cli(capsys, "results", "show", "last", "--json", "--db", url)
         assert rc == 0 and SECRET not in out + err
-        stored = str(server_postgres.sql("SELECT command, env, errors, meta FROM runs", db=name))
+        stored = str(server.sql("SELECT command, env, errors, meta FROM runs", db=name))
         assert SECRET not in stored and "p%40ss" not in stored
     finally:
-        server_postgres.drop_db(name)
-        server_postgres.sql(f"ALTER ROLE cbpw PASSWORD '{server_postgres.password}'")
+        server.drop_db(name)
+        server.sql(f"ALTER ROLE cbpw PASSWORD '{server.password}'")
 
 
-def test_the_server_killed_mid_import_leaves_nothing_and_the_import_then_completes(server_postgres, dbname, tmp_path):
+def test_the_server_killed_mid_import_leaves_nothing_and_the_import_then_completes(server, dbname, tmp_path):
     texts = [(DATA_postgres / n).read_text() for n in ("a3mega-h100-2node-all_reduce.txt",
                                                "seed-mi300x-rccl-all_reduce-8gpu.txt")]
     big = tmp_path / "big.log"
     with big.open("w") as f:
         for i in range(2000):
             f.write(texts[i % 2].rstrip("\n") + "\n")
-    url = server_postgres.url(dbname)
+    url = server.url(dbname)
     proc = subprocess.Popen([sys.executable, "-m", "clusterbench", "import", str(big), "--db", url],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     for _ in range(100):   # runs printed: the transaction is under way
         if not proc.stdout.readline():
             break
-    _stop(server_postgres)
+    _stop(server)
     out, err = proc.communicate(timeout=120)
-    _start(server_postgres)
+    _start(server)
     assert proc.returncode == 2 and len(_errors(err)) == 1, err
-    assert _count(server_postgres, dbname) == 0 and _count(server_postgres, dbname, "measurement_packs") == 0
+    assert _count(server, dbname) == 0 and _count(server, dbname, "measurement_packs") == 0
     again = subprocess.run([sys.executable, "-m", "clusterbench", "import", str(big), "--db", url],
                            capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
-    assert _count(server_postgres, dbname) == 2000
+    assert _count(server, dbname) == 2000
 
 
-def test_a_statement_timeout_is_one_line_and_stores_nothing(capsys, server_postgres, dbname, tmp_path):
+def test_a_statement_timeout_is_one_line_and_stores_nothing(capsys, server, dbname, tmp_path):
     big = tmp_path / "big.log"
     big.write_text((LOG.read_text().rstrip("\n") + "\n") * 300)
-    Store.open(server_postgres.url(dbname)).close()   # migrated without the timeout
-    url = f"{server_postgres.url(dbname)}?options=-c%20statement_timeout%3D1"
+    Store.open(server.url(dbname)).close()   # migrated without the timeout
+    url = f"{server.url(dbname)}?options=-c%20statement_timeout%3D1"
     rc, _, err = cli(capsys, "import", big, "--db", url)
     assert rc == 2 and len(_errors(err)) == 1 and "statement timeout" in err, err
-    assert _count(server_postgres, dbname) == 0
+    assert _count(server, dbname) == 0
 
 
-def test_a_role_that_cannot_create_tables_is_told_why_in_one_line(capsys, server_postgres, dbname):
-    server_postgres.sql("DO $$BEGIN CREATE ROLE cbnocreate LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END$$")
-    rc, _, err = cli(capsys, "import", LOG, "--db", server_postgres.url(dbname, user="cbnocreate"))
+def test_a_role_that_cannot_create_tables_is_told_why_in_one_line(capsys, server, dbname):
+    server.sql("DO $$BEGIN CREATE ROLE cbnocreate LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END$$")
+    rc, _, err = cli(capsys, "import", LOG, "--db", server.url(dbname, user="cbnocreate"))
     assert rc == 2 and len(_errors(err)) == 1 and "permission denied for schema public" in err
     assert "owning the database" in err
-    assert server_postgres.sql("SELECT to_regclass('runs')", db=dbname) == [(None,)]
+    assert server.sql("SELECT to_regclass('runs')", db=dbname) == [(None,)]
 
 
 def test_sqlite_postgresql_sqlite_round_trip_shows_every_run_byte_for_byte(capsys, tmp_path, pg_server):

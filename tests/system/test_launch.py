@@ -29,6 +29,7 @@ from launch_rows import (
     _main_container,
     _master,
     _strings,
+    launch_cli,
 )
 from slurm_fixtures import slurm_or_skip
 from tty_runs import _run
@@ -41,23 +42,6 @@ def _hostfile(tmp_path, lines):
     f = tmp_path / "hostfile"
     f.write_text("\n".join(lines) + "\n")
     return str(f)
-
-
-def _cluster_launch_cb(*args):
-    """The CLI in this process (no re-import per call): exit code, stdout, stderr."""
-    import contextlib
-    import io
-
-    from clusterbench.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(list(args))
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture(scope="module")
@@ -269,7 +253,7 @@ def test_unreachable_host_in_hostfile_is_one_line(clean, tmp_path):
 def test_k8s_installs_nothing_unless_asked_then_from_the_wheel_or_index_given(tmp_path):
     from clusterbench import __version__
 
-    r = _cluster_launch_cb("launch", "k8s", "--nodes", "2", "--", "coll", "all_reduce", "--tag", EVIL)
+    r = launch_cli("launch", "k8s", "--nodes", "2", "--", "coll", "all_reduce", "--tag", EVIL)
     doc = yaml.safe_load(r.stdout)
     check(pytorchjob_schema(), doc)
     c = _master(doc)
@@ -290,7 +274,7 @@ def test_k8s_installs_nothing_unless_asked_then_from_the_wheel_or_index_given(tm
                         ("https://pypi.mirror.internal/simple",
                          ["--index-url", "https://pypi.mirror.internal/simple", f"clusterbench=={__version__}"])):
         (tmp_path / "log").unlink(missing_ok=True)
-        r = _cluster_launch_cb("launch", "k8s", "--vendor", "amd", "--install-from", source, "--", "net", "--tag", EVIL)
+        r = launch_cli("launch", "k8s", "--vendor", "amd", "--install-from", source, "--", "net", "--tag", EVIL)
         assert r.returncode == 0 and r.stderr == "", r.stderr
         c = _master(yaml.safe_load(r.stdout))
         assert c["image"] == "rocm/pytorch:latest"
@@ -299,14 +283,14 @@ def test_k8s_installs_nothing_unless_asked_then_from_the_wheel_or_index_given(tm
         log = (tmp_path / "log").read_text().splitlines()
         assert log[:3 + len(pip)] == ["pip install", "pip --quiet", "pip --no-cache-dir", *(f"pip {w}" for w in pip)]
         assert log[-1] == f"torchrun {EVIL}"
-    own = yaml.safe_load(_cluster_launch_cb("launch", "k8s", "--install",
+    own = yaml.safe_load(launch_cli("launch", "k8s", "--install",
                              "clusterbench @ https://example.org/cb-0.1-py3-none-any.whl", "--", "net").stdout)
     assert _master(own)["command"][4] == "clusterbench @ https://example.org/cb-0.1-py3-none-any.whl"
 
 
 def test_torchrun_env_without_hosts_reaches_the_ranks(tmp_path, monkeypatch):
     """--env without --hosts: printed as the line's environment, and given to torchrun when run."""
-    r = _cluster_launch_cb("launch", "torchrun", "--rdzv-endpoint", "node1:29400", "--env", "NCCL_IB_HCA=mlx5_0",
+    r = launch_cli("launch", "torchrun", "--rdzv-endpoint", "node1:29400", "--env", "NCCL_IB_HCA=mlx5_0",
             "--env", f"EVIL={EVIL}", "--print", "--", "net")
     assert r.returncode == 0
     first = shlex.split(r.stdout.splitlines()[0])
@@ -317,7 +301,7 @@ def test_torchrun_env_without_hosts_reaches_the_ranks(tmp_path, monkeypatch):
     (bindir / "torchrun").write_text(f"#!/bin/sh\nprintf '%s\\n' \"$NCCL_IB_HCA\" \"$EVIL\" > {tmp_path}/env\n")
     (bindir / "torchrun").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
-    r = _cluster_launch_cb("launch", "torchrun", "--rdzv-endpoint", "node1:29400", "--env", "NCCL_IB_HCA=mlx5_0",
+    r = launch_cli("launch", "torchrun", "--rdzv-endpoint", "node1:29400", "--env", "NCCL_IB_HCA=mlx5_0",
             "--env", f"EVIL={EVIL}", "--", "net")
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "env").read_text().splitlines() == ["mlx5_0", EVIL]

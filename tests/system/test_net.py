@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,26 +36,6 @@ def _launched_env(rank: int, world: int, port: int) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")])
     env.update(RANK=str(rank), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     return env
-
-
-@pytest.fixture
-def started() -> Iterator[Any]:
-    """Commands in sessions of their own, each process group killed at the end."""
-    procs: list[subprocess.Popen[str]] = []
-
-    def start(argv: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True, env=env)
-        procs.append(proc)
-        return proc
-
-    yield start
-    for proc in procs:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
 
 
 def _net(db: Path) -> list[str]:

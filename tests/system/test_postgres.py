@@ -4,6 +4,7 @@ launchers, servers or namespaces."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import pytest
 from pg_fixtures import (
@@ -13,30 +14,13 @@ from pg_fixtures import (
     _meas,
     _run,
     _sqlite_with_runs,
-    pg_bin,
+    _start,
+    _stop,
 )
 
 from clusterbench.errors import StoreError
 from clusterbench.store import Store, postgres
 from clusterbench.store.copy import copy_databases
-
-
-def _pg_ctl(server: PgServer, *argv: str) -> None:
-    bindir = pg_bin()
-    assert bindir is not None
-    r = server._as_postgres(str(bindir / "pg_ctl"), "-D", str(server.dir / "data"), *argv)
-    assert r.returncode == 0, r.stderr
-
-
-def _stop(server: PgServer) -> None:
-    _pg_ctl(server, "-m", "immediate", "-w", "stop")
-
-
-def _start(server: PgServer) -> None:
-    # the options pg_fixtures starts it with, on the same port
-    opts = (f"-p {server.port} -k {server.dir} -c listen_addresses={server.listen} -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=120 -c shared_buffers=32MB")
-    _pg_ctl(server, "-l", str(server.dir / "log"), "-w", "-t", "60", "-o", opts, "start")
 
 
 def test_a_restart_between_opening_and_storing_keeps_the_run(server, dbname):
@@ -122,6 +106,18 @@ def test_a_server_that_never_comes_back_is_one_line_and_a_new_one_is_not_waited_
         Store.open(f"postgresql://postgres@127.0.0.1:1/{dbname}")
 
 
+def _stop_after(server: PgServer, n: int) -> Callable[[object], None]:
+    """A copy's progress callback that stops the server once ``n`` runs are copied."""
+    copied = []
+
+    def progress(item: object) -> None:
+        copied.append(item)
+        if len(copied) == n:
+            _stop(server)
+
+    return progress
+
+
 def test_copy_into_postgresql_goes_on_through_a_restart_and_stops_whole_when_it_is_gone(
         server, dbname, tmp_path, monkeypatch):
     src = tmp_path / "src.db"
@@ -141,16 +137,9 @@ def test_copy_into_postgresql_goes_on_through_a_restart_and_stops_whole_when_it_
     other = _durable_db(server)
     try:
         monkeypatch.setattr(postgres, "RECONNECT_S", 0.5)
-        gone = []
-
-        def stop_after_two(item):
-            gone.append(item)
-            if len(gone) == 2:
-                _stop(server)
-
         try:
             with pytest.raises(StoreError) as e:
-                copy_databases(src, server.url(other), stop_after_two)
+                copy_databases(src, server.url(other), _stop_after(server, 2))
             assert "\n" not in str(e.value)
         finally:
             _start(server)
@@ -168,16 +157,9 @@ def test_copy_out_of_postgresql_stops_whole_when_the_source_goes(server, dbname,
             s.save_run(_run(), _meas())
     monkeypatch.setattr(postgres, "RECONNECT_S", 0.5)
     dest = tmp_path / "dest.db"
-    seen = []
-
-    def stop_after_one(item):
-        seen.append(item)
-        if len(seen) == 1:
-            _stop(server)
-
     try:
         with pytest.raises(StoreError) as e:
-            copy_databases(url, dest, stop_after_one)
+            copy_databases(url, dest, _stop_after(server, 1))
         assert "\n" not in str(e.value) and url in str(e.value)
     finally:
         _start(server)

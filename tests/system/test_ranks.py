@@ -11,19 +11,13 @@ import sys
 import pytest
 import rankfns
 from paths import TESTS
+from rankfns import run_rows
 
 from clusterbench.ranks.context import RankOptions
-from clusterbench.ranks.driver import Job, execute
+from clusterbench.ranks.driver import Job
 from clusterbench.records import Rows
 from clusterbench.runner import run_job
 from clusterbench.store import Store
-
-
-def _run(target, config, np=2, timeout=20.0):
-    events: list = []
-    options = RankOptions(device="cpu", timeout=timeout, telemetry_interval=0)
-    outcome = execute(Job(target, config, options, np=np), events.append)
-    return outcome, [e for e in events if isinstance(e, Rows)]
 
 
 def _steps(rows) -> list[int]:
@@ -40,26 +34,26 @@ class _BrokenPrinter:
 
 
 def test_rows_rank0_recorded_before_it_exits_are_kept():
-    outcome, rows = _run(rankfns.exit_after_rows, {"rank": 0, "rows": 2})
+    outcome, rows = run_rows(rankfns.exit_after_rows, {"rank": 0, "rows": 2})
     assert outcome.status == "incomplete" and outcome.exit_code == 1
     assert outcome.errors[0].startswith("rank 0 on ") and "exited with code 3" in outcome.errors[0]
     assert _steps(rows) == [0, 1]
 
 
 def test_a_rank_that_exits_with_code_0_early_is_said_so():
-    outcome, _ = _run(rankfns.exit_after_rows, {"rank": 1, "rows": 1, "code": 0})
+    outcome, _ = run_rows(rankfns.exit_after_rows, {"rank": 1, "rows": 1, "code": 0})
     assert outcome.status == "incomplete"
     assert outcome.errors == [outcome.errors[0]] and "rank 1 on " in outcome.errors[0]
     assert "before it finished" in outcome.errors[0]
 
 
 def test_an_exception_whose_text_fails_is_still_named():
-    outcome, _ = _run(rankfns.raise_unprintable, {"rank": 1})
+    outcome, _ = run_rows(rankfns.raise_unprintable, {"rank": 1})
     assert outcome.errors[0].startswith("rank 1 on ") and "UnprintableError" in outcome.errors[0]
 
 
 def test_an_event_that_cannot_be_sent_fails_the_rank_that_sent_it():
-    outcome, rows = _run(rankfns.send_unpicklable, {})
+    outcome, rows = run_rows(rankfns.send_unpicklable, {})
     assert outcome.status == "incomplete" and outcome.errors[0].startswith("rank 0 on ")
     assert "pickle" in outcome.errors[0].lower()
     assert rows == []

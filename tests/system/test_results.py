@@ -12,14 +12,12 @@ import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pytest
-from json_cases import TINY_COLL
 from json_schema import check_lines
 from judge_helpers import run_cli
-from paths import DATA, ROOT, TESTS
+from paths import ROOT, TESTS
 from pg_fixtures import (
     SECRET,
     SRC,
@@ -37,7 +35,6 @@ from stored_runs import (
     build_probe_db,
 )
 from system_cli import (
-    DTYPE_BYTES,
     LOG,
     _cb,
     _closing,
@@ -54,44 +51,6 @@ from system_cli import (
 from clusterbench.output import OUTPUT_FAILED
 from clusterbench.records import COMPLETE, INTERRUPTED, Measurement, Run
 from clusterbench.store import Store
-
-# (file, tags): real logs of the standard tools
-LOGS = [
-    ("nccl-tests/seed-mi300x-rccl-all_reduce-8gpu.txt", ["seed=mi300x"]),
-    ("transferbench/seed-mi300x-p2p.txt", ["seed=mi300x"]),
-    ("transferbench/seed-mi300x-example-cfg.txt", ["seed=mi300x"]),   # Test 2 fails its threshold
-    ("rocblas-bench/seed-mi300x-sgemm-4000.txt", ["seed=mi300x"]),
-    ("babelstream/seed-mi300x-hip-8gpu-mpi.txt", ["seed=mi300x"]),
-    ("nccl-tests/superbench-nccl_allreduce.log", ["env=a"]),
-    ("nccl-tests/superbench-nccl_allreduce.log", ["env=b"]),
-    ("nccl-tests/issue322-16G-test-nccl-failure-truncated.txt", ["env=broken"]),
-]
-
-
-@pytest.fixture(scope="module")
-def store_json_lines(tmp_path_factory):
-    """The database every command reads: imported real logs and one tiny CPU run."""
-    tmp = tmp_path_factory.mktemp("jsonl")
-    db = str(tmp / "cb.db")
-    for name, tags in LOGS:
-        code, _, err = run_cli("import", DATA / name, "--db", db, *[a for t in tags for a in ("--tag", t)])
-        assert code in (0, 1), err
-    # a run judged against a link: tagged as if it spanned 2 nodes of a 100 Gbps network
-    code, _, err = run_cli(*TINY_COLL, "--tag", "env=cpu", "--tag", "nodes=2", "--tag", "link_speed=100Gbps",
-                           "--db", db)
-    assert code == 0, err
-    return {"db": db, "tmp": tmp}
-
-
-COLL = ["-b", "8", "-e", "2K", "-f", "4", "-n", "3", "-w", "1", "-d", ",".join(DTYPE_BYTES)]
-
-
-@pytest.fixture(scope="module", params=[2, 3])
-def coll_run(request, tmp_path_factory) -> tuple[int, str, list[dict[str, Any]]]:
-    db = str(tmp_path_factory.mktemp("native") / "x.db")
-    out = clusterbench_native_records("coll", "all", "--np", str(request.param), *COLL, "--telemetry-interval", "0",
-                       "--db", db, "--json", "-q")
-    return request.param, db, lines_native_records(out)
 
 
 def _agrees(printed: str, value: float | None) -> bool:

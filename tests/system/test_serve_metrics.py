@@ -10,6 +10,7 @@ import sys
 
 import pytest
 from fleet_metrics import _request
+from process_helpers import reap
 from stored_runs import _source
 
 
@@ -28,11 +29,7 @@ def test_serve_metrics_stops_on_a_signal_in_one_line(tmp_path):
         err = p.stderr.read() if p.stderr else ""
         assert err == "# serve-metrics: stopped by SIGINT\n", err
     finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait(10)
-        if p.stderr:
-            p.stderr.close()
+        reap(p, 10)
 
 
 def test_the_address_it_prints_for_ipv6_is_a_url_that_reaches_it(tmp_path):
@@ -59,8 +56,4 @@ def test_the_address_it_prints_for_ipv6_is_a_url_that_reaches_it(tmp_path):
         try:
             p.wait(20)
         finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait(10)
-            if p.stderr:
-                p.stderr.close()
+            reap(p, 10)

@@ -32,15 +32,21 @@ def _opener(db, tag):
         s.save_run(Run(benchmark="coll", tags={"writer": tag}), _ms(10))
 
 
-def test_two_concurrent_writers(db):
-    Store.open(db).close()
+def _at_once(target, args: list[tuple]) -> None:
+    """``target`` in one spawned process for each of ``args``, all started before any is joined;
+    each must exit 0."""
     ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_writer, args=(db, t, 20, 200)) for t in ("a", "b")]
+    procs = [ctx.Process(target=target, args=a) for a in args]
     for p in procs:
         p.start()
     for p in procs:
         p.join(120)
         assert p.exitcode == 0
+
+
+def test_two_concurrent_writers(db):
+    Store.open(db).close()
+    _at_once(_writer, [(db, t, 20, 200) for t in ("a", "b")])
     with Store.open(db) as s:
         per_run = s.measurement_counts()
         assert len(per_run) == 40 and all(c == 200 for c in per_run.values())
@@ -79,13 +85,7 @@ def test_full_disk_is_one_error_and_stores_nothing(tmp_path):
 
 def test_concurrent_first_opens_migrate_once(db):
     """Four processes open a brand-new database at the same moment: one migrates, all write."""
-    ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_opener, args=(db, str(i))) for i in range(4)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-        assert p.exitcode == 0
+    _at_once(_opener, [(db, str(i)) for i in range(4)])
     with Store.open(db) as s:
         names = s.applied_migrations()
         assert len(names) == len(set(names)) == len(MIGRATIONS)

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import urllib.request
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,10 +22,12 @@ from process_helpers import free_port
 from stream_facts import ARRAYS
 from system_cli import (
     READS,
+    _argv,
     _cb,
     _closing,
     _env,
     _get,
+    _reference,
     _wait,
     _which,
     clusterbench_native_records,
@@ -43,20 +44,6 @@ from clusterbench.report import openmetrics
 from clusterbench.store import Store
 
 WITH_JSON = [k for k in READS if not k.startswith("export")]
-
-
-def _argv(name: str, db_stdio: str, tmp: Path, as_json: bool = False) -> list[str]:
-    return [a.replace("{tmp}", str(tmp)) for a in READS[name]] + (["--json"] if as_json else []) + ["--db", db_stdio]
-
-
-_utf8: dict[tuple[str, bool], subprocess.CompletedProcess] = {}
-
-
-def _reference(name: str, db_stdio: str, tmp: Path, as_json: bool = False) -> subprocess.CompletedProcess:
-    """The command's output with a UTF-8 standard output: what the others are held to."""
-    if (name, as_json) not in _utf8:
-        _utf8[name, as_json] = _cb(_argv(name, db_stdio, tmp, as_json))
-    return _utf8[name, as_json]
 
 
 STREAM = ["stream", "--sizes", "1K:1K", "-n", "2", "--telemetry-interval", "0"]

@@ -63,11 +63,28 @@ class Curve:
         x0, x1, y0, y1 = math.log(xs[i - 1]), math.log(xs[i]), math.log(ys[i - 1]), math.log(ys[i])
         return Lookup(math.exp(y0 + (y1 - y0) * (math.log(size) - x0) / (x1 - x0)), INSIDE)
 
+    @property
+    def latency_s(self) -> float:
+        """The time no link speed changes: the intercept of ``t = latency + size / bandwidth``
+        fitted to the curve, each point weighted by its relative error (a 2% spread at the
+        largest size must not swamp a millisecond's latency), within [0, the fastest time]."""
+        if len(self.sizes) < 2:
+            return 0.0
+        w = [1 / t ** 2 for t in self.seconds]
+        sw = sum(w)
+        mx = sum(wi * x for wi, x in zip(w, self.sizes, strict=True)) / sw
+        my = sum(wi * y for wi, y in zip(w, self.seconds, strict=True)) / sw
+        sxx = sum(wi * (x - mx) ** 2 for wi, x in zip(w, self.sizes, strict=True))
+        sxy = sum(wi * (x - mx) * (y - my) for wi, x, y in zip(w, self.sizes, self.seconds, strict=True))
+        slope = sxy / sxx if sxx > 0 else 0.0
+        return min(max(my - slope * mx, 0.0), min(self.seconds))
+
     def at_link(self, factor: float) -> Curve:
         """The curve over a link ``factor`` times slower (``measured rate / new rate``), with the
-        measured efficiency: what each size takes beyond the smallest size's time (the latency
-        floor) scales with the link, the floor does not."""
-        floor = self.seconds[0]
+        measured efficiency: what each size takes beyond the fitted latency scales with the link,
+        the latency does not. (The smallest size's time is no latency floor on a slow link: 256
+        KiB at 100 Mbit/s is 21 ms of wire time, which a 1 Gbit/s link does not keep.)"""
+        floor = self.latency_s
         return replace(self, seconds=tuple(floor + (t - floor) * factor for t in self.seconds))
 
 

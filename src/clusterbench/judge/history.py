@@ -324,7 +324,7 @@ def stored_trend(db: str | os.PathLike[str] | None, selectors: Sequence[str], si
                  window: int | None = WINDOW) -> Trend:
     """The series of the runs ``selectors`` pick in ``db`` (none: every run) started since
     ``since`` (``30d``, ``2025-01-31``), each its newest ``window`` runs (None: all), with their
-    changes. By default the headline series (``families.headline``), read host by host from the
+    changes. By default the headline series (``families.headline``), read from the
     store's index; with ``every``, ``metric`` or ``size`` (the ``--bytes`` of the rows; default:
     each run's largest) every row of the metric, read from the runs' measurements a chunk of runs
     at a time. No run, or no measurement to follow, is a UsageError."""
@@ -366,31 +366,82 @@ def _readable_time(text: str) -> tuple[bool, datetime]:
     return t is not None, t or _EPOCH
 
 
+def _newest_series(sel: fleet.Selection, *, benchmark: str | None, by: str,
+                   last: int) -> tuple[list[Series], list[RunRef]]:
+    """``_headline_series`` of every run: the stored series, then each one's newest ``last``
+    values in one indexed query, a row's work a lookup and an append."""
+    keyed: dict[int, tuple[tuple[str, Any, ...], ...] | None] = {}
+    meta: dict[tuple[Any, ...], tuple[str, dict[str, Any], str | None]] = {}
+    for st in fleet.every_series(sel.store):
+        group = _group(st, benchmark, by)
+        keyed[st.id] = None if group is None else (st.host, *group[0])
+        if group is not None:
+            meta[(st.host, *group[0])] = group[1]
+    groups: dict[tuple[Any, ...], dict[int, list[float]]] = {}
+    when: dict[int, float] = {}
+    for sid, run, started, value in fleet.newest_values(sel, last):
+        key = keyed.get(sid)
+        if key is None:
+            continue
+        groups.setdefault(key, {}).setdefault(run, []).append(value)
+        when[run] = started
+    texts = fleet.run_starts(sel.store, when)
+    series: list[Series] = []
+    for key, per_run in groups.items():
+        unit, row, device = meta[key]
+        s = Series(key[1], key[2], unit, row, key[0], device)
+        for run in sorted(per_run, key=lambda r: (when[r], r)):
+            point = Point(run, texts.get(run, ""), median(per_run[run]))
+            (s.points if math.isfinite(point.value) else s.left_out).append(point)
+        series.append(s)
+    return _sorted(distinguish(series)), [RunRef(r, texts.get(r, "")) for r in when]
+
+
+def _group(v: fleet.SeriesValue | fleet.StoredSeries, benchmark: str | None,
+           by: str) -> tuple[tuple[Any, ...], tuple[str, dict[str, Any], str | None]] | None:
+    """The trend series a stored headline series' values go to (a host's GPUs one series, or
+    each its own ``by`` device) and its unit, params and device; None where it is not followed."""
+    if benchmark is not None and v.benchmark != benchmark:
+        return None
+    device = v.params.get("device")
+    if by == "device" and device in (None, "all"):
+        return None
+    row = {k: x for k, x in v.params.items() if k not in IDENTITY_PARAMS}
+    if v.nodes > 1:
+        row["nodes"] = v.nodes
+    dev = str(device) if by == "device" else None
+    return (v.benchmark, v.metric, v.unit, json.dumps(row, sort_keys=True, default=str), dev), (v.unit, row, dev)
+
+
 def _headline_series(sel: fleet.Selection, *, benchmark: str | None, by: str,
                      last: int | None) -> tuple[list[Series], list[RunRef]]:
-    """The headline series of every host, from the store's index: a query per host, each host's
-    GPUs one series (a run's point the median over them) or, ``by`` device, one each."""
+    """The headline series of every host, from the store's index, each host's GPUs one series (a
+    run's point the median over them) or, ``by`` device, one each: every run's in one query of
+    each series' newest ``last`` values, a selection's a query per host."""
+    if sel.ids is None and last is not None:
+        return _newest_series(sel, benchmark=benchmark, by=by, last=last)
     series: list[Series] = []
     runs: dict[int, RunRef] = {}
     for host in fleet.hosts(sel.store):
         groups: dict[tuple[Any, ...], dict[int, list[float]]] = {}
         meta: dict[tuple[Any, ...], tuple[str, dict[str, Any], str | None]] = {}
         when: dict[int, tuple[float, str]] = {}
+        # a stored series' group, found once: its many values share it (None: not followed)
+        keyed: dict[int, tuple[Any, ...] | None] = {}
         for v in fleet.host_values(sel, host, last=last):
-            if benchmark is not None and v.benchmark != benchmark:
+            if v.series in keyed:
+                key = keyed[v.series]
+            else:
+                group = _group(v, benchmark, by)
+                key = keyed[v.series] = None if group is None else group[0]
+                if group is not None:
+                    meta[group[0]] = group[1]
+            if key is None:
                 continue
-            device = v.params.get("device")
-            if by == "device" and device in (None, "all"):
-                continue
-            row = {k: x for k, x in v.params.items() if k not in IDENTITY_PARAMS}
-            if v.nodes > 1:
-                row["nodes"] = v.nodes
-            key = (v.benchmark, v.metric, v.unit, json.dumps(row, sort_keys=True, default=str),
-                   str(device) if by == "device" else None)
             groups.setdefault(key, {}).setdefault(v.run, []).append(v.value)
-            meta[key] = (v.unit, row, str(device) if by == "device" else None)
-            when[v.run] = (v.started, v.started_at)
-            runs.setdefault(v.run, RunRef(v.run, v.started_at))
+            if v.run not in when:
+                when[v.run] = (v.started, v.started_at)
+                runs.setdefault(v.run, RunRef(v.run, v.started_at))
         for key, per_run in groups.items():
             unit, row, device = meta[key]
             s = Series(key[0], key[1], unit, row, host, device)

@@ -259,6 +259,38 @@ def gpu_ecc(inv: dict[str, Any], ecc: list[dict[str, Any]]) -> CheckResult:
 _MAX_NIC_SPEED_MBPS = 2**31 - 1
 
 
+@dataclass
+class _Links:
+    """The nic and rdma checks' links sorted as they are judged: failing, warned about (down, or
+    of a speed not known) and fine."""
+    fails: list[str] = field(default_factory=list)
+    warns: list[str] = field(default_factory=list)
+    fine: list[str] = field(default_factory=list)
+    unknown: int = 0     # of the warnings, those of a link whose speed is not known
+
+    def up(self, text: str, gbps: float | None, expected: float | None) -> None:
+        """A link that is up, against the expected speed: an expectation not checked is not one met."""
+        if expected and gbps is None:
+            self.unknown += 1
+            self.warns.append(f"{text}: the expected {expected:g} Gb/s cannot be checked")
+        elif expected and gbps is not None and gbps < expected:
+            self.fails.append(f"{text}: below the expected {expected:g} Gb/s")
+        else:
+            self.fine.append(text)
+
+    def result(self, check: str, *, bad: str, down: str, unknown: str, fine: str) -> CheckResult:
+        """FAIL naming the ``bad`` links, else WARNING counting the ``down`` ones and those of
+        ``unknown`` speed, else OK counting the ``fine`` ones."""
+        if self.fails:
+            return CheckResult(check, FAIL, f"{len(self.fails)} {bad}", _cap(self.fails + self.warns))
+        if self.warns:
+            n_down = len(self.warns) - self.unknown
+            what = [f"{n_down} {down}"] if n_down else []
+            what += [f"{self.unknown} of unknown {unknown}"] if self.unknown else []
+            return CheckResult(check, WARNING, ", ".join(what), _cap(self.warns + self.fine))
+        return CheckResult(check, OK, f"{len(self.fine)} {fine}", _cap(self.fine))
+
+
 def nic_speed_mbps(value: Any) -> int | None:
     """A NIC's speed in Mb/s as the inventory holds it, or None where it is not a speed a link
     runs at (missing, 0, negative, SPEED_UNKNOWN read unsigned, not an integer)."""
@@ -279,32 +311,18 @@ def nics(inv: dict[str, Any], exp: Expectations) -> CheckResult:
         phys = [n for n in inv.get("nics") or [] if n["name"] in exp.nics]
     if not phys:
         return CheckResult("nic", NA, "no physical network interface")
-    fails: list[str] = []
-    warns: list[str] = []
-    fine: list[str] = []
-    unknown = 0
+    links = _Links()
     for n in phys:
         mbps = nic_speed_mbps(n.get("speed_mbps"))
         gbps = None if mbps is None else mbps / 1000
         text = (f"{n['name']} ({n.get('driver') or '?'}): {n.get('operstate')}, "
                 f"{'speed unknown' if gbps is None else f'{gbps:g} Gb/s'}, MTU {n.get('mtu')}")
         if n.get("operstate") not in ("up", "unknown"):
-            (fails if n["name"] in exp.nics else warns).append(text)
-        elif exp.nic_speed_gbps and gbps is None:   # an expectation not checked is not one met
-            unknown += 1
-            warns.append(f"{text}: the expected {exp.nic_speed_gbps:g} Gb/s cannot be checked")
-        elif exp.nic_speed_gbps and gbps is not None and gbps < exp.nic_speed_gbps:
-            fails.append(f"{text}: below the expected {exp.nic_speed_gbps:g} Gb/s")
+            (links.fails if n["name"] in exp.nics else links.warns).append(text)
         else:
-            fine.append(text)
-    if fails:
-        return CheckResult("nic", FAIL, f"{len(fails)} interface(s) down or too slow", _cap(fails + warns))
-    if warns:
-        down = len(warns) - unknown
-        what = [f"{down} physical interface(s) down"] if down else []
-        what += [f"{unknown} of unknown speed"] if unknown else []
-        return CheckResult("nic", WARNING, ", ".join(what), _cap(warns + fine))
-    return CheckResult("nic", OK, f"{len(fine)} physical interface(s) up", _cap(fine))
+            links.up(text, gbps, exp.nic_speed_gbps)
+    return links.result("nic", bad="interface(s) down or too slow", down="physical interface(s) down",
+                        unknown="speed", fine="physical interface(s) up")
 
 
 def rdma_ports(inv: dict[str, Any], exp: Expectations) -> CheckResult:
@@ -315,10 +333,7 @@ def rdma_ports(inv: dict[str, Any], exp: Expectations) -> CheckResult:
         devs = [d for d in devs if d["name"] in exp.nics or set(d.get("netdevs") or []) & set(exp.nics)]
         if not devs:
             return CheckResult("rdma", NA, "no RDMA device behind the named interface(s)")
-    fails: list[str] = []
-    warns: list[str] = []
-    fine: list[str] = []
-    unknown = 0
+    links = _Links()
     for d in devs:
         named = bool(exp.nics)
         for p in d.get("ports") or []:
@@ -330,19 +345,8 @@ def rdma_ports(inv: dict[str, Any], exp: Expectations) -> CheckResult:
             if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate < math.inf:
                 rate = None
             if p.get("state") != "ACTIVE":
-                (fails if named else warns).append(text)
-            elif exp.nic_speed_gbps and rate is None:   # as the nic check: not checked is not met
-                unknown += 1
-                warns.append(f"{text}: the expected {exp.nic_speed_gbps:g} Gb/s cannot be checked")
-            elif exp.nic_speed_gbps and rate < exp.nic_speed_gbps:
-                fails.append(f"{text}: below the expected {exp.nic_speed_gbps:g} Gb/s")
+                (links.fails if named else links.warns).append(text)
             else:
-                fine.append(text)
-    if fails:
-        return CheckResult("rdma", FAIL, f"{len(fails)} RDMA port(s) not active or too slow", _cap(fails + warns))
-    if warns:
-        down = len(warns) - unknown
-        what = [f"{down} RDMA port(s) not active"] if down else []
-        what += [f"{unknown} of unknown rate"] if unknown else []
-        return CheckResult("rdma", WARNING, ", ".join(what), _cap(warns + fine))
-    return CheckResult("rdma", OK, f"{len(fine)} RDMA port(s) active", _cap(fine))
+                links.up(text, rate, exp.nic_speed_gbps)
+    return links.result("rdma", bad="RDMA port(s) not active or too slow", down="RDMA port(s) not active",
+                        unknown="rate", fine="RDMA port(s) active")

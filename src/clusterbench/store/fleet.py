@@ -40,12 +40,25 @@ class SeriesValue:
     started_at: str = ""   # the run's start as stored
 
 
-def _value(row: Sequence[Any]) -> SeriesValue:
-    sid, host, nodes, bench, metric, unit, params, run, started, value, started_at = row
+def _params(params: Any) -> dict[str, Any]:
     # keys in code point order on both engines (PostgreSQL's jsonb orders them by length)
     found = json.loads(params) if isinstance(params, str) else params
-    return SeriesValue(int(sid), host, int(nodes), bench, metric, unit, dict(sorted(found.items())),
-                       int(run), float(started), float(value), str(started_at))
+    return dict(sorted(found.items()))
+
+
+def _value(row: Sequence[Any], parsed: dict[int, dict[str, Any]] | None = None) -> SeriesValue:
+    """A row as a SeriesValue; ``parsed`` keeps each series' params decoded once, for reads that
+    return a series' many values (the values of one series share its params dict: read-only)."""
+    sid, host, nodes, bench, metric, unit, params, run, started, value, started_at = row
+    sid = int(sid)
+    if parsed is None:
+        found = _params(params)
+    else:
+        found = parsed.get(sid)
+        if found is None:
+            found = parsed[sid] = _params(params)
+    return SeriesValue(sid, host, int(nodes), bench, metric, unit, found, int(run), float(started), float(value),
+                       str(started_at))
 
 
 _SERIES = "s.id, s.host, s.nodes, s.benchmark, s.metric, s.unit, s.params"
@@ -104,17 +117,68 @@ def hosts(store: Store) -> list[str]:
     return sorted(str(h) for (h,) in store._query("SELECT DISTINCT host FROM series"))
 
 
+@dataclass(frozen=True)
+class StoredSeries:
+    """A headline series as stored: its host, group size, benchmark, metric, unit and params
+    (without ``host``)."""
+
+    id: int
+    host: str
+    nodes: int
+    benchmark: str
+    metric: str
+    unit: str
+    params: dict[str, Any] = field(hash=False)
+
+
+def every_series(store: Store) -> Iterator[StoredSeries]:
+    """Every headline series of the store, in id order."""
+    for sid, host, nodes, bench, metric, unit, params in store._stream(f"SELECT {_SERIES} FROM series s ORDER BY s.id"):
+        yield StoredSeries(int(sid), host, int(nodes), bench, metric, unit, _params(params))
+
+
+def newest_values(sel: Selection, last: int) -> Iterator[tuple[int, int, float, float]]:
+    """Each headline series' newest ``last`` values started at or after the selection's floor, as
+    (series, run, started, value), read through the headlines' index: ``last`` rows a series,
+    however long the fleet's history. Every run only (``sel.ids`` None); a series' rows come
+    together, in no set order within it."""
+    assert sel.ids is None
+    if sel.store.db.kind == "sqlite":
+        sql = ("SELECT h.series_id, h.run_id, h.started, h.value FROM series s JOIN headlines h ON h.rowid IN"
+               " (SELECT rowid FROM headlines WHERE series_id = s.id AND started >= ?"
+               "  ORDER BY started DESC, run_id DESC LIMIT ?)")
+    else:
+        sql = ("SELECT s.id, h.run_id, h.started, h.value FROM series s CROSS JOIN LATERAL"
+               " (SELECT run_id, started, value FROM headlines WHERE series_id = s.id AND started >= ?"
+               "  ORDER BY started DESC, run_id DESC LIMIT ?) h")
+    for sid, run, started, value in sel.store._stream(sql, (sel.floor, last)):
+        yield int(sid), int(run), float(started), float(value)
+
+
+def run_starts(store: Store, ids: Iterable[int]) -> dict[int, str]:
+    """The stored start (text) of each run of ``ids``, a chunk of ids a query."""
+    todo = sorted(set(ids))
+    out: dict[int, str] = {}
+    for i in range(0, len(todo), _CHUNK):
+        chunk = todo[i:i + _CHUNK]
+        for rid, started_at in store._query(f"SELECT id, started_at FROM runs WHERE id IN ({','.join('?' * len(chunk))})",
+                                            chunk):
+            out[int(rid)] = str(started_at)
+    return out
+
+
 def host_values(sel: Selection, host: str, last: int | None = None) -> list[SeriesValue]:
     """The values of ``host``'s headline series among the selected runs, series by series in time
     order; ``last``: only each series' newest ``last`` values (a bounded window)."""
     store = sel.store
+    parsed: dict[int, dict[str, Any]] = {}
     base = (f"SELECT {_SERIES}, h.run_id, h.started, h.value, r.started_at FROM series s"
             " JOIN headlines h ON h.series_id = s.id JOIN runs r ON r.id = h.run_id WHERE s.host = ? AND h.started >= ?")
     order = " ORDER BY s.id, h.started, h.run_id"
     if sel.ids is None:
-        found = [_value(r) for r in store._query(base + order, (host, sel.floor))]
+        found = [_value(r, parsed) for r in store._query(base + order, (host, sel.floor))]
     else:
-        found = sorted((_value(r) for chunk in sel.chunks() for r in store._query(
+        found = sorted((_value(r, parsed) for chunk in sel.chunks() for r in store._query(
             base + f" AND h.run_id IN ({','.join('?' * len(chunk))})", [host, sel.floor, *chunk])),
             key=lambda v: (v.series, v.started, v.run))
     if last is None:

@@ -4,41 +4,11 @@ from __future__ import annotations
 
 import pytest
 from bench_cli import SMALL, cli
-from host_doubles import DATA
 
 from clusterbench.cli import main
-from clusterbench.envinfo import torchcheck
 from clusterbench.errors import UsageError
 from clusterbench.launch import torchrun as tr
 from clusterbench.launch.common import Spec
-
-H100, MI300X, BROKEN = DATA / "h100-node", DATA / "mi300x-node", DATA / "broken-node"
-
-
-@pytest.fixture
-def no_gpu_torch(monkeypatch):
-    """A torch that sees no GPU, built for CUDA (PyPI's default wheel), on an MI300X node."""
-    import torch
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
-    monkeypatch.setattr(torch.version, "cuda", "12.6")
-    monkeypatch.setattr(torch.version, "hip", None)
-    real = torchcheck.evidence
-    monkeypatch.setattr(torchcheck, "evidence", lambda root="/", use_libraries=True:
-                        real(MI300X, use_libraries=False))
-    monkeypatch.setattr(torchcheck, "rocm_version", lambda root="/": "6.2")
-    for var in torchcheck.VISIBILITY_VARS:
-        monkeypatch.delenv(var, raising=False)
-
-
-def _cli(capsys, *args):
-    from clusterbench.cli import main
-
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
 
 
 def test_torchrun_c10d_and_static():
@@ -115,7 +85,7 @@ def test_cli_exits_2_with_one_line(no_gpu_torch, capsys, tmp_path):
 def test_a_sweep_with_nothing_to_measure_is_refused_before_any_rank_starts(capsys, db, args, words):
     from clusterbench.store import Store
 
-    code, out, err = _cli(capsys, "coll", *args, "-n", "1", "-w", "0", "--db", db)
+    code, out, err = cli(capsys, "coll", *args, "-n", "1", "-w", "0", "--db", db)
     assert code == 2, err
     assert err.count("\n") == 1 and err.startswith("clusterbench: error: ") and words in err, err
     with Store.open(db) as store:

@@ -49,13 +49,6 @@ def _store(capsys, db: str, tmp_path: Path) -> None:
     assert rc == 0, err
 
 
-def cli_env_inventory(capsys, *argv):
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
-
-
 def test_cli_diff_two_runs(db, capsys):
     r1 = _save(db, {"node-a": _inv()})
     r2 = _save(db, {"node-a": _inv(mtu=1500)})
@@ -196,13 +189,13 @@ def test_a_stored_run_this_tool_never_wrote_is_one_line_naming_it(capsys, db, tm
 
 
 def test_env_text_and_json_on_the_arm_vm(capsys):
-    rc, out, err = cli_env_inventory(capsys, "env", "--root", ARM_VM)
+    rc, out, err = cli(capsys, "env", "--root", ARM_VM)
     assert rc == 0 and err == ""
     assert "cpu       ARM Neoverse-V2: 2 socket(s), 4 core(s), 4 logical" in out
     assert "NUMA nodes: 0 (cpus 0-1, 240.0 GiB), 2 (cpus none, 96.0 GiB)" in out
     assert "systemd-nspawn in a VM (QEMU)" in out and "bonding_masters" not in out
     assert "None" not in out
-    rc, out, _ = cli_env_inventory(capsys, "env", "--root", ARM_VM, "--json")
+    rc, out, _ = cli(capsys, "env", "--root", ARM_VM, "--json")
     (line,) = out.splitlines()
     inv = json.loads(line)
     assert rc == 0 and inv["kind"] == "inventory" and inv["run"] is None
@@ -217,11 +210,11 @@ def test_env_with_an_nvml_of_odd_answers(capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "amdsmi", None)   # import fails: "not installed"
     monkeypatch.setattr(gpulib, "_cache", {})
     monkeypatch.setattr(gpulib, "unavailable", {})
-    rc, out, err = cli_env_inventory(capsys, "env")
+    rc, out, err = cli(capsys, "env")
     assert rc == 0 and err == "", err
     assert "gpus      1 (via nvml)" in out
     assert "  gpu 0: NVIDIA H100 80GB HBM3, ?, pci ?, uuid ?" in out
-    rc, out, err = cli_env_inventory(capsys, "env", "--json")
+    rc, out, err = cli(capsys, "env", "--json")
     (gpu,) = json.loads(out)["gpus"]
     assert rc == 0 and gpu["mig"] is None and gpu["memory_bytes"] is None
 
@@ -235,7 +228,7 @@ def test_env_on_a_node_whose_torch_fails_to_import(capsys, monkeypatch, tmp_path
     build = torchcheck.torch_build()
     assert build.version is None and build.reason == "OSError: libcudnn.so.9: cannot open shared object file"
     monkeypatch.delitem(sys.modules, "torch", raising=False)
-    rc, out, err = cli_env_inventory(capsys, "env", "--json")
+    rc, out, err = cli(capsys, "env", "--json")
     assert rc == 0 and err == "", err
     inv = json.loads(out)
     assert inv["torch"]["version"] is None and "libcudnn" in inv["torch"]["reason"]
@@ -309,7 +302,7 @@ def test_env_show_and_diff_escape(capsys, evil_db):
 
 
 def test_env_text_says_what_a_pod_was_given(capsys):
-    rc, out, err = cli_env_inventory(capsys, "env", "--root", TESTS / "data" / "sysfs" / "k8s-sriov-pod")
+    rc, out, err = cli(capsys, "env", "--root", TESTS / "data" / "sysfs" / "k8s-sriov-pod")
     assert rc == 0 and err == "", err
     assert ("context   cgroup v2 /; cpu.max 400000 100000 (4 CPU); memory.max 64 GiB; cpuset 4-7 (mems 0); "
             "netns 4026533001, as PID 1's") in out

@@ -8,17 +8,16 @@ import signal
 import pytest
 import torch
 from bench_cli import cli
+from judge_helpers import _one
 from judge_helpers import cli as cli_qualify_preflight
 from probe_profiles import (
     SMALL_STREAM,
     STREAM_FLOOR,
     _profile,
     _replace_callback,
-    _validate_probe_profile,
 )
 
 from clusterbench.judge.select import Row, load_runs, rows_of
-from clusterbench.judge.validate import evaluate
 from clusterbench.ranks.signals import Interrupted
 from clusterbench.store import Store
 
@@ -27,12 +26,6 @@ from clusterbench.store import Store
 def rows(seeded) -> list[Row]:
     with Store.open(seeded) as s:
         return rows_of(load_runs(s, ["seed=mi300x"]))
-
-
-def _one(rows, **crit):
-    """The outcome of one criterion written as a flow mapping."""
-    crit.setdefault("name", "c")
-    return evaluate(_validate_probe_profile("name: t\ncriteria:\n  - " + json.dumps(crit) + "\n"), rows)[0]
 
 
 @pytest.mark.parametrize("args,words", [

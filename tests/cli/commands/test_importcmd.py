@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_errors import _one_line_error
+from child_cli import _runs
+from cli_errors import _one_line_error, one_error
 from hostile_text import DEEP, ESC, _cb, _clean
 from import_sources import (
     _import_jsonl_origins_ms,
@@ -24,20 +25,19 @@ from import_sources import (
 )
 from ingest_helpers import (
     A3MEGA,
+    IPERF3,
     MEASUREMENT,
     RUN,
     TITANXP,
     WOHLBIER,
     _a3mega_row,
+    _iperf3,
     _jsonl,
     _with,
     damaged,
 )
 from json_schema import check_lines
-from judge_helpers import _profile, json_lines, run_cli
-from judge_helpers import cli as cli_argv_check
-from judge_helpers import cli as cli_import_once
-from judge_helpers import cli as cli_theory
+from judge_helpers import _one, _profile, cli, json_lines, run_cli
 from paths import DATA, TESTS
 from stored_runs import (
     ALLTOALL,
@@ -49,9 +49,9 @@ from stored_runs import (
     _m,
     _slow_gpu_rows,
     cli_results_cmds,
-    cli_show_tables_complete,
     cli_store_cli,
     import_log,
+    shown_show_tables_complete,
 )
 
 import clusterbench.ingest as ingest
@@ -67,13 +67,6 @@ from clusterbench.report.jsonl import run_lines
 from clusterbench.store import Store, TelemetrySample
 
 PKB = DATA / "nccl-tests" / "pkb-2019-v100-2node-old-error-column-nccl-2.4.6.txt"
-
-
-def cli(capsys, *argv):
-    with pytest.raises(SystemExit) as e:
-        main(list(argv))
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
 
 
 @pytest.fixture
@@ -109,42 +102,7 @@ def _stdin(monkeypatch, data: bytes) -> None:
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
 
 
-IPERF3 = DATA / "iperf3" / "cloudpilot-bw_proxy_target_direct-10s-omit3.json"
-
-
-def cli_ingest_malformed(capsys, *argv) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
-
-
-def one_error(capsys, path: Path, db: Path) -> str:
-    """The one error line a bad file gives on its own (exit 2), and nothing stored."""
-    rc, out, err = cli_ingest_malformed(capsys, "import", path, "--db", db)
-    lines = err.splitlines()
-    assert rc == 2 and len(lines) == 1, (rc, err)
-    assert lines[0].startswith(f"clusterbench: error: {path}: ") and "internal error" not in err
-    assert stored_ingest_malformed(db) == []
-    return lines[0][len(f"clusterbench: error: {path}: "):]
-
-
-def stored_ingest_malformed(db: Path) -> list:
-    if not db.exists():
-        return []
-    with Store.open(str(db)) as s:
-        return s.list_runs()
-
-
 # -- iperf3 -J -------------------------------------------------------------------------------
-def _iperf3(tmp_path: Path, change) -> Path:
-    doc = json.loads(IPERF3.read_text())
-    change(doc)
-    path = tmp_path / "iperf3.json"
-    path.write_text(json.dumps(doc, indent=2))
-    return path
-
-
 def _sent(value):
     def change(doc):
         doc["end"]["sum_sent"]["bits_per_second"] = value
@@ -179,13 +137,6 @@ LOGS = sorted(p for p in DATA.rglob("*") if p.is_file() and p.name != "README.md
 
 # A number standing alone in a table: not the digit of a name (G0, cuda:0, x8192) or a version.
 _NUMBER = re.compile(r"(?<![A-Za-z_\d.:])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\d.]|[A-Za-z_]\d)")
-
-
-def shown_show_tables_complete(run: int, db: str) -> tuple[str, list[dict]]:
-    text = cli_show_tables_complete("results", "show", str(run), "--db", db)
-    records = [json.loads(line) for line in cli_show_tables_complete("results", "show", str(run), "--db", db, "--json").splitlines()
-               if line.startswith("{")]
-    return text, [r for r in records if r.get("kind") == "measurement"]
 
 
 def cells(text: str) -> list[str]:
@@ -286,12 +237,6 @@ EXPECTED = [
     ("BabelStream Triad", "pass", 3947.212603, 3885.301),
     ("BabelStream Dot", "pass", 3878.410495, 3660.781),
 ]
-
-
-def _one(rows_validate_probe, **crit):
-    """The outcome of one criterion written as a flow mapping."""
-    crit.setdefault("name", "c")
-    return evaluate(_profile("name: t\ncriteria:\n  - " + json.dumps(crit) + "\n"), rows_validate_probe)[0]
 
 
 def test_results_show_prints_the_warnings(capsys, db_import_checks_cli):
@@ -486,7 +431,6 @@ def test_gzipped_log(capsys, db_import_cli, tmp_path):
 
 
 def test_import_dash_reads_stdin(capsys, db, monkeypatch):
-    from clusterbench.cli import main
 
     monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(_lines(_run(9), _ms(4))) + "\n"))
     with pytest.raises(SystemExit) as e:
@@ -505,7 +449,6 @@ def test_import_dash_reads_stdin(capsys, db, monkeypatch):
 
 
 def test_import_refuses_in_one_line_and_stores_nothing(capsys, db, tmp_path):
-    from clusterbench.cli import main
 
     log = tmp_path / "two-hosts.log"
     log.write_text("\n".join(_interleave(A, B)) + "\n")
@@ -551,33 +494,33 @@ def test_a_file_name_that_is_not_utf8_is_stored_escaped(capsys, tmp_path):
     Path(name).write_bytes(OSU.read_bytes())
     shown = str(tmp_path) + "/bad\\xff\\xfe.txt"
     db = tmp_path / "r.db"
-    rc, out, err = cli_import_once(capsys, "import", name, "--db", db)
+    rc, out, err = cli(capsys, "import", name, "--db", db)
     assert rc == 0 and err == "", err
     assert out.splitlines()[0] == f"{shown}: run 1: osu 5.3.2 osu_bw complete, 2 measurements"
     with Store.open(db) as s:
         run = s.get_run(1)
         assert run.meta["file"] == shown
         assert s.conn.execute("SELECT name FROM imported_files").fetchall() == [(shown,)]
-    rc, out, err = cli_import_once(capsys, "import", name, "--db", db, "--json")
+    rc, out, err = cli(capsys, "import", name, "--db", db, "--json")
     assert rc == 0 and f'"file": "{shown}"'.replace("\\", "\\\\") in out and "\\udc" not in out, out
-    rc, out, err = cli_import_once(capsys, "import", name, "--db", db)
+    rc, out, err = cli(capsys, "import", name, "--db", db)
     assert rc == 0 and out == f"{shown}: already imported as run(s) 1 (same content): skipped\n"
 
 
 def test_text_mode_says_when_printed_runs_were_not_stored(capsys, tmp_path, monkeypatch):
     src = tmp_path / "src.db"
-    rc, _, err = cli_import_once(capsys, "import", OSU, "--db", src)
+    rc, _, err = cli(capsys, "import", OSU, "--db", src)
     assert rc == 0, err
-    rc, lines, err = cli_import_once(capsys, "results", "export", "1", "--db", src)
+    rc, lines, err = cli(capsys, "results", "export", "1", "--db", src)
     assert rc == 0, err
     db = tmp_path / "r.db"
     _stdin(monkeypatch, lines.encode())
-    rc, out, err = cli_import_once(capsys, "import", "-", "--db", db)
+    rc, out, err = cli(capsys, "import", "-", "--db", db)
     assert rc == 0 and out.startswith("-: run 1: ") and err == "", (out, err)
 
     # standard input is known only once read: its runs print before it is found imported
     _stdin(monkeypatch, lines.encode())
-    rc, out, err = cli_import_once(capsys, "import", "-", "--db", db)
+    rc, out, err = cli(capsys, "import", "-", "--db", db)
     assert rc == 0 and len(out.splitlines()) == 2, out
     assert out.startswith("-: run 2: ") and out.endswith("\n-: already imported as run(s) 1 (same content): skipped\n")
     assert err == "# note: -: run(s) 2 printed above were not stored: the file was imported before\n"
@@ -604,12 +547,12 @@ def test_transferbench_damaged_executor_cell_names_the_line(capsys, tmp_path, ol
 def test_a_broken_log_in_a_batch_leaves_the_others_stored(capsys, tmp_path):
     bad = damaged(tmp_path, SWEEP, "Executor: CPU 00", "Executor: CPU00")
     db = tmp_path / "cb.db"
-    rc, out, err = cli_ingest_malformed(capsys, "import", bad, OSU, "--db", db)
+    rc, out, err = cli(capsys, "import", bad, OSU, "--db", db)
     assert rc == 2 and "Traceback" not in err and "internal error" not in err
     assert err.splitlines() == [
         f"clusterbench: error: {bad}: line 23: executor cell 'Executor: CPU00' is not 'Executor: KIND INDEX'",
         "clusterbench: error: 1 of 2 files not imported"]
-    assert [r.source.split()[0] for r in stored_ingest_malformed(db)] == ["osu"]
+    assert [r.source.split()[0] for r in _runs(db)] == ["osu"]
 
 
 @pytest.mark.parametrize("error", [ValueError("x"), IndexError("y"), OverflowError("z"), TypeError("t"),
@@ -623,13 +566,13 @@ def test_any_parser_defect_on_a_log_is_one_line_for_that_file(capsys, tmp_path, 
 
     monkeypatch.setitem(ingest._BY_TOOL, "transferbench", Importer("transferbench", None, parse))
     db = tmp_path / "cb.db"
-    rc, _, err = cli_ingest_malformed(capsys, "import", SWEEP, OSU, "--db", db)
+    rc, _, err = cli(capsys, "import", SWEEP, OSU, "--db", db)
     assert rc == 2
     first, last = err.splitlines()
     assert first.startswith(f"clusterbench: error: {SWEEP}: malformed transferbench log: the importer "
                             f"failed on it ({type(error).__name__}")
     assert last == "clusterbench: error: 1 of 2 files not imported"
-    assert [r.source.split()[0] for r in stored_ingest_malformed(db)] == ["osu"]
+    assert [r.source.split()[0] for r in _runs(db)] == ["osu"]
 
 
 def test_iperf3_text_rate_of_hundreds_of_digits_is_refused(capsys, tmp_path):
@@ -729,10 +672,10 @@ def test_nccl_show_prints_n_a_for_each_value_not_stored(capsys, tmp_path):
     db = tmp_path / "cb.db"
     inf = _a3mega_row(tmp_path, "    inf     inf      0")
     nan_time = damaged(tmp_path, A3MEGA, "-1    203.2    5.16", "-1      nan    5.16", "nan.txt")
-    rc, _, err = cli_ingest_malformed(capsys, "import", inf, nan_time, "--db", db)
+    rc, _, err = cli(capsys, "import", inf, nan_time, "--db", db)
     assert rc == 0, err
-    _, out1, _ = cli_ingest_malformed(capsys, "results", "show", "1", "--db", db)
-    _, out2, _ = cli_ingest_malformed(capsys, "results", "show", "2", "--db", db)
+    _, out1, _ = cli(capsys, "results", "show", "1", "--db", db)
+    _, out2, _ = cli(capsys, "results", "show", "2", "--db", db)
     row = "     1048576        262144     float     sum      -1  {}    207.2    5.06    9.49      0"
     assert row.format("  203.2     N/A     N/A      0") in out1.splitlines()
     assert row.format("    N/A    5.16    9.68      0") in out2.splitlines()
@@ -742,13 +685,13 @@ def test_measurements_nested_thousands_deep_are_one_line(capsys, db, tmp_path):
     log = tmp_path / "m.jsonl"
     log.write_text(json.dumps({"kind": "measurement", "run": 1, "benchmark": "all_reduce", "metric": "busbw",
                                "value": 1.5, "unit": "GB/s", "params": {"bytes": 8}}) + "\n" + _argv_check_run(1) + "\n")
-    rc, _, err = cli_argv_check(capsys, "import", log, "--db", db)
+    rc, _, err = cli(capsys, "import", log, "--db", db)
     assert rc == 0, err
     with sqlite3.connect(db) as con:
         con.execute("UPDATE measurement_packs SET body=?",
                     ('{"k":[["all_reduce","busbw","GB/s"]],"p":[' + DEEP + '],"r":[[0,0,1.5]]}',))
     con.close()
-    rc, _, err = cli_argv_check(capsys, "results", "show", "1", "--db", db)
+    rc, _, err = cli(capsys, "results", "show", "1", "--db", db)
     assert rc == 2 and err.count("\n") == 1 and "unreadable measurements: nested more than" in err, err
 
 
@@ -790,11 +733,11 @@ def test_a_copied_import_is_still_known_as_imported(capsys, tmp_path, any_db):
 
 
 def test_imported_log_without_hosts(db, capsys):
-    rc, _, err = cli_theory(capsys, "import", "tests/data/nccl-tests/issue294-h100-2node-16rank-rows-only-no-header.txt",
+    rc, _, err = cli(capsys, "import", "tests/data/nccl-tests/issue294-h100-2node-16rank-rows-only-no-header.txt",
                      "--db", db)
     assert rc == 0, err
     for extra in ([], ["--json"]):
-        rc, out, err = cli_theory(capsys, "theory", "--run", "last", "--db", db, *extra)
+        rc, out, err = cli(capsys, "theory", "--run", "last", "--db", db, *extra)
         _one_line_error(rc, out, err)
         assert "nodes=" in err
 

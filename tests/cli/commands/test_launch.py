@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shlex
-import subprocess
 from pathlib import Path
 
 import jsonschema
@@ -19,30 +18,13 @@ from k8s_schemas import (
     pytorchjob_schema,
     strict,
 )
-from launch_rows import TAIL, _master
+from launch_rows import TAIL, _master, launch_cli
 from stored_runs import cli_store_cli
 
-from clusterbench.cli import main
 from clusterbench.errors import UsageError
 from clusterbench.launch import k8s, slurm
 from clusterbench.launch.common import Spec, check_text
 from clusterbench.launch.cron import check_time_zone
-
-
-def _cb(*args):
-    """The CLI in this process (no re-import per call): exit code, stdout, stderr."""
-    import contextlib
-    import io
-
-
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(list(args))
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
 
 
 def _refused(*argv: str) -> str:
@@ -55,51 +37,51 @@ def _refused(*argv: str) -> str:
 def test_malformed_hostfile_cli_is_one_line(tmp_path):
     f = tmp_path / "hosts"
     f.write_text("node1 slots=2\nnode2 banana\n")
-    r = _cb("launch", "mpi", "--hostfile", str(f), "--", "net")
+    r = launch_cli("launch", "mpi", "--hostfile", str(f), "--", "net")
     assert r.returncode == 2
     assert r.stderr.strip() == "clusterbench: error: hosts line 2: unexpected 'banana' (expected slots=N or max_slots=N)"
 
 
 def test_an_unknown_launcher_option_is_not_taken_for_the_command():
-    r = _cb("launch", "torchrun", "--nnodes", "2", "--rdzv-endpoint", "node1:29500", "--print", "--", "net")
+    r = launch_cli("launch", "torchrun", "--nnodes", "2", "--rdzv-endpoint", "node1:29500", "--print", "--", "net")
     assert r.returncode == 2
     assert r.stderr == ("clusterbench: error: no such option: --nnodes (options go before --, "
                         "the clusterbench command after it)\n")
-    assert _cb("launch", "slurm", "--nodes", "2", "coll", "all_reduce", "-b", "8").returncode == 0
+    assert launch_cli("launch", "slurm", "--nodes", "2", "coll", "all_reduce", "-b", "8").returncode == 0
 
 
 def test_print_makes_no_process_and_bad_host_is_one_line():
-    r = _cb("launch", "torchrun", "--hosts", "a,$(reboot)", "--print", "--", "net")
+    r = launch_cli("launch", "torchrun", "--hosts", "a,$(reboot)", "--print", "--", "net")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "invalid host" in r.stderr
 
 
 @pytest.mark.parametrize("option, value", [("--time", "1:00\nx"), ("--env", "A=1\nx"), ("--sbatch-opt", "--a=1\nx")])
 def test_a_refused_value_is_named_by_the_option_as_typed(option, value):
-    r = _cb("launch", "slurm", "--print", option, value, "--", "coll", "all_reduce")
+    r = launch_cli("launch", "slurm", "--print", option, value, "--", "coll", "all_reduce")
     assert r.returncode == 2 and r.stderr.startswith(f"clusterbench: error: invalid {option} "), r.stderr
 
 
 def test_ipv6_rendezvous_hosts_are_addresses_not_options():
-    r = _cb("launch", "torchrun", "--print", "--nodes", "2", "--rdzv-endpoint", "[::1]:29400", "--", "coll",
+    r = launch_cli("launch", "torchrun", "--print", "--nodes", "2", "--rdzv-endpoint", "[::1]:29400", "--", "coll",
             "all_reduce")
     assert r.returncode == 0 and "--rdzv_endpoint=[::1]:29400" in r.stdout, r.stderr
-    r = _cb("launch", "torchrun", "--print", "--nodes", "2", "--rdzv-endpoint", "[::1;reboot]:29400", "--",
+    r = launch_cli("launch", "torchrun", "--print", "--nodes", "2", "--rdzv-endpoint", "[::1;reboot]:29400", "--",
             "coll", "all_reduce")
     assert r.returncode == 2 and "invalid rendezvous host" in r.stderr
 
 
 def test_k8s_cli_yaml_has_no_anchors_and_validates():
-    r = _cb("launch", "k8s", "--nodes", "3", "--gpus-per-node", "8", "--gpu-resource", "amd.com/gpu",
+    r = launch_cli("launch", "k8s", "--nodes", "3", "--gpus-per-node", "8", "--gpu-resource", "amd.com/gpu",
             "--network", "roce-net", "--", "coll", "all_reduce")
     assert r.returncode == 0, r.stderr
     assert "&id" not in r.stdout
     check(pytorchjob_schema(), yaml.safe_load(r.stdout))
-    assert _cb("launch", "k8s", "--name", "Bad_Name", "--", "net").returncode == 2
+    assert launch_cli("launch", "k8s", "--name", "Bad_Name", "--", "net").returncode == 2
 
 
 def test_auto_net_env_cli_prints_its_choice(tmp_path):
     root = _fake_sys(tmp_path, {"mlx5_0": {"link": "InfiniBand"}}, {"ib0": "up"})
-    r = _cb("launch", "slurm", "--auto-net-env", "--sys-root", str(root), "--env", "NCCL_IB_HCA=mlx5_9",
+    r = launch_cli("launch", "slurm", "--auto-net-env", "--sys-root", str(root), "--env", "NCCL_IB_HCA=mlx5_9",
             "--", "net")
     assert r.returncode == 0
     assert "export NCCL_IB_HCA=mlx5_9" in r.stdout   # an explicit --env wins
@@ -107,7 +89,7 @@ def test_auto_net_env_cli_prints_its_choice(tmp_path):
 
 
 def test_k8s_db_secret_sets_the_url_from_the_secret_never_the_url():
-    r = _cb("launch", "k8s", "--nodes", "2", "--db-secret", "team-db:pg-url", "--env", "NCCL_DEBUG=INFO",
+    r = launch_cli("launch", "k8s", "--nodes", "2", "--db-secret", "team-db:pg-url", "--env", "NCCL_DEBUG=INFO",
             "--", "coll", "all_reduce")
     assert r.returncode == 0, r.stderr
     doc = yaml.safe_load(r.stdout)
@@ -126,7 +108,7 @@ def test_k8s_db_secret_sets_the_url_from_the_secret_never_the_url():
 
 
 def test_k8s_mpijob_forwards_the_secret_to_the_ranks_and_needs_an_image():
-    r = _cb("launch", "k8s", "--kind", "mpijob", "--image", "registry.example/cb:0.1", "--db-secret", "team-db",
+    r = launch_cli("launch", "k8s", "--kind", "mpijob", "--image", "registry.example/cb:0.1", "--db-secret", "team-db",
             "--", "coll", "all_reduce")
     assert r.returncode == 0, r.stderr
     doc = yaml.safe_load(r.stdout)
@@ -143,14 +125,14 @@ def test_k8s_mpijob_forwards_the_secret_to_the_ranks_and_needs_an_image():
                        (["--db-secret", "Team_DB"], "invalid --db-secret"),
                        (["--install", "x", "--no-install"], "give one"),
                        (["--install", "--index-url=http://evil/"], "invalid --install")):
-        r = _cb("launch", "k8s", *args, "--", "net")
+        r = launch_cli("launch", "k8s", *args, "--", "net")
         assert r.returncode == 2 and word in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
 
 
 def test_k8s_json_is_added_once_and_only_where_the_command_has_it():
-    r = _cb("launch", "k8s", "--", "stream", "--json")
+    r = launch_cli("launch", "k8s", "--", "stream", "--json")
     assert _master(yaml.safe_load(r.stdout))["command"][-2:] == ["stream", "--json"]
-    r = _cb("launch", "k8s", "--", "results", "list")
+    r = launch_cli("launch", "k8s", "--", "results", "list")
     assert _master(yaml.safe_load(r.stdout))["command"][-2:] == ["results", "list"]
     assert "has no --json" in r.stderr
 
@@ -158,7 +140,7 @@ def test_k8s_json_is_added_once_and_only_where_the_command_has_it():
 def test_dstack_secret_and_install():
     from clusterbench import __version__
 
-    r = _cb("launch", "dstack", "--nodes", "2", "--gpus-per-node", "8", "--db-secret", "team_db",
+    r = launch_cli("launch", "dstack", "--nodes", "2", "--gpus-per-node", "8", "--db-secret", "team_db",
             "--setup", "nvidia-smi", "--", "coll", "all_reduce")
     assert r.returncode == 0, r.stderr
     doc = yaml.safe_load(r.stdout)
@@ -166,10 +148,10 @@ def test_dstack_secret_and_install():
     assert doc["env"] == ["CLUSTERBENCH_DB=${{ secrets.team_db }}"]
     assert doc["commands"][:2] == ["nvidia-smi", f"pip install --quiet --no-cache-dir clusterbench=={__version__}"]
     assert shlex.split(doc["commands"][-1])[-3:] == ["coll", "--json", "all_reduce"]
-    r = _cb("launch", "dstack", "--no-install", "--", "net")
+    r = launch_cli("launch", "dstack", "--no-install", "--", "net")
     assert [c.split()[0] for c in yaml.safe_load(r.stdout)["commands"]] == ["torchrun"]
     for bad in ("team-db", "x }}", "secrets.a"):
-        r = _cb("launch", "dstack", "--db-secret", bad, "--", "net")
+        r = launch_cli("launch", "dstack", "--db-secret", bad, "--", "net")
         assert r.returncode == 2 and "invalid --db-secret" in r.stderr
 
 
@@ -348,7 +330,7 @@ def test_the_amd_kubernetes_example_makes_a_pod_amd_nodes_can_run():
     """Before: nvidia.com/gpu, pytorch/pytorch:latest (CUDA) and pip install from PyPI at start."""
     from clusterbench import __version__
 
-    r = _cb(*AMD_EXAMPLE)
+    r = launch_cli(*AMD_EXAMPLE)
     assert r.returncode == 0, r.stderr
     doc = yaml.safe_load(r.stdout)
     check_cronjob(doc)
@@ -367,43 +349,43 @@ def test_the_amd_kubernetes_example_makes_a_pod_amd_nodes_can_run():
 
 
 def test_vendor_option_and_profile():
-    r = _cb("launch", "k8s", "--vendor", "amd", "--gpus-per-node", "1", "--", "coll", "all_reduce")
+    r = launch_cli("launch", "k8s", "--vendor", "amd", "--gpus-per-node", "1", "--", "coll", "all_reduce")
     assert r.returncode == 0 and _master(yaml.safe_load(r.stdout))["resources"]["limits"] == {"amd.com/gpu": "1"}
-    r = _cb("launch", "k8s", "--gpus-per-node", "1", "--", "qualify", "--profile", "cpu-smoke")   # no vendor: nvidia
+    r = launch_cli("launch", "k8s", "--gpus-per-node", "1", "--", "qualify", "--profile", "cpu-smoke")   # no vendor: nvidia
     assert r.returncode == 0 and _master(yaml.safe_load(r.stdout))["resources"]["limits"] == {"nvidia.com/gpu": "1"}
-    r = _cb("launch", "k8s", "--vendor", "nvidia", "--", "qualify", "--profile", "amd-mi300x-oem")
+    r = launch_cli("launch", "k8s", "--vendor", "nvidia", "--", "qualify", "--profile", "amd-mi300x-oem")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "profile amd-mi300x-oem is for amd GPUs" in r.stderr
-    r = _cb("launch", "k8s", "--vendor", "intel", "--", "net")
+    r = launch_cli("launch", "k8s", "--vendor", "intel", "--", "net")
     assert r.returncode == 2 and "--vendor" in r.stderr
 
 
 def test_install_from_a_wheel_or_an_index_and_groups():
     wheel = "/mnt/wheels/clusterbench-0.1.0-py3-none-any.whl"
-    r = _cb("launch", "k8s", "--install-from", wheel, "--", "net")
+    r = launch_cli("launch", "k8s", "--install-from", wheel, "--", "net")
     assert r.returncode == 0 and r.stderr == "", r.stderr
     # (the kubelet reduces the scripts' $$ to $)
     assert _master(yaml.safe_load(r.stdout))["command"][:6] == ["sh", "-c", k8s.k8s_literal(k8s.INSTALL_SCRIPT),
                                                               "clusterbench-install", wheel, "torchrun"]
-    r = _cb("launch", "k8s", "--install-from", "https://pypi.mirror.internal/simple", "--", "net")
+    r = launch_cli("launch", "k8s", "--install-from", "https://pypi.mirror.internal/simple", "--", "net")
     assert _master(yaml.safe_load(r.stdout))["command"][:7] == [
         "sh", "-c", k8s.k8s_literal(k8s.INDEX_INSTALL_SCRIPT), "clusterbench-install", "https://pypi.mirror.internal/simple",
         k8s.DEFAULT_INSTALL, "torchrun"]
-    r = _cb("launch", "k8s", "--vendor", "amd", "--gpus-per-node", "8", "--supplemental-groups", "44,992", "--", "net")
+    r = launch_cli("launch", "k8s", "--vendor", "amd", "--gpus-per-node", "8", "--supplemental-groups", "44,992", "--", "net")
     pod = yaml.safe_load(r.stdout)["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
     assert pod["securityContext"] == {"supplementalGroups": [44, 992]}
-    r = _cb("launch", "k8s", "--vendor", "amd", "--gpus-per-node", "8", "--supplemental-groups", "none", "--", "net")
+    r = launch_cli("launch", "k8s", "--vendor", "amd", "--gpus-per-node", "8", "--supplemental-groups", "none", "--", "net")
     assert "securityContext" not in yaml.safe_load(r.stdout)["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
     for args, word in ((["--install-from", "clusterbench"], "invalid --install-from"),
                        (["--install-from", wheel, "--install", "clusterbench"], "give one"),
                        (["--install-from", wheel, "--no-install"], "give one"),
                        (["--supplemental-groups", "video"], "invalid --supplemental-groups"),
                        (["--kind", "mpijob", "--image", "x/y:1", "--install-from", wheel], "does not apply")):
-        r = _cb("launch", "k8s", *args, "--", "net")
+        r = launch_cli("launch", "k8s", *args, "--", "net")
         assert r.returncode == 2 and word in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
 
 
 def test_an_image_of_ones_own_is_said_to_be_run_as_it_is():
-    r = _cb("launch", "k8s", "--image", "registry.example/cb:0.1", "--", "net")
+    r = launch_cli("launch", "k8s", "--image", "registry.example/cb:0.1", "--", "net")
     assert r.returncode == 0
     assert r.stderr == "# the pods run the clusterbench of image registry.example/cb:0.1; nothing is installed at start\n"
     assert _master(yaml.safe_load(r.stdout))["command"][0] == "torchrun"

@@ -9,21 +9,14 @@ from typing import Any
 import pytest
 from judge_helpers import cli
 from paths import DATA
-from stored_runs import cli_show_tables_complete, import_log
+from stored_runs import import_log, shown_show_tables_complete
 
 from clusterbench.bench.net.matrix import MAX_RDMA_QPS
 
 
-def shown(run: int, db: str) -> tuple[str, list[dict]]:
-    text = cli_show_tables_complete("results", "show", str(run), "--db", db)
-    records = [json.loads(line) for line in cli_show_tables_complete("results", "show", str(run), "--db", db, "--json").splitlines()
-               if line.startswith("{")]
-    return text, [r for r in records if r.get("kind") == "measurement"]
-
-
 def _shown_runs(path: Path, tmp_path: Path) -> list[tuple[str, list[dict]]]:
     db = str(tmp_path / "x.db")
-    return [shown(run, db) for run in import_log(path, db)]
+    return [shown_show_tables_complete(run, db) for run in import_log(path, db)]
 
 
 def _show(tool_file: str, tmp_path: Path) -> list[tuple[str, list[dict]]]:

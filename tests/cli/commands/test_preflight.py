@@ -5,13 +5,7 @@ from pathlib import Path
 
 import pytest
 from bench_cli import _cli
-from host_doubles import (
-    CUDA,
-    DATA,
-    LOG,
-    H100_preflight,
-    H100_qualify_preflight,
-)
+from host_doubles import BROKEN, CUDA, DATA, H100, LOG, MI300X
 from judge_helpers import cli
 from junit_xml import _cases, _read
 from sysfs_trees import SYSFS
@@ -23,18 +17,6 @@ from clusterbench.envinfo import torchcheck
 from clusterbench.errors import UsageError
 from clusterbench.preflight import Expectations, exit_code, run_checks
 from clusterbench.preflight import checks as c
-
-H100_device_choice, MI300X, BROKEN = DATA / "h100-node", DATA / "mi300x-node", DATA / "broken-node"
-
-
-H100_env_preflight, MI300X, BROKEN = DATA / "h100-node", DATA / "mi300x-node", DATA / "broken-node"
-
-
-def _preflight_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in args])
-    out = capsys.readouterr()
-    return int(e.value.code or 0), out.out, out.err
 
 
 def test_preflight_cli_fails_on_wrong_build(monkeypatch, capsys):
@@ -65,7 +47,7 @@ def test_cli_json_and_exit_codes(tmp_path, capsys):
 
 
 def test_cli_expect_options(capsys):
-    code, out, _ = _cli(["preflight", "--root", str(H100_env_preflight), "--expect-nic-speed", "400G", "--nic", "ibp26s0",
+    code, out, _ = _cli(["preflight", "--root", str(H100), "--expect-nic-speed", "400G", "--nic", "ibp26s0",
                          "--json"], capsys)
     status = {r["check"]: r["status"] for r in map(json.loads, out.splitlines()) if r["kind"] == "check"}
     # only the named interface and its RDMA device are held to the speed
@@ -128,7 +110,7 @@ def test_a_check_that_raises_fails_alone(node: Path, monkeypatch: pytest.MonkeyP
                          "gpu_ecc", "kernel_log", "nic", "rdma"]
     assert res["nic"].status == c.FAIL and res["nic"].evidence == ["KeyError: 'name'"]
     assert res["rdma"].status == c.OK and exit_code(results) == 1
-    rc, out, err = _preflight_cli(capsys, "preflight", "--root", node, "--json")
+    rc, out, err = cli(capsys, "preflight", "--root", node, "--json")
     lines = [json.loads(line) for line in out.splitlines()]
     assert rc == 1 and "internal error" not in err
     assert [d["check"] for d in lines if d["kind"] == "check"] == list(res)
@@ -157,7 +139,7 @@ def test_expected_nic_speed_units(text: str, gbps: float) -> None:
 ])
 def test_bad_input_is_one_line_and_exit_2_before_any_check(args: list[str], message: str,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
-    rc, out, err = _preflight_cli(capsys, "preflight", "--root", H100_preflight, *args)
+    rc, out, err = cli(capsys, "preflight", "--root", H100, *args)
     assert rc == 2 and out == "", out
     assert err.count("\n") == 1 and err.startswith("clusterbench: error:") and message in err
     assert len(err) < 400
@@ -167,9 +149,9 @@ def test_text_and_json_agree_on_odd_states(node: Path, capsys: pytest.CaptureFix
     (node / "sys/class/infiniband/mlx5_1/ports/1/rate").write_text("Unknown\n")
     (node / "sys/class/net/ens1f0np0/speed").write_text("4294967295\n")
     args = ("preflight", "--root", node, "--expect-nic-speed", "100G", "--nic", "ens1f0np0")
-    rc_text, out, err = _preflight_cli(capsys, *args)
+    rc_text, out, err = cli(capsys, *args)
     text = {line.split()[1]: line.split()[0] for line in out.splitlines() if not line.startswith(" ")}
-    rc_json, out, _ = _preflight_cli(capsys, *args, "--json")
+    rc_json, out, _ = cli(capsys, *args, "--json")
     lines = [json.loads(line) for line in out.splitlines()]
     assert text == {d["check"]: d["status"] for d in lines if d["kind"] == "check"}
     assert text["nic"] == text["rdma"] == c.WARNING   # one port, one verdict from both checks
@@ -180,6 +162,6 @@ def test_text_and_json_agree_on_odd_states(node: Path, capsys: pytest.CaptureFix
 @pytest.mark.parametrize("option", ["--junit", "--kernel-log"])
 def test_an_empty_file_name_is_refused(capsys, option):
     """`--junit "$JUNIT_FILE"` with the variable unset wrote nothing and exited as if it had."""
-    rc, out, err = cli(capsys, "preflight", "--root", H100_qualify_preflight, option, "")
+    rc, out, err = cli(capsys, "preflight", "--root", H100, option, "")
     assert rc == 2 and out == "", err
     assert err.strip() == f"clusterbench: error: {option}: an empty file name"

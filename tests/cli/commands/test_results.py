@@ -34,7 +34,6 @@ from stored_runs import (
     _runs,
     _source,
     _store,
-    _store_selectors_m,
     _tag_selectors_run,
     build_probe_db,
     cli_results_cmds,
@@ -124,13 +123,6 @@ def _text_of(page: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", " ", re.sub(r"</?span[^>]*>", "", page)))
 
 
-def cli_store_copy_source(capsys, *argv):
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
-
-
 def _md5(path: Path) -> str:
     return hashlib.md5(path.read_bytes()).hexdigest()
 
@@ -179,27 +171,6 @@ def home(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(data))
     monkeypatch.delenv("CLUSTERBENCH_DB", raising=False)
     return data
-
-
-# (benchmark column, source, started_at, tags, measured benchmarks)
-RUNS_store_selectors = [
-    ("coll", "clusterbench 0.1.0", "2026-11-01T10:00:00.000Z", {"env": "a"}, ["all_reduce", "all_gather"]),
-    ("stream", "clusterbench 0.1.0", "2026-11-10T10:00:00.000Z", {"env": "a", "node": "n1"}, ["stream"]),
-    ("import", "rccl-tests develop:ae3e635", "2026-11-20T10:00:00.000Z", {"env": "b"}, ["all_reduce"]),
-    ("import", "osu 7.0", "2026-11-21T10:00:00.000Z", {"env": "b"}, ["osu_bw"]),
-    ("import", "babelstream 5.0", "2026-11-22T10:00:00.000Z", {"env": "b", "node": "n1"}, ["stream"]),
-    ("suite", "clusterbench 0.1.0", "2026-11-23T10:00:00.000Z", {"env": "a"}, ["sendrecv", "stream", "gemm"]),
-]
-
-
-@pytest.fixture
-def store_store_selectors(db_store_selectors):
-    with Store.open(db_store_selectors) as s:
-        for bench, source, started, tags, measured in RUNS_store_selectors:
-            s.save_run(Run(benchmark=bench, source=source, started_at=started, tags=tags, hosts=["h1"],
-                           meta={"tool": source.split()[0]} if bench == "import" else {}),
-                       [_store_selectors_m(b) for b in measured])
-        yield s
 
 
 NCCL_LOG = TESTS / "data" / "nccl-tests" / "seed-mi300x-rccl-all_reduce-8gpu.txt"
@@ -597,7 +568,7 @@ def test_copy_of_the_pre_redesign_database_copies_every_run_and_leaves_it_as_it_
     conn.close()
     dest = tmp_path / "copy.db"
 
-    rc, out, err = cli_store_copy_source(capsys, "results", "copy", "--from", src, "--to", dest)
+    rc, out, err = cli(capsys, "results", "copy", "--from", src, "--to", dest)
     assert rc == 0, err
     assert out.splitlines()[-1] == f"copied 25 run(s) (1076 measurements), skipped 0 already present: {src} -> {dest}"
     assert _md5(src) == before and _migrations(src) == schema
@@ -610,7 +581,7 @@ def test_copy_of_the_pre_redesign_database_copies_every_run_and_leaves_it_as_it_
     again = tmp_path / "again.db"
     shutil.copy(GOLDEN, again)
     for source in (src, again):
-        rc, out, err = cli_store_copy_source(capsys, "results", "copy", "--from", source, "--to", dest, "--json")
+        rc, out, err = cli(capsys, "results", "copy", "--from", source, "--to", dest, "--json")
         summary = json.loads(out)
         assert rc == 0 and (summary["copied"], summary["skipped"]) == (0, 25), err
     assert [t for t in tmp_path.iterdir() if t.name.startswith("clusterbench-")] == []
@@ -621,9 +592,9 @@ def test_copy_of_a_database_from_before_uids_is_idempotent(capsys, tmp_path):
     _pre_uid_database(src)
     before = _md5(src)
     dest = tmp_path / "dest.db"
-    rc, out, err = cli_store_copy_source(capsys, "results", "copy", "--from", src, "--to", dest)
+    rc, out, err = cli(capsys, "results", "copy", "--from", src, "--to", dest)
     assert rc == 0 and out.splitlines()[-1].startswith("copied 2 run(s) (2 measurements), skipped 0"), err
-    rc, out, err = cli_store_copy_source(capsys, "results", "copy", "--from", src, "--to", dest)
+    rc, out, err = cli(capsys, "results", "copy", "--from", src, "--to", dest)
     assert rc == 0 and out.splitlines()[-1].startswith("copied 0 run(s) (0 measurements), skipped 2"), err
     assert _md5(src) == before and _migrations(src) == [m.name for m in MIGRATIONS[:3]]
     with Store.open(dest) as s:
@@ -645,7 +616,7 @@ def test_a_source_that_is_not_a_results_database_is_refused_untouched(capsys, tm
         conn.close()
     before = None if kind in ("missing", "fifo") else _md5(src)
     dest = tmp_path / "dest.db"
-    rc, out, err = cli_store_copy_source(capsys, "results", "copy", "--from", src, "--to", dest)
+    rc, out, err = cli(capsys, "results", "copy", "--from", src, "--to", dest)
     assert rc == 2 and out == "" and len(err.splitlines()) == 1 and err.startswith("clusterbench: error: "), err
     assert str(src) in err
     assert not dest.exists()
@@ -664,7 +635,7 @@ def test_a_current_source_is_read_without_a_write(capsys, tmp_path):
         s.save_run(Run(benchmark="coll"), [Measurement("all_reduce", "busbw", 1.0, "GB/s", {"bytes": 8})])
     before = _md5(src)
     src.chmod(0o444)   # root may still write it: the md5 is what proves nothing was written
-    rc, out, err = cli_store_copy_source(capsys, "results", "copy", "--from", src, "--to", tmp_path / "dest.db")
+    rc, out, err = cli(capsys, "results", "copy", "--from", src, "--to", tmp_path / "dest.db")
     assert rc == 0 and "copied 1 run(s)" in out, err
     assert _md5(src) == before
 

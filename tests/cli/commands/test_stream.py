@@ -10,10 +10,10 @@ import pytest
 from bench_cli import cli
 from cli_errors import _one_line_error
 from json_schema import check_lines
+from judge_helpers import _one, save
 from judge_helpers import cli as cli_argv_check
 from judge_helpers import cli as cli_qualify_preflight
 from judge_helpers import cli as cli_theory
-from judge_helpers import save
 from junit_xml import xmlschema
 from paths import DATA, TESTS
 from probe_profiles import (
@@ -21,7 +21,6 @@ from probe_profiles import (
     STREAM_FLOOR,
     _profile,
     _replace_callback,
-    _validate_probe_profile,
 )
 from qualify_profiles import IDS, REFUSED
 from stored_runs import _run_cli, _slow_gpu_rows, cli_results_cmds
@@ -29,7 +28,6 @@ from synthetic_runs import _fill
 
 from clusterbench.cli.argv_check import check_argv
 from clusterbench.errors import ClusterbenchError, UsageError
-from clusterbench.judge.validate import evaluate
 from clusterbench.records import Measurement
 from clusterbench.store import Store
 
@@ -93,12 +91,6 @@ def _counts(tmp_path: Path, capsys, statements: list[str], n: int) -> dict[str, 
         _run_cli(capsys, [*argv, "--db", db])
         counts[name] = len(statements)
     return counts
-
-
-def _one(rows_validate_probe, **crit):
-    """The outcome of one criterion written as a flow mapping."""
-    crit.setdefault("name", "c")
-    return evaluate(_validate_probe_profile("name: t\ncriteria:\n  - " + json.dumps(crit) + "\n"), rows_validate_probe)[0]
 
 
 @pytest.mark.parametrize("args,words", [

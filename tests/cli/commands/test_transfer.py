@@ -4,48 +4,16 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import pytest
+from bench_cli import cli
+from cli_errors import one_error
 from stored_runs import SWEEP
 
 import clusterbench.ingest as ingest
-from clusterbench.cli import main
 from clusterbench.ingest.common import ImportedRun, new_run
 from clusterbench.ingest.registry import Importer
 from clusterbench.records import Measurement
-from clusterbench.store import Store
-
-
-def cli(capsys, *argv) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
-
-
-def one_error(capsys, path: Path, db: Path) -> str:
-    """The one error line a bad file gives on its own (exit 2), and nothing stored."""
-    rc, out, err = cli(capsys, "import", path, "--db", db)
-    lines = err.splitlines()
-    assert rc == 2 and len(lines) == 1, (rc, err)
-    assert lines[0].startswith(f"clusterbench: error: {path}: ") and "internal error" not in err
-    assert stored(db) == []
-    return lines[0][len(f"clusterbench: error: {path}: "):]
-
-
-def stored(db: Path) -> list:
-    if not db.exists():
-        return []
-    with Store.open(str(db)) as s:
-        return s.list_runs()
-
-
-def cli_node_transfer(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
 
 
 @pytest.mark.parametrize("value", [math.inf, -math.inf])
@@ -76,7 +44,7 @@ def test_bad_input(capsys, db, args, words):
         pytest.skip("this host has GPUs")
     if "GPU 0 does not exist" in words and __import__("torch").cuda.is_available():
         pytest.skip("this host has GPUs")
-    code, out, err = cli_node_transfer(capsys, "transfer", *args, "--db", db)
+    code, out, err = cli(capsys, "transfer", *args, "--db", db)
     assert code == 2 and err.count("\n") == 1 and err.startswith("clusterbench: error: "), err
     assert words in err and "Traceback" not in out + err
 
@@ -84,14 +52,14 @@ def test_bad_input(capsys, db, args, words):
 def test_a_config_that_is_not_utf8_is_one_line(capsys, db, tmp_path):
     cfg = tmp_path / "latin1.cfg"
     cfg.write_bytes(b"# caf\xe9\n1 1 (C0->C0->C0)\n")
-    code, _, err = cli_node_transfer(capsys, "transfer", "--config", str(cfg), "--db", db)
+    code, _, err = cli(capsys, "transfer", "--config", str(cfg), "--db", db)
     assert code == 2 and err == f"clusterbench: error: --config {cfg}: not UTF-8 text (byte 5)\n"
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a GPU")
 def test_gpu_host_device_matrices(capsys, db):
-    code, out, err = cli_node_transfer(capsys, "transfer", "--matrix", "h2d,d2h,p2p", "--method", "all",
+    code, out, err = cli(capsys, "transfer", "--matrix", "h2d,d2h,p2p", "--method", "all",
                          "--bytes", "4M", "--iterations", "2", "--json", "--db", db)
     assert code == 0, err
     rows = [d for d in map(json.loads, out.splitlines()) if d["kind"] == "measurement"]

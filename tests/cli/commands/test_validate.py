@@ -5,7 +5,7 @@ import random
 
 import pytest
 from drain_profiles import PROFILE, _stream_runs
-from hostile_text import ESC, _cb, _clean
+from hostile_text import _cb, _clean
 from judge_helpers import EXPECTED, C, cli, coll_rows, json_lines, run_cli, save
 from junit_xml import _cases, _read
 from stored_runs import _no_wall, _ok
@@ -79,28 +79,6 @@ def _profile(tmp_path, text, name="p.yaml"):
     else:
         p.write_text(text)
     return str(p)
-
-
-EVIL_terminal_escaping = f"a{ESC}b\rFAKE\nPASS\u202eevil\x9b31m"
-
-
-@pytest.fixture
-def evil_db(tmp_path):
-    db = str(tmp_path / "evil.db")
-    run = Run(benchmark="all_reduce", hosts=[f"node{ESC}1"], ranks=1, devices=[f"GPU{ESC}"],
-              tags={"owner": EVIL_terminal_escaping}, errors=[f"rank 0: {EVIL_terminal_escaping}"], status="incomplete",
-              versions={"nccl": f"2.{ESC}"},
-              meta={"notes": [{"text": f"note {EVIL_terminal_escaping}", "benchmark": "all_reduce"}],
-                    "rank_hosts": [f"node{ESC}1"]})
-    params = {"bytes": 8, "count": 2, "dtype": f"float{ESC}", "redop": "sum", "root": -1,
-              "placement": "out", "ranks": 1}
-    ms = [Measurement("all_reduce", "busbw", 1.0, "GB/s", params),
-          Measurement("all_reduce", "time_us", 2.0, "us", params),
-          Measurement(f"mystery{ESC}", "value", 3.0, "", {"host": EVIL_terminal_escaping})]
-    with Store.open(db) as store:
-        store.save_run(run, ms)
-        store.save_run(Run(benchmark="all_reduce", hosts=["plain"], ranks=1), ms)
-    return db
 
 
 @pytest.mark.parametrize("argv, codes", [
