@@ -39,6 +39,7 @@ def _general(monkeypatch, lines: list[str]) -> list[tuple]:
     """The runs as the general reader alone finds them."""
     with monkeypatch.context() as mp:
         mp.setattr(cj, "_OWN", re.compile(r"(?!)"))
+        mp.setattr(cj, "_OWN_ROWS", re.compile(r"(?!)"))
         return _runs(lines)
 
 

@@ -1,6 +1,7 @@
 """ingest.load.import_files: files into the store, one transaction each, told to a sink as
 they go; a file imported before is skipped, a file that fails leaves nothing stored."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from clusterbench.errors import ClusterbenchError
 from clusterbench.ingest.load import ImportOptions, completed, id_ranges, import_files
 from clusterbench.records import Run
 from clusterbench.store import Store
+from clusterbench.store.batch import Batch
 
 DATA = Path(__file__).parent.parent / "data"
 NCCL = DATA / "nccl-tests" / "seed-tensorwave-mi355x-4node-all_reduce.txt"
@@ -111,3 +113,54 @@ def test_completed_keeps_a_reimported_command_and_hosts():
 def test_id_ranges():
     assert id_ranges([7, 1, 2, 3, 9, 10]) == "1-3, 7, 9-10"
     assert id_ranges([]) == ""
+
+
+def _jsonl_run(run_id: int, host: str, night: int = 0, records: int = 40) -> list[str]:
+    """One run as clusterbench prints it with --json: its measurements (busbw of ``records``
+    sizes on ``host``), then its run line."""
+    lines = [json.dumps({"kind": "measurement", "run": run_id, "benchmark": "all_reduce", "metric": "busbw",
+                         "value": round(100 + i + night / 1000, 3), "unit": "GB/s",
+                         "params": {"bytes": 1 << i, "ranks": 8, "host": host}}) for i in range(records)]
+    lines.append(json.dumps({"kind": "run", "id": run_id, "benchmark": "coll", "source": "clusterbench",
+                             "command": ["clusterbench", "coll"], "started_at": f"2026-01-01T00:{night // 60:02d}:"
+                             f"{night % 60:02d}.000Z", "ended_at": None, "status": "complete", "hosts": [host],
+                             "ranks": 8, "devices": [], "versions": {}, "env": {}, "tags": {"node": host},
+                             "errors": [], "meta": {}}))
+    return lines
+
+
+def test_runs_that_all_print_run_1_are_stored_as_distinct_runs(any_db, tmp_path):
+    """Fresh pods each print run 1: every run line takes the measurements before it, and each is
+    a run of its own in the store, with its own host's records."""
+    path = tmp_path / "pods.jsonl"
+    path.write_text("".join(line + "\n" for i in range(300) for line in _jsonl_run(1, f"pod{i:03d}", night=i)))
+    result = import_files([(str(path), "pods.jsonl")], OPTS, Sink(), db=any_db)
+    assert result.exit_code == 0 and len(result.runs) == 300
+    with Store.open_to_read(any_db) as store:
+        runs = store.runs_by_ids(result.runs)
+        assert [r.hosts for r in runs] == [[f"pod{i:03d}"] for i in range(300)]
+        assert all(r.source == "clusterbench, imported from pods.jsonl (run 1)" for r in runs)
+        for i in (0, 137, 299):
+            ms = store.measurements(result.runs[i])
+            assert len(ms) == 40 and {m.params["host"] for m in ms} == {f"pod{i:03d}"}
+            assert ms[5].value == round(105 + i / 1000, 3)
+
+
+def test_one_bad_line_deep_in_a_large_file_stores_nothing(any_db, tmp_path, monkeypatch):
+    """A line that is no measurement, thousands of lines and several bulk writes into a file
+    (blocks of 1 MiB read at once), is refused by its number, and none of the file's runs stay."""
+    monkeypatch.setattr(Batch, "FLUSH_BYTES", 1 << 12)   # the runs before it already written
+    lines = [line for i in range(600) for line in _jsonl_run(i + 1, f"gpu{i:03d}", night=i)]
+    bad = 41 * 500 + 7   # a measurement line of the 501st run, in the file's third MiB
+    assert lines[bad - 1].startswith('{"kind": "measurement"')
+    lines[bad - 1] = lines[bad - 1].replace('"value": ', '"value": "fast", "was": ')
+    path = tmp_path / "night.jsonl"
+    path.write_text("".join(line + "\n" for line in lines))
+    assert path.stat().st_size > 2 << 20
+    sink = Sink()
+    result = import_files([(str(path), "night.jsonl")], OPTS, sink, db=any_db)
+    assert result.exit_code == 2 and result.runs == []
+    assert result.failed_files == [{"file": "night.jsonl",
+                                    "error": f"line {bad}: measurement value 'fast' is not a number"}]
+    assert sink.events[-1] == ("failed", "night.jsonl", f"line {bad}: measurement value 'fast' is not a number")
+    assert _runs(any_db) == []

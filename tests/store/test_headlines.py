@@ -53,6 +53,28 @@ def test_a_run_s_headline_series_are_written_with_it(any_db):
     assert started == [epoch("2026-01-01T03:00:00.000Z"), epoch("2026-01-02T03:00:00.000Z")]
 
 
+def test_series_are_taken_once_per_host_in_a_transaction_and_reused_after_it(any_db):
+    """New series get their ids at once (SQLite: the next ids under the write lock; PostgreSQL:
+    one INSERT returning them); a host's series are found again in a later transaction."""
+    def run(host: str, day: int) -> Run:
+        return Run("run", hosts=[host], started_at=f"2026-01-{day:02d}T03:00:00.000Z")
+
+    with Store.open(any_db) as store:
+        with store.transaction():
+            first = [store.save_run(run(h, d), _node_run(h)) for d, h in enumerate(("g1", "g2", "g1"), 1)]
+        later = store.save_run(run("g2", 9), _node_run("g2"))
+        series = store.db.execute("SELECT id, host FROM series").fetchall()
+        rows = store.db.execute("SELECT run_id, series_id FROM headlines").fetchall()
+    assert sorted(h for _, h in series) == ["g1"] * 3 + ["g2"] * 3 and len({i for i, _ in series}) == 6
+    by_run: dict[int, set[int]] = {}
+    for run_id, sid in rows:
+        by_run.setdefault(run_id, set()).add(sid)
+    hosts = dict(series)
+    assert by_run[first[0]] == by_run[first[2]] and by_run[first[1]] == by_run[later]
+    assert {hosts[i] for i in by_run[first[0]]} == {"g1"} and {hosts[i] for i in by_run[later]} == {"g2"}
+    assert len(by_run[first[0]]) == 3
+
+
 def test_a_result_of_several_hosts_is_a_series_on_each_and_a_node_tag_moves_it(any_db):
     m = [Measurement("all_reduce", "busbw", 42.0, "GB/s", {"bytes": 8})]
     with Store.open(any_db) as store:

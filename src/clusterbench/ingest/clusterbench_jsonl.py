@@ -38,6 +38,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import repeat
 from typing import Any
 
 from clusterbench.ingest.common import (
@@ -45,6 +46,7 @@ from clusterbench.ingest.common import (
     ImportedRun,
     LogFormatError,
     finite,
+    line_blocks,
     not_utf8_in,
     shown,
     text_lines,
@@ -219,6 +221,7 @@ class _Pending:
     lines: list[int] = field(default_factory=list)
     records: list[_Read] = field(default_factory=list)
     raw: dict[int, str] = field(default_factory=dict)   # the lines of records not decoded yet
+    stretches: list[tuple[int, str]] = field(default_factory=list)   # more: (first line, their text)
     identities: set[tuple[str, str, str, str]] = field(default_factory=set)
     repeated: bool = False   # a measurement the same as an earlier one in all but its value
     negative: bool = False   # a value below zero, which the import may have to drop
@@ -235,6 +238,27 @@ class _Pending:
         self.records.append(record)
         self.negative = self.negative or record[2] < 0
 
+    def extend(self, first: int, text: str, benchmarks: Sequence[str], metrics: Sequence[str],
+               values: list[float], units: Sequence[str], params: Sequence[str]) -> None:
+        """The records of lines ``first`` on (``text``, one line each), of clusterbench's own
+        format (their params as printed, not decoded yet): ``add`` for each, in bulk."""
+        idents = set(zip(benchmarks, metrics, units, params))
+        if len(idents) < len(values) or not self.identities.isdisjoint(idents):
+            self.repeated = True
+        self.identities |= idents
+        numbers = range(first, first + len(values))
+        self.lines += numbers
+        self.records += zip(benchmarks, metrics, values, units, repeat(None), params)
+        self.stretches.append((first, text))   # split into lines only if one is read again
+        self.negative = self.negative or min(values) < 0
+
+    def line(self, n: int) -> str:
+        """The text of line ``n``, one of these records'."""
+        if n in self.raw:
+            return self.raw[n]
+        first, text = next((f, t) for f, t in reversed(self.stretches) if f <= n)
+        return text.split("\n")[n - first]
+
     def checked(self, valid: _ValidTexts, reread: Callable[[int, str], tuple[_Key, _Read, str] | None]) -> _Pending:
         """These records once every params text read as a JSON object: checked in one parse for
         the whole run. The lines whose text is not one are read again as any line is (``reread``),
@@ -247,7 +271,7 @@ class _Pending:
             if r[4] is not None or r[5] not in bad:
                 out.add(n, r, r[5] if r[4] is None else _canonical(r[4]))
                 continue
-            found = reread(n, self.raw[n])
+            found = reread(n, self.line(n))
             if found is None:
                 continue
             key, record, canonical = found
@@ -266,20 +290,18 @@ class _Pending:
         made), or as Measurements where a value below zero may be dropped (``ImportedRun``)."""
         if self.negative or not self.records:
             return ImportedRun(run, self.measurements)
-        keys: dict[tuple[str, str, str], int] = {}
-        texts: dict[str, int] = {}
-        rows = []
-        for b, m, v, u, _p, text in self.records:
-            k = keys.setdefault((b, m, u), len(keys))
-            i = texts.setdefault(text, len(texts))
-            rows.append([k, i, v])
-        body = ('{"k":' + _COMPACT([list(k) for k in keys]) + ',"p":[' + ",".join(texts) + '],"r":'
-                + _COMPACT(rows) + "}")
-        benchmarks = tuple(dict.fromkeys(k[0] for k in keys))
-        params = valid.known if valid is not None else {}
-        decoded = [(b, m, v, u, p if p is not None else params.get(t) or json.loads(t))
-                   for b, m, v, u, p, t in self.records]
-        return ImportedRun(run, packs=Packs([Pack(ROWS, len(rows), body, benchmarks)], decoded))
+        # by columns, a C loop each: a run holds hundreds of records
+        benchmarks, metrics, values, units, params, texts = zip(*self.records)
+        keyed = list(zip(benchmarks, metrics, units))
+        key_at = {k: i for i, k in enumerate(dict.fromkeys(keyed))}
+        text_at = {t: i for i, t in enumerate(dict.fromkeys(texts))}
+        rows = list(zip(map(key_at.__getitem__, keyed), map(text_at.__getitem__, texts), values))
+        body = '{"k":' + _COMPACT(list(key_at)) + ',"p":[' + ",".join(text_at) + '],"r":' + _COMPACT(rows) + "}"
+        # the params as the store's headline series take them: decoded, or a text decoded in ``valid``
+        given = texts if params.count(None) == len(params) else [t if p is None else p for p, t in zip(params, texts)]
+        pack = Pack(ROWS, len(rows), body, tuple(dict.fromkeys(k[0] for k in key_at)))
+        return ImportedRun(run, packs=Packs([pack], list(zip(benchmarks, metrics, values, units, given)),
+                                            params=valid.known if valid is not None else None))
 
 
 _COMPACT = json.JSONEncoder(separators=(",", ":")).encode
@@ -301,13 +323,20 @@ class _ValidTexts:
             return set()
         if len(self.known) + len(new) > self.LIMIT:
             self.known.clear()
+        text = "[" + ",".join(new) + "]"
         try:
-            # a key given twice makes its text bad: its line is read again, and refused, as any line
-            docs = json.loads("[" + ",".join(new) + "]", object_pairs_hook=_unique_keys)
-            ok = len(docs) == len(new) and all(isinstance(d, dict) for d in docs)
-        except (ValueError, RecursionError, _DuplicateKey):
-            ok = False
-        if ok:
+            docs = json.loads(text)   # all at once, without a hook called for each object
+        except (ValueError, RecursionError):
+            docs = None
+        # Each text one object, its keys each once, where (the usual case) every '{' is a text's
+        # first character and every ':' one of a key. A text joined to the next one inside a
+        # string or array cannot then be the object it seems: each object starts at a text's '{'
+        # and ends before the next text's, where the only '}' is its own last character. And
+        # every key of an object stands before a ':', so a key given twice leaves the object
+        # fewer keys than there are of them. Any other text is decoded on its own, below, with
+        # the keys checked as they come.
+        if (isinstance(docs, list) and len(docs) == len(new) and text.count("{") == len(new)
+                and all(type(d) is dict for d in docs) and text.count(":") == sum(map(len, docs))):
             self.known.update(zip(new, docs))
             return set()
         bad = set()
@@ -420,7 +449,8 @@ def _refuse_if_mixed(earlier: _Records, record: _Record, run_id: Any) -> None:
     may be each other's: stored, they would be one run's rows in the other."""
     if record.doubt:
         others = earlier.contents if record.measurement_lines else earlier.with_lines
-        clash = bool(others - {record.contents})
+        # another contents than its own among them, without a copy of the set (thousands of runs of one id)
+        clash = len(others) > (record.contents in others)
     else:
         clash = any(_clashes(other, record) for other in earlier.doubtful)
     if not clash:
@@ -439,9 +469,19 @@ def _refuse_if_mixed(earlier: _Records, record: _Record, run_id: Any) -> None:
 # keys in this order), texts without escapes: read by this expression, its params looked up.
 _OWN_START = '{"kind": "measurement", "run": '
 _TEXT = r'"([^"\\\x00-\x1f]*)"'   # a JSON string without escapes or control characters
-_OWN = re.compile(r'\{"kind": "measurement", "run": (-?(?:0|[1-9][0-9]*)|null), "benchmark": ' + _TEXT
-                  + r', "metric": ' + _TEXT + r', "value": (-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?), '
-                  r'"unit": ' + _TEXT + r', "params": (\{.*\})\}[ \t\r\n]*$')
+_OWN_LINE = (r'\{"kind": "measurement", "run": (-?(?:0|[1-9][0-9]*)|null), "benchmark": ' + _TEXT
+             + r', "metric": ' + _TEXT + r', "value": (-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?), '
+             r'"unit": ' + _TEXT + r', "params": (\{.*\})\}')
+_OWN = re.compile(_OWN_LINE + r"[ \t\r\n]*$")
+
+
+# A stretch of such lines (each ending with its line feed) read at once: the same expression,
+# anchored at each line's start, so that a line that is not one leaves a match short.
+_OWN_ROWS = re.compile("^" + _OWN_LINE + r"[ \t\r]*\n", re.M)
+# the line feed before a line that does not start as clusterbench's own measurement line
+_NOT_OWN = re.compile(r"\n(?!" + re.escape(_OWN_START) + ")")
+# no line is longer (ingest.MAX_LINE, which this module cannot import: the package reads it first)
+MAX_LINE = 16 << 20
 
 
 def iter_parse(lines: Iterable[str], name: str = "") -> Iterator[ImportedRun]:
@@ -485,9 +525,11 @@ def iter_parse(lines: Iterable[str], name: str = "") -> Iterator[ImportedRun]:
     def check(p: _Pending) -> _Pending:
         return p.checked(valid, reread)
 
-    for n, line in enumerate(lines, 1):
-        # clusterbench's own measurement lines, nearly all of a log: one expression, nothing
-        # decoded (the params texts of a run are checked at once when its run line comes)
+    def one(n: int, line: str) -> ImportedRun | None:
+        """Line ``n`` read on its own; the run it ends, if it is a run line."""
+        nonlocal last, last_key, last_text
+        # clusterbench's own measurement lines behind a prefix: one expression, nothing decoded
+        # (the params texts of a run are checked at once when its run line comes)
         at = 0 if line.startswith(_OWN_START) else line.find(_OWN_START)
         if at >= 0 and (at == 0 or "{" not in line[:at]) and "\\u" not in line:
             own = _OWN.match(line, at)
@@ -509,7 +551,7 @@ def iter_parse(lines: Iterable[str], name: str = "") -> Iterator[ImportedRun]:
                         last_text = run_text
                         last_key = (origin, None if run_text == "null" else int(run_text))
                         last = pending.setdefault(last_key, _Pending(last_key))
-                    # _Pending.add, inlined: this runs for nearly every line of a large log
+                    # _Pending.add, inlined: this runs for every line of a prefixed log
                     ident = (bench, metric, unit, params)
                     if ident in last.identities:
                         last.repeated = True
@@ -520,14 +562,14 @@ def iter_parse(lines: Iterable[str], name: str = "") -> Iterator[ImportedRun]:
                     last.raw[n] = line
                     if value < 0:
                         last.negative = True
-                    continue
+                    return None
         found = general(n, line)
         if found is None:
-            continue
+            return None
         if isinstance(found, tuple):
             key, record, canonical = found
             pending.setdefault(key, _Pending(key)).add(n, record, canonical)
-            continue
+            return None
         obj, origin, where = found, found.pop("__origin"), f"line {n}"
         run = _run(obj, name, where)
         run_id = obj.get("id")
@@ -541,7 +583,56 @@ def iter_parse(lines: Iterable[str], name: str = "") -> Iterator[ImportedRun]:
         seen = records.setdefault(run_id, _Records())
         _refuse_if_mixed(seen, record, run_id)
         seen.add(record)
-        yield taken.imported(run, valid)
+        return taken.imported(run, valid)
+
+    def stretch(n: int, text: str) -> bool:
+        """Lines ``n + 1`` on (``text``), each starting as clusterbench's own measurement line,
+        taken at once (``_OWN_ROWS``: no Python step per line); False, with nothing taken, where
+        one of them is not exactly such a line, a value is not finite or they are not all of one
+        run id: then they are read one by one."""
+        nonlocal last
+        if "\\u" in text:
+            return False
+        rows = _OWN_ROWS.findall(text)
+        if len(rows) != text.count("\n"):
+            return False
+        runs, benches, metrics, texts, units, params = zip(*rows)
+        if runs.count(runs[0]) != len(runs):
+            return False
+        values = list(map(float, texts))
+        if math.inf in values or -math.inf in values:   # 1e999: the line-by-line reading refuses it
+            return False
+        if "-0" in texts:   # as JSON reads it: an integer first (-0 is 0, not -0.0)
+            values = [0.0 if t == "-0" else v for t, v in zip(texts, values)]
+        key = ("", None if runs[0] == "null" else int(runs[0]))
+        pending.setdefault(key, _Pending(key)).extend(n + 1, text, benches, metrics, values, units, params)
+        last = None
+        return True
+
+    n = 0
+    for block in line_blocks(lines):
+        if len(block) > MAX_LINE and max(map(len, block.split("\n"))) > MAX_LINE:
+            raise LogFormatError(f"not a text log: a line longer than {MAX_LINE >> 20} MiB")
+        pos, end = 0, len(block)
+        while pos < end:
+            if block.startswith(_OWN_START, pos):
+                # nearly all of a log: the lines up to the next one that does not start so
+                other = _NOT_OWN.search(block, pos)
+                stop = other.start() + 1 if other is not None else end
+                text = block[pos:stop]
+                if stretch(n, text):
+                    n += text.count("\n")
+                else:
+                    for line in text.split("\n")[:-1]:
+                        n += 1
+                        if (run := one(n, line)) is not None:
+                            yield run
+            else:
+                stop = block.index("\n", pos) + 1
+                n += 1
+                if (run := one(n, block[pos:stop - 1])) is not None:
+                    yield run
+            pos = stop
     for (origin, run_id), waiting in pending.items():
         yield _orphans(check(waiting), run_id, origin, name, valid)
 

@@ -490,6 +490,12 @@ class Lines:
             yield block
 
 
+def line_blocks(lines: Iterable[str]) -> Iterator[str]:
+    """The lines in blocks of whole lines, each ending with a newline (``Lines.blocks`` for a
+    file, joined in groups for lines given otherwise)."""
+    return lines.blocks() if isinstance(lines, Lines) else _joined(lines)
+
+
 def _joined(lines: Iterable[str]) -> Iterator[str]:
     it = iter(lines)
     while True:

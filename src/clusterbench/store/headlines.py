@@ -17,7 +17,7 @@ of a table at its largest size).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -93,6 +93,14 @@ class RunHeadlines:
                 self.records.append((row[0], row[1], float(row[2]), row[3], json.loads(p) if isinstance(p, str) else p))
             yield row
 
+    def take(self, rows: Iterable[tuple[str, str, float, str, dict[str, Any] | str]],
+             known: Mapping[str, dict[str, Any]]) -> None:
+        """``tap`` for records a producer decoded already (``Packs.decoded``): the headline
+        candidates kept, a params text decoded only for them (``known``: texts decoded already)."""
+        self.tapped = True
+        self.records += [(b, m, float(v), u, p if not isinstance(p, str) else known.get(p) or json.loads(p))
+                         for b, m, v, u, p in rows if m == headline_metric(b)]
+
     def add_pack(self, pack: Pack) -> None:
         """The headline candidates of a pack a producer packed (or another database stored)."""
         if pack.format == ROWS:
@@ -156,19 +164,39 @@ class SeriesIds:
         if hosts:
             self._load(sorted(hosts))
         missing = list(dict.fromkeys(k for k in keys if k not in self.known))
-        if missing:
-            # Writers on PostgreSQL run at once: another may have stored (or be storing) the same
-            # series since the lookup. The insert skips those (waiting for a writer under way to
-            # end), and the ids are read back, theirs and ours alike.
-            cols = [c for c in SERIES_COLS if c != "id"]
-            params = "CAST(? AS jsonb)" if self.db.kind != "sqlite" else "?"
-            marks = ", ".join(params if c == "params" else "?" for c in cols)
-            self.db.executemany(f"INSERT INTO series ({', '.join(cols)}) VALUES ({marks})"
-                                f" ON CONFLICT ({', '.join(cols)}) DO NOTHING", missing)
-            again = sorted({k[0] for k in missing})
+        if missing and self.db.kind == "sqlite":
+            # SQLite's writer holds the database's write lock since its BEGIN IMMEDIATE: a series
+            # not there at the lookup is not there now, so it takes the next ids at once
+            ids = self.db.next_ids("series", len(missing))
+            self.db.insert_rows("series", SERIES_COLS, [(i, *k) for i, k in zip(ids, missing)])
+            self.known.update(zip(missing, ids))
+        elif missing:
+            self._insert(missing)
+        return [self.known[k] for k in keys]
+
+    def _insert(self, missing: list[SeriesKey]) -> None:
+        """New series on PostgreSQL, whose writers run at once: another may have stored (or be
+        storing) the same series since the lookup. The insert skips those (waiting for a writer
+        under way to end) and returns the ids of the rest; those of the series skipped are read
+        back. One statement for many rows (an executemany is a round trip a row where the
+        client's libpq has no pipeline mode)."""
+        cols = [c for c in SERIES_COLS if c != "id"]
+        row = "(" + ", ".join("CAST(? AS jsonb)" if c == "params" else "?" for c in cols) + ")"
+        wanted = set(missing)
+        for i in range(0, len(missing), 500):
+            chunk = missing[i:i + 500]
+            for sid, host, nodes, bench, metric, unit, params in self.db.execute(
+                    f"INSERT INTO series ({', '.join(cols)}) VALUES {', '.join([row] * len(chunk))}"
+                    f" ON CONFLICT ({', '.join(cols)}) DO NOTHING RETURNING {', '.join(SERIES_COLS)}",
+                    [v for k in chunk for v in k]).fetchall():
+                text = params if isinstance(params, str) else _dumps(params)   # jsonb: a dict
+                key = (host, int(nodes), bench, metric, unit, text)
+                self.known[key] = int(sid)
+                wanted.discard(key)
+        if wanted:
+            again = sorted({k[0] for k in wanted})
             self.hosts.difference_update(again)
             self._load(again)
-        return [self.known[k] for k in keys]
 
     def _load(self, hosts: list[str]) -> None:
         for i in range(0, len(hosts), 500):

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from clusterbench.families import metric_of
@@ -63,12 +63,16 @@ class Packs:
     """
 
     def __init__(self, packs: Sequence[Pack],
-                 decoded: Sequence[tuple[str, str, float, str, dict[str, Any]]] | None = None) -> None:
+                 decoded: Sequence[tuple[str, str, float, str, dict[str, Any] | str]] | None = None,
+                 params: Mapping[str, dict[str, Any]] | None = None) -> None:
         self.packs = list(packs)
         self._count = sum(p.count for p in self.packs)   # asked for several times per run
         # the same records as (benchmark, metric, value, unit, params), where the producer has
-        # them at hand: the store takes what it indexes from them, not from decoding the packs
+        # them at hand: the store takes what it indexes from them, not from decoding the packs.
+        # Params given as their JSON text are decoded where needed, found in ``params`` (texts
+        # the producer decoded already) or else read.
         self.decoded = decoded
+        self.params = params or {}
 
     def __len__(self) -> int:
         return self._count

@@ -328,8 +328,7 @@ class Store:
         # the headline records are kept as the rows are packed, or read from a producer's packs
         found = RunHeadlines(run)
         if isinstance(rows, Packs) and rows.decoded is not None:
-            for _ in found.tap(rows.decoded):   # what the producer decoded: no pack is read again
-                pass
+            found.take(rows.decoded, rows.params)   # what the producer decoded: no pack is read again
         packs = packs_to_store(rows if isinstance(rows, Packs) else found.tap(rows))
         telemetry = list(telemetry)
         refuse_nul_in_run(run, uid, telemetry)
