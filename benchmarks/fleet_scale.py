@@ -143,8 +143,10 @@ def child_env(src: Path) -> dict[str, str]:
 def measure(argv: list[str], env: dict[str, str], out: Path | None = None, timeout: float = 900) -> dict:
     """Wall time, peak RSS (MB) and exit status of ``argv`` as a child process; its stdout to ``out``."""
     t0 = time.perf_counter()
-    with (out.open("w") if out else open(os.devnull, "w")) as sink:
-        p = subprocess.Popen(argv, stdout=sink, stderr=subprocess.PIPE, env=env, text=True)
+    # stderr to a file, not a pipe: a command's notes (baseline's "left out run ..." lines for a
+    # fleet's degraded hosts) fill a pipe's 64 KiB and block it while nobody reads until it ends
+    with (out.open("w") if out else open(os.devnull, "w")) as sink, tempfile.TemporaryFile("w+") as errf:
+        p = subprocess.Popen(argv, stdout=sink, stderr=errf, env=env, text=True)
         deadline = time.monotonic() + timeout
         while True:
             pid, status, usage = os.wait4(p.pid, os.WNOHANG)
@@ -155,7 +157,8 @@ def measure(argv: list[str], env: dict[str, str], out: Path | None = None, timeo
                 pid, status, usage = os.wait4(p.pid, 0)
                 break
             time.sleep(0.02)
-        err = p.stderr.read() if p.stderr else ""
+        errf.seek(0)
+        err = errf.read()
     wall = time.perf_counter() - t0
     rc = os.waitstatus_to_exitcode(status)
     return {"wall_s": round(wall, 3), "rss_mb": round(usage.ru_maxrss / 1024, 1), "rc": rc,
