@@ -388,21 +388,15 @@ def _newest_series(sel: fleet.Selection, *, benchmark: str | None, by: str,
         groups.setdefault(key, {}).setdefault(run, []).append(value)
         when[run] = started
     texts = fleet.run_starts(sel.store, when)
-    stamps = {r: (t, texts.get(r, "")) for r, t in when.items()}
-    series = [_series_of(key[1], key[2], key[0], meta[key], per_run, stamps) for key, per_run in groups.items()]
-    return _sorted(distinguish(series)), [RunRef(r, text) for r, (_, text) in stamps.items()]
-
-
-def _series_of(benchmark: str, metric: str, host: str, meta: tuple[str, dict[str, Any], str | None],
-               per_run: dict[int, list[float]], when: dict[int, tuple[float, str]]) -> Series:
-    """One trend series from its values by run (a point the median of a run's values, in start
-    order; ``when``: each run's start in seconds and as stored)."""
-    unit, row, device = meta
-    s = Series(benchmark, metric, unit, row, host, device)
-    for run in sorted(per_run, key=lambda r: (when[r][0], r)):
-        point = Point(run, when[run][1], median(per_run[run]))
-        (s.points if math.isfinite(point.value) else s.left_out).append(point)
-    return s
+    series: list[Series] = []
+    for key, per_run in groups.items():
+        unit, row, device = meta[key]
+        s = Series(key[1], key[2], unit, row, key[0], device)
+        for run in sorted(per_run, key=lambda r: (when[r], r)):
+            point = Point(run, texts.get(run, ""), median(per_run[run]))
+            (s.points if math.isfinite(point.value) else s.left_out).append(point)
+        series.append(s)
+    return _sorted(distinguish(series)), [RunRef(r, texts.get(r, "")) for r in when]
 
 
 def _group(v: fleet.SeriesValue | fleet.StoredSeries, benchmark: str | None,
@@ -450,5 +444,11 @@ def _headline_series(sel: fleet.Selection, *, benchmark: str | None, by: str,
             if v.run not in when:
                 when[v.run] = (v.started, v.started_at)
                 runs.setdefault(v.run, RunRef(v.run, v.started_at))
-        series += [_series_of(key[0], key[1], host, meta[key], per_run, when) for key, per_run in groups.items()]
+        for key, per_run in groups.items():
+            unit, row, device = meta[key]
+            s = Series(key[0], key[1], unit, row, host, device)
+            for run in sorted(per_run, key=lambda r: (when[r][0], r)):
+                point = Point(run, when[run][1], median(per_run[run]))
+                (s.points if math.isfinite(point.value) else s.left_out).append(point)
+            series.append(s)
     return _sorted(distinguish(series)), list(runs.values())
