@@ -38,6 +38,24 @@ def test_baseline_create_leaves_out_outlier_run_and_validates(tmp_path, db, caps
     assert rc == 1 and "FAIL" in stdout
 
 
+def test_baseline_says_a_left_out_run_once_with_its_worst_row_and_the_runs_as_ranges(tmp_path, db, capsys):
+    rng = random.Random(21)
+    ids = [save(db, coll_rows(1.0, rng, noise_small=0.01), tags={"role": "good"}) for _ in range(5)]
+    bad = save(db, coll_rows(0.7, rng, noise_small=0.01), tags={"role": "good"})
+    rc, stdout, err = cli(capsys, "baseline", "create", "role=good", "-o", str(tmp_path / "b.yaml"), "--db", db)
+    assert rc == 0
+    rc, js, _ = cli(capsys, "baseline", "create", "role=good", "-o", str(tmp_path / "c.yaml"), "--db", db, "--json")
+    (info,) = json_lines(js)
+    rows = [lo for lo in info["left_out"] if lo["run"] == bad]
+    assert len(rows) > 1   # the degraded run is out of every row
+    lines = [ln for ln in err.splitlines() if ln.startswith("# left out run")]
+    assert lines == [ln for ln in lines if ln.startswith(f"# left out run {bad} for {len(rows)} rows, the worst ")]
+    assert len(lines) == 1
+    worst = max(rows, key=lambda lo: abs(lo["z"]))
+    assert f"the worst {worst['row']}:" in lines[0]
+    assert f"from run(s) {min(ids)}-{bad}" in stdout
+
+
 def test_baseline_times_use_upper_bound(tmp_path, db, capsys):
     for v in (10.0, 10.1, 9.9):
         save(db, [Measurement("gemm", "time_us", v, "us", {"m": 64, "n": 64, "k": 64, "dtype": "fp32"})],

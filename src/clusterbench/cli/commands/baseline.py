@@ -43,6 +43,7 @@ def baseline() -> None:
 def create(runs: tuple[str, ...], output: str, name: str | None, pct: float, metrics: tuple[str, ...],
            min_bytes: str, as_json: bool, since: str | None, db: str | None) -> None:
     """Derive a profile from RUNs: per row, PCT% of the median over the runs, outlier runs left out."""
+    from clusterbench.ingest.load import id_ranges
     from clusterbench.units import parse_size
 
     if name is not None and (not name.strip() or not name.isprintable()):
@@ -68,13 +69,20 @@ def create(runs: tuple[str, ...], output: str, name: str | None, pct: float, met
                           criteria=len(result.profile.criteria), runs=[r.id for r, _ in loaded],
                           left_out=result.left_out, noisy=result.noisy))
         return
+    # a fleet's night is a thousand runs: their ids as ranges (99001-100000), not a thousand numbers
     print(f"wrote {output}: {len(result.profile.criteria)} criteria from run(s) "
-          f"{', '.join(str(r.id) for r, _ in loaded)}")
+          f"{id_ranges([int(r.id or 0) for r, _ in loaded])}")
+    by_run: dict[int, list[dict]] = {}
     for lo in result.left_out:
+        by_run.setdefault(lo["run"], []).append(lo)
+    for run, rows in by_run.items():
+        # a degraded host is left out of dozens of rows: one line a run, its worst row shown
+        worst = max(rows, key=lambda lo: abs(lo["z"]))
+        many = f" for {len(rows)} rows, the worst {worst['row']}" if len(rows) > 1 else f" for {worst['row']}"
         # a deviation or z-score off a median near zero can be 1e300 or more: compact, not 300 digits
-        print(printable(f"# left out run {lo['run']} for {lo['row']}: {lo['value']:.4g} is "
-                        f"{compact(lo['rel_dev'] * 100, 1, sign=True)}% vs median {lo['median']:.4g} "
-                        f"(modified z {compact(lo['z'], 1, sign=True)})"),
+        print(printable(f"# left out run {run}{many}: {worst['value']:.4g} is "
+                        f"{compact(worst['rel_dev'] * 100, 1, sign=True)}% vs median {worst['median']:.4g} "
+                        f"(modified z {compact(worst['z'], 1, sign=True)})"),
               file=sys.stderr)
     for n in result.noisy:
         print(printable(f"# skipped {n['row']}: runs disagree (CV {compact(n['cv'] * 100, 0)}% over "
