@@ -14,6 +14,7 @@ from clusterbench.units import (
     format_plain,
     format_size,
     format_threshold,
+    id_ranges,
     parse_rate,
     parse_size,
     whole_number,
@@ -170,3 +171,8 @@ def test_format_threshold_keeps_whole_digits_and_drops_float_noise():
     assert format_threshold(0.810390207374) == "0.81039" and format_threshold(4177285) == "4,177,285"
     assert format_threshold(4177.285) == "4,177.29" and format_threshold(94.1) == "94.1"
     assert format_threshold(1.7e308) == "1.7e+308" and format_threshold(0.00005) == "0.00005"
+
+
+def test_id_ranges():
+    assert id_ranges([7, 1, 2, 3, 9, 10]) == "1-3, 7, 9-10"
+    assert id_ranges([]) == ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from decimal import ROUND_HALF_UP, Decimal
 
 from clusterbench.errors import UsageError
@@ -270,3 +271,14 @@ def parse_rate(text: str) -> float:
     if not math.isfinite(rate):   # 400 digits: inf bytes/s would make every efficiency 0%
         raise UsageError(f"invalid rate {shown}: too large")
     return rate
+
+
+def id_ranges(ids: Sequence[int]) -> str:
+    """``1-3, 7``: run ids as ranges."""
+    out: list[str] = []
+    for i in sorted(ids):
+        if out and i == int(out[-1].rsplit("-", 1)[-1]) + 1:
+            out[-1] = f"{out[-1].split('-')[0]}-{i}"
+        else:
+            out.append(str(i))
+    return ", ".join(out)

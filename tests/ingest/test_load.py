@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from clusterbench.errors import ClusterbenchError
-from clusterbench.ingest.load import ImportOptions, completed, id_ranges, import_files
+from clusterbench.ingest.load import ImportOptions, completed, import_files
 from clusterbench.records import Run
 from clusterbench.store import Store
 from clusterbench.store.batch import Batch
@@ -108,11 +108,6 @@ def test_completed_keeps_a_reimported_command_and_hosts():
     assert run.command == ["clusterbench", "coll"] and run.hosts == ["a"] and run.tags == {"k": "v"}
     bare = completed(Run(benchmark="import"), ImportOptions(host="b", command=("x",)))
     assert bare.command == ["x"] and bare.hosts == ["b"]
-
-
-def test_id_ranges():
-    assert id_ranges([7, 1, 2, 3, 9, 10]) == "1-3, 7, 9-10"
-    assert id_ranges([]) == ""
 
 
 def _jsonl_run(run_id: int, host: str, night: int = 0, records: int = 40) -> list[str]:

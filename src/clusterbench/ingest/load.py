@@ -35,6 +35,7 @@ from clusterbench.ingest.source import (
 from clusterbench.output import OUTPUT_FAILED, OutputGuard
 from clusterbench.records import FAILED, INCOMPLETE, INTERRUPTED, RUN_STATUSES, Run
 from clusterbench.store import Store
+from clusterbench.units import id_ranges
 
 ROLLED_BACK = "a file is stored whole or not at all"
 IMPORTED_BEFORE = "the file was imported before"
@@ -96,17 +97,6 @@ class ImportResult:
         if self.counts[FAILED] or self.counts[INCOMPLETE] or self.counts[INTERRUPTED]:
             return 1
         return OUTPUT_FAILED if self.output_error is not None else 0
-
-
-def id_ranges(ids: Sequence[int]) -> str:
-    """``1-3, 7``: run ids as ranges."""
-    out: list[str] = []
-    for i in sorted(ids):
-        if out and i == int(out[-1].rsplit("-", 1)[-1]) + 1:
-            out[-1] = f"{out[-1].split('-')[0]}-{i}"
-        else:
-            out.append(str(i))
-    return ", ".join(out)
 
 
 class _AlreadyImported(Exception):

@@ -17,7 +17,7 @@ from clusterbench.printable import printable
 from clusterbench.report.jsonl import emit, summary_line
 from clusterbench.report.outfile import write_text
 from clusterbench.store.selectors import GRAMMAR
-from clusterbench.units import compact
+from clusterbench.units import compact, id_ranges
 
 
 @click.group("baseline")
@@ -43,7 +43,6 @@ def baseline() -> None:
 def create(runs: tuple[str, ...], output: str, name: str | None, pct: float, metrics: tuple[str, ...],
            min_bytes: str, as_json: bool, since: str | None, db: str | None) -> None:
     """Derive a profile from RUNs: per row, PCT% of the median over the runs, outlier runs left out."""
-    from clusterbench.ingest.load import id_ranges
     from clusterbench.units import parse_size
 
     if name is not None and (not name.strip() or not name.isprintable()):

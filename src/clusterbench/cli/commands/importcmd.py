@@ -18,7 +18,7 @@ from clusterbench.cli.options import (
 )
 from clusterbench.errors import Stopped
 from clusterbench.ingest import TOOLS, ImportedRun
-from clusterbench.ingest.load import ImportOptions, id_ranges, import_files
+from clusterbench.ingest.load import ImportOptions, import_files
 from clusterbench.printable import printable
 from clusterbench.ranks.signals import describe
 from clusterbench.records import COMPLETE, Run
@@ -31,6 +31,7 @@ from clusterbench.report.jsonl import (
     run_objects,
     summary_line,
 )
+from clusterbench.units import id_ranges
 
 MAX_ERRORS_SHOWN = 3
 
