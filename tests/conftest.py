@@ -27,7 +27,7 @@ from pg_fixtures import pg_server_or_skip  # noqa: E402
 from stored_runs import save_selector_runs  # noqa: E402
 
 import clusterbench.store.store as store_module  # noqa: E402
-from clusterbench.ingest import nccl_parallel  # noqa: E402
+from clusterbench.ingest import jsonl_parallel, nccl_parallel  # noqa: E402
 
 SYSTEM = Path(__file__).resolve().parent / "system"
 
@@ -89,8 +89,10 @@ class _ProcessGuard:
 
 # what ctypes.util.find_library runs to find a shared library (torch and NVML loaders ask it):
 # a lookup in the linker cache, not a process a test depends on; and dmesg, which preflight's
-# kernel log runs where /dev/kmsg cannot be read (a user who is not root): a read of the log
-_LOOKUPS = {"ldconfig", "dmesg"}
+# kernel log runs where /dev/kmsg cannot be read (a user who is not root): a read of the log;
+# and fc-list, which matplotlib runs once to build its font cache where fontconfig is installed
+# (a fresh machine's first plot)
+_LOOKUPS = {"ldconfig", "dmesg", "fc-list"}
 
 
 class ProcessInUnitTest(RuntimeError):
@@ -215,3 +217,5 @@ def store_store_selectors(db_store_selectors):
 def small_parts(monkeypatch):
     monkeypatch.setattr(nccl_parallel, "PART_BYTES", 64 << 10)
     monkeypatch.setattr(nccl_parallel, "MIN_BYTES", 0)
+    monkeypatch.setattr(jsonl_parallel, "PART_BYTES", 2 << 10)
+    monkeypatch.setattr(jsonl_parallel, "MIN_BYTES", 0)

@@ -6,7 +6,7 @@ import re
 
 from parallel_import import _runs, _texts, _write
 
-from clusterbench.ingest import nccl_parallel
+from clusterbench.ingest import nccl_parallel, workers
 
 
 def test_cuts_start_at_a_run(tmp_path):
@@ -34,5 +34,5 @@ def test_a_file_with_nowhere_to_cut_is_read_in_one_pass(tmp_path, small_parts, m
         raise AssertionError("a worker was started")
 
     one = _runs(path, 1)
-    monkeypatch.setattr(nccl_parallel.multiprocessing, "get_context", no_worker)
+    monkeypatch.setattr(workers.multiprocessing, "get_context", no_worker)
     assert _runs(path, 2) == one and len(one) == 60

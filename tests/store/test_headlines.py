@@ -100,6 +100,29 @@ def test_a_table_pack_s_headline_series_are_those_of_its_records(db):
     assert {json.loads(r[6])["bytes"] for r in a} == {8 << 30}
 
 
+def test_json_lines_packed_by_the_import_give_the_headline_rows_of_their_measurements(db):
+    """clusterbench's JSON lines reach the store packed, with only the run's headline records
+    decoded beside the pack: the same rows as its measurements stored one by one, a line decoded
+    on its own (another spacing, an escape) among them."""
+    from clusterbench.report.jsonl import measurement_line
+
+    ms = _node_run("gpu01") + [Measurement("gemm", "tflops", 700.0 + d, "TFLOP/s", {"dtype": dt, "device": str(d)})
+                               for d in range(2) for dt in ("bf16", "fp8")]
+    lines = [json.dumps(measurement_line(m, 7)) for m in ms]
+    lines[1] = lines[1].replace(", ", ",")   # not the printed format: read by the general reader
+    lines[-1] = lines[-1].replace('"fp8"', '"fp\\u0038"')
+    run = {"kind": "run", "id": 7, "benchmark": "run", "source": "clusterbench", "command": ["clusterbench"],
+           "started_at": "2026-01-01T03:00:00.000Z", "ended_at": None, "status": "complete", "hosts": ["gpu01"],
+           "ranks": 2, "devices": [], "versions": {}, "env": {}, "tags": {}, "errors": [], "meta": {}}
+    (imported,) = parse_text("\n".join([*lines, json.dumps(run)]) + "\n", name="night.jsonl")
+    assert imported.store_rows().decoded is not None
+    with Store.open(db) as store:
+        packed = store.save_run_rows(imported.run, imported.store_rows())
+        measured = store.save_run(imported.run, imported.measurements)
+        a, b = _headlines(store, packed), _headlines(store, measured)
+    assert [r[1:] for r in a] == [r[1:] for r in b] and len(a) == 5   # busbw, Triad and gemm on each GPU
+
+
 def test_a_rolled_back_import_leaves_no_series_behind(db):
     with Store.open(db) as store:
         with pytest.raises(RuntimeError), store.transaction():

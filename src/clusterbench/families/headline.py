@@ -25,12 +25,12 @@ def _plain(value: object) -> bool:
     return isinstance(value, (str, int, float, bool))
 
 
-def _number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _chosen(rule: HeadlineRows, records: list[Record]) -> list[Record]:
-    found = [r for r in records if not any(k in r[4] for k in rule.without)]
+    # (a fleet's import runs this for each of a thousand runs a night: the tests inlined)
+    found = records
+    if rule.without:
+        without = frozenset(rule.without)
+        found = [r for r in found if without.isdisjoint(r[4])]
     for param, allowed in rule.only:
         found = [r for r in found if param not in r[4] or r[4][param] in allowed]
     for param, preferred in rule.prefer:
@@ -39,10 +39,11 @@ def _chosen(rule: HeadlineRows, records: list[Record]) -> list[Record]:
         if first is not None:
             found = [r for r in found if r[4].get(param, first) == first]
     for param in rule.largest:
-        sizes = [r[4][param] for r in found if _number(r[4].get(param))]
+        sizes = [v for r in found if isinstance(v := r[4].get(param), (int, float)) and not isinstance(v, bool)]
         if sizes:
             top = max(sizes)
-            found = [r for r in found if not _number(r[4].get(param)) or r[4][param] == top]
+            found = [r for r in found if not isinstance(v := r[4].get(param), (int, float)) or isinstance(v, bool)
+                     or v == top]
     return found
 
 

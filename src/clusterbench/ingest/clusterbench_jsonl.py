@@ -38,9 +38,10 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from itertools import repeat
+from itertools import compress, repeat
 from typing import Any
 
+from clusterbench.families.headline import headline_metric, headline_records
 from clusterbench.ingest.common import (
     IMPORT_BENCHMARK,
     ImportedRun,
@@ -51,7 +52,6 @@ from clusterbench.ingest.common import (
     shown,
     text_lines,
 )
-from clusterbench.ingest.registry import Importer
 from clusterbench.records import INCOMPLETE, RUN_STATUSES, Measurement, Run
 from clusterbench.store.packs import ROWS, Pack, Packs
 
@@ -297,11 +297,16 @@ class _Pending:
         text_at = {t: i for i, t in enumerate(dict.fromkeys(texts))}
         rows = list(zip(map(key_at.__getitem__, keyed), map(text_at.__getitem__, texts), values))
         body = '{"k":' + _COMPACT(list(key_at)) + ',"p":[' + ",".join(text_at) + '],"r":' + _COMPACT(rows) + "}"
-        # the params as the store's headline series take them: decoded, or a text decoded in ``valid``
-        given = texts if params.count(None) == len(params) else [t if p is None else p for p, t in zip(params, texts)]
         pack = Pack(ROWS, len(rows), body, tuple(dict.fromkeys(k[0] for k in key_at)))
-        return ImportedRun(run, packs=Packs([pack], list(zip(benchmarks, metrics, values, units, given)),
-                                            params=valid.known if valid is not None else None))
+        # What the store indexes: the run's headline records (families.headline), chosen here
+        # from those of a headline metric, their params decoded (in ``valid``, mostly). Only they
+        # are handed on: a run read in a worker process crosses to the main process whole.
+        heads = {k for k in key_at if k[1] == headline_metric(k[0])}
+        picked = list(map(heads.__contains__, keyed))
+        known = valid.known if valid is not None else {}
+        candidates = [(b, m, v, u, p if p is not None else known.get(t) or json.loads(t))
+                      for b, m, v, u, p, t in compress(self.records, picked)]
+        return ImportedRun(run, packs=Packs([pack], headline_records(candidates)))
 
 
 _COMPACT = json.JSONEncoder(separators=(",", ":")).encode
@@ -484,10 +489,37 @@ _NOT_OWN = re.compile(r"\n(?!" + re.escape(_OWN_START) + ")")
 MAX_LINE = 16 << 20
 
 
-def iter_parse(lines: Iterable[str], name: str = "") -> Iterator[ImportedRun]:
-    """Runs as their run lines arrive (a log given as lines, e.g. a pipe, is streamed)."""
+class RunLines:
+    """The run lines of a log read so far, by run id: each new one is checked against those of
+    its id (``_refuse_if_mixed``) as it is admitted."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[Any, _Records] = {}
+
+    def admit(self, run_id: Any, record: _Record) -> None:
+        seen = self.by_id.setdefault(run_id, _Records())
+        _refuse_if_mixed(seen, record, run_id)
+        seen.add(record)
+
+
+class PartUnfinished(Exception):
+    """A part of a log (``iter_parse(part=True)``) ended with measurements still waiting for
+    their run line: the next part does not start as a fresh reading would."""
+
+
+def iter_parse(lines: Iterable[str], name: str = "", *, first_line: int = 0, run_lines: RunLines | None = None,
+               admitted: list[tuple[Any, _Record] | None] | None = None, part: bool = False
+               ) -> Iterator[ImportedRun]:
+    """Runs as their run lines arrive (a log given as lines, e.g. a pipe, is streamed).
+
+    For a log read in parts (jsonl_parallel): ``first_line``, the lines before ``lines``;
+    ``run_lines``, the run lines read before them, which later ones are checked against;
+    ``admitted`` gets (run id, run line record) of each run as it is yielded (None for one whose
+    run line never came), for a reader that checks them against the parts before; ``part``:
+    ``lines`` end where another part begins, so measurements still waiting there raise
+    ``PartUnfinished`` instead of becoming runs."""
     pending: dict[_Key, _Pending] = {}   # (origin, run id): measurements waiting
-    records: dict[Any, _Records] = {}    # run id: its run lines so far
+    records = run_lines if run_lines is not None else RunLines()
     valid = _ValidTexts()
     origins: dict[str, str] = {"": ""}
     # the pending run the line before went to (most lines go where the one before went), by the
@@ -580,9 +612,9 @@ def iter_parse(lines: Iterable[str], name: str = "") -> Iterator[ImportedRun]:
             doubt = f"line {n} says its run has {count} measurement(s), {len(taken.lines)} came before it"
         contents = hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode("utf-8", "surrogatepass")).digest()
         record = _Record(n, contents, _stretches(taken.lines), doubt)
-        seen = records.setdefault(run_id, _Records())
-        _refuse_if_mixed(seen, record, run_id)
-        seen.add(record)
+        records.admit(run_id, record)
+        if admitted is not None:
+            admitted.append((run_id, record))
         return taken.imported(run, valid)
 
     def stretch(n: int, text: str) -> bool:
@@ -609,7 +641,7 @@ def iter_parse(lines: Iterable[str], name: str = "") -> Iterator[ImportedRun]:
         last = None
         return True
 
-    n = 0
+    n = first_line
     for block in line_blocks(lines):
         if len(block) > MAX_LINE and max(map(len, block.split("\n"))) > MAX_LINE:
             raise LogFormatError(f"not a text log: a line longer than {MAX_LINE >> 20} MiB")
@@ -633,17 +665,14 @@ def iter_parse(lines: Iterable[str], name: str = "") -> Iterator[ImportedRun]:
                 if (run := one(n, block[pos:stop - 1])) is not None:
                     yield run
             pos = stop
+    if part and pending:
+        raise PartUnfinished
     for (origin, run_id), waiting in pending.items():
+        if admitted is not None:
+            admitted.append(None)
         yield _orphans(check(waiting), run_id, origin, name, valid)
 
 
 def parse(text: str, name: str = "") -> list[ImportedRun]:
     """Every run in ``text`` (see the module's docstring); [] when it holds none."""
     return list(iter_parse(text_lines(text), name))
-
-
-IMPORTERS = (
-    # first: clusterbench's own lines may hold any other tool's words in their params and meta
-    Importer(TOOL, re.compile(r'\{"kind": "(measurement|run)", |\{"run": (\d+|null), "benchmark": "[^"]*", "metric": '),
-             lambda lines, name, head: iter_parse(lines, name), order=0, streams=True),
-)

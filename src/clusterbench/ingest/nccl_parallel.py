@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import gc
 import io
-import multiprocessing
 import os
 import re
 import signal
@@ -30,6 +29,7 @@ from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from typing import Any, NamedTuple
 
+from clusterbench.ingest import workers as workers_
 from clusterbench.ingest.collectives import RunRefused
 from clusterbench.ingest.common import (
     BOM,
@@ -53,7 +53,6 @@ from clusterbench.ranks.signals import die_with_parent, parent_gone
 
 PART_BYTES = 4 << 20    # parts of about this size
 MIN_BYTES = 24 << 20    # smaller files are read by one process: starting workers would cost more
-BATCH = 256             # runs per message from a worker
 _BOM_BYTES = BOM.encode()
 _WINDOW = 1 << 20       # bytes searched for a run's start past each part's nominal end
 # a header line that starts a run, at the start of a line
@@ -71,13 +70,7 @@ class Part(NamedTuple):
 
 def usable(lines: Any) -> bool:
     """Whether ``lines`` come from a plain file worth reading with several processes."""
-    path, jobs = getattr(lines, "path", None), getattr(lines, "jobs", 1)
-    if not path or jobs < 2 or "fork" not in multiprocessing.get_all_start_methods():
-        return False
-    try:
-        return os.path.getsize(path) >= MIN_BYTES
-    except OSError:
-        return False
+    return workers_.usable(lines, MIN_BYTES)
 
 
 def parts(path: str, size: int, part: int | None = None) -> list[Part]:
@@ -130,19 +123,12 @@ def parse_file(lines: Lines, name: str) -> Iterator[ImportedRun | Prepared]:
         yield from parse_lines(lines, name)
         return
     jobs = min(lines.jobs, len(cut))
-    ctx = multiprocessing.get_context("fork")
-    workers: list[tuple[Any, Connection]] = []
+    workers = workers_.start(_work, [(path, cut[j::jobs], name, lines.foreign, cleaner, lines.prepare)
+                                     for j in range(jobs)])
     try:
-        for j in range(jobs):
-            recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_work, args=(path, cut[j::jobs], name, lines.foreign, cleaner, send,
-                                                   lines.prepare, os.getpid()), daemon=True)
-            proc.start()
-            send.close()
-            workers.append((proc, recv))
         carried: Any = None    # the state a part starts from when the part before left one
         for k, part in enumerate(cut):
-            runs, outcome = _receive(workers[k % jobs][1])
+            runs, outcome = workers_.receive(workers[k % jobs][1])
             if carried is not None and outcome[0] != "again":   # read here, from that state
                 runs, outcome = _read_here(path, part, name, lines.foreign, cleaner, carried)
             if outcome[0] == "again":
@@ -153,30 +139,7 @@ def parse_file(lines: Lines, name: str) -> Iterator[ImportedRun | Prepared]:
                 raise (RunRefused if outcome[2] else LogFormatError)(outcome[1])
             carried = outcome[1]
     finally:
-        for proc, recv in workers:
-            recv.close()
-            if proc.is_alive():
-                proc.kill()
-            proc.join()
-
-
-def _receive(conn: Connection) -> tuple[list[Any], tuple[Any, ...]]:
-    runs: list[Any] = []
-    while True:
-        # Unpickling a batch makes thousands of containers at once, none in a cycle: the
-        # collector would only walk them over and over (0.5 s of a 200 MB import)
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            msg = conn.recv()
-        except (EOFError, OSError):   # the worker died
-            return [], ("again",)
-        finally:
-            if collecting:
-                gc.enable()
-        if msg[0] != "runs":
-            return runs, msg
-        runs += msg[1]
+        workers_.stop(workers)
 
 
 def _read(parser: NcclTextParser, text: str, cleaner: TextCleaner, next_kind: str,
@@ -239,7 +202,7 @@ def _rest(path: str, start: int, name: str, foreign: re.Pattern[str] | None, cle
 
 
 def _work(path: str, mine: list[Part], name: str, foreign: re.Pattern[str] | None, cleaner: TextCleaner,
-          conn: Connection, prepare: Callable[[ImportedRun], Any] | None = None, parent: int | None = None) -> None:
+          prepare: Callable[[ImportedRun], Any] | None, conn: Connection, parent: int | None = None) -> None:
     """A worker process: each of its parts read whole, then sent (while the main process takes
     the other worker's part, this one reads its next). With ``prepare``, only what it makes of
     each run is sent (the records of a run are most of what a pickle of it holds). It dies with
@@ -263,9 +226,7 @@ def _work(path: str, mine: list[Part], name: str, foreign: re.Pattern[str] | Non
                                       prepare)
                 except Exception:   # a defect: the main process meets it again, as one pass would
                     runs, end = [], ("again",)
-                for i in range(0, len(runs), BATCH):
-                    conn.send(("runs", runs[i:i + BATCH]))
-                conn.send(end)
+                workers_.send_part(conn, runs, end)
                 del runs
                 gc.collect()
     except (BrokenPipeError, EOFError, OSError):

@@ -68,7 +68,8 @@ class Packs:
         self.packs = list(packs)
         self._count = sum(p.count for p in self.packs)   # asked for several times per run
         # the same records as (benchmark, metric, value, unit, params), where the producer has
-        # them at hand: the store takes what it indexes from them, not from decoding the packs.
+        # them at hand, or only the run's headline records among them (``families.headline``),
+        # all the store indexes: it takes what it indexes from them, not from decoding the packs.
         # Params given as their JSON text are decoded where needed, found in ``params`` (texts
         # the producer decoded already) or else read.
         self.decoded = decoded

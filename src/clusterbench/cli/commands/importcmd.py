@@ -107,7 +107,8 @@ class _Printer:
              "`summary` with the files that failed and the exit code")
 @click.option("--dry-run", is_flag=True, help="Parse and print, but store nothing.")
 @click.option("--jobs", "-j", type=Count(1, 64), default=None, metavar="N",
-              help="Processes that parse a large nccl-tests text log (one file of 24 MB or more) at once "
+              help="Processes that parse a large nccl-tests text log or file of clusterbench JSON lines "
+                   "(one file of 24 MB or more) at once "
                    "(default: 2 where the machine has 2 or more CPUs; the runs are the same with any N).")
 @writer_db_option
 def import_cmd(paths: tuple[str, ...], tool: str | None, tags: tuple[str, ...], host: str | None,
