@@ -10,6 +10,7 @@ import multiprocessing.process
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +31,15 @@ import clusterbench.store.store as store_module  # noqa: E402
 from clusterbench.ingest import jsonl_parallel, nccl_parallel  # noqa: E402
 
 SYSTEM = Path(__file__).resolve().parent / "system"
+
+# A suite started in the background of a script (`cmd &`: SIGINT and SIGQUIT ignored) or under
+# nohup (SIGHUP ignored) passes those dispositions to every process it starts, and a test that
+# signals a command would wait on one that cannot hear the signal: the dispositions a terminal
+# gives are restored (a handler here is the default again in each command it starts).
+for _sig, _handler in ((signal.SIGINT, signal.default_int_handler), (signal.SIGQUIT, signal.SIG_DFL),
+                       (signal.SIGHUP, signal.SIG_DFL)):
+    if signal.getsignal(_sig) == signal.SIG_IGN:
+        signal.signal(_sig, _handler)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -347,3 +347,33 @@ def test_blocks_of_permutations_stop_where_the_whole_count_would_say_the_same():
             quiet = _not_significant(ranks, tie, n, s, inner)
             one_by_one = [scan_p_value(x, s, inner=inner, stop_at=s.alpha / 2)[1] >= s.alpha / 2 for x in xs]
             assert list(quiet) == one_by_one
+
+
+def _fleet_series(count: int = 300, n: int = 40) -> list[list[float]]:
+    rng = np.random.default_rng(3)
+    series = []
+    for k in range(count):
+        x = 100 + rng.normal(0, 1, n)
+        if k % 7 == 0:
+            x[n // 2:] -= 4   # a step
+        series.append(list(x))
+    return series
+
+
+def test_the_work_split_in_two_gives_the_answers_of_one_process(monkeypatch):
+    """Above SPLIT_WORK half the series go to a forked child: where the fork fails (as here, a
+    unit test starts no process) they are computed in this one, with the same answers."""
+    import os
+
+    from clusterbench.judge import changepoint as cp
+
+    series = _fleet_series()
+    one = cp.may_change(series)
+
+    def no_fork():
+        raise OSError("fork refused")
+
+    monkeypatch.setattr(cp, "SPLIT_WORK", 1)
+    monkeypatch.setattr(cp, "usable_cores", lambda: 2)
+    monkeypatch.setattr(os, "fork", no_fork)
+    assert cp.may_change(series) == one and one.count(True) >= 300 // 7

@@ -49,6 +49,9 @@ from functools import lru_cache
 
 import numpy as np
 
+from clusterbench.envinfo.software import usable_cores
+from clusterbench.judge.forked import in_child
+
 MAD_TO_SIGMA = 1.4826  # MAD of a normal distribution times this is its standard deviation
 _FIRST_BLOCK = 32     # permutations drawn before the first look at the level (``scan_p_value``)
 
@@ -270,14 +273,32 @@ def may_change(series: Sequence[Sequence[float]], s: Settings = Settings()) -> l
             continue
         ranks = np.array([_ranks(np.asarray(series[k], dtype=float)) for k in ks])
         tie = np.array([_tie(np.asarray(series[k], dtype=float)) for k in ks])
-        # the single split first; the inner scan only for the series it did not settle, as _segments
-        quiet = _not_significant(ranks, tie, n, s, inner=False)
-        rest = np.flatnonzero(quiet)
-        if len(rest):
-            quiet[rest] = _not_significant(ranks[rest], tie[rest], n, s, inner=True)
+        if len(ks) * n * n >= SPLIT_WORK and usable_cores() >= 2:
+            # each series' answer is its own (the same permutations for all): half of them in a
+            # second process, a fleet's 6,000 series in half the time
+            half = len(ks) // 2
+            other = in_child(_quiet, ranks[half:], tie[half:], n, s)
+            quiet = np.concatenate([_quiet(ranks[:half], tie[:half], n, s), other()])
+        else:
+            quiet = _quiet(ranks, tie, n, s)
         for k, q in zip(ks, quiet):
             out[k] = not q
     return out
+
+
+# Series x runs^2 of a length above which may_change splits its work between two processes
+# (about 0.2 s of numpy here; a fork costs a few milliseconds).
+SPLIT_WORK = 2_000_000
+
+
+def _quiet(ranks: np.ndarray, tie: np.ndarray, n: int, s: Settings) -> np.ndarray:
+    """Per row: whether the series cannot have a change (``may_change``)."""
+    # the single split first; the inner scan only for the series it did not settle, as _segments
+    quiet = _not_significant(ranks, tie, n, s, inner=False)
+    rest = np.flatnonzero(quiet)
+    if len(rest):
+        quiet[rest] = _not_significant(ranks[rest], tie[rest], n, s, inner=True)
+    return quiet
 
 
 def _tie(x: np.ndarray) -> float:

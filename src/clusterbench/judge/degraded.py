@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from clusterbench.families import IDENTITY_PARAMS, describes_spread, higher_is_better, is_judged
+from clusterbench.families import IDENTITY_PARAMS, higher_is_better, is_judged, metric_of
+from clusterbench.families.base import Metric
 from clusterbench.judge.compare import common_unit
 from clusterbench.judge.outliers import Outlier, flag_outliers
 from clusterbench.judge.params_text import ParamsText
@@ -69,9 +70,15 @@ def scan_degraded(rows: list[Row], threshold: float = 3.5, min_rel_dev: float = 
     """``find_degraded`` with what it could judge (``Scan``)."""
     groups: dict[tuple, list[Row]] = {}
     text = ParamsText(IDENTITY_PARAMS)   # compare.group_key, each distinct params written once
+    # a fleet's night is 400,000 rows of a few dozen (benchmark, metric): their metric looked up once
+    metrics: dict[tuple[str, str], tuple[bool, Metric | None]] = {}
     for r in rows:
         m = r.m
-        if is_judged(m.benchmark, m.metric) and not describes_spread(m):
+        bm = (m.benchmark, m.metric)
+        known = metrics.get(bm)
+        if known is None:
+            known = metrics[bm] = (is_judged(*bm), metric_of(*bm))
+        if known[0] and not (known[1] is not None and known[1].describes_spread(m.params)):
             groups.setdefault((m.benchmark, m.metric, text(m.params)), []).append(r)
     found = []
     judged = most = 0
@@ -92,7 +99,7 @@ def scan_degraded(rows: list[Row], threshold: float = 3.5, min_rel_dev: float = 
             if len(per) < MIN_IDENTITIES:
                 continue
             judged += 1
-            values = {k: median(v) for k, v in per.items()}
+            values = {k: v[0] if len(v) == 1 else median(v) for k, v in per.items()}
             hib = higher_is_better(bench, metric, unit)
             for o in flag_outliers(values, threshold=threshold, higher_is_better=hib, min_rel_dev=min_rel_dev):
                 found.append(Degraded(bench, metric, json.loads(params_json), unit, by, o))

@@ -381,19 +381,29 @@ def _newest_series(sel: fleet.Selection, *, benchmark: str | None, by: str,
             meta[(st.host, *group[0])] = group[1]
     groups: dict[tuple[Any, ...], dict[int, list[float]]] = {}
     when: dict[int, float] = {}
+    # a series' rows come together: its group looked up once, then a lookup and an append a row
+    current, per_run = None, None
     for sid, run, started, value in fleet.newest_values(sel, last):
-        key = keyed.get(sid)
-        if key is None:
+        if sid != current:
+            current = sid
+            key = keyed.get(sid)
+            per_run = None if key is None else groups.setdefault(key, {})
+        if per_run is None:
             continue
-        groups.setdefault(key, {}).setdefault(run, []).append(value)
-        when[run] = started
+        values = per_run.get(run)
+        if values is None:
+            per_run[run] = [value]
+            when[run] = started
+        else:
+            values.append(value)
     texts = fleet.run_starts(sel.store, when)
     series: list[Series] = []
     for key, per_run in groups.items():
         unit, row, device = meta[key]
         s = Series(key[1], key[2], unit, row, key[0], device)
         for run in sorted(per_run, key=lambda r: (when[r], r)):
-            point = Point(run, texts.get(run, ""), median(per_run[run]))
+            vs = per_run[run]
+            point = Point(run, texts.get(run, ""), vs[0] if len(vs) == 1 else median(vs))
             (s.points if math.isfinite(point.value) else s.left_out).append(point)
         series.append(s)
     return _sorted(distinguish(series)), [RunRef(r, texts.get(r, "")) for r in when]

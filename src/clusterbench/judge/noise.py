@@ -129,8 +129,12 @@ def row_stats(measurements: Iterable[Measurement]) -> list[RowStats]:
     """The iteration statistics of every row that has some, in first-seen order."""
     rows: dict[tuple[str, str], tuple[dict[str, Any], dict[str, float]]] = {}
     text = ParamsText({"stat"})   # a row's min, max and avg records share their params' text
+    metrics: dict[tuple[str, str], Any] = {}   # a run's few dozen (benchmark, metric), looked up once
     for m in measurements:
-        metric = metric_of(m.benchmark, m.metric)
+        bm = (m.benchmark, m.metric)
+        metric = metrics.get(bm, bm)
+        if metric is bm:
+            metric = metrics[bm] = metric_of(*bm)
         if metric is None or not metric.spread:
             continue
         key = (m.benchmark, text(m.params))
