@@ -138,3 +138,23 @@ def _cmdline(p: psutil.Process) -> str:
         return " ".join(p.cmdline())
     except psutil.Error:
         return ""
+
+
+def assert_a_sigkilled_import_ends_its_workers(log: str, db: str) -> None:
+    """``import LOG --jobs 2`` SIGKILLed once its two parse workers started: they end too (each
+    asks the kernel to end it with its parent), not parse on under init holding the log open."""
+    import signal
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "clusterbench", "import", log, "--jobs", "2", "--db", db],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        command = psutil.Process(proc.pid)
+        wait_until(lambda: proc.poll() is not None or len(command.children()) == 2, 120, "the two parse workers started")
+        workers = command.children()
+        assert len(workers) == 2 and proc.poll() is None
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+        assert_all_gone([w.pid for w in workers], within=30)
+    finally:
+        reap(proc, 30)

@@ -153,27 +153,11 @@ def test_the_import_stores_the_same_runs_and_headline_series_with_any_jobs(tmp_p
 
 
 def test_a_sigkill_of_the_import_ends_its_json_lines_workers(tmp_path):
-    import signal
-    import subprocess
-    import sys
-
-    import psutil
-    from process_helpers import assert_all_gone, reap, wait_until
+    from process_helpers import assert_a_sigkilled_import_ends_its_workers
 
     big = tmp_path / "night.jsonl"
     text = "\n".join(jsonl_night(2000, per_run=40)) + "\n"
     with big.open("w") as f:
         while f.tell() < jsonl_parallel.MIN_BYTES * 3:   # many parts: the workers parse for a while
             f.write(text)
-    proc = subprocess.Popen([sys.executable, "-m", "clusterbench", "import", str(big), "--jobs", "2",
-                             "--db", str(tmp_path / "r.db")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        command = psutil.Process(proc.pid)
-        wait_until(lambda: proc.poll() is not None or len(command.children()) == 2, 120, "the two parse workers started")
-        workers = command.children()
-        assert len(workers) == 2 and proc.poll() is None
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
-        assert_all_gone([w.pid for w in workers], within=30)
-    finally:
-        reap(proc, 30)
+    assert_a_sigkilled_import_ends_its_workers(str(big), str(tmp_path / "r.db"))

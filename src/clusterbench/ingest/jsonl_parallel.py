@@ -21,12 +21,10 @@ other in one pass.
 
 from __future__ import annotations
 
-import gc
 import io
 import mmap
 import os
 import re
-import signal
 from collections.abc import Callable, Iterable, Iterator
 from multiprocessing.connection import Connection
 from typing import Any, BinaryIO, NamedTuple
@@ -35,7 +33,6 @@ from clusterbench.ingest import workers as workers_
 from clusterbench.ingest.clusterbench_jsonl import TOOL, RunLines, iter_parse
 from clusterbench.ingest.common import BOM, ImportedRun, Lines, Prepared
 from clusterbench.ingest.registry import Importer
-from clusterbench.ranks.signals import die_with_parent, parent_gone
 
 PART_BYTES = 4 << 20    # parts of about this size
 MIN_BYTES = 24 << 20    # smaller files are read by one process
@@ -142,29 +139,9 @@ def _rest(path: str, part: Part, name: str, run_lines: RunLines) -> Iterator[Imp
 
 def _work(path: str, mine: list[Part], name: str, prepare: Callable[[ImportedRun], Any] | None,
           conn: Connection, parent: int) -> None:
-    """A worker process: each of its parts read whole, then sent. It dies with ``parent``, the
-    import (see nccl_parallel._work)."""
-    die_with_parent(parent)
-    signal.signal(signal.SIGINT, signal.SIG_DFL)    # Ctrl-C or SIGTERM ends it quietly; the main
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)   # process says what happened
-    gc.disable()   # a part's runs make no cycles: collected once per part instead
-    gc.freeze()
-    try:
-        with open(path, "rb") as f:
-            for part in mine:
-                if parent_gone(parent):
-                    return
-                try:
-                    runs, end = _read(f, part, name, prepare), ("end",)
-                except Exception:   # measurements across the cut, an error, a defect: read again as one pass does
-                    runs, end = [], ("again",)
-                workers_.send_part(conn, runs, end)
-                del runs
-                gc.collect()
-    except (BrokenPipeError, EOFError, OSError):
-        pass   # the main process has stopped reading
-    finally:
-        conn.close()
+    """A worker process: each of its parts read whole, then sent; a part that ends with measurements
+    waiting, or raises, is sent as ("again",): the main process reads from there."""
+    workers_.serve_parts(path, mine, lambda f, part: (_read(f, part, name, prepare), ("end",)), conn, parent)
 
 
 def _parse(lines: Iterable[str], name: str) -> Iterator[Any]:

@@ -20,11 +20,9 @@ flat however large the file.
 
 from __future__ import annotations
 
-import gc
 import io
 import os
 import re
-import signal
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from typing import Any, NamedTuple
@@ -49,7 +47,6 @@ from clusterbench.ingest.nccl_tests import (
     parse_chunks,
     parse_lines,
 )
-from clusterbench.ranks.signals import die_with_parent, parent_gone
 
 PART_BYTES = 4 << 20    # parts of about this size
 MIN_BYTES = 24 << 20    # smaller files are read by one process: starting workers would cost more
@@ -203,33 +200,7 @@ def _rest(path: str, start: int, name: str, foreign: re.Pattern[str] | None, cle
 
 def _work(path: str, mine: list[Part], name: str, foreign: re.Pattern[str] | None, cleaner: TextCleaner,
           prepare: Callable[[ImportedRun], Any] | None, conn: Connection, parent: int | None = None) -> None:
-    """A worker process: each of its parts read whole, then sent (while the main process takes
-    the other worker's part, this one reads its next). With ``prepare``, only what it makes of
-    each run is sent (the records of a run are most of what a pickle of it holds). It dies with
-    ``parent``, the import: a SIGKILL of the command (no handler runs, nothing joins the workers)
-    left them parsing under init, holding the log open, for as long as their parts took."""
-    if parent is not None:
-        die_with_parent(parent)
-    signal.signal(signal.SIGINT, signal.SIG_DFL)    # Ctrl-C or SIGTERM ends it quietly; the main
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)   # process says what happened
-    # A part's runs are held until sent: the collector would walk them again and again for the
-    # cycles a parse does not make; it runs once per part instead, over what the part made
-    gc.disable()
-    gc.freeze()
-    try:
-        with open(path, "rb") as f:
-            for part in mine:
-                if parent is not None and parent_gone(parent):   # (where the kernel was not asked)
-                    return
-                try:
-                    runs, end = _read(NcclTextParser(name, foreign), _text(f, part), cleaner, part.next_kind,
-                                      prepare)
-                except Exception:   # a defect: the main process meets it again, as one pass would
-                    runs, end = [], ("again",)
-                workers_.send_part(conn, runs, end)
-                del runs
-                gc.collect()
-    except (BrokenPipeError, EOFError, OSError):
-        pass   # the main process has stopped reading
-    finally:
-        conn.close()
+    """A worker process: each of its parts read whole, then sent. With ``prepare``, only what it
+    makes of each run is sent (the records of a run are most of what a pickle of it holds)."""
+    workers_.serve_parts(path, mine, lambda f, part: _read(NcclTextParser(name, foreign), _text(f, part), cleaner,
+                                                           part.next_kind, prepare), conn, parent)

@@ -6,9 +6,12 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, BinaryIO
+
+from clusterbench.ranks.signals import die_with_parent, parent_gone
 
 BATCH = 256   # runs per message from a worker
 
@@ -52,6 +55,39 @@ def stop(workers: list[Worker]) -> None:
             proc.kill()
         proc.join()
     workers.clear()
+
+
+def serve_parts(path: str, parts: Sequence[Any], read: Callable[[BinaryIO, Any], tuple[list[Any], tuple[Any, ...]]],
+                conn: Connection, parent: int | None = None) -> None:
+    """A worker process's life: each of its ``parts`` of the file ``path`` read whole by ``read``
+    (the part's runs and how it ended; ("again",) where it raises: a defect the main process meets
+    again, as one pass would), then sent, while the main process takes another worker's part. It
+    dies with ``parent``, the import: a SIGKILL of the command (no handler runs, nothing joins the
+    workers) left them parsing under init, holding the log open, for as long as their parts took."""
+    if parent is not None:
+        die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)    # Ctrl-C or SIGTERM ends it quietly; the main
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)   # process says what happened
+    # A part's runs are held until sent: the collector would walk them again and again for the
+    # cycles a parse does not make; it runs once per part instead, over what the part made
+    gc.disable()
+    gc.freeze()
+    try:
+        with open(path, "rb") as f:
+            for part in parts:
+                if parent is not None and parent_gone(parent):   # (where the kernel was not asked)
+                    return
+                try:
+                    runs, end = read(f, part)
+                except Exception:
+                    runs, end = [], ("again",)
+                send_part(conn, runs, end)
+                del runs
+                gc.collect()
+    except (BrokenPipeError, EOFError, OSError):
+        pass   # the main process has stopped reading
+    finally:
+        conn.close()
 
 
 def send_part(conn: Connection, runs: list[Any], end: tuple[Any, ...]) -> None:
