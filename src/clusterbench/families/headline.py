@@ -25,8 +25,11 @@ def _plain(value: object) -> bool:
     return isinstance(value, (str, int, float, bool))
 
 
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _chosen(rule: HeadlineRows, records: list[Record]) -> list[Record]:
-    # (a fleet's import runs this for each of a thousand runs a night: the tests inlined)
     found = records
     if rule.without:
         without = frozenset(rule.without)
@@ -39,11 +42,10 @@ def _chosen(rule: HeadlineRows, records: list[Record]) -> list[Record]:
         if first is not None:
             found = [r for r in found if r[4].get(param, first) == first]
     for param in rule.largest:
-        sizes = [v for r in found if isinstance(v := r[4].get(param), (int, float)) and not isinstance(v, bool)]
+        sizes = [r[4][param] for r in found if _number(r[4].get(param))]
         if sizes:
             top = max(sizes)
-            found = [r for r in found if not isinstance(v := r[4].get(param), (int, float)) or isinstance(v, bool)
-                     or v == top]
+            found = [r for r in found if not _number(r[4].get(param)) or r[4][param] == top]
     return found
 
 

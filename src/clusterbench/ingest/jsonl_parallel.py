@@ -31,12 +31,11 @@ from typing import Any, BinaryIO, NamedTuple
 
 from clusterbench.ingest import workers as workers_
 from clusterbench.ingest.clusterbench_jsonl import TOOL, RunLines, iter_parse
-from clusterbench.ingest.common import BOM, ImportedRun, Lines, Prepared
+from clusterbench.ingest.common import ImportedRun, Lines, Prepared
 from clusterbench.ingest.registry import Importer
 
 PART_BYTES = 4 << 20    # parts of about this size
 MIN_BYTES = 24 << 20    # smaller files are read by one process
-_BOM_BYTES = BOM.encode()
 # a run line at the start of a line, as clusterbench prints it (report/jsonl.py)
 _RUN_LINE = b'\n{"kind": "run", '
 
@@ -106,13 +105,6 @@ def parse_file(lines: Lines, name: str) -> Iterator[ImportedRun | Prepared]:
         workers_.stop(workers)
 
 
-def _text(f: BinaryIO, part: Part) -> str:
-    f.seek(part.start)
-    text = f.read(part.end - part.start).decode("utf-8", "replace")
-    # the file's first part without a byte order mark, as iter_runs reads the head
-    return text.removeprefix(BOM) if part.start == 0 else text
-
-
 def _read(f: BinaryIO, part: Part, name: str, prepare: Callable[[ImportedRun], Any] | None
           ) -> list[tuple[Any, Any]]:
     """A part's runs (with ``prepare``: what it makes of each, as ``Prepared``), each with its
@@ -120,7 +112,7 @@ def _read(f: BinaryIO, part: Part, name: str, prepare: Callable[[ImportedRun], A
     measurements wait at its end, and whatever the reading raises."""
     admitted: list[Any] = []
     out: list[tuple[Any, Any]] = []
-    text = io.StringIO(_text(f, part), newline="")
+    text = io.StringIO(workers_.part_text(f, part.start, part.end), newline="")
     for run in iter_parse(Lines([], text), name, first_line=part.first_line, admitted=admitted,
                           part=not part.last):
         out.append((Prepared(prepare(run)) if prepare is not None else run, admitted[-1]))
@@ -129,11 +121,7 @@ def _read(f: BinaryIO, part: Part, name: str, prepare: Callable[[ImportedRun], A
 
 def _rest(path: str, part: Part, name: str, run_lines: RunLines) -> Iterator[ImportedRun]:
     """The file from ``part`` on, read here in one pass that goes on from the parts before."""
-    with open(path, "rb") as raw:
-        raw.seek(part.start)
-        if part.start == 0 and raw.read(len(_BOM_BYTES)) != _BOM_BYTES:   # dropped, as iter_runs does
-            raw.seek(0)
-        text = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
+    with workers_.text_from(path, part.start) as text:
         yield from iter_parse(Lines([], text), name, first_line=part.first_line, run_lines=run_lines)
 
 

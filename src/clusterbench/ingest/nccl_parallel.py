@@ -30,7 +30,6 @@ from typing import Any, NamedTuple
 from clusterbench.ingest import workers as workers_
 from clusterbench.ingest.collectives import RunRefused
 from clusterbench.ingest.common import (
-    BOM,
     ImportedRun,
     Lines,
     LogFormatError,
@@ -50,7 +49,6 @@ from clusterbench.ingest.nccl_tests import (
 
 PART_BYTES = 4 << 20    # parts of about this size
 MIN_BYTES = 24 << 20    # smaller files are read by one process: starting workers would cost more
-_BOM_BYTES = BOM.encode()
 _WINDOW = 1 << 20       # bytes searched for a run's start past each part's nominal end
 # a header line that starts a run, at the start of a line
 _HEADER = re.compile(rb"\n(?=#[ \t]*(?:nThread:?[ \t]+\d+[ \t]+nGpus:?[ \t]+\d|Collective test starting"
@@ -166,13 +164,6 @@ def _read(parser: NcclTextParser, text: str, cleaner: TextCleaner, next_kind: st
         return runs, ("error", str(e), isinstance(e, RunRefused))
 
 
-def _text(f: Any, part: Part) -> str:
-    f.seek(part.start)
-    text = f.read(part.end - part.start).decode("utf-8", "replace")
-    # the file's first part without a byte order mark, as iter_runs reads the head
-    return text.removeprefix(BOM) if part.start == 0 else text
-
-
 def _parser(name: str, foreign: re.Pattern[str] | None, state: Any) -> NcclTextParser:
     """A parser in the state the part before left (None: afresh)."""
     parser = NcclTextParser(name, foreign)
@@ -184,17 +175,14 @@ def _parser(name: str, foreign: re.Pattern[str] | None, state: Any) -> NcclTextP
 def _read_here(path: str, part: Part, name: str, foreign: re.Pattern[str] | None, cleaner: TextCleaner,
                state: Any) -> tuple[list[ImportedRun], tuple[Any, ...]]:
     with open(path, "rb") as f:
-        return _read(_parser(name, foreign, state), _text(f, part), cleaner, part.next_kind)
+        text = workers_.part_text(f, part.start, part.end)
+        return _read(_parser(name, foreign, state), text, cleaner, part.next_kind)
 
 
 def _rest(path: str, start: int, name: str, foreign: re.Pattern[str] | None, cleaner: TextCleaner,
           state: Any) -> Iterator[ImportedRun]:
     parser = _parser(name, foreign, state)
-    with open(path, "rb") as raw:
-        raw.seek(start)
-        if start == 0 and raw.read(len(_BOM_BYTES)) != _BOM_BYTES:   # dropped, as iter_runs does
-            raw.seek(0)
-        text = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
+    with workers_.text_from(path, start) as text:
         yield from parse_chunks(parser, text_chunks(Lines([], text), cleaner))
 
 
@@ -202,5 +190,8 @@ def _work(path: str, mine: list[Part], name: str, foreign: re.Pattern[str] | Non
           prepare: Callable[[ImportedRun], Any] | None, conn: Connection, parent: int | None = None) -> None:
     """A worker process: each of its parts read whole, then sent. With ``prepare``, only what it
     makes of each run is sent (the records of a run are most of what a pickle of it holds)."""
-    workers_.serve_parts(path, mine, lambda f, part: _read(NcclTextParser(name, foreign), _text(f, part), cleaner,
-                                                           part.next_kind, prepare), conn, parent)
+    def read(f: Any, part: Part) -> tuple[list[Any], tuple[Any, ...]]:
+        text = workers_.part_text(f, part.start, part.end)
+        return _read(NcclTextParser(name, foreign), text, cleaner, part.next_kind, prepare)
+
+    workers_.serve_parts(path, mine, read, conn, parent)

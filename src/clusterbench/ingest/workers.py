@@ -4,16 +4,20 @@ whether a log is worth it, the workers started and stopped, and a part's runs re
 from __future__ import annotations
 
 import gc
+import io
 import multiprocessing
 import os
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from multiprocessing.connection import Connection
 from typing import Any, BinaryIO
 
+from clusterbench.ingest.common import BOM
 from clusterbench.ranks.signals import die_with_parent, parent_gone
 
 BATCH = 256   # runs per message from a worker
+_BOM_BYTES = BOM.encode()
 
 Worker = tuple[Any, Connection]   # the process and the end of its pipe the main process reads
 
@@ -28,6 +32,25 @@ def usable(lines: Any, min_bytes: int) -> bool:
         return os.path.getsize(path) >= min_bytes
     except OSError:
         return False
+
+
+def part_text(f: BinaryIO, start: int, end: int) -> str:
+    """Bytes ``start``..``end`` of the log ``f`` as text, decoded as the whole file is (UTF-8,
+    junk replaced); the file's first part without a byte order mark, as iter_runs reads the head."""
+    f.seek(start)
+    text = f.read(end - start).decode("utf-8", "replace")
+    return text.removeprefix(BOM) if start == 0 else text
+
+
+@contextmanager
+def text_from(path: str, start: int) -> Iterator[io.TextIOWrapper]:
+    """The log ``path`` from byte ``start`` on, as text opened as the import opens it (a byte order
+    mark at the file's start dropped, as iter_runs does): for the rest of a file read here."""
+    with open(path, "rb") as raw:
+        raw.seek(start)
+        if start == 0 and raw.read(len(_BOM_BYTES)) != _BOM_BYTES:
+            raw.seek(0)
+        yield io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
 
 
 def start(target: Callable[..., None], args: Sequence[tuple[Any, ...]]) -> list[Worker]:
