@@ -52,6 +52,7 @@ from clusterbench.ingest.common import (
     shown,
     text_lines,
 )
+from clusterbench.jsontext import compact, loads
 from clusterbench.records import INCOMPLETE, RUN_STATUSES, Measurement, Run
 from clusterbench.store.packs import ROWS, Pack, Packs
 
@@ -296,7 +297,7 @@ class _Pending:
         key_at = {k: i for i, k in enumerate(dict.fromkeys(keyed))}
         text_at = {t: i for i, t in enumerate(dict.fromkeys(texts))}
         rows = list(zip(map(key_at.__getitem__, keyed), map(text_at.__getitem__, texts), values))
-        body = '{"k":' + _COMPACT(list(key_at)) + ',"p":[' + ",".join(text_at) + '],"r":' + _COMPACT(rows) + "}"
+        body = '{"k":' + compact(list(key_at)) + ',"p":[' + ",".join(text_at) + '],"r":' + compact(rows) + "}"
         pack = Pack(ROWS, len(rows), body, tuple(dict.fromkeys(k[0] for k in key_at)))
         # What the store indexes: the run's headline records (families.headline), chosen here
         # from those of a headline metric, their params decoded (in ``valid``, mostly). Only they
@@ -330,7 +331,7 @@ class _ValidTexts:
             self.known.clear()
         text = "[" + ",".join(new) + "]"
         try:
-            docs = json.loads(text)   # all at once, without a hook called for each object
+            docs = loads(text)   # all at once, without a hook called for each object
         except (ValueError, RecursionError):
             docs = None
         # Each text one object, its keys each once, where (the usual case) every '{' is a text's

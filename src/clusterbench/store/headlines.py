@@ -23,6 +23,7 @@ from typing import Any
 
 from clusterbench.families import family_of
 from clusterbench.families.headline import Record, headline_metric, headline_records
+from clusterbench.jsontext import loads
 from clusterbench.records import Run
 from clusterbench.store.backend import Backend
 from clusterbench.store.nul import NUL
@@ -104,7 +105,7 @@ class RunHeadlines:
     def add_pack(self, pack: Pack) -> None:
         """The headline candidates of a pack a producer packed (or another database stored)."""
         if pack.format == ROWS:
-            doc = json.loads(pack.body)
+            doc = loads(pack.body)
             wanted = {i for i, (b, m, _u) in enumerate(doc["k"]) if m == headline_metric(b)}
             if wanted:
                 keys, plist = doc["k"], doc["p"]

@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 
 from clusterbench.families import metric_of
 from clusterbench.families.base import Metric
+from clusterbench.jsontext import loads
 from clusterbench.records import Measurement
 
 ROWS = "rows"
@@ -132,7 +133,7 @@ def packs_to_store(rows: Iterable[MeasurementRow] | Iterable[tuple[str, str, flo
 
 
 def _rows_rows(body: str) -> Iterator[MeasurementRow]:
-    doc = json.loads(body)
+    doc = loads(body)
     keys, plist = doc["k"], [json.dumps(p) for p in doc["p"]]
     for k, i, v in doc["r"]:
         b, m, u = keys[k]
@@ -140,7 +141,7 @@ def _rows_rows(body: str) -> Iterator[MeasurementRow]:
 
 
 def _rows_measurements(body: str, keep: Keep | None = None, shared: bool = False) -> Iterator[Measurement]:
-    doc = json.loads(body)
+    doc = loads(body)
     keys, plist = doc["k"], doc["p"]
     relabel = [_relabelled(*key) for key in keys]
     kept = [keep is None or keep(b, m) for b, m, _ in keys]
@@ -191,7 +192,7 @@ def benchmarks_of(pack: Pack) -> tuple[str, ...]:
     try:
         if pack.format == TABLE:
             return (_table_benchmark(json.loads(pack.body.partition("\n")[0])),)
-        return _rows_benchmarks(json.loads(pack.body))
+        return _rows_benchmarks(loads(pack.body))
     except RecursionError:   # nested thousands deep: Python's parser gives up
         raise ValueError(f"a pack body is nested more than {sys.getrecursionlimit()} levels deep") from None
     except json.JSONDecodeError as e:
@@ -374,7 +375,7 @@ def param_values(fmt: str, body: str, key: str) -> Iterator[Any]:
     """The value of the param ``key`` of each of a pack's records, in order (None where a record
     has none), without making the records: a rows pack's once per parameter set it stores."""
     if fmt == ROWS:
-        doc = json.loads(body)
+        doc = loads(body)
         plist, done = doc["p"], set()
         for _k, i, _v in doc["r"]:
             if i not in done:
