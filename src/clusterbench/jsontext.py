@@ -32,10 +32,10 @@ def loads(text: str | bytes) -> Any:
 
 
 def compact(obj: Any) -> str:
-    """``obj`` as compact JSON text, for values without NaN or infinities (msgspec writes them as
-    null, ``json`` as the non-standard ``NaN``): what ``json.loads`` of it gives is ``obj`` with
-    tuples as lists. For what ``json`` can write (msgspec would write bytes as base64 text);
-text that is not UTF-8 (a lone surrogate) is written by ``json``."""
+    """``obj`` as compact JSON text: what ``json.loads`` of it gives is ``obj`` with tuples as
+    lists. For what ``json`` can write (msgspec would write bytes as base64 text) without NaN or
+    infinities (msgspec writes them as null, ``json`` as the non-standard ``NaN``); text that is
+    not UTF-8 (a lone surrogate) is written by ``json``."""
     try:
         return _encode(obj).decode()
     except (msgspec.EncodeError, TypeError, ValueError, OverflowError, RecursionError):
