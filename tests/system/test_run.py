@@ -112,10 +112,13 @@ def _busy_hogs(n: int) -> list[subprocess.Popen]:
                              start_new_session=True) for _ in range(n)]
 
 
+def _python_child(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *argv], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(SRC)})
+
+
 def _cli_child(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "clusterbench", *argv], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-                          env={**os.environ, "PYTHONPATH": str(SRC)})
+    return _python_child("-m", "clusterbench", *argv, timeout=timeout)
 
 
 @pytest.fixture
@@ -149,9 +152,7 @@ main(["run", "--no-preflight", "--telemetry-interval", "0", "--db", sys.argv[1]]
 
 def test_a_run_on_a_busy_node_prints_one_warning_block(tmp_path, busy_node):
     # before: 13 warnings on a busy 2-core node, two long lines per op with the same advice
-    done = subprocess.run([sys.executable, "-c", _SMALL_SUITE, str(tmp_path / "r.db")], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=300, stdin=subprocess.DEVNULL,
-                          env={**os.environ, "PYTHONPATH": str(SRC)})
+    done = _python_child("-c", _SMALL_SUITE, str(tmp_path / "r.db"))
     assert done.returncode == 0, done.stdout[-3000:]
     lines = done.stdout.splitlines()
     assert sum(line.startswith("# warning:") for line in lines) <= 1, done.stdout
