@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 
+import msgspec
 import pytest
 
 from clusterbench.ingest import clusterbench_jsonl as cj
@@ -35,11 +36,15 @@ def _runs(lines: list[str]) -> list[tuple]:
     return out
 
 
+def _never_decoded(text: str) -> list:
+    raise msgspec.DecodeError("the stretches' decoder left out")
+
+
 def _general(monkeypatch, lines: list[str]) -> list[tuple]:
     """The runs as the general reader alone finds them."""
     with monkeypatch.context() as mp:
         mp.setattr(cj, "_OWN", re.compile(r"(?!)"))
-        mp.setattr(cj, "_OWN_ROWS", re.compile(r"(?!)"))
+        mp.setattr(cj, "_OWN_ROWS", _never_decoded)
         return _runs(lines)
 
 
@@ -56,6 +61,16 @@ ODD_LINES = [
                                   '"value": 1, "unit": "", "params": {}}'),
     _m(1.0, {"bytes": 8}, run=1).replace('"bytes": 8}', '"bytes": 8} , "more": {}'),
     "{not json", "",
+    # the stretch decoder's traps: a key twice, an extra key, two objects on a line, an object
+    # taking the next line, values json reads otherwise
+    _m(1.0)[:-1] + ', "value": 500}', _m(1.0)[:-1] + ', "extra": 1}', _m(1.0) + ", " + _m(3.0),
+    _m(1.0)[:-1] + ', "benchmark": "stream"}', _m(1.0, metric="value"), _m(1.0, unit='"value"'),
+    _m(1.0).replace('"root": -1}', '"root": [-1'), _m(1.0).replace('"value": 1.0', '"value": true'),
+    _m(1.0).replace('"run": 1', '"run": 1.0'), _m(1.0).replace('"run": 1', '"run": true'),
+    _m(1.0).replace('"run": 1', '"run": 123456789012345678901234567890'), _m(9007199254740993),
+    _m(1.0).replace('"value": 1.0', '"value": NaN'), _m(1.0).replace('"value": 1.0', '"value" : 1.0'),
+    _m(1.0, params=[1]), _m(1.0, params="x"), _m(1.0).replace('"params": {"bytes": 8, "root": -1}', '"params": null'),
+    _m(1.0, metric="a:b"), _m(1.0, unit="x: y"), _m(1.0, benchmark="a\\b\u00e9"), _m(1.0, {"x": "\ud800"}), _m(0.1 + 0.2), _m(-1e-310),
 ]
 
 
