@@ -32,3 +32,15 @@ def test_the_memo_stops_growing_at_its_bound(monkeypatch):
     for host in range(10):
         assert text({"host": f"h{host}"}) == f'{{"host": "h{host}"}}'
         assert len(text._memo) <= 3
+
+
+def test_the_key_tells_params_apart_exactly_as_their_texts_do():
+    text = ParamsText(IDENTITY_PARAMS)
+    cases = [{"x": 1}, {"x": 1.0}, {"x": True}, {"x": "1"}, {"x": 0.0}, {"x": -0.0}, {"x": None}, {"x": [1, 2]},
+             {"b": 2, "a": 1, "host": "h1"}, {"a": 1, "b": 2, "host": "h2"}, {"a": 1, "b": "2"}, {"a": 1},
+             {"a": 1, "device": "3"}, {"a": None}, {"a": "None"}, {"a": 1, "b": 2.0}]
+    for p in cases:
+        for q in cases:
+            assert (text.key(p) == text.key(q)) == (text(p) == text(q)), (p, q)
+            if text(p) == text(q):
+                assert hash(text.key(p)) == hash(text.key(q))

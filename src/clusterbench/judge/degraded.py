@@ -69,9 +69,10 @@ def find_degraded(rows: list[Row], threshold: float = 3.5, min_rel_dev: float = 
 def scan_degraded(rows: list[Row], threshold: float = 3.5, min_rel_dev: float = 0.05) -> Scan:
     """``find_degraded`` with what it could judge (``Scan``)."""
     groups: dict[tuple, list[Row]] = {}
-    text = ParamsText(IDENTITY_PARAMS)   # compare.group_key, each distinct params written once
+    text = ParamsText(IDENTITY_PARAMS)   # compare.group_key's grouping, without writing each row's JSON
     # a fleet's night is 400,000 rows of a few dozen (benchmark, metric): their metric looked up once
     metrics: dict[tuple[str, str], tuple[bool, Metric | None]] = {}
+    key = text.key
     for r in rows:
         m = r.m
         bm = (m.benchmark, m.metric)
@@ -79,10 +80,10 @@ def scan_degraded(rows: list[Row], threshold: float = 3.5, min_rel_dev: float = 
         if known is None:
             known = metrics[bm] = (is_judged(*bm), metric_of(*bm))
         if known[0] and not (known[1] is not None and known[1].describes_spread(m.params)):
-            groups.setdefault((m.benchmark, m.metric, text(m.params)), []).append(r)
+            groups.setdefault((m.benchmark, m.metric, key(m.params)), []).append(r)
     found = []
     judged = most = 0
-    for (bench, metric, params_json), grp in groups.items():
+    for (bench, metric, _), grp in groups.items():
         # one unit for all hosts (a host imported in MB/s is not 1000x faster); units that do not
         # convert into each other cannot be ranked at all
         converted = common_unit(grp)
@@ -101,8 +102,10 @@ def scan_degraded(rows: list[Row], threshold: float = 3.5, min_rel_dev: float = 
             judged += 1
             values = {k: v[0] if len(v) == 1 else median(v) for k, v in per.items()}
             hib = higher_is_better(bench, metric, unit)
-            for o in flag_outliers(values, threshold=threshold, higher_is_better=hib, min_rel_dev=min_rel_dev):
-                found.append(Degraded(bench, metric, json.loads(params_json), unit, by, o))
+            flagged = flag_outliers(values, threshold=threshold, higher_is_better=hib, min_rel_dev=min_rel_dev)
+            if flagged:
+                params = json.loads(text(grp[0].m.params))   # the group's params as their text reads
+                found += [Degraded(bench, metric, dict(params), unit, by, o) for o in flagged]
     found.sort(key=lambda d: -abs(d.outlier.z))
     return Scan(found, judged, most)
 

@@ -5,7 +5,7 @@ fleet runs groups 400,000 records; writing each one's JSON took more time than t
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 # The texts kept: the memo is emptied when it holds more (params that keep a host's name, or a
@@ -45,3 +45,12 @@ class ParamsText:
                 self._memo.clear()
             text = self._memo[key] = params_json(self.kept(params))
         return text
+
+    def key(self, params: Mapping[str, Any]) -> Hashable:
+        """What tells records' params apart as their texts would, for grouping: the kept items
+        themselves where every value is a text, a whole number or None (their equality is their
+        JSON's), else the text."""
+        if not _EXACT.issuperset(map(type, params.values())):
+            return params_json(self.kept(params))
+        drop = self._drop
+        return frozenset([kv for kv in params.items() if kv[0] not in drop])
