@@ -1,5 +1,6 @@
 """Tests of clusterbench.ingest.clusterbench_jsonl: clusterbench's own JSON lines read back, the
-lines of its own format by one expression, every other line as any JSON line, with the same runs."""
+lines of its own format in stretches decoded at once (or one expression a line behind a prefix), every
+other line as any JSON line, with the same runs."""
 
 from __future__ import annotations
 
