@@ -72,6 +72,7 @@ ODD_LINES = [
     _m(1.0).replace('"value": 1.0', '"value": NaN'), _m(1.0).replace('"value": 1.0', '"value" : 1.0'),
     _m(1.0, params=[1]), _m(1.0, params="x"), _m(1.0).replace('"params": {"bytes": 8, "root": -1}', '"params": null'),
     _m(1.0, metric="a:b"), _m(1.0, unit="x: y"), _m(1.0, benchmark="a\\b\u00e9"), _m(1.0, {"x": "\ud800"}), _m(0.1 + 0.2), _m(-1e-310),
+    _m(1.0).replace("all_reduce", "all\ud800reduce"),   # not escaped: a text given as lines, not read from a file
 ]
 
 

@@ -649,7 +649,7 @@ def iter_parse(lines: Iterable[str], name: str = "", *, first_line: int = 0, run
         # the line feed into its params' text
         try:
             rows = _OWN_ROWS("[" + text[:-1].replace("\n", ",\n") + "]")
-        except msgspec.DecodeError:   # its ValidationError too
+        except (msgspec.DecodeError, UnicodeEncodeError):   # its ValidationError too; a lone surrogate in the text
             return 0
         if len(rows) != count:
             return 0

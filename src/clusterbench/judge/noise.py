@@ -215,19 +215,17 @@ def check(measurements: Sequence[Measurement], repeating: bool = False,
         by_bench.setdefault(s.benchmark, []).append(s)
     out = []
     for bench, rows in by_bench.items():
-        names: dict[int, str] = {}
         firsts = [(r, ratio) for r in rows if (ratio := first_slow(r)) is not None]
+        spread = [(r, reasons) for r in rows if (reasons := spread_reasons(r))]
+        names = _labels(rows) if firsts or spread else {}   # only where a row is named
         if firsts:
             worst, ratio = max(firsts, key=lambda x: x[1])
-            names = names or _labels(rows)   # only where a row is named
             what = f"{names[id(worst)]}: {compact(ratio, 1)}x the median"
             out.append(NoiseWarning(bench, FIRST, len(firsts), len(rows), what, (
                 f"{bench}: the first iteration of {_rows(len(firsts), len(rows))} is much slower than "
                 f"the rest ({what}): {WARM_UP}"), ratio))
-        spread = [(r, reasons) for r in rows if (reasons := spread_reasons(r))]
         if spread:
             worst, reasons = max(spread, key=lambda x: _severity(x[0]))
-            names = names or _labels(rows)
             what = f"{names[id(worst)]}: {', '.join(reasons)}"
             out.append(NoiseWarning(bench, SPREAD, len(spread), len(rows), what, (
                 f"{bench}: {_rows(len(spread), len(rows))} {'varies' if len(spread) == 1 else 'vary'} a lot "
