@@ -20,7 +20,8 @@ import msgspec
 
 _decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
-_COMPACT = json.JSONEncoder(separators=(",", ":")).encode
+# json's own compact text (NaN and infinities written as json writes them): where ``compact`` cannot
+json_compact = json.JSONEncoder(separators=(",", ":")).encode
 
 
 def loads(text: str | bytes) -> Any:
@@ -39,4 +40,4 @@ def compact(obj: Any) -> str:
     try:
         return _encode(obj).decode()
     except (msgspec.EncodeError, TypeError, ValueError, OverflowError, RecursionError):
-        return _COMPACT(obj)
+        return json_compact(obj)

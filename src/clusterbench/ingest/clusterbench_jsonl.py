@@ -55,7 +55,7 @@ from clusterbench.ingest.common import (
     shown,
     text_lines,
 )
-from clusterbench.jsontext import compact, loads
+from clusterbench.jsontext import compact, json_compact, loads
 from clusterbench.records import INCOMPLETE, RUN_STATUSES, Measurement, Run
 from clusterbench.store.packs import ROWS, Pack, Packs
 
@@ -314,7 +314,6 @@ class _Pending:
         return ImportedRun(run, packs=Packs([pack], chosen, series=[series_params(r[4]) for r in chosen]))
 
 
-_COMPACT = json.JSONEncoder(separators=(",", ":")).encode
 _canonical = json.JSONEncoder(sort_keys=True, default=str).encode   # json.dumps(p, sort_keys=True, default=str)
 
 
@@ -568,7 +567,7 @@ def iter_parse(lines: Iterable[str], name: str = "", *, first_line: int = 0, run
             return obj
         m = _measurement(obj, where)   # checks the run id before it is a key
         return ((origin, obj.get("run")), (m.benchmark, m.metric, float(m.value), m.unit, m.params,
-                                           _COMPACT(m.params)), _canonical(m.params))
+                                           json_compact(m.params)), _canonical(m.params))
 
     def reread(n: int, line: str) -> tuple[_Key, _Read, str] | None:
         found = general(n, line)
