@@ -19,7 +19,7 @@ def test_judged_percentages_stay_short_at_the_extremes():
     from clusterbench.judge.text import cv_text
 
     assert cv_text(1e200) == "1e+202%" and cv_text(0.0123) == "1.2%" and cv_text(None) == "-"
-    stats = RowStats("all_reduce", "8 B", {"min": 1e-300, "max": 1e10, "median": 1e-300, "mad": 1e-301, "cv": 1e200})
+    stats = RowStats("all_reduce", {"min": 1e-300, "max": 1e10, "median": 1e-300, "mad": 1e-301, "cv": 1e200})
     reasons = spread_reasons(stats)
     assert reasons and max(len(r) for r in reasons) < 60, reasons
 

@@ -45,14 +45,18 @@ FIRST, SPREAD = "first", "spread"
 _ALIASES = {"best": "min", "mean": "avg", "stdev": "stddev", "std": "stddev", "p50": "median"}
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class RowStats:
-    """The iteration statistics of one row."""
+    """The iteration statistics of one row (a night's report makes 100,000: a plain slotted
+    class, its label written only where a warning names the row)."""
 
     benchmark: str
-    label: str
     stats: dict[str, float]
     params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return _label(self.benchmark, self.params)
 
     def get(self, name: str) -> float | None:
         return self.stats.get(name)
@@ -147,7 +151,7 @@ def row_stats(measurements: Iterable[Measurement]) -> list[RowStats]:
         else:
             stat = str(m.params.get("stat", ""))
             stats[_ALIASES.get(stat, stat)] = m.value
-    return [RowStats(bench, _label(bench, params), stats, params) for (bench, _), (params, stats) in rows.items()]
+    return [RowStats(bench, stats, params) for (bench, _), (params, stats) in rows.items()]
 
 
 def _z(x: float, median: float, mad: float) -> float:
