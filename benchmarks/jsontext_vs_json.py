@@ -8,10 +8,8 @@ read back by trend, report, baseline and export) decoded by ``jsontext.loads`` a
 The text is one night of the fleet store's JSON lines (``fleet_scale.write_night``: 418
 measurements of an 8-GPU node a run). Each round parses it twice in this process, once each way,
 alternating which goes first; CPU time (``time.process_time``) of each parse is printed, then the
-medians and their ratio. (Since the stretches of clusterbench's own lines are decoded by msgspec
-in the parser itself, both ways decode those alike: the comparison is of jsontext alone.) Both
-ways must give the same runs, measurement for measurement, or the script exits 1: a speed-up
-that changes the answer is not one.
+medians and their ratio. Both ways must give the same runs, measurement for measurement, or the
+script exits 1: a speed-up that changes the answer is not one.
 
     python benchmarks/jsontext_vs_json.py                 # 1,000 runs, 5 rounds
     python benchmarks/jsontext_vs_json.py --hosts 200 --rounds 9

@@ -53,7 +53,7 @@ def _reference(store: Store, run_ids, since=None) -> dict:
 
 
 def _got(values) -> dict:
-    from clusterbench.families.headline import series_params as params_text
+    from clusterbench.store.headlines import params_text
 
     out = {}
     for v in values:
@@ -65,7 +65,7 @@ def _got(values) -> dict:
 def _normal(ref: dict) -> dict:
     import json
 
-    from clusterbench.families.headline import series_params as params_text
+    from clusterbench.store.headlines import params_text
 
     out = {}
     for (host, nodes, bench, params), value in ref.items():

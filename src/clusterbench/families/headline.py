@@ -4,7 +4,6 @@ exports by default (each family's ``HeadlineRows``), chosen once per run as it i
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -13,14 +12,6 @@ from clusterbench.families.base import HeadlineRows
 
 # benchmark, metric, value, unit, params
 Record = tuple[str, str, float, str, dict[str, Any]]
-# a series' params as JSON text: sorted keys, compact
-series_json = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str).encode
-
-
-def series_params(params: dict[str, Any]) -> str:
-    """A headline record's params as its series stores them (``store.headlines``): without
-    ``host`` (a column of its own), keys sorted."""
-    return series_json({k: v for k, v in params.items() if k != "host"})
 
 
 @functools.lru_cache(maxsize=4096)   # the family table is fixed; asked once per stored record

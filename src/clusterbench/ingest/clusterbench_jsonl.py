@@ -34,7 +34,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import operator
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -42,9 +41,7 @@ from datetime import datetime
 from itertools import compress, repeat
 from typing import Any
 
-import msgspec
-
-from clusterbench.families.headline import headline_metric, headline_records, series_params
+from clusterbench.families.headline import headline_metric, headline_records
 from clusterbench.ingest.common import (
     IMPORT_BENCHMARK,
     ImportedRun,
@@ -310,8 +307,7 @@ class _Pending:
         known = valid.known if valid is not None else {}
         candidates = [(b, m, v, u, p if p is not None else known.get(t) or json.loads(t))
                       for b, m, v, u, p, t in compress(self.records, picked)]
-        chosen = headline_records(candidates)
-        return ImportedRun(run, packs=Packs([pack], chosen, series=[series_params(r[4]) for r in chosen]))
+        return ImportedRun(run, packs=Packs([pack], headline_records(candidates)))
 
 
 _canonical = json.JSONEncoder(sort_keys=True, default=str).encode   # json.dumps(p, sort_keys=True, default=str)
@@ -475,8 +471,7 @@ def _refuse_if_mixed(earlier: _Records, record: _Record, run_id: Any) -> None:
 
 
 # clusterbench's own measurement line as report/jsonl.py prints it (json.dumps' separators, its
-# keys in this order), texts without escapes: a line of them behind a prefix read by this
-# expression, its params looked up (a stretch of them at lines' starts: ``_OwnRow``).
+# keys in this order), texts without escapes: read by this expression, its params looked up.
 _OWN_START = '{"kind": "measurement", "run": '
 _TEXT = r'"([^"\\\x00-\x1f]*)"'   # a JSON string without escapes or control characters
 _OWN_LINE = (r'\{"kind": "measurement", "run": (-?(?:0|[1-9][0-9]*)|null), "benchmark": ' + _TEXT
@@ -485,23 +480,9 @@ _OWN_LINE = (r'\{"kind": "measurement", "run": (-?(?:0|[1-9][0-9]*)|null), "benc
 _OWN = re.compile(_OWN_LINE + r"[ \t\r\n]*$")
 
 
-class _OwnRow(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    """A measurement line of a stretch (``iter_parse``'s ``stretch``), decoded in C with the
-    others of its stretch; its params kept as their text."""
-
-    kind: str
-    run: int | None
-    benchmark: str
-    metric: str
-    value: float
-    unit: str
-    params: msgspec.Raw
-
-
-_OWN_ROWS = msgspec.json.Decoder(list[_OwnRow]).decode
-_OWN_KEY_COUNT = len(_OwnRow.__struct_fields__)
-_OWN_FIELDS = operator.attrgetter("run", "benchmark", "metric", "value", "unit", "params")
-_EXACT_FLOAT = float(1 << 53)   # an integer beyond it is a float as json rounds it, not msgspec
+# A stretch of such lines (each ending with its line feed) read at once: the same expression,
+# anchored at each line's start, so that a line that is not one leaves a match short.
+_OWN_ROWS = re.compile("^" + _OWN_LINE + r"[ \t\r]*\n", re.M)
 # the line feed before a line that does not start as clusterbench's own measurement line
 _NOT_OWN = re.compile(r"\n(?!" + re.escape(_OWN_START) + ")")
 # no line is longer (ingest.MAX_LINE, which this module cannot import: the package reads it first)
@@ -638,36 +619,26 @@ def iter_parse(lines: Iterable[str], name: str = "", *, first_line: int = 0, run
 
     def stretch(n: int, text: str) -> int:
         """Lines ``n + 1`` on (``text``), each starting as clusterbench's own measurement line,
-        decoded at once (``_OwnRow``: no Python step per line): how many; 0, with nothing taken, where
-        they might not read as each line read on its own does (a key given twice, a line that is
-        not one object, a value json reads otherwise) or are not all of one run id: then they
-        are read one by one. (A lone surrogate escape the decoder refuses, as the lines' reader.)"""
+        taken at once (``_OWN_ROWS``: no Python step per line): how many; 0, with nothing taken,
+        where one of them is not exactly such a line, a value is not finite or they are not all
+        of one run id: then they are read one by one."""
         nonlocal last
-        count = text.count("\n")
-        # each line feed a comma and a line feed: an object that does not end on its line takes
-        # the line feed into its params' text
-        try:
-            rows = _OWN_ROWS("[" + text[:-1].replace("\n", ",\n") + "]")
-        except (msgspec.DecodeError, UnicodeEncodeError):   # its ValidationError too; a lone surrogate in the text
+        if "\\u" in text:
             return 0
+        rows = _OWN_ROWS.findall(text)
+        count = text.count("\n")
         if len(rows) != count:
             return 0
-        runs, benches, metrics, values, units, raws = zip(*map(_OWN_FIELDS, rows))
+        runs, benches, metrics, texts, units, params = zip(*rows)
         if runs.count(runs[0]) != count:
             return 0
-        params = [str(r, "utf-8") for r in raws]
-        inner = "".join(params)
-        # every line holds its seven keys once (no other is decoded): a colon each outside the
-        # params, where the texts hold none
-        if "\n" in inner or text.count(":") != _OWN_KEY_COUNT * count + inner.count(":") or any(
-                ":" in t for t in (*dict.fromkeys(benches), *dict.fromkeys(metrics), *dict.fromkeys(units))):
+        values = list(map(float, texts))
+        if math.inf in values or -math.inf in values:   # 1e999: the line-by-line reading refuses it
             return 0
-        if not -_EXACT_FLOAT < min(values) <= max(values) < _EXACT_FLOAT:   # 1e999 too: json refuses it
-            return 0
-        if 0.0 in values and any(math.copysign(1.0, v) < 0 for v in values if v == 0):
-            return 0   # json reads -0 as 0, msgspec as -0.0
-        key = ("", runs[0])
-        pending.setdefault(key, _Pending(key)).extend(n + 1, text, benches, metrics, list(values), units, params)
+        if "-0" in texts:   # as JSON reads it: an integer first (-0 is 0, not -0.0)
+            values = [0.0 if t == "-0" else v for t, v in zip(texts, values)]
+        key = ("", None if runs[0] == "null" else int(runs[0]))
+        pending.setdefault(key, _Pending(key)).extend(n + 1, text, benches, metrics, values, units, params)
         last = None
         return count
 

@@ -22,13 +22,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from clusterbench.families import family_of
-from clusterbench.families.headline import (
-    Record,
-    headline_metric,
-    headline_records,
-    series_json,
-    series_params,
-)
+from clusterbench.families.headline import Record, headline_metric, headline_records
 from clusterbench.jsontext import loads
 from clusterbench.records import Run
 from clusterbench.store.backend import Backend
@@ -46,6 +40,7 @@ from clusterbench.store.packs import (
 UNKNOWN_TIME = -1.0e300
 SERIES_COLS = ("id", "host", "nodes", "benchmark", "metric", "unit", "params")
 HEADLINE_COLS = ("run_id", "series_id", "started", "value")
+_dumps = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str).encode
 
 SeriesKey = tuple[str, int, str, str, str, str]   # host, nodes, benchmark, metric, unit, params JSON
 
@@ -68,6 +63,11 @@ def run_hosts(run: Run) -> list[str]:
     return list(dict.fromkeys(run.hosts)) or ["unknown"]
 
 
+def params_text(params: dict[str, Any]) -> str:
+    """A series' params as stored: without ``host`` (a column of its own), keys sorted."""
+    return _dumps({k: v for k, v in params.items() if k != "host"})
+
+
 class RunHeadlines:
     """The headline records of one run, gathered as its measurements are stored."""
 
@@ -75,8 +75,6 @@ class RunHeadlines:
         self.run = run
         self.records: list[Record] = []
         self.tapped = False   # the records came through ``tap``: no pack needs reading
-        # the records' ``series_params``, where their producer chose them (``Packs.series``)
-        self.texts: list[str] | None = None
 
     def pack(self, pack: Pack) -> None:
         """A pack about to be stored: read for its headline records unless they were tapped."""
@@ -97,14 +95,10 @@ class RunHeadlines:
             yield row
 
     def take(self, rows: Iterable[tuple[str, str, float, str, dict[str, Any] | str]],
-             known: Mapping[str, dict[str, Any]], texts: Sequence[str] | None = None) -> None:
+             known: Mapping[str, dict[str, Any]]) -> None:
         """``tap`` for records a producer decoded already (``Packs.decoded``): the headline
-        candidates kept, a params text decoded only for them (``known``: texts decoded already);
-        ``texts``: where the producer chose the headline records (``Packs.series``), their
-        ``series_params``."""
+        candidates kept, a params text decoded only for them (``known``: texts decoded already)."""
         self.tapped = True
-        if texts is not None:
-            self.texts = list(texts)
         self.records += [(b, m, float(v), u, p if not isinstance(p, str) else known.get(p) or json.loads(p))
                          for b, m, v, u, p in rows if m == headline_metric(b)]
 
@@ -124,11 +118,8 @@ class RunHeadlines:
         """(series key, value) of each headline record, once per host it belongs to."""
         hosts = run_hosts(self.run)
         out: list[tuple[SeriesKey, float]] = []
-        if self.texts is not None and len(self.texts) == len(self.records):
-            chosen = zip(self.records, self.texts)   # chosen, their texts written, in a worker process
-        else:
-            chosen = ((r, series_params(r[4])) for r in headline_records(self.records))
-        for (benchmark, metric, value, unit, params), text in chosen:
+        for benchmark, metric, value, unit, params in headline_records(self.records):
+            text = params_text(params)
             if params.get("host") is not None:
                 out.append(((str(params["host"]), 1, benchmark, metric, unit, text), value))
             else:
@@ -199,7 +190,7 @@ class SeriesIds:
                     f"INSERT INTO series ({', '.join(cols)}) VALUES {', '.join([row] * len(chunk))}"
                     f" ON CONFLICT ({', '.join(cols)}) DO NOTHING RETURNING {', '.join(SERIES_COLS)}",
                     [v for k in chunk for v in k]).fetchall():
-                text = params if isinstance(params, str) else series_json(params)   # jsonb: a dict
+                text = params if isinstance(params, str) else _dumps(params)   # jsonb: a dict
                 key = (host, int(nodes), bench, metric, unit, text)
                 self.known[key] = int(sid)
                 wanted.discard(key)
@@ -214,7 +205,7 @@ class SeriesIds:
             for sid, host, nodes, bench, metric, unit, params in self.db.execute(
                     f"SELECT id, host, nodes, benchmark, metric, unit, params FROM series WHERE host IN"
                     f" ({','.join('?' * len(chunk))})", chunk):
-                text = params if isinstance(params, str) else series_json(params)   # PostgreSQL's jsonb: a dict
+                text = params if isinstance(params, str) else _dumps(params)   # PostgreSQL's jsonb: a dict
                 self.known[(host, int(nodes), bench, metric, unit, text)] = int(sid)
         self.hosts.update(hosts)
 

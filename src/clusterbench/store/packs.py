@@ -65,7 +65,7 @@ class Packs:
 
     def __init__(self, packs: Sequence[Pack],
                  decoded: Sequence[tuple[str, str, float, str, dict[str, Any] | str]] | None = None,
-                 params: Mapping[str, dict[str, Any]] | None = None, series: Sequence[str] | None = None) -> None:
+                 params: Mapping[str, dict[str, Any]] | None = None) -> None:
         self.packs = list(packs)
         self._count = sum(p.count for p in self.packs)   # asked for several times per run
         # the same records as (benchmark, metric, value, unit, params), where the producer has
@@ -75,9 +75,6 @@ class Packs:
         # the producer decoded already) or else read.
         self.decoded = decoded
         self.params = params or {}
-        # where ``decoded`` are the run's headline records, chosen by the producer: the params
-        # text of each as its series stores it (``families.headline.series_params``)
-        self.series = series
 
     def __len__(self) -> int:
         return self._count

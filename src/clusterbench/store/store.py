@@ -328,7 +328,7 @@ class Store:
         # the headline records are kept as the rows are packed, or read from a producer's packs
         found = RunHeadlines(run)
         if isinstance(rows, Packs) and rows.decoded is not None:
-            found.take(rows.decoded, rows.params, rows.series)   # what the producer decoded: no pack read again
+            found.take(rows.decoded, rows.params)   # what the producer decoded: no pack is read again
         packs = packs_to_store(rows if isinstance(rows, Packs) else found.tap(rows))
         telemetry = list(telemetry)
         refuse_nul_in_run(run, uid, telemetry)
