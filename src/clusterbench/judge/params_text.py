@@ -27,18 +27,17 @@ class ParamsText:
 
     def __init__(self, drop: frozenset[str] | set[str] = frozenset()) -> None:
         self._drop = frozenset(drop)
-        self._memo: dict[tuple[Any, ...], str] = {}
+        self._memo: dict[Hashable, str] = {}
 
     def kept(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """The params less ``drop``, in their order."""
         return {k: v for k, v in params.items() if k not in self._drop}
 
     def __call__(self, params: Mapping[str, Any]) -> str:
-        if not _EXACT.issuperset(map(type, params.values())):
-            return params_json(self.kept(params))
+        key = self.key(params)
+        if isinstance(key, str):
+            return key
         # keyed by what is kept: the same few hundred texts for every host of a fleet
-        drop = self._drop
-        key = tuple([kv for kv in params.items() if kv[0] not in drop])
         text = self._memo.get(key)
         if text is None:
             if len(self._memo) >= MEMO_SIZE:
