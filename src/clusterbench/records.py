@@ -82,6 +82,26 @@ class Measurement:
         return self.params.get(key, default)
 
 
+_new = object.__new__
+_set = object.__setattr__
+
+
+def stored_measurement(benchmark: str, metric: str, value: float, unit: str, params: Params) -> Measurement:
+    """A Measurement of a record read back from the store, whose fields were checked when it
+    was stored: made without ``__init__``, its call and its checks (a report of a
+    fleet's night makes 400,000), its value still refused where it is NaN."""
+    if value != value:
+        raise ValueError(f"{benchmark}/{metric}: NaN is not a measurement")
+    m = _new(Measurement)
+    # field by field, in __init__'s order: the instance keeps the class's shared key table
+    _set(m, "benchmark", benchmark)
+    _set(m, "metric", metric)
+    _set(m, "value", value)
+    _set(m, "unit", unit)
+    _set(m, "params", params)
+    return m
+
+
 @dataclass
 class Run:
     """A run: one invocation of a benchmark (or one imported log) with its context."""

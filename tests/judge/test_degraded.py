@@ -48,3 +48,81 @@ def test_the_scan_says_when_it_could_judge_nothing() -> None:
     assert f"{MIN_IDENTITIES} or more hosts or devices (at most 2 here)" in two.skip_reason()
     three = scan_degraded(rows({"a": 100.0, "b": 101.0, "c": 99.0}))
     assert not three.skipped and three.judged == 1 and three.found == []
+
+
+def _reference_scan(rows: list[Row], threshold: float = 3.5, min_rel_dev: float = 0.05) -> list[tuple]:
+    """The scan written out row by row, as its docstring says it works: rows grouped by
+    (benchmark, metric, params less identity as JSON), each identity's values (their median where
+    it has several) ranked by the modified z-score."""
+    import json
+
+    from clusterbench.families import IDENTITY_PARAMS, higher_is_better, is_judged, metric_of
+    from clusterbench.judge.compare import common_unit
+    from clusterbench.judge.degraded import IDENTITIES, MIN_IDENTITIES
+    from clusterbench.judge.outliers import flag_outliers
+    from clusterbench.judge.select import identity_of
+    from clusterbench.judge.stats import median
+
+    groups: dict[tuple, list[Row]] = {}
+    for r in rows:
+        m = r.m
+        known = metric_of(m.benchmark, m.metric)
+        if is_judged(m.benchmark, m.metric) and not (known is not None and known.describes_spread(m.params)):
+            kept = {k: v for k, v in m.params.items() if k not in IDENTITY_PARAMS}
+            groups.setdefault((m.benchmark, m.metric, json.dumps(kept, sort_keys=True, default=str)), []).append(r)
+    found = []
+    for (bench, metric, _), grp in groups.items():
+        converted = common_unit(grp)
+        if converted is None:
+            continue
+        unit, values = converted
+        for by in IDENTITIES:
+            identity = identity_of(grp, by)
+            per: dict[str, list[float]] = {}
+            for r, v in zip(grp, values):
+                if (k := identity(r)) is not None:
+                    per.setdefault(k, []).append(v)
+            if len(per) < MIN_IDENTITIES:
+                continue
+            for o in flag_outliers({k: median(v) for k, v in per.items()}, threshold=threshold,
+                                   higher_is_better=higher_is_better(bench, metric, unit), min_rel_dev=min_rel_dev):
+                found.append((bench, metric, by, o.key, o.value, o.median, o.z))
+    return sorted(found)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_scan_finds_what_a_row_by_row_reading_finds(seed: int) -> None:
+    """Hosts given as params, as ints, or only by their run; several runs of one host (medians);
+    devices on several hosts; node tags naming the host, another name, or none: the scan's
+    shortcuts (an identity's values built at once, a tag that splits the rows as the host does
+    ranked once) find what the plain reading finds, and count what it judged."""
+    import random
+
+    from clusterbench.judge.degraded import scan_degraded
+
+    rng = random.Random(seed)
+    hosts = [f"h{i}" for i in range(rng.randint(2, 9))]
+    slow = set(rng.sample(hosts, rng.randint(0, 2)))
+    tags = rng.choice(["host", "other", "none", "mixed"])
+    rows = []
+    for rid in range(rng.randint(len(hosts), 3 * len(hosts))):
+        h = hosts[rid % len(hosts)]
+        run_tags = {"host": {"node": h}, "other": {"node": f"n{rid % 4}"}, "none": {},
+                    "mixed": {"node": h} if rid % 3 else {}}[tags]
+        run = Run("coll", id=rid + 1, hosts=[h] if rng.random() < 0.9 else [h, "x"], tags=run_tags)
+        for dev in range(rng.randint(1, 3)):
+            for size in (1024, 2048):
+                value = rng.gauss(100.0, 1.0) * (0.6 if h in slow and dev == 0 else 1.0)
+                params: dict = {"bytes": size, "dtype": "float", "device": dev}
+                where = rng.random()
+                if where < 0.6:
+                    params["host"] = h
+                elif where < 0.7:
+                    params["host"] = int(h[1:])
+                unit = "GB/s" if rng.random() < 0.9 else "MB/s"
+                rows.append(Row(run, Measurement("all_reduce", "busbw", value * (1000 if unit == "MB/s" else 1),
+                                                 unit, params)))
+    scan = scan_degraded(rows)
+    got = sorted((d.benchmark, d.metric, d.by, d.outlier.key, d.outlier.value, d.outlier.median, d.outlier.z)
+                 for d in scan.found)
+    assert got == _reference_scan(rows)

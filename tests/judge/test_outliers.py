@@ -145,3 +145,37 @@ def test_outliers_near_the_largest_float_still_have_a_centre() -> None:
     found = flag_outliers({"a": 1.7e308, "b": 1.7e308, "c": 1.6e308, "d": 1.0e308})
     assert [o.key for o in found] == ["d"]
     assert found[0].median == pytest.approx(1.65e308)
+
+
+def _reference_flags(values: dict, threshold: float, higher_is_better: bool, min_rel_dev: float) -> list:
+    """flag_outliers' rule applied to every key in turn."""
+    med, scores = modified_z_scores(values)
+    off = {k for k, v in values.items() if float(v) != med}
+    exact = 2 * (len(values) - len(off)) > len(values)
+    out = []
+    for k, z in scores.items():
+        v = float(values[k])
+        rel = (v - med) / abs(med) if med != 0 else math.copysign(math.inf, v) if v != 0 else 0.0
+        if (z < 0 if higher_is_better else z > 0) and (abs(z) > threshold or (exact and k in off)) \
+                and abs(rel) > min_rel_dev:
+            out.append((k, v, med, z, rel))
+    return sorted(out, key=lambda o: -abs(o[3]))
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_flags_are_the_rule_applied_to_every_key(seed: int) -> None:
+    """Infinite values, exact majorities, negative medians, a threshold below zero, either side:
+    the keys flagged are those the rule picks when every key is tried."""
+    rng = random.Random(seed)
+    n = rng.randint(3, 40)
+    pool = [100.0, 100.0, 50.0, -20.0, 0.0, math.inf, -math.inf]
+    values = {f"k{i}": rng.choice(pool) if rng.random() < 0.3 else rng.gauss(100.0, rng.choice([0.1, 5.0, 40.0]))
+              for i in range(n)}
+    if rng.random() < 0.3:
+        values = {k: -v for k, v in values.items()}
+    threshold = rng.choice([3.5, 1.0, 0.0, -1.0])
+    hib = rng.random() < 0.5
+    rel = rng.choice([0.05, 0.0])
+    got = [(o.key, o.value, o.median, o.z, o.rel_dev)
+           for o in flag_outliers(values, threshold=threshold, higher_is_better=hib, min_rel_dev=rel)]
+    assert got == _reference_flags(values, threshold, hib, rel)

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from multiprocessing.connection import Connection
 from typing import Any, BinaryIO
 
+from clusterbench import collector
 from clusterbench.ingest.common import BOM
 from clusterbench.ranks.signals import die_with_parent, parent_gone
 
@@ -127,15 +128,11 @@ def receive(conn: Connection) -> tuple[list[Any], tuple[Any, ...]]:
     while True:
         # Unpickling a batch makes thousands of containers at once, none in a cycle: the
         # collector would only walk them over and over (0.5 s of a 200 MB import)
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            msg = conn.recv()
-        except (EOFError, OSError):   # the worker died
-            return [], ("again",)
-        finally:
-            if collecting:
-                gc.enable()
+        with collector.paused():
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):   # the worker died
+                return [], ("again",)
         if msg[0] != "runs":
             return runs, msg
         runs += msg[1]

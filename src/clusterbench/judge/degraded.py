@@ -90,19 +90,22 @@ def scan_degraded(rows: list[Row], threshold: float = 3.5, min_rel_dev: float = 
         if converted is None:
             continue
         unit, converted_values = converted
-        hosts = [_host(r) for r in grp]
+        hosts = _hosts(grp)
+        hib = higher_is_better(bench, metric, unit)
+        ranked: list[tuple[list[str | None], list[Outlier]]] = []   # identities ranked already
         for by in IDENTITIES:
-            per: dict[str, list[float]] = {}
-            for k, value in zip(_identities(grp, by, hosts), converted_values, strict=True):
-                if k is not None:
-                    per.setdefault(k, []).append(value)
-            most = max(most, len(per))
-            if len(per) < MIN_IDENTITIES:
-                continue
+            ids = _identities(grp, by, hosts)
+            # a node tag naming each row's host splits the rows as the host does: the same values
+            # give the same outliers
+            flagged = next((f for seen, f in ranked if seen == ids), None)
+            if flagged is None:
+                values = _by_identity(ids, converted_values)
+                most = max(most, len(values))
+                if len(values) < MIN_IDENTITIES:
+                    continue
+                flagged = flag_outliers(values, threshold=threshold, higher_is_better=hib, min_rel_dev=min_rel_dev)
+                ranked.append((ids, flagged))
             judged += 1
-            values = {k: v[0] if len(v) == 1 else median(v) for k, v in per.items()}
-            hib = higher_is_better(bench, metric, unit)
-            flagged = flag_outliers(values, threshold=threshold, higher_is_better=hib, min_rel_dev=min_rel_dev)
             if flagged:
                 params = json.loads(text(grp[0].m.params))   # the group's params as their text reads
                 found += [Degraded(bench, metric, dict(params), unit, by, o) for o in flagged]
@@ -110,20 +113,34 @@ def scan_degraded(rows: list[Row], threshold: float = 3.5, min_rel_dev: float = 
     return Scan(found, judged, most)
 
 
-def _host(r: Row) -> str | None:
-    """``r.key("host")``, written out: it is asked of every row of a fleet's night, by each identity."""
-    v = r.m.params.get("host")
-    if v is None:
-        return r.run.hosts[0] if len(r.run.hosts) == 1 else None
-    return str(v)
+def _hosts(grp: list[Row]) -> list[str | None]:
+    """``r.key("host")`` of each row, written out: it is asked of every row of a fleet's night."""
+    hosts = [v if v is None or type(v) is str else str(v) for v in [r.m.params.get("host") for r in grp]]
+    if None not in hosts:
+        return hosts
+    return [h if h is not None else r.run.hosts[0] if len(r.run.hosts) == 1 else None for h, r in zip(hosts, grp)]
+
+
+def _by_identity(ids: list[str | None], values: list[float]) -> dict[str, float]:
+    """Each identity's value (the median of its values where it has several), in first-seen
+    order; rows without one left out."""
+    one = dict(zip(ids, values))
+    if len(one) == len(ids):   # each identity once, the usual case: no list per identity
+        one.pop(None, None)
+        return one   # type: ignore[return-value]
+    per: dict[str, list[float]] = {}
+    for k, value in zip(ids, values, strict=True):
+        if k is not None:
+            per.setdefault(k, []).append(value)
+    return {k: v[0] if len(v) == 1 else median(v) for k, v in per.items()}
 
 
 def _identities(grp: list[Row], by: str, hosts: list[str | None]) -> list[str | None]:
-    """``identity_of(grp, by)`` of each row, ``hosts`` their ``_host``: a list at a time."""
+    """``identity_of(grp, by)`` of each row, ``hosts`` their ``_hosts``: a list at a time."""
     if by == "host":
         return hosts
     if by == "device":
-        devices = [None if (v := r.m.params.get("device")) is None else str(v) for r in grp]
+        devices = [v if v is None or type(v) is str else str(v) for v in [r.m.params.get("device") for r in grp]]
         if len(set(hosts) - {None}) < 2:
             return devices
         return [f"{h}:{d}" if d is not None and h else d for h, d in zip(hosts, devices)]

@@ -71,12 +71,12 @@ def modified_z_scores(values: Mapping[str, float]) -> tuple[float, dict[str, flo
         finite = [d for d in deviations if math.isfinite(d)]
         scale = sum(finite) / len(finite) / MEANAD_CONSISTENCY
 
-    def score(x: float) -> float:
-        if math.isinf(x):
-            return math.copysign(math.inf, x - med)
-        return (x - med) / scale if scale else 0.0
-
-    return med, {k: score(float(v)) for k, v in values.items()}
+    if not scale:
+        return med, {k: math.copysign(math.inf, x - med) if math.isinf(x) else 0.0 for k, x in zip(values, xs)}
+    if all(map(math.isfinite, xs)):   # one expression a value: a fleet's row ranks a thousand hosts
+        return med, {k: (x - med) / scale for k, x in zip(values, xs)}
+    return med, {k: math.copysign(math.inf, x - med) if math.isinf(x) else (x - med) / scale
+                 for k, x in zip(values, xs)}
 
 
 def flag_outliers(
@@ -101,13 +101,18 @@ def flag_outliers(
     # terms ((x - median) / 0): the relative deviation alone decides them.
     off = {k for k, v in values.items() if float(v) != med}
     exact_majority = 2 * (len(values) - len(off)) > len(values)
+    # the keys on the bad side past the threshold (or off an exact majority): a fleet's row
+    # ranks a thousand hosts, and few of them are any
+    if higher_is_better:
+        bad = [k for k, z in scores.items() if z < 0 and (abs(z) > threshold or (exact_majority and k in off))]
+    else:
+        bad = [k for k, z in scores.items() if z > 0 and (abs(z) > threshold or (exact_majority and k in off))]
     found = []
-    for key, z in scores.items():
-        value = float(values[key])
-        bad_side = z < 0 if higher_is_better else z > 0
+    for key in bad:
+        value, z = float(values[key]), scores[key]
         # Relative to |median|: value / median - 1 turned the sign around for a negative median.
         rel = (value - med) / abs(med) if med != 0 else math.copysign(math.inf, value) if value != 0 else 0.0
-        if bad_side and (abs(z) > threshold or (exact_majority and key in off)) and abs(rel) > min_rel_dev:
+        if abs(rel) > min_rel_dev:
             found.append(Outlier(key, value, med, z, rel))
     found.sort(key=lambda o: -abs(o.z))
     return found

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from clusterbench import collector
 from clusterbench.errors import UsageError
 from clusterbench.judge.findings import Findings, Group, gather
 from clusterbench.judge.profiles import Profile
@@ -79,7 +80,8 @@ def write_report(db: str | os.PathLike[str] | None, selectors: Sequence[str], ou
         # its status and errors are what the reader needs (results show prints them too)
         if not any(ms or run.errors or run.status != "complete" for g in groups for run, ms in g.runs):
             raise UsageError("the selected runs have no measurements to report")
-        findings = gather(groups, profile=profile, link=link_speed, nodes=nodes, adjust=adjust_by)
+        with collector.paused():   # the judgements' groups and rows: no cycle among them
+            findings = gather(groups, profile=profile, link=link_speed, nodes=nodes, adjust=adjust_by)
         title = title or f"clusterbench report: {', '.join(selectors)}"
         # matplotlib is imported here, not when the CLI starts: it would add half a second to every command
         from clusterbench.report import plots
@@ -87,7 +89,8 @@ def write_report(db: str | os.PathLike[str] | None, selectors: Sequence[str], ou
         from clusterbench.report.html import render_html
         from clusterbench.report.markdown import render_markdown
 
-        entries = [] if plots.MISSING else build_figures(findings)
+        with collector.paused():
+            entries = [] if plots.MISSING else build_figures(findings)
         skipped: list[dict[str, str]] = []
         if plots.MISSING:
             warn(f"figures skipped: {plots.MISSING}; the page and the summary have none")
@@ -103,9 +106,10 @@ def write_report(db: str | os.PathLike[str] | None, selectors: Sequence[str], ou
                 path = files.add(plot_dir / f"{e.slug}.{fmt}")
                 files.write(path, lambda tmp, data=drawn[fmt]: tmp.write_bytes(data))
                 written.append(str(path))
-        page = render_html(findings, entries, images, title)
+        with collector.paused():
+            page = render_html(findings, entries, images, title)
+            summary = render_markdown(findings, title)
         files.write(out, lambda tmp: tmp.write_text(page, encoding="utf-8"))
-        summary = render_markdown(findings, title)
         files.write(md, lambda tmp: tmp.write_text(summary, encoding="utf-8"))
     return Written(html=out, markdown=md, plot_dir=plot_dir, groups=groups, findings=findings,
                    figures=len(images), plots=written, figures_skipped=skipped)

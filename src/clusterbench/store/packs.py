@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 from clusterbench.families import metric_of
 from clusterbench.families.base import Metric
 from clusterbench.jsontext import loads
-from clusterbench.records import Measurement
+from clusterbench.records import Measurement, stored_measurement
 
 ROWS = "rows"
 TABLE = "table"
@@ -140,17 +140,19 @@ def _rows_rows(body: str) -> Iterator[MeasurementRow]:
         yield b, m, float(v), u, plist[i]
 
 
-def _rows_measurements(body: str, keep: Keep | None = None, shared: bool = False) -> Iterator[Measurement]:
+def _rows_measurements(body: str, keep: Keep | None = None, shared: bool = False) -> list[Measurement]:
     doc = loads(body)
     keys, plist = doc["k"], doc["p"]
     relabel = [_relabelled(*key) for key in keys]
     kept = [keep is None or keep(b, m) for b, m, _ in keys]
+    out = []
     for k, i, v in doc["r"]:
         if not kept[k]:
             continue
         b, m, u = keys[k]
         params = plist[i] if shared else dict(plist[i])
-        yield Measurement(b, m, float(v), relabel[k].unit_for(params) if relabel[k] else u, params)
+        out.append(stored_measurement(b, m, float(v), relabel[k].unit_for(params) if relabel[k] else u, params))
+    return out
 
 
 def _relabelled(benchmark: str, metric: str, unit: str) -> Metric | None:
@@ -351,24 +353,27 @@ def _sql_header(head: str) -> bool:
 
 
 # -- reading ---------------------------------------------------------------------------------
-def measurements_of(fmt: str, body: str, keep: Keep | None = None, shared: bool = False) -> Iterator[Measurement]:
+def measurements_of(fmt: str, body: str, keep: Keep | None = None, shared: bool = False) -> Iterable[Measurement]:
     """A pack's records as measurements, in order; ``keep(benchmark, metric)``: only the records
     it says yes to, left out before they are made (a judgement of a thousand runs that wants one
     metric of forty). ``shared``: records of one parameter set share one params dict, for readers
     that never change them (a fleet's records are mostly params: a copy each is most of memory)."""
     if fmt == ROWS:
-        yield from _rows_measurements(body, keep, shared)
-    elif fmt == TABLE:
-        relabel: dict[tuple[str, str, str], Metric | None] = {}
-        for b, m, v, u, p in _table(body):
-            if keep is not None and not keep(b, m):
-                continue
-            if (b, m, u) not in relabel:
-                relabel[b, m, u] = _relabelled(b, m, u)
-            known = relabel[b, m, u]
-            yield Measurement(b, m, v, known.unit_for(p) if known else u, p)
-    else:
-        raise ValueError(f"unknown measurement pack format {fmt!r} (written by a newer clusterbench?)")
+        return _rows_measurements(body, keep, shared)
+    if fmt == TABLE:
+        return _table_measurements(body, keep)
+    raise ValueError(f"unknown measurement pack format {fmt!r} (written by a newer clusterbench?)")
+
+
+def _table_measurements(body: str, keep: Keep | None) -> Iterator[Measurement]:
+    relabel: dict[tuple[str, str, str], Metric | None] = {}
+    for b, m, v, u, p in _table(body):
+        if keep is not None and not keep(b, m):
+            continue
+        if (b, m, u) not in relabel:
+            relabel[b, m, u] = _relabelled(b, m, u)
+        known = relabel[b, m, u]
+        yield Measurement(b, m, v, known.unit_for(p) if known else u, p)
 
 
 def param_values(fmt: str, body: str, key: str) -> Iterator[Any]:

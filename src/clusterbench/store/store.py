@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from typing import Any, TypeVar
 
+from clusterbench import collector
 from clusterbench.errors import StoreError, UsageError
 from clusterbench.records import Measurement, Run, TelemetrySample
 from clusterbench.store import location as loc
@@ -651,8 +652,9 @@ class Store:
         ``keep`` and ``shared`` as ``packs.measurements_of``: the records a judgement wants, made
         as each pack is decoded (one pack's text held at a time, never every run's records)."""
         found: dict[int, list[Measurement]] = {int(rid): [] for rid in run_ids}
-        for rid, fmt, body in self._packs_of(list(found)):
-            found[int(rid)] += self._unpacked(fmt, body, keep, shared)
+        with collector.paused():   # records and their params: hundreds of thousands, no cycle
+            for rid, fmt, body in self._packs_of(list(found)):
+                found[int(rid)] += self._unpacked(fmt, body, keep, shared)
         return found
 
     def param_values_by_run(self, run_ids: Sequence[int], key: str) -> dict[int, list[Any]]:
