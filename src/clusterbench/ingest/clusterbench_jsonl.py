@@ -541,7 +541,7 @@ def iter_parse(lines: Iterable[str], name: str = "", *, first_line: int = 0, run
         where = f"line {n}"
         # a lone surrogate can only come from a JSON escape: text read from a file holds U+FFFD
         # where its bytes were not UTF-8
-        if "\\u" in line:
+        if "\\" in line and "\\u" in line:
             _refuse_surrogates(obj, where)
         if _kind(obj) != "measurement":
             obj["__origin"] = origin
@@ -563,7 +563,7 @@ def iter_parse(lines: Iterable[str], name: str = "", *, first_line: int = 0, run
         # clusterbench's own measurement lines behind a prefix: one expression, nothing decoded
         # (the params texts of a run are checked at once when its run line comes)
         at = 0 if line.startswith(_OWN_START) else line.find(_OWN_START)
-        if at >= 0 and (at == 0 or "{" not in line[:at]) and "\\u" not in line:
+        if at >= 0 and (at == 0 or "{" not in line[:at]) and ("\\" not in line or "\\u" not in line):
             own = _OWN.match(line, at)
             if own is not None:
                 run_text, bench, metric, value_text, unit, params = own.groups()
@@ -623,7 +623,7 @@ def iter_parse(lines: Iterable[str], name: str = "", *, first_line: int = 0, run
         where one of them is not exactly such a line, a value is not finite or they are not all
         of one run id: then they are read one by one."""
         nonlocal last
-        if "\\u" in text:
+        if "\\" in text and "\\u" in text:   # one character first: a search at memory speed
             return 0
         rows = _OWN_ROWS.findall(text)
         count = text.count("\n")
