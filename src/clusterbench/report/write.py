@@ -73,7 +73,8 @@ def write_report(db: str | os.PathLike[str] | None, selectors: Sequence[str], ou
         md = files.add(out.with_suffix(".md"))
         plot_dir = files.directory(out.with_name(out.stem + "_plots"), make=False)
         with Store.open_to_read(db) as store:
-            groups = [Group(sel, loaded(store, [sel], since)) for sel in selectors]
+            # read-only records: one params dict per params set of a run, not one per record
+            groups = [Group(sel, loaded(store, [sel], since, shared=True)) for sel in selectors]
             for g in groups:  # telemetry is plotted too (power, temperature, clocks, utilisation)
                 g.telemetry = store.telemetry_by_run([run.id for run, _ in g.runs])
         # a run that measured nothing (it failed before its first row) is reported all the same:
