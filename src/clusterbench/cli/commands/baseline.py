@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from clusterbench import collector
 from clusterbench.cli.bounds import POSITIVE
 from clusterbench.cli.options import db_option, json_option, since_option
 from clusterbench.errors import UsageError
@@ -55,9 +56,10 @@ def create(runs: tuple[str, ...], output: str, name: str | None, pct: float, met
     for r in good.left_out:
         print(printable(f"# left out run {r.id}: its status is {r.status}"), file=sys.stderr)
     stem = os.path.splitext(os.path.basename(output))[0]
-    result = create_baseline(rows_of(loaded), name=name or stem, pct=pct, metrics=metrics,
-                             min_bytes=parse_size(min_bytes, "--min-bytes"),
-                             run_ids=[int(r.id or 0) for r, _ in loaded], devices=good.devices)
+    with collector.paused():   # a fleet's rows and their groups: no cycle among them
+        result = create_baseline(rows_of(loaded), name=name or stem, pct=pct, metrics=metrics,
+                                 min_bytes=parse_size(min_bytes, "--min-bytes"),
+                                 run_ids=[int(r.id or 0) for r, _ in loaded], devices=good.devices)
     text = dump_profile(result.profile)
     write_text(output, text)   # whole or not at all; never over a device or directory
     for z in result.not_positive:   # not in the summary line's fields: said here with --json too
