@@ -118,14 +118,7 @@ def test_the_wait_decides_a_peer_that_went_just_now(port: int) -> None:
     root, one = _watch(port, 0, clock, world=2), _watch(port, 1, clock, world=2)
     _fresh(root, clock, [1])
     one.stop()
-    ticker = threading.Event()
-
-    def tick() -> None:            # the time that passes while gone() waits, as the beats pass
-        while not ticker.wait(0.05):
-            clock.advance(0.05)
-
-    t = threading.Thread(target=tick, daemon=True)
-    t.start()
+    t, ticker = _ticking(clock)
     try:
         assert root.gone(wait=True) == ["rank 1 on hostB"]
     finally:
@@ -139,6 +132,46 @@ def test_a_peer_that_never_beat_is_never_blamed(port: int) -> None:
     _until(lambda: root._store is not None, "rank 0's watch connected")
     clock.advance(10 * QUIET_S)
     assert root.gone(wait=True) == []
+
+
+def _ticking(clock: Clock) -> tuple[threading.Thread, threading.Event]:
+    """The time that passes while gone() waits, as the beats pass."""
+    ticker = threading.Event()
+
+    def tick() -> None:
+        while not ticker.wait(0.05):
+            clock.advance(0.05)
+
+    t = threading.Thread(target=tick, daemon=True)
+    t.start()
+    return t, ticker
+
+
+def test_a_rank_has_beaten_once_its_watch_has_started(port: int) -> None:
+    """Its first collective comes after: a rank that dies in it has beaten (when the first beat
+    came from the thread, it could come after the rank's first rows, or never)."""
+    one = PeerWatch("127.0.0.1", port, 2, 1, HOSTS[:2], "clusterbench/1", clock=Clock())
+    _started.append(one)
+    one.start()
+    assert int(peers._client("127.0.0.1", port, 2, "clusterbench/1/peers").add("beat/1", 0)) >= 1
+
+
+def test_a_peer_that_died_before_the_watch_read_it_is_named(port: int) -> None:
+    """Rank 1 beat once and died before rank 0's watch read its counter: gone() reads it."""
+    clock = Clock()
+    root = PeerWatch("127.0.0.1", port, 2, 0, HOSTS[:2], "clusterbench/1", clock=clock)
+    root._thread = threading.Thread(target=root._stop.wait, daemon=True)   # a watch yet to read
+    _started.append(root)
+    root.start()
+    one = _watch(port, 1, clock, world=2)
+    one.stop()
+    assert root.moved() == {}
+    t, ticker = _ticking(clock)
+    try:
+        assert root.gone(wait=True) == ["rank 1 on hostB"]
+    finally:
+        ticker.set()
+        t.join()
 
 
 def test_without_a_watch_nobody_is_gone() -> None:

@@ -5,12 +5,12 @@ A rank whose process ends mid-run (killed, its host gone: torchrun's agent exits
 [10.0.0.2]:25003"), a collective that never returns, or the SIGTERM its own launcher sends when
 it tears the group down. Stored as such, the run blamed rank 0 ("interrupted by SIGTERM") for a
 host that died, or was not stored at all: the SIGKILL that follows the SIGTERM came first. So
-every rank beats a counter in the job's store, from a thread of its own with a connection of its
-own, and says when it is done; rank 0's thread also reads every peer's counter as it beats, so
-that when its run ends early it can say at once (a launcher gives it seconds, not minutes) which
-peers' counters stood still ``QUIET_S``: those that never said they were done are gone, and rank
-0 names them and their hosts. A peer is judged only once its counter moved: one whose thread
-could not reach the store is never blamed for that. (Local ranks need none of this: the command
+every rank beats a counter in the job's store, once as it joins the group and then from a thread
+of its own with a connection of its own, and says when it is done; rank 0's thread also reads
+every peer's counter as it beats, so that when its run ends early it can say at once (a launcher
+gives it seconds, not minutes) which peers' counters stood still ``QUIET_S``: those that never
+said they were done are gone, and rank 0 names them and their hosts. A peer is judged only once
+its counter moved: one that could not reach the store is never blamed for that. (Local ranks need none of this: the command
 sees each of its ranks' pipes, ``ranks/local.py``.)
 """
 
@@ -54,18 +54,26 @@ class PeerWatch:
         self._thread = threading.Thread(target=self._beat, daemon=True, name="clusterbench-peers")
 
     def start(self) -> None:
+        """Connect and beat once here, then go on in a thread: a rank that dies in its first
+        collective has beaten by then (from a thread alone, its first beat could come after its
+        first rows, and a death that early went unnamed). A store that cannot be reached leaves
+        no watch: nobody is blamed for that."""
+        try:
+            self._store = _client(*self._where)
+            self._store.add(f"beat/{self.rank}", 1)
+        except Exception:  # noqa: BLE001 - the store gone: nothing to beat, and rank 0 cannot ask
+            return
         self._thread.start()
 
     def _beat(self) -> None:
         try:
-            self._store = _client(*self._where)
             while True:
-                if self._beating:
-                    self._store.add(f"beat/{self.rank}", 1)
                 for r in self._peers:
                     self.saw(r, int(self._store.add(f"beat/{r}", 0)))
                 if self._stop.wait(BEAT_S):
                     return
+                if self._beating:
+                    self._store.add(f"beat/{self.rank}", 1)
         except Exception:  # noqa: BLE001 - the store gone: nothing to beat, and rank 0 cannot ask
             return
 
@@ -113,6 +121,8 @@ class PeerWatch:
             return []   # this rank's watch never reached the store, or has ended
         try:
             store = _client(*self._where)
+            for r in set(self._peers) - self.moved().keys():   # beat, but not read by the watch yet
+                self.saw(r, int(store.add(f"beat/{r}", 0)))
             ended: set[int] = set()
 
             def undecided(since: float) -> list[int]:
