@@ -94,12 +94,12 @@ def test_a_host_s_values_come_series_by_series_in_time_order_and_windowed(histor
         values = fleet.host_values(sel, "gpu02")
         last3 = fleet.host_values(sel, "gpu02", last=3)
         assert fleet.hosts(store) == HOSTS
-    series = {v.series for v in values}
+    series = {v.id for v in values}
     assert len(series) == 4   # two GPUs' Triad, busbw at 1 GiB, and the pair's busbw (2 nodes)
     for s in series:
-        mine = [v for v in values if v.series == s]
+        mine = [v for v in values if v.id == s]
         assert [v.started for v in mine] == sorted(v.started for v in mine)
-        assert [v for v in last3 if v.series == s] == mine[-3:]
+        assert [v for v in last3 if v.id == s] == mine[-3:]
 
 
 def test_newest_runs_and_the_change_token(history):
@@ -128,7 +128,7 @@ def test_newest_values_are_each_series_newest_through_the_index(history, last):
         want = {}
         for host in fleet.hosts(store):
             for v in fleet.host_values(sel, host, last=last):
-                want.setdefault(v.series, set()).add((v.run, v.started, v.value))
+                want.setdefault(v.id, set()).add((v.run, v.started, v.value))
         got = {}
         for sid, run, started, value in fleet.newest_values(sel, last):
             got.setdefault(sid, set()).add((run, started, value))

@@ -397,19 +397,27 @@ def _newest_series(sel: fleet.Selection, *, benchmark: str | None, by: str,
         else:
             values.append(value)
     texts = fleet.run_starts(sel.store, when)
+    return _sorted(distinguish(_built(groups, meta, when, texts))), [RunRef(r, texts.get(r, "")) for r in when]
+
+
+def _built(groups: dict[tuple[Any, ...], dict[int, list[float]]],
+           meta: dict[tuple[Any, ...], tuple[str, dict[str, Any], str | None]],
+           started: dict[int, float], texts: dict[int, str]) -> list[Series]:
+    """The trend series of stored values grouped by their series key (host, then ``_group``'s)
+    and run: a run's point the median of its values there (a host's GPUs), in start order."""
     series: list[Series] = []
     for key, per_run in groups.items():
         unit, row, device = meta[key]
         s = Series(key[1], key[2], unit, row, key[0], device)
-        for run in sorted(per_run, key=lambda r: (when[r], r)):
+        for run in sorted(per_run, key=lambda r: (started[r], r)):
             vs = per_run[run]
             point = Point(run, texts.get(run, ""), vs[0] if len(vs) == 1 else median(vs))
             (s.points if math.isfinite(point.value) else s.left_out).append(point)
         series.append(s)
-    return _sorted(distinguish(series)), [RunRef(r, texts.get(r, "")) for r in when]
+    return series
 
 
-def _group(v: fleet.SeriesValue | fleet.StoredSeries, benchmark: str | None,
+def _group(v: fleet.StoredSeries, benchmark: str | None,
            by: str) -> tuple[tuple[Any, ...], tuple[str, dict[str, Any], str | None]] | None:
     """The trend series a stored headline series' values go to (a host's GPUs one series, or
     each its own ``by`` device) and its unit, params and device; None where it is not followed."""
@@ -437,28 +445,23 @@ def _headline_series(sel: fleet.Selection, *, benchmark: str | None, by: str,
     for host in fleet.hosts(sel.store):
         groups: dict[tuple[Any, ...], dict[int, list[float]]] = {}
         meta: dict[tuple[Any, ...], tuple[str, dict[str, Any], str | None]] = {}
-        when: dict[int, tuple[float, str]] = {}
+        started: dict[int, float] = {}
+        texts: dict[int, str] = {}
         # a stored series' group, found once: its many values share it (None: not followed)
         keyed: dict[int, tuple[Any, ...] | None] = {}
         for v in fleet.host_values(sel, host, last=last):
-            if v.series in keyed:
-                key = keyed[v.series]
+            if v.id in keyed:
+                key = keyed[v.id]
             else:
                 group = _group(v, benchmark, by)
-                key = keyed[v.series] = None if group is None else group[0]
+                key = keyed[v.id] = None if group is None else (host, *group[0])
                 if group is not None:
-                    meta[group[0]] = group[1]
+                    meta[key] = group[1]
             if key is None:
                 continue
             groups.setdefault(key, {}).setdefault(v.run, []).append(v.value)
-            if v.run not in when:
-                when[v.run] = (v.started, v.started_at)
+            if v.run not in started:
+                started[v.run], texts[v.run] = v.started, v.started_at
                 runs.setdefault(v.run, RunRef(v.run, v.started_at))
-        for key, per_run in groups.items():
-            unit, row, device = meta[key]
-            s = Series(key[0], key[1], unit, row, host, device)
-            for run in sorted(per_run, key=lambda r: (when[r][0], r)):
-                point = Point(run, when[run][1], median(per_run[run]))
-                (s.points if math.isfinite(point.value) else s.left_out).append(point)
-            series.append(s)
+        series += _built(groups, meta, started, texts)
     return _sorted(distinguish(series)), list(runs.values())

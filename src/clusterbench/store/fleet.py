@@ -23,17 +23,23 @@ _CHUNK = 500
 
 
 @dataclass(frozen=True)
-class SeriesValue:
-    """One value of a headline series: the series (host, nodes, benchmark, metric, unit, params
-    without ``host``) and the run it is from."""
+class StoredSeries:
+    """A headline series as stored: its host, group size, benchmark, metric, unit and params
+    (without ``host``)."""
 
-    series: int
+    id: int
     host: str
     nodes: int
     benchmark: str
     metric: str
     unit: str
     params: dict[str, Any] = field(hash=False)
+
+
+@dataclass(frozen=True)
+class SeriesValue(StoredSeries):
+    """One value of a headline series (``id``): the run it is from, when, and the value."""
+
     run: int
     started: float   # Unix seconds; headlines.UNKNOWN_TIME where the run's start does not read
     value: float
@@ -106,29 +112,15 @@ def latest(sel: Selection) -> list[SeriesValue]:
                                 f" WHERE h.started >= ?"
                                 f" AND h.run_id IN ({','.join('?' * len(chunk))})", [sel.floor, *chunk]):
             v = _value(row)
-            old = newest.get(v.series)
+            old = newest.get(v.id)
             if old is None or (v.started, v.run) > (old.started, old.run):
-                newest[v.series] = v
+                newest[v.id] = v
     return list(newest.values())
 
 
 def hosts(store: Store) -> list[str]:
     """Every host a headline series is on, sorted."""
     return sorted(str(h) for (h,) in store._query("SELECT DISTINCT host FROM series"))
-
-
-@dataclass(frozen=True)
-class StoredSeries:
-    """A headline series as stored: its host, group size, benchmark, metric, unit and params
-    (without ``host``)."""
-
-    id: int
-    host: str
-    nodes: int
-    benchmark: str
-    metric: str
-    unit: str
-    params: dict[str, Any] = field(hash=False)
 
 
 def every_series(store: Store) -> Iterator[StoredSeries]:
@@ -184,13 +176,13 @@ def host_values(sel: Selection, host: str, last: int | None = None) -> list[Seri
     else:
         found = sorted((_value(r, parsed) for chunk in sel.chunks() for r in store._query(
             base + f" AND h.run_id IN ({','.join('?' * len(chunk))})", [host, sel.floor, *chunk])),
-            key=lambda v: (v.series, v.started, v.run))
+            key=lambda v: (v.id, v.started, v.run))
     if last is None:
         return found
     out: list[SeriesValue] = []
     start = 0
     for i in range(1, len(found) + 1):
-        if i == len(found) or found[i].series != found[start].series:
+        if i == len(found) or found[i].id != found[start].id:
             out += found[max(start, i - last):i]
             start = i
     return out
