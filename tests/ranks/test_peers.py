@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -118,12 +119,8 @@ def test_the_wait_decides_a_peer_that_went_just_now(port: int) -> None:
     root, one = _watch(port, 0, clock, world=2), _watch(port, 1, clock, world=2)
     _fresh(root, clock, [1])
     one.stop()
-    t, ticker = _ticking(clock)
-    try:
+    with _ticking(clock):
         assert root.gone(wait=True) == ["rank 1 on hostB"]
-    finally:
-        ticker.set()
-        t.join()
 
 
 def test_a_peer_that_never_beat_is_never_blamed(port: int) -> None:
@@ -134,7 +131,8 @@ def test_a_peer_that_never_beat_is_never_blamed(port: int) -> None:
     assert root.gone(wait=True) == []
 
 
-def _ticking(clock: Clock) -> tuple[threading.Thread, threading.Event]:
+@contextmanager
+def _ticking(clock: Clock) -> Iterator[None]:
     """The time that passes while gone() waits, as the beats pass."""
     ticker = threading.Event()
 
@@ -144,7 +142,11 @@ def _ticking(clock: Clock) -> tuple[threading.Thread, threading.Event]:
 
     t = threading.Thread(target=tick, daemon=True)
     t.start()
-    return t, ticker
+    try:
+        yield
+    finally:
+        ticker.set()
+        t.join()
 
 
 def test_a_rank_has_beaten_once_its_watch_has_started(port: int) -> None:
@@ -166,12 +168,8 @@ def test_a_peer_that_died_before_the_watch_read_it_is_named(port: int) -> None:
     one = _watch(port, 1, clock, world=2)
     one.stop()
     assert root.moved() == {}
-    t, ticker = _ticking(clock)
-    try:
+    with _ticking(clock):
         assert root.gone(wait=True) == ["rank 1 on hostB"]
-    finally:
-        ticker.set()
-        t.join()
 
 
 def test_without_a_watch_nobody_is_gone() -> None:
