@@ -10,8 +10,8 @@ of its own with a connection of its own, and says when it is done; rank 0's thre
 every peer's counter as it beats, so that when its run ends early it can say at once (a launcher
 gives it seconds, not minutes) which peers' counters stood still ``QUIET_S``: those that never
 said they were done are gone, and rank 0 names them and their hosts. A peer is judged only once
-its counter moved: one that could not reach the store is never blamed for that. (Local ranks need none of this: the command
-sees each of its ranks' pipes, ``ranks/local.py``.)
+its counter moved: one that could not reach the store is never blamed for that. (Local ranks
+need none of this: the command sees each of its ranks' pipes, ``ranks/local.py``.)
 """
 
 from __future__ import annotations
