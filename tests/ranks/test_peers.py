@@ -80,6 +80,24 @@ def _fresh(w: PeerWatch, clock: Clock, ranks: list[int]) -> None:
     _until(lambda: all(w.moved().get(r, -1.0) >= now for r in ranks), f"ranks {ranks} read")
 
 
+@contextmanager
+def _ticking(clock: Clock) -> Iterator[None]:
+    """The time that passes while gone() waits, as the beats pass."""
+    ticker = threading.Event()
+
+    def tick() -> None:
+        while not ticker.wait(0.05):
+            clock.advance(0.05)
+
+    t = threading.Thread(target=tick, daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        ticker.set()
+        t.join()
+
+
 def test_a_rank_that_stops_beating_is_named_with_its_host(port: int) -> None:
     clock = Clock()
     root, others = _watch(port, 0, clock), [_watch(port, r, clock) for r in (1, 2, 3)]
@@ -129,24 +147,6 @@ def test_a_peer_that_never_beat_is_never_blamed(port: int) -> None:
     _until(lambda: root._store is not None, "rank 0's watch connected")
     clock.advance(10 * QUIET_S)
     assert root.gone(wait=True) == []
-
-
-@contextmanager
-def _ticking(clock: Clock) -> Iterator[None]:
-    """The time that passes while gone() waits, as the beats pass."""
-    ticker = threading.Event()
-
-    def tick() -> None:
-        while not ticker.wait(0.05):
-            clock.advance(0.05)
-
-    t = threading.Thread(target=tick, daemon=True)
-    t.start()
-    try:
-        yield
-    finally:
-        ticker.set()
-        t.join()
 
 
 def test_a_rank_has_beaten_once_its_watch_has_started(port: int) -> None:
