@@ -67,3 +67,37 @@ def test_a_missing_or_reshaped_attribute_degrades_without_error(monkeypatch: pyt
         os.close(r)
         if shape != "read-only":
             os.close(w)
+
+
+
+def test_a_signal_while_the_helpers_start_reaches_the_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C (or hangup) that lands while a helper starts is the command's: its handler runs
+    as the start returns, the helper itself starts with both held back (a child keeps the mask),
+    and the command's mask is as before. (Both were ignored while the helpers started, and a
+    Ctrl-C in that moment was lost: the run went on to the end.)"""
+    import signal
+    import threading
+    from multiprocessing import forkserver, resource_tracker
+
+    masks: list[set[int]] = []
+
+    def start_helper() -> None:   # what a child started now would get; the signals land meanwhile
+        masks.append({int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, [])})
+        # to this thread: one sent to the process may go to a thread of the test runner instead
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGHUP)
+
+    monkeypatch.setattr(resource_tracker, "ensure_running", start_helper)
+    monkeypatch.setattr(forkserver, "ensure_running", start_helper)
+    caught: list[int] = []
+    saved = {s: signal.signal(s, lambda n, _f: caught.append(n)) for s in (signal.SIGINT, signal.SIGHUP)}
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    try:
+        local._helpers_outlive_hangup()
+        after = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    finally:
+        for s, h in saved.items():
+            signal.signal(s, h)
+    assert sorted(caught) == sorted([signal.SIGINT, signal.SIGHUP] * 2)   # one of each per helper
+    assert after == before
+    assert len(masks) == 2 and all({signal.SIGINT, signal.SIGHUP} <= m for m in masks)

@@ -146,6 +146,9 @@ def _local_rank_main(env: RankEnv, job: Job, conn: Any, parent_pid: int) -> None
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "SIGHUP"):
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        # blocked since the fork server started (_helpers_outlive_hangup); ignored is enough now,
+        # and what the rank starts gets the mask the command had
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGHUP})
     _die_with_the_command()
     _stdout_to_stderr()
     rank = env.rank
@@ -205,25 +208,41 @@ def _context() -> Any:
 
 def _helpers_outlive_hangup() -> None:
     """Start multiprocessing's helper processes (the fork server the ranks come from, the resource
-    tracker) ignoring SIGHUP and SIGINT: a closed terminal hangs up the whole process group, and
+    tracker) deaf to SIGHUP and SIGINT: a closed terminal hangs up the whole process group, and
     the command needs them alive to stop its ranks and store what they measured
     (ranks/signals.py); a Ctrl-C to the group while the fork server still imports PyTorch (seconds,
-    before it ignores SIGINT itself) printed that import's traceback under the command's line."""
+    before it ignores SIGINT itself) printed that import's traceback under the command's line.
+
+    The two signals are blocked, not ignored, while the helpers start: a child keeps its parent's
+    signal mask through fork and exec, so the helpers start with them blocked (the fork server
+    ignores SIGINT once its imports are done, which drops one still pending), while the command's
+    own handlers stay in place. Ignoring them here instead lost a Ctrl-C that landed in the moment
+    between a helper's start and the command's handler coming back: the run went on to the end
+    and exited 0."""
     from multiprocessing import forkserver, resource_tracker
 
-    if not hasattr(signal, "SIGHUP") or threading.current_thread() is not threading.main_thread():
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
         with _socket_fits(), _main_module_hidden():
             forkserver.ensure_running()
         return
-    quiet = (signal.SIGHUP, signal.SIGINT)
-    old = {s: signal.signal(s, signal.SIG_IGN) for s in quiet}   # inherited by the helpers
-    try:
-        with _socket_fits(), _main_module_hidden():   # as when a rank starts it: no __main__
+    quiet = {signal.SIGHUP, signal.SIGINT}
+    with _socket_fits(), _main_module_hidden():   # as when a rank starts it: no __main__
+        # one block for each: the resource tracker's start unblocks SIGINT when it is done
+        with _blocked(quiet):
             resource_tracker.ensure_running()
+        with _blocked(quiet):
             forkserver.ensure_running()
+
+
+@contextlib.contextmanager
+def _blocked(signals: set[signal.Signals]) -> Iterator[None]:
+    """``signals`` held back from this thread inside the block; one that arrived meanwhile is
+    delivered (to the handler then in place) as the block ends."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+    try:
+        yield
     finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 SUN_PATH_MAX = 107   # bytes of a Unix socket's path on Linux (sun_path, less its NUL)
