@@ -69,6 +69,68 @@ def test_a_file_imported_before_is_skipped_with_its_runs(db):
     assert other.runs == [2]
 
 
+def test_a_file_read_in_one_process_is_not_parsed_once_known_as_imported_before(db, monkeypatch):
+    from clusterbench.ingest import load
+
+    import_files([(str(NCCL), "nccl.txt")], OPTS, Sink(), db=db)
+
+    def parsed(*a, **k):
+        raise AssertionError("parsed, though imported before")
+
+    monkeypatch.setattr(load, "runs_of", parsed)
+    result = import_files([(str(NCCL), "again.txt")], OPTS, Sink(), db=db)
+    assert result.already_imported == [{"file": "again.txt", "runs": [1]}] and result.runs == []
+
+
+@pytest.mark.parametrize("today", ["reads it", "refuses it"])
+def test_a_file_read_in_parts_is_known_as_imported_before_a_run_of_it_is_stored(db, monkeypatch, today):
+    """Where workers read a file, its digest waits until they are at work (Lines.meanwhile); the
+    file is still skipped before a run is stored, and still skipped where this version's parser
+    refuses what an earlier one stored."""
+    from clusterbench.ingest import load
+    from clusterbench.ingest.common import LogFormatError
+
+    first = import_files([(str(NCCL), "nccl.txt")], OPTS, Sink(), db=db)
+    monkeypatch.setattr(load, "read_in_parts", lambda path, jobs: True)
+    if today == "refuses it":
+        def refused(*a, **k):
+            raise LogFormatError("malformed nccl-tests log")
+            yield
+
+        monkeypatch.setattr(load, "runs_of", refused)
+    sink = Sink()
+    result = import_files([(str(NCCL), "again.txt")], OPTS, sink, db=db)
+    assert result.already_imported == [{"file": "again.txt", "runs": first.runs}] and result.runs == []
+    assert [e[0] for e in sink.events] == ["already_imported"]
+    assert [r.id for r in _runs(db)] == first.runs
+    # a new file read so is stored as before, its identity noted
+    result = import_files([(str(STREAM), "stream.txt")], OPTS, Sink(), db=db)
+    if today == "reads it":
+        assert len(result.runs) == 1 and result.exit_code == 0
+        again = import_files([(str(STREAM), "stream.txt")], OPTS, Sink(), db=db)
+        assert again.already_imported == [{"file": "stream.txt", "runs": result.runs}]
+    else:
+        assert result.failed_files == [{"file": "stream.txt", "error": "malformed nccl-tests log"}]
+
+
+def test_a_file_read_in_parts_that_cannot_be_hashed_says_so_before_its_parse_error(db, monkeypatch):
+    from clusterbench.ingest import load
+    from clusterbench.ingest.common import LogFormatError
+
+    def unreadable(path):
+        raise ClusterbenchError("Permission denied")
+
+    def refused(*a, **k):
+        raise LogFormatError("unknown format")
+        yield
+
+    monkeypatch.setattr(load, "read_in_parts", lambda path, jobs: True)
+    monkeypatch.setattr(load, "file_digest", unreadable)
+    monkeypatch.setattr(load, "runs_of", refused)
+    result = import_files([(str(NCCL), "nccl.txt")], OPTS, Sink(), db=db)
+    assert result.failed_files == [{"file": "nccl.txt", "error": "Permission denied"}]
+
+
 def test_a_file_that_fails_midway_is_rolled_back_and_the_others_stored(db):
     sink = Sink(fail_on_stored=True)
     result = import_files([(str(NCCL), "nccl.txt")], OPTS, sink, db=db)

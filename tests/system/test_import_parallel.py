@@ -157,3 +157,22 @@ def test_a_sigkill_of_the_import_ends_its_parse_workers(tmp_path):
         while f.tell() < nccl_parallel.MIN_BYTES * 3:   # many parts: the workers parse for a while
             f.write(text)
     assert_a_sigkilled_import_ends_its_workers(str(big), str(tmp_path / "r.db"))
+
+
+def test_what_the_caller_does_meanwhile_runs_once_the_workers_read(tmp_path, small_parts, monkeypatch):
+    from clusterbench.ingest import workers
+
+    texts = _texts()
+    path = _write(tmp_path, [texts[i % len(texts)] for i in range(100)])
+    events: list[str] = []
+    start = workers.start
+
+    def started(*a, **k):
+        out = start(*a, **k)
+        events.append(f"{len(out)} workers")
+        return out
+
+    monkeypatch.setattr(workers, "start", started)
+    with open(path, encoding="utf-8", errors="replace", newline="") as f:
+        runs = list(iter_runs(f, name="big.log", jobs=2, path=str(path), meanwhile=lambda: events.append("meanwhile")))
+    assert events == ["2 workers", "meanwhile"] and [_key(r) for r in runs] == _runs(path, 1)

@@ -161,3 +161,43 @@ def test_a_sigkill_of_the_import_ends_its_json_lines_workers(tmp_path):
         while f.tell() < jsonl_parallel.MIN_BYTES * 3:   # many parts: the workers parse for a while
             f.write(text)
     assert_a_sigkilled_import_ends_its_workers(str(big), str(tmp_path / "r.db"))
+
+
+def test_the_import_hashes_the_file_while_its_workers_read_and_skips_it_when_imported_before(tmp_path, small_parts,
+                                                                                            monkeypatch):
+    import multiprocessing
+
+    from clusterbench.ingest import load, workers
+    from clusterbench.ingest.load import ImportOptions, import_files
+
+    class Sink:   # what the import tells, as (event, file)
+        def __init__(self) -> None:
+            self.events: list[tuple[str, str]] = []
+
+        def __getattr__(self, event: str):
+            return lambda name, *rest: self.events.append((event, name))
+
+    path = write_jsonl(tmp_path, jsonl_night(60))
+    events: list[str] = []
+    start, digest = workers.start, load.file_digest
+
+    def started(*a, **k):
+        out = start(*a, **k)
+        events.append(f"{len(out)} workers")
+        return out
+
+    def hashed(p):
+        events.append("digest")
+        return digest(p)
+
+    monkeypatch.setattr(workers, "start", started)
+    monkeypatch.setattr(load, "file_digest", hashed)
+    opts = ImportOptions(jobs=2)
+    first = import_files([(str(path), "night.jsonl")], opts, Sink(), db=str(tmp_path / "c.db"))
+    assert len(first.runs) == 60 and events == ["2 workers", "digest"]
+    events.clear()
+    sink = Sink()
+    again = import_files([(str(path), "night.jsonl")], opts, sink, db=str(tmp_path / "c.db"))
+    assert again.already_imported == [{"file": "night.jsonl", "runs": first.runs}] and again.runs == []
+    assert events == ["2 workers", "digest"] and [e[0] for e in sink.events] == ["already_imported"]
+    assert multiprocessing.active_children() == []   # its workers stopped

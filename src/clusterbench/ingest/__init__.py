@@ -122,7 +122,8 @@ def detect_tool(text: str) -> str | None:
 
 
 def iter_runs(lines: Iterable[str], tool: str | None = None, name: str = "", jobs: int = 1,
-              path: str | None = None, prepare: Callable[[ImportedRun], Any] | None = None) -> Iterator[Any]:
+              path: str | None = None, prepare: Callable[[ImportedRun], Any] | None = None,
+              meanwhile: Callable[[], None] | None = None) -> Iterator[Any]:
     """Runs found in a log given as lines (with or without line ends; a file object works).
 
     Raises LogFormatError for empty input, binary data, an unknown format, or a log of the tool
@@ -135,6 +136,9 @@ def iter_runs(lines: Iterable[str], tool: str | None = None, name: str = "", job
     (a worker process, for a large log), so that only its result crosses between processes. It
     must be a pure function of the run (it may change the run; it must not print or store);
     what it raises is raised here, after the results of the runs before.
+
+    ``meanwhile``: called once, where worker processes read a large log, while they read their
+    first parts (``Lines.meanwhile``); it must not raise.
 
     However the log arrives, a line ends at a line feed only (a CR before it is dropped, another
     CR is progress output overwritten in place: ``common._on_screen``), and a byte order mark
@@ -160,7 +164,7 @@ def iter_runs(lines: Iterable[str], tool: str | None = None, name: str = "", job
         runs = imp.parse(Lines(head_lines, it), name, head)
     elif imp.streams:             # a foreign tool's output met on the way is read by its tool
         runs = _streamed(imp, Lines(head_lines, it, foreign=_foreign_starts(found), path=path, jobs=jobs,
-                                    prepare=each), name, head)
+                                    prepare=each, meanwhile=meanwhile), name, head)
     else:
         runs = _parts(whole_text(Lines(head_lines, it)), found, name)
     try:

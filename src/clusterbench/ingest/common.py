@@ -454,7 +454,8 @@ class Lines:
 
     def __init__(self, head: list[str], rest: Iterator[str], foreign: re.Pattern[str] | None = None,
                  path: str | None = None, jobs: int = 1,
-                 prepare: Callable[[ImportedRun], Any] | None = None) -> None:
+                 prepare: Callable[[ImportedRun], Any] | None = None,
+                 meanwhile: Callable[[], None] | None = None) -> None:
         self.head, self.rest = head, rest
         self.foreign = foreign   # where another tool's output begins (a streaming parser hands it over)
         self.path = path         # the plain UTF-8 file they come from, when they do (parsers may read it in parts)
@@ -462,6 +463,9 @@ class Lines:
         # What the caller makes of each run (iter_runs' ``prepare``): a parser reading in worker
         # processes may apply it there and give ``Prepared`` results, so only they cross over
         self.prepare = prepare
+        # What the caller does while a parser's worker processes read their first parts (the
+        # import hashes the file then); a parser reading in one process never calls it
+        self.meanwhile = meanwhile
 
     def __iter__(self) -> Iterator[str]:
         yield from self.head

@@ -91,6 +91,8 @@ def parse_file(lines: Lines, name: str) -> Iterator[ImportedRun | Prepared]:
     workers = workers_.start(_work, [(path, cut[j::jobs], name, lines.prepare) for j in range(jobs)])
     run_lines = RunLines()
     try:
+        if lines.meanwhile is not None:
+            lines.meanwhile()
         for k, part in enumerate(cut):
             runs, outcome = workers_.receive(workers[k % jobs][1])
             if outcome[0] != "end":

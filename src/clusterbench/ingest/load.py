@@ -14,10 +14,11 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
-from contextlib import nullcontext
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import closing, suppress
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import chain, islice
 from typing import Any, Protocol
 
 from clusterbench.envinfo.software import usable_cores
@@ -27,6 +28,7 @@ from clusterbench.ingest.source import (
     file_digest,
     identity,
     new_digest,
+    read_in_parts,
     read_once,
     runs_of,
     spool,
@@ -170,24 +172,11 @@ def import_files(sources: Sequence[tuple[str, str]], opts: ImportOptions, sink: 
                 if store is not None and streamed(path):
                     source = spooled = spool(path)
                     once = False
-                # a file's identity is known before it is parsed; one read once (standard input,
-                # a FIFO) is known once read
-                digest = file_digest(source) if store is not None and not once else new_digest()
-                if store is not None and not once and (before := store.imported_runs(
-                        identity(digest, opts.tool, opts.host, opts.tags))):
-                    raise _AlreadyImported(before)
-                with store.transaction() if store is not None else nullcontext():
-                    if store is None:
-                        _show_file(source, opts, sink, render, digest if once else None, counted, jobs, name)
-                    else:
-                        _store_file(source, opts, sink, store, digest if once else None, stored, counted,
-                                    jobs, name, stored_name="stdin" if path == "-" else None)
-                        # again inside the transaction, where a concurrent import of the same
-                        # file (or standard input seen before) is caught and rolled back
-                        ident = identity(digest, opts.tool, opts.host, opts.tags)
-                        if before := store.imported_runs(ident):
-                            raise _AlreadyImported(before)
-                        store.note_imported(stored, ident, name)
+                if store is None:
+                    _show_file(source, opts, sink, render, new_digest() if once else None, counted, jobs, name)
+                else:
+                    _import_file(source, opts, sink, store, once, stored, counted, jobs, name,
+                                 stored_name="stdin" if path == "-" else None)
             except _AlreadyImported as e:
                 _not_stored(sink, name, stored, IMPORTED_BEFORE)
                 result.already_imported.append({"file": name, "runs": e.runs})
@@ -250,14 +239,75 @@ def _show_file(path: str, opts: ImportOptions, sink: ImportSink, render: Render 
         sink.shown(text)
 
 
-def _store_file(path: str, opts: ImportOptions, sink: ImportSink, store: Store, digest: Any,
-                stored: list[int], counted: dict[str, int], jobs: int, name: str,
-                stored_name: str | None = None) -> None:
-    """Parse one file and save its runs (in the caller's transaction), telling the sink of each
-    as it goes; ``name``: the file's name as shown, and as stored unless ``stored_name`` says
-    otherwise (standard input read from a temporary copy is stored as ``stdin``, as when read
-    directly)."""
-    for item in runs_of(path, opts.tool, digest, jobs, stored_name or name):
+class _FileDigest:
+    """A file's digest (its identity's), computed once: when first asked for, or ``early``, while
+    a parse's worker processes read their first parts (what it raised is kept for ``get``)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._value: Any = None
+        self._error: ClusterbenchError | None = None
+
+    def get(self) -> Any:
+        if self._error is not None:
+            raise self._error
+        if self._value is None:
+            try:
+                self._value = file_digest(self.path)
+            except ClusterbenchError as e:
+                self._error = e
+                raise
+        return self._value
+
+    def early(self) -> None:
+        with suppress(ClusterbenchError):
+            self.get()
+
+
+def _import_file(path: str, opts: ImportOptions, sink: ImportSink, store: Store, once: bool,
+                 stored: list[int], counted: dict[str, int], jobs: int, name: str,
+                 stored_name: str | None = None) -> None:
+    """One file parsed and stored in its own transaction, unless it was imported before.
+
+    A file's identity is known before a run of it is stored: before it is parsed, or where worker
+    processes read it, while they read its first parts (hashing 100 MB is a tenth of a second the
+    workers need not wait for); one read once (standard input, a FIFO) is known once read."""
+    hashed = new_digest() if once else None
+    digest = _FileDigest(path)
+
+    def refuse_if_imported_before() -> None:
+        if not once and (before := store.imported_runs(identity(digest.get(), opts.tool, opts.host, opts.tags))):
+            raise _AlreadyImported(before)
+
+    checked = not read_in_parts(path, jobs)
+    if checked:
+        refuse_if_imported_before()
+    with closing(runs_of(path, opts.tool, hashed, jobs, stored_name or name, meanwhile=digest.early)) as runs:
+        try:
+            first = list(islice(runs, 1))
+        except Exception:
+            # a file imported before is that, and one that cannot be read says so, even where
+            # this version's parser refuses what an earlier one stored
+            if not checked:
+                refuse_if_imported_before()
+            raise
+        if not checked:
+            refuse_if_imported_before()
+        with store.transaction():
+            _store_file(chain(first, runs), opts, sink, store, stored, counted, name)
+            # again inside the transaction, where a concurrent import of the same file (or
+            # standard input seen before) is caught and rolled back
+            ident = identity(hashed if once else digest.get(), opts.tool, opts.host, opts.tags)
+            if before := store.imported_runs(ident):
+                raise _AlreadyImported(before)
+            store.note_imported(stored, ident, name)
+
+
+def _store_file(runs: Iterable[ImportedRun], opts: ImportOptions, sink: ImportSink, store: Store,
+                stored: list[int], counted: dict[str, int], name: str) -> None:
+    """A file's runs saved (in the caller's transaction), the sink told of each as it goes;
+    ``name``: the file's name as shown."""
+    for item in runs:
         run = completed(item.run, opts)
         stored.append(store.save_run_rows(run, item.store_rows()))
         counted[run.status] = counted.get(run.status, 0) + 1

@@ -121,6 +121,8 @@ def parse_file(lines: Lines, name: str) -> Iterator[ImportedRun | Prepared]:
     workers = workers_.start(_work, [(path, cut[j::jobs], name, lines.foreign, cleaner, lines.prepare)
                                      for j in range(jobs)])
     try:
+        if lines.meanwhile is not None:
+            lines.meanwhile()
         carried: Any = None    # the state a part starts from when the part before left one
         for k, part in enumerate(cut):
             runs, outcome = workers_.receive(workers[k % jobs][1])

@@ -18,6 +18,7 @@ import sys
 import tempfile
 import zlib
 from collections.abc import Callable, Iterator
+from types import SimpleNamespace
 from typing import IO, Any
 
 from clusterbench.errors import ClusterbenchError
@@ -87,6 +88,17 @@ def read_once(path: str) -> bool:
     except OSError:   # reported when it is opened
         return False
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def read_in_parts(path: str, jobs: int) -> bool:
+    """Whether the parser of the plain file ``path`` may read it with ``jobs`` worker processes:
+    it is as large as the smaller of the parallel readers' thresholds (jsonl_parallel,
+    nccl_parallel: which one reads it is known once its head is read)."""
+    from clusterbench.ingest import jsonl_parallel, nccl_parallel, workers
+
+    if path == "-" or path.endswith(".gz"):
+        return False
+    return workers.usable(SimpleNamespace(path=path, jobs=jobs), min(jsonl_parallel.MIN_BYTES, nccl_parallel.MIN_BYTES))
 
 
 def streamed(path: str) -> bool:
@@ -165,9 +177,10 @@ def identity(digest: Any, tool: str | None, host: str | None, tags: dict[str, st
 
 
 def runs_of(path: str, tool: str | None, digest: Any = None, jobs: int = 1,
-            name: str | None = None, prepare: Callable[[ImportedRun], Any] | None = None) -> Iterator[Any]:
+            name: str | None = None, prepare: Callable[[ImportedRun], Any] | None = None,
+            meanwhile: Callable[[], None] | None = None) -> Iterator[Any]:
     """The runs of the file ``path`` (named ``name`` in what is stored); ``digest``: read it once,
-    hashing it as it is parsed (``read_once``); ``prepare``: iter_runs' (what each run becomes)."""
+    hashing it as it is parsed (``read_once``); ``prepare``, ``meanwhile``: iter_runs'."""
     # here, not at the top: the package imports this module while it looks for importers,
     # before it has defined iter_runs
     from clusterbench.ingest import iter_runs
@@ -193,7 +206,8 @@ def runs_of(path: str, tool: str | None, digest: Any = None, jobs: int = 1,
             if gz:
                 yield from iter_runs(f, tool, name=name[:-3], prepare=prepare)
             else:   # workers may read a large plain file again by its path
-                yield from iter_runs(f, tool, name=name, jobs=jobs, path=path, prepare=prepare)
+                yield from iter_runs(f, tool, name=name, jobs=jobs, path=path, prepare=prepare,
+                                     meanwhile=meanwhile)
     except (OSError, EOFError) as e:  # EOFError: a .gz file cut short
         raise ClusterbenchError(getattr(e, "strerror", None) or str(e) or "unreadable file") from None
     except zlib.error as e:  # a .gz file whose header is valid and whose data is not
