@@ -23,11 +23,9 @@ from __future__ import annotations
 
 import io
 import mmap
-import multiprocessing
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import closing, suppress
 from multiprocessing.connection import Connection
 from typing import Any, BinaryIO, NamedTuple
 
@@ -56,17 +54,11 @@ def usable(lines: Any) -> bool:
 
 def parts(path: str, part: int | None = None) -> list[Part]:
     """The file cut after the first run line that starts at or after each multiple of ``part``
-    bytes (default PART_BYTES) past the cut before, the lines before each counted."""
-    with closing(_numbered(path, _bounds(path, part))) as numbered:
-        return list(numbered)
-
-
-def _bounds(path: str, part: int | None = None) -> list[tuple[int, int]]:
-    """(start, end) of each part (``parts``), found without reading the file through."""
+    bytes (default PART_BYTES) past the cut before."""
     part = part or PART_BYTES
     size = os.path.getsize(path)
     if size == 0:
-        return [(0, 0)]
+        return [Part(0, 0, 0, True)]
     cuts: list[int] = []
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         target = part
@@ -77,25 +69,12 @@ def _bounds(path: str, part: int | None = None) -> list[tuple[int, int]]:
                 break
             cuts.append(end + 1)
             target = end + 1 + part
-    bounds = [0, *cuts, size]
-    return list(zip(bounds, bounds[1:]))
-
-
-def _numbered(path: str, bounds: list[tuple[int, int]]) -> Iterator[Part]:
-    """The parts at ``bounds``, each with the lines before it, counted as the parts are asked
-    for (the lines of 100 MB take a twentieth of a second to count: the workers need not wait)."""
-    size = bounds[-1][1]
-    buf = bytearray(1 << 20)
-    view = memoryview(buf)
-    lines = 0
-    with open(path, "rb") as f:
-        for a, b in bounds:
-            yield Part(a, b, lines, b == size)
-            f.seek(a)
-            left = b - a
-            while left > 0 and (n := f.readinto(view[:min(left, len(buf))])):
-                lines += buf.count(b"\n", 0, n)
-                left -= n
+        bounds = [0, *cuts, size]
+        out, lines = [], 0
+        for a, b in zip(bounds, bounds[1:]):
+            out.append(Part(a, b, lines, b == size))
+            lines += mm[a:b].count(b"\n")
+    return out
 
 
 def parse_file(lines: Lines, name: str) -> Iterator[ImportedRun | Prepared]:
@@ -104,43 +83,17 @@ def parse_file(lines: Lines, name: str) -> Iterator[ImportedRun | Prepared]:
     (``iter_parse``). A run a worker read comes as ``Prepared`` when ``lines.prepare`` is given."""
     path = lines.path
     assert path is not None
-    bounds = _bounds(path)
-    if len(bounds) < 2:   # nowhere to cut: one pass, without a worker to hand every run over
+    cut = parts(path)
+    if len(cut) < 2:   # nowhere to cut: one pass, without a worker to hand every run over
         yield from iter_parse(lines, name)
         return
-    jobs = min(lines.jobs, len(bounds))
-    # each worker is handed its parts one by one (part k goes to worker k % jobs), each with the
-    # lines before it, counted here while the workers read
-    feeds = [multiprocessing.Pipe(duplex=False) for _ in range(jobs)]
-    try:
-        workers = workers_.start(_work, [(path, feed, name, lines.prepare) for feed, _ in feeds])
-    except BaseException:
-        _close_all(feeds)
-        raise
-    for feed, _ in feeds:
-        feed.close()   # the workers' ends
-    numbered = _numbered(path, bounds)
-    cut: list[Part] = []
-
-    def hand_out(upto: int) -> None:
-        """Parts up to ``upto`` handed to their workers (then the end, once there are no more)."""
-        while len(cut) <= upto and len(cut) < len(bounds):
-            cut.append(next(numbered))
-            with suppress(OSError):   # a worker that died: its part is read here (``_rest``)
-                feeds[(len(cut) - 1) % jobs][1].send(cut[-1])
-            if len(cut) == len(bounds):
-                for _, end in feeds:
-                    with suppress(OSError):
-                        end.send(None)
-
+    jobs = min(lines.jobs, len(cut))
+    workers = workers_.start(_work, [(path, cut[j::jobs], name, lines.prepare) for j in range(jobs)])
     run_lines = RunLines()
     try:
-        hand_out(jobs)
         if lines.meanwhile is not None:
             lines.meanwhile()
-        for k in range(len(bounds)):
-            hand_out(k + jobs)   # the part each worker reads after this one
-            part = cut[k]
+        for k, part in enumerate(cut):
             runs, outcome = workers_.receive(workers[k % jobs][1])
             if outcome[0] != "end":
                 workers_.stop(workers)   # the rest is read here: their parts are not wanted
@@ -152,14 +105,6 @@ def parse_file(lines: Lines, name: str) -> Iterator[ImportedRun | Prepared]:
                 yield run
     finally:
         workers_.stop(workers)
-        numbered.close()
-        _close_all(feeds)
-
-
-def _close_all(feeds: list[tuple[Connection, Connection]]) -> None:
-    for pair in feeds:
-        for c in pair:
-            c.close()
 
 
 def _read(f: BinaryIO, part: Part, name: str, prepare: Callable[[ImportedRun], Any] | None
@@ -182,13 +127,11 @@ def _rest(path: str, part: Part, name: str, run_lines: RunLines) -> Iterator[Imp
         yield from iter_parse(Lines([], text), name, first_line=part.first_line, run_lines=run_lines)
 
 
-def _work(path: str, feed: Connection, name: str, prepare: Callable[[ImportedRun], Any] | None,
+def _work(path: str, mine: list[Part], name: str, prepare: Callable[[ImportedRun], Any] | None,
           conn: Connection, parent: int) -> None:
-    """A worker process: each part handed to it on ``feed`` (None: no more) read whole, then sent;
-    a part that ends with measurements waiting, or raises, is sent as ("again",): the main
-    process reads from there."""
-    workers_.serve_parts(path, iter(feed.recv, None), lambda f, part: (_read(f, part, name, prepare), ("end",)),
-                         conn, parent)
+    """A worker process: each of its parts read whole, then sent; a part that ends with measurements
+    waiting, or raises, is sent as ("again",): the main process reads from there."""
+    workers_.serve_parts(path, mine, lambda f, part: (_read(f, part, name, prepare), ("end",)), conn, parent)
 
 
 def _parse(lines: Iterable[str], name: str) -> Iterator[Any]:

@@ -8,7 +8,7 @@ import io
 import multiprocessing
 import os
 import signal
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from multiprocessing.connection import Connection
 from typing import Any, BinaryIO
@@ -81,7 +81,7 @@ def stop(workers: list[Worker]) -> None:
     workers.clear()
 
 
-def serve_parts(path: str, parts: Iterable[Any], read: Callable[[BinaryIO, Any], tuple[list[Any], tuple[Any, ...]]],
+def serve_parts(path: str, parts: Sequence[Any], read: Callable[[BinaryIO, Any], tuple[list[Any], tuple[Any, ...]]],
                 conn: Connection, parent: int | None = None) -> None:
     """A worker process's life: each of its ``parts`` of the file ``path`` read whole by ``read``
     (the part's runs and how it ended; ("again",) where it raises: a defect the main process meets
