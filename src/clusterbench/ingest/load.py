@@ -14,8 +14,9 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import closing, suppress
+from contextlib import closing
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import chain, islice
@@ -240,28 +241,37 @@ def _show_file(path: str, opts: ImportOptions, sink: ImportSink, render: Render 
 
 
 class _FileDigest:
-    """A file's digest (its identity's), computed once: when first asked for, or ``early``, while
-    a parse's worker processes read their first parts (what it raised is kept for ``get``)."""
+    """A file's digest (its identity's), computed once: when first asked for, or ``early`` by a
+    thread, while a parse's worker processes read their first parts and this process receives
+    them (hashlib lets go of the interpreter while it hashes). What it raised is raised by ``get``."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self._value: Any = None
         self._error: ClusterbenchError | None = None
+        self._thread: threading.Thread | None = None
 
     def get(self) -> Any:
+        if self._thread is not None:
+            self._thread.join()
+        elif self._value is None and self._error is None:
+            self._compute()
         if self._error is not None:
             raise self._error
-        if self._value is None:
-            try:
-                self._value = file_digest(self.path)
-            except ClusterbenchError as e:
-                self._error = e
-                raise
         return self._value
 
     def early(self) -> None:
-        with suppress(ClusterbenchError):
-            self.get()
+        """The digest started in a thread: called once the workers are started (a process that
+        forks while a thread of it runs may give the child a lock that thread held)."""
+        if self._thread is None and self._value is None:
+            self._thread = threading.Thread(target=self._compute, name="clusterbench-digest", daemon=True)
+            self._thread.start()
+
+    def _compute(self) -> None:
+        try:
+            self._value = file_digest(self.path)
+        except ClusterbenchError as e:
+            self._error = e
 
 
 def _import_file(path: str, opts: ImportOptions, sink: ImportSink, store: Store, once: bool,
@@ -270,8 +280,8 @@ def _import_file(path: str, opts: ImportOptions, sink: ImportSink, store: Store,
     """One file parsed and stored in its own transaction, unless it was imported before.
 
     A file's identity is known before a run of it is stored: before it is parsed, or where worker
-    processes read it, while they read its first parts (hashing 100 MB is a tenth of a second the
-    workers need not wait for); one read once (standard input, a FIFO) is known once read."""
+    processes read it, while they read their first parts (a 100 MB night takes 0.07 s to hash,
+    which they need not wait for); one read once (standard input, a FIFO) is known once read."""
     hashed = new_digest() if once else None
     digest = _FileDigest(path)
 
