@@ -221,3 +221,30 @@ def test_one_bad_line_deep_in_a_large_file_stores_nothing(any_db, tmp_path, monk
                                     "error": f"line {bad}: measurement value 'fast' is not a number"}]
     assert sink.events[-1] == ("failed", "night.jsonl", f"line {bad}: measurement value 'fast' is not a number")
     assert _runs(any_db) == []
+
+
+@pytest.mark.parametrize("error", [ClusterbenchError("Permission denied"), MemoryError()], ids=["unreadable", "other"])
+def test_a_digest_hashed_early_is_hashed_once_and_raises_in_the_thread_that_asks(monkeypatch, error):
+    from clusterbench.ingest import load
+
+    calls: list[str] = []
+
+    def hashed(path):
+        calls.append(path)
+        if path == "bad":
+            raise error
+        return f"digest of {path}"
+
+    monkeypatch.setattr(load, "file_digest", hashed)
+    good = load._FileDigest("good")
+    good.early()
+    good.early()
+    assert good.get() == good.get() == "digest of good"
+    bad = load._FileDigest("bad")
+    bad.early()
+    for _ in range(2):
+        with pytest.raises(type(error)):
+            bad.get()
+    assert calls == ["good", "bad"]
+    late = load._FileDigest("late")   # never started early: hashed when first asked for
+    assert late.get() == "digest of late" and calls[-1] == "late"

@@ -248,7 +248,7 @@ class _FileDigest:
     def __init__(self, path: str) -> None:
         self.path = path
         self._value: Any = None
-        self._error: ClusterbenchError | None = None
+        self._error: Exception | None = None
         self._thread: threading.Thread | None = None
 
     def get(self) -> Any:
@@ -270,7 +270,7 @@ class _FileDigest:
     def _compute(self) -> None:
         try:
             self._value = file_digest(self.path)
-        except ClusterbenchError as e:
+        except Exception as e:  # noqa: BLE001 - raised by ``get``, in the thread that asks
             self._error = e
 
 
