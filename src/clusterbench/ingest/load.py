@@ -282,17 +282,19 @@ def _import_file(path: str, opts: ImportOptions, sink: ImportSink, store: Store,
     A file's identity is known before a run of it is stored: before it is parsed, or where worker
     processes read it, while they read their first parts (a 100 MB night takes 0.07 s to hash,
     which they need not wait for); one read once (standard input, a FIFO) is known once read."""
-    hashed = new_digest() if once else None
-    digest = _FileDigest(path)
+    hashed = new_digest() if once else None   # updated as the file is read
+    digest = None if once else _FileDigest(path)
 
     def refuse_if_imported_before() -> None:
-        if not once and (before := store.imported_runs(identity(digest.get(), opts.tool, opts.host, opts.tags))):
+        if digest is not None and (before := store.imported_runs(
+                identity(digest.get(), opts.tool, opts.host, opts.tags))):
             raise _AlreadyImported(before)
 
     checked = not read_in_parts(path, jobs)
     if checked:
         refuse_if_imported_before()
-    with closing(runs_of(path, opts.tool, hashed, jobs, stored_name or name, meanwhile=digest.early)) as runs:
+    early = digest.early if digest is not None else None
+    with closing(runs_of(path, opts.tool, hashed, jobs, stored_name or name, meanwhile=early)) as runs:
         try:
             first = list(islice(runs, 1))
         except Exception:
@@ -307,7 +309,7 @@ def _import_file(path: str, opts: ImportOptions, sink: ImportSink, store: Store,
             _store_file(chain(first, runs), opts, sink, store, stored, counted, name)
             # again inside the transaction, where a concurrent import of the same file (or
             # standard input seen before) is caught and rolled back
-            ident = identity(hashed if once else digest.get(), opts.tool, opts.host, opts.tags)
+            ident = identity(hashed if digest is None else digest.get(), opts.tool, opts.host, opts.tags)
             if before := store.imported_runs(ident):
                 raise _AlreadyImported(before)
             store.note_imported(stored, ident, name)
